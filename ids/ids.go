@@ -1,0 +1,81 @@
+// Package ids holds the identifiers shared by every layer of the client:
+// the address of a device and the logical id of a message. It validates
+// them and never touches storage or the network.
+package ids
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is returned (wrapped) by the validating constructors and
+// methods of this package when an address or id is malformed.
+var ErrInvalid = errors.New("ids: invalid identifier")
+
+// MaxUserIDLen is the longest user id accepted, in bytes.
+const MaxUserIDLen = 256
+
+// LogicalMessageIDLen is the length of a logical message id, in bytes.
+const LogicalMessageIDLen = 16
+
+// DeviceAddress names one device of one user: the unit a message is sent
+// to and a session is held with.
+type DeviceAddress struct {
+	UserID   string
+	DeviceID int64
+}
+
+// Validate returns an error wrapping ErrInvalid if the user id is empty or
+// longer than MaxUserIDLen, or the device id is negative.
+func (a DeviceAddress) Validate() error {
+	switch {
+	case a.UserID == "":
+		return fmt.Errorf("%w: empty user id", ErrInvalid)
+	case len(a.UserID) > MaxUserIDLen:
+		return fmt.Errorf("%w: user id longer than %d bytes", ErrInvalid, MaxUserIDLen)
+	case a.DeviceID < 0:
+		return fmt.Errorf("%w: negative device id %d", ErrInvalid, a.DeviceID)
+	}
+	return nil
+}
+
+// String returns "user/device", for logs and messages.
+func (a DeviceAddress) String() string { return fmt.Sprintf("%s/%d", a.UserID, a.DeviceID) }
+
+// Less orders addresses by user id, then device id. It gives rules that
+// must agree on both devices (such as collision resolution) a total order.
+func (a DeviceAddress) Less(b DeviceAddress) bool {
+	if a.UserID != b.UserID {
+		return a.UserID < b.UserID
+	}
+	return a.DeviceID < b.DeviceID
+}
+
+// LogicalMessageID identifies one message across retries: every envelope
+// that carries the same message carries the same logical id, so the
+// recipient can drop duplicates and the sender can match an ACK.
+type LogicalMessageID [LogicalMessageIDLen]byte
+
+// NewLogicalMessageID returns a random logical message id.
+func NewLogicalMessageID() LogicalMessageID {
+	var id LogicalMessageID
+	// crypto/rand.Read never returns an error on supported platforms.
+	_, _ = rand.Read(id[:])
+	return id
+}
+
+// ParseLogicalMessageID copies b into a LogicalMessageID. It returns an error
+// wrapping ErrInvalid if b is not exactly LogicalMessageIDLen bytes long.
+func ParseLogicalMessageID(b []byte) (LogicalMessageID, error) {
+	var id LogicalMessageID
+	if len(b) != LogicalMessageIDLen {
+		return id, fmt.Errorf("%w: logical message id is %d bytes, want %d", ErrInvalid, len(b), LogicalMessageIDLen)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// String returns the id in lowercase hex.
+func (id LogicalMessageID) String() string { return hex.EncodeToString(id[:]) }

@@ -1,0 +1,406 @@
+// Package migration applies the client database's versioned schema (package
+// schema) to a SQLite database with Atlas's migration executor.
+//
+// Before anything runs, the migration directory is checked against its
+// atlas.sum; a tampered, added or removed file stops everything with
+// ErrChecksum. Applied versions are recorded in the schema_revision table
+// by a revision store of this package's own, all pending versions run in
+// one transaction, and running again is a no-op. A database written by a
+// newer version of this code is refused with ErrNewerDatabase and left
+// untouched.
+//
+// A version-14 database made before schema_revision existed (it carries
+// PRAGMA user_version = 14 and no history) is adopted at version 14 as a
+// baseline: nothing of version 14 is run again on it.
+//
+// Package migration never changes a landed migration, never reads or
+// writes sealed data and never drops user data.
+package migration
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"ariga.io/atlas/sql/migrate"
+	"ariga.io/atlas/sql/sqlite"
+
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/schema"
+)
+
+// Errors returned (wrapped) by this package.
+var (
+	// ErrChecksum means the migration directory does not match atlas.sum.
+	ErrChecksum = errors.New("migration: directory does not match atlas.sum")
+	// ErrNewerDatabase means the database holds a version this code does
+	// not know, written by newer code.
+	ErrNewerDatabase = errors.New("migration: database is newer than this code")
+	// ErrUnknownState means the database holds tables but no history this
+	// code can place it at.
+	ErrUnknownState = errors.New("migration: database has no recognisable schema history")
+	// ErrDirectory means the migration directory itself is malformed.
+	ErrDirectory = errors.New("migration: malformed migration directory")
+)
+
+// LegacyBaselineVersion is the version a database without schema_revision
+// but with PRAGMA user_version = 14 is adopted at.
+const LegacyBaselineVersion = "14"
+
+// Migrator applies one migration directory. It is safe for concurrent use,
+// but concurrent Up calls on the same database are serialised by SQLite.
+type Migrator struct {
+	dir   migrate.Dir
+	files []migrate.File
+}
+
+// New returns a Migrator for the Atlas migration directory at dir in fsys.
+// It returns an error wrapping ErrChecksum if the directory's files do not
+// match its atlas.sum (or atlas.sum is missing), and ErrDirectory if a file
+// name has no numeric version.
+func New(fsys fs.FS, dir string) (*Migrator, error) {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDirectory, err)
+	}
+	d := &fsDir{fsys: sub}
+	if err := migrate.Validate(d); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrChecksum, err)
+	}
+	files, err := d.Files()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDirectory, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: no migration files", ErrDirectory)
+	}
+	for _, f := range files {
+		if _, err := strconv.ParseUint(f.Version(), 10, 31); err != nil {
+			return nil, fmt.Errorf("%w: %s: version %q is not a number", ErrDirectory, f.Name(), f.Version())
+		}
+	}
+	return &Migrator{dir: d, files: files}, nil
+}
+
+// Default returns the Migrator for the embedded schema.Migrations. It
+// returns the same errors as New.
+func Default() (*Migrator, error) { return New(schema.Migrations, schema.MigrationsDir) }
+
+// Head returns the newest version in the directory.
+func (m *Migrator) Head() string { return m.files[len(m.files)-1].Version() }
+
+// Versions returns every version in the directory, oldest first.
+func (m *Migrator) Versions() []string {
+	out := make([]string, len(m.files))
+	for i, f := range m.files {
+		out[i] = f.Version()
+	}
+	return out
+}
+
+// Dir returns the validated migration directory, for Atlas tools such as
+// the analyzers run by cmd/migrate lint.
+func (m *Migrator) Dir() migrate.Dir { return m.dir }
+
+// Status says where a database stands.
+type Status struct {
+	// Current is the newest applied version, "" for an empty database.
+	Current string
+	// Pending lists the versions Up would apply, oldest first.
+	Pending []string
+}
+
+// PendingFile is one migration file Up would run, with its statements.
+type PendingFile struct {
+	Version     string
+	Description string
+	Statements  []string
+}
+
+// Status reports the current and pending versions of db without changing
+// it. It returns an error wrapping ErrNewerDatabase or ErrUnknownState.
+func (m *Migrator) Status(ctx context.Context, conn *sql.DB) (Status, error) {
+	var st Status
+	err := readOnly(ctx, conn, func(tx *sql.Tx) error {
+		current, pending, err := m.position(ctx, tx)
+		st = Status{Current: current}
+		for _, f := range pending {
+			st.Pending = append(st.Pending, f.Version())
+		}
+		return err
+	})
+	return st, err
+}
+
+// Plan returns the statements Up would run on db, without running them.
+// It returns the same errors as Status.
+func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error) {
+	var out []PendingFile
+	err := readOnly(ctx, conn, func(tx *sql.Tx) error {
+		_, pending, err := m.position(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for _, f := range pending {
+			stmts, err := f.Stmts()
+			if err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrDirectory, f.Name(), err)
+			}
+			out = append(out, PendingFile{Version: f.Version(), Description: f.Desc(), Statements: stmts})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Up migrates db to the head version in one transaction and returns the
+// versions it applied (none if db was already at head). On any error
+// nothing is applied. It returns an error wrapping ErrNewerDatabase or
+// ErrUnknownState for a database it cannot place.
+func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
+	var applied []string
+	err := sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
+		current, pending, err := m.position(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, schema.RevisionTable); err != nil {
+			return fmt.Errorf("migration: create schema_revision: %w", err)
+		}
+		rrw := &revisions{q: db.New(tx)}
+		opts := []migrate.ExecutorOption{migrate.WithOperatorVersion("securemsg-storage")}
+		if current == LegacyBaselineVersion {
+			if revs, err := rrw.ReadRevisions(ctx); err != nil {
+				return err
+			} else if len(revs) == 0 {
+				opts = append(opts, migrate.WithBaselineVersion(LegacyBaselineVersion))
+			}
+		}
+		drv, err := sqlite.Open(tx)
+		if err != nil {
+			return fmt.Errorf("migration: open atlas driver: %w", err)
+		}
+		ex, err := migrate.NewExecutor(drv, m.dir, rrw, opts...)
+		if err != nil {
+			return fmt.Errorf("migration: %w", err)
+		}
+		if err := ex.ExecuteN(ctx, 0); err != nil && !errors.Is(err, migrate.ErrNoPendingFiles) {
+			return fmt.Errorf("migration: apply: %w", err)
+		}
+		head, _ := strconv.Atoi(m.Head())
+		// user_version mirrors the head for tools that only read the pragma.
+		if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(head)); err != nil {
+			return fmt.Errorf("migration: set user_version: %w", err)
+		}
+		for _, f := range pending {
+			applied = append(applied, f.Version())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
+// position finds the current version of the database behind tx and the
+// files still to apply.
+func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (string, []migrate.File, error) {
+	q := db.New(tx)
+	hasHistory, err := q.RevisionTableExists(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("migration: read schema: %w", err)
+	}
+	var current string
+	if hasHistory > 0 {
+		revs, err := q.ListRevisions(ctx)
+		if err != nil {
+			return "", nil, fmt.Errorf("migration: read schema_revision: %w", err)
+		}
+		for _, r := range revs {
+			if !slices.Contains(m.Versions(), r.Version) {
+				return "", nil, fmt.Errorf("%w: it records version %s, this code knows up to %s", ErrNewerDatabase, r.Version, m.Head())
+			}
+			if r.Applied != r.Total {
+				return "", nil, fmt.Errorf("%w: version %s is only partly applied (%d of %d statements)", ErrUnknownState, r.Version, r.Applied, r.Total)
+			}
+			current = r.Version
+		}
+	}
+	var userVersion int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion); err != nil {
+		return "", nil, fmt.Errorf("migration: read user_version: %w", err)
+	}
+	head, _ := strconv.Atoi(m.Head())
+	if userVersion > head {
+		return "", nil, fmt.Errorf("%w: user_version %d, this code knows up to %s", ErrNewerDatabase, userVersion, m.Head())
+	}
+	if current == "" {
+		tables, err := q.UserTableCount(ctx)
+		if err != nil {
+			return "", nil, fmt.Errorf("migration: read schema: %w", err)
+		}
+		switch {
+		case tables == 0:
+		case strconv.Itoa(userVersion) == LegacyBaselineVersion:
+			current = LegacyBaselineVersion
+		default:
+			return "", nil, fmt.Errorf("%w: %d tables, user_version %d and no schema_revision", ErrUnknownState, tables, userVersion)
+		}
+	}
+	var pending []migrate.File
+	for _, f := range m.files {
+		if current == "" || versionLess(current, f.Version()) {
+			pending = append(pending, f)
+		}
+	}
+	return current, pending, nil
+}
+
+func versionLess(a, b string) bool {
+	x, _ := strconv.Atoi(a)
+	y, _ := strconv.Atoi(b)
+	return x < y
+}
+
+// readOnly runs fn in a transaction that is always rolled back, so that
+// Status and Plan can never change the database.
+func readOnly(ctx context.Context, conn *sql.DB, fn func(*sql.Tx) error) error {
+	errReadOnly := errors.New("read only")
+	err := sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errReadOnly
+	})
+	if errors.Is(err, errReadOnly) {
+		return nil
+	}
+	return err
+}
+
+// fsDir is a read-only migrate.Dir over an fs.FS (the embedded directory),
+// ordering files by numeric version rather than by name.
+type fsDir struct{ fsys fs.FS }
+
+func (d *fsDir) Open(name string) (fs.File, error) { return d.fsys.Open(name) }
+
+func (d *fsDir) WriteFile(string, []byte) error {
+	return fmt.Errorf("%w: the embedded migration directory is read-only", ErrDirectory)
+}
+
+func (d *fsDir) Files() ([]migrate.File, error) {
+	names, err := fs.Glob(d.fsys, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(names, func(i, j int) bool {
+		vi, vj := strings.SplitN(names[i], "_", 2)[0], strings.SplitN(names[j], "_", 2)[0]
+		if vi != vj && len(vi) != len(vj) {
+			return versionLess(vi, vj)
+		}
+		return names[i] < names[j]
+	})
+	files := make([]migrate.File, 0, len(names))
+	for _, n := range names {
+		b, err := fs.ReadFile(d.fsys, n)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path.Base(n), err)
+		}
+		files = append(files, migrate.NewLocalFile(n, b))
+	}
+	return files, nil
+}
+
+func (d *fsDir) Checksum() (migrate.HashFile, error) {
+	files, err := d.Files()
+	if err != nil {
+		return nil, err
+	}
+	return migrate.NewHashFile(files)
+}
+
+// revisions is the Atlas revision store over schema_revision, through the
+// generated queries.
+type revisions struct{ q *db.Queries }
+
+func (r *revisions) Ident() *migrate.TableIdent { return &migrate.TableIdent{Name: "schema_revision"} }
+
+func (r *revisions) ReadRevisions(ctx context.Context) ([]*migrate.Revision, error) {
+	rows, err := r.q.ListRevisions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*migrate.Revision, 0, len(rows))
+	for _, row := range rows {
+		out = append(out, toRevision(row))
+	}
+	// Atlas expects revisions in version order; schema_revision sorts as text.
+	sort.Slice(out, func(i, j int) bool { return versionLess(out[i].Version, out[j].Version) })
+	return out, nil
+}
+
+func (r *revisions) ReadRevision(ctx context.Context, version string) (*migrate.Revision, error) {
+	row, err := r.q.GetRevision(ctx, version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, migrate.ErrRevisionNotExist
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toRevision(row), nil
+}
+
+func (r *revisions) WriteRevision(ctx context.Context, rev *migrate.Revision) error {
+	return r.q.UpsertRevision(ctx, db.UpsertRevisionParams{
+		Version:         rev.Version,
+		Description:     rev.Description,
+		Type:            int64(rev.Type),
+		Applied:         int64(rev.Applied),
+		Total:           int64(rev.Total),
+		ExecutedAt:      rev.ExecutedAt.UnixNano(),
+		ExecutionTime:   int64(rev.ExecutionTime),
+		Error:           rev.Error,
+		ErrorStmt:       rev.ErrorStmt,
+		Hash:            rev.Hash,
+		PartialHashes:   strings.Join(rev.PartialHashes, ","),
+		OperatorVersion: rev.OperatorVersion,
+	})
+}
+
+func (r *revisions) DeleteRevision(ctx context.Context, version string) error {
+	return r.q.DeleteRevision(ctx, version)
+}
+
+func toRevision(row db.SchemaRevision) *migrate.Revision {
+	var partial []string
+	if row.PartialHashes != "" {
+		partial = strings.Split(row.PartialHashes, ",")
+	}
+	return &migrate.Revision{
+		Version:         row.Version,
+		Description:     row.Description,
+		Type:            migrate.RevisionType(row.Type),
+		Applied:         int(row.Applied),
+		Total:           int(row.Total),
+		ExecutedAt:      time.Unix(0, row.ExecutedAt),
+		ExecutionTime:   time.Duration(row.ExecutionTime),
+		Error:           row.Error,
+		ErrorStmt:       row.ErrorStmt,
+		Hash:            row.Hash,
+		PartialHashes:   partial,
+		OperatorVersion: row.OperatorVersion,
+	}
+}

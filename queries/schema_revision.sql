@@ -1,0 +1,36 @@
+-- The migration history read and written by package migration.
+
+-- name: ListRevisions :many
+SELECT * FROM schema_revision ORDER BY version;
+
+-- name: GetRevision :one
+SELECT * FROM schema_revision WHERE version = ?;
+
+-- name: UpsertRevision :exec
+INSERT INTO schema_revision (
+  version, description, type, applied, total, executed_at, execution_time,
+  error, error_stmt, hash, partial_hashes, operator_version
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (version) DO UPDATE SET
+  description = excluded.description,
+  type = excluded.type,
+  applied = excluded.applied,
+  total = excluded.total,
+  executed_at = excluded.executed_at,
+  execution_time = excluded.execution_time,
+  error = excluded.error,
+  error_stmt = excluded.error_stmt,
+  hash = excluded.hash,
+  partial_hashes = excluded.partial_hashes,
+  operator_version = excluded.operator_version;
+
+-- name: DeleteRevision :exec
+DELETE FROM schema_revision WHERE version = ?;
+
+-- name: RevisionTableExists :one
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_revision';
+
+-- name: UserTableCount :one
+-- Tables other than SQLite's own and the history: zero means a fresh file.
+SELECT count(*) FROM sqlite_master
+WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'schema_revision';

@@ -1,0 +1,24 @@
+// Package schema holds the client database's schema history: the Atlas
+// migration directory (versions 14 and 15 and their atlas.sum), embedded so
+// that the binary carries exactly the migrations it was built with.
+//
+// Package schema only holds the files; package migration applies them.
+package schema
+
+import "embed"
+
+// Migrations is the Atlas migration directory, rooted at "migrations".
+// Files in it are append-only history: never edit one that has landed, add
+// a new version and re-hash atlas.sum.
+//
+//go:embed migrations/*.sql migrations/atlas.sum
+var Migrations embed.FS
+
+// MigrationsDir is the path of the migration directory inside Migrations.
+const MigrationsDir = "migrations"
+
+// RevisionTable is the DDL of the migration history table, which lives
+// outside the versioned schema and is created before the first migration.
+//
+//go:embed history/schema_revision.sql
+var RevisionTable string

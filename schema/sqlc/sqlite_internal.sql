@@ -1,0 +1,5 @@
+-- SQLite's own tables, which SQLite creates itself (sqlite_sequence for
+-- AUTOINCREMENT, sqlite_master for the schema). They are declared here for
+-- sqlc only, so that queries reading them compile; never applied.
+CREATE TABLE sqlite_sequence (name TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE TABLE sqlite_master (type TEXT NOT NULL, name TEXT NOT NULL, tbl_name TEXT NOT NULL, rootpage INTEGER NOT NULL, sql TEXT);

@@ -1,0 +1,297 @@
+// Package seal implements the one sealed-record format used for every
+// sealed column of the client's local database.
+//
+// A sealed record is laid out as
+//
+//	offset  size  field
+//	0       4     magic "KSMR"
+//	4       1     format version (1)
+//	5       1     record type (RecordType)
+//	6       4     key id, big endian (KeyID of the storage key)
+//	10      24    XChaCha20-Poly1305 nonce, random
+//	34      n+16  ciphertext and Poly1305 tag
+//
+// The AEAD's associated data is the 10-byte header followed by the
+// caller's associated data, which binds the row identity (for a pending
+// outbound message: recipient and logical id). A value copied to another
+// row, another table or another record type therefore fails to open.
+//
+// Package seal never stores anything and never decides what is sealed; it
+// only seals and opens bytes.
+package seal
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// Errors returned (wrapped) by Open and Parse. Each failure has its own
+// sentinel so that callers and tests can tell them apart with errors.Is.
+var (
+	// ErrTruncated means the value is shorter than a header, nonce and tag.
+	ErrTruncated = errors.New("seal: truncated sealed record")
+	// ErrMalformed means the value does not start with the record magic.
+	ErrMalformed = errors.New("seal: not a sealed record")
+	// ErrUnknownVersion means the format version is not one this code reads.
+	ErrUnknownVersion = errors.New("seal: unknown sealed record version")
+	// ErrRecordType means the record holds another record type than asked.
+	ErrRecordType = errors.New("seal: wrong record type")
+	// ErrWrongKey means the record was sealed with a key the keyring does
+	// not hold (a wrong key, or one rotated away and forgotten).
+	ErrWrongKey = errors.New("seal: sealed with a key not in the keyring")
+	// ErrAuthentication means the AEAD rejected the record: it was altered,
+	// or moved to a row or table whose associated data differs.
+	ErrAuthentication = errors.New("seal: sealed record failed authentication")
+	// ErrKey means a key is malformed or clashes with one already held.
+	ErrKey = errors.New("seal: invalid key")
+)
+
+// Version is the sealed-record format version this package writes.
+const Version = 1
+
+// KeySize is the size of a storage key, in bytes.
+const KeySize = chacha20poly1305.KeySize
+
+const (
+	magic      = "KSMR"
+	headerSize = 4 + 1 + 1 + 4
+	nonceSize  = chacha20poly1305.NonceSizeX
+	// Overhead is the number of bytes a sealed record adds to its plaintext.
+	Overhead = headerSize + nonceSize + chacha20poly1305.Overhead
+)
+
+// RecordType says what a sealed record holds. It is authenticated, so a
+// record of one type never opens as another.
+type RecordType uint8
+
+// The record types of the client's database. Values are persisted: never
+// renumber them.
+const (
+	RecordLocalIdentity     RecordType = 1
+	RecordIdentityPin       RecordType = 2
+	RecordSession           RecordType = 3
+	RecordSessionInitiation RecordType = 4
+	RecordPendingOutbound   RecordType = 5
+	RecordPendingInbound    RecordType = 6
+	RecordKeyVerifier       RecordType = 7
+)
+
+// KeyID identifies a storage key inside sealed records. It is derived from
+// the key itself, so a record names the exact key that sealed it.
+type KeyID uint32
+
+// Key is a 32-byte storage key with its id.
+type Key struct {
+	id     KeyID
+	secret [KeySize]byte
+}
+
+// NewKey returns the key holding secret. It returns an error wrapping ErrKey
+// if secret is not KeySize bytes long.
+func NewKey(secret []byte) (Key, error) {
+	var k Key
+	if len(secret) != KeySize {
+		return k, fmt.Errorf("%w: key is %d bytes, want %d", ErrKey, len(secret), KeySize)
+	}
+	copy(k.secret[:], secret)
+	sum := sha256.Sum256(append([]byte("securemsg storage key id v1\x00"), secret...))
+	k.id = KeyID(binary.BigEndian.Uint32(sum[:4]))
+	return k, nil
+}
+
+// GenerateKey returns a new random key.
+func GenerateKey() (Key, error) {
+	secret := make([]byte, KeySize)
+	if _, err := rand.Read(secret); err != nil {
+		return Key{}, fmt.Errorf("seal: generate key: %w", err)
+	}
+	return NewKey(secret)
+}
+
+// ID returns the key's id.
+func (k Key) ID() KeyID { return k.id }
+
+// Keyring holds the current storage key, which seals, and any older keys
+// still needed to open records during a rotation. It counts opens so that
+// tests can prove which operations open nothing. A Keyring is safe for
+// concurrent use.
+type Keyring struct {
+	mu      sync.RWMutex
+	current KeyID
+	keys    map[KeyID]Key
+	opens   atomic.Int64
+}
+
+// NewKeyring returns a keyring sealing with current and opening records
+// sealed with current or any of older. It returns an error wrapping ErrKey
+// if two keys share an id.
+func NewKeyring(current Key, older ...Key) (*Keyring, error) {
+	kr := &Keyring{current: current.id, keys: map[KeyID]Key{current.id: current}}
+	for _, k := range older {
+		if _, dup := kr.keys[k.id]; dup {
+			return nil, fmt.Errorf("%w: duplicate key id %d", ErrKey, k.id)
+		}
+		kr.keys[k.id] = k
+	}
+	return kr, nil
+}
+
+// Current returns the id of the key that seals.
+func (kr *Keyring) Current() KeyID {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	return kr.current
+}
+
+// Has reports whether the keyring holds the key with id.
+func (kr *Keyring) Has(id KeyID) bool {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	_, ok := kr.keys[id]
+	return ok
+}
+
+// KeyIDs returns the ids of every key held, in ascending order.
+func (kr *Keyring) KeyIDs() []KeyID {
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	out := make([]KeyID, 0, len(kr.keys))
+	for id := range kr.keys {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Add makes k the sealing key while keeping the previous keys for opening.
+// Adding the current key again is a no-op.
+func (kr *Keyring) Add(k Key) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	kr.keys[k.id] = k
+	kr.current = k.id
+}
+
+// Forget drops the key with id, after a rotation has re-sealed every record
+// it sealed. The current key cannot be forgotten: it returns an error
+// wrapping ErrKey.
+func (kr *Keyring) Forget(id KeyID) error {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if id == kr.current {
+		return fmt.Errorf("%w: cannot forget the current key %d", ErrKey, id)
+	}
+	delete(kr.keys, id)
+	return nil
+}
+
+// Opens returns how many times Open has been called on this keyring.
+func (kr *Keyring) Opens() int64 { return kr.opens.Load() }
+
+// Seal seals plaintext as a record of type rt bound to ad, with the current
+// key and a fresh random nonce.
+func (kr *Keyring) Seal(rt RecordType, ad, plaintext []byte) ([]byte, error) {
+	kr.mu.RLock()
+	k := kr.keys[kr.current]
+	kr.mu.RUnlock()
+	aead, err := chacha20poly1305.NewX(k.secret[:])
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	out := make([]byte, headerSize+nonceSize, Overhead+len(plaintext))
+	copy(out, magic)
+	out[4] = Version
+	out[5] = byte(rt)
+	binary.BigEndian.PutUint32(out[6:10], uint32(k.id))
+	if _, err := rand.Read(out[headerSize:]); err != nil {
+		return nil, fmt.Errorf("seal: nonce: %w", err)
+	}
+	return aead.Seal(out, out[headerSize:], plaintext, associatedData(out[:headerSize], ad)), nil
+}
+
+// Header is the clear part of a sealed record.
+type Header struct {
+	Version    uint8
+	RecordType RecordType
+	KeyID      KeyID
+}
+
+// Parse checks the framing of a sealed record without opening it and
+// returns its header. It returns an error wrapping ErrTruncated,
+// ErrMalformed or ErrUnknownVersion.
+func Parse(sealed []byte) (Header, error) {
+	switch {
+	case len(sealed) < len(magic) && string(sealed) == magic[:len(sealed)]:
+		return Header{}, fmt.Errorf("%w: %d bytes", ErrTruncated, len(sealed))
+	case len(sealed) < len(magic) || string(sealed[:len(magic)]) != magic:
+		return Header{}, ErrMalformed
+	case len(sealed) < headerSize:
+		return Header{}, fmt.Errorf("%w: %d bytes", ErrTruncated, len(sealed))
+	}
+	h := Header{Version: sealed[4], RecordType: RecordType(sealed[5]), KeyID: KeyID(binary.BigEndian.Uint32(sealed[6:10]))}
+	if h.Version != Version {
+		return h, fmt.Errorf("%w: %d", ErrUnknownVersion, h.Version)
+	}
+	if len(sealed) < Overhead {
+		return h, fmt.Errorf("%w: %d bytes, want at least %d", ErrTruncated, len(sealed), Overhead)
+	}
+	return h, nil
+}
+
+// Open checks and opens a record of type rt bound to ad. It returns an
+// error wrapping ErrTruncated, ErrMalformed, ErrUnknownVersion,
+// ErrRecordType, ErrWrongKey or ErrAuthentication, and never returns
+// plaintext together with an error.
+func (kr *Keyring) Open(rt RecordType, ad, sealed []byte) ([]byte, error) {
+	kr.opens.Add(1)
+	h, err := Parse(sealed)
+	if err != nil {
+		return nil, err
+	}
+	if h.RecordType != rt {
+		return nil, fmt.Errorf("%w: record type %d, want %d", ErrRecordType, h.RecordType, rt)
+	}
+	kr.mu.RLock()
+	k, ok := kr.keys[h.KeyID]
+	kr.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: key id %d", ErrWrongKey, h.KeyID)
+	}
+	aead, err := chacha20poly1305.NewX(k.secret[:])
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	pt, err := aead.Open(nil, sealed[headerSize:headerSize+nonceSize], sealed[headerSize+nonceSize:], associatedData(sealed[:headerSize], ad))
+	if err != nil {
+		return nil, ErrAuthentication
+	}
+	return pt, nil
+}
+
+func associatedData(header, ad []byte) []byte {
+	out := make([]byte, 0, len(header)+len(ad))
+	return append(append(out, header...), ad...)
+}
+
+// AD builds associated data from parts, each prefixed with its length, so
+// that no two different lists of parts give the same bytes.
+func AD(parts ...[]byte) []byte {
+	n := 0
+	for _, p := range parts {
+		n += 4 + len(p)
+	}
+	out := make([]byte, 0, n)
+	for _, p := range parts {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(p)))
+		out = append(out, p...)
+	}
+	return out
+}
