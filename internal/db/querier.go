@@ -16,24 +16,55 @@ type Querier interface {
 	// row count (0 or 1) decides ABANDONED / NOT_PENDING and cleared.
 	DeletePendingOutbound(ctx context.Context, arg DeletePendingOutboundParams) (int64, error)
 	DeleteRevision(ctx context.Context, version string) error
+	DeleteSession(ctx context.Context, arg DeleteSessionParams) error
+	DeleteSessionInitiation(ctx context.Context, arg DeleteSessionInitiationParams) error
+	DeleteStorageKey(ctx context.Context, keyID int64) error
+	GetIdentityPin(ctx context.Context, arg GetIdentityPinParams) ([]byte, error)
+	// The client's local state besides pending outbound messages: identity,
+	// pins, sessions, initiations, inbound bookkeeping and storage keys. Every
+	// "sealed" value is a sealed record bound to its row (package seal).
+	GetLocalIdentity(ctx context.Context) (GetLocalIdentityRow, error)
 	GetRevision(ctx context.Context, version string) (SchemaRevision, error)
+	GetSession(ctx context.Context, arg GetSessionParams) ([]byte, error)
+	GetSessionInitiation(ctx context.Context, arg GetSessionInitiationParams) ([]byte, error)
+	InsertLocalIdentity(ctx context.Context, arg InsertLocalIdentityParams) error
+	InsertPendingInbound(ctx context.Context, arg InsertPendingInboundParams) (int64, error)
 	// Pending outbound messages: sent and not yet acknowledged.
 	// Pages are keyset pages on the global sequence, never OFFSET: they read
 	// limit + 1 rows (the caller passes row_limit = limit + 1) to learn whether
 	// another page follows.
 	InsertPendingOutbound(ctx context.Context, arg InsertPendingOutboundParams) (int64, error)
+	// 0 rows affected means the message was processed before: a duplicate.
+	InsertProcessedInbound(ctx context.Context, arg InsertProcessedInboundParams) (int64, error)
+	InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error
 	// The migration history read and written by package migration.
 	ListRevisions(ctx context.Context) ([]SchemaRevision, error)
+	ListStorageKeys(ctx context.Context) ([]StorageKey, error)
 	NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (PendingOutboundMessage, error)
 	PagePendingOutbound(ctx context.Context, arg PagePendingOutboundParams) ([]PendingOutboundMessage, error)
 	PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PendingOutboundMessage, error)
 	// The AUTOINCREMENT high-water mark: the largest sequence ever handed out.
 	PendingOutboundSequenceHighWater(ctx context.Context) (int64, error)
 	RevisionTableExists(ctx context.Context) (int64, error)
+	// Key rotation walks each sealed table in key order, in batches.
+	SealedIdentityPinBatch(ctx context.Context, arg SealedIdentityPinBatchParams) ([]IdentityPin, error)
+	SealedPendingInboundBatch(ctx context.Context, arg SealedPendingInboundBatchParams) ([]PendingInboundMessage, error)
 	// Key rotation walks the table in sequence order, in batches.
 	SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]PendingOutboundMessage, error)
+	SealedSessionBatch(ctx context.Context, arg SealedSessionBatchParams) ([]Session, error)
+	SealedSessionInitiationBatch(ctx context.Context, arg SealedSessionInitiationBatchParams) ([]SessionInitiation, error)
+	SetStorageKeyState(ctx context.Context, arg SetStorageKeyStateParams) error
+	UpdateIdentityPinSealed(ctx context.Context, arg UpdateIdentityPinSealedParams) error
+	UpdateLocalIdentitySealed(ctx context.Context, sealed []byte) error
+	UpdatePendingInboundSealed(ctx context.Context, arg UpdatePendingInboundSealedParams) error
 	UpdatePendingOutboundSealed(ctx context.Context, arg UpdatePendingOutboundSealedParams) error
+	UpdateSessionInitiationSealed(ctx context.Context, arg UpdateSessionInitiationSealedParams) error
+	UpdateSessionSealed(ctx context.Context, arg UpdateSessionSealedParams) error
+	UpdateStorageKeyVerifier(ctx context.Context, arg UpdateStorageKeyVerifierParams) error
+	UpsertIdentityPin(ctx context.Context, arg UpsertIdentityPinParams) error
 	UpsertRevision(ctx context.Context, arg UpsertRevisionParams) error
+	UpsertSession(ctx context.Context, arg UpsertSessionParams) error
+	UpsertSessionInitiation(ctx context.Context, arg UpsertSessionInitiationParams) error
 	// Tables other than SQLite's own and the history: zero means a fresh file.
 	UserTableCount(ctx context.Context) (int64, error)
 }

@@ -1,0 +1,106 @@
+-- The client's local state besides pending outbound messages: identity,
+-- pins, sessions, initiations, inbound bookkeeping and storage keys. Every
+-- "sealed" value is a sealed record bound to its row (package seal).
+
+-- name: GetLocalIdentity :one
+SELECT user_id, device_id, sealed FROM local_identity WHERE id = 1;
+
+-- name: InsertLocalIdentity :exec
+INSERT INTO local_identity (id, user_id, device_id, sealed) VALUES (1, ?, ?, ?);
+
+-- name: UpdateLocalIdentitySealed :exec
+UPDATE local_identity SET sealed = ? WHERE id = 1;
+
+-- name: GetIdentityPin :one
+SELECT sealed FROM identity_pin WHERE user_id = ? AND device_id = ?;
+
+-- name: UpsertIdentityPin :exec
+INSERT INTO identity_pin (user_id, device_id, sealed) VALUES (?, ?, ?)
+ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed;
+
+-- name: GetSession :one
+SELECT sealed FROM session WHERE user_id = ? AND device_id = ?;
+
+-- name: UpsertSession :exec
+INSERT INTO session (user_id, device_id, sealed) VALUES (?, ?, ?)
+ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed;
+
+-- name: DeleteSession :exec
+DELETE FROM session WHERE user_id = ? AND device_id = ?;
+
+-- name: GetSessionInitiation :one
+SELECT sealed FROM session_initiation WHERE user_id = ? AND device_id = ?;
+
+-- name: UpsertSessionInitiation :exec
+INSERT INTO session_initiation (user_id, device_id, sealed) VALUES (?, ?, ?)
+ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed;
+
+-- name: DeleteSessionInitiation :exec
+DELETE FROM session_initiation WHERE user_id = ? AND device_id = ?;
+
+-- name: InsertProcessedInbound :execrows
+-- 0 rows affected means the message was processed before: a duplicate.
+INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at)
+VALUES (?, ?, ?, ?)
+ON CONFLICT DO NOTHING;
+
+-- name: InsertPendingInbound :one
+INSERT INTO pending_inbound_message (sender_user_id, sender_device_id, logical_id, sealed)
+VALUES (?, ?, ?, ?)
+RETURNING sequence;
+
+-- name: ListStorageKeys :many
+SELECT key_id, state, verifier, created_at FROM storage_key ORDER BY key_id;
+
+-- name: InsertStorageKey :exec
+INSERT INTO storage_key (key_id, state, verifier, created_at) VALUES (?, ?, ?, ?);
+
+-- name: SetStorageKeyState :exec
+UPDATE storage_key SET state = ? WHERE key_id = ?;
+
+-- name: DeleteStorageKey :exec
+DELETE FROM storage_key WHERE key_id = ?;
+
+-- Key rotation walks each sealed table in key order, in batches.
+
+-- name: SealedIdentityPinBatch :many
+SELECT user_id, device_id, sealed FROM identity_pin
+WHERE user_id > sqlc.arg(after_user_id)
+   OR (user_id = sqlc.arg(after_user_id) AND device_id > sqlc.arg(after_device_id))
+ORDER BY user_id, device_id
+LIMIT sqlc.arg(row_limit);
+
+-- name: SealedSessionBatch :many
+SELECT user_id, device_id, sealed FROM session
+WHERE user_id > sqlc.arg(after_user_id)
+   OR (user_id = sqlc.arg(after_user_id) AND device_id > sqlc.arg(after_device_id))
+ORDER BY user_id, device_id
+LIMIT sqlc.arg(row_limit);
+
+-- name: SealedSessionInitiationBatch :many
+SELECT user_id, device_id, sealed FROM session_initiation
+WHERE user_id > sqlc.arg(after_user_id)
+   OR (user_id = sqlc.arg(after_user_id) AND device_id > sqlc.arg(after_device_id))
+ORDER BY user_id, device_id
+LIMIT sqlc.arg(row_limit);
+
+-- name: SealedPendingInboundBatch :many
+SELECT sequence, sender_user_id, sender_device_id, logical_id, sealed FROM pending_inbound_message
+WHERE sequence > sqlc.arg(after_sequence)
+ORDER BY sequence
+LIMIT sqlc.arg(row_limit);
+
+-- name: UpdateIdentityPinSealed :exec
+UPDATE identity_pin SET sealed = ? WHERE user_id = ? AND device_id = ?;
+
+-- name: UpdateSessionSealed :exec
+UPDATE session SET sealed = ? WHERE user_id = ? AND device_id = ?;
+
+-- name: UpdateSessionInitiationSealed :exec
+UPDATE session_initiation SET sealed = ? WHERE user_id = ? AND device_id = ?;
+
+-- name: UpdatePendingInboundSealed :exec
+UPDATE pending_inbound_message SET sealed = ? WHERE sequence = ?;
+
+-- name: UpdateStorageKeyVerifier :exec
+UPDATE storage_key SET verifier = ? WHERE key_id = ?;

@@ -1,0 +1,407 @@
+// Package memstore is the in-memory implementation of store.Store, for
+// tests and examples. It seals values exactly like the SQLite store, keeps
+// pending messages ordered by sequence, and hands out sequences from a
+// high-water mark that only grows, so sequences are never reused.
+//
+// Package memstore never persists anything: its state ends with the value.
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+type pendingKey struct {
+	addr ids.DeviceAddress
+	id   ids.LogicalMessageID
+}
+
+type pendingRow struct {
+	seq    int64
+	key    pendingKey
+	sealed []byte
+}
+
+type processedKey = pendingKey
+
+// Store is the in-memory store. It is safe for concurrent use; every
+// method is atomic, as a transaction is in the SQLite store.
+type Store struct {
+	keys *seal.Keyring
+
+	mu        sync.Mutex
+	closed    bool
+	highWater int64
+	pending   []pendingRow // ascending by seq
+	bySeqKey  map[pendingKey]int64
+	identity  *identityRow
+	peers     map[ids.DeviceAddress]*store.PeerState // sealed values
+	processed map[processedKey]struct{}
+}
+
+type identityRow struct {
+	addr   ids.DeviceAddress
+	sealed []byte
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store sealing with keys.
+func New(keys *seal.Keyring) *Store {
+	return &Store{
+		keys:      keys,
+		bySeqKey:  map[pendingKey]int64{},
+		peers:     map[ids.DeviceAddress]*store.PeerState{},
+		processed: map[processedKey]struct{}{},
+	}
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// locked runs fn under the store's mutex, unless the store is closed.
+func (s *Store) locked(fn func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	return fn()
+}
+
+// SequenceHighWater returns the largest pending sequence ever handed out.
+func (s *Store) SequenceHighWater() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.highWater
+}
+
+// InsertPending implements store.Pending.
+func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
+	if err := store.ValidateAddress(recipient); err != nil {
+		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	sealed, err := s.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(recipient, id), plaintext)
+	if err != nil {
+		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	k := pendingKey{recipient, id}
+	var seq int64
+	err = s.locked(func() error {
+		if _, dup := s.bySeqKey[k]; dup {
+			return fmt.Errorf("store: insert pending %s for %s: %w", id, recipient, store.ErrDuplicate)
+		}
+		s.highWater++
+		seq = s.highWater
+		s.pending = append(s.pending, pendingRow{seq: seq, key: k, sealed: sealed})
+		s.bySeqKey[k] = seq
+		return nil
+	})
+	return seq, err
+}
+
+// after returns the index of the first pending row with seq > after.
+func (s *Store) after(after int64) int {
+	return sort.Search(len(s.pending), func(i int) bool { return s.pending[i].seq > after })
+}
+
+// PagePending implements store.Pending.
+func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.Page, error) {
+	if err := req.Validate(); err != nil {
+		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+	}
+	var rows []pendingRow
+	err := s.locked(func() error {
+		for i := s.after(req.After); i < len(s.pending) && len(rows) <= req.Limit; i++ {
+			if req.Recipient == nil || s.pending[i].key.addr == *req.Recipient {
+				rows = append(rows, s.pending[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+	}
+	var page store.Page
+	if len(rows) > req.Limit {
+		rows = rows[:req.Limit]
+		next := rows[len(rows)-1].seq
+		page.Next = &next
+	}
+	page.Messages = make([]store.PendingMessage, 0, len(rows))
+	for _, r := range rows {
+		m, err := s.open(r)
+		if err != nil {
+			return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+		}
+		page.Messages = append(page.Messages, m)
+	}
+	return page, nil
+}
+
+func (s *Store) open(r pendingRow) (store.PendingMessage, error) {
+	pt, err := s.keys.Open(seal.RecordPendingOutbound, store.MessageAD(r.key.addr, r.key.id), r.sealed)
+	if err != nil {
+		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", r.seq, err)
+	}
+	return store.PendingMessage{Sequence: r.seq, Recipient: r.key.addr, ID: r.key.id, Plaintext: pt}, nil
+}
+
+// CountPending implements store.Pending.
+func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+	if recipient != nil {
+		if err := store.ValidateAddress(*recipient); err != nil {
+			return 0, fmt.Errorf("store: count pending: %w", err)
+		}
+	}
+	var n int64
+	err := s.locked(func() error {
+		if recipient == nil {
+			n = int64(len(s.pending))
+			return nil
+		}
+		for _, r := range s.pending {
+			if r.key.addr == *recipient {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// DeletePending implements store.Pending.
+func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+	if err := store.ValidateAddress(recipient); err != nil {
+		return false, fmt.Errorf("store: delete pending: %w", err)
+	}
+	var deleted bool
+	err := s.locked(func() error {
+		deleted = s.deleteLocked(pendingKey{recipient, id})
+		return nil
+	})
+	return deleted, err
+}
+
+func (s *Store) deleteLocked(k pendingKey) bool {
+	seq, ok := s.bySeqKey[k]
+	if !ok {
+		return false
+	}
+	i := s.after(seq - 1)
+	s.pending = append(s.pending[:i], s.pending[i+1:]...)
+	delete(s.bySeqKey, k)
+	return true
+}
+
+// NextPending implements store.Pending.
+func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after int64) (store.PendingMessage, error) {
+	if err := store.ValidateAddress(recipient); err != nil {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	}
+	if after < 0 {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w: negative cursor %d", store.ErrInvalidArgument, after)
+	}
+	var row *pendingRow
+	err := s.locked(func() error {
+		for i := s.after(after); i < len(s.pending); i++ {
+			if s.pending[i].key.addr == recipient {
+				r := s.pending[i]
+				row = &r
+				return nil
+			}
+		}
+		return store.ErrNotFound
+	})
+	if err != nil {
+		return store.PendingMessage{}, err
+	}
+	return s.open(*row)
+}
+
+// LocalIdentity implements store.State.
+func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
+	var row identityRow
+	err := s.locked(func() error {
+		if s.identity == nil {
+			return fmt.Errorf("store: local identity: %w", store.ErrNotFound)
+		}
+		row = *s.identity
+		return nil
+	})
+	if err != nil {
+		return store.LocalIdentity{}, err
+	}
+	secret, err := s.keys.Open(seal.RecordLocalIdentity, store.AddressAD(row.addr), row.sealed)
+	if err != nil {
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+	}
+	return store.LocalIdentity{Address: row.addr, Secret: secret}, nil
+}
+
+// SaveLocalIdentity implements store.State.
+func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
+	if err := store.ValidateAddress(id.Address); err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, store.AddressAD(id.Address), id.Secret)
+	if err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	return s.locked(func() error {
+		if s.identity != nil && s.identity.addr != id.Address {
+			return fmt.Errorf("store: save local identity: %w: this store belongs to %s", store.ErrInvalidArgument, s.identity.addr)
+		}
+		s.identity = &identityRow{addr: id.Address, sealed: sealed}
+		return nil
+	})
+}
+
+// Peer implements store.State.
+func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
+	if err := store.ValidateAddress(peer); err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
+	}
+	var sealed store.PeerState
+	if err := s.locked(func() error {
+		if p := s.peers[peer]; p != nil {
+			sealed = *p
+		}
+		return nil
+	}); err != nil {
+		return store.PeerState{}, err
+	}
+	var out store.PeerState
+	ad := store.AddressAD(peer)
+	for _, f := range []struct {
+		rt     seal.RecordType
+		sealed []byte
+		dst    *[]byte
+	}{
+		{seal.RecordSession, sealed.Session, &out.Session},
+		{seal.RecordSessionInitiation, sealed.Initiation, &out.Initiation},
+		{seal.RecordIdentityPin, sealed.Pin, &out.Pin},
+	} {
+		if f.sealed == nil {
+			continue
+		}
+		pt, err := s.keys.Open(f.rt, ad, f.sealed)
+		if err != nil {
+			return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		}
+		*f.dst = pt
+	}
+	return out, nil
+}
+
+// SavePeer implements store.State.
+func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
+	if err := store.ValidateAddress(peer); err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	if u.Pin != nil && len(u.Pin) == 0 {
+		return fmt.Errorf("store: save peer: %w: an identity pin cannot be deleted", store.ErrInvalidArgument)
+	}
+	sealed, err := s.sealPeer(peer, u)
+	if err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	return s.locked(func() error { s.savePeerLocked(peer, sealed); return nil })
+}
+
+// sealPeer seals u's non-empty parts and keeps empty (delete) markers.
+func (s *Store) sealPeer(peer ids.DeviceAddress, u store.PeerState) (store.PeerState, error) {
+	out := u
+	ad := store.AddressAD(peer)
+	for _, f := range []struct {
+		rt  seal.RecordType
+		dst *[]byte
+	}{
+		{seal.RecordSession, &out.Session},
+		{seal.RecordSessionInitiation, &out.Initiation},
+		{seal.RecordIdentityPin, &out.Pin},
+	} {
+		if len(*f.dst) == 0 {
+			continue
+		}
+		v, err := s.keys.Seal(f.rt, ad, *f.dst)
+		if err != nil {
+			return out, err
+		}
+		*f.dst = v
+	}
+	return out, nil
+}
+
+func (s *Store) savePeerLocked(peer ids.DeviceAddress, sealed store.PeerState) {
+	p := s.peers[peer]
+	if p == nil {
+		p = &store.PeerState{}
+		s.peers[peer] = p
+	}
+	for _, f := range []struct{ src, dst *[]byte }{
+		{&sealed.Session, &p.Session}, {&sealed.Initiation, &p.Initiation}, {&sealed.Pin, &p.Pin},
+	} {
+		switch {
+		case *f.src == nil:
+		case len(*f.src) == 0:
+			*f.dst = nil
+		default:
+			*f.dst = *f.src
+		}
+	}
+}
+
+// CommitReceived implements store.State.
+func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
+	if err := store.ValidateAddress(peer); err != nil {
+		return false, fmt.Errorf("store: commit received: %w", err)
+	}
+	sealed, err := s.sealPeer(peer, store.PeerState{Session: session})
+	if err != nil {
+		return false, fmt.Errorf("store: commit received: %w", err)
+	}
+	var fresh bool
+	err = s.locked(func() error {
+		s.savePeerLocked(peer, sealed)
+		k := processedKey{peer, id}
+		if _, seen := s.processed[k]; !seen {
+			s.processed[k] = struct{}{}
+			fresh = true
+		}
+		return nil
+	})
+	return fresh, err
+}
+
+// CommitAck implements store.State.
+func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
+	if err := store.ValidateAddress(peer); err != nil {
+		return false, fmt.Errorf("store: commit ack: %w", err)
+	}
+	sealed, err := s.sealPeer(peer, store.PeerState{Session: session})
+	if err != nil {
+		return false, fmt.Errorf("store: commit ack: %w", err)
+	}
+	var cleared bool
+	err = s.locked(func() error {
+		s.savePeerLocked(peer, sealed)
+		cleared = s.deleteLocked(pendingKey{peer, id})
+		return nil
+	})
+	return cleared, err
+}

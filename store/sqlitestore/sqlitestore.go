@@ -1,0 +1,338 @@
+// Package sqlitestore is the SQLite implementation of store.Store: the
+// client's local database, migrated to the head schema on open, every
+// statement a sqlc-generated query from queries/*.sql, every sealed column
+// a seal record bound to its row.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, so a
+// transaction that returned is on disk and survives a process kill or a
+// power loss; foreign keys are enforced. Every write is one transaction
+// begun IMMEDIATE (so that two writers never deadlock upgrading a read
+// lock), through the single helper in internal/sqltx.
+//
+// Package sqlitestore never runs OFFSET queries, never opens a sealed
+// record it does not return, and never makes a network call.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// Store is the SQLite store. It is safe for concurrent use.
+type Store struct {
+	conn   *sql.DB
+	q      *db.Queries
+	keys   *seal.Keyring
+	closed atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// DSN returns the go-sqlite3 data source name the store opens path with:
+// immediate transactions, a busy timeout, foreign keys on, WAL and
+// synchronous=FULL.
+func DSN(path string) string {
+	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL"
+}
+
+// Open opens (creating if absent) the database at path, migrates it to the
+// head schema, and checks that keys holds the database's storage key. It
+// returns an error wrapping seal.ErrWrongKey if the database was sealed
+// with a key keys does not hold, or a migration error (migration.ErrChecksum,
+// migration.ErrNewerDatabase, migration.ErrUnknownState).
+func Open(ctx context.Context, path string, keys *seal.Keyring) (*Store, error) {
+	if keys == nil {
+		return nil, fmt.Errorf("store: open: %w: nil keyring", store.ErrInvalidArgument)
+	}
+	conn, err := sql.Open("sqlite3", DSN(path))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// One connection: the client is the database's only user, and a single
+	// connection turns would-be SQLITE_BUSY contention into Go-side waits.
+	conn.SetMaxOpenConns(1)
+	s := &Store{conn: conn, q: db.New(conn), keys: keys}
+	if err := s.init(ctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) init(ctx context.Context) error {
+	var mode string
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("store: enable wal: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("store: enable wal: journal mode is %q", mode)
+	}
+	var fk int
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
+		return fmt.Errorf("store: enable foreign keys: %v (foreign_keys=%d)", err, fk)
+	}
+	m, err := migration.Default()
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if _, err := m.Up(ctx, s.conn); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return s.checkKey(ctx)
+}
+
+// checkKey proves the keyring holds the database's active storage key by
+// opening its verifier, or records the current key for a new database.
+func (s *Store) checkKey(ctx context.Context) error {
+	return s.withTx(ctx, func(q *db.Queries) error {
+		rows, err := q.ListStorageKeys(ctx)
+		if err != nil {
+			return fmt.Errorf("store: read storage keys: %w", err)
+		}
+		if len(rows) == 0 {
+			return s.addKey(ctx, q, s.keys.Current(), "active")
+		}
+		for _, r := range rows {
+			if r.State != "active" {
+				continue
+			}
+			if _, err := s.keys.Open(seal.RecordKeyVerifier, verifierAD(seal.KeyID(r.KeyID)), r.Verifier); err != nil {
+				return fmt.Errorf("store: storage key %d: %w", r.KeyID, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Store) addKey(ctx context.Context, q *db.Queries, id seal.KeyID, state string) error {
+	v, err := s.keys.Seal(seal.RecordKeyVerifier, verifierAD(id), []byte(verifierText))
+	if err != nil {
+		return err
+	}
+	if err := q.InsertStorageKey(ctx, db.InsertStorageKeyParams{KeyID: int64(id), State: state, Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
+		return fmt.Errorf("store: record storage key: %w", err)
+	}
+	return nil
+}
+
+const verifierText = "securemsg storage key verifier"
+
+func verifierAD(id seal.KeyID) []byte { return seal.AD([]byte("storage_key"), []byte(fmt.Sprint(id))) }
+
+// Close closes the database. Calls after Close return store.ErrClosed.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return s.conn.Close()
+}
+
+// DB returns the underlying database, for read-only inspection in tests,
+// tools and benchmarks. Writing through it bypasses the store's sealing.
+func (s *Store) DB() *sql.DB { return s.conn }
+
+// Keyring returns the keyring the store seals with.
+func (s *Store) Keyring() *seal.Keyring { return s.keys }
+
+// withTx is the store's only way into a transaction: every call that
+// touches the database runs fn with the generated queries bound to one
+// transaction, committed if fn returns nil and rolled back otherwise.
+func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
+}
+
+// InsertPending implements store.Pending.
+func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
+	if err := store.ValidateAddress(recipient); err != nil {
+		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	sealed, err := s.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(recipient, id), plaintext)
+	if err != nil {
+		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	var seq int64
+	err = s.withTx(ctx, func(q *db.Queries) error {
+		seq, err = q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
+			RecipientUserID:   recipient.UserID,
+			RecipientDeviceID: recipient.DeviceID,
+			LogicalID:         id[:],
+			Sealed:            sealed,
+		})
+		return err
+	})
+	if isUniqueViolation(err) {
+		return 0, fmt.Errorf("store: insert pending %s for %s: %w", id, recipient, store.ErrDuplicate)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	return seq, nil
+}
+
+// PagePending implements store.Pending. It reads limit+1 rows and opens
+// only the rows it returns.
+func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.Page, error) {
+	if err := req.Validate(); err != nil {
+		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+	}
+	var rows []db.PendingOutboundMessage
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		if req.Recipient == nil {
+			rows, err = q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{AfterSequence: req.After, RowLimit: int64(req.Limit) + 1})
+			return err
+		}
+		rows, err = q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+			RecipientUserID:   req.Recipient.UserID,
+			RecipientDeviceID: req.Recipient.DeviceID,
+			AfterSequence:     req.After,
+			RowLimit:          int64(req.Limit) + 1,
+		})
+		return err
+	})
+	if err != nil {
+		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+	}
+	var page store.Page
+	if len(rows) > req.Limit {
+		rows = rows[:req.Limit]
+		next := rows[len(rows)-1].Sequence
+		page.Next = &next
+	}
+	page.Messages = make([]store.PendingMessage, 0, len(rows))
+	for _, r := range rows {
+		m, err := s.openPending(r)
+		if err != nil {
+			return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+		}
+		page.Messages = append(page.Messages, m)
+	}
+	return page, nil
+}
+
+// CountPending implements store.Pending.
+func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+	if recipient != nil {
+		if err := store.ValidateAddress(*recipient); err != nil {
+			return 0, fmt.Errorf("store: count pending: %w", err)
+		}
+	}
+	var n int64
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		if recipient == nil {
+			n, err = q.CountPendingOutbound(ctx)
+		} else {
+			n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
+				RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
+			})
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: count pending: %w", err)
+	}
+	return n, nil
+}
+
+// DeletePending implements store.Pending.
+func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+	if err := store.ValidateAddress(recipient); err != nil {
+		return false, fmt.Errorf("store: delete pending: %w", err)
+	}
+	var n int64
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		n, err = deletePending(ctx, q, recipient, id)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: delete pending: %w", err)
+	}
+	return n == 1, nil
+}
+
+func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID) (int64, error) {
+	return q.DeletePendingOutbound(ctx, db.DeletePendingOutboundParams{
+		RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, LogicalID: id[:],
+	})
+}
+
+// NextPending implements store.Pending.
+func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after int64) (store.PendingMessage, error) {
+	if err := store.ValidateAddress(recipient); err != nil {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	}
+	if after < 0 {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w: negative cursor %d", store.ErrInvalidArgument, after)
+	}
+	var row db.PendingOutboundMessage
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		row, err = q.NextPendingOutboundForRecipient(ctx, db.NextPendingOutboundForRecipientParams{
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, AfterSequence: after,
+		})
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.PendingMessage{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	}
+	m, err := s.openPending(row)
+	if err != nil {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	}
+	return m, nil
+}
+
+func (s *Store) openPending(r db.PendingOutboundMessage) (store.PendingMessage, error) {
+	addr := ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}
+	id, err := ids.ParseLogicalMessageID(r.LogicalID)
+	if err != nil {
+		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", r.Sequence, err)
+	}
+	pt, err := s.keys.Open(seal.RecordPendingOutbound, store.MessageAD(addr, id), r.Sealed)
+	if err != nil {
+		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", r.Sequence, err)
+	}
+	return store.PendingMessage{Sequence: r.Sequence, Recipient: addr, ID: id, Plaintext: pt}, nil
+}
+
+// SequenceHighWater returns the largest pending sequence ever handed out,
+// deleted or not: the next insert gets a greater one.
+func (s *Store) SequenceHighWater(ctx context.Context) (int64, error) {
+	var hw int64
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		hw, err = q.PendingOutboundSequenceHighWater(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: sequence high-water mark: %w", err)
+	}
+	return hw, nil
+}
+
+func isUniqueViolation(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+}

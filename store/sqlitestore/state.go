@@ -1,0 +1,241 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// LocalIdentity implements store.State.
+func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
+	var row db.GetLocalIdentityRow
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		row, err = q.GetLocalIdentity(ctx)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+	}
+	addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
+	secret, err := s.keys.Open(seal.RecordLocalIdentity, store.AddressAD(addr), row.Sealed)
+	if err != nil {
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+	}
+	return store.LocalIdentity{Address: addr, Secret: secret}, nil
+}
+
+// SaveLocalIdentity implements store.State.
+func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
+	if err := store.ValidateAddress(id.Address); err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, store.AddressAD(id.Address), id.Secret)
+	if err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	err = s.withTx(ctx, func(q *db.Queries) error {
+		row, err := q.GetLocalIdentity(ctx)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return q.InsertLocalIdentity(ctx, db.InsertLocalIdentityParams{UserID: id.Address.UserID, DeviceID: id.Address.DeviceID, Sealed: sealed})
+		case err != nil:
+			return err
+		case row.UserID != id.Address.UserID || row.DeviceID != id.Address.DeviceID:
+			return fmt.Errorf("%w: this database belongs to %s/%d", store.ErrInvalidArgument, row.UserID, row.DeviceID)
+		}
+		return q.UpdateLocalIdentitySealed(ctx, sealed)
+	})
+	if err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	return nil
+}
+
+// Peer implements store.State.
+func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
+	if err := store.ValidateAddress(peer); err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
+	}
+	var sess, init, pin []byte
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		if sess, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: peer.UserID, DeviceID: peer.DeviceID})); err != nil {
+			return err
+		}
+		if init, err = optional(q.GetSessionInitiation(ctx, db.GetSessionInitiationParams{UserID: peer.UserID, DeviceID: peer.DeviceID})); err != nil {
+			return err
+		}
+		pin, err = optional(q.GetIdentityPin(ctx, db.GetIdentityPinParams{UserID: peer.UserID, DeviceID: peer.DeviceID}))
+		return err
+	})
+	if err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+	}
+	var out store.PeerState
+	ad := store.AddressAD(peer)
+	for _, f := range []struct {
+		rt     seal.RecordType
+		sealed []byte
+		dst    *[]byte
+	}{
+		{seal.RecordSession, sess, &out.Session},
+		{seal.RecordSessionInitiation, init, &out.Initiation},
+		{seal.RecordIdentityPin, pin, &out.Pin},
+	} {
+		if f.sealed == nil {
+			continue
+		}
+		pt, err := s.keys.Open(f.rt, ad, f.sealed)
+		if err != nil {
+			return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		}
+		*f.dst = pt
+	}
+	return out, nil
+}
+
+func optional(b []byte, err error) ([]byte, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// SavePeer implements store.State.
+func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
+	if err := store.ValidateAddress(peer); err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	if u.Pin != nil && len(u.Pin) == 0 {
+		return fmt.Errorf("store: save peer: %w: an identity pin cannot be deleted", store.ErrInvalidArgument)
+	}
+	sealed, err := s.sealPeer(peer, u)
+	if err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	err = s.withTx(ctx, func(q *db.Queries) error { return savePeer(ctx, q, peer, u, sealed) })
+	if err != nil {
+		return fmt.Errorf("store: save peer %s: %w", peer, err)
+	}
+	return nil
+}
+
+// sealPeer seals the non-empty parts of u, outside any transaction.
+func (s *Store) sealPeer(peer ids.DeviceAddress, u store.PeerState) (store.PeerState, error) {
+	var out store.PeerState
+	ad := store.AddressAD(peer)
+	for _, f := range []struct {
+		rt  seal.RecordType
+		pt  []byte
+		dst *[]byte
+	}{
+		{seal.RecordSession, u.Session, &out.Session},
+		{seal.RecordSessionInitiation, u.Initiation, &out.Initiation},
+		{seal.RecordIdentityPin, u.Pin, &out.Pin},
+	} {
+		if len(f.pt) == 0 {
+			continue
+		}
+		v, err := s.keys.Seal(f.rt, ad, f.pt)
+		if err != nil {
+			return out, err
+		}
+		*f.dst = v
+	}
+	return out, nil
+}
+
+func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u, sealed store.PeerState) error {
+	user, dev := peer.UserID, peer.DeviceID
+	switch {
+	case u.Session == nil:
+	case len(u.Session) == 0:
+		if err := q.DeleteSession(ctx, db.DeleteSessionParams{UserID: user, DeviceID: dev}); err != nil {
+			return err
+		}
+	default:
+		if err := q.UpsertSession(ctx, db.UpsertSessionParams{UserID: user, DeviceID: dev, Sealed: sealed.Session}); err != nil {
+			return err
+		}
+	}
+	switch {
+	case u.Initiation == nil:
+	case len(u.Initiation) == 0:
+		if err := q.DeleteSessionInitiation(ctx, db.DeleteSessionInitiationParams{UserID: user, DeviceID: dev}); err != nil {
+			return err
+		}
+	default:
+		if err := q.UpsertSessionInitiation(ctx, db.UpsertSessionInitiationParams{UserID: user, DeviceID: dev, Sealed: sealed.Initiation}); err != nil {
+			return err
+		}
+	}
+	if u.Pin != nil {
+		if err := q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: sealed.Pin}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CommitReceived implements store.State.
+func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
+	if err := store.ValidateAddress(peer); err != nil {
+		return false, fmt.Errorf("store: commit received: %w", err)
+	}
+	u := store.PeerState{Session: session}
+	sealed, err := s.sealPeer(peer, u)
+	if err != nil {
+		return false, fmt.Errorf("store: commit received: %w", err)
+	}
+	var n int64
+	err = s.withTx(ctx, func(q *db.Queries) error {
+		if err := savePeer(ctx, q, peer, u, sealed); err != nil {
+			return err
+		}
+		var err error
+		n, err = q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
+			SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix(),
+		})
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: commit received from %s: %w", peer, err)
+	}
+	return n == 1, nil
+}
+
+// CommitAck implements store.State.
+func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
+	if err := store.ValidateAddress(peer); err != nil {
+		return false, fmt.Errorf("store: commit ack: %w", err)
+	}
+	u := store.PeerState{Session: session}
+	sealed, err := s.sealPeer(peer, u)
+	if err != nil {
+		return false, fmt.Errorf("store: commit ack: %w", err)
+	}
+	var n int64
+	err = s.withTx(ctx, func(q *db.Queries) error {
+		if err := savePeer(ctx, q, peer, u, sealed); err != nil {
+			return err
+		}
+		var err error
+		n, err = deletePending(ctx, q, peer, id)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
+	}
+	return n == 1, nil
+}

@@ -1,0 +1,189 @@
+// Package store defines the client's local storage contract: the pending
+// outbound queue (insert, keyset pages, counts, delete, next-after-cursor)
+// and the rest of the client's persisted state (identity, identity pins,
+// sessions, session initiations, processed inbound ids).
+//
+// Two implementations satisfy it: package sqlitestore (the real one,
+// SQLite through the sqlc-generated queries) and package memstore (in
+// memory, for tests and examples). Package storetest holds the contract
+// test suite that both pass.
+//
+// Package store never opens a network connection, never decides what a
+// message means and never keeps a tombstone for a removed message.
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+)
+
+// MaxPageSize is the largest page of pending messages a store returns.
+const MaxPageSize = 100
+
+// Errors shared by every implementation, checked with errors.Is.
+var (
+	// ErrInvalidArgument means a call was given a malformed argument (a
+	// page limit outside 1..MaxPageSize, a negative cursor, a malformed
+	// address or id). Nothing was changed.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrNotFound means the record asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrDuplicate means a pending message with the same recipient and
+	// logical id already exists.
+	ErrDuplicate = errors.New("duplicate pending message")
+	// ErrClosed means the store was closed.
+	ErrClosed = errors.New("store closed")
+)
+
+// PendingMessage is one sent, not yet acknowledged message.
+type PendingMessage struct {
+	// Sequence is the message's place in the one global, never reused
+	// pending sequence: the pagination cursor.
+	Sequence  int64
+	Recipient ids.DeviceAddress
+	ID        ids.LogicalMessageID
+	// Plaintext is the opened message, owned by the caller.
+	Plaintext []byte
+}
+
+// Page is one page of pending messages in ascending sequence order.
+type Page struct {
+	Messages []PendingMessage
+	// Next is the sequence to pass as the cursor for the following page,
+	// or nil if this is the last page.
+	Next *int64
+}
+
+// PageRequest selects a page: the messages with a sequence greater than
+// After, at most Limit of them, optionally for one recipient only.
+type PageRequest struct {
+	After     int64
+	Limit     int
+	Recipient *ids.DeviceAddress
+}
+
+// Validate returns an error wrapping ErrInvalidArgument if Limit is
+// outside 1..MaxPageSize, After is negative, or Recipient is malformed.
+func (r PageRequest) Validate() error {
+	if r.Limit < 1 || r.Limit > MaxPageSize {
+		return fmt.Errorf("%w: page limit %d outside 1..%d", ErrInvalidArgument, r.Limit, MaxPageSize)
+	}
+	if r.After < 0 {
+		return fmt.Errorf("%w: negative cursor %d", ErrInvalidArgument, r.After)
+	}
+	if r.Recipient != nil {
+		return ValidateAddress(*r.Recipient)
+	}
+	return nil
+}
+
+// ValidateAddress returns an error wrapping both ErrInvalidArgument and
+// ids.ErrInvalid if a is malformed.
+func ValidateAddress(a ids.DeviceAddress) error {
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// Pending is the pending outbound queue.
+//
+// Every method runs in its own storage transaction. Only the records a
+// method returns are opened: counts, deletes and the limit+1 probe row of a
+// page open nothing.
+type Pending interface {
+	// InsertPending seals plaintext and stores it as pending for
+	// recipient under id, returning its new sequence, which is greater
+	// than every sequence handed out before (also deleted ones). Returns
+	// ErrInvalidArgument for a malformed recipient, ErrDuplicate if
+	// (recipient, id) is already pending.
+	InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error)
+	// PagePending returns the page selected by req. Returns
+	// ErrInvalidArgument if req does not validate.
+	PagePending(ctx context.Context, req PageRequest) (Page, error)
+	// CountPending counts pending messages, all or for one recipient,
+	// without opening any. Returns ErrInvalidArgument for a malformed
+	// recipient.
+	CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error)
+	// DeletePending removes the pending message (recipient, id) without
+	// opening it and reports whether one was there. Returns
+	// ErrInvalidArgument for a malformed recipient.
+	DeletePending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
+	// NextPending returns the first pending message for recipient with a
+	// sequence greater than after, or ErrNotFound. Returns
+	// ErrInvalidArgument for a malformed recipient or a negative cursor.
+	NextPending(ctx context.Context, recipient ids.DeviceAddress, after int64) (PendingMessage, error)
+}
+
+// LocalIdentity is this device's address and its serialized private
+// identity and prekeys (opaque to the store, sealed at rest).
+type LocalIdentity struct {
+	Address ids.DeviceAddress
+	Secret  []byte
+}
+
+// State is the rest of the client's persisted state. Values are opaque
+// bytes to the store, sealed at rest and bound to their row.
+type State interface {
+	// LocalIdentity returns this device's identity, or ErrNotFound before
+	// SaveLocalIdentity.
+	LocalIdentity(ctx context.Context) (LocalIdentity, error)
+	// SaveLocalIdentity stores this device's identity for the first time,
+	// or replaces its secret if the address is the same. Returns
+	// ErrInvalidArgument for a malformed address or a different address
+	// than the one already stored.
+	SaveLocalIdentity(ctx context.Context, id LocalIdentity) error
+
+	// Peer returns the session, unanswered initiation and identity pin
+	// held for peer; absent ones are nil.
+	Peer(ctx context.Context, peer ids.DeviceAddress) (PeerState, error)
+	// SavePeer writes the given parts of peer's state in one transaction:
+	// a nil field is left unchanged, a non-nil empty one is deleted (the
+	// pin cannot be deleted).
+	SavePeer(ctx context.Context, peer ids.DeviceAddress, update PeerState) error
+
+	// CommitReceived stores peer's advanced session and records id as
+	// processed, in one transaction. It reports false if id had been
+	// processed before (a duplicate, not to be given to the application
+	// again); the session is stored either way.
+	CommitReceived(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error)
+	// CommitAck stores peer's advanced session and deletes the pending
+	// message (peer, id), in one transaction, reporting whether one was
+	// there (the ACK's cleared).
+	CommitAck(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error)
+}
+
+// PeerState is what the client keeps about one remote device. In reads,
+// nil means absent. In SavePeer, nil means unchanged and an empty non-nil
+// slice means delete.
+type PeerState struct {
+	Session    []byte
+	Initiation []byte
+	Pin        []byte
+}
+
+// Store is everything the client persists.
+type Store interface {
+	Pending
+	State
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// AddressAD is the associated data binding a sealed value to the row of
+// one remote device (identity pin, session, session initiation) or to the
+// local identity.
+func AddressAD(a ids.DeviceAddress) []byte {
+	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)))
+}
+
+// MessageAD is the associated data binding a sealed message to its row:
+// the remote device (recipient or sender) and the logical id.
+func MessageAD(a ids.DeviceAddress, id ids.LogicalMessageID) []byte {
+	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)), id[:])
+}
