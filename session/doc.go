@@ -1,0 +1,84 @@
+// Package session implements the end-to-end encryption of the messaging
+// client: device identities, signed and one-time prekeys, the X3DH
+// initiation, the Double Ratchet, the binary envelope format, trust-on-
+// first-use identity pins and the resolution of simultaneous initiations.
+//
+// It is pure computation on values: session never touches storage or the
+// network, never logs, and keeps no global state. The caller (the client)
+// fetches bundles and moves envelopes through a transport, and persists
+// identities, prekeys, sessions and pins, sealed, with the MarshalBinary
+// methods and the Unmarshal functions of this package. Values are not safe
+// for concurrent use; the client serialises access (its send mutex).
+//
+// # Cryptography
+//
+//   - Identity: Ed25519 signing key pair plus X25519 key pair.
+//   - Bundle: the signed prekey is signed with Ed25519 over
+//     "securemsg/session/v1 signed prekey\x00" || u32 id || key.
+//   - X3DH (Signal X3DH spec): DH1 = DH(IKa, SPKb), DH2 = DH(EKa, IKb),
+//     DH3 = DH(EKa, SPKb), DH4 = DH(EKa, OPKb) if a one-time prekey was
+//     offered; SK = HKDF-SHA256(salt = 32 zero bytes, ikm = F || DH1 ||
+//     DH2 || DH3 [|| DH4], info = "securemsg/session/v1 X3DH") with F =
+//     32 0xFF bytes.
+//   - Double Ratchet (Signal spec): KDF_RK(rk, dh) = HKDF-SHA256(salt = rk,
+//     ikm = dh, info = "securemsg/session/v1 root chain") -> 64 bytes, new
+//     root key || chain key. KDF_CK(ck): message key = HMAC-SHA256(ck,
+//     0x01), next chain key = HMAC-SHA256(ck, 0x02). A message key is
+//     expanded by HKDF-SHA256(salt = 32 zero bytes, info =
+//     "securemsg/session/v1 message keys") into a 32-byte
+//     XChaCha20-Poly1305 key and a 24-byte nonce.
+//   - Associated data: "securemsg/session/v1 envelope\x00" || initiator
+//     identity (64) || responder identity (64) || the envelope bytes up to
+//     and excluding the ciphertext length, so addresses, the initiation
+//     header and the ratchet header are all authenticated.
+//   - Out-of-order messages: at most MaxSkip keys skipped per chain step
+//     (ErrTooManySkipped beyond, session unchanged), at most
+//     MaxSkippedKeys stored in total (oldest evicted).
+//
+// # Envelope layout (version 1)
+//
+// All integers are big-endian. An address is u16 user id length (1..256),
+// the user id bytes, u64 device id (must be a non-negative int64).
+//
+//	offset  size  field
+//	0       1     version = 1
+//	1       1     flags: bit 0 initiation header present, bit 1 one-time
+//	              prekey used (only with bit 0); other bits must be 0
+//	2       var   sender address
+//	        var   recipient address (different from the sender)
+//	              initiation header, only if flag bit 0:
+//	        16      initiation id
+//	        32      initiator Ed25519 identity key
+//	        32      initiator X25519 identity key
+//	        32      initiator ephemeral X25519 key
+//	        4       responder signed prekey id
+//	        4       responder one-time prekey id, only if flag bit 1
+//	              ratchet header:
+//	        32      sender ratchet public key (DH)
+//	        4       PN, length of the previous sending chain
+//	        4       N, message number in the current chain
+//	        4     ciphertext length L (>= 16)
+//	        L     XChaCha20-Poly1305 ciphertext with tag
+//
+// The whole encoding is at most MaxEnvelopeSize bytes with no trailing
+// data; anything else is rejected with ErrMalformedEnvelope.
+//
+// # Receiving
+//
+// For an incoming envelope from peer P the client does:
+//
+//   - no session with P: Respond (the envelope must carry an initiation);
+//   - a session whose InitiationID equals the envelope's initiation id, or
+//     no initiation header: Session.Decrypt;
+//   - a session with another InitiationID: ResolveCollision.
+//
+// Identity pins (Pin) are checked by the client with the bundle's identity
+// before Initiate and with Session.RemoteIdentity after Respond.
+//
+// # Simultaneous initiation
+//
+// When both devices initiate before receiving the other's first envelope,
+// the initiation whose initiator address is smaller by
+// ids.DeviceAddress.Less wins on both sides (CollisionWinner); see
+// ResolveCollision.
+package session

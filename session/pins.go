@@ -1,0 +1,104 @@
+package session
+
+import (
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+)
+
+const pinVersion = 1
+
+// Pin is the trust-on-first-use record of one remote device's identity. The
+// first identity seen is pinned; a different one is recorded in Changed and
+// blocked (Check fails) until the user accepts it. Pin is a pure value: the
+// caller loads it, calls Check or Accept, and saves it (sealed) again.
+type Pin struct {
+	Address  ids.DeviceAddress
+	Identity PublicIdentity
+	// Changed is the most recent identity seen that differs from Identity
+	// and has not been accepted; nil if none.
+	Changed *PublicIdentity
+}
+
+// IdentityChangedError is the error Pin.Check returns for a changed
+// identity. It matches ErrIdentityChanged with errors.Is; use errors.As to
+// read the identities.
+type IdentityChangedError struct {
+	Address  ids.DeviceAddress
+	Pinned   PublicIdentity // the trusted identity
+	Observed PublicIdentity // the new, unaccepted identity
+}
+
+// Error describes the change with both fingerprints.
+func (e *IdentityChangedError) Error() string {
+	return fmt.Sprintf("%s: %s: pinned %s, observed %s", ErrIdentityChanged, e.Address, e.Pinned, e.Observed)
+}
+
+// Unwrap returns ErrIdentityChanged.
+func (e *IdentityChangedError) Unwrap() error { return ErrIdentityChanged }
+
+// NewPin pins identity as the trusted identity of addr (first use).
+func NewPin(addr ids.DeviceAddress, identity PublicIdentity) Pin {
+	return Pin{Address: addr, Identity: identity}
+}
+
+// Check returns nil if seen is the pinned identity. Otherwise it records
+// seen in p.Changed and returns an *IdentityChangedError (matching
+// ErrIdentityChanged); the caller must save the pin and must not use the
+// new identity until Accept.
+func (p *Pin) Check(seen PublicIdentity) error {
+	if seen.Equal(p.Identity) {
+		return nil
+	}
+	c := seen
+	p.Changed = &c
+	return &IdentityChangedError{Address: p.Address, Pinned: p.Identity, Observed: seen}
+}
+
+// Accept makes the recorded changed identity the pinned one. Without a
+// recorded change it returns ErrNoIdentityChange and changes nothing.
+func (p *Pin) Accept() error {
+	if p.Changed == nil {
+		return fmt.Errorf("%w: %s", ErrNoIdentityChange, p.Address)
+	}
+	p.Identity = *p.Changed
+	p.Changed = nil
+	return nil
+}
+
+// MarshalBinary encodes the pin: version byte (1), address, identity (64),
+// a byte 0/1 telling whether a changed identity (64) follows.
+func (p Pin) MarshalBinary() ([]byte, error) {
+	if err := p.Address.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: pin: %w", ErrInvalidArgument, err)
+	}
+	w := writer{}
+	w.u8(pinVersion)
+	w.address(p.Address)
+	w.identity(p.Identity)
+	if p.Changed == nil {
+		w.u8(0)
+	} else {
+		w.u8(1)
+		w.identity(*p.Changed)
+	}
+	return w.b, nil
+}
+
+// UnmarshalPin decodes the output of Pin.MarshalBinary. Invalid input
+// returns an error wrapping ErrMalformedState.
+func UnmarshalPin(b []byte) (Pin, error) {
+	r := reader{b: b}
+	if v := r.u8(); r.err == nil && v != pinVersion {
+		r.fail(fmt.Errorf("unknown version %d", v))
+	}
+	p := Pin{Address: r.address(), Identity: r.identity()}
+	if r.bool() {
+		c := r.identity()
+		p.Changed = &c
+	}
+	if err := r.finish(); err != nil {
+		return Pin{}, fmt.Errorf("%w: pin: %w", ErrMalformedState, err)
+	}
+	return p, nil
+}

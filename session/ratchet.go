@@ -1,0 +1,361 @@
+package session
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"golang.org/x/crypto/chacha20poly1305"
+	"golang.org/x/crypto/hkdf"
+
+	"github.com/securemsg/storage/ids"
+)
+
+// Skipped message key limits.
+const (
+	// MaxSkip is the largest number of message keys one envelope may make
+	// the receiver skip in a single receiving chain (for the previous chain
+	// on a ratchet step and again for the new one). Beyond it Decrypt
+	// fails with ErrTooManySkipped and the session is unchanged.
+	MaxSkip = 1000
+	// MaxSkippedKeys caps the skipped message keys a session stores over
+	// all chains. When more are stored the oldest are evicted; an envelope
+	// whose key was evicted fails with ErrReplay like a duplicate.
+	MaxSkippedKeys = 2000
+	// maxPrevRatchetKeys is how many previous remote ratchet keys are kept
+	// to recognise late duplicates from finished chains as replays.
+	maxPrevRatchetKeys = 8
+)
+
+// KDF info strings (domain separation of this project's protocol).
+const (
+	infoX3DH    = "securemsg/session/v1 X3DH"
+	infoRoot    = "securemsg/session/v1 root chain"
+	infoMessage = "securemsg/session/v1 message keys"
+	adDomain    = "securemsg/session/v1 envelope\x00"
+)
+
+// Chain key constants of KDF_CK (Signal Double Ratchet spec, section 5.2).
+const (
+	messageKeyConstant = 0x01
+	chainKeyConstant   = 0x02
+)
+
+// kdfRK is KDF_RK: HKDF-SHA256 with the root key as salt and the DH output
+// as input key material, producing a new root key and a chain key.
+func kdfRK(rk [32]byte, dhOut []byte) (newRK, ck [32]byte) {
+	var out [64]byte
+	// Reading 64 bytes from HKDF-SHA256 cannot fail (limit is 255*32).
+	_, _ = io.ReadFull(hkdf.New(sha256.New, dhOut, rk[:], []byte(infoRoot)), out[:])
+	copy(newRK[:], out[:32])
+	copy(ck[:], out[32:])
+	return newRK, ck
+}
+
+// kdfCK is KDF_CK: message key = HMAC-SHA256(ck, 0x01), next chain key =
+// HMAC-SHA256(ck, 0x02).
+func kdfCK(ck [32]byte) (nextCK, mk [32]byte) {
+	m := hmac.New(sha256.New, ck[:])
+	m.Write([]byte{messageKeyConstant})
+	copy(mk[:], m.Sum(nil))
+	m.Reset()
+	m.Write([]byte{chainKeyConstant})
+	copy(nextCK[:], m.Sum(nil))
+	return nextCK, mk
+}
+
+// messageKeys expands a message key with HKDF-SHA256 (zero salt) into an
+// XChaCha20-Poly1305 key and nonce.
+func messageKeys(mk [32]byte) (key [chacha20poly1305.KeySize]byte, nonce [chacha20poly1305.NonceSizeX]byte) {
+	var out [chacha20poly1305.KeySize + chacha20poly1305.NonceSizeX]byte
+	var salt [32]byte
+	_, _ = io.ReadFull(hkdf.New(sha256.New, mk[:], salt[:], []byte(infoMessage)), out[:])
+	copy(key[:], out[:chacha20poly1305.KeySize])
+	copy(nonce[:], out[chacha20poly1305.KeySize:])
+	return key, nonce
+}
+
+// x3dhSecret derives SK = HKDF(F || DH1 || DH2 || DH3 [|| DH4]) with F = 32
+// 0xFF bytes, a zero salt and infoX3DH.
+func x3dhSecret(dhs ...[]byte) [32]byte {
+	ikm := make([]byte, 0, 32*(1+len(dhs)))
+	for range 32 {
+		ikm = append(ikm, 0xFF)
+	}
+	for _, d := range dhs {
+		ikm = append(ikm, d...)
+	}
+	var salt, sk [32]byte
+	_, _ = io.ReadFull(hkdf.New(sha256.New, ikm, salt[:], []byte(infoX3DH)), sk[:])
+	return sk
+}
+
+func seal(mk [32]byte, plaintext, ad []byte) []byte {
+	key, nonce := messageKeys(mk)
+	aead, _ := chacha20poly1305.NewX(key[:]) // the key size is always right
+	return aead.Seal(nil, nonce[:], plaintext, ad)
+}
+
+func open(mk [32]byte, ciphertext, ad []byte) ([]byte, error) {
+	key, nonce := messageKeys(mk)
+	aead, _ := chacha20poly1305.NewX(key[:])
+	pt, err := aead.Open(nil, nonce[:], ciphertext, ad)
+	if err != nil {
+		return nil, fmt.Errorf("%w: message authentication failed", ErrDecrypt)
+	}
+	return pt, nil
+}
+
+type skippedKey struct {
+	dh [KeySize]byte
+	n  uint32
+	mk [32]byte
+}
+
+// Session is one end of a Double Ratchet session with one remote device.
+// Encrypt and Decrypt move its state forward only; a failed Decrypt leaves
+// it unchanged. The caller persists it with MarshalBinary after every
+// successful Encrypt or Decrypt (sealed: it holds secret keys). A Session is
+// not safe for concurrent use; the caller serialises access.
+type Session struct {
+	local, remote                 ids.DeviceAddress
+	localIdentity, remoteIdentity PublicIdentity
+
+	initiator  bool // this side started the session (Initiate)
+	initiating bool // initiator that has not received a reply yet
+	init       InitiationHeader
+	initSent   uint32 // envelopes sent carrying the initiation header
+
+	rk         [32]byte
+	dhs        keyPair
+	dhr        [KeySize]byte
+	hasDHr     bool
+	cks, ckr   [32]byte
+	hasCKs     bool
+	hasCKr     bool
+	ns, nr, pn uint32
+
+	prevDHr [][KeySize]byte
+	skipped []skippedKey // oldest first
+
+	rand io.Reader
+}
+
+// Local returns the address of this device.
+func (s *Session) Local() ids.DeviceAddress { return s.local }
+
+// Remote returns the address of the remote device.
+func (s *Session) Remote() ids.DeviceAddress { return s.remote }
+
+// RemoteIdentity returns the remote device's identity as seen in the bundle
+// (initiator) or in the initiation header (responder). Check it against the
+// pin.
+func (s *Session) RemoteIdentity() PublicIdentity { return s.remoteIdentity }
+
+// LocalIdentity returns this device's identity the session was built with.
+func (s *Session) LocalIdentity() PublicIdentity { return s.localIdentity }
+
+// Initiating reports whether this side initiated the session and has not yet
+// decrypted a reply, so its envelopes still carry the initiation header.
+func (s *Session) Initiating() bool { return s.initiating }
+
+// InitiationID returns the id of the initiation that started this session.
+func (s *Session) InitiationID() InitiationID { return s.init.ID }
+
+// Initiator returns the address of the device that started the session.
+func (s *Session) Initiator() ids.DeviceAddress {
+	if s.initiator {
+		return s.local
+	}
+	return s.remote
+}
+
+func (s *Session) clone() *Session {
+	c := *s
+	c.prevDHr = slices.Clone(s.prevDHr)
+	c.skipped = slices.Clone(s.skipped)
+	return &c
+}
+
+func (s *Session) random() io.Reader {
+	if s.rand == nil {
+		return rand.Reader
+	}
+	return s.rand
+}
+
+// associatedData is the AEAD associated data: a domain separator, the
+// initiator's and the responder's identity keys, and the encoded envelope
+// header (addresses, initiation header, ratchet header).
+func (s *Session) associatedData(e *Envelope) []byte {
+	initiatorID, responderID := s.remoteIdentity, s.localIdentity
+	if s.initiator {
+		initiatorID, responderID = s.localIdentity, s.remoteIdentity
+	}
+	w := writer{b: make([]byte, 0, 512)}
+	w.raw([]byte(adDomain))
+	w.identity(initiatorID)
+	w.identity(responderID)
+	e.appendHeader(&w)
+	return w.b
+}
+
+// Encrypt encrypts plaintext into an envelope for the remote device and
+// advances the sending chain. While Initiating, the envelope carries the
+// initiation header. A plaintext above MaxPlaintextSize returns
+// ErrMessageTooLarge and leaves the session unchanged.
+func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
+	if len(plaintext) > MaxPlaintextSize {
+		return Envelope{}, fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(plaintext), MaxPlaintextSize)
+	}
+	if !s.hasCKs {
+		return Envelope{}, fmt.Errorf("%w: no sending chain", ErrMalformedState)
+	}
+	if s.ns == math.MaxUint32 {
+		return Envelope{}, ErrChainExhausted
+	}
+	e := Envelope{
+		Sender:    s.local,
+		Recipient: s.remote,
+		Header:    RatchetHeader{DH: s.dhs.pub, PN: s.pn, N: s.ns},
+	}
+	if s.initiating {
+		ih := s.init
+		e.Initiation = &ih
+	}
+	next, mk := kdfCK(s.cks)
+	e.Ciphertext = seal(mk, plaintext, s.associatedData(&e))
+	s.cks = next
+	s.ns++
+	if s.initiating {
+		s.initSent++
+	}
+	return e, nil
+}
+
+// Decrypt authenticates and decrypts an envelope from the remote device.
+// It works on a copy of the state and commits only on success, so a
+// replayed (ErrReplay), tampered or forged (ErrDecrypt), too far ahead
+// (ErrTooManySkipped) or misdirected (ErrWrongSession) envelope leaves the
+// session byte-for-byte unchanged. Envelopes may arrive out of order (see
+// MaxSkip, MaxSkippedKeys). An envelope with an initiation header is
+// accepted only if it is this session's own initiation.
+func (s *Session) Decrypt(env Envelope) ([]byte, error) {
+	if env.Sender != s.remote || env.Recipient != s.local {
+		return nil, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, s.remote, s.local)
+	}
+	if ih := env.Initiation; ih != nil && (s.initiator || ih.ID != s.init.ID) {
+		return nil, fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)
+	}
+	c := s.clone()
+	pt, err := c.decrypt(&env)
+	if err != nil {
+		return nil, err
+	}
+	*s = *c
+	return pt, nil
+}
+
+// decrypt is RatchetDecrypt of the Double Ratchet spec, applied to s (a
+// copy the caller discards on error).
+func (s *Session) decrypt(e *Envelope) ([]byte, error) {
+	ad := s.associatedData(e)
+	h := e.Header
+	for i, k := range s.skipped {
+		if k.dh == h.DH && k.n == h.N {
+			pt, err := open(k.mk, e.Ciphertext, ad)
+			if err != nil {
+				return nil, err
+			}
+			s.skipped = slices.Delete(s.skipped, i, i+1)
+			s.initiating = false
+			return pt, nil
+		}
+	}
+	if s.hasDHr && h.DH == s.dhr {
+		if !s.hasCKr {
+			return nil, fmt.Errorf("%w: no receiving chain for this ratchet key", ErrDecrypt)
+		}
+		if h.N < s.nr {
+			return nil, fmt.Errorf("%w: message %d of the current chain", ErrReplay, h.N)
+		}
+	} else {
+		if slices.Contains(s.prevDHr, h.DH) {
+			return nil, fmt.Errorf("%w: message %d of a finished chain", ErrReplay, h.N)
+		}
+		if err := s.skipTo(h.PN); err != nil {
+			return nil, err
+		}
+		if err := s.dhRatchet(h.DH); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.skipTo(h.N); err != nil {
+		return nil, err
+	}
+	next, mk := kdfCK(s.ckr)
+	s.ckr = next
+	s.nr++
+	pt, err := open(mk, e.Ciphertext, ad)
+	if err != nil {
+		return nil, err
+	}
+	s.initiating = false
+	return pt, nil
+}
+
+// skipTo stores the message keys of the current receiving chain up to (not
+// including) message number until.
+func (s *Session) skipTo(until uint32) error {
+	if !s.hasCKr || until <= s.nr {
+		return nil
+	}
+	if until-s.nr > MaxSkip {
+		return fmt.Errorf("%w: %d messages skipped, at most %d", ErrTooManySkipped, until-s.nr, MaxSkip)
+	}
+	for s.nr < until {
+		next, mk := kdfCK(s.ckr)
+		s.skipped = append(s.skipped, skippedKey{dh: s.dhr, n: s.nr, mk: mk})
+		s.ckr = next
+		s.nr++
+	}
+	if over := len(s.skipped) - MaxSkippedKeys; over > 0 {
+		s.skipped = slices.Delete(s.skipped, 0, over)
+	}
+	return nil
+}
+
+// dhRatchet performs a DH ratchet step on receiving a new remote ratchet
+// key: a new receiving chain, a new ratchet key pair, a new sending chain.
+func (s *Session) dhRatchet(remote [KeySize]byte) error {
+	if s.hasDHr {
+		s.prevDHr = append(s.prevDHr, s.dhr)
+		if over := len(s.prevDHr) - maxPrevRatchetKeys; over > 0 {
+			s.prevDHr = slices.Delete(s.prevDHr, 0, over)
+		}
+	}
+	s.pn, s.ns, s.nr = s.ns, 0, 0
+	s.dhr, s.hasDHr = remote, true
+	out, err := dh(s.dhs.priv, s.dhr)
+	if err != nil {
+		return fmt.Errorf("%w: ratchet key: %w", ErrDecrypt, err)
+	}
+	s.rk, s.ckr = kdfRK(s.rk, out)
+	s.hasCKr = true
+	kp, err := generateKeyPair(s.random())
+	if err != nil {
+		return err
+	}
+	s.dhs = kp
+	out, err = dh(s.dhs.priv, s.dhr)
+	if err != nil {
+		return fmt.Errorf("%w: ratchet key: %w", ErrDecrypt, err)
+	}
+	s.rk, s.cks = kdfRK(s.rk, out)
+	s.hasCKs = true
+	return nil
+}

@@ -1,0 +1,171 @@
+package session
+
+import "fmt"
+
+const (
+	sessionMagic   = "SMSS"
+	sessionVersion = 1
+
+	stInitiator = 1 << iota
+	stInitiating
+	stHasDHr
+	stHasCKs
+	stHasCKr
+	stInitOneTime
+	stKnown = stInitiator | stInitiating | stHasDHr | stHasCKs | stHasCKr | stInitOneTime
+)
+
+// MarshalBinary serializes the complete session state (secret: seal it
+// before storing). Layout, big-endian: magic "SMSS", version byte (1),
+// local and remote address, local and remote identity (64 bytes each), a
+// flags byte, the initiation header (id 16, identity 64, ephemeral 32,
+// signed prekey id u32, one-time prekey id u32), envelopes sent with it
+// (u32), root key, sending ratchet private key, remote ratchet key, sending
+// and receiving chain keys (32 bytes each), Ns, Nr, PN (u32), previous
+// remote ratchet keys (u8 count, 32 bytes each) and skipped message keys
+// (u16 count, then ratchet key 32, message number u32, message key 32).
+// The encoding is deterministic: equal states give equal bytes.
+func (s *Session) MarshalBinary() ([]byte, error) {
+	w := writer{b: make([]byte, 0, 600+len(s.skipped)*68)}
+	w.raw([]byte(sessionMagic))
+	w.u8(sessionVersion)
+	w.address(s.local)
+	w.address(s.remote)
+	w.identity(s.localIdentity)
+	w.identity(s.remoteIdentity)
+	var flags byte
+	for _, f := range []struct {
+		set bool
+		bit byte
+	}{
+		{s.initiator, stInitiator}, {s.initiating, stInitiating}, {s.hasDHr, stHasDHr},
+		{s.hasCKs, stHasCKs}, {s.hasCKr, stHasCKr}, {s.init.HasOneTimePrekey, stInitOneTime},
+	} {
+		if f.set {
+			flags |= f.bit
+		}
+	}
+	w.u8(flags)
+	w.raw(s.init.ID[:])
+	w.identity(s.init.Identity)
+	w.key(s.init.Ephemeral)
+	w.u32(s.init.SignedPrekeyID)
+	w.u32(s.init.OneTimePrekeyID)
+	w.u32(s.initSent)
+	w.key(s.rk)
+	w.key(s.dhs.priv)
+	w.key(s.dhr)
+	w.key(s.cks)
+	w.key(s.ckr)
+	w.u32(s.ns)
+	w.u32(s.nr)
+	w.u32(s.pn)
+	w.u8(byte(len(s.prevDHr)))
+	for _, k := range s.prevDHr {
+		w.key(k)
+	}
+	w.u16(uint16(len(s.skipped)))
+	for _, k := range s.skipped {
+		w.key(k.dh)
+		w.u32(k.n)
+		w.key(k.mk)
+	}
+	return w.b, nil
+}
+
+// UnmarshalSession restores a session serialized by MarshalBinary. Its
+// randomness comes from crypto/rand. Truncated, oversized, inconsistent or
+// unknown-version input returns an error wrapping ErrMalformedState; it
+// never panics.
+func UnmarshalSession(b []byte) (*Session, error) {
+	s, err := unmarshalSession(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session: %w", ErrMalformedState, err)
+	}
+	return s, nil
+}
+
+func unmarshalSession(b []byte) (*Session, error) {
+	r := reader{b: b}
+	if m := r.take(len(sessionMagic)); r.err == nil && string(m) != sessionMagic {
+		return nil, fmt.Errorf("bad magic")
+	}
+	if v := r.u8(); r.err == nil && v != sessionVersion {
+		return nil, fmt.Errorf("unknown version %d", v)
+	}
+	s := &Session{rand: defaultRand()}
+	s.local = r.address()
+	s.remote = r.address()
+	s.localIdentity = r.identity()
+	s.remoteIdentity = r.identity()
+	flags := r.u8()
+	copy(s.init.ID[:], r.take(len(s.init.ID)))
+	s.init.Identity = r.identity()
+	s.init.Ephemeral = r.key()
+	s.init.SignedPrekeyID = r.u32()
+	s.init.OneTimePrekeyID = r.u32()
+	s.initSent = r.u32()
+	s.rk = r.key()
+	s.dhs.priv = r.key()
+	s.dhr = r.key()
+	s.cks = r.key()
+	s.ckr = r.key()
+	s.ns = r.u32()
+	s.nr = r.u32()
+	s.pn = r.u32()
+	if n := int(r.u8()); n > maxPrevRatchetKeys {
+		r.fail(fmt.Errorf("%d previous ratchet keys, at most %d", n, maxPrevRatchetKeys))
+	} else {
+		for i := 0; i < n && r.err == nil; i++ {
+			s.prevDHr = append(s.prevDHr, r.key())
+		}
+	}
+	if n := int(r.u16()); n > MaxSkippedKeys {
+		r.fail(fmt.Errorf("%d skipped keys, at most %d", n, MaxSkippedKeys))
+	} else {
+		for i := 0; i < n && r.err == nil; i++ {
+			k := skippedKey{dh: r.key(), n: r.u32(), mk: r.key()}
+			s.skipped = append(s.skipped, k)
+		}
+	}
+	if err := r.finish(); err != nil {
+		return nil, err
+	}
+	if flags&^stKnown != 0 {
+		return nil, fmt.Errorf("unknown flags %#02x", flags)
+	}
+	s.initiator = flags&stInitiator != 0
+	s.initiating = flags&stInitiating != 0
+	s.hasDHr = flags&stHasDHr != 0
+	s.hasCKs = flags&stHasCKs != 0
+	s.hasCKr = flags&stHasCKr != 0
+	s.init.HasOneTimePrekey = flags&stInitOneTime != 0
+	if err := s.checkConsistency(); err != nil {
+		return nil, err
+	}
+	pub, err := x25519Public(s.dhs.priv)
+	if err != nil {
+		return nil, err
+	}
+	s.dhs.pub = pub
+	return s, nil
+}
+
+func (s *Session) checkConsistency() error {
+	switch {
+	case s.local == s.remote:
+		return fmt.Errorf("local and remote are both %s", s.local)
+	case s.initiating && !s.initiator:
+		return fmt.Errorf("initiating responder")
+	case !s.hasCKs:
+		return fmt.Errorf("no sending chain")
+	case s.hasCKr && !s.hasDHr:
+		return fmt.Errorf("receiving chain without ratchet key")
+	case !s.init.HasOneTimePrekey && s.init.OneTimePrekeyID != 0:
+		return fmt.Errorf("one-time prekey id without flag")
+	case s.initiator && s.init.Identity != s.localIdentity,
+		!s.initiator && s.init.Identity != s.remoteIdentity:
+		return fmt.Errorf("initiation identity does not match the initiator")
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package session
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+
+	"github.com/securemsg/storage/ids"
+)
+
+// Initiate starts a session with the device that published remote, per the
+// X3DH agreement: it verifies the bundle (ErrBadSignature,
+// ErrInvalidBundle), generates an ephemeral key, uses the first offered
+// one-time prekey if any, derives SK and sets up the Double Ratchet as the
+// initiator with the signed prekey as the remote's first ratchet key.
+// rand supplies all randomness of the session (nil means crypto/rand).
+// Until it decrypts a reply, the session's envelopes carry the initiation
+// header. Initiate makes no network or storage call.
+func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remote Bundle) (*Session, error) {
+	if local == nil {
+		return nil, fmt.Errorf("%w: nil identity", ErrInvalidArgument)
+	}
+	if err := localAddr.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: local address: %w", ErrInvalidArgument, err)
+	}
+	if err := remote.Verify(); err != nil {
+		return nil, fmt.Errorf("session: initiate with %s: %w", remote.Address, err)
+	}
+	if remote.Address == localAddr {
+		return nil, fmt.Errorf("%w: bundle is for the local device %s", ErrInvalidArgument, localAddr)
+	}
+	if rand == nil {
+		rand = defaultRand()
+	}
+	s := &Session{
+		local:          localAddr,
+		remote:         remote.Address,
+		localIdentity:  local.Public(),
+		remoteIdentity: remote.Identity,
+		initiator:      true,
+		initiating:     true,
+		rand:           rand,
+	}
+	if _, err := io.ReadFull(rand, s.init.ID[:]); err != nil {
+		return nil, fmt.Errorf("session: initiate: %w", err)
+	}
+	ek, err := generateKeyPair(rand)
+	if err != nil {
+		return nil, err
+	}
+	s.init.Identity = local.Public()
+	s.init.Ephemeral = ek.pub
+	s.init.SignedPrekeyID = remote.SignedPrekeyID
+
+	dh1, err1 := dh(local.dhPriv, remote.SignedPrekey)
+	dh2, err2 := dh(ek.priv, remote.Identity.DHKey)
+	dh3, err3 := dh(ek.priv, remote.SignedPrekey)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return nil, fmt.Errorf("session: initiate with %s: %w", remote.Address, err)
+	}
+	dhs := [][]byte{dh1, dh2, dh3}
+	if len(remote.OneTimePrekeys) > 0 {
+		opk := remote.OneTimePrekeys[0]
+		dh4, err := dh(ek.priv, opk.Key)
+		if err != nil {
+			return nil, fmt.Errorf("session: initiate with %s: one-time prekey: %w", remote.Address, err)
+		}
+		dhs = append(dhs, dh4)
+		s.init.HasOneTimePrekey = true
+		s.init.OneTimePrekeyID = opk.ID
+	}
+	sk := x3dhSecret(dhs...)
+
+	// Double Ratchet initialisation of the sender (Alice).
+	if s.dhs, err = generateKeyPair(rand); err != nil {
+		return nil, err
+	}
+	s.dhr, s.hasDHr = remote.SignedPrekey, true
+	out, err := dh(s.dhs.priv, s.dhr)
+	if err != nil {
+		return nil, fmt.Errorf("session: initiate: %w", err)
+	}
+	s.rk, s.cks = kdfRK(sk, out)
+	s.hasCKs = true
+	return s, nil
+}
+
+// Respond completes, as the responder, the X3DH agreement started by the
+// initiation header of env (any envelope of the initiation will do),
+// decrypts env and returns the new session and the plaintext. The one-time
+// prekey it used is removed from prekeys, only on success; the caller then
+// persists both prekeys and the session. Errors: ErrNoInitiation,
+// ErrWrongSession (env not addressed to localAddr), ErrUnknownPrekey (stale
+// signed prekey, unknown or already consumed one-time prekey), ErrDecrypt,
+// ErrTooManySkipped. Respond does not check the initiator's identity
+// against a pin: the caller does, with Session.RemoteIdentity.
+func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
+	if local == nil || prekeys == nil {
+		return nil, nil, fmt.Errorf("%w: nil identity or prekeys", ErrInvalidArgument)
+	}
+	ih := env.Initiation
+	if ih == nil {
+		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, ErrNoInitiation)
+	}
+	if env.Recipient != localAddr || env.Sender == localAddr {
+		return nil, nil, fmt.Errorf("%w: envelope %s -> %s received by %s", ErrWrongSession, env.Sender, env.Recipient, localAddr)
+	}
+	if err := env.Sender.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%w: sender: %w", ErrMalformedEnvelope, err)
+	}
+	if prekeys.identity != local.Public() {
+		return nil, nil, fmt.Errorf("%w: prekeys belong to another identity", ErrInvalidArgument)
+	}
+	if ih.SignedPrekeyID != prekeys.signedID {
+		return nil, nil, fmt.Errorf("%w: signed prekey %d (current %d)", ErrUnknownPrekey, ih.SignedPrekeyID, prekeys.signedID)
+	}
+	dh1, err1 := dh(prekeys.signed.priv, ih.Identity.DHKey)
+	dh2, err2 := dh(local.dhPriv, ih.Ephemeral)
+	dh3, err3 := dh(prekeys.signed.priv, ih.Ephemeral)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
+	}
+	dhs := [][]byte{dh1, dh2, dh3}
+	if ih.HasOneTimePrekey {
+		i, ok := prekeys.findOneTime(ih.OneTimePrekeyID)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: one-time prekey %d", ErrUnknownPrekey, ih.OneTimePrekeyID)
+		}
+		dh4, err := dh(prekeys.oneTime[i].kp.priv, ih.Ephemeral)
+		if err != nil {
+			return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
+		}
+		dhs = append(dhs, dh4)
+	}
+	s := &Session{
+		local:          localAddr,
+		remote:         env.Sender,
+		localIdentity:  local.Public(),
+		remoteIdentity: ih.Identity,
+		init:           normalizeInitiation(*ih),
+		rk:             x3dhSecret(dhs...),
+		dhs:            prekeys.signed, // Bob's first ratchet key is the signed prekey
+		rand:           defaultRand(),
+	}
+	pt, err := s.decrypt(&env)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
+	}
+	if ih.HasOneTimePrekey {
+		prekeys.removeOneTime(ih.OneTimePrekeyID)
+	}
+	return s, pt, nil
+}
+
+// normalizeInitiation clears a one-time prekey id that is not flagged as
+// used, as the encoding would.
+func normalizeInitiation(ih InitiationHeader) InitiationHeader {
+	if !ih.HasOneTimePrekey {
+		ih.OneTimePrekeyID = 0
+	}
+	return ih
+}
+
+func defaultRand() io.Reader { return rand.Reader }
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
