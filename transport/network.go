@@ -1,0 +1,289 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"sync"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+)
+
+// Call operations recorded in Call.Op.
+const (
+	OpSend    = "send"
+	OpReceive = "receive"
+	OpPublish = "publish"
+	OpFetch   = "fetch"
+)
+
+// Call is one recorded call on a Network, successful or not.
+type Call struct {
+	// Op is OpSend, OpReceive, OpPublish or OpFetch.
+	Op string
+	// From is the sender of a send (read from the envelope's cleartext
+	// header; zero if it does not parse) and the publisher of a publish.
+	From ids.DeviceAddress
+	// To is the recipient of a send, the mailbox owner of a receive and
+	// the device whose bundle a fetch asked for.
+	To ids.DeviceAddress
+	// Envelope is a copy of the envelope handed to a send.
+	Envelope []byte
+	// Count is the number of envelopes a receive returned.
+	Count int
+	// Err is the error the call returned.
+	Err error
+}
+
+type published struct {
+	bundle    session.Bundle
+	handedOut map[uint32]bool // one-time prekey ids already fetched
+}
+
+// Network is an in-process Transport and Directory: mailboxes and bundles
+// in memory, safe for concurrent use. Its fault injection (FailNext...,
+// DropNext, DuplicateNext, ReorderMailbox) and call log (Calls) let tests
+// reproduce network failures and prove which calls an operation made.
+// The zero value is not usable; call NewNetwork.
+type Network struct {
+	mu        sync.Mutex
+	mailboxes map[ids.DeviceAddress][][]byte
+	bundles   map[ids.DeviceAddress]*published
+	calls     []Call
+
+	failSends, failReceives, failPublishes, failFetches int
+	drop, duplicate                                     int
+}
+
+var (
+	_ Transport = (*Network)(nil)
+	_ Directory = (*Network)(nil)
+)
+
+// NewNetwork returns an empty network.
+func NewNetwork() *Network {
+	return &Network{
+		mailboxes: make(map[ids.DeviceAddress][][]byte),
+		bundles:   make(map[ids.DeviceAddress]*published),
+	}
+}
+
+// record appends c to the call log. n.mu must be held.
+func (n *Network) record(c Call) { n.calls = append(n.calls, c) }
+
+// take decrements *counter if positive and reports whether it was.
+func take(counter *int) bool {
+	if *counter > 0 {
+		*counter--
+		return true
+	}
+	return false
+}
+
+// Send implements Transport. Injected faults apply in this order: a failing
+// send (FailNextSends) returns ErrInjected and delivers nothing; a dropped
+// one (DropNext) returns nil and delivers nothing; a duplicated one
+// (DuplicateNext) is delivered twice. The envelope is copied.
+func (n *Network) Send(ctx context.Context, to ids.DeviceAddress, envelope []byte) error {
+	c := Call{Op: OpSend, To: to, Envelope: slices.Clone(envelope)}
+	if e, err := session.UnmarshalEnvelope(envelope); err == nil {
+		c.From = e.Sender
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c.Err = n.send(ctx, to, envelope)
+	n.record(c)
+	return c.Err
+}
+
+func (n *Network) send(ctx context.Context, to ids.DeviceAddress, envelope []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("transport: send to %s: %w", to, err)
+	}
+	if err := to.Validate(); err != nil {
+		return fmt.Errorf("%w: send: %w", ErrInvalidAddress, err)
+	}
+	if len(envelope) == 0 || len(envelope) > session.MaxEnvelopeSize {
+		return fmt.Errorf("%w: %d bytes (at most %d)", ErrEnvelopeTooLarge, len(envelope), session.MaxEnvelopeSize)
+	}
+	if take(&n.failSends) {
+		return fmt.Errorf("transport: send to %s: %w", to, ErrInjected)
+	}
+	if take(&n.drop) {
+		return nil
+	}
+	copies := 1
+	if take(&n.duplicate) {
+		copies = 2
+	}
+	for range copies {
+		n.mailboxes[to] = append(n.mailboxes[to], slices.Clone(envelope))
+	}
+	return nil
+}
+
+// Receive implements Transport: it drains the mailbox of me. A failing
+// receive (FailNextReceives) returns ErrInjected and leaves the mailbox
+// untouched.
+func (n *Network) Receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out, err := n.receive(ctx, me)
+	n.record(Call{Op: OpReceive, To: me, Count: len(out), Err: err})
+	return out, err
+}
+
+func (n *Network) receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("transport: receive for %s: %w", me, err)
+	}
+	if err := me.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: receive: %w", ErrInvalidAddress, err)
+	}
+	if take(&n.failReceives) {
+		return nil, fmt.Errorf("transport: receive for %s: %w", me, ErrInjected)
+	}
+	out := n.mailboxes[me]
+	delete(n.mailboxes, me)
+	if out == nil {
+		out = [][]byte{}
+	}
+	return out, nil
+}
+
+// Publish implements Directory. The bundle must verify (errors wrap
+// session.ErrBadSignature or session.ErrInvalidBundle). One-time prekeys
+// already handed out for the same identity are never offered again, even
+// if the new bundle still lists them.
+func (n *Network) Publish(ctx context.Context, b session.Bundle) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	err := n.publish(ctx, b)
+	n.record(Call{Op: OpPublish, From: b.Address, Err: err})
+	return err
+}
+
+func (n *Network) publish(ctx context.Context, b session.Bundle) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("transport: publish for %s: %w", b.Address, err)
+	}
+	if err := b.Verify(); err != nil {
+		return fmt.Errorf("transport: publish: %w", err)
+	}
+	if take(&n.failPublishes) {
+		return fmt.Errorf("transport: publish for %s: %w", b.Address, ErrInjected)
+	}
+	p := &published{bundle: b.Clone(), handedOut: make(map[uint32]bool)}
+	if old := n.bundles[b.Address]; old != nil && old.bundle.Identity == b.Identity {
+		p.handedOut = old.handedOut
+	}
+	p.bundle.OneTimePrekeys = slices.DeleteFunc(p.bundle.OneTimePrekeys, func(k session.OneTimePrekey) bool {
+		return p.handedOut[k.ID]
+	})
+	n.bundles[b.Address] = p
+	return nil
+}
+
+// Fetch implements Directory: the bundle of addr with its first remaining
+// one-time prekey (removed from the directory), or none when they are
+// exhausted. A failing fetch (FailNextFetches) returns ErrInjected and
+// hands out nothing.
+func (n *Network) Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	b, err := n.fetch(ctx, addr)
+	n.record(Call{Op: OpFetch, To: addr, Err: err})
+	return b, err
+}
+
+func (n *Network) fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, err)
+	}
+	if err := addr.Validate(); err != nil {
+		return session.Bundle{}, fmt.Errorf("%w: fetch: %w", ErrInvalidAddress, err)
+	}
+	if take(&n.failFetches) {
+		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, ErrInjected)
+	}
+	p := n.bundles[addr]
+	if p == nil {
+		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, ErrNoBundle)
+	}
+	out := p.bundle.Clone()
+	out.OneTimePrekeys = nil
+	if len(p.bundle.OneTimePrekeys) > 0 {
+		k := p.bundle.OneTimePrekeys[0]
+		out.OneTimePrekeys = []session.OneTimePrekey{k}
+		p.handedOut[k.ID] = true
+		p.bundle.OneTimePrekeys = slices.Delete(p.bundle.OneTimePrekeys, 0, 1)
+	}
+	return out, nil
+}
+
+// FailNextSends makes the next n sends fail with ErrInjected.
+func (n *Network) FailNextSends(count int) { n.set(&n.failSends, count) }
+
+// FailNextReceives makes the next n receives fail with ErrInjected.
+func (n *Network) FailNextReceives(count int) { n.set(&n.failReceives, count) }
+
+// FailNextPublishes makes the next n publishes of valid bundles fail with
+// ErrInjected.
+func (n *Network) FailNextPublishes(count int) { n.set(&n.failPublishes, count) }
+
+// FailNextFetches makes the next n fetches fail with ErrInjected.
+func (n *Network) FailNextFetches(count int) { n.set(&n.failFetches, count) }
+
+// DropNext makes the next n otherwise successful sends return nil without
+// delivering anything (a loss after the hand-off).
+func (n *Network) DropNext(count int) { n.set(&n.drop, count) }
+
+// DuplicateNext makes the next n otherwise successful sends deliver their
+// envelope twice.
+func (n *Network) DuplicateNext(count int) { n.set(&n.duplicate, count) }
+
+func (n *Network) set(counter *int, count int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	*counter = max(count, 0)
+}
+
+// ReorderMailbox shuffles the envelopes currently waiting in the mailbox of
+// addr with a pseudo-random permutation determined by seed.
+func (n *Network) ReorderMailbox(addr ids.DeviceAddress, seed uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	box := n.mailboxes[addr]
+	rng := mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng.Shuffle(len(box), func(i, j int) { box[i], box[j] = box[j], box[i] })
+}
+
+// Pending returns how many envelopes wait in the mailbox of addr. It is a
+// test helper: it is not a call and is not logged.
+func (n *Network) Pending(addr ids.DeviceAddress) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.mailboxes[addr])
+}
+
+// Calls returns a copy of the log of every call made since NewNetwork or
+// the last ResetCalls, oldest first.
+func (n *Network) Calls() []Call {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]Call, len(n.calls))
+	for i, c := range n.calls {
+		c.Envelope = slices.Clone(c.Envelope)
+		out[i] = c
+	}
+	return out
+}
+
+// ResetCalls clears the call log.
+func (n *Network) ResetCalls() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls = nil
+}

@@ -1,0 +1,57 @@
+// Package transport defines how the messaging client reaches other
+// devices: a Transport that hands envelopes to a device's mailbox and
+// drains one's own, and a Directory where devices publish prekey bundles
+// and others fetch them. It also ships Network, an in-process
+// implementation of both for tests and examples, with fault injection and
+// a log of every call.
+//
+// Transport moves opaque bytes: it never decrypts, never holds keys, never
+// stores anything beyond the in-memory mailboxes of Network, and never
+// retries on its own. Reliability (retries, acknowledgements, duplicate
+// suppression) is the client's job.
+package transport
+
+import (
+	"context"
+	"errors"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+)
+
+// Sentinel errors, wrapped with context; test them with errors.Is.
+var (
+	// ErrInjected is returned by Network for a failure injected with
+	// FailNextSends, FailNextReceives, FailNextPublishes or FailNextFetches.
+	ErrInjected = errors.New("transport: injected failure")
+	// ErrNoBundle is returned by Directory.Fetch when the device has not
+	// published a bundle.
+	ErrNoBundle = errors.New("transport: no bundle published")
+	// ErrInvalidAddress is returned for a malformed device address.
+	ErrInvalidAddress = errors.New("transport: invalid address")
+	// ErrEnvelopeTooLarge is returned by Send for an envelope above
+	// session.MaxEnvelopeSize, or an empty one.
+	ErrEnvelopeTooLarge = errors.New("transport: envelope empty or too large")
+)
+
+// Transport hands envelopes to devices' mailboxes and drains them.
+type Transport interface {
+	// Send hands envelope off to the mailbox of device to. A nil error
+	// means the hand-off succeeded, not that the envelope was delivered
+	// or processed.
+	Send(ctx context.Context, to ids.DeviceAddress, envelope []byte) error
+	// Receive removes and returns every envelope in the mailbox of me, in
+	// mailbox order (possibly empty).
+	Receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, error)
+}
+
+// Directory publishes and hands out prekey bundles.
+type Directory interface {
+	// Publish stores b as the bundle of b.Address, replacing the previous
+	// one. It rejects a bundle that does not verify.
+	Publish(ctx context.Context, b session.Bundle) error
+	// Fetch returns the bundle of addr with at most one one-time prekey,
+	// which it removes so that no one else gets it. It returns ErrNoBundle
+	// if addr published nothing.
+	Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error)
+}
