@@ -73,9 +73,9 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 		return nil, fmt.Errorf("%w: %v", ErrDirectory, err)
 	}
 	d := &fsDir{fsys: sub}
-	if err := migrate.Validate(d); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrChecksum, err)
-	}
+	// File names are checked before the sum: a non-numeric version also
+	// upsets the numeric ordering the sum is verified in, and must be
+	// reported as what it is rather than as a checksum mismatch.
 	files, err := d.Files()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDirectory, err)
@@ -87,6 +87,11 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 		if _, err := strconv.ParseUint(f.Version(), 10, 31); err != nil {
 			return nil, fmt.Errorf("%w: %s: version %q is not a number", ErrDirectory, f.Name(), f.Version())
 		}
+	}
+	// Both errors are wrapped so that callers can also reach Atlas's
+	// *migrate.ChecksumError (which file, added/edited/removed).
+	if err := migrate.Validate(d); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrChecksum, err)
 	}
 	return &Migrator{dir: d, files: files}, nil
 }

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"ariga.io/atlas/sql/migrate"
+	"ariga.io/atlas/sql/schema"
+	"ariga.io/atlas/sql/sqlcheck"
+	"ariga.io/atlas/sql/sqlcheck/datadepend"
+	"ariga.io/atlas/sql/sqlcheck/destructive"
+	"ariga.io/atlas/sql/sqlcheck/incompatible"
+	"ariga.io/atlas/sql/sqlclient"
+	"ariga.io/atlas/sql/sqlite"
+
+	"github.com/securemsg/storage/migration"
+)
+
+// frozenBaseline is the newest version whose findings are informational:
+// version 14 landed before linting and is never edited again.
+const frozenBaseline = migration.LegacyBaselineVersion
+
+func cmdLint(ctx context.Context, env *cmdEnv) error {
+	var (
+		m   *migration.Migrator
+		err error
+	)
+	if env.dir == "" {
+		m, err = migration.Default()
+	} else {
+		m, err = migration.New(os.DirFS(env.dir), ".")
+	}
+	if err != nil {
+		return err
+	}
+	return lintDir(ctx, m.Dir(), env.stdout)
+}
+
+// finding is one diagnostic of one analyzer on one migration file.
+type finding struct {
+	Version  string
+	File     string
+	Line     int
+	Analyzer string
+	Code     string
+	Text     string
+	// Blocking is false for findings in the frozen baseline.
+	Blocking bool
+}
+
+func (f finding) String() string {
+	s := fmt.Sprintf("%s %s: %s: %s", f.Version, f.File, f.Analyzer, f.Text)
+	switch {
+	case f.Code != "" && f.Line > 0:
+		s += fmt.Sprintf(" [%s, line %d]", f.Code, f.Line)
+	case f.Line > 0:
+		s += fmt.Sprintf(" [line %d]", f.Line)
+	}
+	if !f.Blocking {
+		s += " (informational: version " + frozenBaseline + " is the frozen baseline)"
+	}
+	return s
+}
+
+// lintDir lints dir, prints every finding to w, one a line, and returns an
+// error if a finding is in a version above the frozen baseline. dir must
+// already be validated against its atlas.sum (migration.New does).
+func lintDir(ctx context.Context, dir migrate.Dir, w io.Writer) error {
+	findings, files, err := lint(ctx, dir)
+	if err != nil {
+		return err
+	}
+	blocking := 0
+	for _, f := range findings {
+		fmt.Fprintln(w, f)
+		if f.Blocking {
+			blocking++
+		}
+	}
+	fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d above version %s\n", files, len(findings), blocking, frozenBaseline)
+	if blocking > 0 {
+		return fmt.Errorf("%d finding(s) in versions above %s", blocking, frozenBaseline)
+	}
+	return nil
+}
+
+var devSeq atomic.Int64
+
+// openDev opens a private in-memory SQLite database for replaying the
+// directory, as Atlas's dev database.
+func openDev(ctx context.Context) (*sqlclient.Client, error) {
+	name := fmt.Sprintf("file:migrate-lint-%d-%d?mode=memory&cache=shared&_foreign_keys=on", os.Getpid(), devSeq.Add(1))
+	db, err := sql.Open("sqlite3", name)
+	if err != nil {
+		return nil, err
+	}
+	// One connection: the in-memory database lives as long as it does.
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open dev database: %w", err)
+	}
+	drv, err := sqlite.Open(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open dev database: %w", err)
+	}
+	return &sqlclient.Client{Name: sqlite.DriverName, DB: db, Driver: drv}, nil
+}
+
+// analyzers returns Atlas's destructive, data-dependent and
+// backward-incompatible analyzers, with the SQLite handlers for
+// data-dependent NOT NULL changes. Their "error" option is off: lint
+// decides what fails from the findings, not from the analyzer's verdict.
+func analyzers() ([]sqlcheck.NamedAnalyzer, error) {
+	off := false
+	ds, err := destructive.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	ds.Error = &off
+	dd, err := datadepend.New(nil, datadepend.Handler{AddNotNull: addNotNull, ModifyNotNull: modifyNotNull})
+	if err != nil {
+		return nil, err
+	}
+	dd.Error = &off
+	bc, err := incompatible.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	bc.Error = &off
+	return []sqlcheck.NamedAnalyzer{ds, dd, bc}, nil
+}
+
+// addNotNull reports a NOT NULL column without default added to an
+// existing table (SQLite refuses it on a non-empty table).
+func addNotNull(p *datadepend.ColumnPass) ([]sqlcheck.Diagnostic, error) {
+	return []sqlcheck.Diagnostic{{
+		Pos:  p.Change.Stmt.Pos,
+		Text: fmt.Sprintf("Adding a non-nullable column %q without default will fail in case table %q is not empty", p.Column.Name, p.Table.Name),
+	}}, nil
+}
+
+// modifyNotNull reports a nullable column made NOT NULL without default.
+func modifyNotNull(p *datadepend.ColumnPass) ([]sqlcheck.Diagnostic, error) {
+	if p.Column.Default != nil {
+		return nil, nil
+	}
+	return []sqlcheck.Diagnostic{{
+		Pos:  p.Change.Stmt.Pos,
+		Text: fmt.Sprintf("Modifying nullable column %q to non-nullable without default value might fail in case it contains NULL values", p.Column.Name),
+	}}, nil
+}
+
+// lint replays dir, oldest version first, on a fresh dev database. For
+// each file it records the schema changes of every statement (the realm
+// inspected before and after it, diffed) and runs the analyzers over them,
+// as `atlas migrate lint` does. It returns the findings and the number of
+// files linted.
+func lint(ctx context.Context, dir migrate.Dir) ([]finding, int, error) {
+	dev, err := openDev(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer dev.Close()
+	azs, err := analyzers()
+	if err != nil {
+		return nil, 0, err
+	}
+	all, err := dir.Files()
+	if err != nil {
+		return nil, 0, fmt.Errorf("read migration directory: %w", err)
+	}
+	files := migrate.SkipCheckpointFiles(all)
+	if len(files) == 0 {
+		return nil, 0, fmt.Errorf("%w: no migration files", migration.ErrDirectory)
+	}
+	inspect := func() (*schema.Realm, error) {
+		r, err := dev.InspectRealm(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("inspect dev database: %w", err)
+		}
+		return r, nil
+	}
+	current, err := inspect()
+	if err != nil {
+		return nil, 0, err
+	}
+
+	var findings []finding
+	for _, f := range files {
+		stmts, err := migrate.FileStmtDecls(dev, f)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		from := current
+		var changes []*sqlcheck.Change
+		for _, s := range stmts {
+			if _, err := dev.ExecContext(ctx, s.Text); err != nil {
+				return nil, 0, fmt.Errorf("%s: line %d: replay on the dev database: %w", f.Name(), line(f, s.Pos), err)
+			}
+			next, err := inspect()
+			if err != nil {
+				return nil, 0, err
+			}
+			diff, err := dev.RealmDiff(current, next)
+			if err != nil {
+				return nil, 0, fmt.Errorf("%s: line %d: diff: %w", f.Name(), line(f, s.Pos), err)
+			}
+			changes = append(changes, &sqlcheck.Change{Stmt: s, Changes: fixRenames(s, diff)})
+			current = next
+		}
+		changes = foldRebuilds(dev, changes)
+		sum, err := dev.RealmDiff(from, current)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: diff: %w", f.Name(), err)
+		}
+		file := &sqlcheck.File{File: f, Changes: changes, Sum: sum, From: from, To: current}
+		blocking := true
+		if v, err := strconv.Atoi(f.Version()); err == nil {
+			base, _ := strconv.Atoi(frozenBaseline)
+			blocking = v > base
+		}
+		for _, az := range azs {
+			pass := &sqlcheck.Pass{
+				File: file,
+				Dev:  dev,
+				Reporter: sqlcheck.ReportWriterFunc(func(r sqlcheck.Report) {
+					base := finding{Version: f.Version(), File: f.Name(), Analyzer: az.Name(), Blocking: blocking}
+					if len(r.Diagnostics) == 0 {
+						base.Text = r.Text
+						findings = append(findings, base)
+					}
+					for _, d := range r.Diagnostics {
+						fd := base
+						fd.Text, fd.Code, fd.Line = d.Text, d.Code, line(f, d.Pos)
+						findings = append(findings, fd)
+					}
+				}),
+			}
+			if err := az.Analyze(ctx, pass); err != nil {
+				return nil, 0, fmt.Errorf("%s: analyzer %s: %w", f.Name(), az.Name(), err)
+			}
+		}
+	}
+	return findings, len(files), nil
+}
+
+// line returns the 1-based line of byte offset pos in f.
+func line(f migrate.File, pos int) int {
+	b := f.Bytes()
+	if pos < 0 || pos > len(b) {
+		return 0
+	}
+	return bytes.Count(b[:pos], []byte("\n")) + 1
+}

@@ -1,0 +1,539 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"ariga.io/atlas/sql/migrate"
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/schema"
+)
+
+// runCmd runs the command line args and returns its exit code and output.
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// newDB creates a database file in a temporary directory, runs stmts on
+// it and closes it.
+func newDB(t *testing.T, stmts ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "client.db")
+	conn, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on")
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.Ping())
+	for _, s := range stmts {
+		_, err := conn.Exec(s)
+		require.NoError(t, err, s)
+	}
+	return path
+}
+
+// headDB returns a database file migrated to head by the command.
+func headDB(t *testing.T, stmts ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "client.db")
+	code, _, stderr := runCmd(t, "up", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	if len(stmts) > 0 {
+		conn, err := sql.Open("sqlite3", "file:"+path)
+		require.NoError(t, err)
+		defer conn.Close()
+		for _, s := range stmts {
+			_, err := conn.Exec(s)
+			require.NoError(t, err, s)
+		}
+	}
+	return path
+}
+
+func baselineSQL(t *testing.T) string {
+	t.Helper()
+	b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
+	require.NoError(t, err)
+	return string(b)
+}
+
+// snapshot returns the names and SHA-256 of every file in dir: a database
+// "unchanged" is byte for byte unchanged, with no file left beside it.
+func snapshot(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	out := map[string][32]byte{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		out[e.Name()] = sha256.Sum256(b)
+	}
+	return out
+}
+
+func query[T any](t *testing.T, path, q string) T {
+	t.Helper()
+	conn, err := sql.Open("sqlite3", fileDSN(path, false))
+	require.NoError(t, err)
+	defer conn.Close()
+	var v T
+	require.NoError(t, conn.QueryRow(q).Scan(&v))
+	return v
+}
+
+func TestUpCreatesAndMigrates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub dir?#%", "client.db")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+
+	code, stdout, stderr := runCmd(t, "up", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	require.Empty(t, stderr)
+	require.Equal(t, "applied: 14 15\nnow at version 15\n", stdout)
+
+	require.FileExists(t, path)
+	require.Equal(t, 15, query[int](t, path, "PRAGMA user_version"))
+	require.Equal(t, 2, query[int](t, path, "SELECT count(*) FROM schema_revision"))
+	require.Equal(t, "wal", query[string](t, path, "PRAGMA journal_mode"))
+	require.Equal(t, 1, query[int](t, path,
+		`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'pending_outbound_message_recipient'`))
+}
+
+func TestUpTwice(t *testing.T) {
+	path := headDB(t)
+	before := snapshot(t, filepath.Dir(path))
+	code, stdout, stderr := runCmd(t, "up", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "already at version 15\n", stdout)
+	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
+}
+
+func TestUpAdoptsLegacyV14(t *testing.T) {
+	path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14",
+		`INSERT INTO session VALUES ('bob', 2, x'03')`)
+	code, stdout, stderr := runCmd(t, "up", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "applied: 15\nnow at version 15\n", stdout)
+	require.Equal(t, 1, query[int](t, path, "SELECT count(*) FROM session"))
+	require.Equal(t, 1, query[int](t, path, "SELECT type FROM schema_revision WHERE version = '14'"),
+		"version 14 recorded as the baseline")
+}
+
+func TestStatus(t *testing.T) {
+	tests := []struct {
+		name string
+		db   func(t *testing.T) string
+		want string
+	}{
+		{name: "head", db: func(t *testing.T) string { return headDB(t) }, want: "current: 15\npending: none\n"},
+		{name: "empty file", db: func(t *testing.T) string { return newDB(t) }, want: "current: none (empty database)\npending: 14 15\n"},
+		{
+			name: "legacy v14",
+			db:   func(t *testing.T) string { return newDB(t, baselineSQL(t), "PRAGMA user_version = 14") },
+			want: "current: 14\npending: 15\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.db(t)
+			before := snapshot(t, filepath.Dir(path))
+			code, stdout, stderr := runCmd(t, "status", "-db", path)
+			require.Equal(t, 0, code, stderr)
+			require.Equal(t, tt.want, stdout)
+			require.Equal(t, before, snapshot(t, filepath.Dir(path)), "status changed the database")
+		})
+	}
+}
+
+func TestStatusMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "missing.db")
+	code, stdout, stderr := runCmd(t, "status", "-db", path)
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout)
+	require.Equal(t, "migrate: status: "+path+": no such database file\n", stderr)
+	require.NoFileExists(t, path)
+	require.Empty(t, snapshot(t, dir), "nothing created")
+}
+
+func TestPlanFreshPath(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "new.db")
+	code, stdout, stderr := runCmd(t, "plan", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	require.Empty(t, snapshot(t, dir), "plan created nothing")
+
+	for _, want := range []string{
+		"-- version 14: baseline (8 statements)\n",
+		"CREATE TABLE storage_key (",
+		"CREATE TABLE processed_inbound_message (",
+		"-- version 15: pending_outbound_recipient_index (1 statement)\n",
+		"CREATE INDEX pending_outbound_message_recipient\n  ON pending_outbound_message (recipient_user_id, recipient_device_id, sequence);\n",
+	} {
+		require.Contains(t, stdout, want)
+	}
+	require.Less(t, strings.Index(stdout, "-- version 14"), strings.Index(stdout, "-- version 15"))
+	require.Equal(t, 9, strings.Count(stdout, ";\n"), "8 + 1 statements")
+}
+
+func TestPlanLegacyV14(t *testing.T) {
+	path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
+	before := snapshot(t, filepath.Dir(path))
+	code, stdout, stderr := runCmd(t, "plan", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stdout, "-- version 14")
+	require.NotContains(t, stdout, "CREATE TABLE")
+	require.Contains(t, stdout, "-- version 15:")
+	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
+}
+
+func TestPlanHead(t *testing.T) {
+	path := headDB(t)
+	before := snapshot(t, filepath.Dir(path))
+	code, stdout, stderr := runCmd(t, "plan", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "-- current version 15, head 15: nothing to apply\n", stdout)
+	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{name: "no command", args: nil, want: "migrate: no command"},
+		{name: "unknown command", args: []string{"frobnicate"}, want: `migrate: unknown command "frobnicate"`},
+		{name: "unknown flag", args: []string{"up", "-bogus"}, want: "flag provided but not defined: -bogus"},
+		{name: "flag of another command", args: []string{"status", "-dir", "x"}, want: "flag provided but not defined: -dir"},
+		{name: "missing -db", args: []string{"status"}, want: "-db is required"},
+		{name: "stray argument", args: []string{"lint", "extra"}, want: `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, tt.args...)
+			require.Equal(t, 2, code)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, tt.want)
+			require.Contains(t, stderr, "usage: migrate")
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, stdout, _ := runCmd(t, "help")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "usage: migrate <command>")
+	code, _, stderr := runCmd(t, "up", "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, stderr, "usage: migrate up -db FILE")
+}
+
+func TestFailureLeavesDatabaseUnchanged(t *testing.T) {
+	tests := []struct {
+		name string
+		db   func(t *testing.T) string
+		want string // in the error line
+	}{
+		{
+			name: "newer database (user_version 16)",
+			db:   func(t *testing.T) string { return headDB(t, "PRAGMA user_version = 16") },
+			want: "database is newer than this code",
+		},
+		{
+			name: "newer database (schema_revision records 16)",
+			db: func(t *testing.T) string {
+				return headDB(t, `INSERT INTO schema_revision
+					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+					VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`)
+			},
+			want: "it records version 16",
+		},
+		{
+			name: "unrelated tables",
+			db: func(t *testing.T) string {
+				return newDB(t, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)", "INSERT INTO notes (body) VALUES ('x')")
+			},
+			want: "no recognisable schema history",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.db(t)
+			before := snapshot(t, filepath.Dir(path))
+			for _, cmd := range []string{"up", "status", "plan"} {
+				code, stdout, stderr := runCmd(t, cmd, "-db", path)
+				require.Equal(t, 1, code, cmd)
+				require.Empty(t, stdout, cmd)
+				require.True(t, strings.HasPrefix(stderr, "migrate: "+cmd+": "), stderr)
+				require.Contains(t, stderr, tt.want)
+				require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+				require.Equal(t, before, snapshot(t, filepath.Dir(path)), "%s changed the database", cmd)
+			}
+		})
+	}
+}
+
+func TestLintRealDirectory(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "lint")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "lint: 2 file(s), 0 finding(s), 0 above version 14\n", stdout)
+
+	// The same through -dir, from the files on disk.
+	code, stdout, stderr = runCmd(t, "lint", "-dir", filepath.Join("..", "..", "schema", "migrations"))
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "lint: 2 file(s), 0 finding(s), 0 above version 14\n", stdout)
+}
+
+// withFiles returns the real migration directory plus extra files, with
+// atlas.sum recomputed over all of them.
+func withFiles(t *testing.T, extra map[string]string) fstest.MapFS {
+	t.Helper()
+	files := map[string]string{}
+	entries, err := fs.ReadDir(schema.Migrations, schema.MigrationsDir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".sql") {
+			b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/"+e.Name())
+			require.NoError(t, err)
+			files[e.Name()] = string(b)
+		}
+	}
+	for n, s := range extra {
+		files[n] = s
+	}
+	return sumFS(t, files)
+}
+
+func sumFS(t *testing.T, files map[string]string) fstest.MapFS {
+	t.Helper()
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fsys := fstest.MapFS{}
+	var mf []migrate.File
+	for _, n := range names {
+		fsys[n] = &fstest.MapFile{Data: []byte(files[n])}
+		mf = append(mf, migrate.NewLocalFile(n, []byte(files[n])))
+	}
+	hf, err := migrate.NewHashFile(mf)
+	require.NoError(t, err)
+	sum, err := hf.MarshalText()
+	require.NoError(t, err)
+	fsys[migrate.HashFileName] = &fstest.MapFile{Data: sum}
+	return fsys
+}
+
+func TestLintFindings(t *testing.T) {
+	tests := []struct {
+		name  string
+		fsys  func(t *testing.T) fstest.MapFS
+		lines []string // printed findings, in order
+		fails bool
+	}{
+		{
+			name: "drop table",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"})
+			},
+			lines: []string{`16 16_drop_session.sql: destructive: Dropping table "session" [DS102, line 1]`},
+			fails: true,
+		},
+		{
+			name: "drop column",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_drop_sealed.sql": "-- no longer needed\nALTER TABLE identity_pin DROP COLUMN sealed;\n"})
+			},
+			lines: []string{`16 16_drop_sealed.sql: destructive: Dropping non-virtual column "sealed" [DS103, line 2]`},
+			fails: true,
+		},
+		{
+			name: "rename column",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rename.sql": "ALTER TABLE session RENAME COLUMN sealed TO sealed_v2;\n"})
+			},
+			lines: []string{`16 16_rename.sql: incompatible: Renaming column "sealed" to "sealed_v2" [BC102, line 1]`},
+			fails: true,
+		},
+		{
+			name: "rename table",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rename.sql": "ALTER TABLE session RENAME TO ratchet_session;\n"})
+			},
+			lines: []string{`16 16_rename.sql: incompatible: Renaming table "session" to "ratchet_session" [BC101, line 1]`},
+			fails: true,
+		},
+		{
+			name: "unique index",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_unique.sql": "CREATE UNIQUE INDEX storage_key_created ON storage_key (created_at);\n"})
+			},
+			lines: []string{`16 16_unique.sql: data_depend: Adding a unique index "storage_key_created" on table "storage_key" might fail in case column "created_at" contains duplicate entries [MF101, line 1]`},
+			fails: true,
+		},
+		{
+			name: "table rebuild dropping a column",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, sealed BLOB NOT NULL, PRIMARY KEY (user_id));
+INSERT INTO new_session SELECT user_id, sealed FROM session;
+DROP TABLE session;
+ALTER TABLE new_session RENAME TO session;
+`})
+			},
+			lines: []string{`16 16_rebuild.sql: destructive: Dropping non-virtual column "device_id" [DS103, line 1]`},
+			fails: true,
+		},
+		{
+			name: "table rebuild keeping every column",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL, sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
+INSERT INTO new_session SELECT user_id, device_id, sealed FROM session;
+DROP TABLE session;
+ALTER TABLE new_session RENAME TO session;
+`})
+			},
+		},
+		{
+			name: "new index and table",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_more.sql": "CREATE TABLE note (id INTEGER PRIMARY KEY);\nCREATE INDEX session_device ON session (device_id);\nALTER TABLE session ADD COLUMN note TEXT;\n"})
+			},
+		},
+		{
+			name: "finding in the frozen baseline is informational",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return sumFS(t, map[string]string{
+					"13_old.sql":      "CREATE TABLE legacy (x INTEGER);\n",
+					"14_baseline.sql": "DROP TABLE legacy;\nCREATE TABLE session (user_id TEXT);\n",
+					"15_index.sql":    "CREATE INDEX session_user ON session (user_id);\n",
+				})
+			},
+			lines: []string{`14 14_baseline.sql: destructive: Dropping table "legacy" [DS102, line 1] (informational: version 14 is the frozen baseline)`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := migration.New(tt.fsys(t), ".")
+			require.NoError(t, err)
+			var out bytes.Buffer
+			err = lintDir(context.Background(), m.Dir(), &out)
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			require.NotEmpty(t, lines)
+			summary := lines[len(lines)-1]
+			require.True(t, strings.HasPrefix(summary, "lint: "), summary)
+			require.Equal(t, tt.lines, nilIfEmpty(lines[:len(lines)-1]))
+			if tt.fails {
+				require.Error(t, err)
+				require.Contains(t, err.Error(), "in versions above 14")
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// writeDir writes fsys to a new temporary directory.
+func writeDir(t *testing.T, fsys fstest.MapFS) string {
+	t.Helper()
+	dir := t.TempDir()
+	for n, f := range fsys {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), f.Data, 0o644))
+	}
+	return dir
+}
+
+func TestLintCommandFinding(t *testing.T) {
+	dir := writeDir(t, withFiles(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"}))
+	code, stdout, stderr := runCmd(t, "lint", "-dir", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, `16 16_drop_session.sql: destructive: Dropping table "session"`)
+	require.Equal(t, "migrate: lint: 1 finding(s) in versions above 14\n", stderr)
+}
+
+func TestLintCommandTamperedDirectory(t *testing.T) {
+	fsys := withFiles(t, nil)
+	fsys["16_unsummed.sql"] = &fstest.MapFile{Data: []byte("DROP TABLE session;\n")}
+	code, stdout, stderr := runCmd(t, "lint", "-dir", writeDir(t, fsys))
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "does not match atlas.sum")
+	require.Contains(t, stderr, "16_unsummed.sql added")
+}
+
+func TestHash(t *testing.T) {
+	real := filepath.Join("..", "..", "schema", "migrations")
+	want, err := os.ReadFile(filepath.Join(real, migrate.HashFileName))
+	require.NoError(t, err)
+
+	fsys := withFiles(t, nil)
+	delete(fsys, migrate.HashFileName)
+	dir := writeDir(t, fsys)
+
+	code, stdout, stderr := runCmd(t, "hash", "-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "wrote "+dir+"/atlas.sum (2 files)\n", stdout)
+	got, err := os.ReadFile(filepath.Join(dir, migrate.HashFileName))
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got), "same atlas.sum as the one checked in")
+
+	code, stdout, _ = runCmd(t, "hash", "-dir", dir)
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "is up to date")
+
+	// A new migration: hash makes the directory valid for the runner again.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "16_more.sql"), []byte("CREATE TABLE note (id INTEGER PRIMARY KEY);\n"), 0o644))
+	_, err = migration.New(os.DirFS(dir), ".")
+	require.ErrorIs(t, err, migration.ErrChecksum)
+	code, _, stderr = runCmd(t, "hash", "-dir", dir)
+	require.Equal(t, 0, code, stderr)
+	m, err := migration.New(os.DirFS(dir), ".")
+	require.NoError(t, err)
+	require.Equal(t, "16", m.Head())
+
+	// A file the runner refuses: nothing is written.
+	before := snapshot(t, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "next_bad.sql"), []byte("SELECT 1;\n"), 0o644))
+	code, _, stderr = runCmd(t, "hash", "-dir", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "not written")
+	after := snapshot(t, dir)
+	require.Equal(t, before[migrate.HashFileName], after[migrate.HashFileName])
+}
+
+func TestHashRefusesVersionsOfDifferentWidths(t *testing.T) {
+	dir := writeDir(t, fstest.MapFS{
+		"9_a.sql":  {Data: []byte("CREATE TABLE a (x INTEGER);\n")},
+		"10_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER);\n")},
+	})
+	code, _, stderr := runCmd(t, "hash", "-dir", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "differ in width")
+	require.NoFileExists(t, filepath.Join(dir, migrate.HashFileName))
+}
+
+func TestHashMissingDirectory(t *testing.T) {
+	code, _, stderr := runCmd(t, "hash", "-dir", filepath.Join(t.TempDir(), "nope"))
+	require.Equal(t, 1, code)
+	require.True(t, strings.HasPrefix(stderr, "migrate: hash: "), stderr)
+}

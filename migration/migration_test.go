@@ -1,0 +1,784 @@
+package migration_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"ariga.io/atlas/sql/migrate"
+	_ "github.com/mattn/go-sqlite3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/schema"
+)
+
+// dsn is the DSN the client opens its database with.
+func dsn(path string) string {
+	return "file:" + path + "?_txlock=immediate&_busy_timeout=5000&_foreign_keys=on&_journal_mode=WAL"
+}
+
+// mustOpen opens a new, empty database file in a temporary directory.
+func mustOpen(tb testing.TB) *sql.DB {
+	tb.Helper()
+	conn, err := sql.Open("sqlite3", dsn(filepath.Join(tb.TempDir(), "client.db")))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, conn.Close()) })
+	require.NoError(tb, conn.Ping())
+	return conn
+}
+
+func mustDefault(tb testing.TB) *migration.Migrator {
+	tb.Helper()
+	m, err := migration.Default()
+	require.NoError(tb, err)
+	return m
+}
+
+func exec(tb testing.TB, conn *sql.DB, stmts ...string) {
+	tb.Helper()
+	for _, s := range stmts {
+		_, err := conn.Exec(s)
+		require.NoError(tb, err, s)
+	}
+}
+
+// dump renders everything a migration could change: the schema in
+// sqlite_master, user_version, the schema_revision rows and the rows of
+// every table.
+func dump(tb testing.TB, conn *sql.DB) string {
+	tb.Helper()
+	var b strings.Builder
+	rows, err := conn.Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
+	require.NoError(tb, err)
+	var tables []string
+	for rows.Next() {
+		var typ, name, tbl, text string
+		require.NoError(tb, rows.Scan(&typ, &name, &tbl, &text))
+		fmt.Fprintf(&b, "%s %s %s %s\n", typ, name, tbl, text)
+		if typ == "table" {
+			tables = append(tables, name)
+		}
+	}
+	require.NoError(tb, rows.Err())
+	require.NoError(tb, rows.Close())
+	var uv int
+	require.NoError(tb, conn.QueryRow("PRAGMA user_version").Scan(&uv))
+	fmt.Fprintf(&b, "user_version %d\n", uv)
+	for _, t := range tables {
+		fmt.Fprintf(&b, "rows of %s:\n", t)
+		for _, r := range tableRows(tb, conn, t) {
+			fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	return b.String()
+}
+
+// tableRows returns every row of table, rendered and sorted.
+func tableRows(tb testing.TB, conn *sql.DB, table string) []string {
+	tb.Helper()
+	rows, err := conn.Query(`SELECT * FROM "` + table + `"`)
+	require.NoError(tb, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(tb, err)
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(tb, rows.Scan(ptrs...))
+		out = append(out, fmt.Sprintf("%v", vals))
+	}
+	require.NoError(tb, rows.Err())
+	sort.Strings(out)
+	return out
+}
+
+type revisionRow struct {
+	Version        string
+	Type           int
+	Applied, Total int
+	Error          string
+}
+
+func revisions(tb testing.TB, conn *sql.DB) []revisionRow {
+	tb.Helper()
+	rows, err := conn.Query(`SELECT version, type, applied, total, error FROM schema_revision ORDER BY CAST(version AS INTEGER)`)
+	require.NoError(tb, err)
+	defer rows.Close()
+	var out []revisionRow
+	for rows.Next() {
+		var r revisionRow
+		require.NoError(tb, rows.Scan(&r.Version, &r.Type, &r.Applied, &r.Total, &r.Error))
+		out = append(out, r)
+	}
+	require.NoError(tb, rows.Err())
+	return out
+}
+
+func userVersion(tb testing.TB, conn *sql.DB) int {
+	tb.Helper()
+	var v int
+	require.NoError(tb, conn.QueryRow("PRAGMA user_version").Scan(&v))
+	return v
+}
+
+func indexColumns(tb testing.TB, conn *sql.DB, index string) []string {
+	tb.Helper()
+	rows, err := conn.Query(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, index)
+	require.NoError(tb, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		require.NoError(tb, rows.Scan(&n))
+		out = append(out, n)
+	}
+	require.NoError(tb, rows.Err())
+	return out
+}
+
+// baselineSQL is the frozen version 14 file, applied by hand to build a
+// database as version-14 code left it.
+func baselineSQL(tb testing.TB) string {
+	tb.Helper()
+	b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
+	require.NoError(tb, err)
+	return string(b)
+}
+
+// openV14 builds a version-14 database the way version-14 code did: the
+// baseline schema, PRAGMA user_version = 14, no schema_revision, and rows.
+func openV14(tb testing.TB) *sql.DB {
+	tb.Helper()
+	conn := mustOpen(tb)
+	exec(tb, conn, baselineSQL(tb), "PRAGMA user_version = 14",
+		`INSERT INTO storage_key VALUES (1, 'active', x'01', 1700000000)`,
+		`INSERT INTO local_identity VALUES (1, 'alice', 1, x'02')`,
+		`INSERT INTO session VALUES ('bob', 2, x'03')`,
+		`INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+		 VALUES ('bob', 2, x'00112233445566778899aabbccddeeff', x'05'),
+		        ('carol', 1, x'ffeeddccbbaa99887766554433221100', x'06')`,
+		`INSERT INTO processed_inbound_message VALUES ('bob', 2, x'0102030405060708090a0b0c0d0e0f10', 1700000001)`,
+	)
+	return conn
+}
+
+// sumFS returns a MapFS holding files and an atlas.sum computed over them
+// the way `atlas migrate hash` does.
+func sumFS(tb testing.TB, files map[string]string) fstest.MapFS {
+	tb.Helper()
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fsys := fstest.MapFS{}
+	var mf []migrate.File
+	for _, n := range names {
+		fsys[n] = &fstest.MapFile{Data: []byte(files[n])}
+		mf = append(mf, migrate.NewLocalFile(n, []byte(files[n])))
+	}
+	hf, err := migrate.NewHashFile(mf)
+	require.NoError(tb, err)
+	sum, err := hf.MarshalText()
+	require.NoError(tb, err)
+	fsys[migrate.HashFileName] = &fstest.MapFile{Data: sum}
+	return fsys
+}
+
+func TestUpFreshDatabase(t *testing.T) {
+	ctx := context.Background()
+	conn := mustOpen(t)
+	m := mustDefault(t)
+
+	applied, err := m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, []string{"14", "15"}, applied)
+
+	require.Equal(t, []revisionRow{
+		{Version: "14", Type: int(migrate.RevisionTypeExecute), Applied: 8, Total: 8},
+		{Version: "15", Type: int(migrate.RevisionTypeExecute), Applied: 1, Total: 1},
+	}, revisions(t, conn))
+	require.Equal(t, 15, userVersion(t, conn))
+	require.Equal(t,
+		[]string{"recipient_user_id", "recipient_device_id", "sequence"},
+		indexColumns(t, conn, "pending_outbound_message_recipient"))
+
+	var onTable string
+	require.NoError(t, conn.QueryRow(
+		`SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'pending_outbound_message_recipient'`,
+	).Scan(&onTable))
+	require.Equal(t, "pending_outbound_message", onTable)
+
+	// Running again is a no-op.
+	before := dump(t, conn)
+	applied, err = m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Empty(t, applied)
+	require.Equal(t, before, dump(t, conn))
+}
+
+func TestStatus(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	require.Equal(t, "15", m.Head())
+	require.Equal(t, []string{"14", "15"}, m.Versions())
+
+	tests := []struct {
+		name  string
+		setup func(tb testing.TB) *sql.DB
+		want  migration.Status
+	}{
+		{
+			name:  "empty file",
+			setup: mustOpen,
+			want:  migration.Status{Current: "", Pending: []string{"14", "15"}},
+		},
+		{
+			name:  "legacy v14 without history",
+			setup: openV14,
+			want:  migration.Status{Current: "14", Pending: []string{"15"}},
+		},
+		{
+			name: "head",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := mustOpen(tb)
+				_, err := m.Up(ctx, conn)
+				require.NoError(tb, err)
+				return conn
+			},
+			want: migration.Status{Current: "15"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := tt.setup(t)
+			before := dump(t, conn)
+			st, err := m.Status(ctx, conn)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, st)
+			require.Equal(t, before, dump(t, conn), "Status changed the database")
+		})
+	}
+}
+
+func TestStatusBeforeAndAfterUp(t *testing.T) {
+	ctx := context.Background()
+	conn := mustOpen(t)
+	m := mustDefault(t)
+
+	st, err := m.Status(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, "", st.Current)
+	require.Equal(t, []string{"14", "15"}, st.Pending)
+
+	_, err = m.Up(ctx, conn)
+	require.NoError(t, err)
+
+	st, err = m.Status(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, "15", st.Current)
+	require.Empty(t, st.Pending)
+}
+
+func TestPlanChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+
+	t.Run("fresh", func(t *testing.T) {
+		conn := mustOpen(t)
+		before := dump(t, conn)
+		plan, err := m.Plan(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, before, dump(t, conn))
+
+		require.Len(t, plan, 2)
+		require.Equal(t, "14", plan[0].Version)
+		require.Equal(t, "baseline", plan[0].Description)
+		require.Len(t, plan[0].Statements, 8)
+		require.Contains(t, plan[0].Statements[0], "CREATE TABLE storage_key")
+		require.Equal(t, "15", plan[1].Version)
+		require.Len(t, plan[1].Statements, 1)
+		require.Contains(t, plan[1].Statements[0], "CREATE INDEX pending_outbound_message_recipient")
+
+		// Nothing was created: sqlite_master is still empty.
+		var n int
+		require.NoError(t, conn.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n))
+		require.Zero(t, n)
+	})
+
+	t.Run("legacy v14", func(t *testing.T) {
+		conn := openV14(t)
+		before := dump(t, conn)
+		plan, err := m.Plan(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, before, dump(t, conn))
+		require.Len(t, plan, 1)
+		require.Equal(t, "15", plan[0].Version)
+	})
+
+	t.Run("head", func(t *testing.T) {
+		conn := mustOpen(t)
+		_, err := m.Up(ctx, conn)
+		require.NoError(t, err)
+		before := dump(t, conn)
+		plan, err := m.Plan(ctx, conn)
+		require.NoError(t, err)
+		require.Empty(t, plan)
+		require.Equal(t, before, dump(t, conn))
+	})
+}
+
+func TestNewRejectsBrokenDirectory(t *testing.T) {
+	const (
+		one = "CREATE TABLE a (x INTEGER);\n"
+		two = "CREATE TABLE b (y INTEGER);\n"
+	)
+	valid := func(t *testing.T) fstest.MapFS {
+		return sumFS(t, map[string]string{"1_a.sql": one, "2_b.sql": two})
+	}
+	tests := []struct {
+		name  string
+		fsys  func(t *testing.T) fstest.MapFS
+		want  error
+		atlas error // the Atlas error wrapped, if any
+		// For a mismatch, the file and reason Atlas's ChecksumError names.
+		file   string
+		reason migrate.Reason
+	}{
+		{
+			name: "file edited after hashing",
+			fsys: func(t *testing.T) fstest.MapFS {
+				f := valid(t)
+				f["2_b.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE b (y INTEGER, z TEXT);\n")}
+				return f
+			},
+			want:   migration.ErrChecksum,
+			atlas:  migrate.ErrChecksumMismatch,
+			file:   "2_b.sql",
+			reason: migrate.ReasonEdited,
+		},
+		{
+			name: "file added without re-hashing",
+			fsys: func(t *testing.T) fstest.MapFS {
+				f := valid(t)
+				f["3_c.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE c (z INTEGER);\n")}
+				return f
+			},
+			want:   migration.ErrChecksum,
+			atlas:  migrate.ErrChecksumMismatch,
+			file:   "3_c.sql",
+			reason: migrate.ReasonAdded,
+		},
+		{
+			name: "file removed",
+			fsys: func(t *testing.T) fstest.MapFS {
+				f := valid(t)
+				delete(f, "2_b.sql")
+				return f
+			},
+			want:   migration.ErrChecksum,
+			atlas:  migrate.ErrChecksumMismatch,
+			file:   "2_b.sql",
+			reason: migrate.ReasonRemoved,
+		},
+		{
+			name: "atlas.sum missing",
+			fsys: func(t *testing.T) fstest.MapFS {
+				f := valid(t)
+				delete(f, migrate.HashFileName)
+				return f
+			},
+			want:  migration.ErrChecksum,
+			atlas: migrate.ErrChecksumNotFound,
+		},
+		{
+			name: "atlas.sum garbled",
+			fsys: func(t *testing.T) fstest.MapFS {
+				f := valid(t)
+				f[migrate.HashFileName] = &fstest.MapFile{Data: []byte("not a sum file\n")}
+				return f
+			},
+			want: migration.ErrChecksum,
+		},
+		{
+			name: "non-numeric version",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return sumFS(t, map[string]string{"1_a.sql": one, "second_b.sql": two})
+			},
+			want: migration.ErrDirectory,
+		},
+		{
+			name: "no migration files",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return fstest.MapFS{"README": &fstest.MapFile{Data: []byte("empty")}}
+			},
+			want: migration.ErrDirectory,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := mustOpen(t)
+			before := dump(t, conn)
+			m, err := migration.New(tt.fsys(t), ".")
+			require.Error(t, err)
+			require.True(t, errors.Is(err, tt.want), "got %v, want %v", err, tt.want)
+			if tt.atlas != nil {
+				require.True(t, errors.Is(err, tt.atlas), "got %v, want it to wrap %v", err, tt.atlas)
+			}
+			if tt.file != "" {
+				var ce *migrate.ChecksumError
+				require.True(t, errors.As(err, &ce), "%v", err)
+				require.Equal(t, tt.file, ce.File)
+				require.Equal(t, tt.reason, ce.Reason)
+			}
+			require.Nil(t, m, "no migrator, so nothing can be applied")
+			require.Equal(t, before, dump(t, conn))
+		})
+	}
+
+	t.Run("valid directory is accepted", func(t *testing.T) {
+		m, err := migration.New(valid(t), ".")
+		require.NoError(t, err)
+		require.Equal(t, []string{"1", "2"}, m.Versions())
+		require.Equal(t, "2", m.Head())
+	})
+}
+
+// TestEmbeddedDirectoryMatchesAtlas checks that the directory on disk
+// validates with Atlas's own LocalDir, the one `atlas migrate` uses: the
+// runner and the Atlas CLI agree on atlas.sum.
+func TestEmbeddedDirectoryMatchesAtlas(t *testing.T) {
+	dir, err := migrate.NewLocalDir(filepath.Join("..", "schema", "migrations"))
+	require.NoError(t, err)
+	require.NoError(t, migrate.Validate(dir))
+	files, err := dir.Files()
+	require.NoError(t, err)
+	var versions []string
+	for _, f := range files {
+		versions = append(versions, f.Version())
+	}
+	require.Equal(t, mustDefault(t).Versions(), versions)
+}
+
+func TestRefusesNewerDatabase(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	atHead := func(tb testing.TB) *sql.DB {
+		conn := mustOpen(tb)
+		_, err := m.Up(ctx, conn)
+		require.NoError(tb, err)
+		return conn
+	}
+	tests := []struct {
+		name  string
+		setup func(tb testing.TB) *sql.DB
+	}{
+		{
+			name: "schema_revision records version 16",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := atHead(tb)
+				exec(tb, conn, `INSERT INTO schema_revision
+					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+					VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`,
+					`CREATE TABLE future_table (id INTEGER PRIMARY KEY)`,
+					"PRAGMA user_version = 16")
+				return conn
+			},
+		},
+		{
+			name: "schema_revision records version 16, user_version still 15",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := atHead(tb)
+				exec(tb, conn, `INSERT INTO schema_revision
+					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+					VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`)
+				return conn
+			},
+		},
+		{
+			name: "user_version 16 at head",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := atHead(tb)
+				exec(tb, conn, "PRAGMA user_version = 16")
+				return conn
+			},
+		},
+		{
+			name: "user_version 16 without history",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := openV14(tb)
+				exec(tb, conn, "PRAGMA user_version = 16")
+				return conn
+			},
+		},
+		{
+			name: "user_version 16 on an empty file",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := mustOpen(tb)
+				exec(tb, conn, "PRAGMA user_version = 16")
+				return conn
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := tt.setup(t)
+			before := dump(t, conn)
+
+			applied, err := m.Up(ctx, conn)
+			require.True(t, errors.Is(err, migration.ErrNewerDatabase), "Up: %v", err)
+			require.Empty(t, applied)
+			require.Equal(t, before, dump(t, conn))
+
+			_, err = m.Status(ctx, conn)
+			require.True(t, errors.Is(err, migration.ErrNewerDatabase), "Status: %v", err)
+			_, err = m.Plan(ctx, conn)
+			require.True(t, errors.Is(err, migration.ErrNewerDatabase), "Plan: %v", err)
+			require.Equal(t, before, dump(t, conn))
+		})
+	}
+}
+
+func TestRefusesUnknownState(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	tests := []struct {
+		name  string
+		setup func(tb testing.TB) *sql.DB
+	}{
+		{
+			name: "unrelated tables, no history",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := mustOpen(tb)
+				exec(tb, conn, `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`,
+					`INSERT INTO notes (body) VALUES ('keep me')`)
+				return conn
+			},
+		},
+		{
+			name: "v14 tables but user_version 0",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := mustOpen(tb)
+				exec(tb, conn, baselineSQL(tb))
+				return conn
+			},
+		},
+		{
+			name: "head tables, user_version 15, no history",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := openV14(tb)
+				exec(tb, conn, `CREATE INDEX pending_outbound_message_recipient
+					ON pending_outbound_message (recipient_user_id, recipient_device_id, sequence)`,
+					"PRAGMA user_version = 15")
+				return conn
+			},
+		},
+		{
+			name: "empty history table beside unrelated tables",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := mustOpen(tb)
+				exec(tb, conn, schema.RevisionTable, `CREATE TABLE notes (id INTEGER PRIMARY KEY)`)
+				return conn
+			},
+		},
+		{
+			name: "partly applied version",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := openV14(tb)
+				exec(tb, conn, schema.RevisionTable, `INSERT INTO schema_revision
+					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+					VALUES ('14', 'baseline', 2, 3, 8, 0, 0, 'h1:x', 'older')`)
+				return conn
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := tt.setup(t)
+			before := dump(t, conn)
+
+			applied, err := m.Up(ctx, conn)
+			require.True(t, errors.Is(err, migration.ErrUnknownState), "Up: %v", err)
+			require.Empty(t, applied)
+			_, err = m.Status(ctx, conn)
+			require.True(t, errors.Is(err, migration.ErrUnknownState), "Status: %v", err)
+			_, err = m.Plan(ctx, conn)
+			require.True(t, errors.Is(err, migration.ErrUnknownState), "Plan: %v", err)
+			require.Equal(t, before, dump(t, conn))
+		})
+	}
+}
+
+func TestAdoptsLegacyV14(t *testing.T) {
+	ctx := context.Background()
+	conn := openV14(t)
+	m := mustDefault(t)
+
+	tables := []string{
+		"storage_key", "local_identity", "identity_pin", "session", "session_initiation",
+		"pending_outbound_message", "pending_inbound_message", "processed_inbound_message",
+		"sqlite_sequence",
+	}
+	rowsBefore := map[string][]string{}
+	for _, tbl := range tables {
+		rowsBefore[tbl] = tableRows(t, conn, tbl)
+	}
+	require.Len(t, rowsBefore["pending_outbound_message"], 2)
+
+	applied, err := m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, []string{"15"}, applied, "only version 15 runs on a v14 database")
+
+	for _, tbl := range tables {
+		require.Equal(t, rowsBefore[tbl], tableRows(t, conn, tbl), "rows of %s", tbl)
+	}
+	require.Equal(t, []revisionRow{
+		{Version: "14", Type: int(migrate.RevisionTypeBaseline)},
+		{Version: "15", Type: int(migrate.RevisionTypeExecute), Applied: 1, Total: 1},
+	}, revisions(t, conn))
+	require.Equal(t, 15, userVersion(t, conn))
+	require.Equal(t,
+		[]string{"recipient_user_id", "recipient_device_id", "sequence"},
+		indexColumns(t, conn, "pending_outbound_message_recipient"))
+
+	st, err := m.Status(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, migration.Status{Current: "15"}, st)
+
+	before := dump(t, conn)
+	applied, err = m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Empty(t, applied)
+	require.Equal(t, before, dump(t, conn))
+}
+
+// TestAdoptedAndFreshSchemasMatch compares a v14 database migrated to head
+// with a fresh database migrated to head: same tables, same indexes.
+func TestAdoptedAndFreshSchemasMatch(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	legacy, fresh := openV14(t), mustOpen(t)
+	_, err := m.Up(ctx, legacy)
+	require.NoError(t, err)
+	_, err = m.Up(ctx, fresh)
+	require.NoError(t, err)
+
+	schemaOf := func(conn *sql.DB) []string {
+		rows, err := conn.Query(`SELECT type || ' ' || name || ' ' || coalesce(sql, '')
+			FROM sqlite_master ORDER BY type, name`)
+		require.NoError(t, err)
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			out = append(out, s)
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	require.Equal(t, schemaOf(fresh), schemaOf(legacy))
+}
+
+func TestFailingMigrationAppliesNothing(t *testing.T) {
+	ctx := context.Background()
+	fsys := sumFS(t, map[string]string{
+		"1_a.sql": "CREATE TABLE a (x INTEGER);\n",
+		"2_b.sql": "CREATE TABLE b (y INTEGER);\nTHIS IS NOT SQL;\n",
+	})
+	m, err := migration.New(fsys, ".")
+	require.NoError(t, err, "the directory itself is valid")
+
+	t.Run("fresh database", func(t *testing.T) {
+		conn := mustOpen(t)
+		before := dump(t, conn)
+		applied, err := m.Up(ctx, conn)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "THIS IS NOT SQL")
+		var stmtErr *migrate.StmtExecError
+		require.True(t, errors.As(err, &stmtErr), "%v", err)
+		require.Equal(t, "2", stmtErr.Version)
+		require.Empty(t, applied)
+		// Version 1 ran in the same transaction and was rolled back with it,
+		// as were schema_revision and user_version.
+		require.Equal(t, before, dump(t, conn))
+
+		st, err := m.Status(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, migration.Status{Pending: []string{"1", "2"}}, st)
+	})
+
+	t.Run("database at version 1", func(t *testing.T) {
+		conn := mustOpen(t)
+		first, err := migration.New(sumFS(t, map[string]string{"1_a.sql": "CREATE TABLE a (x INTEGER);\n"}), ".")
+		require.NoError(t, err)
+		_, err = first.Up(ctx, conn)
+		require.NoError(t, err)
+		exec(t, conn, `INSERT INTO a VALUES (42)`)
+
+		before := dump(t, conn)
+		_, err = m.Up(ctx, conn)
+		require.Error(t, err)
+		require.Equal(t, before, dump(t, conn))
+		st, err := m.Status(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, migration.Status{Current: "1", Pending: []string{"2"}}, st)
+	})
+}
+
+// TestConcurrentUp runs Up from several connections pools at once on one
+// file: SQLite serialises them, exactly one applies the versions.
+func TestConcurrentUp(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	path := filepath.Join(t.TempDir(), "client.db")
+
+	const n = 4
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		applied [][]string
+		errs    []error
+	)
+	for range n {
+		conn, err := sql.Open("sqlite3", dsn(path))
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		wg.Go(func() {
+			got, err := m.Up(ctx, conn)
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+			applied = append(applied, got)
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+
+	var ran int
+	for _, a := range applied {
+		if len(a) > 0 {
+			ran++
+			require.Equal(t, []string{"14", "15"}, a)
+		}
+	}
+	require.Equal(t, 1, ran, "%v", applied)
+
+	conn, err := sql.Open("sqlite3", dsn(path))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.Len(t, revisions(t, conn), 2)
+}
