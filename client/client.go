@@ -1,0 +1,231 @@
+// Package client is the messaging client of milestone 22: it sends over
+// end-to-end sessions, keeps every sent message pending (sealed at rest)
+// until the recipient acknowledges it, pages and counts pending messages
+// on the global sequence cursor, retries them, and lets the application
+// abandon exactly one pending message.
+//
+// Send, RetryPendingMessages, the ACKs Receive sends, AcceptRemoteIdentityChange
+// and abandon hold one send mutex, so an abandon never runs between the
+// steps of a send or a retry. No storage transaction spans a network
+// hand-off: the store commits first (pending row, advanced session), then
+// the envelope is handed to the transport.
+//
+// Package client never recalls a message, keeps no tombstone, runs no
+// background work (no expiry, no retry scheduler) and has no frame type
+// besides MESSAGE and ACK.
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/transport"
+)
+
+// MaxPageSize is the largest page PendingMessages returns.
+const MaxPageSize = store.MaxPageSize
+
+// Errors returned by the client, checked with errors.Is.
+var (
+	// ErrNotInitialized means the client has no local identity yet: call
+	// Initialize first.
+	ErrNotInitialized = errors.New("client: not initialized")
+	// ErrInvalidArgument means a malformed argument (page limit outside
+	// 1..MaxPageSize, negative cursor, malformed address). Nothing changed.
+	// It is the same value as store.ErrInvalidArgument.
+	ErrInvalidArgument = store.ErrInvalidArgument
+	// ErrMessageNotSent means the message is stored as pending but its
+	// hand-off to the transport (or its encryption) failed; a later
+	// RetryPendingMessages sends it.
+	ErrMessageNotSent = errors.New("client: message not sent")
+	// ErrIdentityChanged means the remote device shows another identity
+	// than the pinned one; nothing is sent to it or accepted from it until
+	// AcceptRemoteIdentityChange. It is session.ErrIdentityChanged.
+	ErrIdentityChanged = session.ErrIdentityChanged
+	// ErrAlreadyInitialized means Initialize was called on a client that
+	// has an identity for another address.
+	ErrAlreadyInitialized = errors.New("client: already initialized")
+)
+
+// Config is what a client is built on.
+type Config struct {
+	// Store persists the client's state. Required.
+	Store store.Store
+	// Transport hands envelopes to device mailboxes. Required.
+	Transport transport.Transport
+	// Directory publishes and fetches prekey bundles. Required.
+	Directory transport.Directory
+	// Rand supplies randomness for keys; nil means crypto/rand.
+	Rand io.Reader
+	// OneTimePrekeys is how many one-time prekeys Initialize publishes;
+	// zero means 20.
+	OneTimePrekeys int
+}
+
+// Client is one device's messaging client. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+
+	// sendMu is the send mutex: send, retry, ACK sends, accepting an
+	// identity change, abandon, and the session updates of Receive hold it.
+	sendMu sync.Mutex
+
+	mu       sync.RWMutex // guards the fields below
+	addr     ids.DeviceAddress
+	identity *session.Identity
+	prekeys  *session.Prekeys
+
+	// failEncrypt, when positive, makes the next encryptions fail (tests).
+	failEncrypt int
+}
+
+// New returns a client over cfg that is not initialized: every call but
+// Initialize returns ErrNotInitialized until Initialize succeeds. It
+// returns ErrInvalidArgument if a required part of cfg is missing.
+func New(cfg Config) (*Client, error) {
+	if cfg.Store == nil || cfg.Transport == nil || cfg.Directory == nil {
+		return nil, fmt.Errorf("client: new: %w: Store, Transport and Directory are required", ErrInvalidArgument)
+	}
+	if cfg.OneTimePrekeys == 0 {
+		cfg.OneTimePrekeys = 20
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	return &Client{cfg: cfg}, nil
+}
+
+// Open returns a client over cfg, initialized from the identity already in
+// the store if there is one (a restart), else not initialized. It returns
+// the store's errors (for example seal.ErrWrongKey).
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	li, err := cfg.Store.LocalIdentity(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: open: %w", err)
+	}
+	id, pk, err := decodeLocal(li.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("client: open: %w", err)
+	}
+	c.mu.Lock()
+	c.addr, c.identity, c.prekeys = li.Address, id, pk
+	c.mu.Unlock()
+	return c, nil
+}
+
+// Initialize gives the client its identity as device addr: it creates and
+// stores an identity and prekeys and publishes the bundle. On a client
+// already initialized as addr it only republishes the bundle. Returns
+// ErrInvalidArgument for a malformed addr, ErrAlreadyInitialized if the
+// client is another device.
+func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
+	if err := store.ValidateAddress(addr); err != nil {
+		return fmt.Errorf("client: initialize: %w", err)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.identity != nil && c.addr != addr {
+		return fmt.Errorf("client: initialize as %s: %w as %s", addr, ErrAlreadyInitialized, c.addr)
+	}
+	if c.identity == nil {
+		id, err := session.GenerateIdentity(c.cfg.Rand)
+		if err != nil {
+			return fmt.Errorf("client: initialize: %w", err)
+		}
+		pk, err := session.NewPrekeys(c.cfg.Rand, id, c.cfg.OneTimePrekeys)
+		if err != nil {
+			return fmt.Errorf("client: initialize: %w", err)
+		}
+		secret, err := encodeLocal(id, pk)
+		if err != nil {
+			return fmt.Errorf("client: initialize: %w", err)
+		}
+		if err := c.cfg.Store.SaveLocalIdentity(ctx, store.LocalIdentity{Address: addr, Secret: secret}); err != nil {
+			return fmt.Errorf("client: initialize: %w", err)
+		}
+		c.addr, c.identity, c.prekeys = addr, id, pk
+	}
+	if err := c.cfg.Directory.Publish(ctx, c.prekeys.Bundle(c.addr)); err != nil {
+		return fmt.Errorf("client: initialize: publish bundle: %w", err)
+	}
+	return nil
+}
+
+// Address returns the client's device address, or ErrNotInitialized.
+func (c *Client) Address() (ids.DeviceAddress, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.identity == nil {
+		return ids.DeviceAddress{}, ErrNotInitialized
+	}
+	return c.addr, nil
+}
+
+// local returns the identity, prekeys and address, or ErrNotInitialized.
+func (c *Client) local() (*session.Identity, *session.Prekeys, ids.DeviceAddress, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.identity == nil {
+		return nil, nil, ids.DeviceAddress{}, ErrNotInitialized
+	}
+	return c.identity, c.prekeys, c.addr, nil
+}
+
+func (c *Client) checkInitialized() error {
+	_, _, _, err := c.local()
+	return err
+}
+
+// encodeLocal serializes identity and prekeys as one secret: u32 length of
+// the identity, the identity, the prekeys.
+func encodeLocal(id *session.Identity, pk *session.Prekeys) ([]byte, error) {
+	ib, err := id.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	pb, err := pk.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, 4+len(ib)+len(pb))
+	out = append(out, byte(len(ib)>>24), byte(len(ib)>>16), byte(len(ib)>>8), byte(len(ib)))
+	return append(append(out, ib...), pb...), nil
+}
+
+// errCorruptIdentity means the stored local identity does not decode.
+var errCorruptIdentity = errors.New("client: stored local identity is malformed")
+
+func decodeLocal(b []byte) (*session.Identity, *session.Prekeys, error) {
+	if len(b) < 4 {
+		return nil, nil, errCorruptIdentity
+	}
+	n := int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3])
+	if n < 0 || n > len(b)-4 {
+		return nil, nil, errCorruptIdentity
+	}
+	id, err := session.UnmarshalIdentity(b[4 : 4+n])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
+	}
+	pk, err := session.UnmarshalPrekeys(b[4+n:])
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
+	}
+	return id, pk, nil
+}

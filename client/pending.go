@@ -1,0 +1,139 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
+)
+
+// PendingMessage is a sent message not yet acknowledged by its recipient.
+type PendingMessage struct {
+	Recipient ids.DeviceAddress
+	ID        ids.LogicalMessageID
+	// Sequence is the message's place in the one global pending sequence,
+	// strictly increasing and never reused: the page cursor.
+	Sequence int64
+	// Plaintext is a copy the caller may change.
+	Plaintext []byte
+}
+
+// PendingMessagePage is one page of pending messages, ascending by
+// sequence.
+type PendingMessagePage struct {
+	Messages []PendingMessage
+	// NextAfterSequence is the cursor for the next page (the last returned
+	// sequence), or nil if this was the last page. Messages sent later get
+	// higher sequences: continue after the last sequence seen to find them.
+	NextAfterSequence *int64
+}
+
+// PageRequest selects a page of pending messages.
+type PageRequest struct {
+	// After is the cursor: only messages with a greater sequence are
+	// returned. Nil starts from the beginning.
+	After *int64
+	// Limit is the page size, 1..MaxPageSize.
+	Limit int
+	// Recipient, if set, keeps only messages to that device. The cursor is
+	// the same global sequence, so a filtered walk can start anywhere.
+	Recipient *ids.DeviceAddress
+}
+
+// AbandonStatus is the outcome of abandoning a pending message.
+type AbandonStatus int
+
+const (
+	// Abandoned means the pending message was removed.
+	Abandoned AbandonStatus = iota + 1
+	// NotPending means nothing was pending for that recipient and id
+	// (acknowledged, abandoned before, or never sent there); nothing changed.
+	NotPending
+)
+
+// String returns "ABANDONED" or "NOT_PENDING".
+func (s AbandonStatus) String() string {
+	switch s {
+	case Abandoned:
+		return "ABANDONED"
+	case NotPending:
+		return "NOT_PENDING"
+	}
+	return fmt.Sprintf("AbandonStatus(%d)", int(s))
+}
+
+// PendingMessages returns one page of pending messages. Each page is its
+// own storage transaction: messages acknowledged or abandoned between
+// pages cause no skip and no repeat. Only the returned messages are
+// opened. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
+// if Limit is outside 1..MaxPageSize, After is negative or Recipient is
+// malformed.
+func (c *Client) PendingMessages(ctx context.Context, req PageRequest) (PendingMessagePage, error) {
+	if err := c.checkInitialized(); err != nil {
+		return PendingMessagePage{}, err
+	}
+	sreq := store.PageRequest{Limit: req.Limit, Recipient: req.Recipient}
+	if req.After != nil {
+		sreq.After = *req.After
+	}
+	if req.After != nil && *req.After < 0 {
+		return PendingMessagePage{}, fmt.Errorf("client: pending messages: %w: negative cursor %d", ErrInvalidArgument, *req.After)
+	}
+	page, err := c.cfg.Store.PagePending(ctx, sreq)
+	if err != nil {
+		return PendingMessagePage{}, fmt.Errorf("client: pending messages: %w", err)
+	}
+	out := PendingMessagePage{Messages: make([]PendingMessage, len(page.Messages)), NextAfterSequence: page.Next}
+	for i, m := range page.Messages {
+		out.Messages[i] = PendingMessage{Recipient: m.Recipient, ID: m.ID, Sequence: m.Sequence, Plaintext: m.Plaintext}
+	}
+	return out, nil
+}
+
+// PendingMessageCount counts pending messages, all of them or those to
+// recipient, without opening any. Returns ErrNotInitialized before
+// Initialize, ErrInvalidArgument for a malformed recipient.
+func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+	if err := c.checkInitialized(); err != nil {
+		return 0, err
+	}
+	n, err := c.cfg.Store.CountPending(ctx, recipient)
+	if err != nil {
+		return 0, fmt.Errorf("client: pending message count: %w", err)
+	}
+	return n, nil
+}
+
+// AbandonPendingMessage abandons msg: see AbandonPending.
+func (c *Client) AbandonPendingMessage(ctx context.Context, msg PendingMessage) (AbandonStatus, error) {
+	return c.AbandonPending(ctx, msg.Recipient, msg.ID)
+}
+
+// AbandonPending removes the pending message (recipient, id) in one
+// storage transaction, without opening it, and returns Abandoned; if it is
+// not pending it changes nothing and returns NotPending. It is local only:
+// no network call, no frame, nothing else touched (session, other
+// messages, inbound state, initiations, pins). It is not a recall:
+// envelopes already handed off may still be delivered and acknowledged.
+// It holds the send mutex, so it waits for a running send or retry. On
+// error the message stays pending. Returns ErrNotInitialized before
+// Initialize, ErrInvalidArgument for a malformed recipient.
+func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (AbandonStatus, error) {
+	if err := c.checkInitialized(); err != nil {
+		return 0, err
+	}
+	if err := store.ValidateAddress(recipient); err != nil {
+		return 0, fmt.Errorf("client: abandon: %w", err)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	removed, err := c.cfg.Store.DeletePending(ctx, recipient, id)
+	if err != nil {
+		return 0, fmt.Errorf("client: abandon %s to %s: %w", id, recipient, err)
+	}
+	if removed {
+		return Abandoned, nil
+	}
+	return NotPending, nil
+}

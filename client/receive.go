@@ -1,0 +1,228 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+)
+
+// ReceiveResult is what Receive made of one envelope: a *Message, a
+// *Duplicate, an *Acknowledgement or a *Rejected.
+type ReceiveResult interface{ receiveResult() }
+
+// Message is a new message for the application.
+type Message struct {
+	From      ids.DeviceAddress
+	ID        ids.LogicalMessageID
+	Plaintext []byte
+	// AckSent reports whether the ACK was handed off. If not, the sender
+	// keeps the message pending, retries, and the retry is acknowledged.
+	AckSent bool
+}
+
+// Duplicate is a message processed before (a retry or a duplicated
+// delivery). It is not given to the application again; it is
+// acknowledged again.
+type Duplicate struct {
+	From    ids.DeviceAddress
+	ID      ids.LogicalMessageID
+	AckSent bool
+}
+
+// Acknowledgement is an ACK from a recipient. Cleared is true if it
+// removed a pending message, false if nothing was pending (a repeated ACK,
+// or an ACK for a message abandoned meanwhile): nothing is recreated.
+type Acknowledgement struct {
+	From    ids.DeviceAddress
+	ID      ids.LogicalMessageID
+	Cleared bool
+}
+
+// Rejected is an envelope of an initiation that lost a simultaneous
+// initiation: it is dropped, and its sender re-sends the message on the
+// winning session.
+type Rejected struct {
+	From         ids.DeviceAddress
+	InitiationID session.InitiationID
+}
+
+func (*Message) receiveResult()         {}
+func (*Duplicate) receiveResult()       {}
+func (*Acknowledgement) receiveResult() {}
+func (*Rejected) receiveResult()        {}
+
+// ErrMisdirected means an envelope is addressed to another device.
+var ErrMisdirected = errors.New("client: envelope for another device")
+
+// Receive processes one envelope handed over by the transport. A message
+// is decrypted, recorded as processed (a duplicate is not given again),
+// returned for the application and acknowledged back; an ACK deletes the
+// pending message (Cleared true) or finds none (Cleared false). The
+// advanced session is stored in the same transaction as the message's
+// processing or the ACK's deletion. It returns an error, and changes
+// nothing, for a malformed, tampered, replayed or misdirected envelope
+// (session.ErrMalformedEnvelope, session.ErrDecrypt, session.ErrReplay,
+// ErrMisdirected), or for an identity change not yet accepted
+// (ErrIdentityChanged). Returns ErrNotInitialized before Initialize.
+func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error) {
+	identity, prekeys, self, err := c.local()
+	if err != nil {
+		return nil, err
+	}
+	env, err := session.UnmarshalEnvelope(raw)
+	if err != nil {
+		return nil, fmt.Errorf("client: receive: %w", err)
+	}
+	if env.Recipient != self {
+		return nil, fmt.Errorf("client: receive: %w: %s", ErrMisdirected, env.Recipient)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+
+	from := env.Sender
+	p, err := c.loadPeer(ctx, from)
+	if err != nil {
+		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+	}
+	pt, prekeysUsed, rejected, err := c.open(ctx, identity, prekeys, self, p, env)
+	if err != nil {
+		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+	}
+	if rejected != nil {
+		return rejected, nil
+	}
+	if prekeysUsed {
+		if err := c.savePrekeys(ctx); err != nil {
+			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+		}
+	}
+	kind, id, body, err := decodeFrame(pt)
+	if err != nil {
+		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+	}
+	// A new pin or the end of an initiation is saved first (saving it
+	// again is harmless); the session commits with the message or the ACK.
+	side, err := p.sideUpdate()
+	if err == nil && (side.Pin != nil || side.Initiation != nil) {
+		if err = c.cfg.Store.SavePeer(ctx, from, side); err == nil {
+			p.pinDirty, p.initiation = false, p.sess.Initiating()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+	}
+	state, err := p.sess.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+	}
+	if kind == frameAck {
+		cleared, err := c.cfg.Store.CommitAck(ctx, from, state, id)
+		if err != nil {
+			return nil, fmt.Errorf("client: receive ack from %s: %w", from, err)
+		}
+		return &Acknowledgement{From: from, ID: id, Cleared: cleared}, nil
+	}
+	fresh, err := c.cfg.Store.CommitReceived(ctx, from, state, id)
+	if err != nil {
+		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+	}
+	ackSent := c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil)) == nil
+	if !fresh {
+		return &Duplicate{From: from, ID: id, AckSent: ackSent}, nil
+	}
+	return &Message{From: from, ID: id, Plaintext: body, AckSent: ackSent}, nil
+}
+
+// open decrypts env into p's session, creating it (Respond) or resolving
+// a simultaneous initiation as needed. It reports whether a one-time
+// prekey was consumed, or the rejection of a losing initiation. On error
+// p.sess is unchanged.
+func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self ids.DeviceAddress, p *peer, env session.Envelope) (pt []byte, prekeysUsed bool, rejected *Rejected, err error) {
+	ih := env.Initiation
+	switch {
+	case p.sess == nil:
+		if ih == nil {
+			return nil, false, nil, session.ErrNoInitiation
+		}
+		if err := c.checkPin(ctx, p, ih.Identity); err != nil {
+			return nil, false, nil, err
+		}
+		s, pt, err := session.Respond(identity, self, prekeys, env)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		p.sess = s
+		return pt, true, nil, nil
+	case ih != nil && ih.ID != p.sess.InitiationID():
+		if err := c.checkPin(ctx, p, ih.Identity); err != nil {
+			return nil, false, nil, err
+		}
+		res, err := session.ResolveCollision(identity, prekeys, p.sess, env)
+		if errors.Is(err, session.ErrNotColliding) {
+			// The peer started over (it lost its session): answer its new
+			// initiation and drop ours.
+			s, pt, err := session.Respond(identity, self, prekeys, env)
+			if err != nil {
+				return nil, false, nil, err
+			}
+			p.sess = s
+			return pt, true, nil, nil
+		}
+		if err != nil {
+			return nil, false, nil, err
+		}
+		if res.Outcome == session.OursWon {
+			return nil, false, &Rejected{From: env.Sender, InitiationID: res.Rejected}, nil
+		}
+		p.sess = res.Winner
+		return res.Plaintext, true, nil, nil
+	default:
+		pt, err := p.sess.Decrypt(env)
+		return pt, false, nil, err
+	}
+}
+
+// savePrekeys stores the local identity after a one-time prekey was used,
+// so that it is never used again.
+func (c *Client) savePrekeys(ctx context.Context) error {
+	identity, prekeys, self, err := c.local()
+	if err != nil {
+		return err
+	}
+	secret, err := encodeLocal(identity, prekeys)
+	if err != nil {
+		return err
+	}
+	return c.cfg.Store.SaveLocalIdentity(ctx, store.LocalIdentity{Address: self, Secret: secret})
+}
+
+// Poll drains this device's mailbox from the transport and receives every
+// envelope in it, in order. It returns the results of those that were
+// received and the errors of those that were not, joined.
+func (c *Client) Poll(ctx context.Context) ([]ReceiveResult, error) {
+	self, err := c.Address()
+	if err != nil {
+		return nil, err
+	}
+	envs, err := c.cfg.Transport.Receive(ctx, self)
+	if err != nil {
+		return nil, fmt.Errorf("client: poll: %w", err)
+	}
+	var (
+		out  []ReceiveResult
+		errs []error
+	)
+	for _, raw := range envs {
+		r, err := c.Receive(ctx, raw)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,304 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+)
+
+// peer is what the client holds about one remote device while it works
+// with it under the send mutex.
+type peer struct {
+	addr       ids.DeviceAddress
+	sess       *session.Session
+	pin        *session.Pin
+	initiation bool // a session_initiation row is stored
+
+	// what changed since loading, to be saved
+	pinDirty bool
+}
+
+func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, error) {
+	st, err := c.cfg.Store.Peer(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	p := &peer{addr: addr, initiation: st.Initiation != nil}
+	if st.Session != nil {
+		if p.sess, err = session.UnmarshalSession(st.Session); err != nil {
+			return nil, fmt.Errorf("session with %s: %w", addr, err)
+		}
+	}
+	if st.Pin != nil {
+		pin, err := session.UnmarshalPin(st.Pin)
+		if err != nil {
+			return nil, fmt.Errorf("identity pin of %s: %w", addr, err)
+		}
+		p.pin = &pin
+	}
+	return p, nil
+}
+
+// checkPin applies trust on first use to an identity seen for p: the
+// first one is pinned; a different one is recorded as an unaccepted
+// change, saved, and reported as ErrIdentityChanged.
+func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdentity) error {
+	if p.pin == nil {
+		pin := session.NewPin(p.addr, seen)
+		p.pin, p.pinDirty = &pin, true
+		return nil
+	}
+	before := p.pin.Changed
+	err := p.pin.Check(seen)
+	if err == nil {
+		return nil
+	}
+	if before == nil || !before.Equal(seen) {
+		if serr := c.savePeer(ctx, p); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+	return err
+}
+
+// savePeer persists p's session, pin and initiation marker in one
+// transaction.
+func (c *Client) savePeer(ctx context.Context, p *peer) error {
+	u, err := p.update()
+	if err != nil {
+		return err
+	}
+	if err := c.cfg.Store.SavePeer(ctx, p.addr, u); err != nil {
+		return err
+	}
+	p.pinDirty = false
+	p.initiation = p.sess != nil && p.sess.Initiating()
+	return nil
+}
+
+// update is the store update that brings the stored state to p.
+func (p *peer) update() (store.PeerState, error) {
+	u, err := p.sideUpdate()
+	if err != nil || p.sess == nil {
+		return u, err
+	}
+	u.Session, err = p.sess.MarshalBinary()
+	return u, err
+}
+
+// sideUpdate is the part of update besides the session itself: the pin if
+// it changed, and the initiation marker if it appeared or ended.
+func (p *peer) sideUpdate() (store.PeerState, error) {
+	var u store.PeerState
+	if p.sess != nil {
+		switch initiating := p.sess.Initiating(); {
+		case initiating && !p.initiation:
+			id := p.sess.InitiationID()
+			u.Initiation = id[:]
+		case !initiating && p.initiation:
+			u.Initiation = []byte{} // answered: the initiation is over
+		}
+	}
+	if p.pinDirty {
+		b, err := p.pin.MarshalBinary()
+		if err != nil {
+			return u, err
+		}
+		u.Pin = b
+	}
+	return u, nil
+}
+
+// ensureSession gives p a session, fetching the remote bundle only when
+// there is none. It makes a directory call only in that case.
+func (c *Client) ensureSession(ctx context.Context, p *peer) error {
+	if p.sess != nil {
+		return nil
+	}
+	identity, _, addr, err := c.local()
+	if err != nil {
+		return err
+	}
+	b, err := c.cfg.Directory.Fetch(ctx, p.addr)
+	if err != nil {
+		return fmt.Errorf("fetch bundle of %s: %w", p.addr, err)
+	}
+	if err := b.Verify(); err != nil {
+		return fmt.Errorf("bundle of %s: %w", p.addr, err)
+	}
+	if err := c.checkPin(ctx, p, b.Identity); err != nil {
+		return err
+	}
+	s, err := session.Initiate(c.cfg.Rand, identity, addr, b)
+	if err != nil {
+		return err
+	}
+	p.sess = s
+	return nil
+}
+
+// sendFrame encrypts frame for p (creating the session if needed), commits
+// the advanced session, then hands the envelope to the transport. The
+// ratchet is never rolled back: a failed hand-off leaves the session
+// advanced, and the message pending for a later retry.
+func (c *Client) sendFrame(ctx context.Context, p *peer, frame []byte) error {
+	if err := c.ensureSession(ctx, p); err != nil {
+		return err
+	}
+	if c.takeEncryptFailure() {
+		return errInjectedEncrypt
+	}
+	env, err := p.sess.Encrypt(frame)
+	if err != nil {
+		return fmt.Errorf("encrypt for %s: %w", p.addr, err)
+	}
+	raw, err := env.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("encode envelope for %s: %w", p.addr, err)
+	}
+	if err := c.savePeer(ctx, p); err != nil {
+		return fmt.Errorf("save session with %s: %w", p.addr, err)
+	}
+	if err := c.cfg.Transport.Send(ctx, p.addr, raw); err != nil {
+		return fmt.Errorf("hand off to %s: %w", p.addr, err)
+	}
+	return nil
+}
+
+// errInjectedEncrypt is the failure FailNextEncryptions injects.
+var errInjectedEncrypt = errors.New("client: injected encryption failure")
+
+func (c *Client) takeEncryptFailure() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failEncrypt > 0 {
+		c.failEncrypt--
+		return true
+	}
+	return false
+}
+
+// maxBody is the largest plaintext Send accepts: a frame must fit the
+// session's plaintext limit.
+const maxBody = session.MaxPlaintextSize - frameHeaderSize
+
+// Send stores plaintext as pending for to (sealed, in its own
+// transaction), then encrypts it and hands it to the transport, and
+// returns the message's logical id. If encryption or the hand-off fails it
+// returns the id with an error matching ErrMessageNotSent: the message
+// stays pending for RetryPendingMessages (or an abandon). Returns
+// ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
+// or own address or a plaintext above the size limit; ErrIdentityChanged
+// (with ErrMessageNotSent) while to's identity change is not accepted.
+func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (ids.LogicalMessageID, error) {
+	_, _, self, err := c.local()
+	if err != nil {
+		return ids.LogicalMessageID{}, err
+	}
+	if err := store.ValidateAddress(to); err != nil {
+		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+	}
+	if to == self {
+		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w: cannot send to self", ErrInvalidArgument)
+	}
+	if len(plaintext) > maxBody {
+		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w: plaintext is %d bytes, limit %d", ErrInvalidArgument, len(plaintext), maxBody)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	id := ids.NewLogicalMessageID()
+	if _, err := c.cfg.Store.InsertPending(ctx, to, id, plaintext); err != nil {
+		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+	}
+	p, err := c.loadPeer(ctx, to)
+	if err == nil {
+		err = c.sendFrame(ctx, p, encodeFrame(frameMessage, id, plaintext))
+	}
+	if err != nil {
+		return id, fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, err)
+	}
+	return id, nil
+}
+
+// RetryPendingMessages hands off again, in sequence order, every message
+// pending for remote, and returns the ids it handed off. It reads one
+// pending message per storage transaction (the next after the last one
+// sent), so a message acknowledged or abandoned meanwhile is skipped; it
+// fetches a bundle only when a message waits and there is no session, and
+// stops at the first failure, returning what it sent with an error
+// matching ErrMessageNotSent. Returns ErrNotInitialized before Initialize,
+// ErrInvalidArgument for a malformed address.
+func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
+	if err := c.checkInitialized(); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateAddress(remote); err != nil {
+		return nil, fmt.Errorf("client: retry: %w", err)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	var (
+		sent   []ids.LogicalMessageID
+		cursor int64
+		p      *peer
+	)
+	for {
+		m, err := c.cfg.Store.NextPending(ctx, remote, cursor)
+		if errors.Is(err, store.ErrNotFound) {
+			return sent, nil
+		}
+		if err != nil {
+			return sent, fmt.Errorf("client: retry %s: %w", remote, err)
+		}
+		if p == nil {
+			if p, err = c.loadPeer(ctx, remote); err != nil {
+				return sent, fmt.Errorf("client: retry %s: %w", remote, err)
+			}
+		}
+		if err := c.sendFrame(ctx, p, encodeFrame(frameMessage, m.ID, m.Plaintext)); err != nil {
+			return sent, fmt.Errorf("client: retry %s to %s: %w: %w", m.ID, remote, ErrMessageNotSent, err)
+		}
+		sent = append(sent, m.ID)
+		cursor = m.Sequence
+	}
+}
+
+// AcceptRemoteIdentityChange trusts the new identity recorded for remote
+// (see ErrIdentityChanged): the pin moves to it and the session with the
+// old identity is dropped, so the next send or retry starts a session with
+// the new one. Pending messages are kept. Returns ErrNotInitialized before
+// Initialize, ErrInvalidArgument for a malformed address, and an error
+// matching session.ErrNoIdentityChange if no change is recorded.
+func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress) error {
+	if err := c.checkInitialized(); err != nil {
+		return err
+	}
+	if err := store.ValidateAddress(remote); err != nil {
+		return fmt.Errorf("client: accept identity change: %w", err)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	p, err := c.loadPeer(ctx, remote)
+	if err != nil {
+		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+	}
+	if p.pin == nil {
+		return fmt.Errorf("client: accept identity change of %s: %w", remote, session.ErrNoIdentityChange)
+	}
+	if err := p.pin.Accept(); err != nil {
+		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+	}
+	pin, err := p.pin.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+	}
+	// Drop the old identity's session and initiation in the same transaction.
+	if err := c.cfg.Store.SavePeer(ctx, remote, store.PeerState{Pin: pin, Session: []byte{}, Initiation: []byte{}}); err != nil {
+		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+	}
+	return nil
+}

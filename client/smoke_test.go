@@ -1,0 +1,58 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/transport"
+)
+
+func TestSmokeConversation(t *testing.T) {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	mk := func(addr ids.DeviceAddress) *client.Client {
+		k, err := seal.GenerateKey()
+		require.NoError(t, err)
+		kr, err := seal.NewKeyring(k)
+		require.NoError(t, err)
+		c, err := client.New(client.Config{Store: memstore.New(kr), Transport: net, Directory: net})
+		require.NoError(t, err)
+		require.NoError(t, c.Initialize(ctx, addr))
+		return c
+	}
+	aAddr, bAddr := ids.DeviceAddress{UserID: "alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	a, b := mk(aAddr), mk(bAddr)
+	id, err := a.Send(ctx, bAddr, []byte("hello"))
+	require.NoError(t, err)
+	n, err := a.PendingMessageCount(ctx, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	res, err := b.Poll(ctx)
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	m := res[0].(*client.Message)
+	require.Equal(t, "hello", string(m.Plaintext))
+	require.Equal(t, id, m.ID)
+	require.True(t, m.AckSent)
+	res, err = a.Poll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, &client.Acknowledgement{From: bAddr, ID: id, Cleared: true}, res[0])
+	n, err = a.PendingMessageCount(ctx, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 0, n)
+	// reply both ways
+	id2, err := b.Send(ctx, aAddr, []byte("hi back"))
+	require.NoError(t, err)
+	res, err = a.Poll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, id2, res[0].(*client.Message).ID)
+	res, err = b.Poll(ctx)
+	require.NoError(t, err)
+	require.True(t, res[0].(*client.Acknowledgement).Cleared)
+}
