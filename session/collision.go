@@ -92,6 +92,14 @@ type Resolution struct {
 //     left unchanged and must be discarded by the caller. If Respond fails,
 //     its error is returned and nothing changes.
 //
+// The rule depends neither on delivery order nor on whether ours has been
+// confirmed, so a stale envelope of a losing initiation that arrives after
+// convergence is rejected too. The flip side: if the peer with the greater
+// address lost its state and initiates again while we still hold a
+// session we initiated, that initiation is rejected as well; recovering
+// (e.g. after an accepted identity change) is the client's decision:
+// discard ours and call Respond.
+//
 // Afterwards both devices hold one session of the winning initiation: the
 // winner's initiator keeps sending the initiation header until the loser's
 // first envelope on it (typically a re-sent message) arrives.

@@ -103,3 +103,10 @@ func confirmed(t testing.TB) (alice, bob *device, as, bs *session.Session) {
 }
 
 func msg(prefix string, i int) string { return fmt.Sprintf("%s-%d", prefix, i) }
+
+func mustUnmarshal(t testing.TB, raw []byte) session.Envelope {
+	t.Helper()
+	e, err := session.UnmarshalEnvelope(raw)
+	require.NoError(t, err)
+	return e
+}

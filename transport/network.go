@@ -223,27 +223,30 @@ func (n *Network) fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bu
 	return out, nil
 }
 
-// FailNextSends makes the next n sends fail with ErrInjected.
+// FailNextSends makes the next count sends fail with ErrInjected.
 func (n *Network) FailNextSends(count int) { n.set(&n.failSends, count) }
 
-// FailNextReceives makes the next n receives fail with ErrInjected.
+// FailNextReceives makes the next count receives fail with ErrInjected.
 func (n *Network) FailNextReceives(count int) { n.set(&n.failReceives, count) }
 
-// FailNextPublishes makes the next n publishes of valid bundles fail with
+// FailNextPublishes makes the next count publishes of valid bundles fail with
 // ErrInjected.
 func (n *Network) FailNextPublishes(count int) { n.set(&n.failPublishes, count) }
 
-// FailNextFetches makes the next n fetches fail with ErrInjected.
+// FailNextFetches makes the next count fetches fail with ErrInjected.
 func (n *Network) FailNextFetches(count int) { n.set(&n.failFetches, count) }
 
-// DropNext makes the next n otherwise successful sends return nil without
+// DropNext makes the next count otherwise successful sends return nil without
 // delivering anything (a loss after the hand-off).
 func (n *Network) DropNext(count int) { n.set(&n.drop, count) }
 
-// DuplicateNext makes the next n otherwise successful sends deliver their
+// DuplicateNext makes the next count otherwise successful sends deliver their
 // envelope twice.
 func (n *Network) DuplicateNext(count int) { n.set(&n.duplicate, count) }
 
+// set replaces a fault counter; a negative count means zero. Calling a
+// FailNext.../DropNext/DuplicateNext method replaces, not adds to, the
+// remaining count.
 func (n *Network) set(counter *int, count int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -269,7 +272,8 @@ func (n *Network) Pending(addr ids.DeviceAddress) int {
 }
 
 // Calls returns a copy of the log of every call made since NewNetwork or
-// the last ResetCalls, oldest first.
+// the last ResetCalls, oldest first. The log grows without bound until
+// ResetCalls: Network is meant for tests and examples.
 func (n *Network) Calls() []Call {
 	n.mu.Lock()
 	defer n.mu.Unlock()
