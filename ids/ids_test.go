@@ -1,0 +1,80 @@
+package ids_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+)
+
+func TestParseLogicalMessageID(t *testing.T) {
+	for _, n := range []int{0, 1, ids.LogicalMessageIDLen - 1, ids.LogicalMessageIDLen + 1, 32} {
+		t.Run(fmt.Sprint("length ", n), func(t *testing.T) {
+			id, err := ids.ParseLogicalMessageID(make([]byte, n))
+			require.ErrorIs(t, err, ids.ErrInvalid)
+			require.Equal(t, ids.LogicalMessageID{}, id)
+		})
+	}
+	_, err := ids.ParseLogicalMessageID(nil)
+	require.ErrorIs(t, err, ids.ErrInvalid)
+
+	b := []byte("0123456789abcdef")
+	id, err := ids.ParseLogicalMessageID(b)
+	require.NoError(t, err)
+	require.Equal(t, b, id[:])
+	b[0] = 'X' // the id is a copy
+	require.Equal(t, byte('0'), id[0])
+	require.Equal(t, "30313233343536373839616263646566", id.String())
+}
+
+func TestNewLogicalMessageID(t *testing.T) {
+	seen := map[ids.LogicalMessageID]bool{}
+	for i := 0; i < 100; i++ {
+		id := ids.NewLogicalMessageID()
+		require.False(t, seen[id])
+		require.False(t, bytes.Equal(id[:], make([]byte, ids.LogicalMessageIDLen)))
+		seen[id] = true
+	}
+}
+
+func TestDeviceAddressValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		addr  ids.DeviceAddress
+		valid bool
+	}{
+		{"ok", ids.DeviceAddress{UserID: "alice", DeviceID: 1}, true},
+		{"device zero", ids.DeviceAddress{UserID: "alice", DeviceID: 0}, true},
+		{"longest user id", ids.DeviceAddress{UserID: strings.Repeat("a", ids.MaxUserIDLen), DeviceID: 1}, true},
+		{"empty user id", ids.DeviceAddress{UserID: "", DeviceID: 1}, false},
+		{"negative device id", ids.DeviceAddress{UserID: "alice", DeviceID: -1}, false},
+		{"over-long user id", ids.DeviceAddress{UserID: strings.Repeat("a", ids.MaxUserIDLen+1), DeviceID: 1}, false},
+		// The limit is in bytes, not characters.
+		{"over-long in bytes", ids.DeviceAddress{UserID: strings.Repeat("é", ids.MaxUserIDLen/2+1), DeviceID: 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.addr.Validate()
+			if tc.valid {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, ids.ErrInvalid)
+			}
+		})
+	}
+}
+
+func TestDeviceAddressOrder(t *testing.T) {
+	a1 := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	a2 := ids.DeviceAddress{UserID: "alice", DeviceID: 2}
+	b0 := ids.DeviceAddress{UserID: "bob", DeviceID: 0}
+	require.True(t, a1.Less(a2))
+	require.True(t, a2.Less(b0))
+	require.True(t, a1.Less(b0))
+	require.False(t, a2.Less(a1))
+	require.False(t, a1.Less(a1))
+	require.Equal(t, "alice/2", a2.String())
+}

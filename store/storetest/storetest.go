@@ -1,0 +1,1071 @@
+// Package storetest holds the contract test suite of store.Store. Every
+// implementation runs it from its own tests:
+//
+//	func TestContract(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
+//			return memstore.New(keys)
+//		})
+//	}
+//
+// Each subtest opens a fresh store with a fresh keyring and asserts exact
+// values: sequences, page contents and cursors, counts, the number of sealed
+// records opened, and that invalid input changes nothing.
+//
+// Package storetest only tests: it never ships in a binary.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// OpenFunc opens a fresh, empty store sealing with keys. It registers any
+// cleanup (closing the store, removing files) on t.
+type OpenFunc func(t *testing.T, keys *seal.Keyring) store.Store
+
+// Run runs the contract suite against the stores open returns.
+func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"InsertSequences", testInsertSequences},
+		{"InsertDuplicate", testInsertDuplicate},
+		{"PageAll", testPageAll},
+		{"PageRecipient", testPageRecipient},
+		{"PageExactLimitLastPage", testPageExactLimitLastPage},
+		{"PageAfterCursor", testPageAfterCursor},
+		{"PageFilteredFromAnySequence", testPageFilteredFromAnySequence},
+		{"PageEmpty", testPageEmpty},
+		{"PlaintextIsCopy", testPlaintextIsCopy},
+		{"OpenCounts", testOpenCounts},
+		{"Count", testCount},
+		{"Delete", testDelete},
+		{"DeleteLeavesOthersIdentical", testDeleteLeavesOthersIdentical},
+		{"NextPending", testNextPending},
+		{"SequencesNeverReused", testSequencesNeverReused},
+		{"InvalidArgument", testInvalidArgument},
+		{"PagesUnderMutation", testPagesUnderMutation},
+		{"LocalIdentity", testLocalIdentity},
+		{"Peer", testPeer},
+		{"CommitReceived", testCommitReceived},
+		{"CommitAck", testCommitAck},
+		{"Closed", testClosed},
+		{"ConcurrentDelete", testConcurrentDelete},
+		{"ConcurrentInsert", testConcurrentInsert},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := NewKeyring(t)
+			s := open(t, keys)
+			require.NotNil(t, s)
+			tc.fn(t, &harness{t: t, s: s, keys: keys, ctx: context.Background()})
+		})
+	}
+}
+
+// NewKeyring returns a keyring holding one fresh random key.
+func NewKeyring(tb testing.TB) *seal.Keyring {
+	tb.Helper()
+	k, err := seal.GenerateKey()
+	require.NoError(tb, err)
+	kr, err := seal.NewKeyring(k)
+	require.NoError(tb, err)
+	return kr
+}
+
+// Addresses used by the suite.
+var (
+	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob   = ids.DeviceAddress{UserID: "bob", DeviceID: 7}
+	// aliceTwo shares alice's user id: the filter must match both
+	// address parts.
+	aliceTwo = ids.DeviceAddress{UserID: "alice", DeviceID: 2}
+)
+
+// ID returns a deterministic logical message id derived from n.
+func ID(n int) ids.LogicalMessageID {
+	var id ids.LogicalMessageID
+	copy(id[:], fmt.Sprintf("msg-%012d", n))
+	return id
+}
+
+type harness struct {
+	t    *testing.T
+	s    store.Store
+	keys *seal.Keyring
+	ctx  context.Context
+}
+
+// msg is what the suite expects a pending message to be.
+type msg struct {
+	seq  int64
+	to   ids.DeviceAddress
+	id   ids.LogicalMessageID
+	text []byte
+}
+
+func (m msg) pending() store.PendingMessage {
+	return store.PendingMessage{Sequence: m.seq, Recipient: m.to, ID: m.id, Plaintext: m.text}
+}
+
+func plaintext(to ids.DeviceAddress, n int) []byte {
+	return []byte(fmt.Sprintf("hello %s, message %d", to, n))
+}
+
+// insert inserts message n for to and returns it.
+func (h *harness) insert(to ids.DeviceAddress, n int) msg {
+	h.t.Helper()
+	m := msg{to: to, id: ID(n), text: plaintext(to, n)}
+	seq, err := h.s.InsertPending(h.ctx, to, m.id, m.text)
+	require.NoError(h.t, err)
+	m.seq = seq
+	return m
+}
+
+// seed inserts messages 1..n round-robin over the given recipients, with
+// strictly increasing sequences.
+func (h *harness) seed(n int, to ...ids.DeviceAddress) []msg {
+	h.t.Helper()
+	out := make([]msg, 0, n)
+	for i := 1; i <= n; i++ {
+		m := h.insert(to[(i-1)%len(to)], i)
+		if len(out) > 0 {
+			require.Greater(h.t, m.seq, out[len(out)-1].seq, "sequences strictly increase")
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (h *harness) page(req store.PageRequest) store.Page {
+	h.t.Helper()
+	p, err := h.s.PagePending(h.ctx, req)
+	require.NoError(h.t, err)
+	return p
+}
+
+// all enumerates every pending message page by page (the largest page),
+// following the cursor.
+func (h *harness) all(recipient *ids.DeviceAddress) []store.PendingMessage {
+	h.t.Helper()
+	var out []store.PendingMessage
+	req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
+	for i := 0; ; i++ {
+		require.Less(h.t, i, 1000, "enumeration does not end")
+		p := h.page(req)
+		out = append(out, p.Messages...)
+		if p.Next == nil {
+			return out
+		}
+		req.After = *p.Next
+	}
+}
+
+func (h *harness) count(recipient *ids.DeviceAddress) int64 {
+	h.t.Helper()
+	n, err := h.s.CountPending(h.ctx, recipient)
+	require.NoError(h.t, err)
+	return n
+}
+
+// opens returns how many records fn opened.
+func (h *harness) opens(fn func()) int64 {
+	h.t.Helper()
+	before := h.keys.Opens()
+	fn()
+	return h.keys.Opens() - before
+}
+
+func pendings(ms ...msg) []store.PendingMessage {
+	out := make([]store.PendingMessage, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.pending())
+	}
+	return out
+}
+
+func filter(ms []msg, to ids.DeviceAddress) []msg {
+	var out []msg
+	for _, m := range ms {
+		if m.to == to {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func requirePage(t *testing.T, want []store.PendingMessage, next *int64, got store.Page, msgAndArgs ...any) {
+	t.Helper()
+	if len(want) == 0 {
+		require.Empty(t, got.Messages, msgAndArgs...)
+	} else {
+		require.Equal(t, want, got.Messages, msgAndArgs...)
+	}
+	if next == nil {
+		require.Nil(t, got.Next, append([]any{"last page has no cursor"}, msgAndArgs...)...)
+	} else {
+		require.NotNil(t, got.Next, append([]any{"a page with more behind it has a cursor"}, msgAndArgs...)...)
+		require.Equal(t, *next, *got.Next, msgAndArgs...)
+	}
+}
+
+func testInsertSequences(t *testing.T, h *harness) {
+	ms := h.seed(10, alice, bob, aliceTwo)
+	require.Greater(t, ms[0].seq, int64(0), "sequences are positive")
+	require.Equal(t, int64(10), h.count(nil))
+	require.Equal(t, pendings(ms...), h.all(nil))
+}
+
+func testInsertDuplicate(t *testing.T, h *harness) {
+	ms := h.seed(4, alice, bob)
+	before := h.all(nil)
+
+	// The same (recipient, id) again, with another plaintext.
+	_, err := h.s.InsertPending(h.ctx, ms[0].to, ms[0].id, []byte("other"))
+	require.ErrorIs(t, err, store.ErrDuplicate)
+	require.Equal(t, int64(4), h.count(nil))
+	require.Equal(t, before, h.all(nil), "a duplicate changes nothing")
+
+	// The same id for another recipient is not a duplicate.
+	m := msg{to: aliceTwo, id: ms[0].id, text: []byte("same id, other device")}
+	seq, err := h.s.InsertPending(h.ctx, m.to, m.id, m.text)
+	require.NoError(t, err)
+	require.Greater(t, seq, ms[3].seq)
+	m.seq = seq
+	require.Equal(t, append(pendings(ms...), m.pending()), h.all(nil))
+}
+
+func testPageAll(t *testing.T, h *harness) {
+	ms := h.seed(7, alice, bob)
+	for _, tc := range []struct {
+		name  string
+		after int64
+		limit int
+		want  []msg
+		next  *int64
+	}{
+		{"first page", 0, 3, ms[0:3], &ms[2].seq},
+		{"second page", ms[2].seq, 3, ms[3:6], &ms[5].seq},
+		{"last page", ms[5].seq, 3, ms[6:7], nil},
+		{"past the end", ms[6].seq, 3, nil, nil},
+		{"limit 1", 0, 1, ms[0:1], &ms[0].seq},
+		{"everything", 0, store.MaxPageSize, ms, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := h.page(store.PageRequest{After: tc.after, Limit: tc.limit})
+			requirePage(t, pendings(tc.want...), tc.next, got)
+		})
+	}
+}
+
+func testPageRecipient(t *testing.T, h *harness) {
+	ms := h.seed(11, alice, bob, aliceTwo)
+	as := filter(ms, alice) // 1, 4, 7, 10
+	bs := filter(ms, bob)   // 2, 5, 8, 11
+	require.Len(t, as, 4)
+	require.Len(t, bs, 4)
+	for _, tc := range []struct {
+		name  string
+		to    ids.DeviceAddress
+		after int64
+		limit int
+		want  []msg
+		next  *int64
+	}{
+		{"alice first", alice, 0, 3, as[0:3], &as[2].seq},
+		{"alice last", alice, as[2].seq, 3, as[3:4], nil},
+		{"bob first", bob, 0, 2, bs[0:2], &bs[1].seq},
+		{"bob second exact", bob, bs[1].seq, 2, bs[2:4], nil},
+		{"alice device 2 all", aliceTwo, 0, store.MaxPageSize, filter(ms, aliceTwo), nil},
+		{"unknown recipient", ids.DeviceAddress{UserID: "dave", DeviceID: 1}, 0, 10, nil, nil},
+		{"same user other device", ids.DeviceAddress{UserID: "alice", DeviceID: 3}, 0, 10, nil, nil},
+		{"same device other user", ids.DeviceAddress{UserID: "bobby", DeviceID: 7}, 0, 10, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := h.page(store.PageRequest{After: tc.after, Limit: tc.limit, Recipient: ptr(tc.to)})
+			requirePage(t, pendings(tc.want...), tc.next, got)
+		})
+	}
+	// Following the cursor of a filtered enumeration yields exactly the
+	// recipient's messages, in order.
+	require.Equal(t, pendings(as...), h.all(ptr(alice)))
+	require.Equal(t, pendings(bs...), h.all(ptr(bob)))
+}
+
+func testPageExactLimitLastPage(t *testing.T, h *harness) {
+	ms := h.seed(6, alice, bob)
+	for _, tc := range []struct {
+		name      string
+		recipient *ids.DeviceAddress
+		want      []msg
+	}{
+		{"all", nil, ms},
+		{"recipient", ptr(alice), filter(ms, alice)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(tc.want)
+			half := n / 2
+			// Two pages of exactly half: the first has a cursor (the
+			// limit+1 probe found a row), the second, exactly full, has
+			// none.
+			p1 := h.page(store.PageRequest{Limit: half, Recipient: tc.recipient})
+			requirePage(t, pendings(tc.want[:half]...), &tc.want[half-1].seq, p1)
+			p2 := h.page(store.PageRequest{After: *p1.Next, Limit: n - half, Recipient: tc.recipient})
+			requirePage(t, pendings(tc.want[half:]...), nil, p2)
+			// One page of exactly everything.
+			requirePage(t, pendings(tc.want...), nil, h.page(store.PageRequest{Limit: n, Recipient: tc.recipient}))
+			// One less than everything.
+			requirePage(t, pendings(tc.want[:n-1]...), &tc.want[n-2].seq, h.page(store.PageRequest{Limit: n - 1, Recipient: tc.recipient}))
+		})
+	}
+}
+
+func testPageAfterCursor(t *testing.T, h *harness) {
+	ms := h.seed(5, alice)
+	for i, m := range ms {
+		// Sequence > After: the message at the cursor is excluded.
+		got := h.page(store.PageRequest{After: m.seq, Limit: store.MaxPageSize})
+		requirePage(t, pendings(ms[i+1:]...), nil, got)
+		// A cursor between two sequences (where a deleted message was)
+		// behaves like the one before it.
+		got = h.page(store.PageRequest{After: m.seq - 1, Limit: store.MaxPageSize})
+		requirePage(t, pendings(ms[i:]...), nil, got)
+	}
+	// A cursor past every sequence ever handed out yields an empty last page.
+	got := h.page(store.PageRequest{After: ms[4].seq + 1000, Limit: 10})
+	requirePage(t, nil, nil, got)
+}
+
+func testPageFilteredFromAnySequence(t *testing.T, h *harness) {
+	ms := h.seed(9, alice, bob, aliceTwo)
+	as := filter(ms, alice) // positions 0, 3, 6
+	// Continue alice's enumeration from a sequence of bob's and of
+	// aliceTwo's: the global cursor works for every filter.
+	for i, m := range ms {
+		var want []msg
+		for _, a := range as {
+			if a.seq > m.seq {
+				want = append(want, a)
+			}
+		}
+		got := h.page(store.PageRequest{After: m.seq, Limit: store.MaxPageSize, Recipient: ptr(alice)})
+		requirePage(t, pendings(want...), nil, got, "from ms[%d]", i)
+	}
+	// And switch filters mid-enumeration: an unfiltered page's cursor
+	// continues bob's.
+	p := h.page(store.PageRequest{Limit: 4})
+	require.Equal(t, ms[3].seq, *p.Next)
+	got := h.page(store.PageRequest{After: *p.Next, Limit: 1, Recipient: ptr(bob)})
+	requirePage(t, pendings(ms[4]), &ms[4].seq, got)
+	got = h.page(store.PageRequest{After: *got.Next, Limit: 1, Recipient: ptr(bob)})
+	requirePage(t, pendings(ms[7]), nil, got)
+}
+
+func testPageEmpty(t *testing.T, h *harness) {
+	requirePage(t, nil, nil, h.page(store.PageRequest{Limit: 1}))
+	requirePage(t, nil, nil, h.page(store.PageRequest{Limit: store.MaxPageSize, Recipient: ptr(alice)}))
+	require.Equal(t, int64(0), h.count(nil))
+	require.Equal(t, int64(0), h.count(ptr(alice)))
+	_, err := h.s.NextPending(h.ctx, alice, 0)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func testPlaintextIsCopy(t *testing.T, h *harness) {
+	text := []byte("do not alias me")
+	seq, err := h.s.InsertPending(h.ctx, alice, ID(1), text)
+	require.NoError(t, err)
+	text[0] = 'X' // the caller reuses its buffer
+	p := h.page(store.PageRequest{Limit: 1})
+	require.Len(t, p.Messages, 1)
+	require.Equal(t, []byte("do not alias me"), p.Messages[0].Plaintext)
+	p.Messages[0].Plaintext[0] = 'Y' // the caller edits what it got
+	m, err := h.s.NextPending(h.ctx, alice, 0)
+	require.NoError(t, err)
+	require.Equal(t, store.PendingMessage{Sequence: seq, Recipient: alice, ID: ID(1), Plaintext: []byte("do not alias me")}, m)
+}
+
+func testOpenCounts(t *testing.T, h *harness) {
+	var ms []msg
+	inserted := h.opens(func() { ms = h.seed(10, alice, bob) })
+	require.Zero(t, inserted, "insert opens nothing")
+	as := filter(ms, alice) // 5
+	for _, tc := range []struct {
+		name string
+		fn   func()
+		want int64
+	}{
+		{"page of limit 3 with more behind opens 3", func() {
+			require.Len(t, h.page(store.PageRequest{Limit: 3}).Messages, 3)
+		}, 3},
+		{"page of limit 1 with more behind opens 1", func() {
+			require.Len(t, h.page(store.PageRequest{Limit: 1}).Messages, 1)
+		}, 1},
+		{"last page of 2 rows with limit 5 opens 2", func() {
+			p := h.page(store.PageRequest{After: ms[7].seq, Limit: 5})
+			requirePage(t, pendings(ms[8:]...), nil, p)
+		}, 2},
+		{"exact last page opens its rows", func() {
+			requirePage(t, pendings(ms...), nil, h.page(store.PageRequest{Limit: 10}))
+		}, 10},
+		{"recipient page with more behind opens limit", func() {
+			requirePage(t, pendings(as[:2]...), &as[1].seq, h.page(store.PageRequest{Limit: 2, Recipient: ptr(alice)}))
+		}, 2},
+		{"recipient last page opens k", func() {
+			requirePage(t, pendings(as[3:]...), nil, h.page(store.PageRequest{After: as[2].seq, Limit: 100, Recipient: ptr(alice)}))
+		}, 2},
+		{"empty page opens none", func() {
+			requirePage(t, nil, nil, h.page(store.PageRequest{After: ms[9].seq, Limit: 100}))
+		}, 0},
+		{"count all opens none", func() { require.Equal(t, int64(10), h.count(nil)) }, 0},
+		{"count one opens none", func() { require.Equal(t, int64(5), h.count(ptr(bob))) }, 0},
+		{"next pending opens one", func() {
+			m, err := h.s.NextPending(h.ctx, bob, 0)
+			require.NoError(t, err)
+			require.Equal(t, ms[1].pending(), m)
+		}, 1},
+		{"next pending at the end opens none", func() {
+			_, err := h.s.NextPending(h.ctx, bob, ms[9].seq)
+			require.ErrorIs(t, err, store.ErrNotFound)
+		}, 0},
+		{"delete opens none", func() {
+			ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}, 0},
+		{"delete of nothing opens none", func() {
+			ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
+			require.NoError(t, err)
+			require.False(t, ok)
+		}, 0},
+		{"commit ack opens none", func() {
+			ok, err := h.s.CommitAck(h.ctx, bob, []byte("session"), ms[1].id)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, h.opens(tc.fn))
+		})
+	}
+}
+
+func testCount(t *testing.T, h *harness) {
+	ms := h.seed(12, alice, bob, aliceTwo, alice)
+	for _, tc := range []struct {
+		name      string
+		recipient *ids.DeviceAddress
+		want      int64
+	}{
+		{"all", nil, 12},
+		{"alice", ptr(alice), 6},
+		{"bob", ptr(bob), 3},
+		{"alice device 2", ptr(aliceTwo), 3},
+		{"nobody", ptr(ids.DeviceAddress{UserID: "dave", DeviceID: 0}), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, h.count(tc.recipient))
+			require.Len(t, h.all(tc.recipient), int(tc.want), "count matches an enumeration")
+		})
+	}
+	ok, err := h.s.DeletePending(h.ctx, bob, ms[1].id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(11), h.count(nil))
+	require.Equal(t, int64(2), h.count(ptr(bob)))
+	require.Equal(t, int64(6), h.count(ptr(alice)))
+}
+
+func testDelete(t *testing.T, h *harness) {
+	ms := h.seed(3, alice, bob)
+	for _, tc := range []struct {
+		name string
+		to   ids.DeviceAddress
+		id   ids.LogicalMessageID
+		want bool
+	}{
+		{"pending", alice, ms[0].id, true},
+		{"again", alice, ms[0].id, false},
+		{"id pending for another recipient", bob, ms[2].id, false},
+		{"never sent", alice, ID(99), false},
+		{"bob's", bob, ms[1].id, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, err := h.s.DeletePending(h.ctx, tc.to, tc.id)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, ok)
+		})
+	}
+	require.Equal(t, pendings(ms[2]), h.all(nil))
+	_, err := h.s.NextPending(h.ctx, bob, 0)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func testDeleteLeavesOthersIdentical(t *testing.T, h *harness) {
+	ms := h.seed(9, alice, bob, aliceTwo)
+	// Alice's peer state and identity must not be touched either.
+	peer := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, peer))
+	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
+
+	for _, victim := range []int{4, 0, 8} { // middle, first, last
+		before := h.all(nil)
+		ok, err := h.s.DeletePending(h.ctx, ms[victim].to, ms[victim].id)
+		require.NoError(t, err)
+		require.True(t, ok)
+		var want []store.PendingMessage
+		for _, m := range before {
+			if m.Sequence != ms[victim].seq {
+				want = append(want, m)
+			}
+		}
+		got := h.all(nil)
+		require.Equal(t, want, got, "every other message keeps its sequence and plaintext")
+		for i := range got {
+			require.True(t, bytes.Equal(want[i].Plaintext, got[i].Plaintext))
+		}
+	}
+	require.Equal(t, int64(6), h.count(nil))
+	got, err := h.s.Peer(h.ctx, alice)
+	require.NoError(t, err)
+	require.Equal(t, peer, got)
+	id, err := h.s.LocalIdentity(h.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []byte("secret"), id.Secret)
+}
+
+func testNextPending(t *testing.T, h *harness) {
+	ms := h.seed(7, alice, bob, aliceTwo)
+	as := filter(ms, alice) // 0, 3, 6
+	for _, tc := range []struct {
+		name  string
+		to    ids.DeviceAddress
+		after int64
+		want  *msg
+	}{
+		{"from start", alice, 0, &as[0]},
+		{"at alice's own sequence", alice, as[0].seq, &as[1]},
+		{"from bob's sequence", alice, ms[1].seq, &as[1]},
+		{"from aliceTwo's sequence", alice, ms[5].seq, &as[2]},
+		{"bob from start", bob, 0, &ms[1]},
+		{"aliceTwo after bob", aliceTwo, ms[4].seq, &ms[5]},
+		{"at the end", alice, as[2].seq, nil},
+		{"past the end", alice, as[2].seq + 100, nil},
+		{"unknown recipient", ids.DeviceAddress{UserID: "dave"}, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := h.s.NextPending(h.ctx, tc.to, tc.after)
+			if tc.want == nil {
+				require.ErrorIs(t, err, store.ErrNotFound)
+				require.Equal(t, store.PendingMessage{}, got)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want.pending(), got)
+		})
+	}
+	// The retry loop: one message per call, following its own cursor,
+	// skipping a message removed meanwhile.
+	var seen []store.PendingMessage
+	var after int64
+	for {
+		m, err := h.s.NextPending(h.ctx, alice, after)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		require.NoError(t, err)
+		seen = append(seen, m)
+		after = m.Sequence
+		if m.Sequence == as[0].seq {
+			ok, err := h.s.DeletePending(h.ctx, alice, as[1].id)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+	}
+	require.Equal(t, pendings(as[0], as[2]), seen)
+}
+
+func testSequencesNeverReused(t *testing.T, h *harness) {
+	ms := h.seed(3, alice, bob)
+	ok, err := h.s.DeletePending(h.ctx, ms[2].to, ms[2].id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	// The same message inserted again is a new message with a new sequence.
+	again := h.insert(ms[2].to, 3)
+	require.Greater(t, again.seq, ms[2].seq, "the deleted highest sequence is not reused")
+	// Delete everything: still no reuse.
+	for _, m := range []msg{ms[0], ms[1], again} {
+		ok, err := h.s.DeletePending(h.ctx, m.to, m.id)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.Zero(t, h.count(nil))
+	next := h.insert(alice, 4)
+	require.Greater(t, next.seq, again.seq)
+	require.Equal(t, pendings(next), h.all(nil))
+	// A cursor from before the deletions finds only the new message.
+	requirePage(t, pendings(next), nil, h.page(store.PageRequest{After: ms[0].seq, Limit: 5}))
+}
+
+func testInvalidArgument(t *testing.T, h *harness) {
+	ms := h.seed(5, alice, bob)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s"), Pin: []byte("p")}))
+	countBefore := h.count(nil)
+	allBefore := h.all(nil)
+	peerBefore, err := h.s.Peer(h.ctx, alice)
+	require.NoError(t, err)
+
+	bad := map[string]ids.DeviceAddress{
+		"empty user id":      {UserID: "", DeviceID: 1},
+		"negative device id": {UserID: "alice", DeviceID: -1},
+		"over-long user id":  {UserID: strings.Repeat("a", ids.MaxUserIDLen+1), DeviceID: 1},
+	}
+	type call struct {
+		name    string
+		fn      func() error
+		invalid bool // also wraps ids.ErrInvalid
+	}
+	calls := []call{
+		{"page limit 0", func() error { _, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: 0}); return err }, false},
+		{"page limit 101", func() error {
+			_, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: store.MaxPageSize + 1})
+			return err
+		}, false},
+		{"page limit -1", func() error { _, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: -1}); return err }, false},
+		{"page negative cursor", func() error {
+			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: -1, Limit: 10})
+			return err
+		}, false},
+		{"recipient page negative cursor", func() error {
+			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: -1, Limit: 10, Recipient: ptr(alice)})
+			return err
+		}, false},
+		{"next pending negative cursor", func() error { _, err := h.s.NextPending(h.ctx, alice, -1); return err }, false},
+		{"save peer empty pin", func() error {
+			return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("new"), Pin: []byte{}})
+		}, false},
+	}
+	for name, a := range bad {
+		calls = append(calls,
+			call{"insert " + name, func() error { _, err := h.s.InsertPending(h.ctx, a, ID(100), []byte("x")); return err }, true},
+			call{"page " + name, func() error {
+				_, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: 10, Recipient: ptr(a)})
+				return err
+			}, true},
+			call{"count " + name, func() error { _, err := h.s.CountPending(h.ctx, ptr(a)); return err }, true},
+			call{"delete " + name, func() error { _, err := h.s.DeletePending(h.ctx, a, ms[0].id); return err }, true},
+			call{"next " + name, func() error { _, err := h.s.NextPending(h.ctx, a, 0); return err }, true},
+			call{"peer " + name, func() error { _, err := h.s.Peer(h.ctx, a); return err }, true},
+			call{"save peer " + name, func() error { return h.s.SavePeer(h.ctx, a, store.PeerState{Session: []byte("s")}) }, true},
+			call{"commit received " + name, func() error { _, err := h.s.CommitReceived(h.ctx, a, []byte("s"), ID(1)); return err }, true},
+			call{"commit ack " + name, func() error { _, err := h.s.CommitAck(h.ctx, a, []byte("s"), ms[0].id); return err }, true},
+			call{"save local identity " + name, func() error {
+				return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: a, Secret: []byte("s")})
+			}, true},
+		)
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.fn()
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			if c.invalid {
+				require.ErrorIs(t, err, ids.ErrInvalid)
+			}
+			require.Equal(t, countBefore, h.count(nil), "nothing changed")
+			require.Equal(t, allBefore, h.all(nil), "nothing changed")
+			p, err := h.s.Peer(h.ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, peerBefore, p)
+			_, err = h.s.LocalIdentity(h.ctx)
+			require.ErrorIs(t, err, store.ErrNotFound)
+		})
+	}
+	// The store still works, and no sequence was consumed out of order.
+	m := h.insert(bob, 6)
+	require.Greater(t, m.seq, ms[4].seq)
+}
+
+func testPagesUnderMutation(t *testing.T, h *harness) {
+	for _, tc := range []struct {
+		name      string
+		recipient *ids.DeviceAddress
+	}{
+		{"all", nil},
+		{"recipient", ptr(alice)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Start from an empty queue in both variants.
+			for _, m := range h.all(nil) {
+				ok, err := h.s.DeletePending(h.ctx, m.Recipient, m.ID)
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+			base := 1000
+			if tc.recipient != nil {
+				base = 2000
+			}
+			live := map[int64]msg{} // what is pending now, by sequence
+			matches := func(m msg) bool { return tc.recipient == nil || m.to == *tc.recipient }
+			var order []msg
+			for i := 0; i < 12; i++ {
+				m := h.insert([]ids.DeviceAddress{alice, bob}[i%2], base+i)
+				live[m.seq] = m
+				order = append(order, m)
+			}
+			seen := map[int64]bool{}
+			var got []store.PendingMessage
+			var after int64
+			var removed []int64
+			extra := base + 100
+			for page := 0; ; page++ {
+				require.Less(t, page, 100)
+				p := h.page(store.PageRequest{After: after, Limit: 2, Recipient: tc.recipient})
+				for _, m := range p.Messages {
+					require.False(t, seen[m.Sequence], "no repeat: %d", m.Sequence)
+					require.Greater(t, m.Sequence, after)
+					want, ok := live[m.Sequence]
+					require.True(t, ok, "only live messages: %d", m.Sequence)
+					require.Equal(t, want.pending(), m)
+					seen[m.Sequence] = true
+					got = append(got, m)
+				}
+				if p.Next == nil {
+					break
+				}
+				require.Equal(t, p.Messages[len(p.Messages)-1].Sequence, *p.Next)
+				after = *p.Next
+				// Between pages: acknowledge one already seen, abandon one
+				// not yet seen, and send two new messages.
+				for seq, m := range live {
+					if seen[seq] {
+						ok, err := h.s.DeletePending(h.ctx, m.to, m.id)
+						require.NoError(t, err)
+						require.True(t, ok)
+						delete(live, seq)
+						break
+					}
+				}
+				var ahead []msg
+				for _, m := range order {
+					if _, ok := live[m.seq]; ok && m.seq > after && matches(m) {
+						ahead = append(ahead, m)
+					}
+				}
+				if len(ahead) > 1 {
+					victim := ahead[1]
+					ok, err := h.s.DeletePending(h.ctx, victim.to, victim.id)
+					require.NoError(t, err)
+					require.True(t, ok)
+					delete(live, victim.seq)
+					removed = append(removed, victim.seq)
+				}
+				if extra < base+104 {
+					for _, to := range []ids.DeviceAddress{alice, bob} {
+						m := h.insert(to, extra)
+						extra++
+						live[m.seq] = m
+						order = append(order, m)
+					}
+				}
+			}
+			// Exactly every message matching the filter that was not
+			// abandoned before being reached, each once, in order.
+			var want []store.PendingMessage
+			for _, m := range order {
+				if !matches(m) || contains(removed, m.seq) {
+					continue
+				}
+				want = append(want, m.pending())
+			}
+			require.Equal(t, want, got)
+			require.NotEmpty(t, removed)
+			// Messages sent during the walk appeared on later pages (all
+			// of them that were not abandoned before being reached).
+			late := func(id ids.LogicalMessageID) bool {
+				for n := base + 100; n < extra; n++ {
+					if id == ID(n) {
+						return true
+					}
+				}
+				return false
+			}
+			wantLate, gotLate := 0, 0
+			for _, m := range order {
+				if late(m.id) && matches(m) && !contains(removed, m.seq) {
+					wantLate++
+				}
+			}
+			for _, m := range got {
+				if late(m.ID) {
+					gotLate++
+				}
+			}
+			require.Equal(t, wantLate, gotLate)
+			require.Positive(t, gotLate)
+		})
+	}
+}
+
+func contains(s []int64, v int64) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func testLocalIdentity(t *testing.T, h *harness) {
+	me := ids.DeviceAddress{UserID: "me", DeviceID: 3}
+	_, err := h.s.LocalIdentity(h.ctx)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: me, Secret: []byte("secret one")}))
+	got, err := h.s.LocalIdentity(h.ctx)
+	require.NoError(t, err)
+	require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("secret one")}, got)
+
+	// Same address: the secret is replaced.
+	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: me, Secret: []byte("secret two")}))
+	got, err = h.s.LocalIdentity(h.ctx)
+	require.NoError(t, err)
+	require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("secret two")}, got)
+
+	// Another address: refused, nothing changes.
+	for _, other := range []ids.DeviceAddress{{UserID: "me", DeviceID: 4}, {UserID: "you", DeviceID: 3}} {
+		err = h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: other, Secret: []byte("stolen")})
+		require.ErrorIs(t, err, store.ErrInvalidArgument)
+		got, err = h.s.LocalIdentity(h.ctx)
+		require.NoError(t, err)
+		require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("secret two")}, got)
+	}
+}
+
+func testPeer(t *testing.T, h *harness) {
+	peer := func(a ids.DeviceAddress) store.PeerState {
+		t.Helper()
+		p, err := h.s.Peer(h.ctx, a)
+		require.NoError(t, err)
+		return p
+	}
+	require.Equal(t, store.PeerState{}, peer(alice), "unknown peer: all absent")
+
+	steps := []struct {
+		name    string
+		update  store.PeerState
+		wantErr error
+		want    store.PeerState
+	}{
+		{"set all", store.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}, nil,
+			store.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}},
+		{"nil leaves all unchanged", store.PeerState{}, nil,
+			store.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}},
+		{"replace session only", store.PeerState{Session: []byte("s2")}, nil,
+			store.PeerState{Session: []byte("s2"), Initiation: []byte("i1"), Pin: []byte("p1")}},
+		{"empty initiation deletes it", store.PeerState{Initiation: []byte{}}, nil,
+			store.PeerState{Session: []byte("s2"), Pin: []byte("p1")}},
+		{"empty pin refused", store.PeerState{Session: []byte("s3"), Pin: []byte{}}, store.ErrInvalidArgument,
+			store.PeerState{Session: []byte("s2"), Pin: []byte("p1")}},
+		{"replace pin", store.PeerState{Pin: []byte("p2")}, nil,
+			store.PeerState{Session: []byte("s2"), Pin: []byte("p2")}},
+		{"empty session deletes it", store.PeerState{Session: []byte{}}, nil,
+			store.PeerState{Pin: []byte("p2")}},
+		{"deleting absent parts is fine", store.PeerState{Session: []byte{}, Initiation: []byte{}}, nil,
+			store.PeerState{Pin: []byte("p2")}},
+		{"new initiation", store.PeerState{Initiation: []byte("i2")}, nil,
+			store.PeerState{Initiation: []byte("i2"), Pin: []byte("p2")}},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			err := h.s.SavePeer(h.ctx, alice, st.update)
+			if st.wantErr != nil {
+				require.ErrorIs(t, err, st.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			require.Equal(t, st.want, peer(alice))
+			require.Equal(t, store.PeerState{}, peer(aliceTwo), "another device of the same user is untouched")
+		})
+	}
+	require.NoError(t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("bob")}))
+	require.Equal(t, store.PeerState{Session: []byte("bob")}, peer(bob))
+	require.Equal(t, store.PeerState{Initiation: []byte("i2"), Pin: []byte("p2")}, peer(alice))
+}
+
+func testCommitReceived(t *testing.T, h *harness) {
+	ms := h.seed(2, alice)
+	pendingBefore := h.all(nil)
+	for _, tc := range []struct {
+		name    string
+		from    ids.DeviceAddress
+		session string
+		id      ids.LogicalMessageID
+		want    bool
+	}{
+		{"first", alice, "s1", ID(500), true},
+		{"duplicate", alice, "s2", ID(500), false},
+		{"another id", alice, "s3", ID(501), true},
+		{"same id from another device", aliceTwo, "t1", ID(500), true},
+		{"duplicate again", alice, "s4", ID(501), false},
+		// An inbound id equal to a pending outbound one is unrelated.
+		{"id of a pending outbound message", alice, "s5", ms[0].id, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh, err := h.s.CommitReceived(h.ctx, tc.from, []byte(tc.session), tc.id)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, fresh)
+			p, err := h.s.Peer(h.ctx, tc.from)
+			require.NoError(t, err)
+			require.Equal(t, store.PeerState{Session: []byte(tc.session)}, p, "the session is stored either way")
+		})
+	}
+	require.Equal(t, pendingBefore, h.all(nil), "receiving touches no pending outbound message")
+}
+
+func testCommitAck(t *testing.T, h *harness) {
+	ms := h.seed(4, alice, bob)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Initiation: []byte("init"), Pin: []byte("pin")}))
+	for _, tc := range []struct {
+		name    string
+		from    ids.DeviceAddress
+		session string
+		id      ids.LogicalMessageID
+		want    bool
+		left    []msg
+	}{
+		{"ack pending", alice, "s1", ms[0].id, true, []msg{ms[1], ms[2], ms[3]}},
+		{"ack again", alice, "s2", ms[0].id, false, []msg{ms[1], ms[2], ms[3]}},
+		{"ack of bob's id from alice", alice, "s3", ms[1].id, false, []msg{ms[1], ms[2], ms[3]}},
+		{"ack from bob", bob, "b1", ms[1].id, true, []msg{ms[2], ms[3]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cleared, err := h.s.CommitAck(h.ctx, tc.from, []byte(tc.session), tc.id)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, cleared)
+			require.Equal(t, pendings(tc.left...), h.all(nil))
+			p, err := h.s.Peer(h.ctx, tc.from)
+			require.NoError(t, err)
+			require.Equal(t, []byte(tc.session), p.Session, "the session is stored either way")
+		})
+	}
+	p, err := h.s.Peer(h.ctx, alice)
+	require.NoError(t, err)
+	require.Equal(t, store.PeerState{Session: []byte("s3"), Initiation: []byte("init"), Pin: []byte("pin")}, p)
+	// Abandon after ACK: not pending.
+	ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func testClosed(t *testing.T, h *harness) {
+	ms := h.seed(2, alice)
+	require.NoError(t, h.s.Close())
+	for _, tc := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"insert", func() error { _, err := h.s.InsertPending(h.ctx, alice, ID(9), []byte("x")); return err }},
+		{"page", func() error { _, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: 1}); return err }},
+		{"recipient page", func() error {
+			_, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: 1, Recipient: ptr(alice)})
+			return err
+		}},
+		{"count", func() error { _, err := h.s.CountPending(h.ctx, nil); return err }},
+		{"count one", func() error { _, err := h.s.CountPending(h.ctx, ptr(alice)); return err }},
+		{"delete", func() error { _, err := h.s.DeletePending(h.ctx, alice, ms[0].id); return err }},
+		{"next", func() error { _, err := h.s.NextPending(h.ctx, alice, 0); return err }},
+		{"local identity", func() error { _, err := h.s.LocalIdentity(h.ctx); return err }},
+		{"save local identity", func() error {
+			return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: alice, Secret: []byte("s")})
+		}},
+		{"peer", func() error { _, err := h.s.Peer(h.ctx, alice); return err }},
+		{"save peer", func() error { return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s")}) }},
+		{"commit received", func() error { _, err := h.s.CommitReceived(h.ctx, alice, []byte("s"), ID(1)); return err }},
+		{"commit ack", func() error { _, err := h.s.CommitAck(h.ctx, alice, []byte("s"), ms[0].id); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opens := h.opens(func() { require.ErrorIs(t, tc.fn(), store.ErrClosed) })
+			require.Zero(t, opens, "a closed store opens nothing")
+		})
+	}
+	require.NoError(t, h.s.Close(), "closing twice is harmless")
+}
+
+func testConcurrentDelete(t *testing.T, h *harness) {
+	ms := h.seed(5, alice, bob)
+	const n = 16
+	results := make([]bool, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			if i%2 == 0 {
+				results[i], errs[i] = h.s.DeletePending(h.ctx, ms[2].to, ms[2].id)
+			} else {
+				// An ACK races the abandons for the same row.
+				results[i], errs[i] = h.s.CommitAck(h.ctx, ms[2].to, []byte(fmt.Sprint("session ", i)), ms[2].id)
+			}
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	won := 0
+	for i := 0; i < n; i++ {
+		require.NoError(t, errs[i])
+		if results[i] {
+			won++
+		}
+	}
+	require.Equal(t, 1, won, "exactly one removal wins")
+	require.Equal(t, pendings(ms[0], ms[1], ms[3], ms[4]), h.all(nil))
+}
+
+func testConcurrentInsert(t *testing.T, h *harness) {
+	const n = 24
+	seqs := make([]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			to := []ids.DeviceAddress{alice, bob}[i%2]
+			seqs[i], errs[i] = h.s.InsertPending(h.ctx, to, ID(i), plaintext(to, i))
+		}(i)
+	}
+	wg.Wait()
+	bySeq := map[int64]int{}
+	for i := 0; i < n; i++ {
+		require.NoError(t, errs[i])
+		_, dup := bySeq[seqs[i]]
+		require.False(t, dup, "sequence %d handed out twice", seqs[i])
+		bySeq[seqs[i]] = i
+	}
+	got := h.all(nil)
+	require.Len(t, got, n)
+	for j, m := range got {
+		if j > 0 {
+			require.Greater(t, m.Sequence, got[j-1].Sequence)
+		}
+		i := bySeq[m.Sequence]
+		to := []ids.DeviceAddress{alice, bob}[i%2]
+		require.Equal(t, store.PendingMessage{Sequence: seqs[i], Recipient: to, ID: ID(i), Plaintext: plaintext(to, i)}, m)
+	}
+}
