@@ -70,12 +70,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// locked runs fn under the store's mutex, unless the store is closed.
-func (s *Store) locked(fn func() error) error {
+// locked runs fn under the store's mutex, unless the store is closed or
+// ctx is done (as the SQLite store refuses to begin a transaction then).
+func (s *Store) locked(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return store.ErrClosed
+		return fmt.Errorf("store: %w", store.ErrClosed)
 	}
 	return fn()
 }
@@ -92,16 +96,13 @@ func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, 
 	if err := store.ValidateAddress(recipient); err != nil {
 		return 0, fmt.Errorf("store: insert pending: %w", err)
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("store: insert pending: %w", err)
-	}
 	sealed, err := s.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(recipient, id), plaintext)
 	if err != nil {
 		return 0, fmt.Errorf("store: insert pending: %w", err)
 	}
 	k := pendingKey{recipient, id}
 	var seq int64
-	err = s.locked(func() error {
+	err = s.locked(ctx, func() error {
 		if _, dup := s.bySeqKey[k]; dup {
 			return fmt.Errorf("store: insert pending %s for %s: %w", id, recipient, store.ErrDuplicate)
 		}
@@ -125,7 +126,7 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
 	var rows []pendingRow
-	err := s.locked(func() error {
+	err := s.locked(ctx, func() error {
 		for i := s.after(req.After); i < len(s.pending) && len(rows) <= req.Limit; i++ {
 			if req.Recipient == nil || s.pending[i].key.addr == *req.Recipient {
 				rows = append(rows, s.pending[i])
@@ -169,7 +170,7 @@ func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) 
 		}
 	}
 	var n int64
-	err := s.locked(func() error {
+	err := s.locked(ctx, func() error {
 		if recipient == nil {
 			n = int64(len(s.pending))
 			return nil
@@ -190,7 +191,7 @@ func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, 
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
 	var deleted bool
-	err := s.locked(func() error {
+	err := s.locked(ctx, func() error {
 		deleted = s.deleteLocked(pendingKey{recipient, id})
 		return nil
 	})
@@ -217,7 +218,7 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w: negative cursor %d", store.ErrInvalidArgument, after)
 	}
 	var row *pendingRow
-	err := s.locked(func() error {
+	err := s.locked(ctx, func() error {
 		for i := s.after(after); i < len(s.pending); i++ {
 			if s.pending[i].key.addr == recipient {
 				r := s.pending[i]
@@ -236,7 +237,7 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 // LocalIdentity implements store.State.
 func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
 	var row identityRow
-	err := s.locked(func() error {
+	err := s.locked(ctx, func() error {
 		if s.identity == nil {
 			return fmt.Errorf("store: local identity: %w", store.ErrNotFound)
 		}
@@ -262,7 +263,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
-	return s.locked(func() error {
+	return s.locked(ctx, func() error {
 		if s.identity != nil && s.identity.addr != id.Address {
 			return fmt.Errorf("store: save local identity: %w: this store belongs to %s", store.ErrInvalidArgument, s.identity.addr)
 		}
@@ -277,7 +278,7 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
 	}
 	var sealed store.PeerState
-	if err := s.locked(func() error {
+	if err := s.locked(ctx, func() error {
 		if p := s.peers[peer]; p != nil {
 			sealed = *p
 		}
@@ -320,7 +321,7 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 	if err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	return s.locked(func() error { s.savePeerLocked(peer, sealed); return nil })
+	return s.locked(ctx, func() error { s.savePeerLocked(peer, sealed); return nil })
 }
 
 // sealPeer seals u's non-empty parts and keeps empty (delete) markers.
@@ -376,7 +377,7 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, sess
 		return false, fmt.Errorf("store: commit received: %w", err)
 	}
 	var fresh bool
-	err = s.locked(func() error {
+	err = s.locked(ctx, func() error {
 		s.savePeerLocked(peer, sealed)
 		k := processedKey{peer, id}
 		if _, seen := s.processed[k]; !seen {
@@ -398,7 +399,7 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, session [
 		return false, fmt.Errorf("store: commit ack: %w", err)
 	}
 	var cleared bool
-	err = s.locked(func() error {
+	err = s.locked(ctx, func() error {
 		s.savePeerLocked(peer, sealed)
 		cleared = s.deleteLocked(pendingKey{peer, id})
 		return nil
