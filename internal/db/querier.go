@@ -9,9 +9,17 @@ import (
 )
 
 type Querier interface {
+	CountIdentityPinRows(ctx context.Context) (int64, error)
+	// Storage key rotation (store/sqlitestore/rotate.go): the row counts it
+	// reports progress against. The batches and updates it runs are in
+	// local_state.sql and pending_outbound.sql. Counts read no sealed column.
+	CountLocalIdentityRows(ctx context.Context) (int64, error)
+	CountPendingInboundRows(ctx context.Context) (int64, error)
 	// Counts read no sealed column: SQLite answers them from an index.
 	CountPendingOutbound(ctx context.Context) (int64, error)
 	CountPendingOutboundForRecipient(ctx context.Context, arg CountPendingOutboundForRecipientParams) (int64, error)
+	CountSessionInitiationRows(ctx context.Context) (int64, error)
+	CountSessionRows(ctx context.Context) (int64, error)
 	// Abandon and ACK delete without opening the sealed record; the affected
 	// row count (0 or 1) decides ABANDONED / NOT_PENDING and cleared.
 	DeletePendingOutbound(ctx context.Context, arg DeletePendingOutboundParams) (int64, error)

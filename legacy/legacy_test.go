@@ -1,0 +1,447 @@
+package legacy
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/fixtures/version14"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/schema"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
+)
+
+const legacyFixture = "../fixtures/legacy/fixture.sql"
+
+// The legacy fixture's storage key is the version-14 fixture's test key.
+func fixtureKeyring(t *testing.T) *seal.Keyring {
+	t.Helper()
+	kr, err := seal.NewKeyring(version14.Key())
+	require.NoError(t, err)
+	return kr
+}
+
+// loadLegacy creates a database from the legacy fixture and returns its
+// path and a connection opened as the store opens it.
+func loadLegacy(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	text, err := os.ReadFile(legacyFixture)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "legacy.db")
+	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	require.NoError(t, err)
+	conn.SetMaxOpenConns(1)
+	t.Cleanup(func() { conn.Close() })
+	require.NoError(t, sqltx.Run(context.Background(), conn, func(tx *sql.Tx) error {
+		_, err := tx.Exec(string(text))
+		return err
+	}))
+	return path, conn
+}
+
+type legacyRow struct {
+	seq       int64
+	to        ids.DeviceAddress
+	id        ids.LogicalMessageID
+	plaintext []byte
+}
+
+// readLegacyRows reads the plaintext table as it stands before the
+// migration (a test-only inspection statement).
+func readLegacyRows(t *testing.T, conn *sql.DB) []legacyRow {
+	t.Helper()
+	rows, err := conn.Query("SELECT sequence, recipient_user_id, recipient_device_id, logical_id, plaintext FROM pending_outbound_message ORDER BY sequence")
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []legacyRow
+	for rows.Next() {
+		var r legacyRow
+		var id []byte
+		require.NoError(t, rows.Scan(&r.seq, &r.to.UserID, &r.to.DeviceID, &id, &r.plaintext))
+		copy(r.id[:], id)
+		out = append(out, r)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// state renders everything the migration could change: the schema, every
+// row of every table and sqlite_sequence.
+func state(t *testing.T, conn *sql.DB) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	rows, err := conn.QueryContext(ctx, "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name")
+	require.NoError(t, err)
+	for rows.Next() {
+		var typ, name, tbl, text string
+		require.NoError(t, rows.Scan(&typ, &name, &tbl, &text))
+		fmt.Fprintf(&b, "%s %s %s %s\n", typ, name, tbl, text)
+	}
+	require.NoError(t, rows.Err())
+	rows.Close()
+	snap, err := version14.TakeSnapshot(ctx, conn)
+	require.NoError(t, err)
+	fmt.Fprintf(&b, "%v\n%v\n", snap.Rows, snap.Sequence)
+	return b.String()
+}
+
+// checkMigrated checks the database after MigratePlaintext and
+// migration.Up, in either order.
+func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, otherTables map[string][]string) {
+	t.Helper()
+	ctx := context.Background()
+
+	// The table is the version-14 table, AUTOINCREMENT included, and no
+	// legacy table is left.
+	var ddl string
+	require.NoError(t, conn.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'pending_outbound_message'").Scan(&ddl))
+	assert.Contains(t, ddl, "AUTOINCREMENT")
+	assert.Equal(t, baselineStatement(t, "CREATE TABLE pending_outbound_message"), ddl+";")
+	var leftovers int
+	require.NoError(t, conn.QueryRow("SELECT count(*) FROM sqlite_master WHERE name LIKE '%plaintext%'").Scan(&leftovers))
+	assert.Zero(t, leftovers)
+
+	// The version-15 index, exactly, and a schema equal to a fresh head.
+	require.NoError(t, version14.CheckRecipientIndex(ctx, conn))
+	require.NoError(t, version14.CheckSchemaMatchesHead(ctx, conn, t.TempDir()))
+
+	// Every row sealed (record type 5, the fixture key), nothing else touched.
+	snap, err := version14.TakeSnapshot(ctx, conn)
+	require.NoError(t, err)
+	for table, rows := range otherTables {
+		assert.Equal(t, rows, snap.Rows[table], "%s untouched", table)
+	}
+	assert.Equal(t, int64(11), snap.Sequence["pending_outbound_message"], "high-water mark kept")
+	var sealedRows int
+	rows, err := conn.Query("SELECT sealed FROM pending_outbound_message")
+	require.NoError(t, err)
+	for rows.Next() {
+		var v []byte
+		require.NoError(t, rows.Scan(&v))
+		h, err := seal.Parse(v)
+		require.NoError(t, err)
+		assert.Equal(t, seal.RecordPendingOutbound, h.RecordType)
+		assert.Equal(t, version14.Key().ID(), h.KeyID)
+		sealedRows++
+	}
+	require.NoError(t, rows.Err())
+	assert.Equal(t, len(before), sealedRows)
+	require.NoError(t, conn.Close())
+
+	// Through the store: every row opens to its original plaintext with its
+	// original sequence, in order; the next insert is above the mark.
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+	require.NoError(t, err)
+	defer s.Close()
+	var got []store.PendingMessage
+	req := store.PageRequest{Limit: 4}
+	for {
+		p, err := s.PagePending(ctx, req)
+		require.NoError(t, err)
+		got = append(got, p.Messages...)
+		if p.Next == nil {
+			break
+		}
+		req.After = *p.Next
+	}
+	require.Len(t, got, len(before))
+	for i, w := range before {
+		assert.Equal(t, w.seq, got[i].Sequence)
+		assert.Equal(t, w.to, got[i].Recipient)
+		assert.Equal(t, w.id, got[i].ID)
+		assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
+	}
+	hw, err := s.SequenceHighWater(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(11), hw)
+	seq, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("after"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(12), seq, "the next sequence is above the kept high-water mark")
+}
+
+// otherTables returns the rows of every table but pending_outbound_message.
+func otherTables(t *testing.T, conn *sql.DB) map[string][]string {
+	t.Helper()
+	snap, err := version14.TakeSnapshot(context.Background(), conn)
+	require.NoError(t, err)
+	delete(snap.Rows, "pending_outbound_message")
+	return snap.Rows
+}
+
+// The legacy fixture is frozen: these are the SHA-256 sums recorded when it
+// landed. A new legacy case gets a new fixture, never an edit.
+func TestLegacyFixtureFrozen(t *testing.T) {
+	for name, want := range map[string]string{
+		legacyFixture:                  "c79295795baff58726b85d9dfb9369f0d25ad6a7cdb149d086ec3892a6eee518",
+		"../fixtures/legacy/README.md": "a534be2cd0e650b51594dfed4a177c897b475392a97868e82e740003b2ef6e0e",
+	} {
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		sum := sha256.Sum256(b)
+		assert.Equal(t, want, hex.EncodeToString(sum[:]), "%s changed: the legacy fixture is frozen", name)
+	}
+}
+
+func TestLegacyFixture(t *testing.T) {
+	_, conn := loadLegacy(t)
+	rows := readLegacyRows(t, conn)
+	require.Len(t, rows, 9)
+	assert.Equal(t, int64(10), rows[len(rows)-1].seq)
+	snap, err := version14.TakeSnapshot(context.Background(), conn)
+	require.NoError(t, err)
+	assert.Equal(t, int64(11), snap.Sequence["pending_outbound_message"], "gap at the top")
+	assert.Error(t, version14.CheckRecipientIndex(context.Background(), conn), "no version-15 index")
+}
+
+// The documented client order: schema migrations (adopting the legacy
+// database as baseline 14 and creating the version-15 index on the legacy
+// table), then the plaintext migration, which must recreate the index.
+func TestLegacyMigrateAfterUp(t *testing.T) {
+	ctx := context.Background()
+	path, conn := loadLegacy(t)
+	before := readLegacyRows(t, conn)
+	others := otherTables(t, conn)
+
+	m, err := migration.Default()
+	require.NoError(t, err)
+	applied, err := m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, []string{"15"}, applied)
+	require.NoError(t, version14.CheckRecipientIndex(ctx, conn), "migration 15 indexed the legacy table")
+
+	n, err := MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	require.NoError(t, err)
+	assert.Equal(t, len(before), n)
+
+	// Running it again is a no-op.
+	again := state(t, conn)
+	n, err = MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, again, state(t, conn))
+
+	checkMigrated(t, path, conn, before, others)
+}
+
+// The other order: the plaintext migration on the version-14 legacy layout,
+// then the schema migrations. The index is left to migration 15.
+func TestLegacyMigrateBeforeUp(t *testing.T) {
+	ctx := context.Background()
+	path, conn := loadLegacy(t)
+	before := readLegacyRows(t, conn)
+	others := otherTables(t, conn)
+
+	n, err := MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	require.NoError(t, err)
+	assert.Equal(t, len(before), n)
+	assert.Error(t, version14.CheckRecipientIndex(ctx, conn), "version 14: the index is migration 15's")
+
+	again := state(t, conn)
+	n, err = MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, again, state(t, conn))
+
+	m, err := migration.Default()
+	require.NoError(t, err)
+	applied, err := m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, []string{"15"}, applied)
+
+	checkMigrated(t, path, conn, before, others)
+}
+
+func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v14.db")
+	require.NoError(t, version14.Load(ctx, path))
+	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	require.NoError(t, err)
+	defer conn.Close()
+	before := state(t, conn)
+	n, err := MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, before, state(t, conn))
+
+	// An empty database has no table: nothing to do either.
+	empty, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "empty.db")))
+	require.NoError(t, err)
+	defer empty.Close()
+	n, err = MigratePlaintext(ctx, empty, fixtureKeyring(t))
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+// A failure midway rolls everything back: the legacy table, its rows,
+// sqlite_sequence and the index are as before, and a later run succeeds.
+func TestLegacyFailureRollsBack(t *testing.T) {
+	ctx := context.Background()
+	m, err := migration.Default()
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name    string
+		upFirst bool
+		setup   func(t *testing.T, conn *sql.DB) (context.Context, *seal.Keyring)
+		cleanup func(t *testing.T, conn *sql.DB)
+		want    error
+	}{
+		{
+			name: "context cancelled after three rows",
+			setup: func(t *testing.T, _ *sql.DB) (context.Context, *seal.Keyring) {
+				cctx, cancel := context.WithCancel(ctx)
+				testHookAfterRow = func(n int) {
+					if n == 3 {
+						cancel()
+					}
+				}
+				t.Cleanup(func() { testHookAfterRow = nil; cancel() })
+				return cctx, fixtureKeyring(t)
+			},
+			want: context.Canceled,
+		},
+		{
+			name:    "context cancelled after three rows, index present",
+			upFirst: true,
+			setup: func(t *testing.T, _ *sql.DB) (context.Context, *seal.Keyring) {
+				cctx, cancel := context.WithCancel(ctx)
+				testHookAfterRow = func(n int) {
+					if n == 3 {
+						cancel()
+					}
+				}
+				t.Cleanup(func() { testHookAfterRow = nil; cancel() })
+				return cctx, fixtureKeyring(t)
+			},
+			want: context.Canceled,
+		},
+		{
+			name: "malformed last row (empty recipient user id)",
+			setup: func(t *testing.T, conn *sql.DB) (context.Context, *seal.Keyring) {
+				_, err := conn.Exec("INSERT INTO pending_outbound_message (sequence, recipient_user_id, recipient_device_id, logical_id, plaintext) VALUES (11, '', 1, X'00112233445566778899AABBCCDDEEFF', X'00')")
+				require.NoError(t, err)
+				return ctx, fixtureKeyring(t)
+			},
+			cleanup: func(t *testing.T, conn *sql.DB) {
+				_, err := conn.Exec("DELETE FROM pending_outbound_message WHERE sequence = 11")
+				require.NoError(t, err)
+			},
+			want: ids.ErrInvalid,
+		},
+		{
+			name: "keyring of another key",
+			setup: func(t *testing.T, _ *sql.DB) (context.Context, *seal.Keyring) {
+				other, err := seal.GenerateKey()
+				require.NoError(t, err)
+				kr, err := seal.NewKeyring(other)
+				require.NoError(t, err)
+				return ctx, kr
+			},
+			want: ErrKeyNotRecorded,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, conn := loadLegacy(t)
+			if tc.upFirst {
+				_, err := m.Up(ctx, conn)
+				require.NoError(t, err)
+			}
+			before := readLegacyRows(t, conn)
+			others := otherTables(t, conn)
+			runCtx, kr := tc.setup(t, conn)
+			snapshot := state(t, conn)
+
+			n, err := MigratePlaintext(runCtx, conn, kr)
+			require.ErrorIs(t, err, tc.want)
+			assert.Zero(t, n)
+			assert.Equal(t, snapshot, state(t, conn), "nothing changed")
+			assert.Equal(t, len(before)+boolInt(tc.cleanup != nil), len(readLegacyRows(t, conn)), "the legacy rows are all there")
+
+			// Fixed, it runs through.
+			testHookAfterRow = nil
+			if tc.cleanup != nil {
+				tc.cleanup(t, conn)
+			}
+			n, err = MigratePlaintext(ctx, conn, fixtureKeyring(t))
+			require.NoError(t, err)
+			assert.Equal(t, len(before), n)
+			if !tc.upFirst {
+				_, err := m.Up(ctx, conn)
+				require.NoError(t, err)
+			}
+			checkMigrated(t, path, conn, before, others)
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestLegacyUnknownLayout(t *testing.T) {
+	ctx := context.Background()
+	conn, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "odd.db")))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Exec("CREATE TABLE pending_outbound_message (sequence INTEGER PRIMARY KEY AUTOINCREMENT, body BLOB, plaintext BLOB)")
+	require.NoError(t, err)
+	_, err = MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	require.ErrorIs(t, err, ErrUnknownLayout)
+	_, err = MigratePlaintext(ctx, conn, nil)
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
+}
+
+var comments = regexp.MustCompile(`(?m)^--.*\n`)
+
+// statement returns the statement of text starting with prefix, up to and
+// including its semicolon, comments removed.
+func statement(t *testing.T, text, prefix string) string {
+	t.Helper()
+	text = comments.ReplaceAllString(text, "")
+	i := strings.Index(text, prefix)
+	require.GreaterOrEqual(t, i, 0, "no %q", prefix)
+	j := strings.Index(text[i:], ";")
+	require.Greater(t, j, 0)
+	return text[i : i+j+1]
+}
+
+func baselineStatement(t *testing.T, prefix string) string {
+	t.Helper()
+	b, err := fs.ReadFile(schema.Migrations, "migrations/14_baseline.sql")
+	require.NoError(t, err)
+	return statement(t, string(b), prefix)
+}
+
+// The DDL steps recreate exactly the version-14 table and the version-15
+// index.
+func TestLegacyDDLMatchesMigrations(t *testing.T) {
+	create, err := ddl.ReadFile(stepCreateSealed)
+	require.NoError(t, err)
+	assert.Equal(t, baselineStatement(t, "CREATE TABLE pending_outbound_message"), statement(t, string(create), "CREATE TABLE"))
+
+	index, err := ddl.ReadFile(stepIndex)
+	require.NoError(t, err)
+	v15, err := fs.ReadFile(schema.Migrations, "migrations/15_pending_outbound_recipient_index.sql")
+	require.NoError(t, err)
+	assert.Equal(t, statement(t, string(v15), "CREATE INDEX"), statement(t, string(index), "CREATE INDEX"))
+}

@@ -1,0 +1,18 @@
+-- Storage key rotation (store/sqlitestore/rotate.go): the row counts it
+-- reports progress against. The batches and updates it runs are in
+-- local_state.sql and pending_outbound.sql. Counts read no sealed column.
+
+-- name: CountLocalIdentityRows :one
+SELECT count(*) FROM local_identity;
+
+-- name: CountIdentityPinRows :one
+SELECT count(*) FROM identity_pin;
+
+-- name: CountSessionRows :one
+SELECT count(*) FROM session;
+
+-- name: CountSessionInitiationRows :one
+SELECT count(*) FROM session_initiation;
+
+-- name: CountPendingInboundRows :one
+SELECT count(*) FROM pending_inbound_message;

@@ -1,0 +1,416 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
+)
+
+// rotateKey returns a deterministic key made of b repeated.
+func rotateKey(t *testing.T, b byte) seal.Key {
+	t.Helper()
+	secret := make([]byte, seal.KeySize)
+	for i := range secret {
+		secret[i] = b
+	}
+	k, err := seal.NewKey(secret)
+	require.NoError(t, err)
+	return k
+}
+
+func rotateOpen(t *testing.T, path string, current seal.Key, older ...seal.Key) *sqlitestore.Store {
+	t.Helper()
+	kr, err := seal.NewKeyring(current, older...)
+	require.NoError(t, err)
+	s, err := sqlitestore.Open(context.Background(), path, kr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// rotateValue is one sealed value of the database: where it lives, how it
+// opens, and the plaintext it must open to.
+type rotateValue struct {
+	rt        seal.RecordType
+	ad        []byte
+	plaintext []byte
+}
+
+// rotateFill writes rows into every table through the store API (pending
+// inbound through its query, the store having no API for it) and returns
+// every sealed value's expected plaintext, keyed by table and row.
+func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
+	t.Helper()
+	ctx := context.Background()
+	want := map[string]rotateValue{}
+
+	me := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	secret := []byte("alice/1 identity and prekeys")
+	require.NoError(t, s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: me, Secret: secret}))
+	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, store.AddressAD(me), secret}
+
+	peers := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}, {UserID: "dave", DeviceID: 0}}
+	for i, p := range peers {
+		u := store.PeerState{Pin: []byte("pin of " + p.String())}
+		if i != 2 {
+			u.Session = []byte("session with " + p.String())
+		}
+		if i != 1 {
+			u.Initiation = []byte("initiation to " + p.String())
+		}
+		require.NoError(t, s.SavePeer(ctx, p, u))
+		want["identity_pin/"+p.String()] = rotateValue{seal.RecordIdentityPin, store.AddressAD(p), u.Pin}
+		if u.Session != nil {
+			want["session/"+p.String()] = rotateValue{seal.RecordSession, store.AddressAD(p), u.Session}
+		}
+		if u.Initiation != nil {
+			want["session_initiation/"+p.String()] = rotateValue{seal.RecordSessionInitiation, store.AddressAD(p), u.Initiation}
+		}
+	}
+
+	var gone ids.LogicalMessageID
+	for i := range 9 {
+		to := peers[i%3]
+		id := ids.NewLogicalMessageID()
+		pt := fmt.Appendf(nil, "message %d for %s", i, to)
+		seq, err := s.InsertPending(ctx, to, id, pt)
+		require.NoError(t, err)
+		if i == 8 {
+			gone = id
+			continue
+		}
+		want[fmt.Sprintf("pending_outbound_message/%d", seq)] = rotateValue{seal.RecordPendingOutbound, store.MessageAD(to, id), pt}
+	}
+	ok, err := s.DeletePending(ctx, peers[8%3], gone)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	// Received messages: the session advances and the ids are processed.
+	bobSession := []byte("session with bob/1, advanced")
+	for range 2 {
+		fresh, err := s.CommitReceived(ctx, peers[0], bobSession, ids.NewLogicalMessageID())
+		require.NoError(t, err)
+		require.True(t, fresh)
+	}
+	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, store.AddressAD(peers[0]), bobSession}
+
+	q := db.New(s.DB())
+	for i := range 3 {
+		from := peers[i%2]
+		id := ids.NewLogicalMessageID()
+		pt := fmt.Appendf(nil, "inbound %d from %s", i, from)
+		sealed, err := s.Keyring().Seal(seal.RecordPendingInbound, store.MessageAD(from, id), pt)
+		require.NoError(t, err)
+		seq, err := q.InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed})
+		require.NoError(t, err)
+		want[fmt.Sprintf("pending_inbound_message/%d", seq)] = rotateValue{seal.RecordPendingInbound, store.MessageAD(from, id), pt}
+	}
+	return want
+}
+
+// rotateSealed reads every sealed value of every table except storage_key,
+// keyed like rotateFill's result, through the rotation batch queries.
+func rotateSealed(t *testing.T, s *sqlitestore.Store) map[string][]byte {
+	t.Helper()
+	ctx := context.Background()
+	q := db.New(s.DB())
+	got := map[string][]byte{}
+	li, err := q.GetLocalIdentity(ctx)
+	require.NoError(t, err)
+	got["local_identity/"+ids.DeviceAddress{UserID: li.UserID, DeviceID: li.DeviceID}.String()] = li.Sealed
+	const all = 1 << 20
+	pins, err := q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterDeviceID: -1, RowLimit: all})
+	require.NoError(t, err)
+	for _, r := range pins {
+		got["identity_pin/"+ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
+	}
+	sessions, err := q.SealedSessionBatch(ctx, db.SealedSessionBatchParams{AfterDeviceID: -1, RowLimit: all})
+	require.NoError(t, err)
+	for _, r := range sessions {
+		got["session/"+ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
+	}
+	inits, err := q.SealedSessionInitiationBatch(ctx, db.SealedSessionInitiationBatchParams{AfterDeviceID: -1, RowLimit: all})
+	require.NoError(t, err)
+	for _, r := range inits {
+		got["session_initiation/"+ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
+	}
+	out, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{RowLimit: all})
+	require.NoError(t, err)
+	for _, r := range out {
+		got[fmt.Sprintf("pending_outbound_message/%d", r.Sequence)] = r.Sealed
+	}
+	in, err := q.SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{RowLimit: all})
+	require.NoError(t, err)
+	for _, r := range in {
+		got[fmt.Sprintf("pending_inbound_message/%d", r.Sequence)] = r.Sealed
+	}
+	return got
+}
+
+// rotateKeyIDs counts the sealed values (verifiers included) per key id.
+func rotateKeyIDs(t *testing.T, s *sqlitestore.Store) map[seal.KeyID]int {
+	t.Helper()
+	n := map[seal.KeyID]int{}
+	for name, v := range rotateSealed(t, s) {
+		h, err := seal.Parse(v)
+		require.NoError(t, err, name)
+		n[h.KeyID]++
+	}
+	keys, err := db.New(s.DB()).ListStorageKeys(context.Background())
+	require.NoError(t, err)
+	for _, k := range keys {
+		h, err := seal.Parse(k.Verifier)
+		require.NoError(t, err)
+		n[h.KeyID]++
+	}
+	return n
+}
+
+// rotateCheck asserts that every sealed value is under key and opens with
+// a keyring of only key to its expected plaintext, that the rows are
+// exactly the expected ones, and that storage_key holds key alone.
+func rotateCheck(t *testing.T, s *sqlitestore.Store, key seal.Key, want map[string]rotateValue) {
+	t.Helper()
+	only, err := seal.NewKeyring(key)
+	require.NoError(t, err)
+	got := rotateSealed(t, s)
+	require.Len(t, got, len(want))
+	for name, w := range want {
+		v, ok := got[name]
+		require.True(t, ok, "row %s is gone", name)
+		h, err := seal.Parse(v)
+		require.NoError(t, err, name)
+		assert.Equal(t, key.ID(), h.KeyID, "%s key id", name)
+		pt, err := only.Open(w.rt, w.ad, v)
+		require.NoError(t, err, name)
+		assert.Equal(t, w.plaintext, pt, name)
+	}
+	keys, err := db.New(s.DB()).ListStorageKeys(context.Background())
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	assert.Equal(t, int64(key.ID()), keys[0].KeyID)
+	assert.Equal(t, "active", keys[0].State)
+	h, err := seal.Parse(keys[0].Verifier)
+	require.NoError(t, err)
+	assert.Equal(t, key.ID(), h.KeyID)
+	assert.Equal(t, []seal.KeyID{key.ID()}, s.Keyring().KeyIDs(), "every other key is forgotten")
+}
+
+// rotatePending returns every pending message's sequence, in cursor order.
+func rotatePending(t *testing.T, s *sqlitestore.Store) []int64 {
+	t.Helper()
+	var seqs []int64
+	req := store.PageRequest{Limit: 3}
+	for {
+		p, err := s.PagePending(context.Background(), req)
+		require.NoError(t, err)
+		for _, m := range p.Messages {
+			seqs = append(seqs, m.Sequence)
+		}
+		if p.Next == nil {
+			return seqs
+		}
+		req.After = *p.Next
+	}
+}
+
+func TestRotateKey(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+	s := rotateOpen(t, path, oldKey)
+	want := rotateFill(t, s)
+	seqs := rotatePending(t, s)
+	hw, err := s.SequenceHighWater(ctx)
+	require.NoError(t, err)
+	require.Greater(t, hw, seqs[len(seqs)-1], "the fill leaves a gap at the top")
+
+	var reports []sqlitestore.RotationProgress
+	require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) { reports = append(reports, p) }))
+
+	rotateCheck(t, s, newKey, want)
+	assert.Equal(t, seqs, rotatePending(t, s), "sequences unchanged")
+	hw2, err := s.SequenceHighWater(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, hw, hw2, "high-water mark unchanged")
+	assert.False(t, s.Keyring().Has(oldKey.ID()))
+	assert.Equal(t, newKey.ID(), s.Keyring().Current())
+
+	// Progress: every table walked, in batches of at most 2, the first pass
+	// re-sealing everything and the second confirming.
+	last := map[int]map[string]sqlitestore.RotationProgress{}
+	prev := sqlitestore.RotationProgress{}
+	for _, p := range reports {
+		if p.Table == prev.Table && p.Pass == prev.Pass {
+			assert.LessOrEqual(t, p.Done-prev.Done, int64(2), "batch size")
+		}
+		if last[p.Pass] == nil {
+			last[p.Pass] = map[string]sqlitestore.RotationProgress{}
+		}
+		last[p.Pass][p.Table] = p
+		prev = p
+	}
+	require.Len(t, last, 2, "one re-sealing pass and one confirming pass")
+	tables := []string{"local_identity", "identity_pin", "session", "session_initiation", "pending_outbound_message", "pending_inbound_message", "storage_key"}
+	for _, table := range tables {
+		p1, p2 := last[1][table], last[2][table]
+		assert.Equal(t, p1.Total, p1.Done, table)
+		assert.Positive(t, p1.Done, table)
+		if table == "storage_key" {
+			assert.Equal(t, int64(1), p1.Resealed, "only the old key's verifier was under the old key")
+		} else {
+			assert.Equal(t, p1.Done, p1.Resealed, "%s: everything was under the old key", table)
+		}
+		assert.Zero(t, p2.Resealed, "%s: the confirming pass re-seals nothing", table)
+	}
+	assert.Equal(t, int64(len(seqs)), last[1]["pending_outbound_message"].Done)
+	assert.Equal(t, int64(2), last[1]["storage_key"].Total, "old and new key during the walk")
+
+	// The store still reads everything through its API.
+	li, err := s.LocalIdentity(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("alice/1 identity and prekeys"), li.Secret)
+
+	// Reopen: the new key alone works, the old key alone is refused.
+	require.NoError(t, s.Close())
+	s2 := rotateOpen(t, path, newKey)
+	rotateCheck(t, s2, newKey, want)
+	assert.Equal(t, seqs, rotatePending(t, s2))
+	require.NoError(t, s2.Close())
+
+	kr, err := seal.NewKeyring(oldKey)
+	require.NoError(t, err)
+	_, err = sqlitestore.Open(ctx, path, kr)
+	require.ErrorIs(t, err, seal.ErrWrongKey)
+
+	// Rotating to the key already in use is a no-op that changes nothing.
+	s3 := rotateOpen(t, path, newKey)
+	before := rotateSealed(t, s3)
+	require.NoError(t, s3.RotateKey(ctx, newKey, 2, nil))
+	assert.Equal(t, before, rotateSealed(t, s3))
+	rotateCheck(t, s3, newKey, want)
+}
+
+func TestRotateKeyInterruptedThenResumed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+	s := rotateOpen(t, path, oldKey)
+	want := rotateFill(t, s)
+	seqs := rotatePending(t, s)
+
+	// Cancel from the progress callback after the first batch.
+	cctx, cancel := context.WithCancel(ctx)
+	calls := 0
+	err := s.RotateKey(cctx, newKey, 2, func(sqlitestore.RotationProgress) {
+		calls++
+		cancel()
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 1, calls)
+
+	// Half done: the first batch is under the new key, the rest under the
+	// old one; both keys are recorded and held.
+	counts := rotateKeyIDs(t, s)
+	assert.Positive(t, counts[newKey.ID()])
+	assert.Positive(t, counts[oldKey.ID()])
+	keys, err := db.New(s.DB()).ListStorageKeys(ctx)
+	require.NoError(t, err)
+	states := map[int64]string{}
+	for _, k := range keys {
+		states[k.KeyID] = k.State
+	}
+	assert.Equal(t, map[int64]string{int64(newKey.ID()): "active", int64(oldKey.ID()): "retiring"}, states)
+	assert.True(t, s.Keyring().Has(oldKey.ID()))
+	assert.Equal(t, newKey.ID(), s.Keyring().Current())
+
+	// The store still works mid-rotation: new writes seal with the new key.
+	_, err = s.LocalIdentity(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, seqs, rotatePending(t, s))
+
+	// Calling RotateKey again finishes the job, skipping what was done.
+	var reports []sqlitestore.RotationProgress
+	require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) { reports = append(reports, p) }))
+	rotateCheck(t, s, newKey, want)
+	assert.Equal(t, seqs, rotatePending(t, s))
+	require.NotEmpty(t, reports)
+	assert.Equal(t, "local_identity", reports[0].Table)
+	assert.Zero(t, reports[0].Resealed, "the first batch was done before the interruption")
+}
+
+func TestRotateKeyResumedAfterRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+	s := rotateOpen(t, path, oldKey)
+	want := rotateFill(t, s)
+	seqs := rotatePending(t, s)
+
+	// Interrupt in the middle of pending_outbound_message.
+	cctx, cancel := context.WithCancel(ctx)
+	err := s.RotateKey(cctx, newKey, 2, func(p sqlitestore.RotationProgress) {
+		if p.Table == "pending_outbound_message" {
+			cancel()
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, s.Close())
+
+	// The new key is the active one now: the old key alone is refused.
+	kr, err := seal.NewKeyring(oldKey)
+	require.NoError(t, err)
+	_, err = sqlitestore.Open(ctx, path, kr)
+	require.ErrorIs(t, err, seal.ErrWrongKey)
+
+	// After a restart, with both keys, the rotation finishes.
+	s2 := rotateOpen(t, path, newKey, oldKey)
+	require.NoError(t, s2.RotateKey(ctx, newKey, 2, nil))
+	rotateCheck(t, s2, newKey, want)
+	assert.Equal(t, seqs, rotatePending(t, s2))
+}
+
+func TestRotateKeyRowUnderUnknownKey(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	oldKey, newKey, strayKey := rotateKey(t, 0x11), rotateKey(t, 0x22), rotateKey(t, 0x33)
+	s := rotateOpen(t, path, oldKey)
+	rotateFill(t, s)
+
+	// A pending inbound row sealed with a key the keyring does not hold.
+	stray, err := seal.NewKeyring(strayKey)
+	require.NoError(t, err)
+	from, id := ids.DeviceAddress{UserID: "erin", DeviceID: 5}, ids.NewLogicalMessageID()
+	v, err := stray.Seal(seal.RecordPendingInbound, store.MessageAD(from, id), []byte("stray"))
+	require.NoError(t, err)
+	_, err = db.New(s.DB()).InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: v})
+	require.NoError(t, err)
+
+	err = s.RotateKey(ctx, newKey, 2, nil)
+	require.ErrorIs(t, err, seal.ErrWrongKey)
+	assert.True(t, s.Keyring().Has(oldKey.ID()), "the old key is kept when the rotation fails")
+	keys, err := db.New(s.DB()).ListStorageKeys(ctx)
+	require.NoError(t, err)
+	assert.Len(t, keys, 2, "the retiring key stays recorded")
+}
+
+func TestRotateKeyInvalidArguments(t *testing.T) {
+	s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), rotateKey(t, 0x11))
+	err := s.RotateKey(context.Background(), rotateKey(t, 0x22), 0, nil)
+	assert.ErrorIs(t, err, store.ErrInvalidArgument)
+	err = s.RotateKey(context.Background(), seal.Key{}, 2, nil)
+	assert.ErrorIs(t, err, store.ErrInvalidArgument)
+	assert.False(t, errors.Is(err, seal.ErrWrongKey))
+	assert.Equal(t, 1, len(s.Keyring().KeyIDs()), "nothing was added")
+}
