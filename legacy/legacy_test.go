@@ -1,4 +1,4 @@
-package legacy
+package legacy_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"github.com/securemsg/storage/legacy"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -225,13 +226,13 @@ func TestLegacyMigrateAfterUp(t *testing.T) {
 	require.Equal(t, []string{"15"}, applied)
 	require.NoError(t, version14.CheckRecipientIndex(ctx, conn), "migration 15 indexed the legacy table")
 
-	n, err := MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	n, err := legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
 	require.NoError(t, err)
 	assert.Equal(t, len(before), n)
 
 	// Running it again is a no-op.
 	again := state(t, conn)
-	n, err = MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	n, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Equal(t, again, state(t, conn))
@@ -247,13 +248,13 @@ func TestLegacyMigrateBeforeUp(t *testing.T) {
 	before := readLegacyRows(t, conn)
 	others := otherTables(t, conn)
 
-	n, err := MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	n, err := legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
 	require.NoError(t, err)
 	assert.Equal(t, len(before), n)
 	assert.Error(t, version14.CheckRecipientIndex(ctx, conn), "version 14: the index is migration 15's")
 
 	again := state(t, conn)
-	n, err = MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	n, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Equal(t, again, state(t, conn))
@@ -275,7 +276,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close()
 	before := state(t, conn)
-	n, err := MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	n, err := legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Equal(t, before, state(t, conn))
@@ -284,7 +285,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	empty, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "empty.db")))
 	require.NoError(t, err)
 	defer empty.Close()
-	n, err = MigratePlaintext(ctx, empty, fixtureKeyring(t))
+	n, err = legacy.MigratePlaintext(ctx, empty, fixtureKeyring(t))
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
@@ -307,12 +308,12 @@ func TestLegacyFailureRollsBack(t *testing.T) {
 			name: "context cancelled after three rows",
 			setup: func(t *testing.T, _ *sql.DB) (context.Context, *seal.Keyring) {
 				cctx, cancel := context.WithCancel(ctx)
-				testHookAfterRow = func(n int) {
+				legacy.SetTestHookAfterRow(func(n int) {
 					if n == 3 {
 						cancel()
 					}
-				}
-				t.Cleanup(func() { testHookAfterRow = nil; cancel() })
+				})
+				t.Cleanup(func() { legacy.SetTestHookAfterRow(nil); cancel() })
 				return cctx, fixtureKeyring(t)
 			},
 			want: context.Canceled,
@@ -322,12 +323,12 @@ func TestLegacyFailureRollsBack(t *testing.T) {
 			upFirst: true,
 			setup: func(t *testing.T, _ *sql.DB) (context.Context, *seal.Keyring) {
 				cctx, cancel := context.WithCancel(ctx)
-				testHookAfterRow = func(n int) {
+				legacy.SetTestHookAfterRow(func(n int) {
 					if n == 3 {
 						cancel()
 					}
-				}
-				t.Cleanup(func() { testHookAfterRow = nil; cancel() })
+				})
+				t.Cleanup(func() { legacy.SetTestHookAfterRow(nil); cancel() })
 				return cctx, fixtureKeyring(t)
 			},
 			want: context.Canceled,
@@ -354,7 +355,7 @@ func TestLegacyFailureRollsBack(t *testing.T) {
 				require.NoError(t, err)
 				return ctx, kr
 			},
-			want: ErrKeyNotRecorded,
+			want: legacy.ErrKeyNotRecorded,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -368,18 +369,18 @@ func TestLegacyFailureRollsBack(t *testing.T) {
 			runCtx, kr := tc.setup(t, conn)
 			snapshot := state(t, conn)
 
-			n, err := MigratePlaintext(runCtx, conn, kr)
+			n, err := legacy.MigratePlaintext(runCtx, conn, kr)
 			require.ErrorIs(t, err, tc.want)
 			assert.Zero(t, n)
 			assert.Equal(t, snapshot, state(t, conn), "nothing changed")
 			assert.Equal(t, len(before)+boolInt(tc.cleanup != nil), len(readLegacyRows(t, conn)), "the legacy rows are all there")
 
 			// Fixed, it runs through.
-			testHookAfterRow = nil
+			legacy.SetTestHookAfterRow(nil)
 			if tc.cleanup != nil {
 				tc.cleanup(t, conn)
 			}
-			n, err = MigratePlaintext(ctx, conn, fixtureKeyring(t))
+			n, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
 			require.NoError(t, err)
 			assert.Equal(t, len(before), n)
 			if !tc.upFirst {
@@ -405,9 +406,9 @@ func TestLegacyUnknownLayout(t *testing.T) {
 	defer conn.Close()
 	_, err = conn.Exec("CREATE TABLE pending_outbound_message (sequence INTEGER PRIMARY KEY AUTOINCREMENT, body BLOB, plaintext BLOB)")
 	require.NoError(t, err)
-	_, err = MigratePlaintext(ctx, conn, fixtureKeyring(t))
-	require.ErrorIs(t, err, ErrUnknownLayout)
-	_, err = MigratePlaintext(ctx, conn, nil)
+	_, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
+	require.ErrorIs(t, err, legacy.ErrUnknownLayout)
+	_, err = legacy.MigratePlaintext(ctx, conn, nil)
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 }
 
@@ -435,13 +436,35 @@ func baselineStatement(t *testing.T, prefix string) string {
 // The DDL steps recreate exactly the version-14 table and the version-15
 // index.
 func TestLegacyDDLMatchesMigrations(t *testing.T) {
-	create, err := ddl.ReadFile(stepCreateSealed)
+	create, err := legacy.DDL.ReadFile(legacy.StepCreateSealed)
 	require.NoError(t, err)
 	assert.Equal(t, baselineStatement(t, "CREATE TABLE pending_outbound_message"), statement(t, string(create), "CREATE TABLE"))
 
-	index, err := ddl.ReadFile(stepIndex)
+	index, err := legacy.DDL.ReadFile(legacy.StepIndex)
 	require.NoError(t, err)
 	v15, err := fs.ReadFile(schema.Migrations, "migrations/15_pending_outbound_recipient_index.sql")
 	require.NoError(t, err)
 	assert.Equal(t, statement(t, string(v15), "CREATE INDEX"), statement(t, string(index), "CREATE INDEX"))
+}
+
+// TestLegacyOpenedByStore proves the store seals a legacy database on
+// open: the client never sees the plaintext layout.
+func TestLegacyOpenedByStore(t *testing.T) {
+	ctx := context.Background()
+	path, conn := loadLegacy(t)
+	before := readLegacyRows(t, conn)
+	require.NoError(t, conn.Close())
+
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+	require.NoError(t, err)
+	defer s.Close()
+	page, err := s.PagePending(ctx, store.PageRequest{Limit: store.MaxPageSize})
+	require.NoError(t, err)
+	require.Len(t, page.Messages, len(before))
+	for i, m := range page.Messages {
+		require.Equal(t, before[i].seq, m.Sequence)
+		require.Equal(t, before[i].to, m.Recipient)
+		require.Equal(t, before[i].id, m.ID)
+		require.Equal(t, before[i].plaintext, m.Plaintext)
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/legacy"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -50,15 +51,24 @@ func DSN(path string) string {
 }
 
 // Open opens (creating if absent) the database at path, migrates it to the
-// head schema, and checks that keys holds the database's storage key. It
+// head schema, checks that keys holds the database's storage key, and
+// seals a pending queue left in the legacy plaintext layout. It
 // returns an error wrapping seal.ErrWrongKey if the database was sealed
 // with a key keys does not hold, or a migration error (migration.ErrChecksum,
 // migration.ErrNewerDatabase, migration.ErrUnknownState).
 func Open(ctx context.Context, path string, keys *seal.Keyring) (*Store, error) {
+	return OpenWithDriver(ctx, "sqlite3", path, keys)
+}
+
+// OpenWithDriver is Open through the database/sql driver registered as
+// driverName instead of "sqlite3". The driver must be go-sqlite3 or wrap
+// it (passing its errors through unchanged); tests use it to inject
+// storage faults (failing statements, commits, a full disk).
+func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Keyring) (*Store, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("store: open: %w: nil keyring", store.ErrInvalidArgument)
 	}
-	conn, err := sql.Open("sqlite3", DSN(path))
+	conn, err := sql.Open(driverName, DSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
@@ -92,7 +102,15 @@ func (s *Store) init(ctx context.Context) error {
 	if _, err := m.Up(ctx, s.conn); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	return s.checkKey(ctx)
+	if err := s.checkKey(ctx); err != nil {
+		return err
+	}
+	// A database from before sealing keeps its pending queue in plaintext:
+	// seal it now (a no-op on a sealed database).
+	if _, err := legacy.MigratePlaintext(ctx, s.conn, s.keys); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
 }
 
 // checkKey proves the keyring holds the database's active storage key by
