@@ -143,6 +143,16 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error)
 // p.sess is unchanged.
 func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self ids.DeviceAddress, p *peer, env session.Envelope) (pt []byte, prekeysUsed bool, rejected *Rejected, err error) {
 	ih := env.Initiation
+	if err := p.unacceptedChange(); err != nil {
+		// Nothing is accepted from p until the change is accepted; an
+		// initiation still records the identity it shows, if newer.
+		if ih != nil {
+			if perr := c.checkPin(ctx, p, ih.Identity); perr != nil {
+				return nil, false, nil, perr
+			}
+		}
+		return nil, false, nil, err
+	}
 	switch {
 	case p.sess == nil:
 		if ih == nil {

@@ -58,6 +58,8 @@ func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdent
 		return nil
 	}
 	if before == nil || !before.Equal(seen) {
+		// Check recorded the new identity in the pin: save it.
+		p.pinDirty = true
 		if serr := c.savePeer(ctx, p); serr != nil {
 			return errors.Join(err, serr)
 		}
@@ -141,11 +143,25 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 	return nil
 }
 
+// unacceptedChange returns an error matching ErrIdentityChanged if an
+// identity change of p is recorded and not accepted yet: until
+// AcceptRemoteIdentityChange nothing is sent to p or accepted from it.
+func (p *peer) unacceptedChange() error {
+	if p.pin == nil || p.pin.Changed == nil {
+		return nil
+	}
+	return &session.IdentityChangedError{Address: p.addr, Pinned: p.pin.Identity, Observed: *p.pin.Changed}
+}
+
 // sendFrame encrypts frame for p (creating the session if needed), commits
 // the advanced session, then hands the envelope to the transport. The
 // ratchet is never rolled back: a failed hand-off leaves the session
-// advanced, and the message pending for a later retry.
+// advanced, and the message pending for a later retry. Nothing is
+// encrypted for p while an identity change of p is not accepted.
 func (c *Client) sendFrame(ctx context.Context, p *peer, frame []byte) error {
+	if err := p.unacceptedChange(); err != nil {
+		return err
+	}
 	if err := c.ensureSession(ctx, p); err != nil {
 		return err
 	}

@@ -1,0 +1,399 @@
+package client_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/transport"
+)
+
+var (
+	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob   = ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	carol = ids.DeviceAddress{UserID: "carol", DeviceID: 7}
+	dave  = ids.DeviceAddress{UserID: "dave", DeviceID: 2}
+)
+
+// storeKind selects the store a test device runs on.
+type storeKind string
+
+const (
+	sqliteKind storeKind = "sqlite"
+	memKind    storeKind = "mem"
+)
+
+var bothStores = []storeKind{sqliteKind, memKind}
+
+// device is one test client with the store and network it runs on.
+type device struct {
+	tb   testing.TB
+	addr ids.DeviceAddress
+	kind storeKind
+	c    *client.Client
+	st   store.Store
+	sql  *sqlitestore.Store // nil for memstore
+	path string
+	kr   *seal.Keyring
+	net  *transport.Network
+	tr   transport.Transport // transport the client uses (net unless wrapped)
+}
+
+func newKeyring(tb testing.TB) *seal.Keyring {
+	tb.Helper()
+	k, err := seal.GenerateKey()
+	require.NoError(tb, err)
+	kr, err := seal.NewKeyring(k)
+	require.NoError(tb, err)
+	return kr
+}
+
+// mustOpen returns an initialized device addr on a fresh SQLite database in
+// tb.TempDir(), on net.
+func mustOpen(tb testing.TB, net *transport.Network, addr ids.DeviceAddress) *device {
+	tb.Helper()
+	return mustOpenKind(tb, sqliteKind, net, addr)
+}
+
+// mustOpenKind is mustOpen on the given store kind.
+func mustOpenKind(tb testing.TB, kind storeKind, net *transport.Network, addr ids.DeviceAddress) *device {
+	tb.Helper()
+	d := mustOpenUninitialized(tb, kind, net, net)
+	d.addr = addr
+	require.NoError(tb, d.c.Initialize(context.Background(), addr))
+	return d
+}
+
+// mustOpenUninitialized returns a device whose client is not initialized;
+// tr is the transport the client uses (net or a wrapper of it).
+func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport) *device {
+	tb.Helper()
+	d := &device{tb: tb, kind: kind, kr: newKeyring(tb), net: net, tr: tr}
+	switch kind {
+	case sqliteKind:
+		d.path = filepath.Join(tb.TempDir(), "client.db")
+		s, err := sqlitestore.Open(context.Background(), d.path, d.kr)
+		require.NoError(tb, err)
+		d.st, d.sql = s, s
+	case memKind:
+		d.st = memstore.New(d.kr)
+	default:
+		tb.Fatalf("unknown store kind %q", kind)
+	}
+	tb.Cleanup(func() { _ = d.st.Close() })
+	c, err := client.Open(context.Background(), d.config())
+	require.NoError(tb, err)
+	d.c = c
+	return d
+}
+
+func (d *device) config() client.Config {
+	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5}
+}
+
+// reopen closes the device's SQLite store and opens the client again over a
+// newly opened store on the same file: a restart.
+func (d *device) reopen() {
+	d.tb.Helper()
+	require.Equal(d.tb, sqliteKind, d.kind, "only a SQLite device can restart")
+	require.NoError(d.tb, d.st.Close())
+	s, err := sqlitestore.Open(context.Background(), d.path, d.kr)
+	require.NoError(d.tb, err)
+	d.tb.Cleanup(func() { _ = s.Close() })
+	d.st, d.sql = s, s
+	c, err := client.Open(context.Background(), d.config())
+	require.NoError(d.tb, err)
+	d.c = c
+	got, err := c.Address()
+	require.NoError(d.tb, err)
+	require.Equal(d.tb, d.addr, got)
+}
+
+func (d *device) send(to ids.DeviceAddress, text string) ids.LogicalMessageID {
+	d.tb.Helper()
+	id, err := d.c.Send(context.Background(), to, []byte(text))
+	require.NoError(d.tb, err)
+	return id
+}
+
+// sendFailed sends with the network failing the hand-off and checks the
+// message stays pending.
+func (d *device) sendFailed(to ids.DeviceAddress, text string) ids.LogicalMessageID {
+	d.tb.Helper()
+	d.net.FailNextSends(1)
+	id, err := d.c.Send(context.Background(), to, []byte(text))
+	require.ErrorIs(d.tb, err, client.ErrMessageNotSent)
+	require.ErrorIs(d.tb, err, transport.ErrInjected)
+	require.NotEqual(d.tb, ids.LogicalMessageID{}, id)
+	return id
+}
+
+func (d *device) poll() []client.ReceiveResult {
+	d.tb.Helper()
+	res, err := d.c.Poll(context.Background())
+	require.NoError(d.tb, err)
+	return res
+}
+
+func (d *device) count(recipient *ids.DeviceAddress) int64 {
+	d.tb.Helper()
+	n, err := d.c.PendingMessageCount(context.Background(), recipient)
+	require.NoError(d.tb, err)
+	return n
+}
+
+func (d *device) abandon(to ids.DeviceAddress, id ids.LogicalMessageID) client.AbandonStatus {
+	d.tb.Helper()
+	st, err := d.c.AbandonPending(context.Background(), to, id)
+	require.NoError(d.tb, err)
+	return st
+}
+
+func (d *device) retry(to ids.DeviceAddress) []ids.LogicalMessageID {
+	d.tb.Helper()
+	sent, err := d.c.RetryPendingMessages(context.Background(), to)
+	require.NoError(d.tb, err)
+	return sent
+}
+
+// all walks every page (limit) from the start, optionally for one
+// recipient, checking cursor invariants, and returns the messages.
+func (d *device) all(limit int, recipient *ids.DeviceAddress) []client.PendingMessage {
+	d.tb.Helper()
+	var (
+		out   []client.PendingMessage
+		after *int64
+	)
+	for {
+		page, err := d.c.PendingMessages(context.Background(), client.PageRequest{After: after, Limit: limit, Recipient: recipient})
+		require.NoError(d.tb, err)
+		require.LessOrEqual(d.tb, len(page.Messages), limit)
+		for _, m := range page.Messages {
+			if after != nil {
+				require.Greater(d.tb, m.Sequence, *after)
+			}
+			if len(out) > 0 {
+				require.Greater(d.tb, m.Sequence, out[len(out)-1].Sequence)
+			}
+			if recipient != nil {
+				require.Equal(d.tb, *recipient, m.Recipient)
+			}
+			out = append(out, m)
+		}
+		if page.NextAfterSequence == nil {
+			return out
+		}
+		require.Len(d.tb, page.Messages, limit, "a page before the last one is full")
+		require.Equal(d.tb, page.Messages[len(page.Messages)-1].Sequence, *page.NextAfterSequence)
+		after = page.NextAfterSequence
+	}
+}
+
+// pendingIDs returns the logical ids of every pending message, in order.
+func (d *device) pendingIDs(recipient *ids.DeviceAddress) []ids.LogicalMessageID {
+	d.tb.Helper()
+	var out []ids.LogicalMessageID
+	for _, m := range d.all(client.MaxPageSize, recipient) {
+		out = append(out, m.ID)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// messages returns the plaintexts of the *Message results, in order, and
+// fails on anything but messages and acknowledgements.
+func messages(tb testing.TB, res []client.ReceiveResult) []string {
+	tb.Helper()
+	var out []string
+	for _, r := range res {
+		switch r := r.(type) {
+		case *client.Message:
+			out = append(out, string(r.Plaintext))
+		case *client.Acknowledgement:
+		default:
+			tb.Fatalf("unexpected result %T %+v", r, r)
+		}
+	}
+	return out
+}
+
+// acks returns the acknowledgements among res.
+func acks(res []client.ReceiveResult) []*client.Acknowledgement {
+	var out []*client.Acknowledgement
+	for _, r := range res {
+		if a, ok := r.(*client.Acknowledgement); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ops returns the operations in the call log, e.g. ["fetch", "send"].
+func ops(calls []transport.Call) []string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Op)
+	}
+	return out
+}
+
+// sendsTo counts the send calls to addr in calls.
+func sendsTo(calls []transport.Call, addr ids.DeviceAddress) int {
+	n := 0
+	for _, c := range calls {
+		if c.Op == transport.OpSend && c.To == addr {
+			n++
+		}
+	}
+	return n
+}
+
+// dumpTables returns every table of db (sqlite_master, tables and
+// sqlite_sequence included) as text rows with raw bytes in hex, ordered by
+// primary key (or by every column for a table without one).
+func dumpTables(tb testing.TB, db *sql.DB) map[string][]string {
+	tb.Helper()
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+	require.NoError(tb, err)
+	var tables []string
+	for rows.Next() {
+		var n string
+		require.NoError(tb, rows.Scan(&n))
+		tables = append(tables, n)
+	}
+	require.NoError(tb, rows.Err())
+	require.NoError(tb, rows.Close())
+	out := map[string][]string{}
+	for _, table := range tables {
+		out[table] = dumpTable(tb, db, table)
+	}
+	return out
+}
+
+func dumpTable(tb testing.TB, db *sql.DB, table string) []string {
+	tb.Helper()
+	ctx := context.Background()
+	info, err := db.QueryContext(ctx, fmt.Sprintf("SELECT name, pk FROM pragma_table_info(%q) ORDER BY pk, cid", table))
+	require.NoError(tb, err)
+	var all, pk []string
+	for info.Next() {
+		var name string
+		var p int
+		require.NoError(tb, info.Scan(&name, &p))
+		all = append(all, fmt.Sprintf("%q", name))
+		if p > 0 {
+			pk = append(pk, fmt.Sprintf("%q", name))
+		}
+	}
+	require.NoError(tb, info.Err())
+	require.NoError(tb, info.Close())
+	order := pk
+	if len(order) == 0 {
+		order = all
+	}
+	q := fmt.Sprintf("SELECT * FROM %q ORDER BY %s", table, strings.Join(order, ", "))
+	rows, err := db.QueryContext(ctx, q)
+	require.NoError(tb, err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	require.NoError(tb, err)
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		require.NoError(tb, rows.Scan(ptrs...))
+		var sb strings.Builder
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				fmt.Fprintf(&sb, "%s=x'%x' ", cols[i], b)
+			} else {
+				fmt.Fprintf(&sb, "%s=%v ", cols[i], v)
+			}
+		}
+		out = append(out, sb.String())
+	}
+	require.NoError(tb, rows.Err())
+	return out
+}
+
+// holdingTransport wraps a transport; once armed, the next Send signals on
+// entered and blocks until release is closed.
+type holdingTransport struct {
+	transport.Transport
+	mu      sync.Mutex
+	armed   bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *holdingTransport) arm() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.armed = true
+	h.entered = make(chan struct{})
+	h.release = make(chan struct{})
+}
+
+func (h *holdingTransport) Send(ctx context.Context, to ids.DeviceAddress, env []byte) error {
+	h.mu.Lock()
+	armed, entered, release := h.armed, h.entered, h.release
+	h.armed = false
+	h.mu.Unlock()
+	if armed {
+		close(entered)
+		<-release
+	}
+	return h.Transport.Send(ctx, to, env)
+}
+
+// failingStore wraps a store and fails DeletePending when fail is set.
+type failingStore struct {
+	store.Store
+	fail error
+}
+
+func (f *failingStore) DeletePending(ctx context.Context, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+	if f.fail != nil {
+		return false, f.fail
+	}
+	return f.Store.DeletePending(ctx, r, id)
+}
+
+var errStoreBroken = errors.New("store broken")
+
+func idsOf(ms []client.PendingMessage) []ids.LogicalMessageID {
+	out := make([]ids.LogicalMessageID, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func seqsOf(ms []client.PendingMessage) []int64 {
+	out := make([]int64, len(ms))
+	for i, m := range ms {
+		out[i] = m.Sequence
+	}
+	return out
+}
+
+var _ = slices.Contains[[]int, int]

@@ -1,0 +1,101 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/transport"
+)
+
+// converse makes a and b exchange one message each way (sessions, pins)
+// and checks every pending message is acknowledged.
+func converse(t *testing.T, a, b *device) {
+	t.Helper()
+	a.send(b.addr, "ping from "+a.addr.UserID)
+	require.Equal(t, []string{"ping from " + a.addr.UserID}, messages(t, b.poll()))
+	a.poll()
+	b.send(a.addr, "pong from "+b.addr.UserID)
+	require.Equal(t, []string{"pong from " + b.addr.UserID}, messages(t, a.poll()))
+	b.poll()
+	require.Zero(t, a.count(&b.addr))
+	require.Zero(t, b.count(&a.addr))
+}
+
+// TestAbandonAcrossAcceptedIdentityChange: alice has pending messages for
+// bob, bob's device is re-created with a new identity, alice sees the
+// change, abandons one message, accepts the change, and the retry sends
+// only the kept ones over a new session that then works both ways.
+func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			b := mustOpenKind(t, kind, net, bob)
+			converse(t, a, b)
+
+			// alice sends on the old session; bob is gone before reading.
+			m1 := a.send(bob, "m1")
+			m2 := a.send(bob, "m2")
+			m3 := a.send(bob, "m3")
+			net.Receive(ctx, bob) // the old device's mailbox is lost with it
+			b2 := mustOpenKind(t, kind, net, bob) // new identity, new bundle
+			hello := b2.send(alice, "bob's new device")
+			// the old device's last words arrive after the new identity.
+			b.send(alice, "old device, old session")
+
+			// alice sees the new identity and refuses it.
+			res, err := a.c.Poll(ctx)
+			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.Empty(t, res, "nothing is accepted from bob, not even on the old session")
+			var ice *session.IdentityChangedError
+			require.ErrorAs(t, err, &ice)
+			require.Equal(t, bob, ice.Address)
+			require.Equal(t, []ids.LogicalMessageID{m1, m2, m3}, a.pendingIDs(&bob))
+
+			// Until the change is accepted nothing is sent to bob.
+			net.ResetCalls()
+			_, err = a.c.Send(ctx, bob, []byte("blocked"))
+			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, client.ErrMessageNotSent)
+			sent, err := a.c.RetryPendingMessages(ctx, bob)
+			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.Empty(t, sent)
+			require.Zero(t, sendsTo(net.Calls(), bob), "no envelope to an unaccepted identity")
+			blocked := a.pendingIDs(&bob)[3]
+			require.Equal(t, client.Abandoned, a.abandon(bob, blocked))
+
+			// abandon m2, locally, while the change is not accepted.
+			net.ResetCalls()
+			require.Equal(t, client.Abandoned, a.abandon(bob, m2))
+			require.Empty(t, net.Calls())
+
+			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+			net.ResetCalls()
+			require.Equal(t, []ids.LogicalMessageID{m1, m3}, a.retry(bob))
+			require.Equal(t, []string{transport.OpFetch, transport.OpSend, transport.OpSend}, ops(net.Calls()))
+
+			// bob's new device: alice's initiation wins the collision with
+			// bob's own (alice < bob), bob gets m1 and m3 only.
+			require.Equal(t, []string{"m1", "m3"}, messages(t, b2.poll()))
+			res = a.poll()
+			require.Len(t, acks(res), 2)
+			for _, ack := range acks(res) {
+				require.True(t, ack.Cleared)
+			}
+			require.Zero(t, a.count(nil))
+			// bob's hello was lost with the losing initiation: retry it.
+			require.Equal(t, []ids.LogicalMessageID{hello}, b2.retry(alice))
+			require.Equal(t, []string{"bob's new device"}, messages(t, a.poll()))
+			b2.poll()
+			require.Zero(t, b2.count(nil))
+			converse(t, a, b2)
+			converse(t, b2, a)
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/transport"
+)
+
+// TestNotInitialized: before Initialize every call returns an error
+// matching ErrNotInitialized and makes no network call.
+func TestNotInitialized(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			net := transport.NewNetwork()
+			d := mustOpenUninitialized(t, kind, net, net)
+			c := d.c
+			id := ids.NewLogicalMessageID()
+			calls := []struct {
+				name string
+				call func() error
+			}{
+				{"PendingMessages", func() error {
+					_, err := c.PendingMessages(ctx, client.PageRequest{Limit: 10})
+					return err
+				}},
+				{"PendingMessages filtered", func() error {
+					_, err := c.PendingMessages(ctx, client.PageRequest{Limit: 10, Recipient: &bob, After: ptr[int64](3)})
+					return err
+				}},
+				{"PendingMessageCount", func() error { _, err := c.PendingMessageCount(ctx, nil); return err }},
+				{"PendingMessageCount filtered", func() error { _, err := c.PendingMessageCount(ctx, &bob); return err }},
+				{"AbandonPending", func() error { _, err := c.AbandonPending(ctx, bob, id); return err }},
+				{"AbandonPendingMessage", func() error {
+					_, err := c.AbandonPendingMessage(ctx, client.PendingMessage{Recipient: bob, ID: id, Sequence: 1})
+					return err
+				}},
+				{"RetryPendingMessages", func() error { _, err := c.RetryPendingMessages(ctx, bob); return err }},
+				{"Send", func() error { _, err := c.Send(ctx, bob, []byte("x")); return err }},
+				{"Receive", func() error { _, err := c.Receive(ctx, []byte{1, 2, 3}); return err }},
+				{"Poll", func() error { _, err := c.Poll(ctx); return err }},
+				{"AcceptRemoteIdentityChange", func() error { return c.AcceptRemoteIdentityChange(ctx, bob) }},
+				{"Address", func() error { _, err := c.Address(); return err }},
+			}
+			for _, tc := range calls {
+				t.Run(tc.name, func(t *testing.T) {
+					require.ErrorIs(t, tc.call(), client.ErrNotInitialized)
+				})
+			}
+			require.Empty(t, net.Calls(), "an uninitialized client makes no network call")
+
+			// After Initialize the same calls work.
+			require.NoError(t, c.Initialize(ctx, alice))
+			n, err := c.PendingMessageCount(ctx, nil)
+			require.NoError(t, err)
+			require.Zero(t, n)
+			st, err := c.AbandonPending(ctx, bob, id)
+			require.NoError(t, err)
+			require.Equal(t, client.NotPending, st)
+		})
+	}
+}
+
+// TestNewAndInitializeArguments covers the constructor's and Initialize's
+// argument checks.
+func TestNewAndInitializeArguments(t *testing.T) {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	_, err := client.New(client.Config{Transport: net, Directory: net})
+	require.ErrorIs(t, err, client.ErrInvalidArgument)
+	d := mustOpen(t, net, alice)
+	require.ErrorIs(t, d.c.Initialize(ctx, ids.DeviceAddress{}), client.ErrInvalidArgument)
+	require.ErrorIs(t, d.c.Initialize(ctx, bob), client.ErrAlreadyInitialized)
+	require.NoError(t, d.c.Initialize(ctx, alice), "re-initializing as the same device only republishes")
+}
