@@ -43,7 +43,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			m1 := a.send(bob, "m1")
 			m2 := a.send(bob, "m2")
 			m3 := a.send(bob, "m3")
-			net.Receive(ctx, bob) // the old device's mailbox is lost with it
+			net.Receive(ctx, bob)                 // the old device's mailbox is lost with it
 			b2 := mustOpenKind(t, kind, net, bob) // new identity, new bundle
 			hello := b2.send(alice, "bob's new device")
 			// the old device's last words arrive after the new identity.
