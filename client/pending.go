@@ -77,9 +77,6 @@ func (c *Client) PendingMessages(ctx context.Context, req PageRequest) (PendingM
 	if req.After != nil {
 		sreq.After = *req.After
 	}
-	if req.After != nil && *req.After < 0 {
-		return PendingMessagePage{}, fmt.Errorf("client: pending messages: %w: negative cursor %d", ErrInvalidArgument, *req.After)
-	}
 	page, err := c.cfg.Store.PagePending(ctx, sreq)
 	if err != nil {
 		return PendingMessagePage{}, fmt.Errorf("client: pending messages: %w", err)
