@@ -1,0 +1,267 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/transport"
+)
+
+// TestAbandonIsLocalOnly: alice holds every kind of state (sessions, an
+// unanswered initiation, pins, processed and pending inbound, pending
+// outbound to three recipients). Abandoning one message makes no network
+// call, sends no frame, and leaves every table byte-identical except the
+// one pending_outbound_message row.
+func TestAbandonIsLocalOnly(t *testing.T) {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	a := mustOpen(t, net, alice)
+	b := mustOpen(t, net, bob)
+	c := mustOpen(t, net, carol)
+	mustOpen(t, net, dave) // never answers: alice keeps an initiation
+	converse(t, a, b)
+	converse(t, c, a)
+	seedPendingInbound(t, a, bob, "pending inbound from bob")
+	m1 := a.send(bob, "b1")
+	target := a.send(bob, "b2 (abandoned)")
+	m3 := a.send(bob, "b3")
+	mc := a.send(carol, "c1")
+	md := a.send(dave, "d1")
+	require.Equal(t, []string{"b1", "b2 (abandoned)", "b3"}, messages(t, b.poll())) // ACKs wait in alice's mailbox
+
+	before := dumpTables(t, a.sql.DB())
+	for _, table := range []string{"identity_pin", "session", "session_initiation", "pending_inbound_message",
+		"processed_inbound_message", "pending_outbound_message", "local_identity", "storage_key", "sqlite_sequence"} {
+		require.NotEmpty(t, before[table], "fixture: %s has rows", table)
+	}
+	mailboxes := map[ids.DeviceAddress]int{}
+	for _, addr := range []ids.DeviceAddress{alice, bob, carol, dave} {
+		mailboxes[addr] = net.Pending(addr)
+	}
+	var targetSeq int64
+	for _, m := range a.all(100, nil) {
+		if m.ID == target {
+			targetSeq = m.Sequence
+		}
+	}
+
+	net.ResetCalls()
+	st, err := a.c.AbandonPendingMessage(ctx, client.PendingMessage{Recipient: bob, ID: target, Sequence: targetSeq})
+	require.NoError(t, err)
+	require.Equal(t, client.Abandoned, st)
+	require.Empty(t, net.Calls(), "abandon makes no transport or directory call")
+	for addr, n := range mailboxes {
+		require.Equal(t, n, net.Pending(addr), "no frame to %s", addr)
+	}
+
+	after := dumpTables(t, a.sql.DB())
+	require.ElementsMatch(t, mapKeys(before), mapKeys(after))
+	for table, rows := range before {
+		if table == "pending_outbound_message" {
+			continue
+		}
+		require.Equal(t, rows, after[table], "table %s changed", table)
+	}
+	var removed []string
+	for _, row := range before["pending_outbound_message"] {
+		if !slices.Contains(after["pending_outbound_message"], row) {
+			removed = append(removed, row)
+		}
+	}
+	require.Len(t, removed, 1)
+	require.True(t, strings.HasPrefix(removed[0], fmt.Sprintf("sequence=%d ", targetSeq)), removed[0])
+	require.Contains(t, removed[0], fmt.Sprintf("logical_id=x'%x'", target[:]))
+	require.Len(t, after["pending_outbound_message"], len(before["pending_outbound_message"])-1)
+
+	// The envelope already handed off is still delivered and acknowledged:
+	// its ACK clears nothing; the others clear theirs.
+	res := a.poll()
+	require.Equal(t, []client.ReceiveResult{
+		&client.Acknowledgement{From: bob, ID: m1, Cleared: true},
+		&client.Acknowledgement{From: bob, ID: target, Cleared: false},
+		&client.Acknowledgement{From: bob, ID: m3, Cleared: true},
+	}, res)
+	require.Equal(t, []ids.LogicalMessageID{mc, md}, a.pendingIDs(nil))
+	converse(t, a, b)
+}
+
+func mapKeys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// seedPendingInbound puts a sealed pending inbound row into d's database,
+// the state milestone 21 keeps, so that the abandon test can prove it is
+// not touched.
+func seedPendingInbound(t *testing.T, d *device, from ids.DeviceAddress, text string) {
+	t.Helper()
+	id := ids.NewLogicalMessageID()
+	sealed, err := d.kr.Seal(seal.RecordPendingInbound, store.MessageAD(from, id), []byte(text))
+	require.NoError(t, err)
+	_, err = db.New(d.sql.DB()).InsertPendingInbound(context.Background(), db.InsertPendingInboundParams{
+		SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed,
+	})
+	require.NoError(t, err)
+}
+
+// TestAbandonStatuses: abandon twice is Abandoned then NotPending; the id
+// to another recipient, an unknown id, and an acknowledged message are
+// NotPending and change nothing.
+func TestAbandonStatuses(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			b := mustOpenKind(t, kind, net, bob)
+			mustOpenKind(t, kind, net, carol)
+			acked := a.send(bob, "acked")
+			b.poll()
+			a.poll()
+			id := a.send(bob, "to bob")
+			other := a.send(carol, "to carol")
+			snapshot := a.all(100, nil)
+
+			net.ResetCalls()
+			require.Equal(t, client.NotPending, a.abandon(carol, id), "same id, other recipient")
+			require.Equal(t, client.NotPending, a.abandon(bob, other), "same id, other recipient")
+			require.Equal(t, client.NotPending, a.abandon(bob, ids.NewLogicalMessageID()), "never sent")
+			require.Equal(t, client.NotPending, a.abandon(bob, acked), "acknowledged")
+			require.Equal(t, client.NotPending, a.abandon(ids.DeviceAddress{UserID: "bob", DeviceID: 2}, id), "other device of the same user")
+			require.Equal(t, snapshot, a.all(100, nil))
+
+			require.Equal(t, client.Abandoned, a.abandon(bob, id))
+			require.Equal(t, client.NotPending, a.abandon(bob, id))
+			require.Equal(t, []ids.LogicalMessageID{other}, a.pendingIDs(nil))
+			require.Zero(t, a.count(&bob))
+			require.EqualValues(t, 1, a.count(&carol))
+			require.Empty(t, net.Calls())
+			require.Equal(t, "ABANDONED", client.Abandoned.String())
+			require.Equal(t, "NOT_PENDING", client.NotPending.String())
+		})
+	}
+}
+
+// TestAbandonFailedRemoval: when the removal fails (cancelled context,
+// closed store, a store error) abandon returns the error and the message
+// stays pending.
+func TestAbandonFailedRemoval(t *testing.T) {
+	t.Run("cancelled context", func(t *testing.T) {
+		net := transport.NewNetwork()
+		a := mustOpen(t, net, alice)
+		mustOpen(t, net, bob)
+		id := a.send(bob, "stays")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := a.c.AbandonPending(ctx, bob, id)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+	})
+	t.Run("closed store", func(t *testing.T) {
+		net := transport.NewNetwork()
+		a := mustOpen(t, net, alice)
+		mustOpen(t, net, bob)
+		id := a.send(bob, "stays")
+		require.NoError(t, a.st.Close())
+		_, err := a.c.AbandonPending(context.Background(), bob, id)
+		require.ErrorIs(t, err, store.ErrClosed)
+		a.reopen()
+		require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+		require.Equal(t, client.Abandoned, a.abandon(bob, id))
+	})
+	for _, kind := range bothStores {
+		t.Run("store error/"+string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			mustOpenKind(t, kind, net, bob)
+			id := a.send(bob, "stays")
+			fs := &failingStore{Store: a.st, fail: errStoreBroken}
+			cfg := a.config()
+			cfg.Store = fs
+			c, err := client.Open(ctx, cfg)
+			require.NoError(t, err)
+			st, err := c.AbandonPending(ctx, bob, id)
+			require.ErrorIs(t, err, errStoreBroken)
+			require.NotEqual(t, client.Abandoned, st)
+			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+			fs.fail = nil
+			st, err = c.AbandonPending(ctx, bob, id)
+			require.NoError(t, err)
+			require.Equal(t, client.Abandoned, st)
+		})
+	}
+}
+
+// TestAbandonAfterFailedHandOff: a message whose only hand-off failed (no
+// envelope ever left) is abandoned; the retry sends nothing.
+func TestAbandonAfterFailedHandOff(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			b := mustOpenKind(t, kind, net, bob)
+			kept := a.sendFailed(bob, "kept")
+			gone := a.sendFailed(bob, "gone")
+			require.Equal(t, client.Abandoned, a.abandon(bob, gone))
+			net.ResetCalls()
+			require.Equal(t, []ids.LogicalMessageID{kept}, a.retry(bob))
+			require.Equal(t, 1, sendsTo(net.Calls(), bob))
+			require.Equal(t, []string{"kept"}, messages(t, b.poll()))
+			a.poll()
+			require.Zero(t, a.count(nil))
+			converse(t, a, b)
+		})
+	}
+}
+
+// TestAbandonAfterFailedEncryption: a retry whose encryption failed leaves
+// the message pending; it can be abandoned and is never sent.
+func TestAbandonAfterFailedEncryption(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			b := mustOpenKind(t, kind, net, bob)
+			gone := a.sendFailed(bob, "gone")
+			kept := a.sendFailed(bob, "kept")
+
+			a.c.FailNextEncryptions(1)
+			net.ResetCalls()
+			sent, err := a.c.RetryPendingMessages(ctx, bob)
+			require.ErrorIs(t, err, client.ErrMessageNotSent)
+			require.Empty(t, sent)
+			require.Zero(t, sendsTo(net.Calls(), bob), "nothing handed off")
+			require.Equal(t, []ids.LogicalMessageID{gone, kept}, a.pendingIDs(nil))
+
+			require.Equal(t, client.Abandoned, a.abandon(bob, gone))
+			net.ResetCalls()
+			require.Equal(t, []ids.LogicalMessageID{kept}, a.retry(bob))
+			require.Equal(t, 1, sendsTo(net.Calls(), bob))
+			require.Equal(t, []string{"kept"}, messages(t, b.poll()))
+			a.poll()
+			require.Zero(t, a.count(nil))
+
+			// A failed encryption in Send itself: ErrMessageNotSent, pending.
+			a.c.FailNextEncryptions(1)
+			id, err := a.c.Send(ctx, bob, []byte("enc fails"))
+			require.ErrorIs(t, err, client.ErrMessageNotSent)
+			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+			require.Equal(t, client.Abandoned, a.abandon(bob, id))
+			converse(t, a, b)
+		})
+	}
+}
