@@ -397,3 +397,21 @@ func seqsOf(ms []client.PendingMessage) []int64 {
 }
 
 var _ = slices.Contains[[]int, int]
+
+// initiating reports whether d's store holds an unanswered initiation
+// (session_initiation row) for peer, and whether it holds a session.
+func (d *device) stored(peer ids.DeviceAddress) (initiation, session bool) {
+	d.tb.Helper()
+	st, err := d.st.Peer(context.Background(), peer)
+	require.NoError(d.tb, err)
+	return st.Initiation != nil, st.Session != nil
+}
+
+// requireInitiation checks whether d stores an unanswered initiation to
+// peer (and a session either way).
+func (d *device) requireInitiation(peer ids.DeviceAddress, want bool) {
+	d.tb.Helper()
+	init, sess := d.stored(peer)
+	require.True(d.tb, sess, "%s has a session with %s", d.addr, peer)
+	require.Equal(d.tb, want, init, "%s stores an initiation to %s", d.addr, peer)
+}

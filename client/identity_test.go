@@ -76,6 +76,9 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			require.Empty(t, net.Calls())
 
 			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+			if init, sess := a.stored(bob); init || sess {
+				t.Fatalf("accepting the change keeps the old session (%v) or initiation (%v)", sess, init)
+			}
 			net.ResetCalls()
 			require.Equal(t, []ids.LogicalMessageID{m1, m3}, a.retry(bob))
 			require.Equal(t, []string{transport.OpFetch, transport.OpSend, transport.OpSend}, ops(net.Calls()))
@@ -94,8 +97,60 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			require.Equal(t, []string{"bob's new device"}, messages(t, a.poll()))
 			b2.poll()
 			require.Zero(t, b2.count(nil))
+			a.requireInitiation(bob, false)
+			b2.requireInitiation(alice, false)
 			converse(t, a, b2)
 			converse(t, b2, a)
+		})
+	}
+}
+
+// TestIdentityChangeWhenTheNewDeviceWinsTheCollision: the same as above
+// with a sender whose address is greater than bob's, so bob's new
+// device's initiation wins the collision with the sender's new one: the
+// sender's kept messages are rejected once, then re-sent by the retry
+// after convergence; the abandoned one never is.
+func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
+	zed := ids.DeviceAddress{UserID: "zed", DeviceID: 1}
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			z := mustOpenKind(t, kind, net, zed)
+			b := mustOpenKind(t, kind, net, bob)
+			converse(t, b, z)
+			m1 := z.send(bob, "m1")
+			m2 := z.send(bob, "m2")
+			m3 := z.send(bob, "m3")
+			net.Receive(ctx, bob)
+			b2 := mustOpenKind(t, kind, net, bob)
+			hello := b2.send(zed, "hello from the new device")
+			_, err := z.c.Poll(ctx)
+			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.Equal(t, client.Abandoned, z.abandon(bob, m2))
+			require.NoError(t, z.c.AcceptRemoteIdentityChange(ctx, bob))
+			require.Equal(t, []ids.LogicalMessageID{m1, m3}, z.retry(bob))
+
+			// bob's initiation wins: zed's envelopes are rejected.
+			for _, r := range b2.poll() {
+				require.IsType(t, &client.Rejected{}, r)
+			}
+			require.Equal(t, []ids.LogicalMessageID{hello}, b2.retry(zed))
+			require.Equal(t, []string{"hello from the new device"}, messages(t, z.poll()))
+			require.True(t, acks(b2.poll())[0].Cleared)
+			z.requireInitiation(bob, false)
+
+			net.ResetCalls()
+			require.Equal(t, []ids.LogicalMessageID{m1, m3}, z.retry(bob))
+			require.Equal(t, []string{transport.OpSend, transport.OpSend}, ops(net.Calls()))
+			require.Equal(t, []string{"m1", "m3"}, messages(t, b2.poll()))
+			for _, ack := range acks(z.poll()) {
+				require.True(t, ack.Cleared)
+			}
+			require.Zero(t, z.count(nil))
+			require.Zero(t, b2.count(nil))
+			converse(t, z, b2)
+			converse(t, b2, z)
 		})
 	}
 }

@@ -1,0 +1,411 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/transport"
+)
+
+// rounds is how many times each race is run per store.
+func rounds(kind storeKind) int {
+	if testing.Short() {
+		return 5
+	}
+	if kind == sqliteKind {
+		return 40
+	}
+	return 100
+}
+
+// TestRaceAckVsAbandon: an ACK and an abandon of the same message race;
+// in every round exactly one removal wins: ACK first gives Cleared true
+// and NotPending, abandon first gives Abandoned and Cleared false.
+func TestRaceAckVsAbandon(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			b := mustOpenKind(t, kind, net, bob)
+			mustOpenKind(t, kind, net, carol)
+			bystander := a.send(carol, "never acknowledged")
+			wins := map[string]int{}
+			for round := range rounds(kind) {
+				id := a.send(bob, fmt.Sprintf("round %d", round))
+				require.Len(t, messages(t, b.poll()), 1) // the ACK waits in alice's mailbox
+				var (
+					wg    sync.WaitGroup
+					start = make(chan struct{})
+					res   []client.ReceiveResult
+					st    client.AbandonStatus
+					pErr  error
+					aErr  error
+				)
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					<-start
+					res, pErr = a.c.Poll(ctx)
+				}()
+				go func() {
+					defer wg.Done()
+					<-start
+					st, aErr = a.c.AbandonPending(ctx, bob, id)
+				}()
+				close(start)
+				wg.Wait()
+				require.NoError(t, pErr)
+				require.NoError(t, aErr)
+				require.Len(t, res, 1)
+				ack := res[0].(*client.Acknowledgement)
+				require.Equal(t, id, ack.ID)
+				switch {
+				case ack.Cleared && st == client.NotPending:
+					wins["ack"]++
+				case !ack.Cleared && st == client.Abandoned:
+					wins["abandon"]++
+				default:
+					t.Fatalf("round %d: cleared=%v and %s: not exactly one removal", round, ack.Cleared, st)
+				}
+				require.Zero(t, a.count(&bob))
+				require.Equal(t, []ids.LogicalMessageID{bystander}, a.pendingIDs(nil))
+			}
+			t.Logf("winners: %v", wins)
+		})
+	}
+}
+
+// TestRaceAbandonVsAbandon: N goroutines abandon the same message; exactly
+// one gets Abandoned, every other NotPending.
+func TestRaceAbandonVsAbandon(t *testing.T) {
+	const n = 8
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			mustOpenKind(t, kind, net, bob)
+			other := a.send(bob, "stays")
+			for round := range rounds(kind) {
+				id := a.send(bob, fmt.Sprintf("round %d", round))
+				var (
+					wg       sync.WaitGroup
+					start    = make(chan struct{})
+					statuses = make([]client.AbandonStatus, n)
+					errs     = make([]error, n)
+				)
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						statuses[i], errs[i] = a.c.AbandonPending(ctx, bob, id)
+					}()
+				}
+				close(start)
+				wg.Wait()
+				abandoned := 0
+				for i := range n {
+					require.NoError(t, errs[i])
+					if statuses[i] == client.Abandoned {
+						abandoned++
+					} else {
+						require.Equal(t, client.NotPending, statuses[i])
+					}
+				}
+				require.Equal(t, 1, abandoned, "round %d", round)
+				require.Equal(t, []ids.LogicalMessageID{other}, a.pendingIDs(nil))
+			}
+		})
+	}
+}
+
+// TestAbandonWaitsForRunningRetry: an abandon started while a retry is in
+// the middle of a hand-off waits until the retry has handed off its
+// envelopes (send mutex); afterwards the abandoned messages are never
+// encrypted or handed off again, though the envelopes already sent are
+// still delivered and acknowledged (Cleared false).
+func TestAbandonWaitsForRunningRetry(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			h := &holdingTransport{Transport: net}
+			a := mustOpenUninitialized(t, kind, net, h)
+			a.addr = alice
+			require.NoError(t, a.c.Initialize(ctx, alice))
+			b := mustOpenKind(t, kind, net, bob)
+			m1 := a.sendFailed(bob, "m1")
+			m2 := a.sendFailed(bob, "m2")
+
+			h.arm()
+			net.ResetCalls()
+			type retryResult struct {
+				sent []ids.LogicalMessageID
+				err  error
+			}
+			retryDone := make(chan retryResult, 1)
+			go func() {
+				sent, err := a.c.RetryPendingMessages(ctx, bob)
+				retryDone <- retryResult{sent, err}
+			}()
+			<-h.entered // the retry is inside m1's hand-off
+
+			abandonDone := make(chan client.AbandonStatus, 2)
+			for _, id := range []ids.LogicalMessageID{m1, m2} {
+				go func() {
+					st, err := a.c.AbandonPending(ctx, bob, id)
+					if err != nil {
+						st = 0
+					}
+					abandonDone <- st
+				}()
+			}
+			select {
+			case st := <-abandonDone:
+				t.Fatalf("abandon returned %s while the retry's hand-off was blocked", st)
+			case <-time.After(100 * time.Millisecond):
+			}
+			require.EqualValues(t, 2, a.count(&bob), "nothing removed while the retry runs")
+			close(h.release)
+			r := <-retryDone
+			require.NoError(t, r.err)
+			require.Equal(t, []ids.LogicalMessageID{m1, m2}, r.sent, "the retry won: it handed off both")
+			require.Equal(t, client.Abandoned, <-abandonDone)
+			require.Equal(t, client.Abandoned, <-abandonDone)
+			require.Zero(t, a.count(nil))
+			require.Equal(t, 2, sendsTo(net.Calls(), bob))
+
+			// Never sent again.
+			net.ResetCalls()
+			require.Empty(t, a.retry(bob))
+			require.Empty(t, net.Calls())
+
+			// Not a recall: bob still gets both; their ACKs clear nothing.
+			require.Equal(t, []string{"m1", "m2"}, messages(t, b.poll()))
+			for _, ack := range acks(a.poll()) {
+				require.False(t, ack.Cleared)
+			}
+			require.Zero(t, a.count(nil))
+		})
+	}
+}
+
+// TestRaceRetryVsAbandon: retry and abandon race over many rounds. If the
+// abandon wins, the retry never sees the message (not handed off); if the
+// retry wins, it hands it off once and the abandon then removes it.
+func TestRaceRetryVsAbandon(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			b := mustOpenKind(t, kind, net, bob)
+			converse(t, a, b)
+			wins := map[string]int{}
+			for round := range rounds(kind) {
+				id := a.sendFailed(bob, fmt.Sprintf("round %d", round))
+				net.ResetCalls()
+				var (
+					wg         sync.WaitGroup
+					start      = make(chan struct{})
+					sent       []ids.LogicalMessageID
+					st         client.AbandonStatus
+					rErr, aErr error
+				)
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					<-start
+					sent, rErr = a.c.RetryPendingMessages(ctx, bob)
+				}()
+				go func() {
+					defer wg.Done()
+					<-start
+					runtime.Gosched()
+					st, aErr = a.c.AbandonPending(ctx, bob, id)
+				}()
+				close(start)
+				wg.Wait()
+				require.NoError(t, rErr)
+				require.NoError(t, aErr)
+				require.Equal(t, client.Abandoned, st)
+				calls := net.Calls()
+				if slices.Contains(sent, id) {
+					wins["retry"]++
+					require.Equal(t, []ids.LogicalMessageID{id}, sent)
+					require.Equal(t, 1, sendsTo(calls, bob))
+				} else {
+					wins["abandon"]++
+					require.Empty(t, sent)
+					require.Empty(t, calls, "an abandoned message is never encrypted or handed off")
+				}
+				require.NotContains(t, ops(calls), transport.OpFetch)
+				require.Zero(t, a.count(nil))
+			}
+			t.Logf("winners: %v", wins)
+			b.poll()
+			a.poll()
+			converse(t, a, b)
+		})
+	}
+}
+
+// TestPagesUnderMutation: one goroutine walks the pages while others
+// acknowledge, abandon and send. No message present throughout is skipped
+// or repeated, sequences only grow, and every message sent meanwhile shows
+// up on a later page or after continuing past the last sequence seen.
+func TestPagesUnderMutation(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			mustOpenKind(t, kind, net, bob) // never polls: keeps and abandons
+			c := mustOpenKind(t, kind, net, carol)
+			mustOpenKind(t, kind, net, dave)
+
+			keep := map[ids.LogicalMessageID]bool{}
+			var toAbandon, toAck []ids.LogicalMessageID
+			for i := range 30 {
+				switch i % 4 {
+				case 0:
+					keep[a.send(bob, fmt.Sprintf("keep %d", i))] = true
+				case 1:
+					toAbandon = append(toAbandon, a.send(bob, fmt.Sprintf("abandon %d", i)))
+				case 2:
+					toAck = append(toAck, a.send(carol, fmt.Sprintf("ack %d", i)))
+				case 3:
+					keep[a.send(dave, fmt.Sprintf("keep %d", i))] = true
+				}
+			}
+			var (
+				wg      sync.WaitGroup
+				mu      sync.Mutex
+				fresh   = map[ids.LogicalMessageID]bool{}
+				stop    = make(chan struct{})
+				walkErr error
+				seen    []client.PendingMessage
+			)
+			wg.Add(4)
+			go func() { // abandon
+				defer wg.Done()
+				for _, id := range toAbandon {
+					if _, err := a.c.AbandonPending(ctx, bob, id); err != nil {
+						t.Error(err)
+					}
+					runtime.Gosched()
+				}
+			}()
+			go func() { // acknowledge
+				defer wg.Done()
+				for {
+					if _, err := c.c.Poll(ctx); err != nil {
+						t.Error(err)
+					}
+					if _, err := a.c.Poll(ctx); err != nil {
+						t.Error(err)
+					}
+					n, err := a.c.PendingMessageCount(ctx, &carol)
+					if err != nil || n == 0 {
+						return
+					}
+				}
+			}()
+			go func() { // send
+				defer wg.Done()
+				for i := range 15 {
+					id, err := a.c.Send(ctx, dave, []byte(fmt.Sprintf("new %d", i)))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					fresh[id] = true
+					mu.Unlock()
+				}
+			}()
+			go func() { // walk
+				defer wg.Done()
+				defer close(stop)
+				var after *int64
+				for {
+					page, err := a.c.PendingMessages(ctx, client.PageRequest{After: after, Limit: 3})
+					if err != nil {
+						walkErr = err
+						return
+					}
+					seen = append(seen, page.Messages...)
+					if page.NextAfterSequence == nil {
+						return
+					}
+					after = page.NextAfterSequence
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			wg.Wait()
+			<-stop
+			require.NoError(t, walkErr)
+
+			seqs := seqsOf(seen)
+			require.True(t, slices.IsSorted(seqs))
+			require.Equal(t, len(seqs), len(slices.Compact(slices.Clone(seqs))), "no repeats")
+			count := map[ids.LogicalMessageID]int{}
+			for _, m := range seen {
+				count[m.ID]++
+			}
+			for id := range keep {
+				require.Equal(t, 1, count[id], "a message pending throughout is seen exactly once")
+			}
+			// Continue past the last sequence seen: the rest of the new sends.
+			last := int64(0)
+			if len(seen) > 0 {
+				last = seen[len(seen)-1].Sequence
+			}
+			rest := a.allAfter(last)
+			for _, m := range rest {
+				require.Greater(t, m.Sequence, last)
+				count[m.ID]++
+			}
+			for id := range fresh {
+				require.Equal(t, 1, count[id], "a message sent meanwhile appears once, later")
+			}
+			// The final state: keeps and new sends, nothing else.
+			final := a.pendingIDs(nil)
+			require.Len(t, final, len(keep)+len(fresh))
+			for _, id := range final {
+				require.True(t, keep[id] || fresh[id])
+			}
+			for _, id := range append(toAbandon, toAck...) {
+				require.Equal(t, client.NotPending, a.abandon(bob, id))
+				require.Equal(t, client.NotPending, a.abandon(carol, id))
+			}
+		})
+	}
+}
+
+// allAfter walks every page after the given sequence.
+func (d *device) allAfter(after int64) []client.PendingMessage {
+	d.tb.Helper()
+	var out []client.PendingMessage
+	cur := &after
+	for {
+		page, err := d.c.PendingMessages(context.Background(), client.PageRequest{After: cur, Limit: 5})
+		require.NoError(d.tb, err)
+		out = append(out, page.Messages...)
+		if page.NextAfterSequence == nil {
+			return out
+		}
+		cur = page.NextAfterSequence
+	}
+}
