@@ -88,17 +88,22 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error)
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
+	// Answering an initiation consumes a one-time prekey. Do it on a copy,
+	// kept only once the new session has committed: consuming the prekey
+	// first would leave, after a failed commit or a crash, a stored prekey
+	// set without that prekey and no session, so the sender's initiation
+	// (re-sent on every retry) could never be answered again.
+	if env.Initiation != nil {
+		if prekeys, err = clonePrekeys(prekeys); err != nil {
+			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+		}
+	}
 	pt, prekeysUsed, rejected, err := c.open(ctx, identity, prekeys, self, p, env)
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
 	if rejected != nil {
 		return rejected, nil
-	}
-	if prekeysUsed {
-		if err := c.savePrekeys(ctx); err != nil {
-			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
-		}
 	}
 	kind, id, body, err := decodeFrame(pt)
 	if err != nil {
@@ -124,11 +129,17 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error)
 		if err != nil {
 			return nil, fmt.Errorf("client: receive ack from %s: %w", from, err)
 		}
+		if prekeysUsed {
+			c.consumePrekeys(ctx, prekeys)
+		}
 		return &Acknowledgement{From: from, ID: id, Cleared: cleared}, nil
 	}
 	fresh, err := c.cfg.Store.CommitReceived(ctx, from, state, id)
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+	}
+	if prekeysUsed {
+		c.consumePrekeys(ctx, prekeys)
 	}
 	ackSent := c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil)) == nil
 	if !fresh {
@@ -194,6 +205,27 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 		pt, err := p.sess.Decrypt(env)
 		return pt, false, nil, err
 	}
+}
+
+func clonePrekeys(p *session.Prekeys) (*session.Prekeys, error) {
+	b, err := p.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return session.UnmarshalPrekeys(b)
+}
+
+// consumePrekeys makes used (the prekeys without the one-time prekey an
+// initiation consumed) the client's prekeys and stores them, after the
+// session that used it has committed. A failure to store them is not
+// returned: the message is committed and must reach the application; the
+// prekey is gone from memory (never used again by this process) and its
+// removal is stored with the next save of the local identity.
+func (c *Client) consumePrekeys(ctx context.Context, used *session.Prekeys) {
+	c.mu.Lock()
+	c.prekeys = used
+	c.mu.Unlock()
+	_ = c.savePrekeys(ctx)
 }
 
 // savePrekeys stores the local identity after a one-time prekey was used,

@@ -1,0 +1,239 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/transport"
+)
+
+// exampleDevice returns an initialized client for addr on an in-memory
+// store and the given in-process network.
+func exampleDevice(net *transport.Network, addr ids.DeviceAddress) *client.Client {
+	key, err := seal.GenerateKey()
+	if err != nil {
+		panic(err)
+	}
+	keys, err := seal.NewKeyring(key)
+	if err != nil {
+		panic(err)
+	}
+	c, err := client.New(client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
+	if err != nil {
+		panic(err)
+	}
+	if err := c.Initialize(context.Background(), addr); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func ExampleClient_PendingMessages() {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 1}
+	exampleDevice(net, bob)
+	exampleDevice(net, carol)
+	for _, m := range []struct {
+		to   ids.DeviceAddress
+		text string
+	}{{bob, "b1"}, {carol, "c1"}, {bob, "b2"}, {bob, "b3"}, {carol, "c2"}} {
+		if _, err := alice.Send(ctx, m.to, []byte(m.text)); err != nil {
+			panic(err)
+		}
+	}
+
+	// Walk every pending message, two per page, following the cursor.
+	var after *int64
+	for page := 1; ; page++ {
+		p, err := alice.PendingMessages(ctx, client.PageRequest{After: after, Limit: 2})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("page %d:", page)
+		for _, m := range p.Messages {
+			fmt.Printf(" %s→%s", m.Plaintext, m.Recipient.UserID)
+		}
+		fmt.Println()
+		if p.NextAfterSequence == nil {
+			break
+		}
+		after = p.NextAfterSequence
+	}
+
+	// Only bob's, on the same global cursor.
+	p, err := alice.PendingMessages(ctx, client.PageRequest{Limit: client.MaxPageSize, Recipient: &bob})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print("to bob:")
+	for _, m := range p.Messages {
+		fmt.Printf(" %s", m.Plaintext)
+	}
+	fmt.Println()
+
+	_, err = alice.PendingMessages(ctx, client.PageRequest{Limit: client.MaxPageSize + 1})
+	fmt.Println("limit 101 invalid:", errors.Is(err, client.ErrInvalidArgument))
+	// Output:
+	// page 1: b1→bob c1→carol
+	// page 2: b2→bob b3→bob
+	// page 3: c2→carol
+	// to bob: b1 b2 b3
+	// limit 101 invalid: true
+}
+
+func ExampleClient_PendingMessageCount() {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := exampleDevice(net, bobAddr)
+	for _, text := range []string{"one", "two", "three"} {
+		if _, err := alice.Send(ctx, bobAddr, []byte(text)); err != nil {
+			panic(err)
+		}
+	}
+	n, _ := alice.PendingMessageCount(ctx, &bobAddr)
+	fmt.Println("pending for bob:", n)
+
+	// bob receives and acknowledges; alice receives the ACKs.
+	if _, err := bob.Poll(ctx); err != nil {
+		panic(err)
+	}
+	if _, err := alice.Poll(ctx); err != nil {
+		panic(err)
+	}
+	n, _ = alice.PendingMessageCount(ctx, nil)
+	fmt.Println("pending after the ACKs:", n)
+	// Output:
+	// pending for bob: 3
+	// pending after the ACKs: 0
+}
+
+func ExampleClient_AbandonPending() {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	exampleDevice(net, bob)
+	id, err := alice.Send(ctx, bob, []byte("never mind"))
+	if err != nil {
+		panic(err)
+	}
+	net.ResetCalls()
+	st, _ := alice.AbandonPending(ctx, bob, id)
+	fmt.Println("first abandon:", st)
+	st, _ = alice.AbandonPending(ctx, bob, id)
+	fmt.Println("second abandon:", st)
+	n, _ := alice.PendingMessageCount(ctx, nil)
+	fmt.Println("pending:", n)
+	fmt.Println("network calls:", len(net.Calls()))
+	// Output:
+	// first abandon: ABANDONED
+	// second abandon: NOT_PENDING
+	// pending: 0
+	// network calls: 0
+}
+
+func ExampleClient_AbandonPendingMessage() {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	exampleDevice(net, bob)
+	for _, text := range []string{"keep", "drop: too old", "keep too"} {
+		if _, err := alice.Send(ctx, bob, []byte(text)); err != nil {
+			panic(err)
+		}
+	}
+	// Abandon what the application no longer wants delivered.
+	page, err := alice.PendingMessages(ctx, client.PageRequest{Limit: 10})
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range page.Messages {
+		if string(m.Plaintext[:4]) == "drop" {
+			st, err := alice.AbandonPendingMessage(ctx, m)
+			if err != nil {
+				panic(err)
+			}
+			fmt.Printf("%q: %s\n", m.Plaintext, st)
+		}
+	}
+	page, _ = alice.PendingMessages(ctx, client.PageRequest{Limit: 10})
+	for _, m := range page.Messages {
+		fmt.Printf("still pending: %q\n", m.Plaintext)
+	}
+	// Output:
+	// "drop: too old": ABANDONED
+	// still pending: "keep"
+	// still pending: "keep too"
+}
+
+func ExampleClient_RetryPendingMessages() {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := exampleDevice(net, bobAddr)
+
+	net.FailNextSends(1)
+	_, err := alice.Send(ctx, bobAddr, []byte("first try fails"))
+	fmt.Println("not sent:", errors.Is(err, client.ErrMessageNotSent))
+	n, _ := alice.PendingMessageCount(ctx, nil)
+	fmt.Println("pending:", n)
+
+	sent, err := alice.RetryPendingMessages(ctx, bobAddr)
+	fmt.Println("retried:", len(sent), err)
+	res, _ := bob.Poll(ctx)
+	fmt.Printf("bob got %q\n", res[0].(*client.Message).Plaintext)
+	// Output:
+	// not sent: true
+	// pending: 1
+	// retried: 1 <nil>
+	// bob got "first try fails"
+}
+
+func ExampleClient_Poll() {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := exampleDevice(net, bobAddr)
+	kept, _ := alice.Send(ctx, bobAddr, []byte("hello"))
+	abandoned, _ := alice.Send(ctx, bobAddr, []byte("sent, then abandoned"))
+
+	res, _ := bob.Poll(ctx)
+	for _, r := range res {
+		m := r.(*client.Message)
+		fmt.Printf("bob: %q (ACK sent: %v)\n", m.Plaintext, m.AckSent)
+	}
+	st, _ := alice.AbandonPending(ctx, bobAddr, abandoned)
+	fmt.Println("alice abandons the second:", st)
+
+	res, _ = alice.Poll(ctx)
+	for _, r := range res {
+		ack := r.(*client.Acknowledgement)
+		which := "hello"
+		if ack.ID != kept {
+			which = "abandoned"
+		}
+		fmt.Printf("alice: ACK for %s, cleared=%v\n", which, ack.Cleared)
+	}
+	n, _ := alice.PendingMessageCount(ctx, nil)
+	fmt.Println("pending:", n)
+	// Output:
+	// bob: "hello" (ACK sent: true)
+	// bob: "sent, then abandoned" (ACK sent: true)
+	// alice abandons the second: ABANDONED
+	// alice: ACK for hello, cleared=true
+	// alice: ACK for abandoned, cleared=false
+	// pending: 0
+}
