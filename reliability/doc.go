@@ -1,0 +1,17 @@
+// Package reliability holds the client's reliability tests: nothing lost,
+// nothing leaked. It has no API; everything is in its tests:
+//
+//   - crash_test.go kills a worker process (internal/crashworker) with
+//     SIGKILL at random moments while it sends, acknowledges, abandons and
+//     retries, and checks after every kill that the SQLite files are
+//     intact and every pending message is exactly where the journal of
+//     returned calls says it is;
+//   - fault_test.go injects storage errors (failing statements, commits,
+//     row reads, a full disk) through a wrapping database/sql driver and
+//     checks that every operation rolls back completely;
+//   - tamper_test.go alters sealed values in the database and checks that
+//     each alteration gives its own seal sentinel through the store and
+//     client API, never another row's plaintext;
+//   - soak_test.go runs every operation concurrently across several
+//     recipients and checks the queue's invariants afterwards.
+package reliability
