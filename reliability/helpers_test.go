@@ -1,0 +1,169 @@
+package reliability_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/transport"
+)
+
+var (
+	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob   = ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	carol = ids.DeviceAddress{UserID: "carol", DeviceID: 7}
+)
+
+func newKeyring(t testing.TB) *seal.Keyring {
+	t.Helper()
+	k, err := seal.GenerateKey()
+	require.NoError(t, err)
+	kr, err := seal.NewKeyring(k)
+	require.NoError(t, err)
+	return kr
+}
+
+// device is one client with its store.
+type device struct {
+	addr  ids.DeviceAddress
+	c     *client.Client
+	store store.Store
+	sql   *sqlitestore.Store // nil for a memstore device
+	path  string
+	keys  *seal.Keyring
+}
+
+// sqliteDevice opens an initialized client on a SQLite file through the
+// driver named driverName ("sqlite3" for the real one).
+func sqliteDevice(t testing.TB, net *transport.Network, addr ids.DeviceAddress, driverName string) *device {
+	t.Helper()
+	d := &device{addr: addr, path: filepath.Join(t.TempDir(), addr.UserID+".db"), keys: newKeyring(t)}
+	d.reopen(t, net, driverName)
+	require.NoError(t, d.c.Initialize(context.Background(), addr))
+	return d
+}
+
+// reopen closes the device's store (if open) and opens store and client
+// again from the file, as a restart does.
+func (d *device) reopen(t testing.TB, net *transport.Network, driverName string) {
+	t.Helper()
+	ctx := context.Background()
+	if d.sql != nil {
+		require.NoError(t, d.sql.Close())
+	}
+	s, err := sqlitestore.OpenWithDriver(ctx, driverName, d.path, d.keys)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	d.sql, d.store = s, s
+	d.c, err = client.Open(ctx, client.Config{Store: s, Transport: net, Directory: net})
+	require.NoError(t, err)
+}
+
+func memDevice(t testing.TB, net *transport.Network, addr ids.DeviceAddress) *device {
+	t.Helper()
+	d := &device{addr: addr, keys: newKeyring(t)}
+	d.store = memstore.New(d.keys)
+	c, err := client.New(client.Config{Store: d.store, Transport: net, Directory: net})
+	require.NoError(t, err)
+	require.NoError(t, c.Initialize(context.Background(), addr))
+	d.c = c
+	return d
+}
+
+// dump returns every row of every table of db (sqlite_sequence included),
+// byte for byte, so that two dumps are equal only if nothing changed.
+func dump(t testing.TB, db *sql.DB) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+	require.NoError(t, err)
+	var tables []string
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		tables = append(tables, n)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	out := map[string][]string{}
+	for _, table := range tables {
+		rows, err := db.QueryContext(ctx, fmt.Sprintf("SELECT * FROM %q", table))
+		require.NoError(t, err)
+		cols, err := rows.Columns()
+		require.NoError(t, err)
+		var lines []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			require.NoError(t, rows.Scan(ptrs...))
+			var b strings.Builder
+			for i, v := range vals {
+				if bs, ok := v.([]byte); ok {
+					fmt.Fprintf(&b, "%s=x'%x';", cols[i], bs)
+				} else {
+					fmt.Fprintf(&b, "%s=%v;", cols[i], v)
+				}
+			}
+			lines = append(lines, b.String())
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+		slices.Sort(lines)
+		out[table] = lines
+	}
+	return out
+}
+
+// allPending walks every page of c's pending messages.
+func allPending(t testing.TB, c *client.Client, recipient *ids.DeviceAddress, limit int) []client.PendingMessage {
+	t.Helper()
+	var (
+		out   []client.PendingMessage
+		after *int64
+	)
+	for {
+		p, err := c.PendingMessages(context.Background(), client.PageRequest{After: after, Limit: limit, Recipient: recipient})
+		require.NoError(t, err)
+		out = append(out, p.Messages...)
+		if p.NextAfterSequence == nil {
+			return out
+		}
+		require.Equal(t, p.Messages[len(p.Messages)-1].Sequence, *p.NextAfterSequence)
+		after = p.NextAfterSequence
+	}
+}
+
+// exchange delivers everything in flight: the recipients poll (and ACK),
+// then the senders poll the ACKs, until the mailboxes are empty.
+func exchange(t testing.TB, net *transport.Network, devs ...*device) {
+	t.Helper()
+	for range 4 {
+		busy := false
+		for _, d := range devs {
+			if net.Pending(d.addr) == 0 {
+				continue
+			}
+			busy = true
+			_, err := d.c.Poll(context.Background())
+			require.NoError(t, err)
+		}
+		if !busy {
+			return
+		}
+	}
+}
