@@ -43,13 +43,19 @@ type device struct {
 	sql   *sqlitestore.Store // nil for a memstore device
 	path  string
 	keys  *seal.Keyring
+	// firstKey is the storage key the device was created with.
+	firstKey *seal.Key
 }
 
 // sqliteDevice opens an initialized client on a SQLite file through the
 // driver named driverName ("sqlite3" for the real one).
 func sqliteDevice(t testing.TB, net *transport.Network, addr ids.DeviceAddress, driverName string) *device {
 	t.Helper()
-	d := &device{addr: addr, path: filepath.Join(t.TempDir(), addr.UserID+".db"), keys: newKeyring(t)}
+	k, err := seal.GenerateKey()
+	require.NoError(t, err)
+	kr, err := seal.NewKeyring(k)
+	require.NoError(t, err)
+	d := &device{addr: addr, path: filepath.Join(t.TempDir(), addr.UserID+".db"), keys: kr, firstKey: &k}
 	d.reopen(t, net, driverName)
 	require.NoError(t, d.c.Initialize(context.Background(), addr))
 	return d
