@@ -18,6 +18,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -124,6 +125,30 @@ func BenchmarkSend(b *testing.B) {
 			if err := s.SavePeer(ctx, bAddr, store.PeerState{Session: st.Session}); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+	// What if Send committed the pending row and the advanced session in
+	// one transaction (as CommitAck does for an ACK)? The storage part of
+	// such a send: seal both, one transaction, one commit. Compare with
+	// raw-insert (the floor) and with step/insert-pending + step/save-session
+	// (today's two commits). Seals exactly as the store does.
+	b.Run("what-if/one-tx-pending-and-session", func(b *testing.B) {
+		for b.Loop() {
+			id := ids.NewLogicalMessageID()
+			sp, err := benchseed.SealRow(keys, bAddr, id, pt)
+			must(b, err)
+			ss, err := keys.Seal(seal.RecordSession, store.AddressAD(bAddr), st.Session)
+			must(b, err)
+			tx, err := s.DB().BeginTx(ctx, nil)
+			must(b, err)
+			q := db.New(tx)
+			if _, err := q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
+				RecipientUserID: bAddr.UserID, RecipientDeviceID: bAddr.DeviceID, LogicalID: id[:], Sealed: sp,
+			}); err != nil {
+				b.Fatal(err)
+			}
+			must(b, q.UpsertSession(ctx, db.UpsertSessionParams{UserID: bAddr.UserID, DeviceID: bAddr.DeviceID, Sealed: ss}))
+			must(b, tx.Commit())
 		}
 	})
 }
