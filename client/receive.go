@@ -114,7 +114,7 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error)
 	side, err := p.sideUpdate()
 	if err == nil && (side.Pin != nil || side.Initiation != nil) {
 		if err = c.cfg.Store.SavePeer(ctx, from, side); err == nil {
-			p.pinDirty, p.initiation = false, p.sess.Initiating()
+			p.saved()
 		}
 	}
 	if err != nil {

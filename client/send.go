@@ -77,9 +77,14 @@ func (c *Client) savePeer(ctx context.Context, p *peer) error {
 	if err := c.cfg.Store.SavePeer(ctx, p.addr, u); err != nil {
 		return err
 	}
+	p.saved()
+	return nil
+}
+
+// saved records that p's state, as update returned it, is stored.
+func (p *peer) saved() {
 	p.pinDirty = false
 	p.initiation = p.sess != nil && p.sess.Initiating()
-	return nil
 }
 
 // update is the store update that brings the stored state to p.
@@ -159,28 +164,45 @@ func (p *peer) unacceptedChange() error {
 // advanced, and the message pending for a later retry. Nothing is
 // encrypted for p while an identity change of p is not accepted.
 func (c *Client) sendFrame(ctx context.Context, p *peer, frame []byte) error {
-	if err := p.unacceptedChange(); err != nil {
-		return err
-	}
-	if err := c.ensureSession(ctx, p); err != nil {
-		return err
-	}
-	if c.takeEncryptFailure() {
-		return errInjectedEncrypt
-	}
-	env, err := p.sess.Encrypt(frame)
+	raw, err := c.encryptFrame(ctx, p, frame)
 	if err != nil {
-		return fmt.Errorf("encrypt for %s: %w", p.addr, err)
-	}
-	raw, err := env.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("encode envelope for %s: %w", p.addr, err)
+		return err
 	}
 	if err := c.savePeer(ctx, p); err != nil {
 		return fmt.Errorf("save session with %s: %w", p.addr, err)
 	}
-	if err := c.cfg.Transport.Send(ctx, p.addr, raw); err != nil {
-		return fmt.Errorf("hand off to %s: %w", p.addr, err)
+	return c.handOff(ctx, p.addr, raw)
+}
+
+// encryptFrame encrypts frame for p, creating the session if needed, and
+// returns the encoded envelope. p's session advances in memory only; the
+// caller stores it before handing the envelope off.
+func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byte, error) {
+	if err := p.unacceptedChange(); err != nil {
+		return nil, err
+	}
+	if err := c.ensureSession(ctx, p); err != nil {
+		return nil, err
+	}
+	if c.takeEncryptFailure() {
+		return nil, errInjectedEncrypt
+	}
+	env, err := p.sess.Encrypt(frame)
+	if err != nil {
+		return nil, fmt.Errorf("encrypt for %s: %w", p.addr, err)
+	}
+	raw, err := env.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope for %s: %w", p.addr, err)
+	}
+	return raw, nil
+}
+
+// handOff gives an envelope to the transport. It runs after the storage
+// transaction that made it has committed, never inside one.
+func (c *Client) handOff(ctx context.Context, to ids.DeviceAddress, raw []byte) error {
+	if err := c.cfg.Transport.Send(ctx, to, raw); err != nil {
+		return fmt.Errorf("hand off to %s: %w", to, err)
 	}
 	return nil
 }
@@ -202,11 +224,14 @@ func (c *Client) takeEncryptFailure() bool {
 // session's plaintext limit.
 const maxBody = session.MaxPlaintextSize - frameHeaderSize
 
-// Send stores plaintext as pending for to (sealed, in its own
-// transaction), then encrypts it and hands it to the transport, and
-// returns the message's logical id. If encryption or the hand-off fails it
-// returns the id with an error matching ErrMessageNotSent: the message
-// stays pending for RetryPendingMessages (or an abandon). Returns
+// Send encrypts plaintext for to (fetching a bundle only if there is no
+// session), stores it as pending (sealed) together with the advanced
+// session in one transaction, then hands the envelope to the transport,
+// and returns the message's logical id. No transaction spans the hand-off.
+// If encryption or the hand-off fails it returns the id with an error
+// matching ErrMessageNotSent: the message is stored pending all the same,
+// for RetryPendingMessages (or an abandon). If the message cannot be
+// stored at all it returns the store's error and no id. Returns
 // ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
 // or own address or a plaintext above the size limit; ErrIdentityChanged
 // (with ErrMessageNotSent) while to's identity change is not accepted.
@@ -227,14 +252,29 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	id := ids.NewLogicalMessageID()
-	if _, err := c.cfg.Store.InsertPending(ctx, to, id, plaintext); err != nil {
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
-	}
 	p, err := c.loadPeer(ctx, to)
+	var raw []byte
 	if err == nil {
-		err = c.sendFrame(ctx, p, encodeFrame(frameMessage, id, plaintext))
+		raw, err = c.encryptFrame(ctx, p, encodeFrame(frameMessage, id, plaintext))
 	}
 	if err != nil {
+		// No session could encrypt it: store the message alone, pending
+		// for a retry or an abandon.
+		if _, serr := c.cfg.Store.InsertPending(ctx, to, id, plaintext); serr != nil {
+			return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", serr)
+		}
+		return id, fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, err)
+	}
+	// The pending row and the session that encrypted it commit together.
+	u, err := p.update()
+	if err == nil {
+		_, err = c.cfg.Store.CommitSend(ctx, to, id, plaintext, u)
+	}
+	if err != nil {
+		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+	}
+	p.saved()
+	if err := c.handOff(ctx, to, raw); err != nil {
 		return id, fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, err)
 	}
 	return id, nil

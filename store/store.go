@@ -147,6 +147,13 @@ type State interface {
 	// pin cannot be deleted).
 	SavePeer(ctx context.Context, peer ids.DeviceAddress, update PeerState) error
 
+	// CommitSend stores a new pending message (as InsertPending) and
+	// peer's advanced state (as SavePeer) in one transaction, and returns
+	// the message's sequence: the message is pending exactly when the
+	// session that encrypted it is stored. Returns ErrInvalidArgument for a
+	// malformed peer, ErrDuplicate if (peer, id) is already pending.
+	CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update PeerState) (int64, error)
+
 	// CommitReceived stores peer's advanced session and records id as
 	// processed, in one transaction. It reports false if id had been
 	// processed before (a duplicate, not to be given to the application
@@ -165,6 +172,15 @@ type PeerState struct {
 	Session    []byte
 	Initiation []byte
 	Pin        []byte
+}
+
+// ValidateUpdate returns an error wrapping ErrInvalidArgument if u, used
+// as a SavePeer update, would delete the identity pin.
+func (u PeerState) ValidateUpdate() error {
+	if u.Pin != nil && len(u.Pin) == 0 {
+		return fmt.Errorf("%w: an identity pin cannot be deleted", ErrInvalidArgument)
+	}
+	return nil
 }
 
 // Store is everything the client persists.

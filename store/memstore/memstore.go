@@ -93,23 +93,54 @@ func (s *Store) SequenceHighWater() int64 {
 
 // InsertPending implements store.Pending.
 func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
-	if err := store.ValidateAddress(recipient); err != nil {
+	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
+	if err != nil {
 		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	return seq, nil
+}
+
+// CommitSend implements store.State.
+func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
+	seq, err := s.insertPending(ctx, peer, id, plaintext, &update)
+	if err != nil {
+		return 0, fmt.Errorf("store: commit send: %w", err)
+	}
+	return seq, nil
+}
+
+// insertPending seals and inserts a pending message and, if update is not
+// nil, saves the peer's state atomically with it.
+func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
+	if err := store.ValidateAddress(recipient); err != nil {
+		return 0, err
 	}
 	sealed, err := s.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(recipient, id), plaintext)
 	if err != nil {
-		return 0, fmt.Errorf("store: insert pending: %w", err)
+		return 0, err
+	}
+	var peerSealed store.PeerState
+	if update != nil {
+		if err := update.ValidateUpdate(); err != nil {
+			return 0, err
+		}
+		if peerSealed, err = s.sealPeer(recipient, *update); err != nil {
+			return 0, err
+		}
 	}
 	k := pendingKey{recipient, id}
 	var seq int64
 	err = s.locked(ctx, func() error {
 		if _, dup := s.bySeqKey[k]; dup {
-			return fmt.Errorf("store: insert pending %s for %s: %w", id, recipient, store.ErrDuplicate)
+			return fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
 		}
 		s.highWater++
 		seq = s.highWater
 		s.pending = append(s.pending, pendingRow{seq: seq, key: k, sealed: sealed})
 		s.bySeqKey[k] = seq
+		if update != nil {
+			s.savePeerLocked(recipient, peerSealed)
+		}
 		return nil
 	})
 	return seq, err
@@ -314,8 +345,8 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 	if err := store.ValidateAddress(peer); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	if u.Pin != nil && len(u.Pin) == 0 {
-		return fmt.Errorf("store: save peer: %w: an identity pin cannot be deleted", store.ErrInvalidArgument)
+	if err := u.ValidateUpdate(); err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
 	}
 	sealed, err := s.sealPeer(peer, u)
 	if err != nil {

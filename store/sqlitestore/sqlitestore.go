@@ -44,10 +44,11 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // DSN returns the go-sqlite3 data source name the store opens path with:
-// immediate transactions, a busy timeout, foreign keys on, WAL and
-// synchronous=FULL.
+// immediate transactions, a busy timeout, foreign keys on, WAL,
+// synchronous=FULL, and a per-connection cache of prepared statements (the
+// store runs the same few queries over and over).
 func DSN(path string) string {
-	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL"
+	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32"
 }
 
 // Open opens (creating if absent) the database at path, migrates it to the
@@ -178,12 +179,40 @@ func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error 
 
 // InsertPending implements store.Pending.
 func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
-	if err := store.ValidateAddress(recipient); err != nil {
+	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
+	if err != nil {
 		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	return seq, nil
+}
+
+// CommitSend implements store.State.
+func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
+	seq, err := s.insertPending(ctx, peer, id, plaintext, &update)
+	if err != nil {
+		return 0, fmt.Errorf("store: commit send: %w", err)
+	}
+	return seq, nil
+}
+
+// insertPending seals and inserts a pending message and, if update is not
+// nil, saves the peer's state in the same transaction.
+func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
+	if err := store.ValidateAddress(recipient); err != nil {
+		return 0, err
 	}
 	sealed, err := s.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(recipient, id), plaintext)
 	if err != nil {
-		return 0, fmt.Errorf("store: insert pending: %w", err)
+		return 0, err
+	}
+	var peerSealed store.PeerState
+	if update != nil {
+		if err := update.ValidateUpdate(); err != nil {
+			return 0, err
+		}
+		if peerSealed, err = s.sealPeer(recipient, *update); err != nil {
+			return 0, err
+		}
 	}
 	var seq int64
 	err = s.withTx(ctx, func(q *db.Queries) error {
@@ -193,15 +222,15 @@ func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, 
 			LogicalID:         id[:],
 			Sealed:            sealed,
 		})
-		return err
+		if err != nil || update == nil {
+			return err
+		}
+		return savePeer(ctx, q, recipient, *update, peerSealed)
 	})
 	if isUniqueViolation(err) {
-		return 0, fmt.Errorf("store: insert pending %s for %s: %w", id, recipient, store.ErrDuplicate)
+		return 0, fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("store: insert pending: %w", err)
-	}
-	return seq, nil
+	return seq, err
 }
 
 // PagePending implements store.Pending. It reads limit+1 rows and opens

@@ -117,8 +117,8 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 	if err := store.ValidateAddress(peer); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	if u.Pin != nil && len(u.Pin) == 0 {
-		return fmt.Errorf("store: save peer: %w: an identity pin cannot be deleted", store.ErrInvalidArgument)
+	if err := u.ValidateUpdate(); err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
 	}
 	sealed, err := s.sealPeer(peer, u)
 	if err != nil {

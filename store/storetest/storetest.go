@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"Peer", testPeer},
 		{"CommitReceived", testCommitReceived},
 		{"CommitAck", testCommitAck},
+		{"CommitSend", testCommitSend},
 		{"Closed", testClosed},
 		{"ConcurrentDelete", testConcurrentDelete},
 		{"ConcurrentInsert", testConcurrentInsert},
@@ -968,6 +969,42 @@ func testCommitAck(t *testing.T, h *harness) {
 	ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
 	require.NoError(t, err)
 	require.False(t, ok)
+}
+
+func testCommitSend(t *testing.T, h *harness) {
+	first := h.insert(bob, 1)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
+
+	seq, err := h.s.CommitSend(h.ctx, alice, ID(2), []byte("to alice"), store.PeerState{Session: []byte("s1"), Initiation: []byte("init")})
+	require.NoError(t, err)
+	require.Greater(t, seq, first.seq)
+	sent := msg{seq: seq, to: alice, id: ID(2), text: []byte("to alice")}
+	require.Equal(t, pendings(first, sent), h.all(nil))
+	p, err := h.s.Peer(h.ctx, alice)
+	require.NoError(t, err)
+	require.Equal(t, store.PeerState{Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")}, p)
+
+	// Nothing of a refused commit is kept: neither the message nor the state.
+	for _, tc := range []struct {
+		name   string
+		to     ids.DeviceAddress
+		id     ids.LogicalMessageID
+		update store.PeerState
+		want   error
+	}{
+		{"duplicate id", alice, ID(2), store.PeerState{Session: []byte("s2")}, store.ErrDuplicate},
+		{"pin deletion", alice, ID(3), store.PeerState{Session: []byte("s2"), Pin: []byte{}}, store.ErrInvalidArgument},
+		{"malformed peer", ids.DeviceAddress{DeviceID: 1}, ID(4), store.PeerState{Session: []byte("s2")}, store.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.s.CommitSend(h.ctx, tc.to, tc.id, []byte("x"), tc.update)
+			require.ErrorIs(t, err, tc.want)
+			require.Equal(t, pendings(first, sent), h.all(nil))
+			p, err := h.s.Peer(h.ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, []byte("s1"), p.Session)
+		})
+	}
 }
 
 func testClosed(t *testing.T, h *harness) {

@@ -1,0 +1,194 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	mrand "math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/transport"
+)
+
+var (
+	fuzzAlice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	fuzzBob   = ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	fuzzCarol = ids.DeviceAddress{UserID: "carol", DeviceID: 7}
+)
+
+// fuzzTarget is alice, initialized, with sessions with bob (both ways)
+// and messages pending to bob, and the envelopes seen on the way.
+type fuzzTarget struct {
+	net   *transport.Network
+	st    store.Store
+	c     *client.Client
+	seeds map[string][]byte
+}
+
+// newFuzzTarget builds the target. Identities and prekeys come from a
+// fixed seed, so committed corpus envelopes name the same keys on every
+// run (their ratchet keys and ciphertexts do not decrypt any more: they
+// reach the session and fail there).
+func newFuzzTarget(tb testing.TB) *fuzzTarget {
+	tb.Helper()
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, store.Store) {
+		k, err := seal.GenerateKey()
+		require.NoError(tb, err)
+		kr, err := seal.NewKeyring(k)
+		require.NoError(tb, err)
+		st := memstore.New(kr)
+		var s [32]byte
+		s[0] = seed
+		c, err := client.New(client.Config{Store: st, Transport: net, Directory: net, Rand: mrand.NewChaCha8(s), OneTimePrekeys: 4})
+		require.NoError(tb, err)
+		require.NoError(tb, c.Initialize(ctx, addr))
+		return c, st
+	}
+	a, ast := mk(fuzzAlice, 1)
+	b, _ := mk(fuzzBob, 2)
+	c, _ := mk(fuzzCarol, 3)
+	seeds := map[string][]byte{}
+	take := func(addr ids.DeviceAddress) [][]byte {
+		envs, err := net.Receive(ctx, addr)
+		require.NoError(tb, err)
+		return envs
+	}
+
+	// alice -> bob, bob ACKs: alice has received bob's ACK (a replay now).
+	_, err := a.Send(ctx, fuzzBob, []byte("hello bob"))
+	require.NoError(tb, err)
+	first := take(fuzzBob)
+	seeds["misdirected-initiation"] = first[0] // addressed to bob
+	_, err = b.Receive(ctx, first[0])
+	require.NoError(tb, err)
+	ack := take(fuzzAlice)
+	_, err = a.Receive(ctx, ack[0])
+	require.NoError(tb, err)
+	seeds["replayed-ack"] = ack[0]
+
+	// bob -> alice message, received: replay; and one not received yet,
+	// tampered so that it never decrypts.
+	_, err = b.Send(ctx, fuzzAlice, []byte("hi alice"))
+	require.NoError(tb, err)
+	msg := take(fuzzAlice)
+	_, err = a.Receive(ctx, msg[0])
+	require.NoError(tb, err)
+	seeds["replayed-message"] = msg[0]
+	take(fuzzBob) // alice's ACK
+
+	_, err = b.Send(ctx, fuzzAlice, []byte("second"))
+	require.NoError(tb, err)
+	next := take(fuzzAlice)[0]
+	seeds["tampered-ciphertext"] = flipped(next, len(next)-1)
+	seeds["tampered-header"] = flipped(next, len(next)-40)
+	seeds["truncated"] = next[:len(next)-17]
+	seeds["trailing-byte"] = append(slices.Clone(next), 0)
+
+	// carol's initiation to alice, tampered: Respond fails, no prekey may
+	// be consumed and no pin stored.
+	_, err = c.Send(ctx, fuzzAlice, []byte("hello alice, from carol"))
+	require.NoError(tb, err)
+	init := take(fuzzAlice)[0]
+	seeds["tampered-initiation"] = flipped(init, len(init)-1)
+	seeds["initiation-truncated"] = init[:len(init)/2]
+
+	// Messages pending to bob (bob never sees them).
+	for i := range 3 {
+		_, err := a.Send(ctx, fuzzBob, []byte{'p', byte('0' + i)})
+		require.NoError(tb, err)
+	}
+	take(fuzzBob)
+	seeds["empty"] = []byte{}
+	seeds["version-only"] = []byte{1}
+	seeds["garbage"] = []byte("not an envelope at all")
+	return &fuzzTarget{net: net, st: ast, c: a, seeds: seeds}
+}
+
+func flipped(b []byte, i int) []byte {
+	out := slices.Clone(b)
+	out[i] ^= 0x01
+	return out
+}
+
+// fuzzState is what a rejected envelope must leave unchanged.
+type fuzzState struct {
+	pending  []client.PendingMessage
+	count    int64
+	identity store.LocalIdentity
+	peers    map[ids.DeviceAddress]store.PeerState
+}
+
+func (ft *fuzzTarget) state(t *testing.T) fuzzState {
+	ctx := context.Background()
+	p, err := ft.c.PendingMessages(ctx, client.PageRequest{Limit: client.MaxPageSize})
+	require.NoError(t, err)
+	n, err := ft.c.PendingMessageCount(ctx, nil)
+	require.NoError(t, err)
+	li, err := ft.st.LocalIdentity(ctx)
+	require.NoError(t, err)
+	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[ids.DeviceAddress]store.PeerState{}}
+	for _, a := range []ids.DeviceAddress{fuzzBob, fuzzCarol} {
+		ps, err := ft.st.Peer(ctx, a)
+		require.NoError(t, err)
+		s.peers[a] = ps
+	}
+	return s
+}
+
+// FuzzReceive feeds arbitrary bytes to an initialized client's Receive.
+// Nothing may panic or hang; every input is rejected with an error (a
+// valid envelope cannot be forged); a rejection changes nothing: pending
+// queue, count, local identity (prekeys), sessions and initiations stay
+// as they were, nothing is handed to the transport. The one documented
+// exception: an initiation header showing another identity for a pinned
+// device records that change in its pin (ErrIdentityChanged).
+func FuzzReceive(f *testing.F) {
+	ft := newFuzzTarget(f)
+	for _, name := range []string{
+		"misdirected-initiation", "replayed-ack", "replayed-message", "tampered-ciphertext", "tampered-header",
+		"truncated", "trailing-byte", "tampered-initiation", "initiation-truncated", "empty", "version-only", "garbage",
+	} {
+		f.Add(ft.seeds[name])
+	}
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		before := ft.state(t)
+		in := slices.Clone(raw)
+		ft.net.ResetCalls()
+		start := time.Now()
+		res, err := ft.c.Receive(ctx, raw)
+		require.Less(t, time.Since(start), 5*time.Second, "Receive took too long")
+		require.Error(t, err, "an arbitrary envelope was accepted: %T", res)
+		require.Nil(t, res, "a result with an error")
+		require.Equal(t, in, raw, "Receive does not modify its input")
+		require.Empty(t, ft.net.Calls(), "a rejected envelope makes no network call")
+
+		after := ft.state(t)
+		require.Equal(t, before.count, after.count, "pending count changed")
+		require.Equal(t, before.pending, after.pending, "pending messages changed")
+		require.Equal(t, before.identity, after.identity, "local identity (prekeys) changed")
+		for a, ps := range before.peers {
+			got := after.peers[a]
+			require.True(t, bytes.Equal(ps.Session, got.Session), "session with %s changed", a)
+			require.True(t, bytes.Equal(ps.Initiation, got.Initiation), "initiation with %s changed", a)
+			if !errors.Is(err, client.ErrIdentityChanged) {
+				require.True(t, bytes.Equal(ps.Pin, got.Pin), "pin of %s changed (%v)", a, err)
+			}
+		}
+		if !errors.Is(err, session.ErrMalformedEnvelope) && len(raw) == 0 {
+			t.Fatalf("empty input: %v", err)
+		}
+	})
+}
