@@ -76,6 +76,9 @@ type Client struct {
 	// sendMu is the send mutex: send, retry, ACK sends, accepting an
 	// identity change, abandon, and the session updates of Receive hold it.
 	sendMu sync.Mutex
+	// peers caches what the client holds about each remote device; only
+	// touched under sendMu (see peerFor).
+	peers map[ids.DeviceAddress]*peer
 
 	mu       sync.RWMutex // guards the fields below
 	addr     ids.DeviceAddress

@@ -78,31 +78,51 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	require.NoError(tb, err)
 	seeds["replayed-ack"] = ack[0]
 
-	// bob -> alice message, received: replay; and one not received yet,
-	// tampered so that it never decrypts.
+	// Every seed below derives from an envelope alice has already
+	// received: undoing a mutation gives back a replay, never a valid new
+	// envelope the fuzzer could be "accepted" with.
 	_, err = b.Send(ctx, fuzzAlice, []byte("hi alice"))
 	require.NoError(tb, err)
-	msg := take(fuzzAlice)
-	_, err = a.Receive(ctx, msg[0])
+	msg := take(fuzzAlice)[0]
+	_, err = a.Receive(ctx, msg)
 	require.NoError(tb, err)
-	seeds["replayed-message"] = msg[0]
 	take(fuzzBob) // alice's ACK
-
-	_, err = b.Send(ctx, fuzzAlice, []byte("second"))
+	seeds["replayed-message"] = msg
+	seeds["tampered-ciphertext"] = flipped(msg, len(msg)-1)
+	seeds["truncated"] = msg[:len(msg)-17]
+	seeds["trailing-byte"] = append(slices.Clone(msg), 0)
+	env, err := session.UnmarshalEnvelope(msg)
 	require.NoError(tb, err)
-	next := take(fuzzAlice)[0]
-	seeds["tampered-ciphertext"] = flipped(next, len(next)-1)
-	seeds["tampered-header"] = flipped(next, len(next)-40)
-	seeds["truncated"] = next[:len(next)-17]
-	seeds["trailing-byte"] = append(slices.Clone(next), 0)
+	future := env.Clone()
+	future.Header.N += 5 // a later message number: keys to skip, AEAD fails
+	seeds["future-number"], err = future.MarshalBinary()
+	require.NoError(tb, err)
+	far := env.Clone()
+	far.Header.N += session.MaxSkip + 1
+	seeds["too-many-skipped"], err = far.MarshalBinary()
+	require.NoError(tb, err)
 
-	// carol's initiation to alice, tampered: Respond fails, no prekey may
-	// be consumed and no pin stored.
+	// carol's initiation to alice, received (alice answers it); then the
+	// same initiation with another initiation id and a tampered one.
 	_, err = c.Send(ctx, fuzzAlice, []byte("hello alice, from carol"))
 	require.NoError(tb, err)
 	init := take(fuzzAlice)[0]
+	_, err = a.Receive(ctx, init)
+	require.NoError(tb, err)
+	take(fuzzCarol) // alice's ACK
+	seeds["replayed-initiation"] = init
 	seeds["tampered-initiation"] = flipped(init, len(init)-1)
-	seeds["initiation-truncated"] = init[:len(init)/2]
+	ienv, err := session.UnmarshalEnvelope(init)
+	require.NoError(tb, err)
+	require.NotNil(tb, ienv.Initiation)
+	restart := ienv.Clone()
+	restart.Initiation.ID[0] ^= 0xff // "carol started over": Respond, AEAD fails
+	seeds["other-initiation-id"], err = restart.MarshalBinary()
+	require.NoError(tb, err)
+	imp := ienv.Clone()
+	imp.Sender = fuzzBob // bob's address, carol's identity: an identity change for bob
+	seeds["impersonating-initiation"], err = imp.MarshalBinary()
+	require.NoError(tb, err)
 
 	// Messages pending to bob (bob never sees them).
 	for i := range 3 {
@@ -157,8 +177,9 @@ func (ft *fuzzTarget) state(t *testing.T) fuzzState {
 func FuzzReceive(f *testing.F) {
 	ft := newFuzzTarget(f)
 	for _, name := range []string{
-		"misdirected-initiation", "replayed-ack", "replayed-message", "tampered-ciphertext", "tampered-header",
-		"truncated", "trailing-byte", "tampered-initiation", "initiation-truncated", "empty", "version-only", "garbage",
+		"misdirected-initiation", "replayed-ack", "replayed-message", "tampered-ciphertext", "truncated",
+		"trailing-byte", "future-number", "too-many-skipped", "replayed-initiation", "tampered-initiation",
+		"other-initiation-id", "impersonating-initiation", "empty", "version-only", "garbage",
 	} {
 		f.Add(ft.seeds[name])
 	}
@@ -171,6 +192,7 @@ func FuzzReceive(f *testing.F) {
 		res, err := ft.c.Receive(ctx, raw)
 		require.Less(t, time.Since(start), 5*time.Second, "Receive took too long")
 		require.Error(t, err, "an arbitrary envelope was accepted: %T", res)
+		t.Logf("rejected: %v", err)
 		require.Nil(t, res, "a result with an error")
 		require.Equal(t, in, raw, "Receive does not modify its input")
 		require.Empty(t, ft.net.Calls(), "a rejected envelope makes no network call")

@@ -68,7 +68,7 @@ var ErrMisdirected = errors.New("client: envelope for another device")
 // (session.ErrMalformedEnvelope, session.ErrDecrypt, session.ErrReplay,
 // ErrMisdirected), or for an identity change not yet accepted
 // (ErrIdentityChanged). Returns ErrNotInitialized before Initialize.
-func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error) {
+func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err error) {
 	identity, prekeys, self, err := c.local()
 	if err != nil {
 		return nil, err
@@ -84,7 +84,12 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error)
 	defer c.sendMu.Unlock()
 
 	from := env.Sender
-	p, err := c.loadPeer(ctx, from)
+	defer func() {
+		if err != nil {
+			c.forget(from)
+		}
+	}()
+	p, err := c.peerFor(ctx, from)
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
@@ -141,7 +146,11 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error)
 	if prekeysUsed {
 		c.consumePrekeys(ctx, prekeys)
 	}
-	ackSent := c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil)) == nil
+	ackErr := c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil))
+	if ackErr != nil {
+		c.forget(from) // the ACK's encryption may not be stored
+	}
+	ackSent := ackErr == nil
 	if !fresh {
 		return &Duplicate{From: from, ID: id, AckSent: ackSent}, nil
 	}

@@ -22,6 +22,32 @@ type peer struct {
 	pinDirty bool
 }
 
+// peerFor returns what the client holds about addr: cached from an
+// earlier call, or loaded from the store on first use (or after forget).
+// The cache saves a read transaction and a session decode on every send;
+// it is only touched under the send mutex, which every call that changes
+// a peer's stored state holds.
+func (c *Client) peerFor(ctx context.Context, addr ids.DeviceAddress) (*peer, error) {
+	if p := c.peers[addr]; p != nil {
+		return p, nil
+	}
+	p, err := c.loadPeer(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if c.peers == nil {
+		c.peers = map[ids.DeviceAddress]*peer{}
+	}
+	c.peers[addr] = p
+	return p, nil
+}
+
+// forget drops the cached state of addr. Every call that fails after
+// touching a peer calls it, so that an in-memory change that was not
+// stored (a session advanced by a decrypt whose commit failed, say) is
+// never used: the next call reloads what the store holds.
+func (c *Client) forget(addr ids.DeviceAddress) { delete(c.peers, addr) }
+
 func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, error) {
 	st, err := c.cfg.Store.Peer(ctx, addr)
 	if err != nil {
@@ -235,7 +261,7 @@ const maxBody = session.MaxPlaintextSize - frameHeaderSize
 // ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
 // or own address or a plaintext above the size limit; ErrIdentityChanged
 // (with ErrMessageNotSent) while to's identity change is not accepted.
-func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (ids.LogicalMessageID, error) {
+func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (_ ids.LogicalMessageID, err error) {
 	_, _, self, err := c.local()
 	if err != nil {
 		return ids.LogicalMessageID{}, err
@@ -251,8 +277,13 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	defer func() {
+		if err != nil {
+			c.forget(to)
+		}
+	}()
 	id := ids.NewLogicalMessageID()
-	p, err := c.loadPeer(ctx, to)
+	p, err := c.peerFor(ctx, to)
 	var raw []byte
 	if err == nil {
 		raw, err = c.encryptFrame(ctx, p, encodeFrame(frameMessage, id, plaintext))
@@ -288,7 +319,7 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 // stops at the first failure, returning what it sent with an error
 // matching ErrMessageNotSent. Returns ErrNotInitialized before Initialize,
 // ErrInvalidArgument for a malformed address.
-func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
+func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) (_ []ids.LogicalMessageID, err error) {
 	if err := c.checkInitialized(); err != nil {
 		return nil, err
 	}
@@ -297,6 +328,11 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	defer func() {
+		if err != nil {
+			c.forget(remote)
+		}
+	}()
 	var (
 		sent   []ids.LogicalMessageID
 		cursor int64
@@ -311,7 +347,7 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 			return sent, fmt.Errorf("client: retry %s: %w", remote, err)
 		}
 		if p == nil {
-			if p, err = c.loadPeer(ctx, remote); err != nil {
+			if p, err = c.peerFor(ctx, remote); err != nil {
 				return sent, fmt.Errorf("client: retry %s: %w", remote, err)
 			}
 		}
@@ -338,6 +374,8 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	// The stored state changes below, outside the cached peer: reload it next.
+	defer c.forget(remote)
 	p, err := c.loadPeer(ctx, remote)
 	if err != nil {
 		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)

@@ -526,7 +526,7 @@ func sendBench(ctx context.Context, dir string, iters int) (result, error) {
 		ss, sr = append(ss, x...), append(sr, y...)
 	}
 	return ratioGE("send throughput / raw insert throughput (raw time / send time)", sr, ss, 0.5,
-		" (raw vs send); send = seal + insert tx + session load + session save tx + hand-off"), nil
+		" (raw vs send); send = encrypt + seal + one tx (pending row + session) + hand-off"), nil
 }
 
 // walk is the heap measurement of one full walk of the pending pages.
