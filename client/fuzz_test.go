@@ -98,8 +98,12 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	seeds["future-number"], err = future.MarshalBinary()
 	require.NoError(tb, err)
 	far := env.Clone()
-	far.Header.N += session.MaxSkip + 1
+	far.Header.N += session.MaxSkip + 5
 	seeds["too-many-skipped"], err = far.MarshalBinary()
+	require.NoError(tb, err)
+	huge := env.Clone()
+	huge.Header.N, huge.Header.PN = 0xfffffff0, 0xfffffff0
+	seeds["huge-numbers"], err = huge.MarshalBinary()
 	require.NoError(tb, err)
 
 	// carol's initiation to alice, received (alice answers it); then the
@@ -178,7 +182,7 @@ func FuzzReceive(f *testing.F) {
 	ft := newFuzzTarget(f)
 	for _, name := range []string{
 		"misdirected-initiation", "replayed-ack", "replayed-message", "tampered-ciphertext", "truncated",
-		"trailing-byte", "future-number", "too-many-skipped", "replayed-initiation", "tampered-initiation",
+		"trailing-byte", "future-number", "too-many-skipped", "huge-numbers", "replayed-initiation", "tampered-initiation",
 		"other-initiation-id", "impersonating-initiation", "empty", "version-only", "garbage",
 	} {
 		f.Add(ft.seeds[name])
