@@ -180,31 +180,45 @@ func TestFaultSendRollsBack(t *testing.T) {
 			before := dump(t, f.a.sql.DB())
 			f.net.ResetCalls()
 			f.inj.fail(fl)
-			_, err := f.a.c.Send(f.ctx, bob, []byte("never stored"))
-			f.requireFault(t, err, "client: send", "store: insert pending")
+			id, err := f.a.c.Send(f.ctx, bob, []byte("never stored"))
+			f.requireFault(t, err, "client: send")
 			require.NotErrorIs(t, err, client.ErrMessageNotSent, "nothing was stored")
+			require.Zero(t, id, "no id for a message not stored")
 			f.requireUnchanged(t, before)
 			require.Empty(t, f.net.Calls(), "nothing handed off")
 		})
 	}
 
-	// The pending row commits, the session save fails: the message stays
-	// pending (ErrMessageNotSent), nothing leaves, and a retry sends it.
-	before, err := f.a.c.PendingMessageCount(f.ctx, nil)
-	require.NoError(t, err)
+	// The pending row and the session that encrypted it commit in one
+	// transaction: when the session write fails, the row is rolled back
+	// too, nothing leaves, and the next send (from the stored session)
+	// still reaches bob.
+	before := dump(t, f.a.sql.DB())
 	f.net.ResetCalls()
 	f.inj.fail(fault{Op: opStmt, Match: sqlInsertSession})
-	id, err := f.a.c.Send(f.ctx, bob, []byte("stored, not sent"))
-	f.requireFault(t, err, "client: send", "save session with bob/1")
-	require.ErrorIs(t, err, client.ErrMessageNotSent)
+	_, err := f.a.c.Send(f.ctx, bob, []byte("not stored"))
+	f.requireFault(t, err, "client: send")
+	require.NotErrorIs(t, err, client.ErrMessageNotSent)
+	f.requireUnchanged(t, before)
 	require.Empty(t, f.net.Calls(), "nothing handed off")
-	after, err := f.a.c.PendingMessageCount(f.ctx, nil)
+
+	id, err := f.a.c.Send(f.ctx, bob, []byte("stored and sent"))
 	require.NoError(t, err)
-	require.Equal(t, before+1, after)
 	sent, err := f.a.c.RetryPendingMessages(f.ctx, bob)
 	require.NoError(t, err)
 	require.Equal(t, append(append([]ids.LogicalMessageID{}, f.sentToBob...), id), sent)
-	exchange(t, f.net, f.b, f.a)
+	res, err := f.b.c.Poll(f.ctx)
+	require.NoError(t, err, "bob decrypts everything: no ratchet state was lost or reused")
+	var got []string
+	for _, r := range res {
+		if m, ok := r.(*client.Message); ok {
+			got = append(got, string(m.Plaintext))
+		}
+	}
+	require.Contains(t, got, "stored and sent")
+	require.NotContains(t, got, "not stored")
+	require.NotContains(t, got, "never stored")
+	exchange(t, f.net, f.a)
 	n, err := f.a.c.PendingMessageCount(f.ctx, &bob)
 	require.NoError(t, err)
 	require.Zero(t, n)
@@ -276,7 +290,7 @@ func TestFaultFullDisk(t *testing.T) {
 	var se sqlite3.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, sqlite3.ErrFull, se.Code, "error %v", err)
-	require.Contains(t, err.Error(), "client: send: store: insert pending")
+	require.Contains(t, err.Error(), "client: send: store:")
 	require.NotErrorIs(t, err, client.ErrMessageNotSent, "nothing was stored")
 	require.Empty(t, f.net.Calls(), "nothing handed off")
 

@@ -263,10 +263,13 @@ func TestTamperPeerState(t *testing.T) {
 			st, err := s.a.store.Peer(s.ctx, tc.peer)
 			requireOnly(t, err, tc.want)
 			require.Equal(t, store.PeerState{}, st, "no state with an error")
-			// Sending to that peer fails with the same error and hands
+			// After a restart (the running client caches peer state),
+			// sending to that peer fails with the same error and hands
 			// nothing off, but the message is kept pending for a retry.
+			c, err := client.Open(s.ctx, client.Config{Store: s.a.store, Transport: s.net, Directory: s.net})
+			require.NoError(t, err)
 			s.net.ResetCalls()
-			_, err = s.a.c.Send(s.ctx, tc.peer, []byte("after tampering"))
+			_, err = c.Send(s.ctx, tc.peer, []byte("after tampering"))
 			requireOnly(t, err, tc.want)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			require.Empty(t, s.net.Calls())
