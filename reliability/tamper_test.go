@@ -217,6 +217,14 @@ func TestTamperPendingOutbound(t *testing.T) {
 			if tc.name != "recipient column rewritten" { // that row left bob's queue
 				requireOnly(t, err, tc.want)
 			}
+			// Abandon opens nothing: the unreadable row can be abandoned.
+			st, err := s.a.c.AbandonPending(s.ctx, bob, s.toBob[0].ID)
+			require.NoError(t, err)
+			if tc.name == "recipient column rewritten" || tc.name == "logical id column rewritten" {
+				require.Equal(t, client.NotPending, st, "the row no longer names (bob, id)")
+			} else {
+				require.Equal(t, client.Abandoned, st)
+			}
 		})
 	}
 }
