@@ -44,7 +44,6 @@ func buildWorker(t *testing.T) string {
 	}
 	bin := filepath.Join(t.TempDir(), "crashworker")
 	cmd := exec.Command(goBin, "build", "-o", bin, "./internal/crashworker")
-	cmd.Env = append(os.Environ(), "GOFLAGS=")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build crashworker:\n%s", out)
 	return bin
