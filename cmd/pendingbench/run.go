@@ -16,6 +16,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -498,17 +499,12 @@ func sendBench(ctx context.Context, dir string, iters int) (result, error) {
 	send := func(int) error { _, err := a.Send(ctx, bAddr, pt); return err }
 	raw := func(int) error {
 		id := ids.NewLogicalMessageID()
-		tx, err := s.DB().BeginTx(ctx, nil)
-		if err != nil {
+		return sqltx.Run(ctx, s.DB(), func(tx *sql.Tx) error {
+			_, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
+				RecipientUserID: bAddr.UserID, RecipientDeviceID: bAddr.DeviceID, LogicalID: id[:], Sealed: sealed,
+			})
 			return err
-		}
-		defer tx.Rollback() //nolint:errcheck
-		if _, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
-			RecipientUserID: bAddr.UserID, RecipientDeviceID: bAddr.DeviceID, LogicalID: id[:], Sealed: sealed,
-		}); err != nil {
-			return err
-		}
-		return tx.Commit()
+		})
 	}
 	var ss, sr sample
 	for r := range iters {

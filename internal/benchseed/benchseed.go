@@ -35,6 +35,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -231,23 +232,30 @@ func Seed(ctx context.Context, conn *sql.DB, keys *seal.Keyring, cfg Config) err
 	defer cancel()
 
 	row := 0
-	var (
-		tx *sql.Tx
-		q  *db.Queries
-	)
-	commit := func() error {
-		if tx == nil {
+	pending := make([]db.InsertPendingOutboundParams, 0, cfg.BatchSize)
+	// flush inserts the rows collected so far in one transaction, through
+	// the project's one transaction helper.
+	flush := func() error {
+		if len(pending) == 0 {
 			return nil
 		}
-		err := tx.Commit()
-		tx = nil
+		err := sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
+			q := db.New(tx)
+			for _, p := range pending {
+				seq, err := q.InsertPendingOutbound(ctx, p)
+				if err != nil {
+					return fmt.Errorf("benchseed: insert row %d: %w", row, err)
+				}
+				if seq != int64(row)+1 {
+					return fmt.Errorf("benchseed: row %d got sequence %d, want %d (table not fresh?)", row, seq, row+1)
+				}
+				row++
+			}
+			return nil
+		})
+		pending = pending[:0]
 		return err
 	}
-	defer func() {
-		if tx != nil {
-			tx.Rollback() //nolint:errcheck
-		}
-	}()
 	for c := range nChunks {
 		b := <-results[c]
 		<-ahead
@@ -255,91 +263,21 @@ func Seed(ctx context.Context, conn *sql.DB, keys *seal.Keyring, cfg Config) err
 			return fmt.Errorf("benchseed: seal: %w", b.err)
 		}
 		for _, p := range b.rows {
-			if tx == nil {
-				var err error
-				if tx, err = conn.BeginTx(ctx, nil); err != nil {
-					return fmt.Errorf("benchseed: begin: %w", err)
-				}
-				q = db.New(&stmtCache{tx: tx})
-			}
-			seq, err := q.InsertPendingOutbound(ctx, p)
-			if err != nil {
-				return fmt.Errorf("benchseed: insert row %d: %w", row, err)
-			}
-			if seq != int64(row)+1 {
-				return fmt.Errorf("benchseed: row %d got sequence %d, want %d (table not fresh?)", row, seq, row+1)
-			}
-			row++
-			if row%cfg.BatchSize == 0 {
-				if err := commit(); err != nil {
-					return fmt.Errorf("benchseed: commit: %w", err)
+			pending = append(pending, p)
+			if len(pending) == cfg.BatchSize {
+				if err := flush(); err != nil {
+					return err
 				}
 			}
 		}
 	}
-	if err := commit(); err != nil {
-		return fmt.Errorf("benchseed: commit: %w", err)
+	if err := flush(); err != nil {
+		return err
 	}
 	if _, err := conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		return fmt.Errorf("benchseed: checkpoint: %w", err)
 	}
 	return nil
-}
-
-// stmtCache runs the generated queries on tx through statements prepared
-// once per transaction: the generated code would otherwise have SQLite
-// parse the INSERT again for every row, about 40% of the seeding time.
-type stmtCache struct {
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt
-}
-
-var _ db.DBTX = (*stmtCache)(nil)
-
-func (c *stmtCache) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st, ok := c.stmts[query]; ok {
-		return st, nil
-	}
-	st, err := c.tx.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if c.stmts == nil {
-		c.stmts = make(map[string]*sql.Stmt)
-	}
-	c.stmts[query] = st
-	return st, nil
-}
-
-func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := c.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-func (c *stmtCache) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return c.tx.PrepareContext(ctx, query)
-}
-
-func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := c.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-// QueryRowContext reports a prepare failure through the returned row, as
-// database/sql does: it cannot build a Row carrying an error itself, so it
-// falls back to the unprepared query, which fails the same way.
-func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := c.stmt(ctx, query)
-	if err != nil {
-		return c.tx.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
 }
 
 // Open opens (creating and migrating) the store at path with keys, then
