@@ -70,6 +70,7 @@ const (
 	stepCreateSealed  = "sql/2_create_sealed.sql"
 	stepDropPlaintext = "sql/3_drop_plaintext.sql"
 	stepIndex         = "sql/4_recipient_index.sql"
+	stepVacuum        = "sql/5_vacuum.sql"
 )
 
 const table = "pending_outbound_message"
@@ -167,6 +168,14 @@ func MigratePlaintext(ctx context.Context, conn *sql.DB, keys *seal.Keyring) (in
 	if err != nil {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w", err)
 	}
+	if copied > 0 {
+		// The migration has committed; a failure here leaves the legacy
+		// plaintext in free pages (as a crash right now would) and is
+		// reported, but nothing is lost and the next open does not redo it.
+		if err := execStep(ctx, conn, stepVacuum); err != nil {
+			return copied, fmt.Errorf("legacy: migrate plaintext: erase free pages: %w", err)
+		}
+	}
 	return copied, nil
 }
 
@@ -211,7 +220,13 @@ func copySealed(ctx context.Context, q *legacydb.Queries, keys *seal.Keyring, co
 	}
 }
 
-func execStep(ctx context.Context, tx *sql.Tx, name string) error {
+// execer is a transaction, or the database for the step that runs after
+// the transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func execStep(ctx context.Context, tx execer, name string) error {
 	stmts, err := ddl.ReadFile(name)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

@@ -1,6 +1,7 @@
 package legacy_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -448,7 +449,8 @@ func TestLegacyDDLMatchesMigrations(t *testing.T) {
 }
 
 // TestLegacyOpenedByStore proves the store seals a legacy database on
-// open: the client never sees the plaintext layout.
+// open (the client never sees the plaintext layout) and that no legacy
+// plaintext is left in the database file or its WAL afterwards.
 func TestLegacyOpenedByStore(t *testing.T) {
 	ctx := context.Background()
 	path, conn := loadLegacy(t)
@@ -466,5 +468,15 @@ func TestLegacyOpenedByStore(t *testing.T) {
 		require.Equal(t, before[i].to, m.Recipient)
 		require.Equal(t, before[i].id, m.ID)
 		require.Equal(t, before[i].plaintext, m.Plaintext)
+	}
+	for _, f := range []string{path, path + "-wal"} {
+		raw, err := os.ReadFile(f)
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err)
+		for _, r := range before {
+			require.False(t, bytes.Contains(raw, r.plaintext), "%s still holds the plaintext of sequence %d", filepath.Base(f), r.seq)
+		}
 	}
 }
