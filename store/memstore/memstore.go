@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -112,21 +113,9 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state atomically with it.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
-	if err := store.ValidateAddress(recipient); err != nil {
-		return 0, err
-	}
-	sealed, err := s.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(recipient, id), plaintext)
+	sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
 	if err != nil {
 		return 0, err
-	}
-	var peerSealed store.PeerState
-	if update != nil {
-		if err := update.ValidateUpdate(); err != nil {
-			return 0, err
-		}
-		if peerSealed, err = s.sealPeer(recipient, *update); err != nil {
-			return 0, err
-		}
 	}
 	k := pendingKey{recipient, id}
 	var seq int64
@@ -138,8 +127,8 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 		seq = s.highWater
 		s.pending = append(s.pending, pendingRow{seq: seq, key: k, sealed: sealed})
 		s.bySeqKey[k] = seq
-		if update != nil {
-			s.savePeerLocked(recipient, peerSealed)
+		if peer != nil {
+			s.savePeerLocked(recipient, *peer)
 		}
 		return nil
 	})
@@ -186,11 +175,7 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 }
 
 func (s *Store) open(r pendingRow) (store.PendingMessage, error) {
-	pt, err := s.keys.Open(seal.RecordPendingOutbound, store.MessageAD(r.key.addr, r.key.id), r.sealed)
-	if err != nil {
-		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", r.seq, err)
-	}
-	return store.PendingMessage{Sequence: r.seq, Recipient: r.key.addr, ID: r.key.id, Plaintext: pt}, nil
+	return rowseal.OpenPending(s.keys, r.seq, r.key.addr, r.key.id, r.sealed)
 }
 
 // CountPending implements store.Pending.
@@ -317,25 +302,9 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 	}); err != nil {
 		return store.PeerState{}, err
 	}
-	var out store.PeerState
-	ad := store.AddressAD(peer)
-	for _, f := range []struct {
-		rt     seal.RecordType
-		sealed []byte
-		dst    *[]byte
-	}{
-		{seal.RecordSession, sealed.Session, &out.Session},
-		{seal.RecordSessionInitiation, sealed.Initiation, &out.Initiation},
-		{seal.RecordIdentityPin, sealed.Pin, &out.Pin},
-	} {
-		if f.sealed == nil {
-			continue
-		}
-		pt, err := s.keys.Open(f.rt, ad, f.sealed)
-		if err != nil {
-			return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
-		}
-		*f.dst = pt
+	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
+	if err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
 	return out, nil
 }
@@ -348,35 +317,11 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 	if err := u.ValidateUpdate(); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	sealed, err := s.sealPeer(peer, u)
+	sealed, err := rowseal.SealPeer(s.keys, peer, u)
 	if err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
 	return s.locked(ctx, func() error { s.savePeerLocked(peer, sealed); return nil })
-}
-
-// sealPeer seals u's non-empty parts and keeps empty (delete) markers.
-func (s *Store) sealPeer(peer ids.DeviceAddress, u store.PeerState) (store.PeerState, error) {
-	out := u
-	ad := store.AddressAD(peer)
-	for _, f := range []struct {
-		rt  seal.RecordType
-		dst *[]byte
-	}{
-		{seal.RecordSession, &out.Session},
-		{seal.RecordSessionInitiation, &out.Initiation},
-		{seal.RecordIdentityPin, &out.Pin},
-	} {
-		if len(*f.dst) == 0 {
-			continue
-		}
-		v, err := s.keys.Seal(f.rt, ad, *f.dst)
-		if err != nil {
-			return out, err
-		}
-		*f.dst = v
-	}
-	return out, nil
 }
 
 func (s *Store) savePeerLocked(peer ids.DeviceAddress, sealed store.PeerState) {
@@ -403,7 +348,7 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, sess
 	if err := store.ValidateAddress(peer); err != nil {
 		return false, fmt.Errorf("store: commit received: %w", err)
 	}
-	sealed, err := s.sealPeer(peer, store.PeerState{Session: session})
+	sealed, err := rowseal.SealPeer(s.keys, peer, store.PeerState{Session: session})
 	if err != nil {
 		return false, fmt.Errorf("store: commit received: %w", err)
 	}
@@ -425,7 +370,7 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, session [
 	if err := store.ValidateAddress(peer); err != nil {
 		return false, fmt.Errorf("store: commit ack: %w", err)
 	}
-	sealed, err := s.sealPeer(peer, store.PeerState{Session: session})
+	sealed, err := rowseal.SealPeer(s.keys, peer, store.PeerState{Session: session})
 	if err != nil {
 		return false, fmt.Errorf("store: commit ack: %w", err)
 	}

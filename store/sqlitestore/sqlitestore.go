@@ -26,6 +26,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/legacy"
 	"github.com/securemsg/storage/migration"
@@ -198,21 +199,9 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state in the same transaction.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
-	if err := store.ValidateAddress(recipient); err != nil {
-		return 0, err
-	}
-	sealed, err := s.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(recipient, id), plaintext)
+	sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
 	if err != nil {
 		return 0, err
-	}
-	var peerSealed store.PeerState
-	if update != nil {
-		if err := update.ValidateUpdate(); err != nil {
-			return 0, err
-		}
-		if peerSealed, err = s.sealPeer(recipient, *update); err != nil {
-			return 0, err
-		}
 	}
 	var seq int64
 	err = s.withTx(ctx, func(q *db.Queries) error {
@@ -222,10 +211,10 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 			LogicalID:         id[:],
 			Sealed:            sealed,
 		})
-		if err != nil || update == nil {
+		if err != nil || peer == nil {
 			return err
 		}
-		return savePeer(ctx, q, recipient, *update, peerSealed)
+		return savePeer(ctx, q, recipient, *peer)
 	})
 	if isUniqueViolation(err) {
 		return 0, fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
@@ -357,11 +346,7 @@ func (s *Store) openPending(r db.PendingOutboundMessage) (store.PendingMessage, 
 	if err != nil {
 		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", r.Sequence, err)
 	}
-	pt, err := s.keys.Open(seal.RecordPendingOutbound, store.MessageAD(addr, id), r.Sealed)
-	if err != nil {
-		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", r.Sequence, err)
-	}
-	return store.PendingMessage{Sequence: r.Sequence, Recipient: addr, ID: id, Plaintext: pt}, nil
+	return rowseal.OpenPending(s.keys, r.Sequence, addr, id, r.Sealed)
 }
 
 // SequenceHighWater returns the largest pending sequence ever handed out,

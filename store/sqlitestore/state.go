@@ -9,6 +9,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -82,25 +83,9 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 	if err != nil {
 		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
-	var out store.PeerState
-	ad := store.AddressAD(peer)
-	for _, f := range []struct {
-		rt     seal.RecordType
-		sealed []byte
-		dst    *[]byte
-	}{
-		{seal.RecordSession, sess, &out.Session},
-		{seal.RecordSessionInitiation, init, &out.Initiation},
-		{seal.RecordIdentityPin, pin, &out.Pin},
-	} {
-		if f.sealed == nil {
-			continue
-		}
-		pt, err := s.keys.Open(f.rt, ad, f.sealed)
-		if err != nil {
-			return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
-		}
-		*f.dst = pt
+	out, err := rowseal.OpenPeer(s.keys, peer, store.PeerState{Session: sess, Initiation: init, Pin: pin})
+	if err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
 	return out, nil
 }
@@ -120,43 +105,20 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 	if err := u.ValidateUpdate(); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	sealed, err := s.sealPeer(peer, u)
+	sealed, err := rowseal.SealPeer(s.keys, peer, u)
 	if err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	err = s.withTx(ctx, func(q *db.Queries) error { return savePeer(ctx, q, peer, u, sealed) })
+	err = s.withTx(ctx, func(q *db.Queries) error { return savePeer(ctx, q, peer, sealed) })
 	if err != nil {
 		return fmt.Errorf("store: save peer %s: %w", peer, err)
 	}
 	return nil
 }
 
-// sealPeer seals the non-empty parts of u, outside any transaction.
-func (s *Store) sealPeer(peer ids.DeviceAddress, u store.PeerState) (store.PeerState, error) {
-	var out store.PeerState
-	ad := store.AddressAD(peer)
-	for _, f := range []struct {
-		rt  seal.RecordType
-		pt  []byte
-		dst *[]byte
-	}{
-		{seal.RecordSession, u.Session, &out.Session},
-		{seal.RecordSessionInitiation, u.Initiation, &out.Initiation},
-		{seal.RecordIdentityPin, u.Pin, &out.Pin},
-	} {
-		if len(f.pt) == 0 {
-			continue
-		}
-		v, err := s.keys.Seal(f.rt, ad, f.pt)
-		if err != nil {
-			return out, err
-		}
-		*f.dst = v
-	}
-	return out, nil
-}
-
-func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u, sealed store.PeerState) error {
+// savePeer applies an update whose values are sealed (rowseal.SealPeer):
+// nil leaves a part unchanged, empty deletes it.
+func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u store.PeerState) error {
 	user, dev := peer.UserID, peer.DeviceID
 	switch {
 	case u.Session == nil:
@@ -165,7 +127,7 @@ func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u, sea
 			return err
 		}
 	default:
-		if err := q.UpsertSession(ctx, db.UpsertSessionParams{UserID: user, DeviceID: dev, Sealed: sealed.Session}); err != nil {
+		if err := q.UpsertSession(ctx, db.UpsertSessionParams{UserID: user, DeviceID: dev, Sealed: u.Session}); err != nil {
 			return err
 		}
 	}
@@ -176,12 +138,12 @@ func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u, sea
 			return err
 		}
 	default:
-		if err := q.UpsertSessionInitiation(ctx, db.UpsertSessionInitiationParams{UserID: user, DeviceID: dev, Sealed: sealed.Initiation}); err != nil {
+		if err := q.UpsertSessionInitiation(ctx, db.UpsertSessionInitiationParams{UserID: user, DeviceID: dev, Sealed: u.Initiation}); err != nil {
 			return err
 		}
 	}
 	if u.Pin != nil {
-		if err := q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: sealed.Pin}); err != nil {
+		if err := q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: u.Pin}); err != nil {
 			return err
 		}
 	}
@@ -193,14 +155,13 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, sess
 	if err := store.ValidateAddress(peer); err != nil {
 		return false, fmt.Errorf("store: commit received: %w", err)
 	}
-	u := store.PeerState{Session: session}
-	sealed, err := s.sealPeer(peer, u)
+	sealed, err := rowseal.SealPeer(s.keys, peer, store.PeerState{Session: session})
 	if err != nil {
 		return false, fmt.Errorf("store: commit received: %w", err)
 	}
 	var n int64
 	err = s.withTx(ctx, func(q *db.Queries) error {
-		if err := savePeer(ctx, q, peer, u, sealed); err != nil {
+		if err := savePeer(ctx, q, peer, sealed); err != nil {
 			return err
 		}
 		var err error
@@ -220,14 +181,13 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, session [
 	if err := store.ValidateAddress(peer); err != nil {
 		return false, fmt.Errorf("store: commit ack: %w", err)
 	}
-	u := store.PeerState{Session: session}
-	sealed, err := s.sealPeer(peer, u)
+	sealed, err := rowseal.SealPeer(s.keys, peer, store.PeerState{Session: session})
 	if err != nil {
 		return false, fmt.Errorf("store: commit ack: %w", err)
 	}
 	var n int64
 	err = s.withTx(ctx, func(q *db.Queries) error {
-		if err := savePeer(ctx, q, peer, u, sealed); err != nil {
+		if err := savePeer(ctx, q, peer, sealed); err != nil {
 			return err
 		}
 		var err error
