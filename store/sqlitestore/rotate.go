@@ -73,10 +73,9 @@ var rotateMu sync.Mutex
 // Sequences, row identities and plaintexts do not change: a value is only
 // opened and sealed again under the same record type and associated data.
 //
-// Values sealed before RotateKey began but written after its walk passed
-// their row would be left under the old key; the final confirming pass
-// finds such rows, but callers should not run writes that sealed before the
-// rotation started concurrently with it (the client holds its send mutex).
+// Writes may go on during a rotation: the store waits for writes that
+// sealed with the old key to finish before it switches the sealing key, so
+// none can land behind the walk.
 //
 // It returns an error wrapping store.ErrInvalidArgument for a zero key or
 // a batch below 1, and seal errors (seal.ErrWrongKey, ...) for a row the
@@ -101,7 +100,11 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	if err := s.recordRotationKey(ctx, sealer, newKey.ID()); err != nil {
 		return fmt.Errorf("store: rotate key: %w", err)
 	}
+	// Wait for writes that sealed with the old key to end; every write
+	// after this seals with newKey.
+	s.sealMu.Lock()
 	s.keys.Add(newKey)
+	s.sealMu.Unlock()
 
 	for pass := 1; ; pass++ {
 		resealed := int64(0)

@@ -414,3 +414,71 @@ func TestRotateKeyInvalidArguments(t *testing.T) {
 	assert.False(t, errors.Is(err, seal.ErrWrongKey))
 	assert.Equal(t, 1, len(s.Keyring().KeyIDs()), "nothing was added")
 }
+
+// TestRotateKeyWithConcurrentWrites rotates while other goroutines keep
+// inserting pending messages and saving peer state: afterwards every value
+// opens with the new key alone, so no write sealed with the old key landed
+// behind the walk.
+func TestRotateKeyWithConcurrentWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	oldKey, newKey := rotateKey(t, 0x33), rotateKey(t, 0x44)
+	s := rotateOpen(t, path, oldKey)
+	for i := range 50 {
+		_, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, rotateID(i), []byte("before"))
+		require.NoError(t, err)
+	}
+
+	// A bounded number of writes each, so that the walk (which also walks
+	// the rows written meanwhile) ends.
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			peer := ids.DeviceAddress{UserID: fmt.Sprintf("writer-%d", w), DeviceID: 1}
+			for i := range 100 {
+				if _, err := s.InsertPending(ctx, peer, rotateID(i), []byte("during")); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.SavePeer(ctx, peer, store.PeerState{Session: []byte(fmt.Sprint("session ", i))}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	rotated := s.RotateKey(ctx, newKey, 5, nil)
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	require.NoError(t, rotated)
+	require.NoError(t, s.Close())
+
+	s2 := rotateOpen(t, path, newKey)
+	n := 0
+	var after int64
+	for {
+		page, err := s2.PagePending(ctx, store.PageRequest{After: after, Limit: store.MaxPageSize})
+		require.NoError(t, err, "every pending message opens with the new key alone")
+		n += len(page.Messages)
+		if page.Next == nil {
+			break
+		}
+		after = *page.Next
+	}
+	count, err := s2.CountPending(ctx, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, count, n)
+	for w := range 4 {
+		_, err := s2.Peer(ctx, ids.DeviceAddress{UserID: fmt.Sprintf("writer-%d", w), DeviceID: 1})
+		require.NoError(t, err, "every session opens with the new key alone")
+	}
+}
+
+// rotateID returns a logical id made from i.
+func rotateID(i int) ids.LogicalMessageID {
+	var id ids.LogicalMessageID
+	copy(id[:], fmt.Sprintf("rotate-%09d", i))
+	return id
+}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,12 @@ type Store struct {
 	q      *db.Queries
 	keys   *seal.Keyring
 	closed atomic.Bool
+
+	// sealMu is held shared by every write from the moment it seals until
+	// its transaction ends, and exclusively by RotateKey while it switches
+	// the sealing key: so no value sealed with the old key can be written
+	// once a rotation has started walking the tables.
+	sealMu sync.RWMutex
 }
 
 var _ store.Store = (*Store)(nil)
@@ -199,6 +206,8 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state in the same transaction.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
 	sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
 	if err != nil {
 		return 0, err

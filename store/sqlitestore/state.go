@@ -38,6 +38,8 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 
 // SaveLocalIdentity implements store.State.
 func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
 	if err := store.ValidateAddress(id.Address); err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
@@ -99,6 +101,8 @@ func optional(b []byte, err error) ([]byte, error) {
 
 // SavePeer implements store.State.
 func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
 	if err := store.ValidateAddress(peer); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
@@ -152,6 +156,8 @@ func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u stor
 
 // CommitReceived implements store.State.
 func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
 	if err := store.ValidateAddress(peer); err != nil {
 		return false, fmt.Errorf("store: commit received: %w", err)
 	}
@@ -178,6 +184,8 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, sess
 
 // CommitAck implements store.State.
 func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
 	if err := store.ValidateAddress(peer); err != nil {
 		return false, fmt.Errorf("store: commit ack: %w", err)
 	}
