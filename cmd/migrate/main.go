@@ -11,8 +11,8 @@
 //	migrate plan -db FILE     print the statements up would run
 //	migrate lint [-dir DIR]   run Atlas's analyzers over the directory
 //	migrate hash [-dir DIR]   recompute DIR/atlas.sum (like atlas migrate hash)
-//
-// (and fixture-test, when the frozen v14 fixture proof is built in.)
+//	migrate fixture-test      migrate a temporary copy of the frozen v14
+//	                          fixture to head and prove nothing was lost
 //
 // status and plan never create or change the database. A failing command
 // prints one line, "migrate: reason", on stderr, exits 1 and leaves the
@@ -37,6 +37,7 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	_ "github.com/mattn/go-sqlite3"
 
+	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/migration"
 )
 
@@ -67,8 +68,7 @@ type cmdEnv struct {
 	dir            string // -dir
 }
 
-// commands lists the subcommands in usage order. fixture.go adds
-// fixture-test to it when it is built in.
+// commands lists the subcommands in usage order.
 var commands = []*command{
 	{
 		name: "up", args: "-db FILE", summary: "create FILE if absent and migrate it to head",
@@ -95,6 +95,12 @@ var commands = []*command{
 			fs.StringVar(&env.dir, "dir", "schema/migrations", "migration `DIR`")
 		},
 		run: cmdHash,
+	},
+	{
+		// version14.Prove works on its own temporary copy of the fixture,
+		// never on the frozen files.
+		name: "fixture-test", summary: "migrate a temporary copy of the frozen v14 fixture to head and check it",
+		run: func(ctx context.Context, env *cmdEnv) error { return version14.Prove(ctx, env.stdout) },
 	},
 }
 
