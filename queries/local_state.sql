@@ -1,7 +1,3 @@
--- The client's local state besides pending outbound messages: identity,
--- pins, sessions, initiations, inbound bookkeeping and storage keys. Every
--- "sealed" value is a sealed record bound to its row (package seal).
-
 -- name: GetLocalIdentity :one
 SELECT user_id, device_id, sealed FROM local_identity WHERE id = 1;
 
@@ -61,9 +57,8 @@ UPDATE storage_key SET state = ? WHERE key_id = ?;
 -- name: DeleteStorageKey :exec
 DELETE FROM storage_key WHERE key_id = ?;
 
--- Key rotation walks each sealed table in key order, in batches.
-
 -- name: SealedIdentityPinBatch :many
+-- Key rotation walks each sealed table in key order, in batches.
 SELECT user_id, device_id, sealed FROM identity_pin
 WHERE user_id > sqlc.arg(after_user_id)
    OR (user_id = sqlc.arg(after_user_id) AND device_id > sqlc.arg(after_device_id))

@@ -1,14 +1,14 @@
--- Pending outbound messages: sent and not yet acknowledged.
--- Pages are keyset pages on the global sequence, never OFFSET: they read
--- limit + 1 rows (the caller passes row_limit = limit + 1) to learn whether
--- another page follows.
-
 -- name: InsertPendingOutbound :one
+-- Stores a sent message as pending. AUTOINCREMENT hands out a sequence
+-- above every one handed out before, deleted ones included.
 INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
 VALUES (?, ?, ?, ?)
 RETURNING sequence;
 
 -- name: PagePendingOutbound :many
+-- One keyset page of pending messages, all recipients, in sequence order.
+-- The caller passes row_limit = limit + 1: the extra row only says whether
+-- another page follows (never a positional skip).
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
 FROM pending_outbound_message
 WHERE sequence > sqlc.arg(after_sequence)
@@ -16,6 +16,8 @@ ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 
 -- name: PagePendingOutboundForRecipient :many
+-- The same page for one recipient, its own query (not an optional
+-- predicate) so that it walks pending_outbound_message_recipient.
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
@@ -25,6 +27,8 @@ ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 
 -- name: NextPendingOutboundForRecipient :one
+-- The next pending message for one recipient after a cursor: a retry
+-- reads one message per transaction.
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
@@ -33,21 +37,20 @@ WHERE recipient_user_id = sqlc.arg(recipient_user_id)
 ORDER BY sequence
 LIMIT 1;
 
--- Counts read no sealed column: SQLite answers them from an index.
-
 -- name: CountPendingOutbound :one
+-- Counts read no sealed column: SQLite answers them from an index.
 SELECT count(*) FROM pending_outbound_message;
 
 -- name: CountPendingOutboundForRecipient :one
+-- Counts one recipient's pending messages from the covering index.
 SELECT count(*)
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
   AND recipient_device_id = sqlc.arg(recipient_device_id);
 
+-- name: DeletePendingOutbound :execrows
 -- Abandon and ACK delete without opening the sealed record; the affected
 -- row count (0 or 1) decides ABANDONED / NOT_PENDING and cleared.
-
--- name: DeletePendingOutbound :execrows
 DELETE FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
   AND recipient_device_id = sqlc.arg(recipient_device_id)
@@ -59,9 +62,8 @@ SELECT CAST(coalesce(max(seq), 0) AS INTEGER) AS high_water
 FROM sqlite_sequence
 WHERE name = 'pending_outbound_message';
 
--- Key rotation walks the table in sequence order, in batches.
-
 -- name: SealedPendingOutboundBatch :many
+-- Key rotation walks the table in sequence order, in batches.
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
 FROM pending_outbound_message
 WHERE sequence > sqlc.arg(after_sequence)

@@ -1,7 +1,3 @@
--- Storage key rotation (store/sqlitestore/rotate.go): the row counts it
--- reports progress against. The batches and updates it runs are in
--- local_state.sql and pending_outbound.sql. Counts read no sealed column.
-
 -- name: CountLocalIdentityRows :one
 SELECT count(*) FROM local_identity;
 

@@ -1,5 +1,3 @@
--- The migration history read and written by package migration.
-
 -- name: ListRevisions :many
 SELECT * FROM schema_revision ORDER BY version;
 

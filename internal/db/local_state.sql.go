@@ -63,7 +63,6 @@ func (q *Queries) GetIdentityPin(ctx context.Context, arg GetIdentityPinParams) 
 }
 
 const getLocalIdentity = `-- name: GetLocalIdentity :one
-
 SELECT user_id, device_id, sealed FROM local_identity WHERE id = 1
 `
 
@@ -73,9 +72,6 @@ type GetLocalIdentityRow struct {
 	Sealed   []byte
 }
 
-// The client's local state besides pending outbound messages: identity,
-// pins, sessions, initiations, inbound bookkeeping and storage keys. Every
-// "sealed" value is a sealed record bound to its row (package seal).
 func (q *Queries) GetLocalIdentity(ctx context.Context) (GetLocalIdentityRow, error) {
 	row := q.db.QueryRowContext(ctx, getLocalIdentity)
 	var i GetLocalIdentityRow
@@ -236,7 +232,6 @@ func (q *Queries) ListStorageKeys(ctx context.Context) ([]StorageKey, error) {
 }
 
 const sealedIdentityPinBatch = `-- name: SealedIdentityPinBatch :many
-
 SELECT user_id, device_id, sealed FROM identity_pin
 WHERE user_id > ?1
    OR (user_id = ?1 AND device_id > ?2)

@@ -10,7 +10,6 @@ import (
 )
 
 const countPendingOutbound = `-- name: CountPendingOutbound :one
-
 SELECT count(*) FROM pending_outbound_message
 `
 
@@ -34,6 +33,7 @@ type CountPendingOutboundForRecipientParams struct {
 	RecipientDeviceID int64
 }
 
+// Counts one recipient's pending messages from the covering index.
 func (q *Queries) CountPendingOutboundForRecipient(ctx context.Context, arg CountPendingOutboundForRecipientParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, countPendingOutboundForRecipient, arg.RecipientUserID, arg.RecipientDeviceID)
 	var count int64
@@ -42,7 +42,6 @@ func (q *Queries) CountPendingOutboundForRecipient(ctx context.Context, arg Coun
 }
 
 const deletePendingOutbound = `-- name: DeletePendingOutbound :execrows
-
 DELETE FROM pending_outbound_message
 WHERE recipient_user_id = ?1
   AND recipient_device_id = ?2
@@ -66,7 +65,6 @@ func (q *Queries) DeletePendingOutbound(ctx context.Context, arg DeletePendingOu
 }
 
 const insertPendingOutbound = `-- name: InsertPendingOutbound :one
-
 INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
 VALUES (?, ?, ?, ?)
 RETURNING sequence
@@ -79,10 +77,8 @@ type InsertPendingOutboundParams struct {
 	Sealed            []byte
 }
 
-// Pending outbound messages: sent and not yet acknowledged.
-// Pages are keyset pages on the global sequence, never OFFSET: they read
-// limit + 1 rows (the caller passes row_limit = limit + 1) to learn whether
-// another page follows.
+// Stores a sent message as pending. AUTOINCREMENT hands out a sequence
+// above every one handed out before, deleted ones included.
 func (q *Queries) InsertPendingOutbound(ctx context.Context, arg InsertPendingOutboundParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, insertPendingOutbound,
 		arg.RecipientUserID,
@@ -111,6 +107,8 @@ type NextPendingOutboundForRecipientParams struct {
 	AfterSequence     int64
 }
 
+// The next pending message for one recipient after a cursor: a retry
+// reads one message per transaction.
 func (q *Queries) NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (PendingOutboundMessage, error) {
 	row := q.db.QueryRowContext(ctx, nextPendingOutboundForRecipient, arg.RecipientUserID, arg.RecipientDeviceID, arg.AfterSequence)
 	var i PendingOutboundMessage
@@ -137,6 +135,9 @@ type PagePendingOutboundParams struct {
 	RowLimit      int64
 }
 
+// One keyset page of pending messages, all recipients, in sequence order.
+// The caller passes row_limit = limit + 1: the extra row only says whether
+// another page follows (never a positional skip).
 func (q *Queries) PagePendingOutbound(ctx context.Context, arg PagePendingOutboundParams) ([]PendingOutboundMessage, error) {
 	rows, err := q.db.QueryContext(ctx, pagePendingOutbound, arg.AfterSequence, arg.RowLimit)
 	if err != nil {
@@ -183,6 +184,8 @@ type PagePendingOutboundForRecipientParams struct {
 	RowLimit          int64
 }
 
+// The same page for one recipient, its own query (not an optional
+// predicate) so that it walks pending_outbound_message_recipient.
 func (q *Queries) PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PendingOutboundMessage, error) {
 	rows, err := q.db.QueryContext(ctx, pagePendingOutboundForRecipient,
 		arg.RecipientUserID,
@@ -232,7 +235,6 @@ func (q *Queries) PendingOutboundSequenceHighWater(ctx context.Context) (int64, 
 }
 
 const sealedPendingOutboundBatch = `-- name: SealedPendingOutboundBatch :many
-
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
 FROM pending_outbound_message
 WHERE sequence > ?1

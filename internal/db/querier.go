@@ -10,13 +10,11 @@ import (
 
 type Querier interface {
 	CountIdentityPinRows(ctx context.Context) (int64, error)
-	// Storage key rotation (store/sqlitestore/rotate.go): the row counts it
-	// reports progress against. The batches and updates it runs are in
-	// local_state.sql and pending_outbound.sql. Counts read no sealed column.
 	CountLocalIdentityRows(ctx context.Context) (int64, error)
 	CountPendingInboundRows(ctx context.Context) (int64, error)
 	// Counts read no sealed column: SQLite answers them from an index.
 	CountPendingOutbound(ctx context.Context) (int64, error)
+	// Counts one recipient's pending messages from the covering index.
 	CountPendingOutboundForRecipient(ctx context.Context, arg CountPendingOutboundForRecipientParams) (int64, error)
 	CountSessionInitiationRows(ctx context.Context) (int64, error)
 	CountSessionRows(ctx context.Context) (int64, error)
@@ -28,28 +26,29 @@ type Querier interface {
 	DeleteSessionInitiation(ctx context.Context, arg DeleteSessionInitiationParams) error
 	DeleteStorageKey(ctx context.Context, keyID int64) error
 	GetIdentityPin(ctx context.Context, arg GetIdentityPinParams) ([]byte, error)
-	// The client's local state besides pending outbound messages: identity,
-	// pins, sessions, initiations, inbound bookkeeping and storage keys. Every
-	// "sealed" value is a sealed record bound to its row (package seal).
 	GetLocalIdentity(ctx context.Context) (GetLocalIdentityRow, error)
 	GetRevision(ctx context.Context, version string) (SchemaRevision, error)
 	GetSession(ctx context.Context, arg GetSessionParams) ([]byte, error)
 	GetSessionInitiation(ctx context.Context, arg GetSessionInitiationParams) ([]byte, error)
 	InsertLocalIdentity(ctx context.Context, arg InsertLocalIdentityParams) error
 	InsertPendingInbound(ctx context.Context, arg InsertPendingInboundParams) (int64, error)
-	// Pending outbound messages: sent and not yet acknowledged.
-	// Pages are keyset pages on the global sequence, never OFFSET: they read
-	// limit + 1 rows (the caller passes row_limit = limit + 1) to learn whether
-	// another page follows.
+	// Stores a sent message as pending. AUTOINCREMENT hands out a sequence
+	// above every one handed out before, deleted ones included.
 	InsertPendingOutbound(ctx context.Context, arg InsertPendingOutboundParams) (int64, error)
 	// 0 rows affected means the message was processed before: a duplicate.
 	InsertProcessedInbound(ctx context.Context, arg InsertProcessedInboundParams) (int64, error)
 	InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error
-	// The migration history read and written by package migration.
 	ListRevisions(ctx context.Context) ([]SchemaRevision, error)
 	ListStorageKeys(ctx context.Context) ([]StorageKey, error)
+	// The next pending message for one recipient after a cursor: a retry
+	// reads one message per transaction.
 	NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (PendingOutboundMessage, error)
+	// One keyset page of pending messages, all recipients, in sequence order.
+	// The caller passes row_limit = limit + 1: the extra row only says whether
+	// another page follows (never a positional skip).
 	PagePendingOutbound(ctx context.Context, arg PagePendingOutboundParams) ([]PendingOutboundMessage, error)
+	// The same page for one recipient, its own query (not an optional
+	// predicate) so that it walks pending_outbound_message_recipient.
 	PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PendingOutboundMessage, error)
 	// The AUTOINCREMENT high-water mark: the largest sequence ever handed out.
 	PendingOutboundSequenceHighWater(ctx context.Context) (int64, error)

@@ -21,13 +21,9 @@ func (q *Queries) CountIdentityPinRows(ctx context.Context) (int64, error) {
 }
 
 const countLocalIdentityRows = `-- name: CountLocalIdentityRows :one
-
 SELECT count(*) FROM local_identity
 `
 
-// Storage key rotation (store/sqlitestore/rotate.go): the row counts it
-// reports progress against. The batches and updates it runs are in
-// local_state.sql and pending_outbound.sql. Counts read no sealed column.
 func (q *Queries) CountLocalIdentityRows(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, countLocalIdentityRows)
 	var count int64

@@ -43,11 +43,9 @@ func (q *Queries) GetRevision(ctx context.Context, version string) (SchemaRevisi
 }
 
 const listRevisions = `-- name: ListRevisions :many
-
 SELECT version, description, type, applied, total, executed_at, execution_time, error, error_stmt, hash, partial_hashes, operator_version FROM schema_revision ORDER BY version
 `
 
-// The migration history read and written by package migration.
 func (q *Queries) ListRevisions(ctx context.Context) ([]SchemaRevision, error) {
 	rows, err := q.db.QueryContext(ctx, listRevisions)
 	if err != nil {

@@ -141,18 +141,11 @@ func (q *Queries) LegacyPendingMaxSequence(ctx context.Context) (int64, error) {
 }
 
 const pendingOutboundColumns = `-- name: PendingOutboundColumns :many
-
 SELECT name FROM pragma_table_info
 WHERE arg = 'pending_outbound_message'
 ORDER BY cid
 `
 
-// The statements of the one-time legacy plaintext migration (package
-// legacy). The legacy table is read under the name it is set aside as
-// (pending_outbound_message_plaintext, see
-// schema/legacy/pending_outbound_plaintext.sql); the sealed table written is
-// the version-14 pending_outbound_message. The DDL steps, which sqlc cannot
-// express as queries, are in legacy/sql/.
 // The columns of pending_outbound_message, in order: a legacy table has
 // plaintext where version 14 has sealed.
 func (q *Queries) PendingOutboundColumns(ctx context.Context) ([]string, error) {

@@ -18,12 +18,6 @@ type Querier interface {
 	InsertSequenceHighWater(ctx context.Context, arg InsertSequenceHighWaterParams) error
 	LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatchParams) ([]PendingOutboundMessagePlaintext, error)
 	LegacyPendingMaxSequence(ctx context.Context) (int64, error)
-	// The statements of the one-time legacy plaintext migration (package
-	// legacy). The legacy table is read under the name it is set aside as
-	// (pending_outbound_message_plaintext, see
-	// schema/legacy/pending_outbound_plaintext.sql); the sealed table written is
-	// the version-14 pending_outbound_message. The DDL steps, which sqlc cannot
-	// express as queries, are in legacy/sql/.
 	// The columns of pending_outbound_message, in order: a legacy table has
 	// plaintext where version 14 has sealed.
 	PendingOutboundColumns(ctx context.Context) ([]string, error)
