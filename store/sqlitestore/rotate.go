@@ -314,12 +314,7 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 		return addressWalker(seal.RecordIdentityPin,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountIdentityPinRows(ctx) },
 			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				rows, err := q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit})
-				out := make([]addressRow, len(rows))
-				for i, r := range rows {
-					out[i] = addressRow{ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}, r.Sealed}
-				}
-				return out, err
+				return addressRows(q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateIdentityPinSealed(ctx, db.UpdateIdentityPinSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
@@ -329,12 +324,7 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 		return addressWalker(seal.RecordSession,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionRows(ctx) },
 			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				rows, err := q.SealedSessionBatch(ctx, db.SealedSessionBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit})
-				out := make([]addressRow, len(rows))
-				for i, r := range rows {
-					out[i] = addressRow{ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}, r.Sealed}
-				}
-				return out, err
+				return addressRows(q.SealedSessionBatch(ctx, db.SealedSessionBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateSessionSealed(ctx, db.UpdateSessionSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
@@ -344,12 +334,7 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 		return addressWalker(seal.RecordSessionInitiation,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionInitiationRows(ctx) },
 			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				rows, err := q.SealedSessionInitiationBatch(ctx, db.SealedSessionInitiationBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit})
-				out := make([]addressRow, len(rows))
-				for i, r := range rows {
-					out[i] = addressRow{ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}, r.Sealed}
-				}
-				return out, err
+				return addressRows(q.SealedSessionInitiationBatch(ctx, db.SealedSessionInitiationBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateSessionInitiationSealed(ctx, db.UpdateSessionInitiationSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
@@ -449,6 +434,23 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 type addressRow struct {
 	addr   ids.DeviceAddress
 	sealed []byte
+}
+
+// addressModel is a generated row of a table keyed by (user_id,
+// device_id) with one sealed column: the three share one shape.
+type addressModel interface {
+	db.IdentityPin | db.Session | db.SessionInitiation
+}
+
+// addressRows converts a batch of such rows (and its error, passed
+// through) to addressRows.
+func addressRows[T addressModel](rows []T, err error) ([]addressRow, error) {
+	out := make([]addressRow, len(rows))
+	for i, r := range rows {
+		m := db.Session(r)
+		out[i] = addressRow{ids.DeviceAddress{UserID: m.UserID, DeviceID: m.DeviceID}, m.Sealed}
+	}
+	return out, err
 }
 
 // addressWalker walks a table keyed by (user_id, device_id) in key order.
