@@ -93,11 +93,10 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
-	// Answering an initiation consumes a one-time prekey. Do it on a copy,
-	// kept only once the new session has committed: consuming the prekey
-	// first would leave, after a failed commit or a crash, a stored prekey
-	// set without that prekey and no session, so the sender's initiation
-	// (re-sent on every retry) could never be answered again.
+	// Answering an initiation consumes a one-time prekey: do it on a copy,
+	// stored in the same transaction as the new session and kept in memory
+	// only once that committed. The prekey is gone exactly when the session
+	// that used it exists, whatever fails or crashes in between.
 	if env.Initiation != nil {
 		if prekeys, err = clonePrekeys(prekeys); err != nil {
 			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
@@ -114,38 +113,37 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
-	// A new pin or the end of an initiation is saved first (saving it
-	// again is harmless); the session commits with the message or the ACK.
-	side, err := p.sideUpdate()
-	if err == nil && (side.Pin != nil || side.Initiation != nil) {
-		if err = c.cfg.Store.SavePeer(ctx, from, side); err == nil {
-			p.saved()
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
-	}
-	state, err := p.sess.MarshalBinary()
-	if err != nil {
-		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
-	}
-	if kind == frameAck {
-		cleared, err := c.cfg.Store.CommitAck(ctx, from, state, id)
-		if err != nil {
-			return nil, fmt.Errorf("client: receive ack from %s: %w", from, err)
-		}
-		if prekeysUsed {
-			c.consumePrekeys(ctx, prekeys)
-		}
-		return &Acknowledgement{From: from, ID: id, Cleared: cleared}, nil
-	}
-	fresh, err := c.cfg.Store.CommitReceived(ctx, from, state, id)
-	if err != nil {
+	// One transaction: the advanced session, a new pin or the end of an
+	// initiation, the used-up prekey, and the message or the ACK.
+	var in store.Inbound
+	if in.Update, err = p.update(); err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
 	if prekeysUsed {
-		c.consumePrekeys(ctx, prekeys)
+		secret, err := encodeLocal(identity, prekeys)
+		if err != nil {
+			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+		}
+		in.Local = &store.LocalIdentity{Address: self, Secret: secret}
 	}
+	commit, what := c.cfg.Store.CommitReceived, "message"
+	if kind == frameAck {
+		commit, what = c.cfg.Store.CommitAck, "ack"
+	}
+	done, err := commit(ctx, from, id, in)
+	if err != nil {
+		return nil, fmt.Errorf("client: receive %s from %s: %w", what, from, err)
+	}
+	p.saved()
+	if prekeysUsed {
+		c.mu.Lock()
+		c.prekeys = prekeys
+		c.mu.Unlock()
+	}
+	if kind == frameAck {
+		return &Acknowledgement{From: from, ID: id, Cleared: done}, nil
+	}
+	fresh := done
 	ackErr := c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil))
 	if ackErr != nil {
 		c.forget(from) // the ACK's encryption may not be stored
@@ -222,33 +220,6 @@ func clonePrekeys(p *session.Prekeys) (*session.Prekeys, error) {
 		return nil, err
 	}
 	return session.UnmarshalPrekeys(b)
-}
-
-// consumePrekeys makes used (the prekeys without the one-time prekey an
-// initiation consumed) the client's prekeys and stores them, after the
-// session that used it has committed. A failure to store them is not
-// returned: the message is committed and must reach the application; the
-// prekey is gone from memory (never used again by this process) and its
-// removal is stored with the next save of the local identity.
-func (c *Client) consumePrekeys(ctx context.Context, used *session.Prekeys) {
-	c.mu.Lock()
-	c.prekeys = used
-	c.mu.Unlock()
-	_ = c.savePrekeys(ctx)
-}
-
-// savePrekeys stores the local identity after a one-time prekey was used,
-// so that it is never used again.
-func (c *Client) savePrekeys(ctx context.Context) error {
-	identity, prekeys, self, err := c.local()
-	if err != nil {
-		return err
-	}
-	secret, err := encodeLocal(identity, prekeys)
-	if err != nil {
-		return err
-	}
-	return c.cfg.Store.SaveLocalIdentity(ctx, store.LocalIdentity{Address: self, Secret: secret})
 }
 
 // Poll drains this device's mailbox from the transport and receives every

@@ -113,21 +113,17 @@ func (p *peer) saved() {
 	p.initiation = p.sess != nil && p.sess.Initiating()
 }
 
-// update is the store update that brings the stored state to p.
+// update is the store update that brings the stored state to p: the
+// session, the pin if it changed, and the initiation marker if it appeared
+// or ended.
 func (p *peer) update() (store.PeerState, error) {
-	u, err := p.sideUpdate()
-	if err != nil || p.sess == nil {
-		return u, err
-	}
-	u.Session, err = p.sess.MarshalBinary()
-	return u, err
-}
-
-// sideUpdate is the part of update besides the session itself: the pin if
-// it changed, and the initiation marker if it appeared or ended.
-func (p *peer) sideUpdate() (store.PeerState, error) {
 	var u store.PeerState
 	if p.sess != nil {
+		b, err := p.sess.MarshalBinary()
+		if err != nil {
+			return u, err
+		}
+		u.Session = b
 		switch initiating := p.sess.Initiating(); {
 		case initiating && !p.initiation:
 			id := p.sess.InitiationID()

@@ -154,15 +154,41 @@ type State interface {
 	// malformed peer, ErrDuplicate if (peer, id) is already pending.
 	CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update PeerState) (int64, error)
 
-	// CommitReceived stores peer's advanced session and records id as
-	// processed, in one transaction. It reports false if id had been
-	// processed before (a duplicate, not to be given to the application
-	// again); the session is stored either way.
-	CommitReceived(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error)
-	// CommitAck stores peer's advanced session and deletes the pending
-	// message (peer, id), in one transaction, reporting whether one was
-	// there (the ACK's cleared).
-	CommitAck(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error)
+	// CommitReceived applies in (peer's advanced state, and the local
+	// identity if a one-time prekey was used) and records id as processed,
+	// in one transaction. It reports false if id had been processed before
+	// (a duplicate, not to be given to the application again); in is
+	// applied either way. Returns ErrInvalidArgument as SavePeer and
+	// SaveLocalIdentity do.
+	CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in Inbound) (bool, error)
+	// CommitAck applies in and deletes the pending message (peer, id), in
+	// one transaction, reporting whether one was there (the ACK's
+	// cleared). Returns ErrInvalidArgument as CommitReceived does.
+	CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in Inbound) (bool, error)
+}
+
+// Inbound is what receiving one envelope changes besides the message's own
+// bookkeeping, committed in the same transaction as it.
+type Inbound struct {
+	// Update is the peer's new state, as for SavePeer: at least its
+	// advanced session.
+	Update PeerState
+	// Local, if not nil, replaces the local identity's secret (as
+	// SaveLocalIdentity): answering an initiation used up a one-time
+	// prekey, which must be gone exactly when the session exists.
+	Local *LocalIdentity
+}
+
+// Validate returns an error wrapping ErrInvalidArgument if in's update
+// would delete the pin or its local identity has a malformed address.
+func (in Inbound) Validate() error {
+	if err := in.Update.ValidateUpdate(); err != nil {
+		return err
+	}
+	if in.Local != nil {
+		return ValidateAddress(in.Local.Address)
+	}
+	return nil
 }
 
 // PeerState is what the client keeps about one remote device. In reads,

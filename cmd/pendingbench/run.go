@@ -275,7 +275,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) (met, total in
 			return st == client.Abandoned, err
 		}},
 		{"ACK-delete (store CommitAck)", func(e *env, _ *client.Client, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return e.s.CommitAck(ctx, r, ackSession, id)
+			return e.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: ackSession}})
 		}},
 		{"delete (store DeletePending)", func(e *env, _ *client.Client, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
 			return e.s.DeletePending(ctx, r, id)

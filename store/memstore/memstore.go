@@ -279,13 +279,26 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
-	return s.locked(ctx, func() error {
-		if s.identity != nil && s.identity.addr != id.Address {
-			return fmt.Errorf("store: save local identity: %w: this store belongs to %s", store.ErrInvalidArgument, s.identity.addr)
+	err = s.locked(ctx, func() error {
+		if err := s.checkLocalLocked(id.Address); err != nil {
+			return err
 		}
 		s.identity = &identityRow{addr: id.Address, sealed: sealed}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	return nil
+}
+
+// checkLocalLocked refuses a local identity for another address than the
+// one already stored.
+func (s *Store) checkLocalLocked(addr ids.DeviceAddress) error {
+	if s.identity != nil && s.identity.addr != addr {
+		return fmt.Errorf("%w: this store belongs to %s", store.ErrInvalidArgument, s.identity.addr)
+	}
+	return nil
 }
 
 // Peer implements store.State.
@@ -344,41 +357,59 @@ func (s *Store) savePeerLocked(peer ids.DeviceAddress, sealed store.PeerState) {
 }
 
 // CommitReceived implements store.State.
-func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
-	if err := store.ValidateAddress(peer); err != nil {
-		return false, fmt.Errorf("store: commit received: %w", err)
-	}
-	sealed, err := rowseal.SealPeer(s.keys, peer, store.PeerState{Session: session})
-	if err != nil {
-		return false, fmt.Errorf("store: commit received: %w", err)
-	}
-	var fresh bool
-	err = s.locked(ctx, func() error {
-		s.savePeerLocked(peer, sealed)
+func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+	fresh, err := s.commitInbound(ctx, peer, in, func() bool {
 		k := processedKey{peer, id}
-		if _, seen := s.processed[k]; !seen {
-			s.processed[k] = struct{}{}
-			fresh = true
+		if _, seen := s.processed[k]; seen {
+			return false
 		}
-		return nil
+		s.processed[k] = struct{}{}
+		return true
 	})
-	return fresh, err
+	if err != nil {
+		return false, fmt.Errorf("store: commit received from %s: %w", peer, err)
+	}
+	return fresh, nil
 }
 
 // CommitAck implements store.State.
-func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
-	if err := store.ValidateAddress(peer); err != nil {
-		return false, fmt.Errorf("store: commit ack: %w", err)
-	}
-	sealed, err := rowseal.SealPeer(s.keys, peer, store.PeerState{Session: session})
+func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+	cleared, err := s.commitInbound(ctx, peer, in, func() bool { return s.deleteLocked(pendingKey{peer, id}) })
 	if err != nil {
-		return false, fmt.Errorf("store: commit ack: %w", err)
+		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
 	}
-	var cleared bool
+	return cleared, nil
+}
+
+// commitInbound seals in, then applies it and runs op atomically.
+func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, op func() bool) (bool, error) {
+	if err := store.ValidateAddress(peer); err != nil {
+		return false, err
+	}
+	if err := in.Validate(); err != nil {
+		return false, err
+	}
+	update, err := rowseal.SealPeer(s.keys, peer, in.Update)
+	if err != nil {
+		return false, err
+	}
+	var local []byte
+	if in.Local != nil {
+		if local, err = s.keys.Seal(seal.RecordLocalIdentity, store.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
+			return false, err
+		}
+	}
+	var result bool
 	err = s.locked(ctx, func() error {
-		s.savePeerLocked(peer, sealed)
-		cleared = s.deleteLocked(pendingKey{peer, id})
+		if in.Local != nil {
+			if err := s.checkLocalLocked(in.Local.Address); err != nil {
+				return err
+			}
+			s.identity = &identityRow{addr: in.Local.Address, sealed: local}
+		}
+		s.savePeerLocked(peer, update)
+		result = op()
 		return nil
 	})
-	return cleared, err
+	return result, err
 }

@@ -210,7 +210,7 @@ func BenchmarkPending(b *testing.B) {
 			return d.s.DeletePending(ctx, r, id)
 		}},
 		{"commit-ack", func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return d.s.CommitAck(ctx, r, session, id)
+			return d.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: session}})
 		}},
 	} {
 		for _, d := range dbs {

@@ -99,7 +99,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	// Received messages: the session advances and the ids are processed.
 	bobSession := []byte("session with bob/1, advanced")
 	for range 2 {
-		fresh, err := s.CommitReceived(ctx, peers[0], bobSession, ids.NewLogicalMessageID())
+		fresh, err := s.CommitReceived(ctx, peers[0], ids.NewLogicalMessageID(), store.Inbound{Update: store.PeerState{Session: bobSession}})
 		require.NoError(t, err)
 		require.True(t, fresh)
 	}

@@ -130,7 +130,7 @@ func TestReopenPersistence(t *testing.T) {
 	require.NoError(t, s.SaveLocalIdentity(ctx, me))
 	peer := store.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
 	require.NoError(t, s.SavePeer(ctx, alice, peer))
-	fresh, err := s.CommitReceived(ctx, bob, []byte("bob session"), storetest.ID(77))
+	fresh, err := s.CommitReceived(ctx, bob, storetest.ID(77), store.Inbound{Update: store.PeerState{Session: []byte("bob session")}})
 	require.NoError(t, err)
 	require.True(t, fresh)
 	require.NoError(t, s.Close())
@@ -149,7 +149,7 @@ func TestReopenPersistence(t *testing.T) {
 	gotPeer, err := s.Peer(ctx, alice)
 	require.NoError(t, err)
 	require.Equal(t, peer, gotPeer)
-	fresh, err = s.CommitReceived(ctx, bob, []byte("bob session 2"), storetest.ID(77))
+	fresh, err = s.CommitReceived(ctx, bob, storetest.ID(77), store.Inbound{Update: store.PeerState{Session: []byte("bob session 2")}})
 	require.NoError(t, err)
 	require.False(t, fresh, "processed ids survive a restart")
 

@@ -47,22 +47,26 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
-	err = s.withTx(ctx, func(q *db.Queries) error {
-		row, err := q.GetLocalIdentity(ctx)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return q.InsertLocalIdentity(ctx, db.InsertLocalIdentityParams{UserID: id.Address.UserID, DeviceID: id.Address.DeviceID, Sealed: sealed})
-		case err != nil:
-			return err
-		case row.UserID != id.Address.UserID || row.DeviceID != id.Address.DeviceID:
-			return fmt.Errorf("%w: this database belongs to %s/%d", store.ErrInvalidArgument, row.UserID, row.DeviceID)
-		}
-		return q.UpdateLocalIdentitySealed(ctx, sealed)
-	})
+	err = s.withTx(ctx, func(q *db.Queries) error { return saveLocal(ctx, q, id.Address, sealed) })
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
 	return nil
+}
+
+// saveLocal stores the sealed local identity of addr, refusing another
+// address than the one already stored.
+func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, sealed []byte) error {
+	row, err := q.GetLocalIdentity(ctx)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return q.InsertLocalIdentity(ctx, db.InsertLocalIdentityParams{UserID: addr.UserID, DeviceID: addr.DeviceID, Sealed: sealed})
+	case err != nil:
+		return err
+	case row.UserID != addr.UserID || row.DeviceID != addr.DeviceID:
+		return fmt.Errorf("%w: this database belongs to %s/%d", store.ErrInvalidArgument, row.UserID, row.DeviceID)
+	}
+	return q.UpdateLocalIdentitySealed(ctx, sealed)
 }
 
 // Peer implements store.State.
@@ -155,26 +159,11 @@ func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u stor
 }
 
 // CommitReceived implements store.State.
-func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
-	if err := store.ValidateAddress(peer); err != nil {
-		return false, fmt.Errorf("store: commit received: %w", err)
-	}
-	sealed, err := rowseal.SealPeer(s.keys, peer, store.PeerState{Session: session})
-	if err != nil {
-		return false, fmt.Errorf("store: commit received: %w", err)
-	}
-	var n int64
-	err = s.withTx(ctx, func(q *db.Queries) error {
-		if err := savePeer(ctx, q, peer, sealed); err != nil {
-			return err
-		}
-		var err error
-		n, err = q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
+func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+	n, err := s.commitInbound(ctx, peer, in, func(q *db.Queries) (int64, error) {
+		return q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
 			SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix(),
 		})
-		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: commit received from %s: %w", peer, err)
@@ -183,27 +172,50 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, sess
 }
 
 // CommitAck implements store.State.
-func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, session []byte, id ids.LogicalMessageID) (bool, error) {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
-	if err := store.ValidateAddress(peer); err != nil {
-		return false, fmt.Errorf("store: commit ack: %w", err)
-	}
-	sealed, err := rowseal.SealPeer(s.keys, peer, store.PeerState{Session: session})
-	if err != nil {
-		return false, fmt.Errorf("store: commit ack: %w", err)
-	}
-	var n int64
-	err = s.withTx(ctx, func(q *db.Queries) error {
-		if err := savePeer(ctx, q, peer, sealed); err != nil {
-			return err
-		}
-		var err error
-		n, err = deletePending(ctx, q, peer, id)
-		return err
+func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+	n, err := s.commitInbound(ctx, peer, in, func(q *db.Queries) (int64, error) {
+		return deletePending(ctx, q, peer, id)
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
 	}
 	return n == 1, nil
+}
+
+// commitInbound seals in, then applies it and runs op in one transaction,
+// returning op's row count.
+func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, op func(q *db.Queries) (int64, error)) (int64, error) {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
+	if err := store.ValidateAddress(peer); err != nil {
+		return 0, err
+	}
+	if err := in.Validate(); err != nil {
+		return 0, err
+	}
+	update, err := rowseal.SealPeer(s.keys, peer, in.Update)
+	if err != nil {
+		return 0, err
+	}
+	var local []byte
+	if in.Local != nil {
+		if local, err = s.keys.Seal(seal.RecordLocalIdentity, store.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
+			return 0, err
+		}
+	}
+	var n int64
+	err = s.withTx(ctx, func(q *db.Queries) error {
+		if err := savePeer(ctx, q, peer, update); err != nil {
+			return err
+		}
+		if in.Local != nil {
+			if err := saveLocal(ctx, q, in.Local.Address, local); err != nil {
+				return err
+			}
+		}
+		var err error
+		n, err = op(q)
+		return err
+	})
+	return n, err
 }

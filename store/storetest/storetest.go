@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"CommitReceived", testCommitReceived},
 		{"CommitAck", testCommitAck},
 		{"CommitSend", testCommitSend},
+		{"CommitInboundAtomic", testCommitInboundAtomic},
 		{"Closed", testClosed},
 		{"ConcurrentDelete", testConcurrentDelete},
 		{"ConcurrentInsert", testConcurrentInsert},
@@ -453,7 +454,7 @@ func testOpenCounts(t *testing.T, h *harness) {
 			require.False(t, ok)
 		}, 0},
 		{"commit ack opens none", func() {
-			ok, err := h.s.CommitAck(h.ctx, bob, []byte("session"), ms[1].id)
+			ok, err := h.s.CommitAck(h.ctx, bob, ms[1].id, store.Inbound{Update: store.PeerState{Session: []byte("session")}})
 			require.NoError(t, err)
 			require.True(t, ok)
 		}, 0},
@@ -671,8 +672,14 @@ func testInvalidArgument(t *testing.T, h *harness) {
 			call{"next " + name, func() error { _, err := h.s.NextPending(h.ctx, a, 0); return err }, true},
 			call{"peer " + name, func() error { _, err := h.s.Peer(h.ctx, a); return err }, true},
 			call{"save peer " + name, func() error { return h.s.SavePeer(h.ctx, a, store.PeerState{Session: []byte("s")}) }, true},
-			call{"commit received " + name, func() error { _, err := h.s.CommitReceived(h.ctx, a, []byte("s"), ID(1)); return err }, true},
-			call{"commit ack " + name, func() error { _, err := h.s.CommitAck(h.ctx, a, []byte("s"), ms[0].id); return err }, true},
+			call{"commit received " + name, func() error {
+				_, err := h.s.CommitReceived(h.ctx, a, ID(1), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+				return err
+			}, true},
+			call{"commit ack " + name, func() error {
+				_, err := h.s.CommitAck(h.ctx, a, ms[0].id, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+				return err
+			}, true},
 			call{"save local identity " + name, func() error {
 				return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: a, Secret: []byte("s")})
 			}, true},
@@ -925,7 +932,7 @@ func testCommitReceived(t *testing.T, h *harness) {
 		{"id of a pending outbound message", alice, "s5", ms[0].id, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fresh, err := h.s.CommitReceived(h.ctx, tc.from, []byte(tc.session), tc.id)
+			fresh, err := h.s.CommitReceived(h.ctx, tc.from, tc.id, store.Inbound{Update: store.PeerState{Session: []byte(tc.session)}})
 			require.NoError(t, err)
 			require.Equal(t, tc.want, fresh)
 			p, err := h.s.Peer(h.ctx, tc.from)
@@ -953,7 +960,7 @@ func testCommitAck(t *testing.T, h *harness) {
 		{"ack from bob", bob, "b1", ms[1].id, true, []msg{ms[2], ms[3]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cleared, err := h.s.CommitAck(h.ctx, tc.from, []byte(tc.session), tc.id)
+			cleared, err := h.s.CommitAck(h.ctx, tc.from, tc.id, store.Inbound{Update: store.PeerState{Session: []byte(tc.session)}})
 			require.NoError(t, err)
 			require.Equal(t, tc.want, cleared)
 			require.Equal(t, pendings(tc.left...), h.all(nil))
@@ -1007,6 +1014,56 @@ func testCommitSend(t *testing.T, h *harness) {
 	}
 }
 
+// testCommitInboundAtomic: a received message or ACK commits the peer's
+// whole update and the local identity with it, or nothing at all.
+func testCommitInboundAtomic(t *testing.T, h *harness) {
+	me := ids.DeviceAddress{UserID: "me", DeviceID: 1}
+	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: me, Secret: []byte("prekeys v1")}))
+	m := h.insert(alice, 1)
+
+	full := store.Inbound{
+		Update: store.PeerState{Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
+		Local:  &store.LocalIdentity{Address: me, Secret: []byte("prekeys v2")},
+	}
+	fresh, err := h.s.CommitReceived(h.ctx, alice, ID(7), full)
+	require.NoError(t, err)
+	require.True(t, fresh)
+	p, err := h.s.Peer(h.ctx, alice)
+	require.NoError(t, err)
+	require.Equal(t, full.Update, p)
+	li, err := h.s.LocalIdentity(h.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []byte("prekeys v2"), li.Secret)
+
+	// Refused: nothing of it is applied, the pending message stays.
+	for _, tc := range []struct {
+		name string
+		in   store.Inbound
+	}{
+		{"another local address", store.Inbound{Update: store.PeerState{Session: []byte("s2")}, Local: &store.LocalIdentity{Address: bob, Secret: []byte("x")}}},
+		{"malformed local address", store.Inbound{Update: store.PeerState{Session: []byte("s2")}, Local: &store.LocalIdentity{Address: ids.DeviceAddress{DeviceID: -1}}}},
+		{"pin deletion", store.Inbound{Update: store.PeerState{Session: []byte("s2"), Pin: []byte{}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.s.CommitAck(h.ctx, alice, m.id, tc.in)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			_, err = h.s.CommitReceived(h.ctx, alice, ID(8), tc.in)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			require.Equal(t, pendings(m), h.all(nil))
+			p, err := h.s.Peer(h.ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, full.Update, p)
+			li, err := h.s.LocalIdentity(h.ctx)
+			require.NoError(t, err)
+			require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("prekeys v2")}, li)
+		})
+	}
+	// ID(8) was never recorded as processed by the refused commits.
+	fresh, err = h.s.CommitReceived(h.ctx, alice, ID(8), store.Inbound{Update: store.PeerState{Session: []byte("s3")}})
+	require.NoError(t, err)
+	require.True(t, fresh)
+}
+
 func testClosed(t *testing.T, h *harness) {
 	ms := h.seed(2, alice)
 	require.NoError(t, h.s.Close())
@@ -1030,8 +1087,14 @@ func testClosed(t *testing.T, h *harness) {
 		}},
 		{"peer", func() error { _, err := h.s.Peer(h.ctx, alice); return err }},
 		{"save peer", func() error { return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s")}) }},
-		{"commit received", func() error { _, err := h.s.CommitReceived(h.ctx, alice, []byte("s"), ID(1)); return err }},
-		{"commit ack", func() error { _, err := h.s.CommitAck(h.ctx, alice, []byte("s"), ms[0].id); return err }},
+		{"commit received", func() error {
+			_, err := h.s.CommitReceived(h.ctx, alice, ID(1), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			return err
+		}},
+		{"commit ack", func() error {
+			_, err := h.s.CommitAck(h.ctx, alice, ms[0].id, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opens := h.opens(func() { require.ErrorIs(t, tc.fn(), store.ErrClosed) })
@@ -1057,7 +1120,7 @@ func testConcurrentDelete(t *testing.T, h *harness) {
 				results[i], errs[i] = h.s.DeletePending(h.ctx, ms[2].to, ms[2].id)
 			} else {
 				// An ACK races the abandons for the same row.
-				results[i], errs[i] = h.s.CommitAck(h.ctx, ms[2].to, []byte(fmt.Sprint("session ", i)), ms[2].id)
+				results[i], errs[i] = h.s.CommitAck(h.ctx, ms[2].to, ms[2].id, store.Inbound{Update: store.PeerState{Session: []byte(fmt.Sprint("session ", i))}})
 			}
 		}(i)
 	}
