@@ -62,12 +62,15 @@ var ErrMisdirected = errors.New("client: envelope for another device")
 // is decrypted, recorded as processed (a duplicate is not given again),
 // returned for the application and acknowledged back; an ACK deletes the
 // pending message (Cleared true) or finds none (Cleared false). The
-// advanced session is stored in the same transaction as the message's
-// processing or the ACK's deletion. It returns an error, and changes
-// nothing, for a malformed, tampered, replayed or misdirected envelope
-// (session.ErrMalformedEnvelope, session.ErrDecrypt, session.ErrReplay,
-// ErrMisdirected), or for an identity change not yet accepted
-// (ErrIdentityChanged). Returns ErrNotInitialized before Initialize.
+// advanced session, a new identity pin, the end of an initiation and a
+// used-up one-time prekey are stored in the same transaction as the
+// message's processing or the ACK's deletion: all of it or nothing. It
+// returns an error, and changes nothing, for a malformed, tampered,
+// replayed or misdirected envelope (session.ErrMalformedEnvelope,
+// session.ErrDecrypt, session.ErrReplay, ErrMisdirected) or a failed
+// commit; for an identity change not yet accepted it returns
+// ErrIdentityChanged and only records the new identity in the pin, for
+// AcceptRemoteIdentityChange. Returns ErrNotInitialized before Initialize.
 func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err error) {
 	identity, prekeys, self, err := c.local()
 	if err != nil {
