@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
@@ -407,5 +408,45 @@ func (d *device) allAfter(after int64) []client.PendingMessage {
 			return out
 		}
 		cur = page.NextAfterSequence
+	}
+}
+
+// TestRetrySkipsMessageRemovedMeanwhile: retry reads one pending message
+// per transaction, the next after the last one it sent, so a message whose
+// row is deleted while the retry is handing off an earlier one (an ACK
+// committed meanwhile) is skipped, not sent from a stale list.
+func TestRetrySkipsMessageRemovedMeanwhile(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			h := &holdingTransport{Transport: net}
+			a := mustOpenUninitialized(t, kind, net, h)
+			a.addr = alice
+			require.NoError(t, a.c.Initialize(ctx, alice))
+			mustOpenKind(t, kind, net, bob)
+			m1 := a.sendFailed(bob, "m1")
+			m2 := a.sendFailed(bob, "m2")
+			m3 := a.sendFailed(bob, "m3")
+
+			h.arm()
+			net.ResetCalls()
+			done := make(chan []ids.LogicalMessageID, 1)
+			go func() {
+				sent, err := a.c.RetryPendingMessages(ctx, bob)
+				assert.NoError(t, err)
+				done <- sent
+			}()
+			<-h.entered // inside m1's hand-off
+			// The store deletes m2 as an ACK's commit would (the store's
+			// own transaction; the client's mutex is held by the retry).
+			removed, err := a.st.DeletePending(ctx, bob, m2)
+			require.NoError(t, err)
+			require.True(t, removed)
+			close(h.release)
+
+			require.Equal(t, []ids.LogicalMessageID{m1, m3}, <-done, "m2 is skipped")
+			require.Equal(t, 2, sendsTo(net.Calls(), bob))
+		})
 	}
 }
