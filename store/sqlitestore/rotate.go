@@ -341,58 +341,34 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 			}), nil
 
 	case "pending_outbound_message":
-		after := int64(0)
-		return &rotationWalker{
-			count: func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingOutbound(ctx) },
-			batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
+		return messageWalker(seal.RecordPendingOutbound, "pending outbound",
+			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingOutbound(ctx) },
+			func(ctx context.Context, q *db.Queries, after, limit int64) ([]messageModel, error) {
 				rows, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{AfterSequence: after, RowLimit: limit})
-				if err != nil {
-					return nil, err
+				out := make([]messageModel, len(rows))
+				for i, r := range rows {
+					out[i] = messageModel{r.Sequence, ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}, r.LogicalID, r.Sealed}
 				}
-				out := make([]sealedRow, 0, len(rows))
-				for _, r := range rows {
-					after = r.Sequence
-					addr := ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}
-					seq := r.Sequence
-					row, err := messageRow(seal.RecordPendingOutbound, "pending outbound", seq, addr, r.LogicalID, r.Sealed,
-						func(ctx context.Context, q *db.Queries, v []byte) error {
-							return q.UpdatePendingOutboundSealed(ctx, db.UpdatePendingOutboundSealedParams{Sealed: v, Sequence: seq})
-						})
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, row)
-				}
-				return out, nil
+				return out, err
 			},
-		}, nil
+			func(ctx context.Context, q *db.Queries, seq int64, v []byte) error {
+				return q.UpdatePendingOutboundSealed(ctx, db.UpdatePendingOutboundSealedParams{Sealed: v, Sequence: seq})
+			}), nil
 
 	case "pending_inbound_message":
-		after := int64(0)
-		return &rotationWalker{
-			count: func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingInboundRows(ctx) },
-			batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
+		return messageWalker(seal.RecordPendingInbound, "pending inbound",
+			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingInboundRows(ctx) },
+			func(ctx context.Context, q *db.Queries, after, limit int64) ([]messageModel, error) {
 				rows, err := q.SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{AfterSequence: after, RowLimit: limit})
-				if err != nil {
-					return nil, err
+				out := make([]messageModel, len(rows))
+				for i, r := range rows {
+					out[i] = messageModel{r.Sequence, ids.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}, r.LogicalID, r.Sealed}
 				}
-				out := make([]sealedRow, 0, len(rows))
-				for _, r := range rows {
-					after = r.Sequence
-					addr := ids.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}
-					seq := r.Sequence
-					row, err := messageRow(seal.RecordPendingInbound, "pending inbound", seq, addr, r.LogicalID, r.Sealed,
-						func(ctx context.Context, q *db.Queries, v []byte) error {
-							return q.UpdatePendingInboundSealed(ctx, db.UpdatePendingInboundSealedParams{Sealed: v, Sequence: seq})
-						})
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, row)
-				}
-				return out, nil
+				return out, err
 			},
-		}, nil
+			func(ctx context.Context, q *db.Queries, seq int64, v []byte) error {
+				return q.UpdatePendingInboundSealed(ctx, db.UpdatePendingInboundSealedParams{Sealed: v, Sequence: seq})
+			}), nil
 
 	case "storage_key":
 		after := int64(-1)
@@ -485,6 +461,49 @@ func addressWalker(
 
 // messageRow describes a pending message row (outbound or inbound), bound
 // to its remote device and logical id.
+// messageModel is one row of a message table (pending outbound or
+// inbound): its sequence, the remote device, the logical id and the
+// sealed message.
+type messageModel struct {
+	seq       int64
+	addr      ids.DeviceAddress
+	logicalID []byte
+	sealed    []byte
+}
+
+// messageWalker walks a message table keyed by sequence, in sequence
+// order.
+func messageWalker(
+	rt seal.RecordType,
+	kind string,
+	count func(ctx context.Context, q *db.Queries) (int64, error),
+	read func(ctx context.Context, q *db.Queries, after, limit int64) ([]messageModel, error),
+	write func(ctx context.Context, q *db.Queries, seq int64, v []byte) error,
+) *rotationWalker {
+	after := int64(0)
+	return &rotationWalker{
+		count: count,
+		batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
+			rows, err := read(ctx, q, after, limit)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]sealedRow, 0, len(rows))
+			for _, r := range rows {
+				after = r.seq
+				seq := r.seq
+				row, err := messageRow(rt, kind, seq, r.addr, r.logicalID, r.sealed,
+					func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) })
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, row)
+			}
+			return out, nil
+		},
+	}
+}
+
 func messageRow(rt seal.RecordType, kind string, seq int64, addr ids.DeviceAddress, logicalID, sealed []byte,
 	update func(ctx context.Context, q *db.Queries, v []byte) error,
 ) (sealedRow, error) {
