@@ -99,8 +99,9 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 	// Answering an initiation consumes a one-time prekey: do it on a copy,
 	// stored in the same transaction as the new session and kept in memory
 	// only once that committed. The prekey is gone exactly when the session
-	// that used it exists, whatever fails or crashes in between.
-	if env.Initiation != nil {
+	// that used it exists, whatever fails or crashes in between. Envelopes
+	// of the session's own initiation use no prekey and need no copy.
+	if ih := env.Initiation; ih != nil && (p.sess == nil || ih.ID != p.sess.InitiationID()) {
 		if prekeys, err = clonePrekeys(prekeys); err != nil {
 			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 		}
