@@ -3,14 +3,32 @@
 // before sealing (milestone 9) whose pending_outbound_message has a
 // plaintext BLOB column where version 14 has sealed.
 //
-// MigratePlaintext rebuilds that table sealed, in one transaction: it sets
-// the legacy table aside, creates the table exactly as the version-14 DDL
-// (AUTOINCREMENT included), copies every row with its sequence and its
-// plaintext sealed (record type 5, bound by store.MessageAD to recipient
-// and logical id), restores the sqlite_sequence high-water mark that a
-// rebuild would otherwise reset, drops the legacy table and recreates the
-// version-15 index pending_outbound_message_recipient if the database had
-// it. A database already sealed is left alone.
+// MigratePlaintext rebuilds that table sealed, in batches that each commit,
+// so that a migration interrupted by a kill, an error or a cancelled
+// context resumes where it stopped:
+//
+//  1. one transaction checks every legacy row's recipient and logical id
+//     (a malformed row: nothing is changed), sets the legacy table aside as
+//     pending_outbound_message_plaintext, creates the table exactly as the
+//     version-14 DDL (AUTOINCREMENT included) and, if the database had it,
+//     the version-15 index pending_outbound_message_recipient;
+//  2. each batch transaction moves up to Options.Batch rows: it inserts
+//     them with their sequence and their plaintext sealed (record type 5,
+//     bound by store.MessageAD to recipient and logical id) and deletes
+//     them from the legacy table, so that every row is in exactly one of
+//     the two tables at every commit;
+//  3. once the legacy table is empty, one transaction restores the
+//     sqlite_sequence high-water mark that a rebuild would otherwise
+//     reset (the set-aside table keeps the legacy mark);
+//  4. the erase step: VACUUM rewrites the file without the free pages that
+//     held plaintext, a TRUNCATE checkpoint empties the WAL, and only then
+//     is the emptied legacy table dropped.
+//
+// The set-aside table is the durable resume marker: while it exists, the
+// next MigratePlaintext (run by every sqlitestore.Open) continues with the
+// batches or, once it is empty, with the erase step. So after a crash at
+// any point, the next successful run leaves no legacy plaintext in the
+// database file, its free pages or its WAL.
 //
 // Order. A client runs the schema migrations first and this data migration
 // after (migration.Up, then MigratePlaintext, then sqlitestore.Open), as the
@@ -19,20 +37,18 @@
 // was not migrated yet, the index does not exist, MigratePlaintext does not
 // create it, and migration 15 adds it afterwards (creating it here would
 // make migration 15 fail on an existing index). On a database migrated to
-// 15 the rebuild drops the index with the legacy table and recreates it.
+// 15 the rebuild drops the index with the legacy table and recreates it on
+// the sealed one in step 1.
 //
 // Every data statement is a sqlc-generated query (queries/legacy/ compiled
 // into internal/db/legacydb against the head schema plus
 // schema/legacy/pending_outbound_plaintext.sql, a declaration for sqlc only,
 // never applied). The DDL steps, which sqlc cannot express as queries, are
-// the reviewed files in sql/, embedded and executed in order. The
+// the reviewed files in sql/, embedded and executed in order. Every
 // transaction is the project's one helper, internal/sqltx.Run.
 //
 // Package legacy never deletes a message, never renumbers a sequence,
-// never writes plaintext anywhere, never touches any other table, and
-// never leaves a half-migrated table: on any error (a malformed row, a
-// cancelled context, a keyring that is not the database's) nothing is
-// changed.
+// never writes plaintext anywhere, and never touches any other table.
 package legacy
 
 import (
@@ -41,6 +57,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/securemsg/storage/ids"
@@ -78,75 +95,336 @@ const table = "pending_outbound_message"
 // The legacy table's columns, in order.
 var legacyColumns = []string{"sequence", "recipient_user_id", "recipient_device_id", "logical_id", "plaintext"}
 
-// copyBatch is how many legacy rows are read at a time (all within the one
-// transaction).
-const copyBatch = 256
+// setAside is the name the legacy table is set aside under while it is
+// migrated (the resume marker).
+const setAside = "pending_outbound_message_plaintext"
+
+// DefaultBatch is the number of rows a batch transaction seals when
+// Options.Batch is 0: large enough that the one fsync per commit is a
+// small part of a batch's cost.
+const DefaultBatch = 1000
+
+// Phase is the step of the migration a Progress report belongs to.
+type Phase int
+
+const (
+	// PhaseSeal: batches of legacy rows are being sealed.
+	PhaseSeal Phase = iota + 1
+	// PhaseErase: every row is sealed; the file and its WAL are being
+	// rewritten without the legacy plaintext (VACUUM, checkpoint).
+	PhaseErase
+)
+
+// String returns "seal" or "erase".
+func (p Phase) String() string {
+	switch p {
+	case PhaseSeal:
+		return "seal"
+	case PhaseErase:
+		return "erase"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Progress reports how far a legacy migration has come. MigratePlaintext
+// sends one after every committed batch (PhaseSeal) and one when the erase
+// step starts (PhaseErase).
+type Progress struct {
+	// Phase is the step under way.
+	Phase Phase
+	// Sealed is the number of legacy rows sealed so far, by this run and
+	// by the interrupted runs before it.
+	Sealed int64
+	// Total is the number of legacy rows of the whole migration (sealed
+	// before this run plus left to seal when it started).
+	Total int64
+}
+
+// Options tunes MigratePlaintextWith. The zero value is the default.
+type Options struct {
+	// Batch is the number of rows sealed per transaction; 0 means
+	// DefaultBatch.
+	Batch int
+	// Progress, if not nil, is called after every committed batch and when
+	// the erase step starts, on the migrating goroutine.
+	Progress func(Progress)
+}
 
 // testHookAfterRow, if set (by tests), runs after each row is copied.
 var testHookAfterRow func(copied int)
 
-// MigratePlaintext rebuilds a legacy plaintext pending_outbound_message
-// sealed with keys' current key, in one transaction, and returns the number
-// of rows it sealed. On a database whose table is already sealed (or has no
-// such table) it changes nothing and returns 0, so it is safe to run on
-// every start.
-//
-// It returns an error wrapping ErrUnknownLayout for a table it does not
-// recognise, ErrKeyNotRecorded if storage_key records active keys and keys'
-// current key is not one of them, ids.ErrInvalid for a row whose logical id
-// or recipient is malformed, or the context's error; in every error case
-// the database is unchanged.
+// MigratePlaintext is MigratePlaintextWith with the default options.
 func MigratePlaintext(ctx context.Context, conn *sql.DB, keys *seal.Keyring) (int, error) {
+	return MigratePlaintextWith(ctx, conn, keys, Options{})
+}
+
+// MigratePlaintextWith seals a legacy plaintext pending_outbound_message
+// with keys' current key, in batches (see the package documentation),
+// resuming an interrupted migration, and returns the number of rows it
+// sealed in this call. On a database whose table is already sealed (or has
+// no such table) and no migration under way it changes nothing and
+// returns 0, so it is safe to run on every start.
+//
+// It returns an error wrapping store.ErrInvalidArgument for a nil database
+// or keyring or a negative batch, ErrUnknownLayout for a table it does not
+// recognise, ErrKeyNotRecorded if storage_key records active keys and
+// keys' current key is not one of them, ids.ErrInvalid for a row whose
+// logical id or recipient is malformed, or the context's error. An error
+// before the first batch (layout, key, malformed row) changes nothing; an
+// error later keeps the committed batches, and the next call resumes.
+func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys *seal.Keyring, opts Options) (int, error) {
 	if conn == nil || keys == nil {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w: nil database or keyring", store.ErrInvalidArgument)
 	}
-	var copied int
-	err := sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
-		copied = 0
+	if opts.Batch < 0 {
+		return 0, fmt.Errorf("legacy: migrate plaintext: %w: batch %d below 0", store.ErrInvalidArgument, opts.Batch)
+	}
+	if opts.Batch == 0 {
+		opts.Batch = DefaultBatch
+	}
+	m := &migrator{conn: conn, keys: keys, opts: opts}
+	err := m.run(ctx)
+	if err != nil {
+		return m.copied, fmt.Errorf("legacy: migrate plaintext: %w", err)
+	}
+	return m.copied, nil
+}
+
+type migrator struct {
+	conn   *sql.DB
+	keys   *seal.Keyring
+	opts   Options
+	copied int // rows sealed by this call
+
+	sealed, total int64 // for Progress
+}
+
+func (m *migrator) run(ctx context.Context) error {
+	started, err := m.start(ctx)
+	if err != nil || !started {
+		return err
+	}
+	for {
+		more, err := m.batch(ctx)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+	}
+	if err := m.finish(ctx); err != nil {
+		return err
+	}
+	return m.erase(ctx)
+}
+
+// start finds where the database stands. On a legacy layout it checks the
+// key and every row and sets the table aside (step 1, one transaction); on
+// a migration under way it checks the key. It reports whether there is
+// anything to do.
+func (m *migrator) start(ctx context.Context) (bool, error) {
+	var started bool
+	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
 		q := legacydb.New(tx)
 		cols, err := q.PendingOutboundColumns(ctx)
 		if err != nil {
 			return fmt.Errorf("read %s columns: %w", table, err)
 		}
+		underway, err := q.PlaintextTableCount(ctx)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", setAside, err)
+		}
+		sealedLayout := !slices.Contains(cols, "plaintext") && slices.Contains(cols, "sealed")
 		switch {
-		case len(cols) == 0:
+		case len(cols) == 0 && underway == 0:
 			return nil // no such table: nothing to do
-		case !slices.Contains(cols, "plaintext") && slices.Contains(cols, "sealed"):
+		case sealedLayout && underway == 0:
 			return nil // already sealed: nothing to do
-		case !slices.Equal(cols, legacyColumns):
-			return fmt.Errorf("%w: columns %v", ErrUnknownLayout, cols)
+		case sealedLayout:
+			// A migration under way: resume it.
+		case slices.Equal(cols, legacyColumns) && underway == 0:
+			// A legacy table: set it aside, below.
+		default:
+			return fmt.Errorf("%w: columns %v, %s present: %v", ErrUnknownLayout, cols, setAside, underway > 0)
 		}
+		if err := checkKey(ctx, q, m.keys); err != nil {
+			return err
+		}
+		started = true
+		if underway == 0 {
+			if err := setAsideLegacy(ctx, tx, q); err != nil {
+				return err
+			}
+		}
+		done, err := q.SealedPendingCount(ctx)
+		if err != nil {
+			return fmt.Errorf("count sealed rows: %w", err)
+		}
+		left, err := q.LegacyPendingCount(ctx)
+		if err != nil {
+			return fmt.Errorf("count legacy rows: %w", err)
+		}
+		m.sealed, m.total = done, done+left
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return started, nil
+}
 
-		active, err := q.ActiveStorageKeyIDs(ctx)
+func checkKey(ctx context.Context, q *legacydb.Queries, keys *seal.Keyring) error {
+	active, err := q.ActiveStorageKeyIDs(ctx)
+	if err != nil {
+		return fmt.Errorf("read storage keys: %w", err)
+	}
+	if len(active) > 0 && !slices.Contains(active, int64(keys.Current())) {
+		return fmt.Errorf("%w: current key %d, active %v", ErrKeyNotRecorded, keys.Current(), active)
+	}
+	return nil
+}
+
+// setAsideLegacy is step 1: it renames the legacy table (its
+// sqlite_sequence mark goes with it), checks every row's identity, and
+// creates the sealed table (and the index, if the database had it).
+func setAsideLegacy(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) error {
+	hadIndex, err := q.PendingOutboundIndexCount(ctx)
+	if err != nil {
+		return fmt.Errorf("read indexes: %w", err)
+	}
+	if err := execStep(ctx, tx, stepSetAside); err != nil {
+		return err
+	}
+	if err := checkRows(ctx, q); err != nil {
+		return err
+	}
+	if err := execStep(ctx, tx, stepCreateSealed); err != nil {
+		return err
+	}
+	if hadIndex > 0 {
+		if err := execStep(ctx, tx, stepIndex); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRows validates every legacy row's recipient and logical id (not its
+// plaintext, which is not read), so that a malformed row is reported before
+// any batch commits.
+func checkRows(ctx context.Context, q *legacydb.Queries) error {
+	after := int64(math.MinInt64)
+	for {
+		rows, err := q.LegacyPendingIdentityBatch(ctx, legacydb.LegacyPendingIdentityBatchParams{AfterSequence: after, RowLimit: 4096})
 		if err != nil {
-			return fmt.Errorf("read storage keys: %w", err)
+			return fmt.Errorf("read legacy rows: %w", err)
 		}
-		if len(active) > 0 && !slices.Contains(active, int64(keys.Current())) {
-			return fmt.Errorf("%w: current key %d, active %v", ErrKeyNotRecorded, keys.Current(), active)
+		for _, r := range rows {
+			after = r.Sequence
+			if _, _, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID); err != nil {
+				return err
+			}
 		}
-		hadIndex, err := q.PendingOutboundIndexCount(ctx)
+		if len(rows) < 4096 {
+			return nil
+		}
+	}
+}
+
+func rowIdentity(seq int64, user string, device int64, logicalID []byte) (ids.DeviceAddress, ids.LogicalMessageID, error) {
+	to := ids.DeviceAddress{UserID: user, DeviceID: device}
+	if err := to.Validate(); err != nil {
+		return to, ids.LogicalMessageID{}, fmt.Errorf("legacy sequence %d: %w", seq, err)
+	}
+	id, err := ids.ParseLogicalMessageID(logicalID)
+	if err != nil {
+		return to, id, fmt.Errorf("legacy sequence %d: %w", seq, err)
+	}
+	return to, id, nil
+}
+
+// batch is step 2: it moves the next batch of legacy rows into the sealed
+// table in one transaction and reports whether rows may be left.
+func (m *migrator) batch(ctx context.Context) (bool, error) {
+	var n int
+	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
+		n = 0
+		q := legacydb.New(tx)
+		rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: math.MinInt64, RowLimit: int64(m.opts.Batch)})
 		if err != nil {
-			return fmt.Errorf("read indexes: %w", err)
+			return fmt.Errorf("read legacy rows: %w", err)
 		}
-		oldHighWater, err := q.SequenceHighWater(ctx, table)
+		for _, r := range rows {
+			to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
+			if err != nil {
+				return err
+			}
+			sealed, err := m.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), r.Plaintext)
+			clear(r.Plaintext)
+			if err != nil {
+				return fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)
+			}
+			err = q.InsertSealedPendingWithSequence(ctx, legacydb.InsertSealedPendingWithSequenceParams{
+				Sequence: r.Sequence, RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,
+			})
+			if err != nil {
+				return fmt.Errorf("legacy sequence %d: copy: %w", r.Sequence, err)
+			}
+			n++
+			if testHookAfterRow != nil {
+				testHookAfterRow(m.copied + n)
+			}
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		if err := q.DeleteLegacyPendingThrough(ctx, rows[len(rows)-1].Sequence); err != nil {
+			return fmt.Errorf("delete sealed legacy rows: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	m.copied += n
+	m.sealed += int64(n)
+	if n > 0 {
+		m.report(PhaseSeal)
+	}
+	return n == m.opts.Batch, nil
+}
+
+func (m *migrator) report(p Phase) {
+	if m.opts.Progress != nil {
+		m.opts.Progress(Progress{Phase: p, Sealed: m.sealed, Total: m.total})
+	}
+}
+
+// finish is step 3: with every row sealed, it restores the high-water
+// mark. Inserting explicit sequences set the sealed table's mark to
+// max(sequence); the legacy table's mark (kept by the set-aside table) may
+// be higher, its highest rows deleted. Never hand out a sequence twice. It
+// is idempotent, as a resumed erase step runs it again.
+func (m *migrator) finish(ctx context.Context) error {
+	return sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
+		q := legacydb.New(tx)
+		left, err := q.LegacyPendingCount(ctx)
+		if err != nil {
+			return fmt.Errorf("count legacy rows: %w", err)
+		}
+		if left != 0 {
+			return fmt.Errorf("%d legacy rows left after the last batch", left)
+		}
+		legacyMark, err := q.SequenceHighWater(ctx, setAside)
 		if err != nil {
 			return fmt.Errorf("read sqlite_sequence: %w", err)
 		}
-
-		if err := execStep(ctx, tx, stepSetAside); err != nil {
-			return err
-		}
-		if err := execStep(ctx, tx, stepCreateSealed); err != nil {
-			return err
-		}
-		maxSeq, err := copySealed(ctx, q, keys, &copied)
+		sealedMark, err := q.SequenceHighWater(ctx, table)
 		if err != nil {
-			return err
+			return fmt.Errorf("read sqlite_sequence: %w", err)
 		}
-		// Inserting explicit sequences set the new table's mark to
-		// max(sequence); the legacy table's mark may have been higher (its
-		// highest rows deleted). Never hand out a sequence twice.
-		highWater := max(oldHighWater, maxSeq)
+		highWater := max(legacyMark, sealedMark)
 		if err := q.DeleteSequenceHighWater(ctx, table); err != nil {
 			return fmt.Errorf("reset sqlite_sequence: %w", err)
 		}
@@ -155,73 +433,46 @@ func MigratePlaintext(ctx context.Context, conn *sql.DB, keys *seal.Keyring) (in
 				return fmt.Errorf("restore sqlite_sequence: %w", err)
 			}
 		}
-		if err := execStep(ctx, tx, stepDropPlaintext); err != nil {
-			return err
-		}
-		if hadIndex > 0 {
-			if err := execStep(ctx, tx, stepIndex); err != nil {
-				return err
-			}
-		}
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("legacy: migrate plaintext: %w", err)
-	}
-	if copied > 0 {
-		// The migration has committed; a failure here leaves the legacy
-		// plaintext in free pages (as a crash right now would) and is
-		// reported, but nothing is lost and the next open does not redo it.
-		if err := execStep(ctx, conn, stepVacuum); err != nil {
-			return copied, fmt.Errorf("legacy: migrate plaintext: erase free pages: %w", err)
-		}
-	}
-	return copied, nil
 }
 
-// copySealed copies every legacy row into the sealed table, keeping its
-// sequence, and returns the largest sequence copied.
-func copySealed(ctx context.Context, q *legacydb.Queries, keys *seal.Keyring, copied *int) (int64, error) {
-	after := int64(0)
-	for {
-		rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: after, RowLimit: copyBatch})
-		if err != nil {
-			return 0, fmt.Errorf("read legacy rows: %w", err)
-		}
-		for _, r := range rows {
-			after = r.Sequence
-			to := ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}
-			if err := to.Validate(); err != nil {
-				return 0, fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)
-			}
-			id, err := ids.ParseLogicalMessageID(r.LogicalID)
-			if err != nil {
-				return 0, fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)
-			}
-			sealed, err := keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), r.Plaintext)
-			clear(r.Plaintext)
-			if err != nil {
-				return 0, fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)
-			}
-			err = q.InsertSealedPendingWithSequence(ctx, legacydb.InsertSealedPendingWithSequenceParams{
-				Sequence: r.Sequence, RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,
-			})
-			if err != nil {
-				return 0, fmt.Errorf("legacy sequence %d: copy: %w", r.Sequence, err)
-			}
-			*copied++
-			if testHookAfterRow != nil {
-				testHookAfterRow(*copied)
-			}
-		}
-		if len(rows) < copyBatch {
-			return after, nil
-		}
+// erase is step 4. VACUUM cannot run inside a transaction; it rewrites the
+// file from the live content only, so the pages and free space that held
+// the moved rows' plaintext are gone, and the TRUNCATE checkpoint copies
+// the rewrite into the file and empties the WAL, which held those pages
+// too. Only once both have succeeded is the (empty, freshly rewritten)
+// set-aside table dropped: a crash before that leaves the marker, and the
+// next run erases again.
+func (m *migrator) erase(ctx context.Context) error {
+	m.report(PhaseErase)
+	if err := execStep(ctx, m.conn, stepVacuum); err != nil {
+		return fmt.Errorf("erase: %w", err)
 	}
+	if err := checkpoint(ctx, m.conn); err != nil {
+		return fmt.Errorf("erase: %w", err)
+	}
+	return sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
+		return execStep(ctx, tx, stepDropPlaintext)
+	})
 }
 
-// execer is a transaction, or the database for the step that runs after
-// the transaction.
+// checkpoint runs a TRUNCATE checkpoint and fails unless it completed: a
+// checkpoint blocked by a reader leaves WAL frames (which may hold
+// plaintext) in place.
+func checkpoint(ctx context.Context, conn *sql.DB) error {
+	var busy, logFrames, done int
+	if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if busy != 0 || (logFrames > 0 && done != logFrames) {
+		return fmt.Errorf("checkpoint incomplete: busy %d, %d of %d frames", busy, done, logFrames)
+	}
+	return nil
+}
+
+// execer is a transaction, or the database for the step that runs outside
+// one.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }

@@ -48,6 +48,20 @@ RETURNING sequence;
 -- name: ListStorageKeys :many
 SELECT key_id, state, verifier, created_at FROM storage_key ORDER BY key_id;
 
+-- name: AnySealedValue :one
+-- 1 if any table with a sealed column holds a row (every sealed column is
+-- NOT NULL, so a row is a sealed value; the pending outbound queue counts
+-- in either layout, sealed or legacy plaintext), 0 otherwise. Open adopts
+-- a new storage key only when storage_key is empty and this is 0.
+SELECT CAST(
+     EXISTS (SELECT 1 FROM local_identity)
+  OR EXISTS (SELECT 1 FROM identity_pin)
+  OR EXISTS (SELECT 1 FROM session)
+  OR EXISTS (SELECT 1 FROM session_initiation)
+  OR EXISTS (SELECT 1 FROM pending_outbound_message)
+  OR EXISTS (SELECT 1 FROM pending_inbound_message)
+  AS INTEGER) AS any_sealed;
+
 -- name: InsertStorageKey :exec
 INSERT INTO storage_key (key_id, state, verifier, created_at) VALUES (?, ?, ?, ?);
 

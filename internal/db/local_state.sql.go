@@ -9,6 +9,28 @@ import (
 	"context"
 )
 
+const anySealedValue = `-- name: AnySealedValue :one
+SELECT CAST(
+     EXISTS (SELECT 1 FROM local_identity)
+  OR EXISTS (SELECT 1 FROM identity_pin)
+  OR EXISTS (SELECT 1 FROM session)
+  OR EXISTS (SELECT 1 FROM session_initiation)
+  OR EXISTS (SELECT 1 FROM pending_outbound_message)
+  OR EXISTS (SELECT 1 FROM pending_inbound_message)
+  AS INTEGER) AS any_sealed
+`
+
+// 1 if any table with a sealed column holds a row (every sealed column is
+// NOT NULL, so a row is a sealed value; the pending outbound queue counts
+// in either layout, sealed or legacy plaintext), 0 otherwise. Open adopts
+// a new storage key only when storage_key is empty and this is 0.
+func (q *Queries) AnySealedValue(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, anySealedValue)
+	var any_sealed int64
+	err := row.Scan(&any_sealed)
+	return any_sealed, err
+}
+
 const deleteSession = `-- name: DeleteSession :exec
 DELETE FROM session WHERE user_id = ? AND device_id = ?
 `

@@ -9,6 +9,11 @@ import (
 )
 
 type Querier interface {
+	// 1 if any table with a sealed column holds a row (every sealed column is
+	// NOT NULL, so a row is a sealed value; the pending outbound queue counts
+	// in either layout, sealed or legacy plaintext), 0 otherwise. Open adopts
+	// a new storage key only when storage_key is empty and this is 0.
+	AnySealedValue(ctx context.Context) (int64, error)
 	CountIdentityPinRows(ctx context.Context) (int64, error)
 	CountLocalIdentityRows(ctx context.Context) (int64, error)
 	CountPendingInboundRows(ctx context.Context) (int64, error)

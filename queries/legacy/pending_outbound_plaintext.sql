@@ -42,3 +42,34 @@ INSERT INTO sqlite_sequence (name, seq) VALUES (sqlc.arg(table_name), sqlc.arg(s
 -- name: ActiveStorageKeyIDs :many
 -- The keys recorded as active: rows must be sealed with one of them.
 SELECT key_id FROM storage_key WHERE state = 'active' ORDER BY key_id;
+
+-- name: PlaintextTableCount :one
+-- 1 while a migration is under way: the legacy table set aside and not
+-- yet dropped (rows left to seal, or, once empty, the erase step still to
+-- run). This table is the migration's durable resume marker.
+SELECT count(*) FROM sqlite_master
+WHERE type = 'table' AND name = 'pending_outbound_message_plaintext';
+
+-- name: LegacyPendingCount :one
+-- The legacy rows left to seal.
+SELECT count(*) FROM pending_outbound_message_plaintext;
+
+-- name: SealedPendingCount :one
+-- The rows already sealed by earlier batches (before the migration
+-- completes, only the migration writes this table).
+SELECT count(*) FROM pending_outbound_message;
+
+-- name: LegacyPendingIdentityBatch :many
+-- The identity columns of the legacy rows, without their plaintext: checked
+-- before the first batch commits, so a malformed row changes nothing.
+SELECT sequence, recipient_user_id, recipient_device_id, logical_id
+FROM pending_outbound_message_plaintext
+WHERE sequence > sqlc.arg(after_sequence)
+ORDER BY sequence
+LIMIT sqlc.arg(row_limit);
+
+-- name: DeleteLegacyPendingThrough :exec
+-- Removes the legacy rows a batch has just sealed, in the batch's
+-- transaction: a row is in exactly one of the two tables at every commit.
+DELETE FROM pending_outbound_message_plaintext
+WHERE sequence <= sqlc.arg(through_sequence);

@@ -37,6 +37,18 @@ func (q *Queries) ActiveStorageKeyIDs(ctx context.Context) ([]int64, error) {
 	return items, nil
 }
 
+const deleteLegacyPendingThrough = `-- name: DeleteLegacyPendingThrough :exec
+DELETE FROM pending_outbound_message_plaintext
+WHERE sequence <= ?1
+`
+
+// Removes the legacy rows a batch has just sealed, in the batch's
+// transaction: a row is in exactly one of the two tables at every commit.
+func (q *Queries) DeleteLegacyPendingThrough(ctx context.Context, throughSequence int64) error {
+	_, err := q.db.ExecContext(ctx, deleteLegacyPendingThrough, throughSequence)
+	return err
+}
+
 const deleteSequenceHighWater = `-- name: DeleteSequenceHighWater :exec
 DELETE FROM sqlite_sequence WHERE name = ?1
 `
@@ -128,6 +140,68 @@ func (q *Queries) LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatch
 	return items, nil
 }
 
+const legacyPendingCount = `-- name: LegacyPendingCount :one
+SELECT count(*) FROM pending_outbound_message_plaintext
+`
+
+// The legacy rows left to seal.
+func (q *Queries) LegacyPendingCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, legacyPendingCount)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const legacyPendingIdentityBatch = `-- name: LegacyPendingIdentityBatch :many
+SELECT sequence, recipient_user_id, recipient_device_id, logical_id
+FROM pending_outbound_message_plaintext
+WHERE sequence > ?1
+ORDER BY sequence
+LIMIT ?2
+`
+
+type LegacyPendingIdentityBatchParams struct {
+	AfterSequence int64
+	RowLimit      int64
+}
+
+type LegacyPendingIdentityBatchRow struct {
+	Sequence          int64
+	RecipientUserID   string
+	RecipientDeviceID int64
+	LogicalID         []byte
+}
+
+// The identity columns of the legacy rows, without their plaintext: checked
+// before the first batch commits, so a malformed row changes nothing.
+func (q *Queries) LegacyPendingIdentityBatch(ctx context.Context, arg LegacyPendingIdentityBatchParams) ([]LegacyPendingIdentityBatchRow, error) {
+	rows, err := q.db.QueryContext(ctx, legacyPendingIdentityBatch, arg.AfterSequence, arg.RowLimit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LegacyPendingIdentityBatchRow
+	for rows.Next() {
+		var i LegacyPendingIdentityBatchRow
+		if err := rows.Scan(
+			&i.Sequence,
+			&i.RecipientUserID,
+			&i.RecipientDeviceID,
+			&i.LogicalID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const legacyPendingMaxSequence = `-- name: LegacyPendingMaxSequence :one
 SELECT CAST(coalesce(max(sequence), 0) AS INTEGER) AS max_sequence
 FROM pending_outbound_message_plaintext
@@ -179,6 +253,34 @@ WHERE type = 'index' AND name = 'pending_outbound_message_recipient'
 // 1 if the version-15 index exists (the database was migrated to 15).
 func (q *Queries) PendingOutboundIndexCount(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, pendingOutboundIndexCount)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const plaintextTableCount = `-- name: PlaintextTableCount :one
+SELECT count(*) FROM sqlite_master
+WHERE type = 'table' AND name = 'pending_outbound_message_plaintext'
+`
+
+// 1 while a migration is under way: the legacy table set aside and not
+// yet dropped (rows left to seal, or, once empty, the erase step still to
+// run). This table is the migration's durable resume marker.
+func (q *Queries) PlaintextTableCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, plaintextTableCount)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const sealedPendingCount = `-- name: SealedPendingCount :one
+SELECT count(*) FROM pending_outbound_message
+`
+
+// The rows already sealed by earlier batches (before the migration
+// completes, only the migration writes this table).
+func (q *Queries) SealedPendingCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, sealedPendingCount)
 	var count int64
 	err := row.Scan(&count)
 	return count, err

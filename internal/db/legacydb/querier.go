@@ -11,18 +11,33 @@ import (
 type Querier interface {
 	// The keys recorded as active: rows must be sealed with one of them.
 	ActiveStorageKeyIDs(ctx context.Context) ([]int64, error)
+	// Removes the legacy rows a batch has just sealed, in the batch's
+	// transaction: a row is in exactly one of the two tables at every commit.
+	DeleteLegacyPendingThrough(ctx context.Context, throughSequence int64) error
 	DeleteSequenceHighWater(ctx context.Context, tableName string) error
 	// Copies one row into the sealed table, keeping its sequence.
 	InsertSealedPendingWithSequence(ctx context.Context, arg InsertSealedPendingWithSequenceParams) error
 	// sqlite_sequence has no unique constraint: DeleteSequenceHighWater first.
 	InsertSequenceHighWater(ctx context.Context, arg InsertSequenceHighWaterParams) error
 	LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatchParams) ([]PendingOutboundMessagePlaintext, error)
+	// The legacy rows left to seal.
+	LegacyPendingCount(ctx context.Context) (int64, error)
+	// The identity columns of the legacy rows, without their plaintext: checked
+	// before the first batch commits, so a malformed row changes nothing.
+	LegacyPendingIdentityBatch(ctx context.Context, arg LegacyPendingIdentityBatchParams) ([]LegacyPendingIdentityBatchRow, error)
 	LegacyPendingMaxSequence(ctx context.Context) (int64, error)
 	// The columns of pending_outbound_message, in order: a legacy table has
 	// plaintext where version 14 has sealed.
 	PendingOutboundColumns(ctx context.Context) ([]string, error)
 	// 1 if the version-15 index exists (the database was migrated to 15).
 	PendingOutboundIndexCount(ctx context.Context) (int64, error)
+	// 1 while a migration is under way: the legacy table set aside and not
+	// yet dropped (rows left to seal, or, once empty, the erase step still to
+	// run). This table is the migration's durable resume marker.
+	PlaintextTableCount(ctx context.Context) (int64, error)
+	// The rows already sealed by earlier batches (before the migration
+	// completes, only the migration writes this table).
+	SealedPendingCount(ctx context.Context) (int64, error)
 	// The AUTOINCREMENT high-water mark recorded for a table, 0 if none.
 	SequenceHighWater(ctx context.Context, tableName string) (int64, error)
 }
