@@ -423,7 +423,8 @@ func TestLegacyDDLMatchesMigrations(t *testing.T) {
 }
 
 // TestLegacyOpenedByStore proves the store seals a legacy database on
-// open (the client never sees the plaintext layout) and that no legacy
+// open (the client never sees the plaintext layout), reporting progress
+// through its option, and that no legacy
 // plaintext is left in the database file or its WAL afterwards.
 func TestLegacyOpenedByStore(t *testing.T) {
 	ctx := context.Background()
@@ -431,9 +432,20 @@ func TestLegacyOpenedByStore(t *testing.T) {
 	before := readLegacyRows(t, conn)
 	require.NoError(t, conn.Close())
 
-	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+	_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyBatch(-1))
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
+
+	var reports []legacy.Progress
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyBatch(4),
+		sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
 	require.NoError(t, err)
 	defer s.Close()
+	require.Equal(t, []legacy.Progress{
+		{Phase: legacy.PhaseSeal, Sealed: 4, Total: 9},
+		{Phase: legacy.PhaseSeal, Sealed: 8, Total: 9},
+		{Phase: legacy.PhaseSeal, Sealed: 9, Total: 9},
+		{Phase: legacy.PhaseErase, Sealed: 9, Total: 9},
+	}, reports, "Open reports the legacy migration's progress")
 	page, err := s.PagePending(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
 	require.Len(t, page.Messages, len(before))

@@ -18,6 +18,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,23 +61,73 @@ func DSN(path string) string {
 	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32"
 }
 
+// ErrNoKeyRecord means the database records no active storage key but
+// holds sealed values: its storage_key rows were deleted (or all marked
+// retiring). No keyring can be proven right for it, so Open refuses it
+// rather than adopting whatever key it is given; nothing is changed.
+var ErrNoKeyRecord = errors.New("store: database holds sealed values but records no active storage key")
+
+// Option configures Open and OpenWithDriver.
+type Option func(*options)
+
+type options struct {
+	legacy legacy.Options
+}
+
+// WithLegacyProgress makes Open report the progress of a legacy plaintext
+// migration (package legacy) to fn: after every committed batch and when
+// the erase step starts. fn runs on the goroutine calling Open. On a
+// database with nothing to migrate it is never called.
+func WithLegacyProgress(fn func(legacy.Progress)) Option {
+	return func(o *options) { o.legacy.Progress = fn }
+}
+
+// WithLegacyBatch sets how many legacy rows Open seals per transaction
+// (legacy.DefaultBatch if n is 0). A smaller batch commits more often;
+// a kill loses at most one batch of work either way.
+func WithLegacyBatch(n int) Option {
+	return func(o *options) { o.legacy.Batch = n }
+}
+
 // Open opens (creating if absent) the database at path, migrates it to the
 // head schema, checks that keys holds the database's storage key, and
-// seals a pending queue left in the legacy plaintext layout. It
-// returns an error wrapping seal.ErrWrongKey if the database was sealed
-// with a key keys does not hold, or a migration error (migration.ErrChecksum,
-// migration.ErrNewerDatabase, migration.ErrUnknownState).
-func Open(ctx context.Context, path string, keys *seal.Keyring) (*Store, error) {
-	return OpenWithDriver(ctx, "sqlite3", path, keys)
+// seals a pending queue left in the legacy plaintext layout (resuming an
+// interrupted legacy migration, including its erase step).
+//
+// A new database file is created with mode 0600 (owner only) before SQLite
+// opens it; SQLite gives its -wal and -shm files the database file's mode.
+// An existing database file (and its -wal and -shm) readable or writable
+// by group or others has those permission bits removed.
+//
+// Open records keys' current key as the storage key only for a database
+// that records none and holds no sealed value. It returns an error
+// wrapping seal.ErrWrongKey if the database was sealed with a key keys
+// does not hold, ErrNoKeyRecord if it records no active key but holds
+// sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
+// option, a legacy migration error (legacy.ErrUnknownLayout, ...), or a
+// migration error (migration.ErrChecksum, migration.ErrNewerDatabase,
+// migration.ErrUnknownState).
+func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
+	return OpenWithDriver(ctx, "sqlite3", path, keys, opts...)
 }
 
 // OpenWithDriver is Open through the database/sql driver registered as
 // driverName instead of "sqlite3". The driver must be go-sqlite3 or wrap
 // it (passing its errors through unchanged); tests use it to inject
 // storage faults (failing statements, commits, a full disk).
-func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Keyring) (*Store, error) {
+func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("store: open: %w: nil keyring", store.ErrInvalidArgument)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.legacy.Batch < 0 {
+		return nil, fmt.Errorf("store: open: %w: legacy batch %d below 0", store.ErrInvalidArgument, o.legacy.Batch)
+	}
+	if err := privateFiles(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	conn, err := sql.Open(driverName, DSN(path))
 	if err != nil {
@@ -85,14 +137,47 @@ func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Key
 	// connection turns would-be SQLITE_BUSY contention into Go-side waits.
 	conn.SetMaxOpenConns(1)
 	s := &Store{conn: conn, q: db.New(conn), keys: keys}
-	if err := s.init(ctx); err != nil {
+	if err := s.init(ctx, o); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Store) init(ctx context.Context) error {
+// privateFiles creates the database file at path with mode 0600 if it does
+// not exist (SQLite would create it 0644 under the usual umask 022, and
+// gives the -wal and -shm files the database file's mode), and removes
+// group and other permissions from an existing database file and its
+// -wal and -shm.
+func privateFiles(path string) error {
+	if path == "" || path == ":memory:" {
+		return nil // no file
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		return f.Close()
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(name, perm&^0o077); err != nil {
+				return fmt.Errorf("restrict database file mode: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Store) init(ctx context.Context, o options) error {
 	var mode string
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return fmt.Errorf("store: enable wal: %w", err)
@@ -116,23 +201,25 @@ func (s *Store) init(ctx context.Context) error {
 	}
 	// A database from before sealing keeps its pending queue in plaintext:
 	// seal it now (a no-op on a sealed database).
-	if _, err := legacy.MigratePlaintext(ctx, s.conn, s.keys); err != nil {
+	if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil
 }
 
 // checkKey proves the keyring holds the database's active storage key by
-// opening its verifier, or records the current key for a new database.
+// opening its verifier, or records the current key for a database that
+// records no key and holds nothing sealed. A database holding sealed
+// values without an active key record is refused (ErrNoKeyRecord): adopting
+// the given key would make a wrong key the database's, and the right one
+// fail from then on.
 func (s *Store) checkKey(ctx context.Context) error {
 	return s.withTx(ctx, func(q *db.Queries) error {
 		rows, err := q.ListStorageKeys(ctx)
 		if err != nil {
 			return fmt.Errorf("store: read storage keys: %w", err)
 		}
-		if len(rows) == 0 {
-			return s.addKey(ctx, q, s.keys.Current(), "active")
-		}
+		active := 0
 		for _, r := range rows {
 			if r.State != "active" {
 				continue
@@ -140,8 +227,19 @@ func (s *Store) checkKey(ctx context.Context) error {
 			if _, err := s.keys.Open(seal.RecordKeyVerifier, verifierAD(seal.KeyID(r.KeyID)), r.Verifier); err != nil {
 				return fmt.Errorf("store: storage key %d: %w", r.KeyID, err)
 			}
+			active++
 		}
-		return nil
+		if active > 0 {
+			return nil
+		}
+		sealed, err := q.AnySealedValue(ctx)
+		if err != nil {
+			return fmt.Errorf("store: look for sealed values: %w", err)
+		}
+		if len(rows) > 0 || sealed != 0 {
+			return fmt.Errorf("store: %d storage key rows, none active: %w", len(rows), ErrNoKeyRecord)
+		}
+		return s.addKey(ctx, q, s.keys.Current(), "active")
 	})
 }
 
