@@ -50,8 +50,10 @@ func buildWorker(t *testing.T) string {
 }
 
 // TestCrashRecovery kills the crash worker with SIGKILL at random moments
-// (during startup, migration, sends, ACKs, abandons, retries) and checks,
-// after every kill, that:
+// (during startup, migration, sends, ACKs, abandons, retries and key
+// rotations) and checks, after every kill, with the database reopened by
+// sqlitestore.Open first (so that the store itself meets the hot WAL the
+// kill left), that:
 //
 //   - every database file passes PRAGMA integrity_check;
 //   - every message whose Send returned (journaled "sent") is pending with
@@ -59,11 +61,18 @@ func buildWorker(t *testing.T) string {
 //     ACK or abandon, and gone after it; nothing else is pending;
 //   - the sequence high-water mark never decreases and no sequence is
 //     handed out twice;
+//   - every sealed value of the sender is under its current storage key,
+//     or (while a rotation is interrupted) under the old or the new one,
+//     and storage_key records exactly those;
 //
 // and the next worker run reopens the same files and continues. The only
 // uncertainty allowed is the one call the kill interrupted (a journaled
-// "begin" without its result). At the end the worker must deliver, ACK and
-// so clear every message still pending.
+// "begin" without its result). Most runs target one operation (-target),
+// chosen so that the operation in flight at the kill is spread over send,
+// ACK, abandon and retry (each at least 15% of the kills), with rotations
+// and untargeted runs (kills during start-up and schema migration) beside
+// them. At the end the worker must deliver, ACK and so clear every message
+// still pending.
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: skipped with -short")
@@ -82,38 +91,73 @@ func TestCrashRecovery(t *testing.T) {
 	secret := make([]byte, seal.KeySize)
 	_, err := rand.Read(secret)
 	require.NoError(t, err)
-	key, err := seal.NewKey(secret)
-	require.NoError(t, err)
-	keys, err := seal.NewKeyring(key)
-	require.NoError(t, err)
 
-	c := &crashChecker{t: t, dir: dir, journal: filepath.Join(dir, "journal"), keys: keys, pending: map[ids.LogicalMessageID]journaled{}}
-	args := []string{"-dir", dir, "-journal", c.journal, "-key", hex.EncodeToString(secret)}
+	c := &crashChecker{t: t, dir: dir, journal: filepath.Join(dir, "journal"), secret: secret, pending: map[ids.LogicalMessageID]journaled{}}
+	base := []string{"-dir", dir, "-journal", c.journal, "-key", hex.EncodeToString(secret)}
+	args := func(extra ...string) []string {
+		a := append(append([]string{}, base...), "-keygen", strconv.Itoa(c.gen))
+		if c.rotating {
+			a = append(a, "-rotating")
+		}
+		return append(a, extra...)
+	}
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 22))
 
+	// The operations whose share of the kills is required, by their
+	// journal name.
+	spread := []string{"send", "recv", "abandon", "retry"}
+	inflight := map[string]int{}
 	killed, early := 0, 0
 	for run := 0; killed < kills; run++ {
-		cmd := exec.Command(bin, append(args, "-seed", strconv.Itoa(run))...)
+		var target string
+		switch run % 10 {
+		case 9: // untargeted: start-up, migrations, the random mix
+		case 4:
+			target = "rotate"
+		default:
+			target = spread[0]
+			for _, op := range spread {
+				if inflight[op] < inflight[target] {
+					target = op
+				}
+			}
+		}
+		extra := []string{"-seed", strconv.Itoa(run)}
+		if target != "" {
+			extra = append(extra, "-target", target)
+		}
+		cmd := exec.Command(bin, args(extra...)...)
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
-		ready := make(chan struct{})
+		ready, armed := make(chan struct{}), make(chan struct{})
 		go func() {
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
-				if sc.Text() == "ready" {
+				switch sc.Text() {
+				case "ready":
 					close(ready)
+				case "armed":
+					close(armed)
 				}
 			}
 		}()
-		// Half of the kills land at 5-60 ms after the start (often during
-		// open, migration or initialization), half at 0-30 ms after
-		// "ready" (in the middle of operations).
-		if rng.IntN(2) == 0 {
+		switch {
+		case target != "":
+			// Within 25 ms of the worker starting to repeat the target.
+			select {
+			case <-armed:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("run %d: not armed within 20 s; stderr:\n%s", run, stderr.String())
+			}
+			time.Sleep(time.Duration(rng.IntN(26)) * time.Millisecond)
+		case rng.IntN(2) == 0:
+			// 5-60 ms after the start: often during open, migration or
+			// initialization.
 			time.Sleep(time.Duration(5+rng.IntN(56)) * time.Millisecond)
-		} else {
+		default:
 			select {
 			case <-ready:
 			case <-time.After(10 * time.Second):
@@ -134,13 +178,17 @@ func TestCrashRecovery(t *testing.T) {
 		require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL,
 			"run %d: worker exited by itself (%v) before the kill; stderr:\n%s", run, err, stderr.String())
 		killed++
-		c.check(fmt.Sprintf("run %d (killed)", run))
+		op := "none"
+		if f := c.check(fmt.Sprintf("run %d (killed, target %q)", run, target)); len(f) > 0 {
+			op = f[0]
+		}
+		inflight[op]++
 	}
 
 	// No kill: everything still pending must be deliverable, and the
 	// client must continue normally afterwards.
 	for _, extra := range [][]string{{"-drain"}, {"-ops", "200", "-seed", "999999"}, {"-drain"}} {
-		cmd := exec.Command(bin, append(args, extra...)...)
+		cmd := exec.Command(bin, args(extra...)...)
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "worker %v:\n%s", extra, out)
 		c.check(fmt.Sprintf("final run %v", extra))
@@ -148,8 +196,30 @@ func TestCrashRecovery(t *testing.T) {
 	require.Empty(t, c.pending, "pending after the final drain")
 	require.True(t, c.drained, "the final drain ran")
 
-	t.Logf("crash test: %d kills (%d before ready) in %d runs, %d sends, %d acks, %d abandons journaled; high-water mark %d; total %v (worker build %v)",
-		killed, early, killed+3, c.stats.sent, c.stats.acked, c.stats.abandoned, c.hw, time.Since(start).Round(time.Millisecond), built.Round(time.Millisecond))
+	mix := make([]string, 0, len(inflight))
+	for _, op := range append(append([]string{}, spread...), "rotate", "none") {
+		mix = append(mix, fmt.Sprintf("%s %d (%.0f%%)", op, inflight[op], 100*float64(inflight[op])/float64(killed)))
+	}
+	t.Logf("crash test: %d kills (%d before ready) in %d runs; operation in flight at the kill: %s; %d sends, %d acks, %d abandons, %d rotations journaled; the sender's WAL was hot at %d reopens; high-water mark %d; total %v (worker build %v)",
+		killed, early, killed+3, strings.Join(mix, ", "), c.stats.sent, c.stats.acked, c.stats.abandoned, c.gen, c.hotWAL, c.hw, time.Since(start).Round(time.Millisecond), built.Round(time.Millisecond))
+	for _, op := range spread {
+		require.GreaterOrEqual(t, 100*inflight[op], 15*killed, "%s in flight at %d of %d kills, want at least 15%%", op, inflight[op], killed)
+	}
+	require.Positive(t, inflight["rotate"], "no kill landed in a key rotation")
+}
+
+// rotationKey is the sender's storage key of generation gen, derived as
+// the worker derives it (crashworker's rotationKey).
+func rotationKey(t testing.TB, secret []byte, gen int) seal.Key {
+	t.Helper()
+	raw := secret
+	if gen > 0 {
+		sum := sha256.Sum256(append([]byte(fmt.Sprintf("crash test rotation key %d:", gen)), secret...))
+		raw = sum[:]
+	}
+	k, err := seal.NewKey(raw)
+	require.NoError(t, err)
+	return k
 }
 
 // journaled is what the journal says about one pending message.
@@ -165,7 +235,11 @@ type crashChecker struct {
 	t       *testing.T
 	dir     string
 	journal string
-	keys    *seal.Keyring
+	secret  []byte
+
+	gen      int  // the sender's key generation, per the journal
+	rotating bool // a rotation to gen+1 was begun and has not returned
+	hotWAL   int  // checks that found the sender's WAL not empty
 
 	offset  int64 // journal bytes already replayed
 	pending map[ids.LogicalMessageID]journaled
@@ -229,6 +303,14 @@ func (c *crashChecker) replay(when string) []string {
 				c.fail(when, "journal: %q follows an unfinished %v", line, inflight)
 			}
 			inflight = f[1:]
+			if inflight[0] == "rotate" {
+				gen, err := strconv.Atoi(inflight[1])
+				must(err)
+				if gen != c.gen+1 {
+					c.fail(when, "journal: rotation to generation %d from %d", gen, c.gen)
+				}
+				c.rotating = true
+			}
 			continue
 		case "sent":
 			to, err := parseAddr(f[1])
@@ -282,6 +364,13 @@ func (c *crashChecker) replay(when string) []string {
 				c.fail(when, "worker drained, but the journal holds %d pending", len(c.pending))
 			}
 			c.drained = true
+		case "rotated":
+			gen, err := strconv.Atoi(f[1])
+			must(err)
+			if len(inflight) < 2 || inflight[0] != "rotate" || inflight[1] != f[1] || gen != c.gen+1 {
+				c.fail(when, "journal: %q without its begin (generation %d)", line, c.gen)
+			}
+			c.gen, c.rotating = gen, false
 		case "senderr", "recverr", "retried":
 		default:
 			c.fail(when, "unknown journal line %q", line)
@@ -292,7 +381,23 @@ func (c *crashChecker) replay(when string) []string {
 	return inflight
 }
 
-func (c *crashChecker) check(when string) {
+// senderKeys is the keyring the sender's database must open with: its
+// current key and, while a rotation is interrupted, the next one.
+func (c *crashChecker) senderKeys() *seal.Keyring {
+	c.t.Helper()
+	kr, err := seal.NewKeyring(rotationKey(c.t, c.secret, c.gen))
+	require.NoError(c.t, err)
+	if c.rotating {
+		kr.Add(rotationKey(c.t, c.secret, c.gen+1))
+	}
+	return kr
+}
+
+// check replays the journal and checks every database against it,
+// reopening each with sqlitestore.Open first: the store, not a plain
+// connection, is what meets the hot WAL a kill leaves. It returns the
+// call the kill interrupted (nil if none).
+func (c *crashChecker) check(when string) []string {
 	c.t.Helper()
 	inflight := c.replay(when)
 	ctx := context.Background()
@@ -302,21 +407,83 @@ func (c *crashChecker) check(when string) {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			continue
 		}
-		db, err := sql.Open("sqlite3", sqlitestore.DSN(path))
-		require.NoError(c.t, err)
+		if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 && f == "sender.db" {
+			c.hotWAL++
+		}
+		keys := c.senderKeys()
+		if f != "sender.db" {
+			keys, _ = seal.NewKeyring(rotationKey(c.t, c.secret, 0))
+		}
+		s, err := sqlitestore.Open(ctx, path, keys)
+		if err != nil {
+			c.fail(when, "%s: sqlitestore.Open: %v", f, err)
+		}
 		var res string
-		err = db.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res)
+		err = s.DB().QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res)
 		if err == nil && res != "ok" {
 			err = fmt.Errorf("integrity_check: %s", res)
 		}
 		if err == nil && f == "sender.db" {
-			err = c.checkSender(ctx, when, db, inflight)
+			err = c.checkSender(ctx, s.DB(), keys, inflight)
 		}
-		require.NoError(c.t, db.Close())
+		if err == nil && f == "sender.db" {
+			err = c.checkKeys(ctx, s.DB())
+		}
+		require.NoError(c.t, s.Close())
 		if err != nil {
 			c.fail(when, "%s: %v", f, err)
 		}
 	}
+	return inflight
+}
+
+// checkKeys checks that every sealed value of the sender (and every
+// storage_key row) is under the current key generation or, while a
+// rotation is interrupted, the next one; and that a finished rotation
+// left only the current key.
+func (c *crashChecker) checkKeys(ctx context.Context, db *sql.DB) error {
+	allowed := map[seal.KeyID]bool{rotationKey(c.t, c.secret, c.gen).ID(): true}
+	if c.rotating {
+		allowed[rotationKey(c.t, c.secret, c.gen+1).ID()] = true
+	}
+	for _, q := range []string{
+		"SELECT sealed FROM local_identity", "SELECT sealed FROM identity_pin", "SELECT sealed FROM session",
+		"SELECT sealed FROM session_initiation", "SELECT sealed FROM pending_outbound_message",
+		"SELECT sealed FROM pending_inbound_message", "SELECT verifier FROM storage_key",
+	} {
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var v []byte
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
+				return err
+			}
+			h, err := seal.Parse(v)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("%s: %w", q, err)
+			}
+			if !allowed[h.KeyID] {
+				rows.Close()
+				return fmt.Errorf("%s: a value under key %d, generation %d (rotating %v) allows %v", q, h.KeyID, c.gen, c.rotating, allowed)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	var keys, active int
+	if err := db.QueryRowContext(ctx, "SELECT count(*), count(*) FILTER (WHERE state = 'active') FROM storage_key").Scan(&keys, &active); err != nil {
+		return err
+	}
+	if active != 1 || (!c.rotating && keys != 1) {
+		return fmt.Errorf("storage_key holds %d keys, %d active (generation %d, rotating %v)", keys, active, c.gen, c.rotating)
+	}
+	return nil
 }
 
 type dbRow struct {
@@ -328,18 +495,7 @@ type dbRow struct {
 
 // checkSender compares the sender's pending table with the model, allows
 // the interrupted call its one possible effect, and then adopts it.
-func (c *crashChecker) checkSender(ctx context.Context, when string, db *sql.DB, inflight []string) error {
-	var tables int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE name = 'pending_outbound_message'").Scan(&tables); err != nil {
-		return err
-	}
-	if tables == 0 {
-		// Killed before the first migration committed.
-		if len(c.pending) != 0 || c.hw != 0 {
-			return fmt.Errorf("pending_outbound_message is gone (model holds %d, high-water mark %d)", len(c.pending), c.hw)
-		}
-		return nil
-	}
+func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.Keyring, inflight []string) error {
 	var hw int64
 	if err := db.QueryRowContext(ctx, "SELECT CAST(coalesce(max(seq), 0) AS INTEGER) FROM sqlite_sequence WHERE name = 'pending_outbound_message'").Scan(&hw); err != nil {
 		return fmt.Errorf("high-water mark: %w", err)
@@ -371,7 +527,7 @@ func (c *crashChecker) checkSender(ctx context.Context, when string, db *sql.DB,
 			return fmt.Errorf("row sequence %d out of order or above the high-water mark %d", r.seq, hw)
 		}
 		last = r.seq
-		pt, err := c.keys.Open(seal.RecordPendingOutbound, store.MessageAD(r.to, r.id), blob)
+		pt, err := keys.Open(seal.RecordPendingOutbound, store.MessageAD(r.to, r.id), blob)
 		if err != nil {
 			return fmt.Errorf("row %d does not open: %w", r.seq, err)
 		}

@@ -15,10 +15,30 @@
 //	abandoned <id>                    AbandonPending returned Abandoned
 //	notpending <id>                   AbandonPending returned NotPending
 //	retried <recipient> <n>           RetryPendingMessages returned
+//	begin rotate <gen>                written before the sender's RotateKey to key generation gen
+//	rotated <gen>                     RotateKey returned: every sealed value is under key gen
 //	drained                           (-drain) nothing is pending any more
+//
+// With -legacy FILE the worker only opens FILE, a database in the legacy
+// plaintext layout, with the store (which seals it in batches and erases
+// the plaintext), printing "progress <phase> <sealed> <total>" on stdout
+// after every step Open reports and "opened <rows>" at the end; the crash
+// test kills it in the middle.
 //
 // A record is written only after the call it describes has returned, so a
 // "begin" without its result is the one operation the kill interrupted.
+//
+// Key generations: the sender's storage key starts as -key (generation 0)
+// and each rotation moves it to the next generation (rotationKey). -keygen
+// says which generation the sender's database is under; -rotating says a
+// rotation to the next one was interrupted, which the worker finishes
+// right after opening the sender's store, before anything else writes.
+//
+// -target makes the worker, once ready, prepare what one kind of operation
+// needs (pending messages, ACKs in the mailbox), print "armed", and then
+// repeat that operation until it is killed: the crash test uses it to
+// spread the operation in flight at the kill over send, ACK (recv),
+// abandon, retry and rotate.
 //
 // Exit codes: 0 done, 2 usage or setup failure, 3 an operation failed in a
 // way it must not, 4 a self-check found the queue differing from the
@@ -40,6 +60,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/legacy"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport"
@@ -63,6 +84,8 @@ type pendingMsg struct {
 }
 
 type worker struct {
+	secret  []byte
+	gen     int // the sender's key generation
 	ctx     context.Context
 	rng     *rand.Rand
 	journal *os.File
@@ -80,7 +103,16 @@ func main() {
 	seed := flag.Uint64("seed", 1, "random seed")
 	ops := flag.Int("ops", 0, "stop after this many operations (0: run until killed)")
 	drain := flag.Bool("drain", false, "deliver, acknowledge and retry until nothing is pending, then exit")
+	target := flag.String("target", "", "after ready: repeat one operation (send, recv, abandon, retry, rotate) until killed")
+	keyGen := flag.Int("keygen", 0, "the sender's key generation")
+	rotating := flag.Bool("rotating", false, "a rotation of the sender's key to generation keygen+1 was interrupted: finish it first")
+	legacyDB := flag.String("legacy", "", "open this legacy plaintext database (sealing it), then exit")
+	batch := flag.Int("batch", 0, "with -legacy: rows sealed per transaction (0: the default)")
 	flag.Parse()
+	if *legacyDB != "" {
+		openLegacy(*legacyDB, *keyHex, *batch)
+		return
+	}
 	if *dir == "" || *journalPath == "" || *keyHex == "" {
 		fail(2, "usage: crashworker -dir DIR -journal FILE -key HEX [-seed N] [-ops N] [-drain]")
 	}
@@ -103,15 +135,24 @@ func main() {
 		net:     transport.NewNetwork(),
 		pending: map[ids.LogicalMessageID]pendingMsg{},
 	}
-	w.sender = w.open(*dir, "sender.db", senderAddr, key)
+	w.secret, w.gen = secret, *keyGen
+	senderKeys := keyring(rotationKey(secret, w.gen))
+	if *rotating {
+		senderKeys.Add(rotationKey(secret, w.gen+1))
+	}
+	w.sender = w.open(*dir, "sender.db", senderAddr, senderKeys, *rotating)
 	for i, a := range recipients {
-		w.rcpts = append(w.rcpts, w.open(*dir, fmt.Sprintf("recipient%d.db", i+1), a, key))
+		w.rcpts = append(w.rcpts, w.open(*dir, fmt.Sprintf("recipient%d.db", i+1), a, keyring(key), false))
 	}
 	w.load()
 	fmt.Println("ready")
 
 	if *drain {
 		w.drain()
+		return
+	}
+	if *target != "" {
+		w.targeted(*target)
 		return
 	}
 	for i := 0; *ops == 0 || i < *ops; i++ {
@@ -124,16 +165,47 @@ func fail(code int, format string, args ...any) {
 	os.Exit(code)
 }
 
-// open reopens (or creates) a device's store and client, and publishes its
-// bundle on this process's network.
-func (w *worker) open(dir, file string, addr ids.DeviceAddress, key seal.Key) device {
-	keys, err := seal.NewKeyring(key)
+func keyring(k seal.Key) *seal.Keyring {
+	kr, err := seal.NewKeyring(k)
 	if err != nil {
 		fail(2, "keyring: %v", err)
 	}
+	return kr
+}
+
+// rotationKey is the sender's storage key of generation gen: the -key
+// secret itself for 0, then keys derived from it. The crash test derives
+// the same ones.
+func rotationKey(secret []byte, gen int) seal.Key {
+	if gen == 0 {
+		k, err := seal.NewKey(secret)
+		if err != nil {
+			fail(2, "key: %v", err)
+		}
+		return k
+	}
+	sum := sha256.Sum256(append([]byte(fmt.Sprintf("crash test rotation key %d:", gen)), secret...))
+	k, err := seal.NewKey(sum[:])
+	if err != nil {
+		fail(2, "key: %v", err)
+	}
+	return k
+}
+
+// rotationBatch is small so that a rotation commits many times and kills
+// land inside it.
+const rotationBatch = 2
+
+// open reopens (or creates) a device's store and client, and publishes its
+// bundle on this process's network. With resume, it first finishes the
+// interrupted rotation of the store's key to keys' current key.
+func (w *worker) open(dir, file string, addr ids.DeviceAddress, keys *seal.Keyring, resume bool) device {
 	s, err := sqlitestore.Open(w.ctx, filepath.Join(dir, file), keys)
 	if err != nil {
 		fail(2, "open %s: %v", file, err)
+	}
+	if resume {
+		w.rotate(s)
 	}
 	c, err := client.Open(w.ctx, client.Config{Store: s, Transport: w.net, Directory: w.net})
 	if err != nil {
@@ -145,6 +217,18 @@ func (w *worker) open(dir, file string, addr ids.DeviceAddress, key seal.Key) de
 		fail(2, "initialize %s: %v", file, err)
 	}
 	return device{addr: addr, store: s, c: c}
+}
+
+// rotate rotates the sender's storage key to the next generation (or
+// finishes the interrupted rotation to it).
+func (w *worker) rotate(s *sqlitestore.Store) {
+	next := w.gen + 1
+	w.record("begin rotate %d", next)
+	if err := s.RotateKey(w.ctx, rotationKey(w.secret, next), rotationBatch, nil); err != nil {
+		fail(3, "rotate to generation %d: %v", next, err)
+	}
+	w.gen = next
+	w.record("rotated %d", next)
 }
 
 // load reads the sender's pending queue, the worker's view of it.
@@ -398,4 +482,128 @@ func (w *worker) drain() {
 	}
 	out.Flush()
 	os.Exit(5)
+}
+
+// openLegacy opens a legacy plaintext database with the store, reporting
+// the migration's progress on stdout.
+func openLegacy(path, keyHex string, batch int) {
+	secret, err := hex.DecodeString(keyHex)
+	if err != nil {
+		fail(2, "key: %v", err)
+	}
+	key, err := seal.NewKey(secret)
+	if err != nil {
+		fail(2, "key: %v", err)
+	}
+	keys, err := seal.NewKeyring(key)
+	if err != nil {
+		fail(2, "keyring: %v", err)
+	}
+	ctx := context.Background()
+	s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyBatch(batch),
+		sqlitestore.WithLegacyProgress(func(p legacy.Progress) { fmt.Printf("progress %s %d %d\n", p.Phase, p.Sealed, p.Total) }))
+	if err != nil {
+		fail(3, "open %s: %v", path, err)
+	}
+	n, err := s.CountPending(ctx, nil)
+	if err != nil {
+		fail(3, "count: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		fail(3, "close: %v", err)
+	}
+	fmt.Printf("opened %d\n", n)
+}
+
+// armedWindow bounds how many operations a targeted run performs before it
+// prepares again; the crash test kills within a few tens of milliseconds
+// of "armed" anyway.
+const armedWindow = 400
+
+// targeted prepares what op needs, prints "armed", and repeats op until
+// killed (preparing again when the preparation is used up).
+func (w *worker) targeted(op string) {
+	armed := false
+	arm := func() {
+		if !armed {
+			fmt.Println("armed")
+			armed = true
+		}
+	}
+	for {
+		switch op {
+		case "send":
+			w.trimTo(150, 100)
+			arm()
+			for range armedWindow {
+				w.send(recipients[w.rng.IntN(len(recipients))])
+				if len(w.pending) > 300 {
+					break
+				}
+			}
+		case "recv":
+			// Fresh messages, delivered: their ACKs wait in the sender's
+			// mailbox.
+			w.trimTo(150, 100)
+			for range 40 {
+				w.send(recipients[w.rng.IntN(len(recipients))])
+			}
+			w.deliver()
+			arm()
+			w.acks()
+		case "abandon":
+			w.fillTo(60)
+			arm()
+			for range armedWindow {
+				w.abandon()
+				if len(w.pending) == 0 {
+					break
+				}
+			}
+		case "retry":
+			w.fillTo(40)
+			arm()
+			for range armedWindow {
+				w.retry(recipients[w.rng.IntN(len(recipients))])
+			}
+		case "rotate":
+			w.fillTo(30)
+			arm()
+			w.rotate(w.sender.store)
+		default:
+			fail(2, "unknown -target %q", op)
+		}
+	}
+}
+
+// fillTo sends until at least n messages are pending.
+func (w *worker) fillTo(n int) {
+	for len(w.pending) < n {
+		w.send(recipients[w.rng.IntN(len(recipients))])
+	}
+}
+
+// trimTo abandons pending messages down to to if more than above are
+// pending, so that targeted sends do not grow the queue without bound.
+func (w *worker) trimTo(above, to int) {
+	if len(w.pending) <= above {
+		return
+	}
+	for len(w.pending) > to {
+		var (
+			id ids.LogicalMessageID
+			p  pendingMsg
+		)
+		for id, p = range w.pending {
+			break
+		}
+		w.record("begin abandon %s %s", p.to, id)
+		st, err := w.sender.c.AbandonPending(w.ctx, p.to, id)
+		if err != nil || st != client.Abandoned {
+			fail(4, "trim: abandon of pending %s: %v %v", id, st, err)
+		}
+		delete(w.pending, id)
+		w.gone = append(w.gone, id)
+		w.record("abandoned %s", id)
+	}
 }
