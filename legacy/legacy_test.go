@@ -31,7 +31,7 @@ import (
 const legacyFixture = "../fixtures/legacy/fixture.sql"
 
 // The legacy fixture's storage key is the version-14 fixture's test key.
-func fixtureKeyring(t *testing.T) *seal.Keyring {
+func fixtureKeyring(t testing.TB) *seal.Keyring {
 	t.Helper()
 	kr, err := seal.NewKeyring(version14.Key())
 	require.NoError(t, err)
