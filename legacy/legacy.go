@@ -9,17 +9,19 @@
 //
 //  1. one transaction checks every legacy row's recipient and logical id
 //     (a malformed row: nothing is changed), sets the legacy table aside as
-//     pending_outbound_message_plaintext, creates the table exactly as the
-//     version-14 DDL (AUTOINCREMENT included) and, if the database had it,
-//     the version-15 index pending_outbound_message_recipient;
-//  2. each batch transaction moves up to Options.Batch rows: it inserts
-//     them with their sequence and their plaintext sealed (record type 5,
-//     bound by store.MessageAD to recipient and logical id) and deletes
-//     them from the legacy table, so that every row is in exactly one of
-//     the two tables at every commit;
-//  3. once the legacy table is empty, one transaction restores the
-//     sqlite_sequence high-water mark that a rebuild would otherwise
-//     reset (the set-aside table keeps the legacy mark);
+//     pending_outbound_message_plaintext (with its version-15 index
+//     pending_outbound_message_recipient, if the database had it), and
+//     creates the table exactly as the version-14 DDL (AUTOINCREMENT
+//     included);
+//  2. each batch transaction copies the next Options.Batch rows in
+//     sequence order, with their sequence and their plaintext sealed
+//     (record type 5, bound by store.MessageAD to recipient and logical
+//     id): the largest sealed sequence is the durable cursor;
+//  3. once every row is sealed, one transaction empties the legacy table,
+//     restores the sqlite_sequence high-water mark that a rebuild would
+//     otherwise reset (the set-aside table keeps the legacy mark), and
+//     moves the version-15 index, if the set-aside table has it, to the
+//     sealed table (built once, over every row);
 //  4. the erase step: VACUUM rewrites the file without the free pages that
 //     held plaintext, a TRUNCATE checkpoint empties the WAL, and only then
 //     is the emptied legacy table dropped.
@@ -37,8 +39,7 @@
 // was not migrated yet, the index does not exist, MigratePlaintext does not
 // create it, and migration 15 adds it afterwards (creating it here would
 // make migration 15 fail on an existing index). On a database migrated to
-// 15 the rebuild drops the index with the legacy table and recreates it on
-// the sealed one in step 1.
+// 15 the index moves from the legacy table to the sealed one in step 3.
 //
 // Every data statement is a sqlc-generated query (queries/legacy/ compiled
 // into internal/db/legacydb against the head schema plus
@@ -101,8 +102,14 @@ const setAside = "pending_outbound_message_plaintext"
 
 // DefaultBatch is the number of rows a batch transaction seals when
 // Options.Batch is 0: large enough that the one fsync per commit is a
-// small part of a batch's cost.
-const DefaultBatch = 1000
+// small part of a batch's cost (1,000 was ~10% slower at 100,000 rows),
+// small enough that a kill loses a fraction of a second of work.
+const DefaultBatch = 5000
+
+// readChunk is how many legacy rows a batch reads at a time, so that a
+// batch holds at most readChunk plaintexts in memory (a variable for
+// tests).
+var readChunk = 256
 
 // Phase is the step of the migration a Progress report belongs to.
 type Phase int
@@ -196,6 +203,7 @@ type migrator struct {
 	opts   Options
 	copied int // rows sealed by this call
 
+	after         int64 // the last sequence sealed: the next batch starts above it
 	sealed, total int64 // for Progress
 }
 
@@ -261,7 +269,10 @@ func (m *migrator) start(ctx context.Context) (bool, error) {
 		if err != nil {
 			return fmt.Errorf("count sealed rows: %w", err)
 		}
-		left, err := q.LegacyPendingCount(ctx)
+		if m.after, err = q.SealedPendingMaxSequence(ctx); err != nil {
+			return fmt.Errorf("read the last sealed sequence: %w", err)
+		}
+		left, err := q.LegacyPendingCountAfter(ctx, m.after)
 		if err != nil {
 			return fmt.Errorf("count legacy rows: %w", err)
 		}
@@ -286,28 +297,16 @@ func checkKey(ctx context.Context, q *legacydb.Queries, keys *seal.Keyring) erro
 }
 
 // setAsideLegacy is step 1: it renames the legacy table (its
-// sqlite_sequence mark goes with it), checks every row's identity, and
-// creates the sealed table (and the index, if the database had it).
+// sqlite_sequence mark and its index go with it), checks every row's
+// identity, and creates the sealed table.
 func setAsideLegacy(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) error {
-	hadIndex, err := q.PendingOutboundIndexCount(ctx)
-	if err != nil {
-		return fmt.Errorf("read indexes: %w", err)
-	}
 	if err := execStep(ctx, tx, stepSetAside); err != nil {
 		return err
 	}
 	if err := checkRows(ctx, q); err != nil {
 		return err
 	}
-	if err := execStep(ctx, tx, stepCreateSealed); err != nil {
-		return err
-	}
-	if hadIndex > 0 {
-		if err := execStep(ctx, tx, stepIndex); err != nil {
-			return err
-		}
-	}
-	return nil
+	return execStep(ctx, tx, stepCreateSealed)
 }
 
 // checkRows validates every legacy row's recipient and logical id (not its
@@ -344,49 +343,57 @@ func rowIdentity(seq int64, user string, device int64, logicalID []byte) (ids.De
 	return to, id, nil
 }
 
-// batch is step 2: it moves the next batch of legacy rows into the sealed
-// table in one transaction and reports whether rows may be left.
+// batch is step 2: it copies the next batch of legacy rows, sealed, into
+// the sealed table in one transaction and reports whether rows may be
+// left.
 func (m *migrator) batch(ctx context.Context) (bool, error) {
-	var n int
+	var (
+		n    int
+		last int64
+	)
 	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
-		n = 0
+		n, last = 0, m.after
 		q := legacydb.New(tx)
-		rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: math.MinInt64, RowLimit: int64(m.opts.Batch)})
-		if err != nil {
-			return fmt.Errorf("read legacy rows: %w", err)
-		}
-		for _, r := range rows {
-			to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
+		// Read in chunks, so that memory stays bounded by readChunk
+		// messages whatever the batch size.
+		for n < m.opts.Batch {
+			limit := min(readChunk, m.opts.Batch-n)
+			rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: last, RowLimit: int64(limit)})
 			if err != nil {
-				return err
+				return fmt.Errorf("read legacy rows: %w", err)
 			}
-			sealed, err := m.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), r.Plaintext)
-			clear(r.Plaintext)
-			if err != nil {
-				return fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)
+			for _, r := range rows {
+				to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
+				if err != nil {
+					return err
+				}
+				sealed, err := m.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), r.Plaintext)
+				clear(r.Plaintext)
+				if err != nil {
+					return fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)
+				}
+				err = q.InsertSealedPendingWithSequence(ctx, legacydb.InsertSealedPendingWithSequenceParams{
+					Sequence: r.Sequence, RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,
+				})
+				if err != nil {
+					return fmt.Errorf("legacy sequence %d: copy: %w", r.Sequence, err)
+				}
+				last = r.Sequence
+				n++
+				if testHookAfterRow != nil {
+					testHookAfterRow(m.copied + n)
+				}
 			}
-			err = q.InsertSealedPendingWithSequence(ctx, legacydb.InsertSealedPendingWithSequenceParams{
-				Sequence: r.Sequence, RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,
-			})
-			if err != nil {
-				return fmt.Errorf("legacy sequence %d: copy: %w", r.Sequence, err)
+			if len(rows) < limit {
+				break
 			}
-			n++
-			if testHookAfterRow != nil {
-				testHookAfterRow(m.copied + n)
-			}
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		if err := q.DeleteLegacyPendingThrough(ctx, rows[len(rows)-1].Sequence); err != nil {
-			return fmt.Errorf("delete sealed legacy rows: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
 		return false, err
 	}
+	m.after = last
 	m.copied += n
 	m.sealed += int64(n)
 	if n > 0 {
@@ -401,20 +408,24 @@ func (m *migrator) report(p Phase) {
 	}
 }
 
-// finish is step 3: with every row sealed, it restores the high-water
-// mark. Inserting explicit sequences set the sealed table's mark to
-// max(sequence); the legacy table's mark (kept by the set-aside table) may
-// be higher, its highest rows deleted. Never hand out a sequence twice. It
-// is idempotent, as a resumed erase step runs it again.
+// finish is step 3: with every row sealed, it empties the set-aside table
+// and restores the high-water mark. Inserting explicit sequences set the
+// sealed table's mark to max(sequence); the legacy table's mark (kept by
+// the set-aside table) may be higher, its highest rows deleted. Never hand
+// out a sequence twice. It is idempotent, as a resumed erase step runs it
+// again.
 func (m *migrator) finish(ctx context.Context) error {
 	return sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
 		q := legacydb.New(tx)
-		left, err := q.LegacyPendingCount(ctx)
+		left, err := q.LegacyPendingCountAfter(ctx, m.after)
 		if err != nil {
 			return fmt.Errorf("count legacy rows: %w", err)
 		}
 		if left != 0 {
 			return fmt.Errorf("%d legacy rows left after the last batch", left)
+		}
+		if err := q.DeleteAllLegacyPending(ctx); err != nil {
+			return fmt.Errorf("empty %s: %w", setAside, err)
 		}
 		legacyMark, err := q.SequenceHighWater(ctx, setAside)
 		if err != nil {
@@ -432,6 +443,13 @@ func (m *migrator) finish(ctx context.Context) error {
 			if err := q.InsertSequenceHighWater(ctx, legacydb.InsertSequenceHighWaterParams{TableName: table, Seq: highWater}); err != nil {
 				return fmt.Errorf("restore sqlite_sequence: %w", err)
 			}
+		}
+		moveIndex, err := q.SetAsideIndexCount(ctx)
+		if err != nil {
+			return fmt.Errorf("read indexes: %w", err)
+		}
+		if moveIndex > 0 {
+			return execStep(ctx, tx, stepIndex)
 		}
 		return nil
 	})

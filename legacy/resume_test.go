@@ -55,8 +55,10 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 		upFirst bool
 		batch   int
 		stopAt  int // cancel after this many rows copied
+		chunk   int // rows read at a time, if not the default
 		want    int64
 	}{
+		{name: "batch 5 read 2 at a time, cancelled in the second batch", batch: 5, chunk: 2, stopAt: 7, want: 5},
 		{name: "batch 2, cancelled in the third batch", batch: 2, stopAt: 5, want: 4},
 		{name: "batch 2, cancelled in the third batch, index present", upFirst: true, batch: 2, stopAt: 5, want: 4},
 		{name: "batch 3, cancelled in the first batch", batch: 3, stopAt: 1, want: 0},
@@ -71,6 +73,10 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 			before := readLegacyRows(t, conn)
 			others := otherTables(t, conn)
 
+			if tc.chunk > 0 {
+				old := legacy.SetReadChunk(tc.chunk)
+				t.Cleanup(func() { legacy.SetReadChunk(old) })
+			}
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			legacy.SetTestHookAfterRow(func(n int) {
@@ -84,17 +90,19 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 			assert.Equal(t, tc.want, int64(n), "rows of the committed batches")
 			legacy.SetTestHookAfterRow(nil)
 
-			// Committed batches are sealed and gone from the set-aside
-			// table; nothing is lost or doubled.
+			// Committed batches are sealed: the first rows in sequence
+			// order, nothing skipped; the set-aside table keeps every row
+			// until all are sealed.
 			sealed := count(t, conn, "SELECT count(*) FROM pending_outbound_message")
-			left := count(t, conn, "SELECT count(*) FROM pending_outbound_message_plaintext")
 			assert.Equal(t, tc.want, sealed)
-			assert.Equal(t, int64(len(before)), sealed+left)
-			assert.Zero(t, count(t, conn, `SELECT count(*) FROM pending_outbound_message s
-				JOIN pending_outbound_message_plaintext p USING (sequence)`), "a row in both tables")
+			assert.Equal(t, int64(len(before)), count(t, conn, "SELECT count(*) FROM pending_outbound_message_plaintext"))
+			assert.Equal(t, sealed, count(t, conn, `SELECT count(*) FROM pending_outbound_message_plaintext
+				WHERE sequence <= (SELECT coalesce(max(sequence), 0) FROM pending_outbound_message)`), "the sealed rows are a prefix")
+			assert.Equal(t, sealed, count(t, conn, `SELECT count(*) FROM pending_outbound_message s
+				JOIN pending_outbound_message_plaintext p USING (sequence, recipient_user_id, recipient_device_id, logical_id)`))
 			if tc.upFirst {
-				assert.Equal(t, int64(1), count(t, conn, "SELECT count(*) FROM sqlite_master WHERE name = 'pending_outbound_message_recipient' AND tbl_name = 'pending_outbound_message'"),
-					"the index is on the sealed table from the start")
+				assert.Equal(t, int64(1), count(t, conn, "SELECT count(*) FROM sqlite_master WHERE name = 'pending_outbound_message_recipient' AND tbl_name = 'pending_outbound_message_plaintext'"),
+					"the index stays on the set-aside table, marking that it is to be moved")
 			}
 
 			// Resumed: progress counts the earlier run's rows too.

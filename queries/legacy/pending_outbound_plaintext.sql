@@ -50,14 +50,26 @@ SELECT key_id FROM storage_key WHERE state = 'active' ORDER BY key_id;
 SELECT count(*) FROM sqlite_master
 WHERE type = 'table' AND name = 'pending_outbound_message_plaintext';
 
+-- name: LegacyPendingCountAfter :one
+-- The legacy rows left to seal: those above the last sequence sealed.
+SELECT count(*) FROM pending_outbound_message_plaintext
+WHERE sequence > sqlc.arg(after_sequence);
+
 -- name: LegacyPendingCount :one
--- The legacy rows left to seal.
+-- The rows of the set-aside table: 0 once the migration has emptied it and
+-- only the erase step is owed.
 SELECT count(*) FROM pending_outbound_message_plaintext;
 
 -- name: SealedPendingCount :one
 -- The rows already sealed by earlier batches (before the migration
 -- completes, only the migration writes this table).
 SELECT count(*) FROM pending_outbound_message;
+
+-- name: SealedPendingMaxSequence :one
+-- The last sequence sealed: batches copy in sequence order, so every
+-- legacy row at or below it is sealed, and the next batch starts above it.
+SELECT CAST(coalesce(max(sequence), -9223372036854775808) AS INTEGER) AS max_sequence
+FROM pending_outbound_message;
 
 -- name: LegacyPendingIdentityBatch :many
 -- The identity columns of the legacy rows, without their plaintext: checked
@@ -68,8 +80,17 @@ WHERE sequence > sqlc.arg(after_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 
--- name: DeleteLegacyPendingThrough :exec
--- Removes the legacy rows a batch has just sealed, in the batch's
--- transaction: a row is in exactly one of the two tables at every commit.
-DELETE FROM pending_outbound_message_plaintext
-WHERE sequence <= sqlc.arg(through_sequence);
+-- name: DeleteAllLegacyPending :exec
+-- Empties the set-aside table once every row is sealed, in the transaction
+-- that restores the high-water mark (a DELETE without WHERE drops the
+-- table's pages at once); the empty table stays as the marker that the
+-- erase step is owed.
+DELETE FROM pending_outbound_message_plaintext;
+
+-- name: SetAsideIndexCount :one
+-- 1 if the version-15 index is on the set-aside legacy table (the database
+-- was migrated to 15 before the legacy migration started): it must be moved
+-- to the sealed table when the sealing completes.
+SELECT count(*) FROM sqlite_master
+WHERE type = 'index' AND name = 'pending_outbound_message_recipient'
+  AND tbl_name = 'pending_outbound_message_plaintext';

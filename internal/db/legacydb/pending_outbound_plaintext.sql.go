@@ -37,15 +37,16 @@ func (q *Queries) ActiveStorageKeyIDs(ctx context.Context) ([]int64, error) {
 	return items, nil
 }
 
-const deleteLegacyPendingThrough = `-- name: DeleteLegacyPendingThrough :exec
+const deleteAllLegacyPending = `-- name: DeleteAllLegacyPending :exec
 DELETE FROM pending_outbound_message_plaintext
-WHERE sequence <= ?1
 `
 
-// Removes the legacy rows a batch has just sealed, in the batch's
-// transaction: a row is in exactly one of the two tables at every commit.
-func (q *Queries) DeleteLegacyPendingThrough(ctx context.Context, throughSequence int64) error {
-	_, err := q.db.ExecContext(ctx, deleteLegacyPendingThrough, throughSequence)
+// Empties the set-aside table once every row is sealed, in the transaction
+// that restores the high-water mark (a DELETE without WHERE drops the
+// table's pages at once); the empty table stays as the marker that the
+// erase step is owed.
+func (q *Queries) DeleteAllLegacyPending(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, deleteAllLegacyPending)
 	return err
 }
 
@@ -144,9 +145,23 @@ const legacyPendingCount = `-- name: LegacyPendingCount :one
 SELECT count(*) FROM pending_outbound_message_plaintext
 `
 
-// The legacy rows left to seal.
+// The rows of the set-aside table: 0 once the migration has emptied it and
+// only the erase step is owed.
 func (q *Queries) LegacyPendingCount(ctx context.Context) (int64, error) {
 	row := q.db.QueryRowContext(ctx, legacyPendingCount)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const legacyPendingCountAfter = `-- name: LegacyPendingCountAfter :one
+SELECT count(*) FROM pending_outbound_message_plaintext
+WHERE sequence > ?1
+`
+
+// The legacy rows left to seal: those above the last sequence sealed.
+func (q *Queries) LegacyPendingCountAfter(ctx context.Context, afterSequence int64) (int64, error) {
+	row := q.db.QueryRowContext(ctx, legacyPendingCountAfter, afterSequence)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -286,6 +301,20 @@ func (q *Queries) SealedPendingCount(ctx context.Context) (int64, error) {
 	return count, err
 }
 
+const sealedPendingMaxSequence = `-- name: SealedPendingMaxSequence :one
+SELECT CAST(coalesce(max(sequence), -9223372036854775808) AS INTEGER) AS max_sequence
+FROM pending_outbound_message
+`
+
+// The last sequence sealed: batches copy in sequence order, so every
+// legacy row at or below it is sealed, and the next batch starts above it.
+func (q *Queries) SealedPendingMaxSequence(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, sealedPendingMaxSequence)
+	var max_sequence int64
+	err := row.Scan(&max_sequence)
+	return max_sequence, err
+}
+
 const sequenceHighWater = `-- name: SequenceHighWater :one
 SELECT CAST(coalesce(max(seq), 0) AS INTEGER) AS high_water
 FROM sqlite_sequence
@@ -298,4 +327,20 @@ func (q *Queries) SequenceHighWater(ctx context.Context, tableName string) (int6
 	var high_water int64
 	err := row.Scan(&high_water)
 	return high_water, err
+}
+
+const setAsideIndexCount = `-- name: SetAsideIndexCount :one
+SELECT count(*) FROM sqlite_master
+WHERE type = 'index' AND name = 'pending_outbound_message_recipient'
+  AND tbl_name = 'pending_outbound_message_plaintext'
+`
+
+// 1 if the version-15 index is on the set-aside legacy table (the database
+// was migrated to 15 before the legacy migration started): it must be moved
+// to the sealed table when the sealing completes.
+func (q *Queries) SetAsideIndexCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, setAsideIndexCount)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }

@@ -11,17 +11,22 @@ import (
 type Querier interface {
 	// The keys recorded as active: rows must be sealed with one of them.
 	ActiveStorageKeyIDs(ctx context.Context) ([]int64, error)
-	// Removes the legacy rows a batch has just sealed, in the batch's
-	// transaction: a row is in exactly one of the two tables at every commit.
-	DeleteLegacyPendingThrough(ctx context.Context, throughSequence int64) error
+	// Empties the set-aside table once every row is sealed, in the transaction
+	// that restores the high-water mark (a DELETE without WHERE drops the
+	// table's pages at once); the empty table stays as the marker that the
+	// erase step is owed.
+	DeleteAllLegacyPending(ctx context.Context) error
 	DeleteSequenceHighWater(ctx context.Context, tableName string) error
 	// Copies one row into the sealed table, keeping its sequence.
 	InsertSealedPendingWithSequence(ctx context.Context, arg InsertSealedPendingWithSequenceParams) error
 	// sqlite_sequence has no unique constraint: DeleteSequenceHighWater first.
 	InsertSequenceHighWater(ctx context.Context, arg InsertSequenceHighWaterParams) error
 	LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatchParams) ([]PendingOutboundMessagePlaintext, error)
-	// The legacy rows left to seal.
+	// The rows of the set-aside table: 0 once the migration has emptied it and
+	// only the erase step is owed.
 	LegacyPendingCount(ctx context.Context) (int64, error)
+	// The legacy rows left to seal: those above the last sequence sealed.
+	LegacyPendingCountAfter(ctx context.Context, afterSequence int64) (int64, error)
 	// The identity columns of the legacy rows, without their plaintext: checked
 	// before the first batch commits, so a malformed row changes nothing.
 	LegacyPendingIdentityBatch(ctx context.Context, arg LegacyPendingIdentityBatchParams) ([]LegacyPendingIdentityBatchRow, error)
@@ -38,8 +43,15 @@ type Querier interface {
 	// The rows already sealed by earlier batches (before the migration
 	// completes, only the migration writes this table).
 	SealedPendingCount(ctx context.Context) (int64, error)
+	// The last sequence sealed: batches copy in sequence order, so every
+	// legacy row at or below it is sealed, and the next batch starts above it.
+	SealedPendingMaxSequence(ctx context.Context) (int64, error)
 	// The AUTOINCREMENT high-water mark recorded for a table, 0 if none.
 	SequenceHighWater(ctx context.Context, tableName string) (int64, error)
+	// 1 if the version-15 index is on the set-aside legacy table (the database
+	// was migrated to 15 before the legacy migration started): it must be moved
+	// to the sealed table when the sealing completes.
+	SetAsideIndexCount(ctx context.Context) (int64, error)
 }
 
 var _ Querier = (*Queries)(nil)
