@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
@@ -67,18 +66,6 @@ func buildLegacyBench(b *testing.B, path string, n int) {
 	}
 	_, err = conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	require.NoError(b, err)
-}
-
-// evict writes path to disk and drops it from the OS page cache, so that
-// the measured open starts cold, as an application's first start after
-// an upgrade does.
-func evict(b *testing.B, path string) {
-	b.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	require.NoError(b, err)
-	defer f.Close()
-	require.NoError(b, f.Sync())
-	require.NoError(b, unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED))
 }
 
 func copyTemplate(b *testing.B, from, to string) {

@@ -412,7 +412,9 @@ func (c *crashChecker) check(when string) []string {
 		}
 		keys := c.senderKeys()
 		if f != "sender.db" {
-			keys, _ = seal.NewKeyring(rotationKey(c.t, c.secret, 0))
+			var err error
+			keys, err = seal.NewKeyring(rotationKey(c.t, c.secret, 0))
+			require.NoError(c.t, err)
 		}
 		s, err := sqlitestore.Open(ctx, path, keys)
 		if err != nil {
