@@ -60,6 +60,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db/legacydb"
@@ -207,11 +208,24 @@ type migrator struct {
 	sealed, total int64 // for Progress
 }
 
+// migrationCacheKiB is the page cache the migration runs with (SQLite's
+// default is 2 MiB). Each batch inserts into the sealed table's unique
+// index at random positions (logical ids are random); with an index larger
+// than the cache every insert misses, and every commit rewrites thousands
+// of scattered index pages. 64 MiB holds that index up to ~1M rows; it is
+// given back when the migration ends.
+const migrationCacheKiB = 64 << 10
+
 func (m *migrator) run(ctx context.Context) error {
 	started, err := m.start(ctx)
 	if err != nil || !started {
 		return err
 	}
+	restore, err := setCache(ctx, m.conn, migrationCacheKiB)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	for {
 		more, err := m.batch(ctx)
 		if err != nil {
@@ -473,6 +487,27 @@ func (m *migrator) erase(ctx context.Context) error {
 	return sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
 		return execStep(ctx, tx, stepDropPlaintext)
 	})
+}
+
+// setCache sets the page cache of conn's connection (the store runs one)
+// to kib KiB, if it is smaller, and returns the function that sets it back.
+func setCache(ctx context.Context, conn *sql.DB, kib int) (func(), error) {
+	var old int
+	if err := conn.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&old); err != nil {
+		return nil, fmt.Errorf("read cache_size: %w", err)
+	}
+	// A negative cache_size is in KiB, a positive one in pages.
+	if old < 0 && -old >= kib {
+		return func() {}, nil
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA cache_size = "+strconv.Itoa(-kib)); err != nil {
+		return nil, fmt.Errorf("set cache_size: %w", err)
+	}
+	return func() {
+		// Best effort: the cache size is a performance setting, and a
+		// failure here changes nothing stored.
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA cache_size = "+strconv.Itoa(old))
+	}, nil
 }
 
 // checkpoint runs a TRUNCATE checkpoint and fails unless it completed: a

@@ -446,6 +446,15 @@ func TestLegacyOpenedByStore(t *testing.T) {
 		{Phase: legacy.PhaseSeal, Sealed: 9, Total: 9},
 		{Phase: legacy.PhaseErase, Sealed: 9, Total: 9},
 	}, reports, "Open reports the legacy migration's progress")
+	// The migration's larger page cache is given back: the store runs
+	// with the cache any other store has.
+	fresh, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "fresh.db"), fixtureKeyring(t))
+	require.NoError(t, err)
+	var want, got int
+	require.NoError(t, fresh.DB().QueryRow("PRAGMA cache_size").Scan(&want))
+	require.NoError(t, fresh.Close())
+	require.NoError(t, s.DB().QueryRow("PRAGMA cache_size").Scan(&got))
+	require.Equal(t, want, got, "cache_size restored after the migration")
 	page, err := s.PagePending(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
 	require.Len(t, page.Messages, len(before))
