@@ -27,6 +27,10 @@ import (
 // 1000000.
 const legacyBenchEnv = "LEGACY_BENCH_ROWS"
 
+// legacyBatchEnv sets the batch size (sqlitestore.WithLegacyBatch; default
+// legacy.DefaultBatch), to compare batch sizes.
+const legacyBatchEnv = "LEGACY_BENCH_BATCH"
+
 // buildLegacyBench writes a legacy plaintext database of n pending rows:
 // the frozen fixture (its 9 rows, keys, identity, pin, session) plus
 // n-9 rows of 200-byte plaintexts to 1,000 recipients with a skewed spread
@@ -102,6 +106,10 @@ func BenchmarkLegacyOpen(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
+	batch, err := strconv.Atoi(os.Getenv(legacyBatchEnv))
+	if err != nil {
+		batch = 0
+	}
 	ctx := context.Background()
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
@@ -124,7 +132,7 @@ func BenchmarkLegacyOpen(b *testing.B) {
 				}
 				b.StartTimer()
 				began := time.Now()
-				s, err := sqlitestore.Open(ctx, path, kr, sqlitestore.WithLegacyProgress(progress))
+				s, err := sqlitestore.Open(ctx, path, kr, sqlitestore.WithLegacyProgress(progress), sqlitestore.WithLegacyBatch(batch))
 				end := time.Now()
 				b.StopTimer()
 				require.NoError(b, err)
