@@ -1,6 +1,6 @@
 package client_test
 
-// Benchmarks of the client's send and abandon (milestone 22), for
+// Benchmarks of the client's send and abandon, for
 // benchstat comparisons between commits:
 //
 //	go test -run '^$' -bench . -count 6 ./client/ > new.txt

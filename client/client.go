@@ -1,4 +1,4 @@
-// Package client is the messaging client of milestone 22: it sends over
+// Package client is the messaging client: it sends over
 // end-to-end sessions, keeps every sent message pending (sealed at rest)
 // until the recipient acknowledges it, pages and counts pending messages
 // on the global sequence cursor, retries them, and lets the application

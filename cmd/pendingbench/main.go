@@ -1,5 +1,5 @@
-// Command pendingbench measures that the pending-outbound operations of
-// milestone 22 cost O(page), not O(pending): it seeds SQLite databases (in
+// Command pendingbench measures that the pending-outbound operations
+// (page, count, abandon) cost O(page), not O(pending): it seeds SQLite databases (in
 // a temporary directory, removed at exit) with a small and a large number
 // of pending messages, times each operation against its other side in one
 // run, interleaving the two sides and taking medians, and prints one table

@@ -1,5 +1,5 @@
-// Package benchseed builds the pending-outbound databases that the
-// benchmarks of milestone 22 measure: cmd/pendingbench and the go test
+// Package benchseed builds the seeded databases that the
+// pending-outbound benchmarks measure: cmd/pendingbench and the go test
 // benchmarks of store/sqlitestore and client share it.
 //
 // A seeded database holds N pending messages over a number of recipients.
