@@ -262,7 +262,11 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (string, []migrate.
 		case strconv.Itoa(userVersion) == LegacyBaselineVersion:
 			current = LegacyBaselineVersion
 		default:
-			return "", nil, fmt.Errorf("%w: %d tables, user_version %d and no schema_revision", ErrUnknownState, tables, userVersion)
+			noun := "tables"
+			if tables == 1 {
+				noun = "table"
+			}
+			return "", nil, fmt.Errorf("%w: %d %s, user_version %d and no schema_revision", ErrUnknownState, tables, noun, userVersion)
 		}
 	}
 	var pending []migrate.File

@@ -26,16 +26,18 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"ariga.io/atlas/sql/migrate"
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/migration"
@@ -66,6 +68,27 @@ type cmdEnv struct {
 	stdout, stderr io.Writer
 	db             string // -db
 	dir            string // -dir
+	out            string // -out
+	json           bool   // -json
+	// emitted is set once the command has written its JSON document.
+	emitted bool
+}
+
+// emit writes v as the command's one JSON document on stdout.
+func (env *cmdEnv) emit(v any) error {
+	env.emitted = true
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // SQL reads better with its < and > as they are
+	return enc.Encode(v)
+}
+
+// errorDoc is the JSON document of a command that failed before it had a
+// result to report.
+type errorDoc struct {
+	Command string `json:"command"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error"`
 }
 
 // commands lists the subcommands in usage order.
@@ -76,17 +99,21 @@ var commands = []*command{
 	},
 	{
 		name: "status", args: "-db FILE", summary: "print the current and pending versions (read only)",
-		flags: dbFlag("existing database `FILE`"), run: cmdStatus,
+		flags: withJSON(dbFlag("existing database `FILE`")), run: cmdStatus,
 	},
 	{
 		name: "plan", args: "-db FILE", summary: "print the statements up would run (read only; a missing FILE is planned as empty)",
-		flags: dbFlag("database `FILE`; a missing file is planned as an empty database and not created"), run: cmdPlan,
+		flags: withJSON(dbFlag("database `FILE`; a missing file is planned as an empty database and not created")), run: cmdPlan,
+	},
+	{
+		name: "drift", args: "-db FILE", summary: "compare FILE's schema and history with head (read only); exit 1 on drift",
+		flags: withJSON(dbFlag("existing database `FILE`")), run: cmdDrift,
 	},
 	{
 		name: "lint", args: "[-dir DIR]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
-		flags: func(fs *flag.FlagSet, env *cmdEnv) {
+		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			fs.StringVar(&env.dir, "dir", "", "migration `DIR` to lint (default: the directory embedded in this binary)")
-		},
+		}),
 		run: cmdLint,
 	},
 	{
@@ -106,6 +133,16 @@ var commands = []*command{
 
 func dbFlag(usage string) func(*flag.FlagSet, *cmdEnv) {
 	return func(fs *flag.FlagSet, env *cmdEnv) { fs.StringVar(&env.db, "db", "", usage) }
+}
+
+// withJSON adds -json to a command's flags.
+func withJSON(flags func(*flag.FlagSet, *cmdEnv)) func(*flag.FlagSet, *cmdEnv) {
+	return func(fs *flag.FlagSet, env *cmdEnv) {
+		if flags != nil {
+			flags(fs, env)
+		}
+		fs.BoolVar(&env.json, "json", false, "write one JSON document on stdout instead of text (shape: see README)")
+	}
 }
 
 // usageError is a command-line mistake: reported with the usage, exit 2.
@@ -162,6 +199,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	err := cmd.run(context.Background(), env)
 	var ue *usageError
+	if err != nil && env.json && !env.emitted && !errors.As(err, &ue) {
+		env.emit(errorDoc{Command: cmd.name, Error: oneLine(describe(err))}) //nolint:errcheck
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -207,26 +247,49 @@ func (env *cmdEnv) requireDB() (string, error) {
 	return env.db, nil
 }
 
-// fileDSN returns the DSN of the database file at path: the client's own
-// (immediate write transactions, busy timeout, foreign keys), creating the
-// file if absent when create is set. Without create, the connection is
-// also query-only: SQLite refuses any write on it. The journal mode is left
-// as the file has it; up switches a database to WAL once it has migrated.
-//
-// (Query-only rather than mode=ro: a read-only connection cannot remove
-// the -wal and -shm files of a WAL database when it closes, and would
-// leave them behind.)
+// fileDSN returns the DSN of the database file at path. With create, it
+// is the client's own (immediate write transactions, busy timeout, foreign
+// keys), creating the file if absent; the journal mode is left as the file
+// has it (up switches a database to WAL once it has migrated). Without
+// create, it is read-only (see readOnlyDSN).
 func fileDSN(path string, create bool) string {
-	// path is a URI filename: escape what SQLite would read as URI syntax.
-	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	if create {
-		return "file:" + esc + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
+		return "file:" + uriPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
 	}
-	return "file:" + esc + "?mode=rw&_query_only=true&_txlock=deferred&_busy_timeout=5000&_foreign_keys=on"
+	return readOnlyDSN(path)
 }
 
-// openExisting opens the database at path query-only; it fails rather than
-// create a missing file.
+// uriPath escapes what SQLite would read as URI syntax in a filename.
+func uriPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}
+
+// readOnlyDSN returns a DSN that opens path read-only and writes nothing,
+// not even beside it: status, plan and drift must work on a file or in a
+// directory they cannot write, and leave no -wal or -shm file behind.
+//
+// A database closed cleanly has everything in the main file: it is opened
+// immutable, so SQLite takes no lock and creates no -shm (a plain mode=ro
+// connection to a WAL database creates -wal and -shm, and cannot remove
+// them). If a -wal or rollback journal is beside it (the database is open
+// elsewhere, or was not closed cleanly), their content counts: it is
+// opened mode=ro, through them.
+func readOnlyDSN(path string) string {
+	params := "?mode=ro&_txlock=deferred&_busy_timeout=5000"
+	if !exists(path+"-wal") && !exists(path+"-journal") {
+		params += "&immutable=1"
+	}
+	return "file:" + uriPath(path) + params
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// openExisting opens the database at path read-only (readOnlyDSN). It
+// fails rather than create a missing file, and says so when the file is not
+// a SQLite database.
 func openExisting(path string) (*sql.DB, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -238,15 +301,71 @@ func openExisting(path string) (*sql.DB, error) {
 	if fi.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a database file", path)
 	}
-	conn, err := sql.Open("sqlite3", fileDSN(path, false))
+	// Read permission, checked by the OS rather than guessed from the mode.
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := conn.Ping(); err != nil {
+	f.Close()
+	conn, err := sql.Open("sqlite3", readOnlyDSN(path))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDatabase(conn, path); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	return conn, nil
+}
+
+// checkDatabase reads the schema cookie, which fails on a file that is not
+// a SQLite database.
+func checkDatabase(conn *sql.DB, path string) error {
+	var v int64
+	if err := conn.QueryRow("PRAGMA schema_version").Scan(&v); err != nil {
+		return explainOpen(path, err)
+	}
+	return nil
+}
+
+// explainOpen says in plain words why SQLite refused path.
+func explainOpen(path string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrNotADB:
+			return fmt.Errorf("%s is not a SQLite database (nothing changed): %w", path, err)
+		case sqlite3.ErrReadonly:
+			return fmt.Errorf("%s: permission denied, the database is read-only (nothing changed): %w", path, err)
+		case sqlite3.ErrCantOpen, sqlite3.ErrPerm:
+			return fmt.Errorf("%s: permission denied or unreadable (nothing changed): %w", path, err)
+		}
+	}
+	return fmt.Errorf("open %s: %w", path, err)
+}
+
+// prepareCreate checks that a missing database file at path can be
+// created, and says why not: a missing parent directory and a directory
+// this process cannot write are different problems.
+func prepareCreate(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot create %s: directory %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("cannot create %s: %s is not a directory", path, dir)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("cannot create %s: permission denied in directory %s", path, dir)
+		}
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
@@ -266,6 +385,14 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 		return statErr
 	}
 	created := statErr != nil
+	if created {
+		if err := prepareCreate(path); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "creating new database %s\n", path)
+	} else if fi.Size() == 0 {
+		fmt.Fprintf(env.stdout, "%s is an empty file: creating the database in it\n", path)
+	}
 
 	conn, err := sql.Open("sqlite3", fileDSN(path, true))
 	if err != nil {
@@ -283,9 +410,16 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 			}
 		}
 	}()
+	if err := checkDatabase(conn, path); err != nil {
+		return err
+	}
 
 	applied, err := m.Up(ctx, conn)
 	if err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.Code == sqlite3.ErrReadonly {
+			return explainOpen(path, err)
+		}
 		return err
 	}
 	// The client runs its database in WAL mode. Set only now, so that a
