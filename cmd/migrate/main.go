@@ -117,6 +117,10 @@ var commands = []*command{
 		run: cmdLint,
 	},
 	{
+		name: "schema-doc", args: "[-out FILE]", summary: "write the schema reference (" + schemaDocPath + ") from Atlas's inspection of head",
+		flags: outFlag(schemaDocPath), run: cmdSchemaDoc,
+	},
+	{
 		name: "hash", args: "[-dir DIR]", summary: "recompute DIR/atlas.sum from the files on disk",
 		flags: func(fs *flag.FlagSet, env *cmdEnv) {
 			fs.StringVar(&env.dir, "dir", "schema/migrations", "migration `DIR`")
@@ -133,6 +137,12 @@ var commands = []*command{
 
 func dbFlag(usage string) func(*flag.FlagSet, *cmdEnv) {
 	return func(fs *flag.FlagSet, env *cmdEnv) { fs.StringVar(&env.db, "db", "", usage) }
+}
+
+func outFlag(def string) func(*flag.FlagSet, *cmdEnv) {
+	return func(fs *flag.FlagSet, env *cmdEnv) {
+		fs.StringVar(&env.out, "out", "", "output `FILE` (default: "+def+" in the repository)")
+	}
 }
 
 // withJSON adds -json to a command's flags.
