@@ -117,6 +117,10 @@ var commands = []*command{
 		run: cmdLint,
 	},
 	{
+		name: "plans", args: "[-out FILE]", summary: "write every sqlc query's EXPLAIN QUERY PLAN at head (" + plansPath + ")",
+		flags: outFlag(plansPath), run: cmdPlans,
+	},
+	{
 		name: "schema-doc", args: "[-out FILE]", summary: "write the schema reference (" + schemaDocPath + ") from Atlas's inspection of head",
 		flags: outFlag(schemaDocPath), run: cmdSchemaDoc,
 	},
