@@ -39,7 +39,6 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"github.com/mattn/go-sqlite3"
 
-	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/migration"
 )
 
@@ -69,6 +68,7 @@ type cmdEnv struct {
 	db             string // -db
 	dir            string // -dir
 	out            string // -out
+	fixtures       string // -fixtures
 	json           bool   // -json
 	// emitted is set once the command has written its JSON document.
 	emitted bool
@@ -132,10 +132,19 @@ var commands = []*command{
 		run: cmdHash,
 	},
 	{
-		// version14.Prove works on its own temporary copy of the fixture,
-		// never on the frozen files.
-		name: "fixture-test", summary: "migrate a temporary copy of the frozen v14 fixture to head and check it",
-		run: func(ctx context.Context, env *cmdEnv) error { return version14.Prove(ctx, env.stdout) },
+		name: "fixture-test", args: "[-fixtures DIR]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
+		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
+			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
+		}),
+		run: cmdFixtureTest,
+	},
+	{
+		name: "freeze", args: "-db FILE [-out DIR]", summary: "freeze a head database sealed with the fixture test key into a new fixtures/versionNN",
+		flags: func(fs *flag.FlagSet, env *cmdEnv) {
+			fs.StringVar(&env.db, "db", "", "head database `FILE`, sealed with the fixture test key (read, never changed)")
+			fs.StringVar(&env.out, "out", "", "new fixture `DIR`, named version<head> (default: fixtures/version<head> in the repository; never overwritten)")
+		},
+		run: cmdFreeze,
 	},
 }
 
@@ -274,32 +283,10 @@ func fileDSN(path string, create bool) string {
 }
 
 // uriPath escapes what SQLite would read as URI syntax in a filename.
-func uriPath(path string) string {
-	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-}
+func uriPath(path string) string { return migration.URIPath(path) }
 
-// readOnlyDSN returns a DSN that opens path read-only and writes nothing,
-// not even beside it: status, plan and drift must work on a file or in a
-// directory they cannot write, and leave no -wal or -shm file behind.
-//
-// A database closed cleanly has everything in the main file: it is opened
-// immutable, so SQLite takes no lock and creates no -shm (a plain mode=ro
-// connection to a WAL database creates -wal and -shm, and cannot remove
-// them). If a -wal or rollback journal is beside it (the database is open
-// elsewhere, or was not closed cleanly), their content counts: it is
-// opened mode=ro, through them.
-func readOnlyDSN(path string) string {
-	params := "?mode=ro&_txlock=deferred&_busy_timeout=5000"
-	if !exists(path+"-wal") && !exists(path+"-journal") {
-		params += "&immutable=1"
-	}
-	return "file:" + uriPath(path) + params
-}
-
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
-}
+// readOnlyDSN opens path read-only, writing nothing (migration.ReadOnlyDSN).
+func readOnlyDSN(path string) string { return migration.ReadOnlyDSN(path) }
 
 // openExisting opens the database at path read-only (readOnlyDSN). It
 // fails rather than create a missing file, and says so when the file is not
