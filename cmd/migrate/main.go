@@ -127,7 +127,7 @@ var commands = []*command{
 	{
 		name: "hash", args: "[-dir DIR]", summary: "recompute DIR/atlas.sum from the files on disk",
 		flags: func(fs *flag.FlagSet, env *cmdEnv) {
-			fs.StringVar(&env.dir, "dir", "schema/migrations", "migration `DIR`")
+			fs.StringVar(&env.dir, "dir", "", "migration `DIR` (default: schema/migrations in the repository, from any directory of it)")
 		},
 		run: cmdHash,
 	},
@@ -437,6 +437,16 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	return nil
 }
 
+// statusDoc is status's JSON document.
+type statusDoc struct {
+	Command string   `json:"command"` // "status"
+	DB      string   `json:"db"`
+	OK      bool     `json:"ok"`
+	Current string   `json:"current"` // "" for an empty database
+	Head    string   `json:"head"`
+	Pending []string `json:"pending"` // versions up would apply, oldest first
+}
+
 func cmdStatus(ctx context.Context, env *cmdEnv) error {
 	path, err := env.requireDB()
 	if err != nil {
@@ -455,8 +465,18 @@ func cmdStatus(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
+	if env.json {
+		return env.emit(statusDoc{Command: "status", DB: path, OK: true, Current: st.Current, Head: m.Head(), Pending: nonNil(st.Pending)})
+	}
 	writeStatus(env.stdout, st)
 	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func writeStatus(w io.Writer, st migration.Status) {
@@ -468,6 +488,24 @@ func writeStatus(w io.Writer, st migration.Status) {
 		pending = strings.Join(st.Pending, " ")
 	}
 	fmt.Fprintf(w, "current: %s\npending: %s\n", current, pending)
+}
+
+// planDoc is plan's JSON document.
+type planDoc struct {
+	Command string `json:"command"` // "plan"
+	DB      string `json:"db"`
+	OK      bool   `json:"ok"`
+	// Exists is false for a missing file, planned as an empty database.
+	Exists   bool          `json:"exists"`
+	Current  string        `json:"current"`
+	Head     string        `json:"head"`
+	Versions []planVersion `json:"versions"` // what up would run, in order, in one transaction
+}
+
+type planVersion struct {
+	Version     string   `json:"version"`
+	Description string   `json:"description"`
+	Statements  []string `json:"statements"`
 }
 
 func cmdPlan(ctx context.Context, env *cmdEnv) error {
@@ -489,7 +527,6 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 			return err
 		}
 		conn.SetMaxOpenConns(1)
-		fmt.Fprintf(env.stdout, "-- %s does not exist: planned as an empty database\n", path)
 	case statErr != nil:
 		return statErr
 	default:
@@ -506,6 +543,17 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	plan, err := m.Plan(ctx, conn)
 	if err != nil {
 		return err
+	}
+	missing := errors.Is(statErr, fs.ErrNotExist)
+	if env.json {
+		doc := planDoc{Command: "plan", DB: path, OK: true, Exists: !missing, Current: st.Current, Head: m.Head(), Versions: []planVersion{}}
+		for _, f := range plan {
+			doc.Versions = append(doc.Versions, planVersion{Version: f.Version, Description: f.Description, Statements: nonNil(f.Statements)})
+		}
+		return env.emit(doc)
+	}
+	if missing {
+		fmt.Fprintf(env.stdout, "-- %s does not exist: planned as an empty database\n", path)
 	}
 	current := st.Current
 	if current == "" {
