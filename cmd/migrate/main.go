@@ -1,26 +1,38 @@
 // Command migrate is what a pipeline (and a developer) runs against the
 // client database's schema history: it applies the embedded migration
 // directory (package schema, verified against its atlas.sum), reports where
-// a database stands, shows what would run, lints the directory with Atlas's
-// analyzers and re-hashes the directory after a migration is added.
+// a database stands and how it drifted from head, shows what would run,
+// lints the directory with Atlas's analyzers, proves every frozen fixture,
+// and regenerates the reviewable artifacts (query plans, schema reference,
+// atlas.sum).
 //
 // Usage:
 //
-//	migrate up -db FILE       create FILE if absent and migrate it to head
-//	migrate status -db FILE   print the current and pending versions
-//	migrate plan -db FILE     print the statements up would run
-//	migrate lint [-dir DIR]   run Atlas's analyzers over the directory
-//	migrate hash [-dir DIR]   recompute DIR/atlas.sum (like atlas migrate hash)
-//	migrate fixture-test      migrate a temporary copy of the frozen v14
-//	                          fixture to head and prove nothing was lost
+//	migrate up -db FILE           create FILE if absent and migrate it to head
+//	migrate status -db FILE       print the current and pending versions
+//	migrate plan -db FILE         print the statements up would run
+//	migrate drift -db FILE        print FILE's schema and history drift from head
+//	migrate lint [-dir DIR]       run Atlas's analyzers over the directory
+//	migrate fixture-test          migrate a temporary copy of every frozen
+//	                              fixtures/versionNN to head and check it
+//	migrate plans                 write queries/PLANS.md (EXPLAIN QUERY PLAN)
+//	migrate schema-doc            write schema/SCHEMA.md (Atlas inspection)
+//	migrate hash [-dir DIR]       recompute DIR/atlas.sum (like atlas migrate hash)
+//	migrate freeze -db FILE       freeze a head database into a new fixture
 //
-// status and plan never create or change the database. A failing command
-// prints one line, "migrate: reason", on stderr, exits 1 and leaves the
-// database as it found it. A usage error (no or unknown command, unknown
-// flag, missing -db) prints the usage on stderr and exits 2.
+// status, plan, drift, lint and fixture-test take -json: one JSON document
+// on stdout (shapes in the README's "In a pipeline").
 //
-// up, status and plan use the migration directory embedded in the binary:
-// a database is migrated with exactly the files the binary was built with.
+// status, plan and drift open the database read-only and never change it or
+// create anything beside it. A failing command prints one line, "migrate:
+// command: reason", on stderr, exits 1 and leaves the database as it found
+// it; drift exits 1 on any drift. A usage error (no or unknown command,
+// unknown flag, missing -db) prints the usage on stderr and exits 2.
+//
+// up, status, plan and drift use the migration directory embedded in the
+// binary: a database is migrated with exactly the files the binary was
+// built with. hash, plans, schema-doc, freeze and fixture-test work on the
+// repository's files, found from any directory of the checkout.
 package main
 
 import (

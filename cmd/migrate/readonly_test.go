@@ -182,3 +182,17 @@ func TestReadOnlyDSNWritesNothing(t *testing.T) {
 	require.NoError(t, conn.Close())
 	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
 }
+
+func TestUnknownStateCountsTables(t *testing.T) {
+	for _, tt := range []struct {
+		stmts []string
+		want  string
+	}{
+		{[]string{"CREATE TABLE notes (id INTEGER PRIMARY KEY)"}, "1 table, user_version 0 and no schema_revision"},
+		{[]string{"CREATE TABLE a (x)", "CREATE TABLE b (x)"}, "2 tables, user_version 0 and no schema_revision"},
+	} {
+		code, _, stderr := runCmd(t, "status", "-db", newDB(t, tt.stmts...))
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, tt.want)
+	}
+}
