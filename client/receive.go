@@ -165,14 +165,21 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 // p.sess is unchanged.
 func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self ids.DeviceAddress, p *peer, env session.Envelope) (pt []byte, prekeysUsed bool, rejected *Rejected, err error) {
 	ih := env.Initiation
-	if err := p.unacceptedChange(); err != nil {
-		// Nothing is accepted from p until the change is accepted; an
-		// initiation still records the identity it shows, if newer.
-		if ih != nil {
-			if perr := c.checkPin(ctx, p, ih.Identity); perr != nil {
-				return nil, false, nil, perr
-			}
+	newInitiation := ih != nil && (p.sess == nil || ih.ID != p.sess.InitiationID())
+	if newInitiation {
+		// The identity an initiation shows is only the sender's claim
+		// until its X3DH agreement and first message authenticate: only
+		// then may it be pinned or reported as a change.
+		seen, err := authenticate(identity, self, prekeys, env)
+		if err != nil {
+			return nil, false, nil, err
 		}
+		if err := c.checkPin(ctx, p, seen); err != nil {
+			return nil, false, nil, err
+		}
+	}
+	if err := p.unacceptedChange(); err != nil {
+		// Nothing is accepted from p until the change is accepted.
 		return nil, false, nil, err
 	}
 	switch {
@@ -180,19 +187,13 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 		if ih == nil {
 			return nil, false, nil, session.ErrNoInitiation
 		}
-		if err := c.checkPin(ctx, p, ih.Identity); err != nil {
-			return nil, false, nil, err
-		}
 		s, pt, err := session.Respond(identity, self, prekeys, env)
 		if err != nil {
 			return nil, false, nil, err
 		}
 		p.sess = s
 		return pt, true, nil, nil
-	case ih != nil && ih.ID != p.sess.InitiationID():
-		if err := c.checkPin(ctx, p, ih.Identity); err != nil {
-			return nil, false, nil, err
-		}
+	case newInitiation:
 		res, err := session.ResolveCollision(identity, prekeys, p.sess, env)
 		if errors.Is(err, session.ErrNotColliding) {
 			// The peer started over (it lost its session): answer its new
@@ -216,6 +217,21 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 		pt, err := p.sess.Decrypt(env)
 		return pt, false, nil, err
 	}
+}
+
+// authenticate completes, on a copy of prekeys, the X3DH agreement of the
+// initiation env carries and decrypts its message, and returns the
+// initiator identity this proved. Nothing is changed.
+func authenticate(identity *session.Identity, self ids.DeviceAddress, prekeys *session.Prekeys, env session.Envelope) (session.PublicIdentity, error) {
+	pk, err := clonePrekeys(prekeys)
+	if err != nil {
+		return session.PublicIdentity{}, err
+	}
+	s, _, err := session.Respond(identity, self, pk, env)
+	if err != nil {
+		return session.PublicIdentity{}, err
+	}
+	return s.RemoteIdentity(), nil
 }
 
 func clonePrekeys(p *session.Prekeys) (*session.Prekeys, error) {
