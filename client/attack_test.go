@@ -7,8 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -110,4 +112,130 @@ func pinned(tb testing.TB, a *device) session.PublicIdentity {
 	b, err := a.net.Fetch(context.Background(), a.addr)
 	require.NoError(tb, err)
 	return b.Identity
+}
+
+// loseSession deletes d's session with peer, as a lost or restored
+// database would, and restarts d's client on the same store.
+func (d *device) loseSession(peer ids.DeviceAddress) {
+	d.tb.Helper()
+	ctx := context.Background()
+	require.NoError(d.tb, d.st.SavePeer(ctx, peer, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
+	c, err := client.Open(ctx, d.config())
+	require.NoError(d.tb, err)
+	d.c = c
+}
+
+// lastSent returns the last envelope handed to the network for to.
+func lastSent(tb testing.TB, net *transport.Network, to ids.DeviceAddress) []byte {
+	tb.Helper()
+	calls := net.Calls()
+	for i := len(calls) - 1; i >= 0; i-- {
+		if c := calls[i]; c.Op == transport.OpSend && c.To == to && c.Err == nil {
+			return c.Envelope
+		}
+	}
+	tb.Fatalf("nothing was sent to %s", to)
+	return nil
+}
+
+// drainPrekeys fetches addr's bundle until the directory has no one-time
+// prekey left, as anyone can.
+func drainPrekeys(tb testing.TB, net *transport.Network, addr ids.DeviceAddress) {
+	tb.Helper()
+	for {
+		b, err := net.Fetch(context.Background(), addr)
+		require.NoError(tb, err)
+		if len(b.OneTimePrekeys) == 0 {
+			return
+		}
+	}
+}
+
+// TestReplayedInitiationChangesNothing: alice's first initiation used no
+// one-time prekey (bob's were drained); later she lost her session and
+// started a new one. A relay replaying her first initiation changes no row
+// of bob's database (it is routed to the archived state and fails as a
+// replay), and the live session keeps working both ways. Before the
+// archive, bob answered the replay with a new session and dropped the
+// live one, and both sides failed with ErrDecrypt.
+func TestReplayedInitiationChangesNothing(t *testing.T) {
+	for _, startedOver := range []bool{false, true} {
+		name := "live session is the replayed one"
+		if startedOver {
+			name = "alice started over"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpen(t, net, alice)
+			b := mustOpen(t, net, bob)
+			drainPrekeys(t, net, bob)
+			a.send(bob, "first")
+			replayed := lastSent(t, net, bob)
+			require.Equal(t, []string{"first"}, messages(t, b.poll()))
+			a.poll()
+			converse(t, b, a)
+			if startedOver {
+				a.loseSession(bob)
+				a.send(bob, "alice again")
+				require.Equal(t, []string{"alice again"}, messages(t, b.poll()))
+				a.poll()
+				converse(t, a, b)
+			}
+
+			before := dumpTables(t, b.sql.DB())
+			_, err := b.c.Receive(ctx, replayed)
+			require.ErrorIs(t, err, session.ErrReplay)
+			require.Equal(t, before, dumpTables(t, b.sql.DB()), "a replayed initiation changes no row")
+			b.reopen()
+			_, err = b.c.Receive(ctx, replayed)
+			require.ErrorIs(t, err, session.ErrReplay)
+			require.Equal(t, before, dumpTables(t, b.sql.DB()))
+			converse(t, a, b)
+			converse(t, b, a)
+		})
+	}
+}
+
+// TestReinitiationAfterStateLoss: one side loses its session and sends
+// again, which starts a new initiation; for both address orders and
+// whoever started the lost session, the survivor accepts it, the message
+// is delivered and acknowledged, and the conversation goes on both ways.
+// Before, a survivor holding a session it had initiated rejected a
+// greater address's new initiation forever.
+func TestReinitiationAfterStateLoss(t *testing.T) {
+	zed := ids.DeviceAddress{UserID: "zed", DeviceID: 1}
+	tests := []struct {
+		name              string
+		survivor, loser   ids.DeviceAddress
+		survivorInitiated bool
+	}{
+		{"greater loses, survivor initiated", bob, zed, true},
+		{"greater loses, loser initiated", bob, zed, false},
+		{"smaller loses, survivor initiated", zed, bob, true},
+		{"smaller loses, loser initiated", zed, bob, false},
+	}
+	for _, kind := range bothStores {
+		for _, tt := range tests {
+			t.Run(string(kind)+"/"+tt.name, func(t *testing.T) {
+				net := transport.NewNetwork()
+				sv := mustOpenKind(t, kind, net, tt.survivor)
+				ls := mustOpenKind(t, kind, net, tt.loser)
+				if tt.survivorInitiated {
+					converse(t, sv, ls)
+				} else {
+					converse(t, ls, sv)
+				}
+				ls.loseSession(sv.addr)
+				id := ls.send(sv.addr, "i lost my session")
+				require.Equal(t, []string{"i lost my session"}, messages(t, sv.poll()))
+				res := ls.poll()
+				require.Equal(t, []client.ReceiveResult{&client.Acknowledgement{From: sv.addr, ID: id, Cleared: true}}, res)
+				ls.requireInitiation(sv.addr, false)
+				sv.requireInitiation(ls.addr, false)
+				converse(t, sv, ls)
+				converse(t, ls, sv)
+			})
+		}
+	}
 }

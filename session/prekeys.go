@@ -171,6 +171,14 @@ func (p *Prekeys) Bundle(addr ids.DeviceAddress) Bundle {
 	return b
 }
 
+// clone returns a deep copy of p.
+func (p *Prekeys) clone() *Prekeys {
+	c := *p
+	c.signature = slices.Clone(p.signature)
+	c.oneTime = slices.Clone(p.oneTime)
+	return &c
+}
+
 func (p *Prekeys) findOneTime(id uint32) (int, bool) {
 	return slices.BinarySearchFunc(p.oneTime, id, func(o oneTimePair, id uint32) int {
 		switch {
