@@ -179,7 +179,7 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 		// Nothing is accepted from p until the change is accepted.
 		return session.Receipt{}, err
 	}
-	r, err := session.Receive(session.Local{Identity: identity, Address: self, Prekeys: prekeys}, p.sess, env)
+	r, err := session.Receive(session.Local{Identity: identity, Address: self, Prekeys: prekeys, Now: c.cfg.Now()}, p.sess, env)
 	if err != nil {
 		return session.Receipt{}, err
 	}

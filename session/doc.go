@@ -14,7 +14,17 @@
 //
 //   - Identity: Ed25519 signing key pair plus X25519 key pair.
 //   - Bundle: the signed prekey is signed with Ed25519 over
-//     "securemsg/session/v1 signed prekey\x00" || u32 id || key.
+//     "securemsg/session/v2 signed prekey\x00" || Ed25519 identity key ||
+//     X25519 identity key || u32 id || key, so the X25519 key used in
+//     X3DH is bound to the signing key as well as the signed prekey
+//     (version 1 records, signed over "securemsg/session/v1 signed
+//     prekey\x00" || u32 id || key, are re-signed by Prekeys.Upgrade).
+//   - Prekey lifetime: Prekeys.Rotate replaces the signed prekey; the
+//     previous one stays accepted for a grace period (Receive drops it at
+//     Local.Now past it: ErrUnknownPrekey), at most
+//     MaxRetiredSignedPrekeys of them. Prekeys.Replenish adds one-time
+//     prekeys, dropping the oldest held ones beyond MaxOneTimePrekeys.
+//     Retired and one-time prekeys live in the one sealed prekeys record.
 //   - X3DH (Signal X3DH spec): DH1 = DH(IKa, SPKb), DH2 = DH(EKa, IKb),
 //     DH3 = DH(EKa, SPKb), DH4 = DH(EKa, OPKb) if a one-time prekey was
 //     offered; SK = HKDF-SHA256(salt = 32 zero bytes, ikm = F || DH1 ||

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/securemsg/storage/ids"
 )
@@ -28,6 +29,10 @@ type Local struct {
 	// Prekeys are never modified: Receive works on a copy and returns it
 	// in Receipt.Prekeys when it changed.
 	Prekeys *Prekeys
+	// Now is the time against which retired signed prekeys expire (see
+	// Prekeys.Rotate): an initiation naming one expired at Now fails with
+	// ErrUnknownPrekey.
+	Now time.Time
 }
 
 // Receipt is what Receive made of an envelope. Nothing is stored or
@@ -40,7 +45,8 @@ type Receipt struct {
 	// Plaintext is the decrypted message; nil if Rejected.
 	Plaintext []byte
 	// Prekeys, if not nil, are the local prekeys after answering a new
-	// initiation (its one-time prekey consumed): store them with Session.
+	// initiation (its one-time prekey consumed, expired signed prekeys
+	// dropped): store them with Session.
 	Prekeys *Prekeys
 	// Initiator, if not nil, is the identity a new initiation just
 	// authenticated (its X3DH agreement completed and its first message
@@ -113,6 +119,7 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 		return Receipt{Rejected: &id}, nil
 	}
 	prekeys := local.Prekeys.clone()
+	prekeys.Expire(local.Now)
 	s, pt, err := Respond(local.Identity, local.Address, prekeys, env)
 	if err != nil {
 		return Receipt{}, err
