@@ -239,3 +239,44 @@ func TestReinitiationAfterStateLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestForgedInitiationDuringIdentityChange: while bob holds an unaccepted
+// identity change for alice (her reinstalled device), a forged initiation
+// with yet another identity does not replace the recorded one: it fails
+// with ErrDecrypt and changes no row. Accepting the change then trusts
+// the reinstalled device, whose messages flow.
+func TestForgedInitiationDuringIdentityChange(t *testing.T) {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	a := mustOpen(t, net, alice)
+	b := mustOpen(t, net, bob)
+	converse(t, a, b)
+	a2 := mustOpen(t, net, alice) // reinstalled: a new identity
+	a2.send(bob, "new device")
+	_, err := b.c.Poll(ctx)
+	require.ErrorIs(t, err, client.ErrIdentityChanged)
+	var ice *session.IdentityChangedError
+	require.ErrorAs(t, err, &ice)
+	reinstalled := ice.Observed
+
+	bundle, err := net.Fetch(ctx, bob)
+	require.NoError(t, err)
+	before := dumpTables(t, b.sql.DB())
+	_, err = b.c.Receive(ctx, forgedInitiation(t, alice, bob, randomIdentity(t), bundle))
+	require.ErrorIs(t, err, session.ErrDecrypt)
+	require.Equal(t, before, dumpTables(t, b.sql.DB()))
+
+	// The recorded change is still the reinstalled device's.
+	_, err = b.c.Send(ctx, alice, []byte("blocked"))
+	require.ErrorAs(t, err, &ice)
+	require.Equal(t, reinstalled, ice.Observed)
+	require.NoError(t, b.c.AcceptRemoteIdentityChange(ctx, alice))
+	a2.retry(bob)
+	require.Equal(t, []string{"new device"}, messages(t, b.poll()))
+	a2.poll()
+	b.retry(alice)
+	require.Equal(t, []string{"blocked"}, messages(t, a2.poll()))
+	b.poll()
+	converse(t, a2, b)
+	converse(t, b, a2)
+}

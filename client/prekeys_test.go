@@ -2,13 +2,16 @@ package client_test
 
 import (
 	"context"
+	"crypto/rand"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -149,5 +152,69 @@ func TestSignedPrekeyRotationAndReplenishment(t *testing.T) {
 			converse(t, d, b)
 			converse(t, b, c)
 		})
+	}
+}
+
+// rawInitiation is an initiation to bundle's device by a new device
+// built with package session alone, carrying a MESSAGE frame (see
+// frame.go: version 1, type 1, logical id, body).
+func rawInitiation(t *testing.T, from ids.DeviceAddress, bundle session.Bundle, body string) []byte {
+	t.Helper()
+	id, err := session.GenerateIdentity(rand.Reader)
+	require.NoError(t, err)
+	s, err := session.Initiate(rand.Reader, id, from, bundle)
+	require.NoError(t, err)
+	msgID := ids.NewLogicalMessageID()
+	frame := append(append([]byte{1, 1}, msgID[:]...), body...)
+	env, err := s.Encrypt(frame)
+	require.NoError(t, err)
+	raw, err := env.MarshalBinary()
+	require.NoError(t, err)
+	return raw
+}
+
+// TestPrekeyChangesConcurrentWithReceive: initiations are answered while
+// the signed prekey rotates and one-time prekeys are replenished. Each
+// answer and each change works on the prekeys as the previous one stored
+// them (all under the send mutex), so no rotation or replenishment is
+// overwritten by an answer made from an older copy: after a restart, an
+// initiation made with every bundle published meanwhile (its signed
+// prekey, retired or current, and its one-time prekey) is answered.
+func TestPrekeyChangesConcurrentWithReceive(t *testing.T) {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	b := mustOpen(t, net, bob)
+	var envs [][]byte
+	for i := range 24 { // the first 5 get a one-time prekey each
+		bb, err := net.Fetch(ctx, bob)
+		require.NoError(t, err)
+		envs = append(envs, rawInitiation(t, ids.DeviceAddress{UserID: "early", DeviceID: int64(i)}, bb, "early"))
+	}
+	var (
+		wg      sync.WaitGroup
+		bundles []session.Bundle
+	)
+	for _, env := range envs {
+		wg.Go(func() {
+			_, err := b.c.Receive(ctx, env)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Go(func() {
+		for range 10 {
+			assert.NoError(t, b.c.RotateSignedPrekey(ctx))
+			_, err := b.c.ReplenishPrekeys(ctx)
+			assert.NoError(t, err)
+			bb, err := net.Fetch(ctx, bob)
+			assert.NoError(t, err)
+			bundles = append(bundles, bb)
+		}
+	})
+	wg.Wait()
+
+	b.reopen()
+	for i, bb := range bundles {
+		_, err := b.c.Receive(ctx, rawInitiation(t, ids.DeviceAddress{UserID: "late", DeviceID: int64(i)}, bb, "late"))
+		require.NoError(t, err, "bundle %d (signed prekey %d, %d one-time prekeys)", i, bb.SignedPrekeyID, len(bb.OneTimePrekeys))
 	}
 }

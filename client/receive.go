@@ -61,16 +61,26 @@ var ErrMisdirected = errors.New("client: envelope for another device")
 // Receive processes one envelope handed over by the transport. A message
 // is decrypted, recorded as processed (a duplicate is not given again),
 // returned for the application and acknowledged back; an ACK deletes the
-// pending message (Cleared true) or finds none (Cleared false). The
-// advanced session, a new identity pin, the end of an initiation and a
+// pending message (Cleared true) or finds none (Cleared false). Which
+// session state the envelope goes to is session.Receive's rule: a
+// replayed or late initiation goes to the state it started, a new one is
+// authenticated (X3DH and its first message) before anything about it is
+// used, a peer that started over replaces the session (the old state is
+// archived), a simultaneous initiation is settled by the collision rule.
+// The advanced session, a new identity pin, the end of an initiation and a
 // used-up one-time prekey are stored in the same transaction as the
 // message's processing or the ACK's deletion: all of it or nothing. It
-// returns an error, and changes nothing, for a malformed, tampered,
-// replayed or misdirected envelope (session.ErrMalformedEnvelope,
-// session.ErrDecrypt, session.ErrReplay, ErrMisdirected) or a failed
-// commit; for an identity change not yet accepted it returns
+// returns an error, and changes nothing, for a malformed, forged,
+// tampered, replayed or misdirected envelope (session.ErrMalformedEnvelope,
+// session.ErrDecrypt, session.ErrReplay, ErrMisdirected), an initiation
+// naming a consumed one-time prekey or an expired signed prekey
+// (session.ErrUnknownPrekey), or a failed commit. For an authenticated
+// initiation showing another identity than the pinned one it returns
 // ErrIdentityChanged and only records the new identity in the pin, for
-// AcceptRemoteIdentityChange. Returns ErrNotInitialized before Initialize.
+// AcceptRemoteIdentityChange; until then nothing else is accepted from
+// that device. A losing initiation of a collision gives *Rejected (its
+// base key is stored, so later copies are rejected without a write).
+// Returns ErrNotInitialized before Initialize.
 func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err error) {
 	identity, prekeys, self, err := c.local()
 	if err != nil {
