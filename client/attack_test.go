@@ -200,7 +200,8 @@ func TestReplayedInitiationChangesNothing(t *testing.T) {
 // TestReinitiationAfterStateLoss: one side loses its session and sends
 // again, which starts a new initiation; for both address orders and
 // whoever started the lost session, the survivor accepts it, the message
-// is delivered and acknowledged, and the conversation goes on both ways.
+// is delivered and acknowledged, what the survivor sent meanwhile is
+// delivered by its retry, and the conversation goes on both ways.
 // Before, a survivor holding a session it had initiated rejected a
 // greater address's new initiation forever.
 func TestReinitiationAfterStateLoss(t *testing.T) {
@@ -227,12 +228,20 @@ func TestReinitiationAfterStateLoss(t *testing.T) {
 					converse(t, ls, sv)
 				}
 				ls.loseSession(sv.addr)
+				// What the survivor sends meanwhile cannot be read yet.
+				early := sv.send(ls.addr, "sent on the lost session")
+				_, err := ls.c.Poll(context.Background())
+				require.ErrorIs(t, err, session.ErrNoInitiation)
 				id := ls.send(sv.addr, "i lost my session")
 				require.Equal(t, []string{"i lost my session"}, messages(t, sv.poll()))
 				res := ls.poll()
 				require.Equal(t, []client.ReceiveResult{&client.Acknowledgement{From: sv.addr, ID: id, Cleared: true}}, res)
 				ls.requireInitiation(sv.addr, false)
 				sv.requireInitiation(ls.addr, false)
+				// The survivor's retry delivers it on the new session.
+				require.Equal(t, []ids.LogicalMessageID{early}, sv.retry(ls.addr))
+				require.Equal(t, []string{"sent on the lost session"}, messages(t, ls.poll()))
+				sv.poll()
 				converse(t, sv, ls)
 				converse(t, ls, sv)
 			})
