@@ -117,7 +117,9 @@ type skippedKey struct {
 	mk [32]byte
 }
 
-// Session is one end of a Double Ratchet session with one remote device.
+// Session is one end of a Double Ratchet session with one remote device:
+// the current state, plus the archived previous states and rejected
+// initiations of the session record (see Receive).
 // Encrypt and Decrypt move its state forward only; a failed Decrypt leaves
 // it unchanged. The caller persists it with MarshalBinary after every
 // successful Encrypt or Decrypt (sealed: it holds secret keys). A Session is

@@ -228,3 +228,37 @@ func TestVersion1RecordStillDecodes(t *testing.T) {
 	_, err = session.UnmarshalSession(append(v1, 0, 0))
 	require.ErrorIs(t, err, session.ErrMalformedState, "a version 1 record has no counts")
 }
+
+// TestRecordWithArchiveRejectsGarbage: a record with archived states and
+// rejected base keys round-trips; every truncation and a trailing byte are
+// refused with ErrMalformedState.
+func TestRecordWithArchiveRejectsGarbage(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 0)
+	bob := newDevice(t, "bob", 1, 0)
+	var bs *session.Session
+	for i := range 3 {
+		as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+		require.NoError(t, err)
+		bs = receive(t, bob, bs, encrypt(t, as, msg("m", i))).Session
+	}
+	// A collision amy wins: her record remembers zed's base key.
+	amy := newDevice(t, "amy", 1, 0)
+	zed := newDevice(t, "zed", 1, 0)
+	as, err := session.Initiate(rand.Reader, amy.id, amy.addr, zed.bundle())
+	require.NoError(t, err)
+	zs, err := session.Initiate(rand.Reader, zed.id, zed.addr, amy.bundle())
+	require.NoError(t, err)
+	r := receive(t, amy, as, encrypt(t, zs, "loses"))
+	require.NotNil(t, r.Rejected)
+
+	for _, rec := range []*session.Session{bs, r.Session} {
+		b := stateOf(t, roundTrip(t, rec))
+		for n := range len(b) {
+			_, err := session.UnmarshalSession(b[:n])
+			require.ErrorIs(t, err, session.ErrMalformedState, "prefix %d", n)
+		}
+		_, err := session.UnmarshalSession(append(b, 0))
+		require.ErrorIs(t, err, session.ErrMalformedState)
+	}
+	require.Equal(t, 2, roundTrip(t, bs).ArchivedStates())
+}
