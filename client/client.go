@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
@@ -64,9 +65,22 @@ type Config struct {
 	Directory transport.Directory
 	// Rand supplies randomness for keys; nil means crypto/rand.
 	Rand io.Reader
-	// OneTimePrekeys is how many one-time prekeys Initialize publishes;
-	// zero means 20.
+	// OneTimePrekeys is how many one-time prekeys Initialize publishes,
+	// and how many the directory holds again after ReplenishPrekeys; zero
+	// means 20.
 	OneTimePrekeys int
+	// OneTimePrekeyThreshold is the directory's count of one-time prekeys
+	// below which ReplenishPrekeys adds more; zero means half of
+	// OneTimePrekeys (at least 1).
+	OneTimePrekeyThreshold int
+	// SignedPrekeyGrace is how long after RotateSignedPrekey initiations
+	// naming the replaced signed prekey are still answered; zero means 14
+	// days. Past it they fail with session.ErrUnknownPrekey, which bounds
+	// how long an old initiation can be replayed.
+	SignedPrekeyGrace time.Duration
+	// Now returns the current time, for the grace period; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Client is one device's messaging client. It is safe for concurrent use.
@@ -98,6 +112,15 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.OneTimePrekeys == 0 {
 		cfg.OneTimePrekeys = 20
+	}
+	if cfg.OneTimePrekeyThreshold == 0 {
+		cfg.OneTimePrekeyThreshold = max(cfg.OneTimePrekeys/2, 1)
+	}
+	if cfg.SignedPrekeyGrace == 0 {
+		cfg.SignedPrekeyGrace = defaultSignedPrekeyGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
@@ -228,6 +251,11 @@ func decodeLocal(b []byte) (*session.Identity, *session.Prekeys, error) {
 	}
 	pk, err := session.UnmarshalPrekeys(b[4+n:])
 	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
+	}
+	// A record stored before the signature covered both identity keys is
+	// re-signed (deterministically) on every load until it is next stored.
+	if err := pk.Upgrade(id); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
 	}
 	return id, pk, nil
