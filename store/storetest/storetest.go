@@ -63,6 +63,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"CommitReceived", testCommitReceived},
 		{"CommitAck", testCommitAck},
 		{"CommitSend", testCommitSend},
+		{"CommitSendMany", testCommitSendMany},
 		{"CommitInboundAtomic", testCommitInboundAtomic},
 		{"Closed", testClosed},
 		{"ConcurrentDelete", testConcurrentDelete},
@@ -1014,6 +1015,106 @@ func testCommitSend(t *testing.T, h *harness) {
 	}
 }
 
+// testCommitSendMany: one logical message to several devices commits
+// every pending row and every peer update together, or nothing at all;
+// afterwards each row is its own (recipient, id), removed alone.
+func testCommitSendMany(t *testing.T, h *harness) {
+	first := h.insert(bob, 1)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("b0")}))
+	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 3}
+	peers := func() map[ids.DeviceAddress]store.PeerState {
+		t.Helper()
+		out := map[ids.DeviceAddress]store.PeerState{}
+		for _, a := range []ids.DeviceAddress{alice, aliceTwo, bob, carol} {
+			p, err := h.s.Peer(h.ctx, a)
+			require.NoError(t, err)
+			out[a] = p
+		}
+		return out
+	}
+
+	text := []byte("to both of alice's devices")
+	seqs, err := h.s.CommitSendMany(h.ctx, ID(2), text, []store.PeerUpdate{
+		{Peer: aliceTwo, Update: store.PeerState{Session: []byte("t1"), Pin: []byte("pin two")}},
+		{Peer: alice, Update: store.PeerState{Session: []byte("s1"), Initiation: []byte("init")}},
+	})
+	require.NoError(t, err)
+	require.Len(t, seqs, 2)
+	require.Greater(t, seqs[0], first.seq)
+	require.Greater(t, seqs[1], seqs[0], "sequences in the order of peers")
+	toTwo := msg{seq: seqs[0], to: aliceTwo, id: ID(2), text: text}
+	toOne := msg{seq: seqs[1], to: alice, id: ID(2), text: text}
+	require.Equal(t, pendings(first, toTwo, toOne), h.all(nil))
+	want := map[ids.DeviceAddress]store.PeerState{
+		alice:    {Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
+		aliceTwo: {Session: []byte("t1"), Pin: []byte("pin two")},
+		bob:      {Session: []byte("b0")},
+		carol:    {},
+	}
+	require.Equal(t, want, peers(), "listed peers updated, others untouched")
+
+	// Nothing of a refused commit is kept: no row (not even those before
+	// the refused one), no peer update, no sequence.
+	for _, tc := range []struct {
+		name  string
+		peers []store.PeerUpdate
+		want  error
+	}{
+		{"no peer", nil, store.ErrInvalidArgument},
+		{"empty list", []store.PeerUpdate{}, store.ErrInvalidArgument},
+		{"duplicate for the last device", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: bob, Update: store.PeerState{Session: []byte("b1")}},
+			{Peer: alice, Update: store.PeerState{Session: []byte("s2")}},
+		}, store.ErrDuplicate},
+		{"duplicate for the first device", []store.PeerUpdate{
+			{Peer: aliceTwo, Update: store.PeerState{Session: []byte("t2")}},
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+		}, store.ErrDuplicate},
+		{"device listed twice", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: carol, Update: store.PeerState{Session: []byte("c2")}},
+		}, store.ErrInvalidArgument},
+		{"malformed peer", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: ids.DeviceAddress{UserID: "x", DeviceID: -1}, Update: store.PeerState{Session: []byte("x")}},
+		}, store.ErrInvalidArgument},
+		{"pin deletion", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: bob, Update: store.PeerState{Session: []byte("b1"), Pin: []byte{}}},
+		}, store.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seqs, err := h.s.CommitSendMany(h.ctx, ID(2), []byte("x"), tc.peers)
+			require.ErrorIs(t, err, tc.want)
+			require.Nil(t, seqs)
+			require.Equal(t, pendings(first, toTwo, toOne), h.all(nil))
+			require.Equal(t, want, peers())
+		})
+	}
+
+	// The same logical id goes to a device added later, with a greater
+	// sequence than any refused commit could have taken.
+	seqs, err = h.s.CommitSendMany(h.ctx, ID(2), text, []store.PeerUpdate{{Peer: carol, Update: store.PeerState{Session: []byte("c1")}}})
+	require.NoError(t, err)
+	require.Len(t, seqs, 1)
+	require.Greater(t, seqs[0], toOne.seq)
+	toCarol := msg{seq: seqs[0], to: carol, id: ID(2), text: text}
+	require.Equal(t, pendings(first, toTwo, toOne, toCarol), h.all(nil))
+
+	// Each device's row goes alone: an abandon for one, an ACK from another.
+	ok, err := h.s.DeletePending(h.ctx, alice, ID(2))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, pendings(first, toTwo, toCarol), h.all(nil))
+	cleared, err := h.s.CommitAck(h.ctx, carol, ID(2), store.Inbound{Update: store.PeerState{Session: []byte("c2")}})
+	require.NoError(t, err)
+	require.True(t, cleared)
+	require.Equal(t, pendings(first, toTwo), h.all(nil))
+	require.Equal(t, int64(1), h.count(&aliceTwo))
+}
+
 // testCommitInboundAtomic: a received message or ACK commits the peer's
 // whole update and the local identity with it, or nothing at all.
 func testCommitInboundAtomic(t *testing.T, h *harness) {
@@ -1093,6 +1194,10 @@ func testClosed(t *testing.T, h *harness) {
 		}},
 		{"commit ack", func() error {
 			_, err := h.s.CommitAck(h.ctx, alice, ms[0].id, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			return err
+		}},
+		{"commit send many", func() error {
+			_, err := h.s.CommitSendMany(h.ctx, ID(9), []byte("x"), []store.PeerUpdate{{Peer: alice, Update: store.PeerState{Session: []byte("s")}}})
 			return err
 		}},
 	} {
