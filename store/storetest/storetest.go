@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"Closed", testClosed},
 		{"ConcurrentDelete", testConcurrentDelete},
 		{"ConcurrentInsert", testConcurrentInsert},
+		{"ConcurrentSendMany", testConcurrentSendMany},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := NewKeyring(t)
@@ -1272,5 +1274,67 @@ func testConcurrentInsert(t *testing.T, h *harness) {
 		i := bySeq[m.Sequence]
 		to := []ids.DeviceAddress{alice, bob}[i%2]
 		require.Equal(t, store.PendingMessage{Sequence: seqs[i], Recipient: to, ID: ID(i), Plaintext: plaintext(to, i)}, m)
+	}
+}
+
+// testConcurrentSendMany: fan-out commits racing single inserts hand out
+// every sequence once, keep each commit's rows in the order of its peers,
+// and lose no row.
+func testConcurrentSendMany(t *testing.T, h *harness) {
+	const n = 12
+	peers := []ids.DeviceAddress{alice, aliceTwo, bob}
+	seqs := make([][]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				var seq int64
+				seq, errs[i] = h.s.InsertPending(h.ctx, bob, ID(i), plaintext(bob, i))
+				seqs[i] = []int64{seq}
+				return
+			}
+			ups := make([]store.PeerUpdate, len(peers))
+			for j, p := range peers {
+				ups[j] = store.PeerUpdate{Peer: p, Update: store.PeerState{Session: []byte(fmt.Sprint("session ", i))}}
+			}
+			seqs[i], errs[i] = h.s.CommitSendMany(h.ctx, ID(i), plaintext(alice, i), ups)
+		}()
+	}
+	wg.Wait()
+	var want []store.PendingMessage
+	for i := range n {
+		require.NoError(t, errs[i])
+		if i%2 == 0 {
+			want = append(want, store.PendingMessage{Sequence: seqs[i][0], Recipient: bob, ID: ID(i), Plaintext: plaintext(bob, i)})
+			continue
+		}
+		require.Len(t, seqs[i], len(peers))
+		for j, p := range peers {
+			if j > 0 {
+				require.Greater(t, seqs[i][j], seqs[i][j-1], "sequences in the order of peers")
+			}
+			want = append(want, store.PendingMessage{Sequence: seqs[i][j], Recipient: p, ID: ID(i), Plaintext: plaintext(alice, i)})
+		}
+	}
+	sort.Slice(want, func(a, b int) bool { return want[a].Sequence < want[b].Sequence })
+	for k := 1; k < len(want); k++ {
+		require.Greater(t, want[k].Sequence, want[k-1].Sequence, "a sequence handed out twice")
+	}
+	require.Equal(t, want, h.all(nil))
+	// Commits are serial: every peer holds the update of the last one (the
+	// commit with the highest sequences), none a mix.
+	last := 1
+	for i := 3; i < n; i += 2 {
+		if seqs[i][0] > seqs[last][0] {
+			last = i
+		}
+	}
+	for _, p := range peers {
+		st, err := h.s.Peer(h.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint("session ", last), string(st.Session), "%s", p)
 	}
 }
