@@ -4,9 +4,9 @@
 // on the global sequence cursor, retries them, and lets the application
 // abandon exactly one pending message.
 //
-// Send, RetryPendingMessages, the ACKs Receive sends, AcceptRemoteIdentityChange
-// and abandon hold one send mutex, so an abandon never runs between the
-// steps of a send or a retry. No storage transaction spans a network
+// Send, SendToDevices, RetryPendingMessages, the ACKs Receive sends,
+// AcceptRemoteIdentityChange and abandon hold one send mutex, so an
+// abandon never runs between the steps of a send or a retry. No storage transaction spans a network
 // hand-off: the store commits first (pending row, advanced session), then
 // the envelope is handed to the transport.
 //

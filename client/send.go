@@ -258,18 +258,8 @@ const maxBody = session.MaxPlaintextSize - frameHeaderSize
 // or own address or a plaintext above the size limit; ErrIdentityChanged
 // (with ErrMessageNotSent) while to's identity change is not accepted.
 func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (_ ids.LogicalMessageID, err error) {
-	_, _, self, err := c.local()
-	if err != nil {
-		return ids.LogicalMessageID{}, err
-	}
-	if err := store.ValidateAddress(to); err != nil {
+	if err := c.checkSendable([]ids.DeviceAddress{to}, plaintext); err != nil {
 		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
-	}
-	if to == self {
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w: cannot send to self", ErrInvalidArgument)
-	}
-	if len(plaintext) > maxBody {
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w: plaintext is %d bytes, limit %d", ErrInvalidArgument, len(plaintext), maxBody)
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -279,18 +269,14 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 		}
 	}()
 	id := ids.NewLogicalMessageID()
-	p, err := c.peerFor(ctx, to)
-	var raw []byte
-	if err == nil {
-		raw, err = c.encryptFrame(ctx, p, encodeFrame(frameMessage, id, plaintext))
-	}
+	p, raw, err := c.encryptFor(ctx, to, encodeFrame(frameMessage, id, plaintext))
 	if err != nil {
 		// No session could encrypt it: store the message alone, pending
 		// for a retry or an abandon.
 		if _, serr := c.cfg.Store.InsertPending(ctx, to, id, plaintext); serr != nil {
 			return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", serr)
 		}
-		return id, fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, err)
+		return id, notSent(id, to, err)
 	}
 	// The pending row and the session that encrypted it commit together.
 	u, err := p.update()
@@ -302,9 +288,29 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	}
 	p.saved()
 	if err := c.handOff(ctx, to, raw); err != nil {
-		return id, fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, err)
+		return id, notSent(id, to, err)
 	}
 	return id, nil
+}
+
+// encryptFor takes the peer to (cached or loaded) and encrypts frame for
+// it; see encryptFrame.
+func (c *Client) encryptFor(ctx context.Context, to ids.DeviceAddress, frame []byte) (*peer, []byte, error) {
+	p, err := c.peerFor(ctx, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := c.encryptFrame(ctx, p, frame)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, raw, nil
+}
+
+// notSent is the error of a message stored pending for to but not handed
+// off: it matches ErrMessageNotSent and cause.
+func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
+	return fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, cause)
 }
 
 // RetryPendingMessages hands off again, in sequence order, every message

@@ -1,9 +1,12 @@
--- name: InsertPendingOutbound :one
--- Stores a sent message as pending. AUTOINCREMENT hands out a sequence
--- above every one handed out before, deleted ones included.
+-- name: InsertPendingOutbound :execlastid
+-- Stores a sent message as pending and returns its sequence (the rowid).
+-- AUTOINCREMENT hands out a sequence above every one handed out before,
+-- deleted ones included. An exec, not RETURNING: SQLite buffers RETURNING
+-- rows in a temporary table, and database/sql watches every result set
+-- read inside a transaction with a goroutine of its own (together about
+-- twice the cost of the insert itself).
 INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
-VALUES (?, ?, ?, ?)
-RETURNING sequence;
+VALUES (?, ?, ?, ?);
 
 -- name: PagePendingOutbound :many
 -- One keyset page of pending messages, all recipients, in sequence order.

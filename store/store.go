@@ -153,6 +153,14 @@ type State interface {
 	// session that encrypted it is stored. Returns ErrInvalidArgument for a
 	// malformed peer, ErrDuplicate if (peer, id) is already pending.
 	CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update PeerState) (int64, error)
+	// CommitSendMany is CommitSend for one logical message to several
+	// devices: in one transaction it stores a pending message (id,
+	// plaintext) for each peer and saves each peer's update, and returns
+	// the sequences in the order of peers. Either all of it commits or
+	// nothing does. Returns ErrInvalidArgument for an empty list, a peer
+	// listed twice, a malformed peer or an update deleting a pin;
+	// ErrDuplicate if (peer, id) is already pending for any of them.
+	CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []PeerUpdate) ([]int64, error)
 
 	// CommitReceived applies in (peer's advanced state, and the local
 	// identity if a one-time prekey was used) and records id as processed,
@@ -198,6 +206,36 @@ type PeerState struct {
 	Session    []byte
 	Initiation []byte
 	Pin        []byte
+}
+
+// PeerUpdate is one device of a CommitSendMany: its address and the
+// update of its state (as SavePeer) that commits with its pending message.
+type PeerUpdate struct {
+	Peer   ids.DeviceAddress
+	Update PeerState
+}
+
+// ValidatePeerUpdates returns an error wrapping ErrInvalidArgument if
+// peers is empty, lists a device twice, or holds a malformed address or
+// an update deleting a pin.
+func ValidatePeerUpdates(peers []PeerUpdate) error {
+	if len(peers) == 0 {
+		return fmt.Errorf("%w: no peer", ErrInvalidArgument)
+	}
+	seen := make(map[ids.DeviceAddress]struct{}, len(peers))
+	for _, p := range peers {
+		if err := ValidateAddress(p.Peer); err != nil {
+			return err
+		}
+		if err := p.Update.ValidateUpdate(); err != nil {
+			return fmt.Errorf("%s: %w", p.Peer, err)
+		}
+		if _, dup := seen[p.Peer]; dup {
+			return fmt.Errorf("%w: %s listed twice", ErrInvalidArgument, p.Peer)
+		}
+		seen[p.Peer] = struct{}{}
+	}
+	return nil
 }
 
 // ValidateUpdate returns an error wrapping ErrInvalidArgument if u, used

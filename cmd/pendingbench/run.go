@@ -294,6 +294,9 @@ func run(ctx context.Context, o options, out, progress io.Writer) (met, total in
 		return 0, 0, fmt.Errorf("send: %w", err)
 	}
 	add(sendR)
+	if err := fanoutBench(ctx, dir, o.Mid, o.DMLIters, add); err != nil {
+		return 0, 0, fmt.Errorf("fan-out send: %w", err)
+	}
 
 	met = printTable(out, o, rs, time.Since(start))
 	return met, len(rs), nil

@@ -39,6 +39,33 @@ func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, p
 	return sealed, &peer, nil
 }
 
+// SealedSend is one device's part of InsertMany: its address, its sealed
+// pending message and its update with the values sealed.
+type SealedSend struct {
+	Peer    ids.DeviceAddress
+	Message []byte
+	Update  store.PeerState
+}
+
+// InsertMany validates peers (store.ValidatePeerUpdates) and seals, for
+// each, what Insert seals: the message (id, plaintext) bound to that
+// peer's row, and its update. It returns store.ErrInvalidArgument as
+// store.ValidatePeerUpdates does.
+func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]SealedSend, error) {
+	if err := store.ValidatePeerUpdates(peers); err != nil {
+		return nil, err
+	}
+	out := make([]SealedSend, len(peers))
+	for i, p := range peers {
+		msg, update, err := Insert(keys, p.Peer, id, plaintext, &p.Update)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = SealedSend{Peer: p.Peer, Message: msg, Update: *update}
+	}
+	return out, nil
+}
+
 // OpenPending opens a pending message read from its row.
 func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) (store.PendingMessage, error) {
 	pt, err := keys.Open(seal.RecordPendingOutbound, store.MessageAD(to, id), sealed)

@@ -110,6 +110,31 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 	return seq, nil
 }
 
+// CommitSendMany implements store.State.
+func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
+	sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	seqs := make([]int64, len(sends))
+	err = s.locked(ctx, func() error {
+		// Check every row before changing anything: all or nothing.
+		for _, m := range sends {
+			if err := s.checkNewLocked(pendingKey{m.Peer, id}); err != nil {
+				return err
+			}
+		}
+		for i, m := range sends {
+			seqs[i] = s.insertLocked(pendingKey{m.Peer, id}, m.Message, &m.Update)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	return seqs, nil
+}
+
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state atomically with it.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
@@ -120,19 +145,33 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 	k := pendingKey{recipient, id}
 	var seq int64
 	err = s.locked(ctx, func() error {
-		if _, dup := s.bySeqKey[k]; dup {
-			return fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
+		if err := s.checkNewLocked(k); err != nil {
+			return err
 		}
-		s.highWater++
-		seq = s.highWater
-		s.pending = append(s.pending, pendingRow{seq: seq, key: k, sealed: sealed})
-		s.bySeqKey[k] = seq
-		if peer != nil {
-			s.savePeerLocked(recipient, *peer)
-		}
+		seq = s.insertLocked(k, sealed, peer)
 		return nil
 	})
 	return seq, err
+}
+
+// checkNewLocked returns ErrDuplicate if k is already pending.
+func (s *Store) checkNewLocked(k pendingKey) error {
+	if _, dup := s.bySeqKey[k]; dup {
+		return fmt.Errorf("%s for %s: %w", k.id, k.addr, store.ErrDuplicate)
+	}
+	return nil
+}
+
+// insertLocked appends the sealed message k under the next sequence and,
+// if peer is not nil, applies the peer's sealed update; k must be new.
+func (s *Store) insertLocked(k pendingKey, sealed []byte, peer *store.PeerState) int64 {
+	s.highWater++
+	s.pending = append(s.pending, pendingRow{seq: s.highWater, key: k, sealed: sealed})
+	s.bySeqKey[k] = s.highWater
+	if peer != nil {
+		s.savePeerLocked(k.addr, *peer)
+	}
+	return s.highWater
 }
 
 // after returns the index of the first pending row with seq > after.

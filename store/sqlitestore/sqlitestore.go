@@ -203,6 +203,30 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 	return seq, nil
 }
 
+// CommitSendMany implements store.State.
+func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
+	sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	seqs := make([]int64, len(sends))
+	err = s.withTx(ctx, func(q *db.Queries) error {
+		for i, m := range sends {
+			var err error
+			if seqs[i], err = insertRow(ctx, q, m.Peer, id, m.Message, &m.Update); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	return seqs, nil
+}
+
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state in the same transaction.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
@@ -214,21 +238,28 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 	}
 	var seq int64
 	err = s.withTx(ctx, func(q *db.Queries) error {
-		seq, err = q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
-			RecipientUserID:   recipient.UserID,
-			RecipientDeviceID: recipient.DeviceID,
-			LogicalID:         id[:],
-			Sealed:            sealed,
-		})
-		if err != nil || peer == nil {
-			return err
-		}
-		return savePeer(ctx, q, recipient, *peer)
+		seq, err = insertRow(ctx, q, recipient, id, sealed, peer)
+		return err
+	})
+	return seq, err
+}
+
+// insertRow inserts a sealed pending message and, if peer is not nil,
+// applies the peer's sealed update, inside the caller's transaction.
+func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte, peer *store.PeerState) (int64, error) {
+	seq, err := q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
+		RecipientUserID:   recipient.UserID,
+		RecipientDeviceID: recipient.DeviceID,
+		LogicalID:         id[:],
+		Sealed:            sealed,
 	})
 	if isUniqueViolation(err) {
 		return 0, fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
 	}
-	return seq, err
+	if err != nil || peer == nil {
+		return seq, err
+	}
+	return seq, savePeer(ctx, q, recipient, *peer)
 }
 
 // PagePending implements store.Pending. It reads limit+1 rows and opens

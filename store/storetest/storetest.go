@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -63,10 +64,12 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"CommitReceived", testCommitReceived},
 		{"CommitAck", testCommitAck},
 		{"CommitSend", testCommitSend},
+		{"CommitSendMany", testCommitSendMany},
 		{"CommitInboundAtomic", testCommitInboundAtomic},
 		{"Closed", testClosed},
 		{"ConcurrentDelete", testConcurrentDelete},
 		{"ConcurrentInsert", testConcurrentInsert},
+		{"ConcurrentSendMany", testConcurrentSendMany},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := NewKeyring(t)
@@ -1014,6 +1017,106 @@ func testCommitSend(t *testing.T, h *harness) {
 	}
 }
 
+// testCommitSendMany: one logical message to several devices commits
+// every pending row and every peer update together, or nothing at all;
+// afterwards each row is its own (recipient, id), removed alone.
+func testCommitSendMany(t *testing.T, h *harness) {
+	first := h.insert(bob, 1)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("b0")}))
+	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 3}
+	peers := func() map[ids.DeviceAddress]store.PeerState {
+		t.Helper()
+		out := map[ids.DeviceAddress]store.PeerState{}
+		for _, a := range []ids.DeviceAddress{alice, aliceTwo, bob, carol} {
+			p, err := h.s.Peer(h.ctx, a)
+			require.NoError(t, err)
+			out[a] = p
+		}
+		return out
+	}
+
+	text := []byte("to both of alice's devices")
+	seqs, err := h.s.CommitSendMany(h.ctx, ID(2), text, []store.PeerUpdate{
+		{Peer: aliceTwo, Update: store.PeerState{Session: []byte("t1"), Pin: []byte("pin two")}},
+		{Peer: alice, Update: store.PeerState{Session: []byte("s1"), Initiation: []byte("init")}},
+	})
+	require.NoError(t, err)
+	require.Len(t, seqs, 2)
+	require.Greater(t, seqs[0], first.seq)
+	require.Greater(t, seqs[1], seqs[0], "sequences in the order of peers")
+	toTwo := msg{seq: seqs[0], to: aliceTwo, id: ID(2), text: text}
+	toOne := msg{seq: seqs[1], to: alice, id: ID(2), text: text}
+	require.Equal(t, pendings(first, toTwo, toOne), h.all(nil))
+	want := map[ids.DeviceAddress]store.PeerState{
+		alice:    {Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
+		aliceTwo: {Session: []byte("t1"), Pin: []byte("pin two")},
+		bob:      {Session: []byte("b0")},
+		carol:    {},
+	}
+	require.Equal(t, want, peers(), "listed peers updated, others untouched")
+
+	// Nothing of a refused commit is kept: no row (not even those before
+	// the refused one), no peer update, no sequence.
+	for _, tc := range []struct {
+		name  string
+		peers []store.PeerUpdate
+		want  error
+	}{
+		{"no peer", nil, store.ErrInvalidArgument},
+		{"empty list", []store.PeerUpdate{}, store.ErrInvalidArgument},
+		{"duplicate for the last device", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: bob, Update: store.PeerState{Session: []byte("b1")}},
+			{Peer: alice, Update: store.PeerState{Session: []byte("s2")}},
+		}, store.ErrDuplicate},
+		{"duplicate for the first device", []store.PeerUpdate{
+			{Peer: aliceTwo, Update: store.PeerState{Session: []byte("t2")}},
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+		}, store.ErrDuplicate},
+		{"device listed twice", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: carol, Update: store.PeerState{Session: []byte("c2")}},
+		}, store.ErrInvalidArgument},
+		{"malformed peer", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: ids.DeviceAddress{UserID: "x", DeviceID: -1}, Update: store.PeerState{Session: []byte("x")}},
+		}, store.ErrInvalidArgument},
+		{"pin deletion", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: bob, Update: store.PeerState{Session: []byte("b1"), Pin: []byte{}}},
+		}, store.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seqs, err := h.s.CommitSendMany(h.ctx, ID(2), []byte("x"), tc.peers)
+			require.ErrorIs(t, err, tc.want)
+			require.Nil(t, seqs)
+			require.Equal(t, pendings(first, toTwo, toOne), h.all(nil))
+			require.Equal(t, want, peers())
+		})
+	}
+
+	// The same logical id goes to a device added later, with a greater
+	// sequence than any refused commit could have taken.
+	seqs, err = h.s.CommitSendMany(h.ctx, ID(2), text, []store.PeerUpdate{{Peer: carol, Update: store.PeerState{Session: []byte("c1")}}})
+	require.NoError(t, err)
+	require.Len(t, seqs, 1)
+	require.Greater(t, seqs[0], toOne.seq)
+	toCarol := msg{seq: seqs[0], to: carol, id: ID(2), text: text}
+	require.Equal(t, pendings(first, toTwo, toOne, toCarol), h.all(nil))
+
+	// Each device's row goes alone: an abandon for one, an ACK from another.
+	ok, err := h.s.DeletePending(h.ctx, alice, ID(2))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, pendings(first, toTwo, toCarol), h.all(nil))
+	cleared, err := h.s.CommitAck(h.ctx, carol, ID(2), store.Inbound{Update: store.PeerState{Session: []byte("c2")}})
+	require.NoError(t, err)
+	require.True(t, cleared)
+	require.Equal(t, pendings(first, toTwo), h.all(nil))
+	require.Equal(t, int64(1), h.count(&aliceTwo))
+}
+
 // testCommitInboundAtomic: a received message or ACK commits the peer's
 // whole update and the local identity with it, or nothing at all.
 func testCommitInboundAtomic(t *testing.T, h *harness) {
@@ -1095,6 +1198,10 @@ func testClosed(t *testing.T, h *harness) {
 			_, err := h.s.CommitAck(h.ctx, alice, ms[0].id, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 			return err
 		}},
+		{"commit send many", func() error {
+			_, err := h.s.CommitSendMany(h.ctx, ID(9), []byte("x"), []store.PeerUpdate{{Peer: alice, Update: store.PeerState{Session: []byte("s")}}})
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opens := h.opens(func() { require.ErrorIs(t, tc.fn(), store.ErrClosed) })
@@ -1167,5 +1274,67 @@ func testConcurrentInsert(t *testing.T, h *harness) {
 		i := bySeq[m.Sequence]
 		to := []ids.DeviceAddress{alice, bob}[i%2]
 		require.Equal(t, store.PendingMessage{Sequence: seqs[i], Recipient: to, ID: ID(i), Plaintext: plaintext(to, i)}, m)
+	}
+}
+
+// testConcurrentSendMany: fan-out commits racing single inserts hand out
+// every sequence once, keep each commit's rows in the order of its peers,
+// and lose no row.
+func testConcurrentSendMany(t *testing.T, h *harness) {
+	const n = 12
+	peers := []ids.DeviceAddress{alice, aliceTwo, bob}
+	seqs := make([][]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				var seq int64
+				seq, errs[i] = h.s.InsertPending(h.ctx, bob, ID(i), plaintext(bob, i))
+				seqs[i] = []int64{seq}
+				return
+			}
+			ups := make([]store.PeerUpdate, len(peers))
+			for j, p := range peers {
+				ups[j] = store.PeerUpdate{Peer: p, Update: store.PeerState{Session: []byte(fmt.Sprint("session ", i))}}
+			}
+			seqs[i], errs[i] = h.s.CommitSendMany(h.ctx, ID(i), plaintext(alice, i), ups)
+		}()
+	}
+	wg.Wait()
+	var want []store.PendingMessage
+	for i := range n {
+		require.NoError(t, errs[i])
+		if i%2 == 0 {
+			want = append(want, store.PendingMessage{Sequence: seqs[i][0], Recipient: bob, ID: ID(i), Plaintext: plaintext(bob, i)})
+			continue
+		}
+		require.Len(t, seqs[i], len(peers))
+		for j, p := range peers {
+			if j > 0 {
+				require.Greater(t, seqs[i][j], seqs[i][j-1], "sequences in the order of peers")
+			}
+			want = append(want, store.PendingMessage{Sequence: seqs[i][j], Recipient: p, ID: ID(i), Plaintext: plaintext(alice, i)})
+		}
+	}
+	sort.Slice(want, func(a, b int) bool { return want[a].Sequence < want[b].Sequence })
+	for k := 1; k < len(want); k++ {
+		require.Greater(t, want[k].Sequence, want[k-1].Sequence, "a sequence handed out twice")
+	}
+	require.Equal(t, want, h.all(nil))
+	// Commits are serial: every peer holds the update of the last one (the
+	// commit with the highest sequences), none a mix.
+	last := 1
+	for i := 3; i < n; i += 2 {
+		if seqs[i][0] > seqs[last][0] {
+			last = i
+		}
+	}
+	for _, p := range peers {
+		st, err := h.s.Peer(h.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint("session ", last), string(st.Session), "%s", p)
 	}
 }
