@@ -20,10 +20,18 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/session"
 )
 
 // MaxPageSize is the largest page of pending messages a store returns.
 const MaxPageSize = 100
+
+// MaxPlaintextSize is the largest pending message plaintext a store
+// accepts: the largest body a client frame carries (the session's
+// plaintext limit less the frame's 2-byte header and 16-byte logical id).
+// The store enforces it itself so that no caller can fill the queue with
+// messages that could never be sent.
+const MaxPlaintextSize = session.MaxPlaintextSize - (2 + ids.LogicalMessageIDLen)
 
 // Errors shared by every implementation, checked with errors.Is.
 var (
@@ -100,8 +108,9 @@ type Pending interface {
 	// InsertPending seals plaintext and stores it as pending for
 	// recipient under id, returning its new sequence, which is greater
 	// than every sequence handed out before (also deleted ones). Returns
-	// ErrInvalidArgument for a malformed recipient, ErrDuplicate if
-	// (recipient, id) is already pending.
+	// ErrInvalidArgument for a malformed recipient or a plaintext longer
+	// than MaxPlaintextSize, ErrDuplicate if (recipient, id) is already
+	// pending.
 	InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error)
 	// PagePending returns the page selected by req. Returns
 	// ErrInvalidArgument if req does not validate.
@@ -151,7 +160,8 @@ type State interface {
 	// peer's advanced state (as SavePeer) in one transaction, and returns
 	// the message's sequence: the message is pending exactly when the
 	// session that encrypted it is stored. Returns ErrInvalidArgument for a
-	// malformed peer, ErrDuplicate if (peer, id) is already pending.
+	// malformed peer or a plaintext longer than MaxPlaintextSize,
+	// ErrDuplicate if (peer, id) is already pending.
 	CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update PeerState) (int64, error)
 
 	// CommitReceived applies in (peer's advanced state, and the local

@@ -17,10 +17,14 @@ import (
 // Insert validates and seals what inserting a pending message writes:
 // the sealed message and, if update is not nil, the peer update with its
 // values sealed (see SealPeer). It returns store.ErrInvalidArgument for a
-// malformed recipient or an update deleting the pin.
+// malformed recipient, a plaintext longer than store.MaxPlaintextSize or
+// an update deleting the pin.
 func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) ([]byte, *store.PeerState, error) {
 	if err := store.ValidateAddress(to); err != nil {
 		return nil, nil, err
+	}
+	if len(plaintext) > store.MaxPlaintextSize {
+		return nil, nil, fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), store.MaxPlaintextSize)
 	}
 	sealed, err := keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), plaintext)
 	if err != nil {

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"NextPending", testNextPending},
 		{"SequencesNeverReused", testSequencesNeverReused},
 		{"InvalidArgument", testInvalidArgument},
+		{"PlaintextSizeLimit", testPlaintextSizeLimit},
 		{"PagesUnderMutation", testPagesUnderMutation},
 		{"LocalIdentity", testLocalIdentity},
 		{"Peer", testPeer},
@@ -659,6 +660,14 @@ func testInvalidArgument(t *testing.T, h *harness) {
 		{"save peer empty pin", func() error {
 			return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("new"), Pin: []byte{}})
 		}, false},
+		{"insert plaintext over the limit", func() error {
+			_, err := h.s.InsertPending(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1))
+			return err
+		}, false},
+		{"commit send plaintext over the limit", func() error {
+			_, err := h.s.CommitSend(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1), store.PeerState{Session: []byte("new")})
+			return err
+		}, false},
 	}
 	for name, a := range bad {
 		calls = append(calls,
@@ -704,6 +713,33 @@ func testInvalidArgument(t *testing.T, h *harness) {
 	// The store still works, and no sequence was consumed out of order.
 	m := h.insert(bob, 6)
 	require.Greater(t, m.seq, ms[4].seq)
+}
+
+// testPlaintextSizeLimit: the store itself refuses a plaintext the client
+// could never frame, at exactly one byte over the limit and far over it,
+// for both ways in; the limit itself is accepted.
+func testPlaintextSizeLimit(t *testing.T, h *harness) {
+	first := h.insert(bob, 1)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0")}))
+	for _, size := range []int{store.MaxPlaintextSize + 1, 64 << 20} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			_, err := h.s.InsertPending(h.ctx, alice, ID(2), make([]byte, size))
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			_, err = h.s.CommitSend(h.ctx, alice, ID(2), make([]byte, size), store.PeerState{Session: []byte("s1")})
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			require.Equal(t, pendings(first), h.all(nil), "nothing stored")
+			p, err := h.s.Peer(h.ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, []byte("s0"), p.Session, "the session is unchanged")
+		})
+	}
+	big := bytes.Repeat([]byte{'x'}, store.MaxPlaintextSize)
+	a := h.insert(alice, 3) // a sequence between the two below
+	seq, err := h.s.InsertPending(h.ctx, alice, ID(4), big)
+	require.NoError(t, err)
+	seq2, err := h.s.CommitSend(h.ctx, alice, ID(5), big, store.PeerState{Session: []byte("s1")})
+	require.NoError(t, err)
+	require.Equal(t, pendings(first, a, msg{seq: seq, to: alice, id: ID(4), text: big}, msg{seq: seq2, to: alice, id: ID(5), text: big}), h.all(nil))
 }
 
 func testPagesUnderMutation(t *testing.T, h *harness) {
