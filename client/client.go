@@ -52,6 +52,13 @@ var (
 	// ErrAlreadyInitialized means Initialize was called on a client that
 	// has an identity for another address.
 	ErrAlreadyInitialized = errors.New("client: already initialized")
+	// ErrUnreadable means pending messages were skipped because they could
+	// not be opened (see UnreadableError). It is store.ErrUnreadable.
+	ErrUnreadable = store.ErrUnreadable
+	// ErrCorruptRow is the cause of an unreadable pending message whose
+	// stored values have the wrong storage class or are out of bounds. It
+	// is store.ErrCorruptRow.
+	ErrCorruptRow = store.ErrCorruptRow
 )
 
 // Config is what a client is built on.
