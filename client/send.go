@@ -322,7 +322,7 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 // alone or, after a failed hand-off, joined with the ErrMessageNotSent
 // error. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
 // for a malformed address.
-func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) (_ []ids.LogicalMessageID, err error) {
+func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
 	if err := c.checkInitialized(); err != nil {
 		return nil, err
 	}
@@ -331,48 +331,49 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	defer func() {
-		if err != nil {
-			c.forget(remote)
-		}
-	}()
-	var (
-		sent    []ids.LogicalMessageID
-		skipped []store.UnreadablePending
-		cursor  *int64 // nil: from before every stored sequence
-		p       *peer
-	)
-	// withSkipped adds the skipped messages, if any, to err.
-	withSkipped := func(err error) error {
-		if len(skipped) == 0 {
-			return err
-		}
+	sent, skipped, err := c.retry(ctx, remote)
+	if err != nil {
+		// Skipping a row changes nothing; only a failure may leave an
+		// unstored change in the cached peer.
+		c.forget(remote)
+	}
+	if len(skipped) > 0 {
 		ue := fmt.Errorf("client: retry %s: %w", remote, &store.UnreadableError{Entries: skipped})
 		if err == nil {
-			return ue
+			return sent, ue
 		}
-		return errors.Join(err, ue)
+		return sent, errors.Join(err, ue)
 	}
+	return sent, err
+}
+
+// retry is RetryPendingMessages under the send mutex: it returns the ids
+// sent, the unreadable rows skipped, and the failure that stopped it.
+func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []ids.LogicalMessageID, skipped []store.UnreadablePending, _ error) {
+	var (
+		cursor *int64 // nil: from before every stored sequence
+		p      *peer
+	)
 	for {
 		m, err := c.cfg.Store.NextPending(ctx, remote, cursor)
 		var ue *store.UnreadableError
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return sent, withSkipped(nil)
+			return sent, skipped, nil
 		case errors.As(err, &ue):
 			skipped = append(skipped, ue.Entries...)
 			cursor = &ue.Entries[len(ue.Entries)-1].Sequence
 			continue
 		case err != nil:
-			return sent, withSkipped(fmt.Errorf("client: retry %s: %w", remote, err))
+			return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
 		}
 		if p == nil {
 			if p, err = c.peerFor(ctx, remote); err != nil {
-				return sent, withSkipped(fmt.Errorf("client: retry %s: %w", remote, err))
+				return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
 			}
 		}
 		if err := c.sendFrame(ctx, p, encodeFrame(frameMessage, m.ID, m.Plaintext)); err != nil {
-			return sent, withSkipped(fmt.Errorf("client: retry %s to %s: %w: %w", m.ID, remote, ErrMessageNotSent, err))
+			return sent, skipped, fmt.Errorf("client: retry %s to %s: %w: %w", m.ID, remote, ErrMessageNotSent, err)
 		}
 		sent = append(sent, m.ID)
 		cursor = &m.Sequence
