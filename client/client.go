@@ -10,6 +10,12 @@
 // hand-off: the store commits first (pending row, advanced session), then
 // the envelope is handed to the transport.
 //
+// A pending message the store cannot open (damaged, tampered with, sealed
+// with a forgotten key) never fails a page or a retry and never hides the
+// others: pages return it in PendingMessagePage.Unreadable with a typed
+// cause, retries skip it and report it in an *UnreadableError, counts
+// include it, and AbandonPending (or AbandonUnreadable) removes it.
+//
 // Package client never recalls a message, keeps no tombstone, runs no
 // background work (no expiry, no retry scheduler) and has no frame type
 // besides MESSAGE and ACK.
