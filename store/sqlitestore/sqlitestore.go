@@ -329,7 +329,7 @@ func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, 
 	if err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
-	return n == 1, nil
+	return n > 0, nil
 }
 
 // DeletePendingSequence implements store.Pending.
@@ -346,6 +346,9 @@ func (s *Store) DeletePendingSequence(ctx context.Context, seq int64) (bool, err
 	return n == 1, nil
 }
 
+// deletePending deletes the pending message (recipient, id) and returns
+// how many rows went: more than one only if a damaged copy of it (another
+// storage class, see DeletePendingOutbound) was stored beside it.
 func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID) (int64, error) {
 	return q.DeletePendingOutbound(ctx, db.DeletePendingOutboundParams{
 		RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, LogicalID: id[:],

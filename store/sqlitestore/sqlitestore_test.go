@@ -581,3 +581,44 @@ func TestQueryPlans(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteStorageClassTwins: a copy of a pending row with its recipient
+// or logical id stored as another storage class is a distinct row to
+// SQLite's UNIQUE constraint. Deleting (recipient, id), by abandon or ACK,
+// removes the row and its damaged twins, reports true, and leaves the
+// other rows.
+func TestDeleteStorageClassTwins(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		copy string // a column list selecting the twin from the original
+		ack  bool
+	}{
+		{"BLOB user id, abandon", "CAST(recipient_user_id AS BLOB), recipient_device_id, logical_id", false},
+		{"BLOB device id, ACK", "recipient_user_id, CAST(CAST(recipient_device_id AS TEXT) AS BLOB), logical_id", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			a := insert(t, s, alice, 1)
+			other := insert(t, s, alice, 2)
+			_, err := s.DB().Exec(`INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+				SELECT `+tc.copy+`, sealed FROM pending_outbound_message WHERE sequence = ?`, a.Sequence)
+			require.NoError(t, err)
+			n, err := s.CountPending(ctx, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 3, n)
+			var ok bool
+			if tc.ack {
+				ok, err = s.CommitAck(ctx, alice, a.ID, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			} else {
+				ok, err = s.DeletePending(ctx, alice, a.ID)
+			}
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, []store.PendingMessage{other}, all(t, s))
+			n, err = s.CountPending(ctx, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, n, "the twin went too")
+		})
+	}
+}
