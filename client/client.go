@@ -10,6 +10,12 @@
 // hand-off: the store commits first (pending row, advanced session), then
 // the envelope is handed to the transport.
 //
+// A pending message the store cannot open (damaged, tampered with, sealed
+// with a forgotten key) never fails a page or a retry and never hides the
+// others: pages return it in PendingMessagePage.Unreadable with a typed
+// cause, retries skip it and report it in an *UnreadableError, counts
+// include it, and AbandonPending (or AbandonUnreadable) removes it.
+//
 // Package client never recalls a message, keeps no tombstone, runs no
 // background work (no expiry, no retry scheduler) and has no frame type
 // besides MESSAGE and ACK.
@@ -53,6 +59,13 @@ var (
 	// ErrAlreadyInitialized means Initialize was called on a client that
 	// has an identity for another address.
 	ErrAlreadyInitialized = errors.New("client: already initialized")
+	// ErrUnreadable means pending messages were skipped because they could
+	// not be opened (see UnreadableError). It is store.ErrUnreadable.
+	ErrUnreadable = store.ErrUnreadable
+	// ErrCorruptRow is the cause of an unreadable pending message whose
+	// stored values have the wrong storage class or are out of bounds. It
+	// is store.ErrCorruptRow.
+	ErrCorruptRow = store.ErrCorruptRow
 )
 
 // Config is what a client is built on.

@@ -316,12 +316,19 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // RetryPendingMessages hands off again, in sequence order, every message
 // pending for remote, and returns the ids it handed off. It reads one
 // pending message per storage transaction (the next after the last one
-// sent), so a message acknowledged or abandoned meanwhile is skipped; it
+// seen), so a message acknowledged or abandoned meanwhile is skipped; it
 // fetches a bundle only when a message waits and there is no session, and
 // stops at the first failure, returning what it sent with an error
-// matching ErrMessageNotSent. Returns ErrNotInitialized before Initialize,
-// ErrInvalidArgument for a malformed address.
-func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) (_ []ids.LogicalMessageID, err error) {
+// matching ErrMessageNotSent.
+//
+// A pending message that cannot be opened (see UnreadablePendingMessage)
+// is skipped, never sent, and the ones after it are still sent. If it
+// skipped any, it returns the sent ids with an *UnreadableError listing
+// the skipped messages (errors.Is matches ErrUnreadable and each cause),
+// alone or, after a failed hand-off, joined with the ErrMessageNotSent
+// error. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
+// for a malformed address.
+func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
 	if err := c.checkInitialized(); err != nil {
 		return nil, err
 	}
@@ -330,34 +337,52 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	defer func() {
-		if err != nil {
-			c.forget(remote)
+	sent, skipped, err := c.retry(ctx, remote)
+	if err != nil {
+		// Skipping a row changes nothing; only a failure may leave an
+		// unstored change in the cached peer.
+		c.forget(remote)
+	}
+	if len(skipped) > 0 {
+		ue := fmt.Errorf("client: retry %s: %w", remote, &store.UnreadableError{Entries: skipped})
+		if err == nil {
+			return sent, ue
 		}
-	}()
+		return sent, errors.Join(err, ue)
+	}
+	return sent, err
+}
+
+// retry is RetryPendingMessages under the send mutex: it returns the ids
+// sent, the unreadable rows skipped, and the failure that stopped it.
+func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []ids.LogicalMessageID, skipped []store.UnreadablePending, _ error) {
 	var (
-		sent   []ids.LogicalMessageID
-		cursor int64
+		cursor *int64 // nil: from before every stored sequence
 		p      *peer
 	)
 	for {
 		m, err := c.cfg.Store.NextPending(ctx, remote, cursor)
-		if errors.Is(err, store.ErrNotFound) {
-			return sent, nil
-		}
-		if err != nil {
-			return sent, fmt.Errorf("client: retry %s: %w", remote, err)
+		var ue *store.UnreadableError
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return sent, skipped, nil
+		case errors.As(err, &ue):
+			skipped = append(skipped, ue.Entries...)
+			cursor = &ue.Entries[len(ue.Entries)-1].Sequence
+			continue
+		case err != nil:
+			return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
 		}
 		if p == nil {
 			if p, err = c.peerFor(ctx, remote); err != nil {
-				return sent, fmt.Errorf("client: retry %s: %w", remote, err)
+				return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
 			}
 		}
 		if err := c.sendFrame(ctx, p, encodeFrame(frameMessage, m.ID, m.Plaintext)); err != nil {
-			return sent, fmt.Errorf("client: retry %s to %s: %w: %w", m.ID, remote, ErrMessageNotSent, err)
+			return sent, skipped, fmt.Errorf("client: retry %s to %s: %w: %w", m.ID, remote, ErrMessageNotSent, err)
 		}
 		sent = append(sent, m.ID)
-		cursor = m.Sequence
+		cursor = &m.Sequence
 	}
 }
 

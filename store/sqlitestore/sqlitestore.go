@@ -263,44 +263,62 @@ func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, 
 }
 
 // PagePending implements store.Pending. It reads limit+1 rows and opens
-// only the rows it returns.
+// only the rows it returns; a row that does not open, or whose columns
+// hold the wrong storage class, is returned as unreadable.
 func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.Page, error) {
 	if err := req.Validate(); err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	var rows []db.PendingOutboundMessage
+	after := &req.After
+	if req.FromStart {
+		after = nil
+	}
+	from, more := store.FirstSequence(after)
+	var rows []pendingRow
 	err := s.withTx(ctx, func(q *db.Queries) error {
-		var err error
-		if req.Recipient == nil {
-			rows, err = q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{AfterSequence: req.After, RowLimit: int64(req.Limit) + 1})
+		if err := checkCursor(ctx, q, after); err != nil || !more {
 			return err
 		}
-		rows, err = q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+		limit := int64(req.Limit) + 1
+		if req.Recipient == nil {
+			rs, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
+			for _, r := range rs {
+				rows = append(rows, pendingRow(r))
+			}
+			return err
+		}
+		rs, err := q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
 			RecipientUserID:   req.Recipient.UserID,
 			RecipientDeviceID: req.Recipient.DeviceID,
-			AfterSequence:     req.After,
-			RowLimit:          int64(req.Limit) + 1,
+			FromSequence:      from,
+			RowLimit:          limit,
 		})
+		for _, r := range rs {
+			rows = append(rows, pendingRow(r))
+		}
 		return err
 	})
 	if err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	var page store.Page
-	if len(rows) > req.Limit {
-		rows = rows[:req.Limit]
-		next := rows[len(rows)-1].Sequence
-		page.Next = &next
+	out := make([]rowseal.Row, len(rows))
+	for i, r := range rows {
+		out[i] = rowseal.Row{Sequence: r.Sequence, Open: func() (store.PendingMessage, *store.UnreadablePending) { return s.openPending(r) }}
 	}
-	page.Messages = make([]store.PendingMessage, 0, len(rows))
-	for _, r := range rows {
-		m, err := s.openPending(r)
-		if err != nil {
-			return store.Page{}, fmt.Errorf("store: page pending: %w", err)
-		}
-		page.Messages = append(page.Messages, m)
+	return rowseal.Page(out, req.Limit), nil
+}
+
+// checkCursor refuses a negative cursor unless a row with a negative
+// sequence is stored (see store.CheckCursor).
+func checkCursor(ctx context.Context, q *db.Queries, after *int64) error {
+	if after == nil || *after >= 0 {
+		return nil
 	}
-	return page, nil
+	negative, err := q.PendingOutboundNegativeSequence(ctx)
+	if err != nil {
+		return err
+	}
+	return store.CheckCursor(*after, len(negative) > 0)
 }
 
 // CountPending implements store.Pending.
@@ -342,9 +360,26 @@ func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, 
 	if err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
+	return n > 0, nil
+}
+
+// DeletePendingSequence implements store.Pending.
+func (s *Store) DeletePendingSequence(ctx context.Context, seq int64) (bool, error) {
+	var n int64
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		n, err = q.DeletePendingOutboundSequence(ctx, seq)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: delete pending sequence %d: %w", seq, err)
+	}
 	return n == 1, nil
 }
 
+// deletePending deletes the pending message (recipient, id) and returns
+// how many rows went: more than one only if a damaged copy of it (another
+// storage class, see DeletePendingOutbound) was stored beside it.
 func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID) (int64, error) {
 	return q.DeletePendingOutbound(ctx, db.DeletePendingOutboundParams{
 		RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, LogicalID: id[:],
@@ -352,18 +387,22 @@ func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddre
 }
 
 // NextPending implements store.Pending.
-func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after int64) (store.PendingMessage, error) {
+func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
 	if err := store.ValidateAddress(recipient); err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
-	if after < 0 {
-		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w: negative cursor %d", store.ErrInvalidArgument, after)
-	}
-	var row db.PendingOutboundMessage
+	from, more := store.FirstSequence(after)
+	var row db.NextPendingOutboundForRecipientRow
 	err := s.withTx(ctx, func(q *db.Queries) error {
+		if err := checkCursor(ctx, q, after); err != nil {
+			return err
+		}
+		if !more {
+			return sql.ErrNoRows
+		}
 		var err error
 		row, err = q.NextPendingOutboundForRecipient(ctx, db.NextPendingOutboundForRecipientParams{
-			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, AfterSequence: after,
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, FromSequence: from,
 		})
 		return err
 	})
@@ -373,20 +412,57 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 	if err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
-	m, err := s.openPending(row)
-	if err != nil {
-		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	m, bad := s.openPending(pendingRow(row))
+	if bad != nil {
+		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePending{*bad}}
 	}
 	return m, nil
 }
 
-func (s *Store) openPending(r db.PendingOutboundMessage) (store.PendingMessage, error) {
-	addr := ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}
+// pendingRow is a pending row as the page and next queries read it: every
+// column with its storage class, read through casts that cannot fail.
+type pendingRow struct {
+	Sequence               int64
+	RecipientUserIDClass   string
+	RecipientUserID        []byte
+	RecipientDeviceIDClass string
+	RecipientDeviceID      int64
+	LogicalIDClass         string
+	LogicalID              []byte
+	SealedClass            string
+	Sealed                 []byte
+}
+
+// openPending opens r, or reports it unreadable: with store.ErrCorruptRow
+// if a column holds another storage class than the schema declares (the
+// recipient as a BLOB, say, which the per-recipient index, the counts and
+// the retry would never find under that recipient) or a logical id of the
+// wrong length; with the seal error if its sealed value does not open.
+// The recipient and id are reported as far as they decode.
+func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
+	var problems []string
+	class := func(col, got, want string) {
+		if got != want {
+			problems = append(problems, fmt.Sprintf("%s is %s, not %s", col, got, want))
+		}
+	}
+	class("recipient_user_id", r.RecipientUserIDClass, "text")
+	class("recipient_device_id", r.RecipientDeviceIDClass, "integer")
+	class("logical_id", r.LogicalIDClass, "blob")
+	class("sealed", r.SealedClass, "blob")
+	to := ids.DeviceAddress{UserID: string(r.RecipientUserID)}
+	switch r.RecipientDeviceIDClass {
+	case "integer", "blob":
+		to.DeviceID = r.RecipientDeviceID
+	}
 	id, err := ids.ParseLogicalMessageID(r.LogicalID)
 	if err != nil {
-		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", r.Sequence, err)
+		problems = append(problems, fmt.Sprintf("logical_id: %v", err))
 	}
-	return rowseal.OpenPending(s.keys, r.Sequence, addr, id, r.Sealed)
+	if len(problems) > 0 {
+		return store.PendingMessage{}, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(problems, "; "))
+	}
+	return rowseal.OpenPending(s.keys, r.Sequence, to, id, r.Sealed)
 }
 
 // SequenceHighWater returns the largest pending sequence ever handed out,

@@ -179,7 +179,7 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.Lo
 	if err != nil {
 		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
 	}
-	return n == 1, nil
+	return n > 0, nil
 }
 
 // commitInbound seals in, then applies it and runs op in one transaction,

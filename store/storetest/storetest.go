@@ -4,8 +4,12 @@
 //	func TestContract(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
 //			return memstore.New(keys)
-//		})
+//		}, tamper{})
 //	}
+//
+// where tamper implements Tamper for that store: the suite damages rows
+// through it to check that unreadable rows are reported, never hide the
+// others, and can be deleted.
 //
 // Each subtest opens a fresh store with a fresh keyring and asserts exact
 // values: sequences, page contents and cursors, counts, the number of sealed
@@ -19,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -35,8 +40,22 @@ import (
 // cleanup (closing the store, removing files) on t.
 type OpenFunc func(t *testing.T, keys *seal.Keyring) store.Store
 
-// Run runs the contract suite against the stores open returns.
-func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) {
+// Tamper changes a store's pending rows behind its back, as disk damage
+// or an attacker with write access to the storage would. Each store's
+// tests implement it with what only they can reach.
+type Tamper interface {
+	// SetSealed replaces the sealed value of the pending row at seq.
+	SetSealed(t *testing.T, s store.Store, seq int64, sealed []byte)
+	// SetSequence moves the pending row at seq to sequence to.
+	SetSequence(t *testing.T, s store.Store, seq, to int64)
+	// SetUserID rewrites the recipient user id of the pending row at seq
+	// (to a malformed one, such as "").
+	SetUserID(t *testing.T, s store.Store, seq int64, user string)
+}
+
+// Run runs the contract suite against the stores open returns, damaging
+// rows through tamper where a test needs it.
+func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, tamper Tamper) {
 	t.Helper()
 	for _, tc := range []struct {
 		name string
@@ -58,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"NextPending", testNextPending},
 		{"SequencesNeverReused", testSequencesNeverReused},
 		{"InvalidArgument", testInvalidArgument},
+		{"PlaintextSizeLimit", testPlaintextSizeLimit},
 		{"PagesUnderMutation", testPagesUnderMutation},
 		{"LocalIdentity", testLocalIdentity},
 		{"Peer", testPeer},
@@ -70,12 +90,16 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"ConcurrentDelete", testConcurrentDelete},
 		{"ConcurrentInsert", testConcurrentInsert},
 		{"ConcurrentSendMany", testConcurrentSendMany},
+		{"UnreadableRows", testUnreadableRows},
+		{"UnreadableCursorWalk", testUnreadableCursorWalk},
+		{"SequenceAtOrBelowZero", testSequenceAtOrBelowZero},
+		{"NegativeCursor", testNegativeCursor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := NewKeyring(t)
 			s := open(t, keys)
 			require.NotNil(t, s)
-			tc.fn(t, &harness{t: t, s: s, keys: keys, ctx: context.Background()})
+			tc.fn(t, &harness{t: t, s: s, keys: keys, ctx: context.Background(), tamper: tamper})
 		})
 	}
 }
@@ -107,10 +131,11 @@ func ID(n int) ids.LogicalMessageID {
 }
 
 type harness struct {
-	t    *testing.T
-	s    store.Store
-	keys *seal.Keyring
-	ctx  context.Context
+	t      *testing.T
+	s      store.Store
+	keys   *seal.Keyring
+	ctx    context.Context
+	tamper Tamper
 }
 
 // msg is what the suite expects a pending message to be.
@@ -166,15 +191,16 @@ func (h *harness) page(req store.PageRequest) store.Page {
 func (h *harness) all(recipient *ids.DeviceAddress) []store.PendingMessage {
 	h.t.Helper()
 	var out []store.PendingMessage
-	req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
+	req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient, FromStart: true}
 	for i := 0; ; i++ {
 		require.Less(h.t, i, 1000, "enumeration does not end")
 		p := h.page(req)
+		require.Empty(h.t, p.Unreadable)
 		out = append(out, p.Messages...)
 		if p.Next == nil {
 			return out
 		}
-		req.After = *p.Next
+		req.FromStart, req.After = false, *p.Next
 	}
 }
 
@@ -215,6 +241,7 @@ func ptr[T any](v T) *T { return &v }
 
 func requirePage(t *testing.T, want []store.PendingMessage, next *int64, got store.Page, msgAndArgs ...any) {
 	t.Helper()
+	require.Empty(t, got.Unreadable, msgAndArgs...)
 	if len(want) == 0 {
 		require.Empty(t, got.Messages, msgAndArgs...)
 	} else {
@@ -385,7 +412,7 @@ func testPageEmpty(t *testing.T, h *harness) {
 	requirePage(t, nil, nil, h.page(store.PageRequest{Limit: store.MaxPageSize, Recipient: ptr(alice)}))
 	require.Equal(t, int64(0), h.count(nil))
 	require.Equal(t, int64(0), h.count(ptr(alice)))
-	_, err := h.s.NextPending(h.ctx, alice, 0)
+	_, err := h.s.NextPending(h.ctx, alice, nil)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -398,7 +425,7 @@ func testPlaintextIsCopy(t *testing.T, h *harness) {
 	require.Len(t, p.Messages, 1)
 	require.Equal(t, []byte("do not alias me"), p.Messages[0].Plaintext)
 	p.Messages[0].Plaintext[0] = 'Y' // the caller edits what it got
-	m, err := h.s.NextPending(h.ctx, alice, 0)
+	m, err := h.s.NextPending(h.ctx, alice, nil)
 	require.NoError(t, err)
 	require.Equal(t, store.PendingMessage{Sequence: seq, Recipient: alice, ID: ID(1), Plaintext: []byte("do not alias me")}, m)
 }
@@ -438,12 +465,12 @@ func testOpenCounts(t *testing.T, h *harness) {
 		{"count all opens none", func() { require.Equal(t, int64(10), h.count(nil)) }, 0},
 		{"count one opens none", func() { require.Equal(t, int64(5), h.count(ptr(bob))) }, 0},
 		{"next pending opens one", func() {
-			m, err := h.s.NextPending(h.ctx, bob, 0)
+			m, err := h.s.NextPending(h.ctx, bob, nil)
 			require.NoError(t, err)
 			require.Equal(t, ms[1].pending(), m)
 		}, 1},
 		{"next pending at the end opens none", func() {
-			_, err := h.s.NextPending(h.ctx, bob, ms[9].seq)
+			_, err := h.s.NextPending(h.ctx, bob, ptr(ms[9].seq))
 			require.ErrorIs(t, err, store.ErrNotFound)
 		}, 0},
 		{"delete opens none", func() {
@@ -515,7 +542,7 @@ func testDelete(t *testing.T, h *harness) {
 		})
 	}
 	require.Equal(t, pendings(ms[2]), h.all(nil))
-	_, err := h.s.NextPending(h.ctx, bob, 0)
+	_, err := h.s.NextPending(h.ctx, bob, nil)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -558,18 +585,20 @@ func testNextPending(t *testing.T, h *harness) {
 	for _, tc := range []struct {
 		name  string
 		to    ids.DeviceAddress
-		after int64
+		after *int64
 		want  *msg
 	}{
-		{"from start", alice, 0, &as[0]},
-		{"at alice's own sequence", alice, as[0].seq, &as[1]},
-		{"from bob's sequence", alice, ms[1].seq, &as[1]},
-		{"from aliceTwo's sequence", alice, ms[5].seq, &as[2]},
-		{"bob from start", bob, 0, &ms[1]},
-		{"aliceTwo after bob", aliceTwo, ms[4].seq, &ms[5]},
-		{"at the end", alice, as[2].seq, nil},
-		{"past the end", alice, as[2].seq + 100, nil},
-		{"unknown recipient", ids.DeviceAddress{UserID: "dave"}, 0, nil},
+		{"from start", alice, nil, &as[0]},
+		{"after 0", alice, ptr(int64(0)), &as[0]},
+		{"at alice's own sequence", alice, ptr(as[0].seq), &as[1]},
+		{"from bob's sequence", alice, ptr(ms[1].seq), &as[1]},
+		{"from aliceTwo's sequence", alice, ptr(ms[5].seq), &as[2]},
+		{"bob from start", bob, nil, &ms[1]},
+		{"aliceTwo after bob", aliceTwo, ptr(ms[4].seq), &ms[5]},
+		{"at the end", alice, ptr(as[2].seq), nil},
+		{"past the end", alice, ptr(as[2].seq + 100), nil},
+		{"after the largest sequence", alice, ptr(int64(math.MaxInt64)), nil},
+		{"unknown recipient", ids.DeviceAddress{UserID: "dave"}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := h.s.NextPending(h.ctx, tc.to, tc.after)
@@ -585,7 +614,7 @@ func testNextPending(t *testing.T, h *harness) {
 	// The retry loop: one message per call, following its own cursor,
 	// skipping a message removed meanwhile.
 	var seen []store.PendingMessage
-	var after int64
+	var after *int64
 	for {
 		m, err := h.s.NextPending(h.ctx, alice, after)
 		if errors.Is(err, store.ErrNotFound) {
@@ -593,7 +622,7 @@ func testNextPending(t *testing.T, h *harness) {
 		}
 		require.NoError(t, err)
 		seen = append(seen, m)
-		after = m.Sequence
+		after = &m.Sequence
 		if m.Sequence == as[0].seq {
 			ok, err := h.s.DeletePending(h.ctx, alice, as[1].id)
 			require.NoError(t, err)
@@ -658,9 +687,17 @@ func testInvalidArgument(t *testing.T, h *harness) {
 			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: -1, Limit: 10, Recipient: ptr(alice)})
 			return err
 		}, false},
-		{"next pending negative cursor", func() error { _, err := h.s.NextPending(h.ctx, alice, -1); return err }, false},
+		{"next pending negative cursor", func() error { _, err := h.s.NextPending(h.ctx, alice, ptr(int64(-1))); return err }, false},
 		{"save peer empty pin", func() error {
 			return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("new"), Pin: []byte{}})
+		}, false},
+		{"insert plaintext over the limit", func() error {
+			_, err := h.s.InsertPending(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1))
+			return err
+		}, false},
+		{"commit send plaintext over the limit", func() error {
+			_, err := h.s.CommitSend(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1), store.PeerState{Session: []byte("new")})
+			return err
 		}, false},
 	}
 	for name, a := range bad {
@@ -672,7 +709,7 @@ func testInvalidArgument(t *testing.T, h *harness) {
 			}, true},
 			call{"count " + name, func() error { _, err := h.s.CountPending(h.ctx, ptr(a)); return err }, true},
 			call{"delete " + name, func() error { _, err := h.s.DeletePending(h.ctx, a, ms[0].id); return err }, true},
-			call{"next " + name, func() error { _, err := h.s.NextPending(h.ctx, a, 0); return err }, true},
+			call{"next " + name, func() error { _, err := h.s.NextPending(h.ctx, a, nil); return err }, true},
 			call{"peer " + name, func() error { _, err := h.s.Peer(h.ctx, a); return err }, true},
 			call{"save peer " + name, func() error { return h.s.SavePeer(h.ctx, a, store.PeerState{Session: []byte("s")}) }, true},
 			call{"commit received " + name, func() error {
@@ -707,6 +744,33 @@ func testInvalidArgument(t *testing.T, h *harness) {
 	// The store still works, and no sequence was consumed out of order.
 	m := h.insert(bob, 6)
 	require.Greater(t, m.seq, ms[4].seq)
+}
+
+// testPlaintextSizeLimit: the store itself refuses a plaintext the client
+// could never frame, at exactly one byte over the limit and far over it,
+// for both ways in; the limit itself is accepted.
+func testPlaintextSizeLimit(t *testing.T, h *harness) {
+	first := h.insert(bob, 1)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0")}))
+	for _, size := range []int{store.MaxPlaintextSize + 1, 64 << 20} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			_, err := h.s.InsertPending(h.ctx, alice, ID(2), make([]byte, size))
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			_, err = h.s.CommitSend(h.ctx, alice, ID(2), make([]byte, size), store.PeerState{Session: []byte("s1")})
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			require.Equal(t, pendings(first), h.all(nil), "nothing stored")
+			p, err := h.s.Peer(h.ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, []byte("s0"), p.Session, "the session is unchanged")
+		})
+	}
+	big := bytes.Repeat([]byte{'x'}, store.MaxPlaintextSize)
+	a := h.insert(alice, 3) // a sequence between the two below
+	seq, err := h.s.InsertPending(h.ctx, alice, ID(4), big)
+	require.NoError(t, err)
+	seq2, err := h.s.CommitSend(h.ctx, alice, ID(5), big, store.PeerState{Session: []byte("s1")})
+	require.NoError(t, err)
+	require.Equal(t, pendings(first, a, msg{seq: seq, to: alice, id: ID(4), text: big}, msg{seq: seq2, to: alice, id: ID(5), text: big}), h.all(nil))
 }
 
 func testPagesUnderMutation(t *testing.T, h *harness) {
@@ -1183,7 +1247,7 @@ func testClosed(t *testing.T, h *harness) {
 		{"count", func() error { _, err := h.s.CountPending(h.ctx, nil); return err }},
 		{"count one", func() error { _, err := h.s.CountPending(h.ctx, ptr(alice)); return err }},
 		{"delete", func() error { _, err := h.s.DeletePending(h.ctx, alice, ms[0].id); return err }},
-		{"next", func() error { _, err := h.s.NextPending(h.ctx, alice, 0); return err }},
+		{"next", func() error { _, err := h.s.NextPending(h.ctx, alice, nil); return err }},
 		{"local identity", func() error { _, err := h.s.LocalIdentity(h.ctx); return err }},
 		{"save local identity", func() error {
 			return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: alice, Secret: []byte("s")})
