@@ -50,6 +50,10 @@ type Querier interface {
 	// The same page for one recipient, its own query (not an optional
 	// predicate) so that it walks pending_outbound_message_recipient.
 	PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PendingOutboundMessage, error)
+	// PRAGMA data_version of this connection: it changes when another
+	// connection commits to the database, so the store's in-memory count of
+	// pending messages knows when it may have gone stale.
+	PendingOutboundDataVersion(ctx context.Context) (int64, error)
 	// The AUTOINCREMENT high-water mark: the largest sequence ever handed out.
 	PendingOutboundSequenceHighWater(ctx context.Context) (int64, error)
 	RevisionTableExists(ctx context.Context) (int64, error)

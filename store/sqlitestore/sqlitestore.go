@@ -47,6 +47,12 @@ type Store struct {
 	// the sealing key: so no value sealed with the old key can be written
 	// once a rotation has started walking the tables.
 	sealMu sync.RWMutex
+
+	// count is the number of pending outbound rows (count.go), and
+	// txFailures counts failed transactions, after which the connection
+	// may have been replaced and count is re-established.
+	count      pendingCount
+	txFailures atomic.Uint64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -182,7 +188,11 @@ func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error 
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
+	err := sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
+	if err != nil {
+		s.txFailures.Add(1)
+	}
+	return err
 }
 
 // InsertPending implements store.Pending.
@@ -213,17 +223,22 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 		return 0, err
 	}
 	var seq int64
-	err = s.withTx(ctx, func(q *db.Queries) error {
+	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		seq, err = q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
 			RecipientUserID:   recipient.UserID,
 			RecipientDeviceID: recipient.DeviceID,
 			LogicalID:         id[:],
 			Sealed:            sealed,
 		})
-		if err != nil || peer == nil {
-			return err
+		if err != nil {
+			return 0, err
 		}
-		return savePeer(ctx, q, recipient, *peer)
+		if peer != nil {
+			if err := savePeer(ctx, q, recipient, *peer); err != nil {
+				return 0, err
+			}
+		}
+		return 1, nil
 	})
 	if isUniqueViolation(err) {
 		return 0, fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
@@ -272,23 +287,29 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 	return page, nil
 }
 
-// CountPending implements store.Pending.
+// CountPending implements store.Pending. The count of all pending
+// messages is kept in memory (see pendingCount) and re-read with SELECT
+// count(*) whenever another connection may have changed the table; a
+// recipient's count is answered from the recipient index.
 func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if recipient != nil {
 		if err := store.ValidateAddress(*recipient); err != nil {
 			return 0, fmt.Errorf("store: count pending: %w", err)
 		}
 	}
+	if recipient == nil {
+		n, err := s.countAll(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("store: count pending: %w", err)
+		}
+		return n, nil
+	}
 	var n int64
 	err := s.withTx(ctx, func(q *db.Queries) error {
 		var err error
-		if recipient == nil {
-			n, err = q.CountPendingOutbound(ctx)
-		} else {
-			n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
-				RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
-			})
-		}
+		n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
+		})
 		return err
 	})
 	if err != nil {
@@ -303,10 +324,10 @@ func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, 
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
 	var n int64
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		var err error
 		n, err = deletePending(ctx, q, recipient, id)
-		return err
+		return -n, err
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)
