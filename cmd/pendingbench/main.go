@@ -48,6 +48,7 @@ func main() {
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the random cursors and victims")
 	flag.StringVar(&o.Pragmas, "pragmas", "", "comma-separated PRAGMAs applied to every store connection after open, to measure settings other than the store's (e.g. cache_size=-65536,mmap_size=1073741824)")
 	flag.Float64Var(&o.OffsetAt, "offset-at", 0.9, "position of the OFFSET page, as a fraction of -large")
+	flag.StringVar(&o.Only, "only", "", "comma-separated words: run only the measurements whose name contains one (e.g. pages,cold); the summary then covers those")
 	flag.StringVar(&o.Dir, "dir", "", "parent of the temporary directory (default: the system temp dir)")
 	flag.BoolVar(&o.Quiet, "q", false, "no progress on stderr")
 	flag.Parse()
@@ -72,6 +73,7 @@ type options struct {
 	Skew              float64
 	Seed              uint64
 	Pragmas           string
+	Only              string
 	OffsetAt          float64
 	Dir               string
 	Quiet             bool
@@ -142,6 +144,9 @@ func printTable(w io.Writer, o options, rs []result, elapsed time.Duration) (met
 	settings := "store settings"
 	if o.Pragmas != "" {
 		settings += " + " + o.Pragmas
+	}
+	if o.Only != "" {
+		settings += ", only " + o.Only
 	}
 	fmt.Fprintf(w, "pendingbench: %s, %s/%s, GOMAXPROCS=%d, small=%d mid=%d large=%d recipients=%d skew=%g iters=%d/%d/%d/%d, %s, %s\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0),

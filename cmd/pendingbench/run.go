@@ -289,6 +289,9 @@ func run(ctx context.Context, o options, out, progress io.Writer) (met, total in
 	b.victims = map[*env]*victimSet{b.small: newVictims(b.rng, b.small.n), b.large: newVictims(b.rng, b.large.n)}
 	var rs []result
 	for _, l := range lines {
+		if !o.selected(l.name) {
+			continue
+		}
 		b.logf("%s", l.name)
 		r, err := l.run(b)
 		if err != nil {
@@ -616,6 +619,9 @@ func coldLines(b *bench) ([]result, error) {
 	victims := b.victims
 	for _, e := range []*env{b.small, b.large} {
 		cursors[e] = [2][]cursor{e.globalCursors(b.rng, iters), e.recipientCursors(b.rng, iters)}
+		if _, err := e.theClient(ctx); err != nil { // the identity the cold abandons load
+			return nil, err
+		}
 	}
 	ops := []coldOp{
 		{"page of 100, all recipients", func(e *env, r int) error { return e.page(ctx, cursors[e][0][r]) }},
@@ -796,7 +802,21 @@ func rawInsert(ctx context.Context, e *env, to ids.DeviceAddress, sealed []byte)
 	return rawInsertTx(ctx, e.rawDB(), to, id, sealed)
 }
 
-// pragmaList splits the -pragmas flag.
+// selected reports whether the line named name runs under -only.
+func (o options) selected(name string) bool {
+	words := pragmaList(o.Only)
+	if len(words) == 0 {
+		return true
+	}
+	for _, w := range words {
+		if strings.Contains(name, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// pragmaList splits a comma-separated flag.
 func pragmaList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {

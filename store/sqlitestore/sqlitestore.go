@@ -175,7 +175,10 @@ func (s *Store) Close() error {
 }
 
 // DB returns the underlying database, for read-only inspection in tests,
-// tools and benchmarks. Writing through it bypasses the store's sealing.
+// tools and benchmarks. Writing through it bypasses the store's sealing,
+// and pending rows inserted or deleted through it are not seen by the
+// in-memory count of CountPending (it runs on the same connection, so
+// PRAGMA data_version does not change).
 func (s *Store) DB() *sql.DB { return s.conn }
 
 // Keyring returns the keyring the store seals with.
