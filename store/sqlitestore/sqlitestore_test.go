@@ -239,7 +239,9 @@ func TestPragmas(t *testing.T) {
 	}{
 		{"journal_mode", "wal"},
 		{"foreign_keys", "1"},
-		{"synchronous", "2"}, // FULL
+		{"synchronous", "2"},    // FULL
+		{"cache_size", "-2000"}, // KiB: BENCHMARKS.md, settings
+		{"mmap_size", "0"},      // not memory-mapped: BENCHMARKS.md, settings
 	} {
 		t.Run(tc.pragma, func(t *testing.T) {
 			var got string
