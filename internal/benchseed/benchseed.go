@@ -1,16 +1,18 @@
-// Package benchseed builds the pending-outbound databases that the
-// benchmarks of milestone 22 measure: cmd/pendingbench and the go test
-// benchmarks of store/sqlitestore and client share it.
+// Package benchseed builds the databases the pending-outbound benchmarks
+// measure: cmd/pendingbench and the go test benchmarks of
+// store/sqlitestore and client share it.
 //
-// A seeded database holds N pending messages over a number of recipients.
-// Recipient 0 (Filtered) is the recipient the per-recipient page is
-// measured for; it gets its own share of the messages (DefaultShare: at
-// least 200, so that a page of 100 plus its probe row exists in every
-// database, and its fair share N/recipients at large N), spread evenly over
-// the sequence. The other messages go round-robin to recipients
-// 1..recipients-1.
+// A seeded database holds N pending messages over a number of recipients,
+// in one of two layouts (see Layout). The even layout gives recipient 0
+// (Filtered) its own share (DefaultShare: at least 200, so that a page of
+// 100 plus its probe row exists in every database, and its fair share
+// N/recipients at large N), spread evenly over the sequence, and the other
+// messages round-robin to recipients 1..recipients-1. The skewed layout
+// (Config.Skew) gives recipient r a share proportional to (r+1)^-Skew,
+// scattered over the whole sequence: some recipients hold a dozen
+// messages, some hundreds of thousands.
 //
-// Rows are deterministic: row i (0-based) is for Config.Row(i) and, seeded
+// Rows are deterministic: row i (0-based) is for Layout.Row(i) and, seeded
 // into an empty table, gets sequence i+1, so benchmarks can name victims
 // and cursor positions without reading the database. Every sealed value is
 // a real seal record of the store's keyring bound to store.MessageAD, so
