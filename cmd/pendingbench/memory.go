@@ -1,17 +1,10 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"runtime"
 
-	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/memstore"
 )
 
 // heapLimit is the most heap a full walk of the queue may leave behind.
@@ -113,19 +106,4 @@ func allocLines(b *bench) ([]result, error) {
 				Target: "<= 1.05", Pass: l.objects/s.objects <= 1.05, Detail: fmt.Sprintf("%.0f vs %.0f objects per page of 100", l.objects, s.objects)})
 	}
 	return rs, nil
-}
-
-// memstoreNew is the peer's store in the send lines.
-func memstoreNew(keys *seal.Keyring) store.Store { return memstore.New(keys) }
-
-// rawInsertTx inserts sealed as a pending row for to in its own
-// transaction, through the generated query and the one transaction
-// helper.
-func rawInsertTx(ctx context.Context, conn *sql.DB, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) error {
-	return sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
-		_, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
-			RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,
-		})
-		return err
-	})
 }

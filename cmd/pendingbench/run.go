@@ -16,8 +16,11 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport"
 )
@@ -814,6 +817,21 @@ func (o options) selected(name string) bool {
 		}
 	}
 	return false
+}
+
+// memstoreNew is the peer's store in the send lines.
+func memstoreNew(keys *seal.Keyring) store.Store { return memstore.New(keys) }
+
+// rawInsertTx inserts sealed as a pending row for to in its own
+// transaction, through the generated query and the one transaction
+// helper.
+func rawInsertTx(ctx context.Context, conn *sql.DB, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) error {
+	return sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
+		_, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
+			RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,
+		})
+		return err
+	})
 }
 
 // pragmaList splits a comma-separated flag.
