@@ -83,8 +83,8 @@ func (o options) validate() error {
 	switch {
 	case o.Small < 500 || o.Mid < o.Small || o.Large < o.Small:
 		return fmt.Errorf("need 500 <= -small <= -mid, -large (got %d, %d, %d)", o.Small, o.Mid, o.Large)
-	case o.ColdIters > o.Small/4:
-		return fmt.Errorf("need -cold-iters <= -small/4")
+	case o.ColdIters > o.Small/8:
+		return fmt.Errorf("need -cold-iters <= -small/8")
 	case o.Recipients < 2:
 		return fmt.Errorf("need -recipients >= 2")
 	case o.Iters < 1 || o.DMLIters < 1 || o.SlowIters < 1 || o.ColdIters < 1:
