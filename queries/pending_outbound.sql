@@ -78,6 +78,12 @@ SELECT sequence FROM pending_outbound_message WHERE sequence < 0 LIMIT 1;
 -- Counts read no sealed column: SQLite answers them from an index.
 SELECT count(*) FROM pending_outbound_message;
 
+-- name: PendingOutboundDataVersion :one
+-- PRAGMA data_version of this connection: it changes when another
+-- connection commits to the database, so the store's in-memory count of
+-- pending messages knows when it may have gone stale.
+SELECT data_version FROM pragma_data_version;
+
 -- name: CountPendingOutboundForRecipient :one
 -- Counts one recipient's pending messages from the covering index.
 SELECT count(*)

@@ -16,6 +16,14 @@ import (
 // fanoutDevices is the number of devices the fan-out line sends to.
 const fanoutDevices = 5
 
+// fanoutLines is the table's fan-out line (see fanoutBench), on a
+// database of the mid size.
+func fanoutLines(b *bench) ([]result, error) {
+	var rs []result
+	err := fanoutBench(b.ctx, b.dir, b.o.Mid, b.o.DMLIters, func(r ...result) { rs = append(rs, r...) })
+	return rs, err
+}
+
 // fanoutBench times one logical message to the fanoutDevices devices of
 // one user, all with established sessions, as one client.SendToDevices
 // (every pending row and session in one transaction, then the hand-offs)

@@ -320,6 +320,20 @@ func (q *Queries) PagePendingOutboundForRecipient(ctx context.Context, arg PageP
 	return items, nil
 }
 
+const pendingOutboundDataVersion = `-- name: PendingOutboundDataVersion :one
+SELECT data_version FROM pragma_data_version
+`
+
+// PRAGMA data_version of this connection: it changes when another
+// connection commits to the database, so the store's in-memory count of
+// pending messages knows when it may have gone stale.
+func (q *Queries) PendingOutboundDataVersion(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, pendingOutboundDataVersion)
+	var data_version int64
+	err := row.Scan(&data_version)
+	return data_version, err
+}
+
 const pendingOutboundNegativeSequence = `-- name: PendingOutboundNegativeSequence :many
 SELECT sequence FROM pending_outbound_message WHERE sequence < 0 LIMIT 1
 `

@@ -67,6 +67,10 @@ type Querier interface {
 	// The same page for one recipient, its own query (not an optional
 	// predicate) so that it walks pending_outbound_message_recipient.
 	PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PagePendingOutboundForRecipientRow, error)
+	// PRAGMA data_version of this connection: it changes when another
+	// connection commits to the database, so the store's in-memory count of
+	// pending messages knows when it may have gone stale.
+	PendingOutboundDataVersion(ctx context.Context) (int64, error)
 	// A sequence below zero if any row has one (never handed out: only a
 	// damaged database holds one), which makes a negative cursor valid.
 	PendingOutboundNegativeSequence(ctx context.Context) ([]int64, error)

@@ -51,7 +51,7 @@ func benchDBs(b *testing.B) []*benchDB {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		out = append(out, &benchDB{name: fmt.Sprintf("N=%d", n), cfg: cfg, s: s, keys: keys, victims: benchseed.NewVictims(cfg, keys, 4096)})
+		out = append(out, &benchDB{name: fmt.Sprintf("N=%d", n), cfg: cfg, s: s, keys: keys, victims: benchseed.NewVictims(cfg, 4096)})
 	}
 	return out
 }
@@ -223,7 +223,7 @@ func BenchmarkPending(b *testing.B) {
 						b.Fatal(ok, err)
 					}
 					b.StopTimer()
-					if err := v.Replace(ctx, d.s.DB(), slot); err != nil {
+					if err := v.Replace(ctx, d.s, slot); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()

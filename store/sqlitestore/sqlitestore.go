@@ -18,6 +18,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,17 +48,39 @@ type Store struct {
 	// the sealing key: so no value sealed with the old key can be written
 	// once a rotation has started walking the tables.
 	sealMu sync.RWMutex
+
+	// count is the number of pending outbound rows (count.go), and
+	// txFailures counts failed transactions, after which the connection
+	// may have been replaced and count is re-established.
+	count      pendingCount
+	txFailures atomic.Uint64
 }
 
 var _ store.Store = (*Store)(nil)
 
 // DSN returns the go-sqlite3 data source name the store opens path with:
 // immediate transactions, a busy timeout, foreign keys on, WAL,
-// synchronous=FULL, and a per-connection cache of prepared statements (the
-// store runs the same few queries over and over).
+// synchronous=FULL, a per-connection cache of prepared statements (the
+// store runs the same few queries over and over), and a page cache of
+// 2 MB (PageCacheKiB).
+//
+// The page cache size and memory mapping were chosen by measurement
+// (cmd/pendingbench, BENCHMARKS.md): with pages at random cursors over a
+// queue of a million, a 64 MiB cache changes nothing (nearly every page
+// read is a first touch, which no cache holds), and mmap_size, which
+// saves the read copies when warm, makes the first calls after a start
+// ten times slower (each page fault reads ahead 128 KiB). So the cache
+// stays at SQLite's default of 2 MB, stated here so that a change is
+// deliberate, and the file is not memory-mapped (mmap_size 0, the
+// build's default).
 func DSN(path string) string {
-	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32"
+	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32" +
+		"&_cache_size=-" + strconv.Itoa(PageCacheKiB)
 }
+
+// PageCacheKiB is the most memory, in KiB, the store's connection uses
+// for SQLite's page cache (PRAGMA cache_size = -PageCacheKiB).
+const PageCacheKiB = 2000
 
 // Open opens (creating if absent) the database at path, migrates it to the
 // head schema, checks that keys holds the database's storage key, and
@@ -169,7 +192,10 @@ func (s *Store) Close() error {
 }
 
 // DB returns the underlying database, for read-only inspection in tests,
-// tools and benchmarks. Writing through it bypasses the store's sealing.
+// tools and benchmarks. Writing through it bypasses the store's sealing,
+// and pending rows inserted or deleted through it are not seen by the
+// in-memory count of CountPending (it runs on the same connection, so
+// PRAGMA data_version does not change).
 func (s *Store) DB() *sql.DB { return s.conn }
 
 // Keyring returns the keyring the store seals with.
@@ -182,7 +208,11 @@ func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error 
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
+	err := sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
+	if err != nil {
+		s.txFailures.Add(1)
+	}
+	return err
 }
 
 // InsertPending implements store.Pending.
@@ -212,14 +242,14 @@ func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, pla
 		return nil, fmt.Errorf("store: commit send many: %w", err)
 	}
 	seqs := make([]int64, len(sends))
-	err = s.withTx(ctx, func(q *db.Queries) error {
+	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		for i, m := range sends {
 			var err error
 			if seqs[i], err = insertRow(ctx, q, m.Peer, id, m.Message, &m.Update); err != nil {
-				return err
+				return 0, err
 			}
 		}
-		return nil
+		return int64(len(sends)), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: commit send many: %w", err)
@@ -237,9 +267,9 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 		return 0, err
 	}
 	var seq int64
-	err = s.withTx(ctx, func(q *db.Queries) error {
+	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		seq, err = insertRow(ctx, q, recipient, id, sealed, peer)
-		return err
+		return 1, err
 	})
 	return seq, err
 }
@@ -321,23 +351,29 @@ func checkCursor(ctx context.Context, q *db.Queries, after *int64) error {
 	return store.CheckCursor(*after, len(negative) > 0)
 }
 
-// CountPending implements store.Pending.
+// CountPending implements store.Pending. The count of all pending
+// messages is kept in memory (see pendingCount) and re-read with SELECT
+// count(*) whenever another connection may have changed the table; a
+// recipient's count is answered from the recipient index.
 func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if recipient != nil {
 		if err := store.ValidateAddress(*recipient); err != nil {
 			return 0, fmt.Errorf("store: count pending: %w", err)
 		}
 	}
+	if recipient == nil {
+		n, err := s.countAll(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("store: count pending: %w", err)
+		}
+		return n, nil
+	}
 	var n int64
 	err := s.withTx(ctx, func(q *db.Queries) error {
 		var err error
-		if recipient == nil {
-			n, err = q.CountPendingOutbound(ctx)
-		} else {
-			n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
-				RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
-			})
-		}
+		n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
+		})
 		return err
 	})
 	if err != nil {
@@ -352,10 +388,10 @@ func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, 
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
 	var n int64
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		var err error
 		n, err = deletePending(ctx, q, recipient, id)
-		return err
+		return -n, err
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)
@@ -366,10 +402,10 @@ func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, 
 // DeletePendingSequence implements store.Pending.
 func (s *Store) DeletePendingSequence(ctx context.Context, seq int64) (bool, error) {
 	var n int64
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		var err error
 		n, err = q.DeletePendingOutboundSequence(ctx, seq)
-		return err
+		return -n, err
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: delete pending sequence %d: %w", seq, err)
