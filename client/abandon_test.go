@@ -104,7 +104,7 @@ func mapKeys[K comparable, V any](m map[K]V) []K {
 }
 
 // seedPendingInbound puts a sealed pending inbound row into d's database,
-// the state milestone 21 keeps, so that the abandon test can prove it is
+// the inbound state abandon never touches, so that the abandon test can prove it is
 // not touched.
 func seedPendingInbound(t *testing.T, d *device, from ids.DeviceAddress, text string) {
 	t.Helper()

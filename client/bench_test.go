@@ -1,6 +1,6 @@
 package client_test
 
-// Benchmarks of the client's send and abandon (milestone 22), for
+// Benchmarks of the client's send and abandon, for
 // benchstat comparisons between commits:
 //
 //	go test -run '^$' -bench . -count 6 ./client/ > new.txt
@@ -121,7 +121,7 @@ func BenchmarkAbandon(b *testing.B) {
 		must(b, err)
 		must(b, c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}))
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			v := benchseed.NewVictims(cfg, keys, 4096)
+			v := benchseed.NewVictims(cfg, 4096)
 			for b.Loop() {
 				slot, r, id := v.Next()
 				st, err := c.AbandonPending(ctx, r, id)
@@ -129,7 +129,7 @@ func BenchmarkAbandon(b *testing.B) {
 					b.Fatal(st, err)
 				}
 				b.StopTimer()
-				must(b, v.Replace(ctx, s.DB(), slot))
+				must(b, v.Replace(ctx, s, slot))
 				b.StartTimer()
 			}
 		})

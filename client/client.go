@@ -1,14 +1,20 @@
-// Package client is the messaging client of milestone 22: it sends over
+// Package client is the messaging client: it sends over
 // end-to-end sessions, keeps every sent message pending (sealed at rest)
 // until the recipient acknowledges it, pages and counts pending messages
 // on the global sequence cursor, retries them, and lets the application
 // abandon exactly one pending message.
 //
-// Send, RetryPendingMessages, the ACKs Receive sends, AcceptRemoteIdentityChange
-// and abandon hold one send mutex, so an abandon never runs between the
-// steps of a send or a retry. No storage transaction spans a network
+// Send, SendToDevices, RetryPendingMessages, the ACKs Receive sends,
+// AcceptRemoteIdentityChange and abandon hold one send mutex, so an
+// abandon never runs between the steps of a send or a retry. No storage transaction spans a network
 // hand-off: the store commits first (pending row, advanced session), then
 // the envelope is handed to the transport.
+//
+// A pending message the store cannot open (damaged, tampered with, sealed
+// with a forgotten key) never fails a page or a retry and never hides the
+// others: pages return it in PendingMessagePage.Unreadable with a typed
+// cause, retries skip it and report it in an *UnreadableError, counts
+// include it, and AbandonPending (or AbandonUnreadable) removes it.
 //
 // Package client never recalls a message, keeps no tombstone, runs no
 // background work (no expiry, no retry scheduler) and has no frame type
@@ -22,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
@@ -52,6 +59,13 @@ var (
 	// ErrAlreadyInitialized means Initialize was called on a client that
 	// has an identity for another address.
 	ErrAlreadyInitialized = errors.New("client: already initialized")
+	// ErrUnreadable means pending messages were skipped because they could
+	// not be opened (see UnreadableError). It is store.ErrUnreadable.
+	ErrUnreadable = store.ErrUnreadable
+	// ErrCorruptRow is the cause of an unreadable pending message whose
+	// stored values have the wrong storage class or are out of bounds. It
+	// is store.ErrCorruptRow.
+	ErrCorruptRow = store.ErrCorruptRow
 )
 
 // Config is what a client is built on.
@@ -64,9 +78,22 @@ type Config struct {
 	Directory transport.Directory
 	// Rand supplies randomness for keys; nil means crypto/rand.
 	Rand io.Reader
-	// OneTimePrekeys is how many one-time prekeys Initialize publishes;
-	// zero means 20.
+	// OneTimePrekeys is how many one-time prekeys Initialize publishes,
+	// and how many the directory holds again after ReplenishPrekeys; zero
+	// means 20.
 	OneTimePrekeys int
+	// OneTimePrekeyThreshold is the directory's count of one-time prekeys
+	// below which ReplenishPrekeys adds more; zero means half of
+	// OneTimePrekeys (at least 1).
+	OneTimePrekeyThreshold int
+	// SignedPrekeyGrace is how long after RotateSignedPrekey initiations
+	// naming the replaced signed prekey are still answered; zero means 14
+	// days. Past it they fail with session.ErrUnknownPrekey, which bounds
+	// how long an old initiation can be replayed.
+	SignedPrekeyGrace time.Duration
+	// Now returns the current time, for the grace period; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Client is one device's messaging client. It is safe for concurrent use.
@@ -98,6 +125,15 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.OneTimePrekeys == 0 {
 		cfg.OneTimePrekeys = 20
+	}
+	if cfg.OneTimePrekeyThreshold == 0 {
+		cfg.OneTimePrekeyThreshold = max(cfg.OneTimePrekeys/2, 1)
+	}
+	if cfg.SignedPrekeyGrace == 0 {
+		cfg.SignedPrekeyGrace = defaultSignedPrekeyGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
@@ -228,6 +264,11 @@ func decodeLocal(b []byte) (*session.Identity, *session.Prekeys, error) {
 	}
 	pk, err := session.UnmarshalPrekeys(b[4+n:])
 	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
+	}
+	// A record stored before the signature covered both identity keys is
+	// re-signed (deterministically) on every load until it is next stored.
+	if err := pk.Upgrade(id); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
 	}
 	return id, pk, nil

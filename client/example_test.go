@@ -237,3 +237,47 @@ func ExampleClient_Poll() {
 	// alice: ACK for abandoned, cleared=false
 	// pending: 0
 }
+
+// A pending message that cannot be opened (here: sealed with a key the
+// keyring has since forgotten) is reported, skipped and abandoned; it never
+// fails the page or blocks the messages behind it.
+func ExampleUnreadableError() {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	key, _ := seal.GenerateKey()
+	keys, _ := seal.NewKeyring(key)
+	alice, _ := client.New(client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
+	if err := alice.Initialize(ctx, ids.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
+		panic(err)
+	}
+	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	exampleDevice(net, bob)
+	net.FailNextFetches(1) // no session yet: the first message is only stored
+	lost, _ := alice.Send(ctx, bob, []byte("lost"))
+	newKey, _ := seal.GenerateKey()
+	keys.Add(newKey)
+	_ = keys.Forget(key.ID()) // the first message's key is gone
+	net.FailNextSends(1)
+	_, _ = alice.Send(ctx, bob, []byte("kept"))
+
+	p, _ := alice.PendingMessages(ctx, client.PageRequest{Limit: 10})
+	for _, u := range p.Unreadable {
+		fmt.Println("unreadable:", u.ID == lost, errors.Is(u.Cause, seal.ErrWrongKey))
+	}
+	for _, m := range p.Messages {
+		fmt.Println("readable:", string(m.Plaintext))
+	}
+
+	sent, err := alice.RetryPendingMessages(ctx, bob)
+	var ue *client.UnreadableError
+	fmt.Println("retry sent:", len(sent), "skipped:", errors.As(err, &ue) && len(ue.Entries) == 1)
+
+	st, _ := alice.AbandonPending(ctx, p.Unreadable[0].Recipient, p.Unreadable[0].ID)
+	n, _ := alice.PendingMessageCount(ctx, nil)
+	fmt.Println(st, "pending:", n)
+	// Output:
+	// unreadable: true true
+	// readable: kept
+	// retry sent: 1 skipped: true
+	// ABANDONED pending: 1
+}

@@ -8,3 +8,6 @@ func (c *Client) FailNextEncryptions(n int) {
 	defer c.mu.Unlock()
 	c.failEncrypt = n
 }
+
+// MaxBody is the largest plaintext Send accepts.
+const MaxBody = maxBody

@@ -181,6 +181,7 @@ func (d *device) all(limit int, recipient *ids.DeviceAddress) []client.PendingMe
 	for {
 		page, err := d.c.PendingMessages(context.Background(), client.PageRequest{After: after, Limit: limit, Recipient: recipient})
 		require.NoError(d.tb, err)
+		require.Empty(d.tb, page.Unreadable)
 		require.LessOrEqual(d.tb, len(page.Messages), limit)
 		for _, m := range page.Messages {
 			if after != nil {

@@ -19,20 +19,46 @@ type PendingMessage struct {
 	Plaintext []byte
 }
 
+// UnreadablePendingMessage is a pending message the store holds but
+// cannot open: damaged, tampered with, sealed with a key the keyring does
+// not hold, or stored with values of the wrong storage class. Its
+// Recipient, ID and Sequence are as stored (as far as they decode); its
+// Cause says why, matched with errors.Is: seal.ErrWrongKey,
+// seal.ErrAuthentication, a format error (seal.ErrTruncated,
+// seal.ErrMalformed, seal.ErrUnknownVersion, seal.ErrRecordType) or
+// ErrCorruptRow. Its plaintext is never returned. AbandonPending(ctx,
+// Recipient, ID) removes it.
+type UnreadablePendingMessage = store.UnreadablePending
+
+// UnreadableError is the error RetryPendingMessages returns when it
+// skipped unreadable messages: errors.Is matches ErrUnreadable and each
+// skipped message's cause, errors.As gives the skipped entries (ascending
+// by sequence).
+type UnreadableError = store.UnreadableError
+
 // PendingMessagePage is one page of pending messages, ascending by
 // sequence.
 type PendingMessagePage struct {
 	Messages []PendingMessage
-	// NextAfterSequence is the cursor for the next page (the last returned
-	// sequence), or nil if this was the last page. Messages sent later get
-	// higher sequences: continue after the last sequence seen to find them.
+	// Unreadable lists the pending messages of the same sequence range
+	// that could not be opened, ascending by sequence; nil if none. They
+	// count toward the page's limit, and the cursor moves past them: one
+	// damaged message never fails a page or hides the ones after it.
+	Unreadable []UnreadablePendingMessage
+	// NextAfterSequence is the cursor for the next page (the last
+	// sequence of this page, readable or not), or nil if this was the last
+	// page. Messages sent later get higher sequences: continue after the
+	// last sequence seen to find them.
 	NextAfterSequence *int64
 }
 
 // PageRequest selects a page of pending messages.
 type PageRequest struct {
 	// After is the cursor: only messages with a greater sequence are
-	// returned. Nil starts from the beginning.
+	// returned. Nil starts before every stored sequence (also one at or
+	// below zero, which only a damaged database holds). A negative cursor
+	// is invalid unless such a sequence is stored (it is then the
+	// NextAfterSequence of a page that ended on it).
 	After *int64
 	// Limit is the page size, 1..MaxPageSize.
 	Limit int
@@ -66,14 +92,16 @@ func (s AbandonStatus) String() string {
 // PendingMessages returns one page of pending messages. Each page is its
 // own storage transaction: messages acknowledged or abandoned between
 // pages cause no skip and no repeat. Only the returned messages are
-// opened. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
-// if Limit is outside 1..MaxPageSize, After is negative or Recipient is
-// malformed.
+// opened. A message that cannot be opened is returned in Unreadable, not
+// as an error, so that the application can abandon it and page on.
+// Returns ErrNotInitialized before Initialize, ErrInvalidArgument if Limit
+// is outside 1..MaxPageSize, After is negative (see PageRequest) or
+// Recipient is malformed.
 func (c *Client) PendingMessages(ctx context.Context, req PageRequest) (PendingMessagePage, error) {
 	if err := c.checkInitialized(); err != nil {
 		return PendingMessagePage{}, err
 	}
-	sreq := store.PageRequest{Limit: req.Limit, Recipient: req.Recipient}
+	sreq := store.PageRequest{Limit: req.Limit, Recipient: req.Recipient, FromStart: req.After == nil}
 	if req.After != nil {
 		sreq.After = *req.After
 	}
@@ -81,7 +109,7 @@ func (c *Client) PendingMessages(ctx context.Context, req PageRequest) (PendingM
 	if err != nil {
 		return PendingMessagePage{}, fmt.Errorf("client: pending messages: %w", err)
 	}
-	out := PendingMessagePage{Messages: make([]PendingMessage, len(page.Messages)), NextAfterSequence: page.Next}
+	out := PendingMessagePage{Messages: make([]PendingMessage, len(page.Messages)), Unreadable: page.Unreadable, NextAfterSequence: page.Next}
 	for i, m := range page.Messages {
 		out.Messages[i] = PendingMessage{Recipient: m.Recipient, ID: m.ID, Sequence: m.Sequence, Plaintext: m.Plaintext}
 	}
@@ -113,8 +141,10 @@ func (c *Client) AbandonPendingMessage(ctx context.Context, msg PendingMessage) 
 // no network call, no frame, nothing else touched (session, other
 // messages, inbound state, initiations, pins). It is not a recall:
 // envelopes already handed off may still be delivered and acknowledged.
-// It holds the send mutex, so it waits for a running send or retry. On
-// error the message stays pending. Returns ErrNotInitialized before
+// It holds the send mutex, so it waits for a running send or retry. It
+// removes an unreadable pending message (see UnreadablePendingMessage)
+// just the same, given the Recipient and ID a page reported. On error
+// the message stays pending. Returns ErrNotInitialized before
 // Initialize, ErrInvalidArgument for a malformed recipient.
 func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (AbandonStatus, error) {
 	if err := c.checkInitialized(); err != nil {
@@ -128,6 +158,29 @@ func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress
 	removed, err := c.cfg.Store.DeletePending(ctx, recipient, id)
 	if err != nil {
 		return 0, fmt.Errorf("client: abandon %s to %s: %w", id, recipient, err)
+	}
+	if removed {
+		return Abandoned, nil
+	}
+	return NotPending, nil
+}
+
+// AbandonUnreadable removes the unreadable pending message u, as a page
+// reported it, by its sequence alone: for one whose Recipient or ID did
+// not decode (its cause matches ErrCorruptRow), which AbandonPending
+// cannot name. Sequences are never reused, so it removes that row or
+// nothing. It returns Abandoned, or NotPending if the row is gone; like
+// AbandonPending it is local only, opens nothing and holds the send mutex.
+// Returns ErrNotInitialized before Initialize.
+func (c *Client) AbandonUnreadable(ctx context.Context, u UnreadablePendingMessage) (AbandonStatus, error) {
+	if err := c.checkInitialized(); err != nil {
+		return 0, err
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	removed, err := c.cfg.Store.DeletePendingSequence(ctx, u.Sequence)
+	if err != nil {
+		return 0, fmt.Errorf("client: abandon unreadable sequence %d: %w", u.Sequence, err)
 	}
 	if removed {
 		return Abandoned, nil

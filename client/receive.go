@@ -61,16 +61,26 @@ var ErrMisdirected = errors.New("client: envelope for another device")
 // Receive processes one envelope handed over by the transport. A message
 // is decrypted, recorded as processed (a duplicate is not given again),
 // returned for the application and acknowledged back; an ACK deletes the
-// pending message (Cleared true) or finds none (Cleared false). The
-// advanced session, a new identity pin, the end of an initiation and a
+// pending message (Cleared true) or finds none (Cleared false). Which
+// session state the envelope goes to is session.Receive's rule: a
+// replayed or late initiation goes to the state it started, a new one is
+// authenticated (X3DH and its first message) before anything about it is
+// used, a peer that started over replaces the session (the old state is
+// archived), a simultaneous initiation is settled by the collision rule.
+// The advanced session, a new identity pin, the end of an initiation and a
 // used-up one-time prekey are stored in the same transaction as the
 // message's processing or the ACK's deletion: all of it or nothing. It
-// returns an error, and changes nothing, for a malformed, tampered,
-// replayed or misdirected envelope (session.ErrMalformedEnvelope,
-// session.ErrDecrypt, session.ErrReplay, ErrMisdirected) or a failed
-// commit; for an identity change not yet accepted it returns
+// returns an error, and changes nothing, for a malformed, forged,
+// tampered, replayed or misdirected envelope (session.ErrMalformedEnvelope,
+// session.ErrDecrypt, session.ErrReplay, ErrMisdirected), an initiation
+// naming a consumed one-time prekey or an expired signed prekey
+// (session.ErrUnknownPrekey), or a failed commit. For an authenticated
+// initiation showing another identity than the pinned one it returns
 // ErrIdentityChanged and only records the new identity in the pin, for
-// AcceptRemoteIdentityChange. Returns ErrNotInitialized before Initialize.
+// AcceptRemoteIdentityChange; until then nothing else is accepted from
+// that device. A losing initiation of a collision gives *Rejected (its
+// base key is stored, so later copies are rejected without a write).
+// Returns ErrNotInitialized before Initialize.
 func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err error) {
 	identity, prekeys, self, err := c.local()
 	if err != nil {
@@ -85,6 +95,11 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	// Read the prekeys again under the send mutex: an initiation answered
+	// or a rotation meanwhile changed them.
+	if identity, prekeys, self, err = c.local(); err != nil {
+		return nil, err
+	}
 
 	from := env.Sender
 	defer func() {
@@ -96,23 +111,28 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
-	// Answering an initiation consumes a one-time prekey: do it on a copy,
-	// stored in the same transaction as the new session and kept in memory
-	// only once that committed. The prekey is gone exactly when the session
-	// that used it exists, whatever fails or crashes in between. Envelopes
-	// of the session's own initiation use no prekey and need no copy.
-	if ih := env.Initiation; ih != nil && (p.sess == nil || ih.ID != p.sess.InitiationID()) {
-		if prekeys, err = clonePrekeys(prekeys); err != nil {
-			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
-		}
-	}
-	pt, prekeysUsed, rejected, err := c.open(ctx, identity, prekeys, self, p, env)
+	// The session and prekeys given to open are not modified: what it
+	// returns is stored in one transaction below and kept in memory only
+	// once that committed, so a one-time prekey is gone exactly when the
+	// session that used it exists, whatever fails or crashes in between.
+	r, err := c.open(ctx, identity, prekeys, self, p, env)
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
-	if rejected != nil {
-		return rejected, nil
+	if r.Rejected != nil {
+		if r.Session != nil { // remember the rejected initiation
+			p.sess = r.Session
+			if err := c.savePeer(ctx, p); err != nil {
+				return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+			}
+		}
+		return &Rejected{From: from, InitiationID: *r.Rejected}, nil
 	}
+	pt, prekeysUsed := r.Plaintext, r.Prekeys != nil
+	if prekeysUsed {
+		prekeys = r.Prekeys
+	}
+	p.sess = r.Session
 	kind, id, body, err := decodeFrame(pt)
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
@@ -159,71 +179,58 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 	return &Message{From: from, ID: id, Plaintext: body, AckSent: ackSent}, nil
 }
 
-// open decrypts env into p's session, creating it (Respond) or resolving
-// a simultaneous initiation as needed. It reports whether a one-time
-// prekey was consumed, or the rejection of a losing initiation. On error
-// p.sess is unchanged.
-func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self ids.DeviceAddress, p *peer, env session.Envelope) (pt []byte, prekeysUsed bool, rejected *Rejected, err error) {
-	ih := env.Initiation
+// open runs the receiving rule (session.Receive) on env for p's session
+// record. An identity that a new initiation authenticated is checked
+// against the pin before anything is used: the first one is pinned (with
+// the commit), another one is recorded as an unaccepted change and
+// reported. Nothing else is stored, and p.sess is unchanged.
+func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self ids.DeviceAddress, p *peer, env session.Envelope) (session.Receipt, error) {
+	if err := p.unacceptedChange(); err != nil && env.Initiation == nil {
+		// Nothing is accepted from p until the change is accepted.
+		return session.Receipt{}, err
+	}
+	r, err := session.Receive(session.Local{Identity: identity, Address: self, Prekeys: prekeys, Now: c.cfg.Now()}, p.sess, env)
+	if err != nil {
+		return session.Receipt{}, err
+	}
+	if r.Initiator != nil {
+		if err := c.checkInitiator(ctx, p, *r.Initiator); err != nil {
+			return session.Receipt{}, err
+		}
+	}
 	if err := p.unacceptedChange(); err != nil {
-		// Nothing is accepted from p until the change is accepted; an
-		// initiation still records the identity it shows, if newer.
-		if ih != nil {
-			if perr := c.checkPin(ctx, p, ih.Identity); perr != nil {
-				return nil, false, nil, perr
-			}
-		}
-		return nil, false, nil, err
+		// An initiation authenticated while a change is unaccepted only
+		// recorded the identity it proved, if newer.
+		return session.Receipt{}, err
 	}
-	switch {
-	case p.sess == nil:
-		if ih == nil {
-			return nil, false, nil, session.ErrNoInitiation
-		}
-		if err := c.checkPin(ctx, p, ih.Identity); err != nil {
-			return nil, false, nil, err
-		}
-		s, pt, err := session.Respond(identity, self, prekeys, env)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		p.sess = s
-		return pt, true, nil, nil
-	case ih != nil && ih.ID != p.sess.InitiationID():
-		if err := c.checkPin(ctx, p, ih.Identity); err != nil {
-			return nil, false, nil, err
-		}
-		res, err := session.ResolveCollision(identity, prekeys, p.sess, env)
-		if errors.Is(err, session.ErrNotColliding) {
-			// The peer started over (it lost its session): answer its new
-			// initiation and drop ours.
-			s, pt, err := session.Respond(identity, self, prekeys, env)
-			if err != nil {
-				return nil, false, nil, err
-			}
-			p.sess = s
-			return pt, true, nil, nil
-		}
-		if err != nil {
-			return nil, false, nil, err
-		}
-		if res.Outcome == session.OursWon {
-			return nil, false, &Rejected{From: env.Sender, InitiationID: res.Rejected}, nil
-		}
-		p.sess = res.Winner
-		return res.Plaintext, true, nil, nil
-	default:
-		pt, err := p.sess.Decrypt(env)
-		return pt, false, nil, err
-	}
+	return r, nil
 }
 
-func clonePrekeys(p *session.Prekeys) (*session.Prekeys, error) {
-	b, err := p.MarshalBinary()
-	if err != nil {
-		return nil, err
+// checkInitiator applies trust on first use to an identity a new
+// initiation from p authenticated: the first one is pinned (stored with
+// the received message); a different one is recorded as p's unaccepted
+// change, stored alone, and reported as ErrIdentityChanged.
+func (c *Client) checkInitiator(ctx context.Context, p *peer, seen session.PublicIdentity) error {
+	if p.pin == nil {
+		pin := session.NewPin(p.addr, seen)
+		p.pin, p.pinDirty = &pin, true
+		return nil
 	}
-	return session.UnmarshalPrekeys(b)
+	before := p.pin.Changed
+	err := p.pin.Check(seen)
+	if err == nil {
+		return nil
+	}
+	if before == nil || !before.Equal(seen) {
+		pin, merr := p.pin.MarshalBinary()
+		if merr == nil {
+			merr = c.cfg.Store.SavePeer(ctx, p.addr, store.PeerState{Pin: pin})
+		}
+		if merr != nil {
+			return errors.Join(err, merr)
+		}
+	}
+	return err
 }
 
 // Poll drains this device's mailbox from the transport and receives every

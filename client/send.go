@@ -258,18 +258,8 @@ const maxBody = session.MaxPlaintextSize - frameHeaderSize
 // or own address or a plaintext above the size limit; ErrIdentityChanged
 // (with ErrMessageNotSent) while to's identity change is not accepted.
 func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (_ ids.LogicalMessageID, err error) {
-	_, _, self, err := c.local()
-	if err != nil {
-		return ids.LogicalMessageID{}, err
-	}
-	if err := store.ValidateAddress(to); err != nil {
+	if err := c.checkSendable([]ids.DeviceAddress{to}, plaintext); err != nil {
 		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
-	}
-	if to == self {
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w: cannot send to self", ErrInvalidArgument)
-	}
-	if len(plaintext) > maxBody {
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w: plaintext is %d bytes, limit %d", ErrInvalidArgument, len(plaintext), maxBody)
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -279,18 +269,14 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 		}
 	}()
 	id := ids.NewLogicalMessageID()
-	p, err := c.peerFor(ctx, to)
-	var raw []byte
-	if err == nil {
-		raw, err = c.encryptFrame(ctx, p, encodeFrame(frameMessage, id, plaintext))
-	}
+	p, raw, err := c.encryptFor(ctx, to, encodeFrame(frameMessage, id, plaintext))
 	if err != nil {
 		// No session could encrypt it: store the message alone, pending
 		// for a retry or an abandon.
 		if _, serr := c.cfg.Store.InsertPending(ctx, to, id, plaintext); serr != nil {
 			return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", serr)
 		}
-		return id, fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, err)
+		return id, notSent(id, to, err)
 	}
 	// The pending row and the session that encrypted it commit together.
 	u, err := p.update()
@@ -302,20 +288,47 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	}
 	p.saved()
 	if err := c.handOff(ctx, to, raw); err != nil {
-		return id, fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, err)
+		return id, notSent(id, to, err)
 	}
 	return id, nil
+}
+
+// encryptFor takes the peer to (cached or loaded) and encrypts frame for
+// it; see encryptFrame.
+func (c *Client) encryptFor(ctx context.Context, to ids.DeviceAddress, frame []byte) (*peer, []byte, error) {
+	p, err := c.peerFor(ctx, to)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := c.encryptFrame(ctx, p, frame)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, raw, nil
+}
+
+// notSent is the error of a message stored pending for to but not handed
+// off: it matches ErrMessageNotSent and cause.
+func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
+	return fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, cause)
 }
 
 // RetryPendingMessages hands off again, in sequence order, every message
 // pending for remote, and returns the ids it handed off. It reads one
 // pending message per storage transaction (the next after the last one
-// sent), so a message acknowledged or abandoned meanwhile is skipped; it
+// seen), so a message acknowledged or abandoned meanwhile is skipped; it
 // fetches a bundle only when a message waits and there is no session, and
 // stops at the first failure, returning what it sent with an error
-// matching ErrMessageNotSent. Returns ErrNotInitialized before Initialize,
-// ErrInvalidArgument for a malformed address.
-func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) (_ []ids.LogicalMessageID, err error) {
+// matching ErrMessageNotSent.
+//
+// A pending message that cannot be opened (see UnreadablePendingMessage)
+// is skipped, never sent, and the ones after it are still sent. If it
+// skipped any, it returns the sent ids with an *UnreadableError listing
+// the skipped messages (errors.Is matches ErrUnreadable and each cause),
+// alone or, after a failed hand-off, joined with the ErrMessageNotSent
+// error. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
+// for a malformed address.
+func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
 	if err := c.checkInitialized(); err != nil {
 		return nil, err
 	}
@@ -324,34 +337,52 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	defer func() {
-		if err != nil {
-			c.forget(remote)
+	sent, skipped, err := c.retry(ctx, remote)
+	if err != nil {
+		// Skipping a row changes nothing; only a failure may leave an
+		// unstored change in the cached peer.
+		c.forget(remote)
+	}
+	if len(skipped) > 0 {
+		ue := fmt.Errorf("client: retry %s: %w", remote, &store.UnreadableError{Entries: skipped})
+		if err == nil {
+			return sent, ue
 		}
-	}()
+		return sent, errors.Join(err, ue)
+	}
+	return sent, err
+}
+
+// retry is RetryPendingMessages under the send mutex: it returns the ids
+// sent, the unreadable rows skipped, and the failure that stopped it.
+func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []ids.LogicalMessageID, skipped []store.UnreadablePending, _ error) {
 	var (
-		sent   []ids.LogicalMessageID
-		cursor int64
+		cursor *int64 // nil: from before every stored sequence
 		p      *peer
 	)
 	for {
 		m, err := c.cfg.Store.NextPending(ctx, remote, cursor)
-		if errors.Is(err, store.ErrNotFound) {
-			return sent, nil
-		}
-		if err != nil {
-			return sent, fmt.Errorf("client: retry %s: %w", remote, err)
+		var ue *store.UnreadableError
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return sent, skipped, nil
+		case errors.As(err, &ue):
+			skipped = append(skipped, ue.Entries...)
+			cursor = &ue.Entries[len(ue.Entries)-1].Sequence
+			continue
+		case err != nil:
+			return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
 		}
 		if p == nil {
 			if p, err = c.peerFor(ctx, remote); err != nil {
-				return sent, fmt.Errorf("client: retry %s: %w", remote, err)
+				return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
 			}
 		}
 		if err := c.sendFrame(ctx, p, encodeFrame(frameMessage, m.ID, m.Plaintext)); err != nil {
-			return sent, fmt.Errorf("client: retry %s to %s: %w: %w", m.ID, remote, ErrMessageNotSent, err)
+			return sent, skipped, fmt.Errorf("client: retry %s to %s: %w: %w", m.ID, remote, ErrMessageNotSent, err)
 		}
 		sent = append(sent, m.ID)
-		cursor = m.Sequence
+		cursor = &m.Sequence
 	}
 }
 

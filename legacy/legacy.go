@@ -1,6 +1,6 @@
 // Package legacy migrates the legacy plaintext layout of the pending
 // outbound queue (the spec's LegacyPlaintextMigration): databases written
-// before sealing (milestone 9) whose pending_outbound_message has a
+// before records were sealed, whose pending_outbound_message has a
 // plaintext BLOB column where version 14 has sealed.
 //
 // MigratePlaintext rebuilds that table sealed, in batches that each commit,

@@ -13,6 +13,10 @@
 // PRAGMA user_version = 14 and no history) is adopted at version 14 as a
 // baseline: nothing of version 14 is run again on it.
 //
+// Drift compares a database, read only, with head: its schema through
+// Atlas's inspector and differ, its schema_revision rows against the
+// directory and atlas.sum.
+//
 // Package migration never changes a landed migration, never reads or
 // writes sealed data and never drops user data.
 package migration
@@ -262,7 +266,11 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (string, []migrate.
 		case strconv.Itoa(userVersion) == LegacyBaselineVersion:
 			current = LegacyBaselineVersion
 		default:
-			return "", nil, fmt.Errorf("%w: %d tables, user_version %d and no schema_revision", ErrUnknownState, tables, userVersion)
+			noun := "tables"
+			if tables == 1 {
+				noun = "table"
+			}
+			return "", nil, fmt.Errorf("%w: %d %s, user_version %d and no schema_revision", ErrUnknownState, tables, noun, userVersion)
 		}
 	}
 	var pending []migrate.File

@@ -1,45 +1,88 @@
--- name: InsertPendingOutbound :one
--- Stores a sent message as pending. AUTOINCREMENT hands out a sequence
--- above every one handed out before, deleted ones included.
+-- name: InsertPendingOutbound :execlastid
+-- Stores a sent message as pending and returns its sequence (the rowid).
+-- AUTOINCREMENT hands out a sequence above every one handed out before,
+-- deleted ones included. An exec, not RETURNING: SQLite buffers RETURNING
+-- rows in a temporary table, and database/sql watches every result set
+-- read inside a transaction with a goroutine of its own (together about
+-- twice the cost of the insert itself).
 INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
-VALUES (?, ?, ?, ?)
-RETURNING sequence;
+VALUES (?, ?, ?, ?);
 
 -- name: PagePendingOutbound :many
--- One keyset page of pending messages, all recipients, in sequence order.
--- The caller passes row_limit = limit + 1: the extra row only says whether
--- another page follows (never a positional skip).
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
+-- One keyset page of pending messages, all recipients, in sequence order,
+-- from from_sequence on (the cursor + 1, or the smallest integer for a
+-- page from the start). The caller passes row_limit = limit + 1: the extra
+-- row only says whether another page follows (never a positional skip).
+-- Every column comes with its storage class (typeof) and is read through
+-- a CAST that cannot fail, so that a row whose values have the wrong
+-- storage class is reported as unreadable instead of failing the page or
+-- opening as if it were fine.
+SELECT sequence,
+       typeof(recipient_user_id) AS recipient_user_id_class,
+       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
+       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
+       typeof(logical_id) AS logical_id_class,
+       CAST(logical_id AS BLOB) AS logical_id,
+       typeof(sealed) AS sealed_class,
+       CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
-WHERE sequence > sqlc.arg(after_sequence)
+WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 
 -- name: PagePendingOutboundForRecipient :many
 -- The same page for one recipient, its own query (not an optional
 -- predicate) so that it walks pending_outbound_message_recipient.
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
+SELECT sequence,
+       typeof(recipient_user_id) AS recipient_user_id_class,
+       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
+       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
+       typeof(logical_id) AS logical_id_class,
+       CAST(logical_id AS BLOB) AS logical_id,
+       typeof(sealed) AS sealed_class,
+       CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
   AND recipient_device_id = sqlc.arg(recipient_device_id)
-  AND sequence > sqlc.arg(after_sequence)
+  AND sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 
 -- name: NextPendingOutboundForRecipient :one
--- The next pending message for one recipient after a cursor: a retry
--- reads one message per transaction.
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
+-- The next pending message for one recipient from from_sequence on: a
+-- retry reads one message per transaction. Columns as in the pages.
+SELECT sequence,
+       typeof(recipient_user_id) AS recipient_user_id_class,
+       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
+       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
+       typeof(logical_id) AS logical_id_class,
+       CAST(logical_id AS BLOB) AS logical_id,
+       typeof(sealed) AS sealed_class,
+       CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
   AND recipient_device_id = sqlc.arg(recipient_device_id)
-  AND sequence > sqlc.arg(after_sequence)
+  AND sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
 LIMIT 1;
+
+-- name: PendingOutboundNegativeSequence :many
+-- A sequence below zero if any row has one (never handed out: only a
+-- damaged database holds one), which makes a negative cursor valid.
+SELECT sequence FROM pending_outbound_message WHERE sequence < 0 LIMIT 1;
 
 -- name: CountPendingOutbound :one
 -- Counts read no sealed column: SQLite answers them from an index.
 SELECT count(*) FROM pending_outbound_message;
+
+-- name: PendingOutboundDataVersion :one
+-- PRAGMA data_version of this connection: it changes when another
+-- connection commits to the database, so the store's in-memory count of
+-- pending messages knows when it may have gone stale.
+SELECT data_version FROM pragma_data_version;
 
 -- name: CountPendingOutboundForRecipient :one
 -- Counts one recipient's pending messages from the covering index.
@@ -50,11 +93,21 @@ WHERE recipient_user_id = sqlc.arg(recipient_user_id)
 
 -- name: DeletePendingOutbound :execrows
 -- Abandon and ACK delete without opening the sealed record; the affected
--- row count (0 or 1) decides ABANDONED / NOT_PENDING and cleared.
+-- row count decides ABANDONED / NOT_PENDING and cleared. The IN lists
+-- also match a row naming the same recipient and id with a user id,
+-- device id or logical id of the wrong storage class (a BLOB user id, a
+-- BLOB device id, a TEXT logical id), which a page reports as unreadable:
+-- so that it can be abandoned too. Each list is a handful of lookups in
+-- the unique index, never a scan.
 DELETE FROM pending_outbound_message
-WHERE recipient_user_id = sqlc.arg(recipient_user_id)
-  AND recipient_device_id = sqlc.arg(recipient_device_id)
-  AND logical_id = sqlc.arg(logical_id);
+WHERE recipient_user_id IN (sqlc.arg(recipient_user_id), CAST(sqlc.arg(recipient_user_id) AS BLOB))
+  AND recipient_device_id IN (sqlc.arg(recipient_device_id), CAST(CAST(sqlc.arg(recipient_device_id) AS TEXT) AS BLOB))
+  AND logical_id IN (sqlc.arg(logical_id), CAST(sqlc.arg(logical_id) AS TEXT));
+
+-- name: DeletePendingOutboundSequence :execrows
+-- Abandons the row at one sequence, whatever its columns hold: for an
+-- unreadable row whose recipient or logical id does not decode.
+DELETE FROM pending_outbound_message WHERE sequence = sqlc.arg(sequence);
 
 -- name: PendingOutboundSequenceHighWater :one
 -- The AUTOINCREMENT high-water mark: the largest sequence ever handed out.

@@ -23,6 +23,11 @@ const (
 	opStmt   = "stmt"   // a statement (Exec or Query) whose SQL contains Match
 	opNext   = "next"   // reading row AfterRows+1 of a query whose SQL contains Match
 	opCommit = "commit" // the COMMIT of a transaction that ran a statement containing Match
+	// opBadConn: the ROLLBACK of a transaction that ran a statement
+	// containing Match rolls back, then reports driver.ErrBadConn, so
+	// database/sql closes the connection and opens a new one for the next
+	// call (as it does when a context is cancelled inside a transaction).
+	opBadConn = "badconn"
 )
 
 // fault fails one call: the Skip+1-th call of Op matching Match.
@@ -43,6 +48,9 @@ type injector struct {
 	// maxPages, when positive, is applied as PRAGMA max_page_count to
 	// every connection before its next statement: a full disk.
 	maxPages atomic.Int64
+
+	// opens counts the connections opened through the driver.
+	opens atomic.Int64
 }
 
 // fail arms one fault.
@@ -104,6 +112,7 @@ func registerFaultDriver(t testing.TB, inj *injector) string {
 type faultDriver struct{ inj *injector }
 
 func (d *faultDriver) Open(dsn string) (driver.Conn, error) {
+	d.inj.opens.Add(1)
 	c, err := (&sqlite3.SQLiteDriver{}).Open(dsn)
 	if err != nil {
 		return nil, err
@@ -154,10 +163,10 @@ func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver
 	if err := c.limit(ctx); err != nil {
 		return nil, err
 	}
+	c.txSQL = append(c.txSQL, query) // attempted: opBadConn matches a failed statement too
 	if ok, _ := c.inj.take(opStmt, query); ok {
 		return nil, fmt.Errorf("exec %q: %w", firstLine(query), errInjected)
 	}
-	c.txSQL = append(c.txSQL, query)
 	return c.inner.ExecContext(ctx, query, args)
 }
 
@@ -165,10 +174,10 @@ func (c *faultConn) QueryContext(ctx context.Context, query string, args []drive
 	if err := c.limit(ctx); err != nil {
 		return nil, err
 	}
+	c.txSQL = append(c.txSQL, query)
 	if ok, _ := c.inj.take(opStmt, query); ok {
 		return nil, fmt.Errorf("query %q: %w", firstLine(query), errInjected)
 	}
-	c.txSQL = append(c.txSQL, query)
 	rows, err := c.inner.QueryContext(ctx, query, args)
 	if err != nil {
 		return nil, err
@@ -229,7 +238,17 @@ func (tx *faultTx) Commit() error {
 	return tx.inner.Commit()
 }
 
-func (tx *faultTx) Rollback() error { return tx.inner.Rollback() }
+func (tx *faultTx) Rollback() error {
+	if err := tx.inner.Rollback(); err != nil {
+		return err
+	}
+	for _, q := range tx.c.txSQL {
+		if ok, _ := tx.c.inj.take(opBadConn, q); ok {
+			return driver.ErrBadConn
+		}
+	}
+	return nil
+}
 
 // faultRows fails reading the row after the first left rows.
 type faultRows struct {

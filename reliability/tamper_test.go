@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,12 +48,13 @@ var dave = ids.DeviceAddress{UserID: "dave", DeviceID: 3}
 // worth tampering with: pending messages to bob (2) and carol (1), sessions
 // and pins of bob and carol, an unanswered initiation to dave.
 type tamperSetup struct {
-	ctx   context.Context
-	net   *transport.Network
-	a     *device
-	db    *sql.DB
-	toBob []client.PendingMessage
-	toCar client.PendingMessage
+	ctx    context.Context
+	net    *transport.Network
+	a      *device
+	db     *sql.DB
+	toBob  []client.PendingMessage
+	toCar  client.PendingMessage
+	toDave client.PendingMessage
 }
 
 func newTamperSetup(t *testing.T) *tamperSetup {
@@ -74,6 +78,7 @@ func newTamperSetup(t *testing.T) *tamperSetup {
 	s.toBob = allPending(t, s.a.c, &bob, 10)
 	require.Len(t, s.toBob, 2)
 	s.toCar = allPending(t, s.a.c, &carol, 10)[0]
+	s.toDave = allPending(t, s.a.c, &dave, 10)[0]
 	s.db = s.a.sql.DB()
 	return s
 }
@@ -110,15 +115,84 @@ func (s *tamperSetup) setPeer(t *testing.T, table string, peer ids.DeviceAddress
 	s.exec(t, "UPDATE "+table+" SET sealed = ? WHERE user_id = ? AND device_id = ?", v, peer.UserID, peer.DeviceID)
 }
 
-// requirePageFails checks that every page containing the tampered row
-// fails with want and returns no message at all, and that the pages
-// around it still work.
-func (s *tamperSetup) requirePageFails(t *testing.T, want error, recipient *ids.DeviceAddress) {
+// requireCause checks that an unreadable entry's cause is want: one seal
+// sentinel and not ErrCorruptRow, or ErrCorruptRow and no seal sentinel.
+func requireCause(t *testing.T, cause, want error) {
 	t.Helper()
-	p, err := s.a.c.PendingMessages(s.ctx, client.PageRequest{Limit: client.MaxPageSize, Recipient: recipient})
-	requireOnly(t, err, want)
-	require.Empty(t, p.Messages, "no plaintext with an error")
+	require.Error(t, cause)
+	require.ErrorIs(t, cause, want)
+	if want == store.ErrCorruptRow {
+		for name, s := range sealSentinels {
+			require.False(t, errors.Is(cause, s), "cause %v also matches %s", cause, name)
+		}
+		return
+	}
+	require.NotErrorIs(t, cause, store.ErrCorruptRow)
+	requireOnly(t, cause, want)
+}
+
+// unreadable is the entry a page reports for a row, without its cause.
+func unreadable(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID) client.UnreadablePendingMessage {
+	return client.UnreadablePendingMessage{Sequence: seq, Recipient: to, ID: id}
+}
+
+func (s *tamperSetup) entry(m client.PendingMessage) client.UnreadablePendingMessage {
+	return unreadable(m.Sequence, m.Recipient, m.ID)
+}
+
+// page returns one page of alice's pending messages from the start.
+func (s *tamperSetup) page(t *testing.T, limit int, recipient *ids.DeviceAddress) client.PendingMessagePage {
+	t.Helper()
+	p, err := s.a.c.PendingMessages(s.ctx, client.PageRequest{Limit: limit, Recipient: recipient})
+	require.NoError(t, err)
+	return p
+}
+
+// requireUnreadable checks that a page from the start over recipient (nil:
+// all) returns exactly the readable messages good and the unreadable rows
+// bad, in place, with causes matching want.
+func (s *tamperSetup) requireUnreadable(t *testing.T, want error, recipient *ids.DeviceAddress, good []client.PendingMessage, bad []client.UnreadablePendingMessage) {
+	t.Helper()
+	p := s.page(t, client.MaxPageSize, recipient)
+	if len(good) == 0 {
+		require.Empty(t, p.Messages)
+	} else {
+		require.Equal(t, good, p.Messages)
+	}
 	require.Nil(t, p.NextAfterSequence)
+	require.Len(t, p.Unreadable, len(bad))
+	for i, u := range p.Unreadable {
+		requireCause(t, u.Cause, want)
+		u.Cause = nil
+		require.Equal(t, bad[i], u)
+	}
+}
+
+// walkSequences pages through alice's queue from the start with limit
+// and returns every sequence seen, readable or not, in order.
+func (s *tamperSetup) walkSequences(t *testing.T, limit int) []int64 {
+	t.Helper()
+	var out []int64
+	req := client.PageRequest{Limit: limit}
+	for i := 0; ; i++ {
+		require.Less(t, i, 100)
+		p, err := s.a.c.PendingMessages(s.ctx, req)
+		require.NoError(t, err)
+		var page []int64
+		for _, m := range p.Messages {
+			page = append(page, m.Sequence)
+		}
+		for _, u := range p.Unreadable {
+			page = append(page, u.Sequence)
+		}
+		slices.Sort(page)
+		out = append(out, page...)
+		if p.NextAfterSequence == nil {
+			return out
+		}
+		require.Equal(t, page[len(page)-1], *p.NextAfterSequence)
+		req.After = p.NextAfterSequence
+	}
 }
 
 func flip(b []byte, i int, mask byte) []byte {
@@ -127,104 +201,255 @@ func flip(b []byte, i int, mask byte) []byte {
 	return out
 }
 
+// TestTamperPendingOutbound damages pending rows behind the store's back
+// (with the store open: the same rows a reopened store reads) and checks
+// that one damaged row never blocks, hides or poisons the others: pages
+// report it in place as unreadable, with what the application needs to
+// act on it; the walk and the retry step past it; counts are unchanged;
+// it can be abandoned.
 func TestTamperPendingOutbound(t *testing.T) {
+	bob2 := ids.DeviceAddress{UserID: bob.UserID, DeviceID: 2}
 	for _, tc := range []struct {
-		name   string
-		tamper func(t *testing.T, s *tamperSetup)
+		name string
+		// tamper damages rows and returns them as a page reports them.
+		tamper func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage
 		want   error
+		// inBobsQueue: the damaged row still names bob in the columns the
+		// per-recipient index reads, so bob's retry meets it and skips it.
+		inBobsQueue bool
+		// bySequence: its recipient does not decode; it is abandoned by
+		// sequence (AbandonUnreadable).
+		bySequence bool
 	}{
-		{"swapped between rows of one recipient", func(t *testing.T, s *tamperSetup) {
+		{"swapped between rows of one recipient", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			a, b := s.pendingSealed(t, s.toBob[0].Sequence), s.pendingSealed(t, s.toBob[1].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, b)
 			s.setPending(t, s.toBob[1].Sequence, a)
-		}, seal.ErrAuthentication},
-		{"swapped between recipients", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0]), s.entry(s.toBob[1])}
+		}, seal.ErrAuthentication, true, false},
+		{"swapped between recipients", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			a, b := s.pendingSealed(t, s.toBob[0].Sequence), s.pendingSealed(t, s.toCar.Sequence)
 			s.setPending(t, s.toBob[0].Sequence, b)
 			s.setPending(t, s.toCar.Sequence, a)
-		}, seal.ErrAuthentication},
-		{"copied from the session table", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0]), s.entry(s.toCar)}
+		}, seal.ErrAuthentication, true, false},
+		{"copied from the session table", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, s.peerSealed(t, "session", bob))
-		}, seal.ErrRecordType},
-		{"copied from the session_initiation table", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrRecordType, true, false},
+		{"copied from the session_initiation table", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, s.peerSealed(t, "session_initiation", dave))
-		}, seal.ErrRecordType},
-		{"record type byte rewritten to 6 (pending inbound)", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrRecordType, true, false},
+		{"record type byte rewritten to 6 (pending inbound)", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			v[5] = byte(seal.RecordPendingInbound)
 			s.setPending(t, s.toBob[0].Sequence, v)
-		}, seal.ErrRecordType},
-		{"truncated inside the tag", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrRecordType, true, false},
+		{"truncated inside the tag", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, v[:seal.Overhead-1])
-		}, seal.ErrTruncated},
-		{"truncated inside the header", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrTruncated, true, false},
+		{"truncated inside the header", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, v[:7])
-		}, seal.ErrTruncated},
-		{"truncated by one byte (tag)", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrTruncated, true, false},
+		{"truncated by one byte (tag)", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, v[:len(v)-1])
-		}, seal.ErrAuthentication},
-		{"bit flipped in the ciphertext", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrAuthentication, true, false},
+		{"bit flipped in the ciphertext", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, flip(v, len(v)-20, 0x01))
-		}, seal.ErrAuthentication},
-		{"bit flipped in the nonce", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrAuthentication, true, false},
+		{"bit flipped in the nonce", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, flip(s.pendingSealed(t, s.toBob[0].Sequence), 12, 0x80))
-		}, seal.ErrAuthentication},
-		{"bit flipped in the key id", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrAuthentication, true, false},
+		{"bit flipped in the key id", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, flip(s.pendingSealed(t, s.toBob[0].Sequence), 9, 0x01))
-		}, seal.ErrWrongKey},
-		{"bit flipped in the magic", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrWrongKey, true, false},
+		{"bit flipped in the magic", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, flip(s.pendingSealed(t, s.toBob[0].Sequence), 0, 0x20))
-		}, seal.ErrMalformed},
-		{"re-versioned", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrMalformed, true, false},
+		{"re-versioned", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			v[4] = seal.Version + 1
 			s.setPending(t, s.toBob[0].Sequence, v)
-		}, seal.ErrUnknownVersion},
-		{"logical id column rewritten", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, seal.ErrUnknownVersion, true, false},
+		{"logical id column rewritten", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			other := ids.NewLogicalMessageID()
 			s.exec(t, "UPDATE pending_outbound_message SET logical_id = ? WHERE sequence = ?", other[:], s.toBob[0].Sequence)
-		}, seal.ErrAuthentication},
-		{"recipient column rewritten", func(t *testing.T, s *tamperSetup) {
+			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob, other)}
+		}, seal.ErrAuthentication, true, false},
+		{"recipient column rewritten", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET recipient_device_id = 2 WHERE sequence = ?", s.toBob[0].Sequence)
-		}, seal.ErrAuthentication},
+			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob2, s.toBob[0].ID)}
+		}, seal.ErrAuthentication, false, false},
+		// Type confusion: values of another storage class than the
+		// schema declares. SQLite keeps them as they are; a BLOB user id
+		// still opens (same bytes) but escapes the per-recipient index,
+		// the recipient's count and the retry.
+		{"recipient user id stored as a BLOB", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+			s.exec(t, "UPDATE pending_outbound_message SET recipient_user_id = CAST(recipient_user_id AS BLOB) WHERE sequence = ?", s.toBob[0].Sequence)
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, store.ErrCorruptRow, false, false},
+		{"recipient device id stored as a BLOB", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+			s.exec(t, "UPDATE pending_outbound_message SET recipient_device_id = CAST(CAST(recipient_device_id AS TEXT) AS BLOB) WHERE sequence = ?", s.toBob[0].Sequence)
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, store.ErrCorruptRow, false, false},
+		{"recipient device id stored as a REAL", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+			s.exec(t, "UPDATE pending_outbound_message SET recipient_device_id = 1.5 WHERE sequence = ?", s.toBob[0].Sequence)
+			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, ids.DeviceAddress{UserID: bob.UserID}, s.toBob[0].ID)}
+		}, store.ErrCorruptRow, false, true},
+		{"recipient user id emptied", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+			s.exec(t, "UPDATE pending_outbound_message SET recipient_user_id = '' WHERE sequence = ?", s.toBob[0].Sequence)
+			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, ids.DeviceAddress{DeviceID: bob.DeviceID}, s.toBob[0].ID)}
+		}, store.ErrCorruptRow, false, true},
+		{"logical id stored as TEXT", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+			// ASCII, so that the text passes the schema's length check.
+			var other ids.LogicalMessageID
+			copy(other[:], "0123456789abcdef")
+			s.exec(t, "UPDATE pending_outbound_message SET logical_id = CAST(? AS TEXT) WHERE sequence = ?", other[:], s.toBob[0].Sequence)
+			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob, other)}
+		}, store.ErrCorruptRow, true, false},
+		{"sealed value stored as TEXT", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+			s.exec(t, "UPDATE pending_outbound_message SET sealed = CAST(sealed AS TEXT) WHERE sequence = ?", s.toBob[0].Sequence)
+			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+		}, store.ErrCorruptRow, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTamperSetup(t)
-			tc.tamper(t, s)
-			s.requirePageFails(t, tc.want, nil)
-			// The page after the tampered row, and other recipients' pages,
-			// still open, with their own plaintexts.
-			after := s.toBob[0].Sequence
-			p, err := s.a.c.PendingMessages(s.ctx, client.PageRequest{After: &after, Limit: 10, Recipient: &carol})
-			if tc.name == "swapped between recipients" {
-				requireOnly(t, err, tc.want)
-				require.Empty(t, p.Messages)
-			} else {
-				require.NoError(t, err)
-				require.Equal(t, []client.PendingMessage{s.toCar}, p.Messages)
+			all := []client.PendingMessage{s.toBob[0], s.toBob[1], s.toCar, s.toDave}
+			bad := tc.tamper(t, s)
+			isBad := func(m client.PendingMessage) bool {
+				return slices.ContainsFunc(bad, func(u client.UnreadablePendingMessage) bool { return u.Sequence == m.Sequence })
 			}
-			// Counting and abandoning open nothing, so they still work: the
-			// tampered row can be abandoned.
+			var good, goodBob []client.PendingMessage
+			for _, m := range all {
+				if !isBad(m) {
+					good = append(good, m)
+					if m.Recipient == bob {
+						goodBob = append(goodBob, m)
+					}
+				}
+			}
+
+			// Every page from the start, even Limit 1, shows the rest.
+			s.requireUnreadable(t, tc.want, nil, good, bad)
+			first := s.page(t, 1, nil)
+			require.Empty(t, first.Messages, "the damaged row comes first")
+			require.Len(t, first.Unreadable, 1)
+			require.Equal(t, bad[0].Sequence, first.Unreadable[0].Sequence)
+			require.Equal(t, &bad[0].Sequence, first.NextAfterSequence)
+			var seqs []int64
+			for _, m := range all {
+				seqs = append(seqs, m.Sequence)
+			}
+			for _, limit := range []int{1, 2, 3} {
+				require.Equal(t, seqs, s.walkSequences(t, limit), "limit %d", limit)
+			}
+			// Other recipients' pages are untouched.
+			if isBad(s.toCar) {
+				s.requireUnreadable(t, tc.want, &carol, nil, bad[1:])
+			} else {
+				s.requireUnreadable(t, tc.want, &carol, []client.PendingMessage{s.toCar}, nil)
+			}
+
+			// Counting opens nothing: unchanged.
 			n, err := s.a.c.PendingMessageCount(s.ctx, nil)
 			require.NoError(t, err)
 			require.EqualValues(t, 4, n)
-			// The retry of bob's messages stops at the tampered row.
-			_, err = s.a.c.RetryPendingMessages(s.ctx, bob)
-			if tc.name != "recipient column rewritten" { // that row left bob's queue
-				requireOnly(t, err, tc.want)
+
+			// The retry of bob's messages skips the damaged row, sends the
+			// rest in order and reports what it skipped.
+			s.net.ResetCalls()
+			sent, err := s.a.c.RetryPendingMessages(s.ctx, bob)
+			var wantSent []ids.LogicalMessageID
+			for _, m := range goodBob {
+				wantSent = append(wantSent, m.ID)
 			}
-			// Abandon opens nothing: the unreadable row can be abandoned.
-			st, err := s.a.c.AbandonPending(s.ctx, bob, s.toBob[0].ID)
-			require.NoError(t, err)
-			if tc.name == "recipient column rewritten" || tc.name == "logical id column rewritten" {
-				require.Equal(t, client.NotPending, st, "the row no longer names (bob, id)")
+			require.Equal(t, wantSent, sent)
+			require.Len(t, s.net.Calls(), len(wantSent), "one hand-off per message sent, none for a skipped one")
+			var skippedBob []client.UnreadablePendingMessage
+			for _, u := range bad {
+				if u.Recipient == bob {
+					skippedBob = append(skippedBob, u)
+				}
+			}
+			if !tc.inBobsQueue || len(skippedBob) == 0 {
+				require.NoError(t, err)
 			} else {
+				require.ErrorIs(t, err, client.ErrUnreadable)
+				require.NotErrorIs(t, err, client.ErrMessageNotSent)
+				requireCause(t, err, tc.want)
+				var ue *client.UnreadableError
+				require.ErrorAs(t, err, &ue)
+				got := slices.Clone(ue.Entries)
+				for i := range got {
+					got[i].Cause = nil
+				}
+				require.Equal(t, skippedBob, got)
+			}
+
+			// The damaged rows can be abandoned, by what the page said.
+			for _, u := range bad {
+				var st client.AbandonStatus
+				if tc.bySequence {
+					named, err := s.a.c.AbandonPending(s.ctx, u.Recipient, u.ID)
+					if u.Recipient.Validate() != nil {
+						require.ErrorIs(t, err, client.ErrInvalidArgument, "a malformed recipient cannot be named")
+					} else {
+						require.NoError(t, err)
+						require.Equal(t, client.NotPending, named, "a device id that does not decode names no row")
+					}
+					st, err = s.a.c.AbandonUnreadable(s.ctx, u)
+					require.NoError(t, err)
+				} else {
+					st, err = s.a.c.AbandonPending(s.ctx, u.Recipient, u.ID)
+					require.NoError(t, err)
+				}
 				require.Equal(t, client.Abandoned, st)
 			}
+			s.requireUnreadable(t, tc.want, nil, good, nil)
+			n, err = s.a.c.PendingMessageCount(s.ctx, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, len(good), n)
+		})
+	}
+}
+
+// TestTamperPendingSequence moves a pending row's sequence to 0 or below,
+// where the store never hands one out: the row is still paged (first,
+// from the start, at every page size), counted and retried; nothing is
+// hidden.
+func TestTamperPendingSequence(t *testing.T) {
+	for _, seq := range []int64{0, -5, math.MinInt64} {
+		t.Run(fmt.Sprint(seq), func(t *testing.T) {
+			s := newTamperSetup(t)
+			s.exec(t, "UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?", seq, s.toBob[1].Sequence)
+			moved := s.toBob[1]
+			moved.Sequence = seq
+			want := []client.PendingMessage{moved, s.toBob[0], s.toCar, s.toDave}
+			s.requireUnreadable(t, nil, nil, want, nil)
+			for _, limit := range []int{1, 2, 3} {
+				require.Equal(t, []int64{seq, s.toBob[0].Sequence, s.toCar.Sequence, s.toDave.Sequence}, s.walkSequences(t, limit))
+			}
+			s.requireUnreadable(t, nil, &bob, []client.PendingMessage{moved, s.toBob[0]}, nil)
+			n, err := s.a.c.PendingMessageCount(s.ctx, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 4, n)
+			sent, err := s.a.c.RetryPendingMessages(s.ctx, bob)
+			require.NoError(t, err)
+			require.Equal(t, []ids.LogicalMessageID{moved.ID, s.toBob[0].ID}, sent)
 		})
 	}
 }
@@ -328,7 +553,7 @@ func TestTamperKeys(t *testing.T) {
 		// A value restored from before the rotation (a backup, a free
 		// page) names a key the keyring forgot.
 		s.setPending(t, seq, old)
-		s.requirePageFails(t, seal.ErrWrongKey, &bob)
+		s.requireUnreadable(t, seal.ErrWrongKey, &bob, s.toBob[1:], []client.UnreadablePendingMessage{s.entry(s.toBob[0])})
 		s.setPeer(t, "session", carol, oldPeer)
 		_, err = s.a.store.Peer(s.ctx, carol)
 		requireOnly(t, err, seal.ErrWrongKey)

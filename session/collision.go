@@ -94,11 +94,10 @@ type Resolution struct {
 //
 // The rule depends neither on delivery order nor on whether ours has been
 // confirmed, so a stale envelope of a losing initiation that arrives after
-// convergence is rejected too. The flip side: if the peer with the greater
-// address lost its state and initiates again while we still hold a
-// session we initiated, that initiation is rejected as well; recovering
-// (e.g. after an accepted identity change) is the client's decision:
-// discard ours and call Respond.
+// convergence is rejected too. ResolveCollision is the rule alone: the
+// client uses Receive, which applies it only while ours is unanswered,
+// remembers the rejected initiations, and accepts an authenticated new
+// initiation after ours was answered (the peer started over).
 //
 // Afterwards both devices hold one session of the winning initiation: the
 // winner's initiator keeps sending the initiation header until the loser's

@@ -14,7 +14,17 @@
 //
 //   - Identity: Ed25519 signing key pair plus X25519 key pair.
 //   - Bundle: the signed prekey is signed with Ed25519 over
-//     "securemsg/session/v1 signed prekey\x00" || u32 id || key.
+//     "securemsg/session/v2 signed prekey\x00" || Ed25519 identity key ||
+//     X25519 identity key || u32 id || key, so the X25519 key used in
+//     X3DH is bound to the signing key as well as the signed prekey
+//     (version 1 records, signed over "securemsg/session/v1 signed
+//     prekey\x00" || u32 id || key, are re-signed by Prekeys.Upgrade).
+//   - Prekey lifetime: Prekeys.Rotate replaces the signed prekey; the
+//     previous one stays accepted for a grace period (Receive drops it at
+//     Local.Now past it: ErrUnknownPrekey), at most
+//     MaxRetiredSignedPrekeys of them. Prekeys.Replenish adds one-time
+//     prekeys, dropping the oldest held ones beyond MaxOneTimePrekeys.
+//     Retired and one-time prekeys live in the one sealed prekeys record.
 //   - X3DH (Signal X3DH spec): DH1 = DH(IKa, SPKb), DH2 = DH(EKa, IKb),
 //     DH3 = DH(EKa, SPKb), DH4 = DH(EKa, OPKb) if a one-time prekey was
 //     offered; SK = HKDF-SHA256(salt = 32 zero bytes, ikm = F || DH1 ||
@@ -65,20 +75,57 @@
 //
 // # Receiving
 //
-// For an incoming envelope from peer P the client does:
+// The client hands every envelope from peer P to Receive with the session
+// record it holds for P (nil if none). A record is the current state plus
+// up to MaxArchivedStates previous states of sessions with P that were
+// replaced, and the base keys of up to MaxRejectedInitiations initiations
+// rejected by the collision rule; it is one value, stored in the one
+// sealed session row of P (encoding version 2; version 1 records, a
+// single state, still decode). Receive never changes what it is given:
+// it returns the new record, and the prekeys if an initiation used them,
+// for the client to store in one transaction. The rule:
 //
-//   - no session with P: Respond (the envelope must carry an initiation);
-//   - a session whose InitiationID equals the envelope's initiation id, or
-//     no initiation header: Session.Decrypt;
-//   - a session with another InitiationID: ResolveCollision.
+//   - no initiation header: the current state, or failing that an
+//     archived one, decrypts it (a late message of a replaced session);
+//   - an initiation whose base key (ephemeral key) is that of the current
+//     or an archived state this device answered goes to that state: a
+//     late copy decrypts, a replay fails with ErrReplay and changes
+//     nothing. A replay never builds a new session;
+//   - a copy of an initiation rejected before is rejected again;
+//   - any other initiation is authenticated first, on a copy of the
+//     prekeys: its X3DH agreement and first message must decrypt, or its
+//     error is returned and nothing changes (a forged initiation fails
+//     with ErrDecrypt). Only then is its identity (Receipt.Initiator)
+//     known; the client checks it against the pin (Pin) before storing
+//     anything, so a pin is written, and an identity change reported,
+//     only for an initiator that proved it holds the identity's X25519
+//     key. Then, as below.
 //
-// Identity pins (Pin) are checked by the client with the bundle's identity
-// before Initiate and with Session.RemoteIdentity after Respond.
+// Identity pins are also checked by the client with the bundle's
+// identity before Initiate.
 //
-// # Simultaneous initiation
+// # Simultaneous initiation and starting over
 //
 // When both devices initiate before receiving the other's first envelope,
 // the initiation whose initiator address is smaller by
 // ids.DeviceAddress.Less wins on both sides (CollisionWinner); see
-// ResolveCollision.
+// ResolveCollision. Receive applies this rule only while the current
+// state is this device's own initiation and still unanswered: the loser's
+// initiation is then rejected and its base key remembered, so later
+// copies of it (also after the winner was answered) are rejected again.
+//
+// An authenticated new initiation in any other case (the current state
+// was answered, or was started by the peer) means the peer started over,
+// typically after losing its state: it becomes the current state and the
+// previous one is archived, whichever address is smaller. Without this, a
+// peer with the greater address that lost its session would be rejected
+// forever by a peer holding a session it had initiated. A replayed old
+// initiation cannot use it: its base key is known (archived state or
+// rejected), or its one-time prekey is consumed, or its signed prekey has
+// expired (see Prekeys.Rotate), beyond which an initiation fails with
+// ErrUnknownPrekey. Residual case: if the peer lost its state while our
+// initiation was still unanswered, and that initiation used a one-time
+// prekey the peer had already consumed, neither side can answer the
+// other's initiation; resetting the session (an accepted identity change
+// or a new session from the application) is needed.
 package session

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -116,7 +117,9 @@ type skippedKey struct {
 	mk [32]byte
 }
 
-// Session is one end of a Double Ratchet session with one remote device.
+// Session is one end of a Double Ratchet session with one remote device:
+// the current state, plus the archived previous states and rejected
+// initiations of the session record (see Receive).
 // Encrypt and Decrypt move its state forward only; a failed Decrypt leaves
 // it unchanged. The caller persists it with MarshalBinary after every
 // successful Encrypt or Decrypt (sealed: it holds secret keys). A Session is
@@ -141,6 +144,14 @@ type Session struct {
 
 	prevDHr [][KeySize]byte
 	skipped []skippedKey // oldest first
+
+	// archive holds previous states with the same device, newest first, at
+	// most MaxArchivedStates; archived states have no archive or rejected
+	// keys of their own and are never modified in place (see Decrypt).
+	archive []*Session
+	// rejected holds the base keys of initiations this record rejected
+	// by the collision rule, newest first, at most MaxRejectedInitiations.
+	rejected [][KeySize]byte
 
 	rand io.Reader
 }
@@ -178,6 +189,8 @@ func (s *Session) clone() *Session {
 	c := *s
 	c.prevDHr = slices.Clone(s.prevDHr)
 	c.skipped = slices.Clone(s.skipped)
+	c.archive = slices.Clone(s.archive)
+	c.rejected = slices.Clone(s.rejected)
 	return &c
 }
 
@@ -237,14 +250,40 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 	return e, nil
 }
 
-// Decrypt authenticates and decrypts an envelope from the remote device.
-// It works on a copy of the state and commits only on success, so a
-// replayed (ErrReplay), tampered or forged (ErrDecrypt), too far ahead
-// (ErrTooManySkipped) or misdirected (ErrWrongSession) envelope leaves the
-// session byte-for-byte unchanged. Envelopes may arrive out of order (see
-// MaxSkip, MaxSkippedKeys). An envelope with an initiation header is
-// accepted only if it is this session's own initiation.
+// Decrypt authenticates and decrypts an envelope from the remote device,
+// with the current state or, failing that, with an archived previous
+// state (a late message of a session the peer replaced, see Receive); the
+// state that decrypts it advances, the current one stays current. It
+// works on copies and commits only on success, so a replayed (ErrReplay),
+// tampered or forged (ErrDecrypt), too far ahead (ErrTooManySkipped) or
+// misdirected (ErrWrongSession) envelope leaves the session byte-for-byte
+// unchanged. Envelopes may arrive out of order (see MaxSkip,
+// MaxSkippedKeys). An envelope with an initiation header is accepted only
+// by the state of that initiation, as its responder. On failure the error
+// is the current state's, or the first archived state's that is not
+// ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
+	pt, err := s.decryptState(env)
+	if err == nil || len(s.archive) == 0 {
+		return pt, err
+	}
+	for i, a := range s.archive {
+		c := a.clone()
+		pt, aerr := c.decryptState(env)
+		if aerr == nil {
+			s.archive = slices.Clone(s.archive) // shared with copies of s
+			s.archive[i] = c
+			return pt, nil
+		}
+		if errors.Is(err, ErrWrongSession) && !errors.Is(aerr, ErrWrongSession) {
+			err = aerr
+		}
+	}
+	return nil, err
+}
+
+// decryptState is Decrypt with the current state only.
+func (s *Session) decryptState(env Envelope) ([]byte, error) {
 	if env.Sender != s.remote || env.Recipient != s.local {
 		return nil, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, s.remote, s.local)
 	}

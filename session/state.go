@@ -3,32 +3,61 @@ package session
 import "fmt"
 
 const (
-	sessionMagic   = "SMSS"
-	sessionVersion = 1
-
-	stInitiator = 1 << iota
-	stInitiating
-	stHasDHr
-	stHasCKs
-	stHasCKr
-	stInitOneTime
-	stKnown = stInitiator | stInitiating | stHasDHr | stHasCKs | stHasCKr | stInitOneTime
+	sessionMagic    = "SMSS"
+	sessionVersion1 = 1 // a single state, no archive
+	sessionVersion  = 2
 )
 
-// MarshalBinary serializes the complete session state (secret: seal it
-// before storing). Layout, big-endian: magic "SMSS", version byte (1),
-// local and remote address, local and remote identity (64 bytes each), a
-// flags byte, the initiation header (id 16, identity 64, ephemeral 32,
-// signed prekey id u32, one-time prekey id u32), envelopes sent with it
-// (u32), root key, sending ratchet private key, remote ratchet key, sending
-// and receiving chain keys (32 bytes each), Ns, Nr, PN (u32), previous
-// remote ratchet keys (u8 count, 32 bytes each) and skipped message keys
-// (u16 count, then ratchet key 32, message number u32, message key 32).
-// The encoding is deterministic: equal states give equal bytes.
+// State flag bits of the encoding (their values are part of the stored
+// format: never renumber them).
+const (
+	stInitiator   = 1 << 2
+	stInitiating  = 1 << 3
+	stHasDHr      = 1 << 4
+	stHasCKs      = 1 << 5
+	stHasCKr      = 1 << 6
+	stInitOneTime = 1 << 7
+	stKnown       = stInitiator | stInitiating | stHasDHr | stHasCKs | stHasCKr | stInitOneTime
+)
+
+// MarshalBinary serializes the complete session record (secret: seal it
+// before storing): the current state, the archived previous states and
+// the base keys of rejected initiations. Layout, big-endian: magic "SMSS",
+// version byte (2), the current state, u8 count of archived states and
+// each archived state, u8 count of rejected base keys and each key (32).
+// A state is: local and remote address, local and remote identity (64
+// bytes each), a flags byte, the initiation header (id 16, identity 64,
+// ephemeral 32, signed prekey id u32, one-time prekey id u32), envelopes
+// sent with it (u32), root key, sending ratchet private key, remote
+// ratchet key, sending and receiving chain keys (32 bytes each), Ns, Nr,
+// PN (u32), previous remote ratchet keys (u8 count, 32 bytes each) and
+// skipped message keys (u16 count, then ratchet key 32, message number
+// u32, message key 32). Version 1 is a single state without the two
+// counts; UnmarshalSession still reads it. The encoding is deterministic:
+// equal records give equal bytes.
 func (s *Session) MarshalBinary() ([]byte, error) {
-	w := writer{b: make([]byte, 0, 600+len(s.skipped)*68)}
+	size := 700 + len(s.skipped)*68 + len(s.rejected)*KeySize
+	for _, a := range s.archive {
+		size += 600 + len(a.skipped)*68
+	}
+	w := writer{b: make([]byte, 0, size)}
 	w.raw([]byte(sessionMagic))
 	w.u8(sessionVersion)
+	s.writeState(&w)
+	w.u8(byte(len(s.archive)))
+	for _, a := range s.archive {
+		a.writeState(&w)
+	}
+	w.u8(byte(len(s.rejected)))
+	for _, k := range s.rejected {
+		w.key(k)
+	}
+	return w.b, nil
+}
+
+// writeState writes one state (everything but the archive and the
+// rejected base keys).
+func (s *Session) writeState(w *writer) {
 	w.address(s.local)
 	w.address(s.remote)
 	w.identity(s.localIdentity)
@@ -70,13 +99,13 @@ func (s *Session) MarshalBinary() ([]byte, error) {
 		w.u32(k.n)
 		w.key(k.mk)
 	}
-	return w.b, nil
 }
 
-// UnmarshalSession restores a session serialized by MarshalBinary. Its
-// randomness comes from crypto/rand. Truncated, oversized, inconsistent or
-// unknown-version input returns an error wrapping ErrMalformedState; it
-// never panics.
+// UnmarshalSession restores a session record serialized by MarshalBinary
+// (version 2, or a version 1 single state, which has no archived states).
+// Its randomness comes from crypto/rand. Truncated, oversized,
+// inconsistent or unknown-version input returns an error wrapping
+// ErrMalformedState; it never panics.
 func UnmarshalSession(b []byte) (*Session, error) {
 	s, err := unmarshalSession(b)
 	if err != nil {
@@ -90,9 +119,45 @@ func unmarshalSession(b []byte) (*Session, error) {
 	if m := r.take(len(sessionMagic)); r.err == nil && string(m) != sessionMagic {
 		return nil, fmt.Errorf("bad magic")
 	}
-	if v := r.u8(); r.err == nil && v != sessionVersion {
+	v := r.u8()
+	if r.err == nil && v != sessionVersion1 && v != sessionVersion {
 		return nil, fmt.Errorf("unknown version %d", v)
 	}
+	s, err := readState(&r)
+	if err != nil {
+		return nil, err
+	}
+	if v == sessionVersion {
+		if n := int(r.u8()); n > MaxArchivedStates {
+			r.fail(fmt.Errorf("%d archived states, at most %d", n, MaxArchivedStates))
+		} else {
+			for i := 0; i < n && r.err == nil; i++ {
+				a, err := readState(&r)
+				if err != nil {
+					return nil, fmt.Errorf("archived state %d: %w", i, err)
+				}
+				if a.local != s.local || a.remote != s.remote {
+					return nil, fmt.Errorf("archived state %d is of %s -> %s", i, a.local, a.remote)
+				}
+				s.archive = append(s.archive, a)
+			}
+		}
+		if n := int(r.u8()); n > MaxRejectedInitiations {
+			r.fail(fmt.Errorf("%d rejected initiations, at most %d", n, MaxRejectedInitiations))
+		} else {
+			for i := 0; i < n && r.err == nil; i++ {
+				s.rejected = append(s.rejected, r.key())
+			}
+		}
+	}
+	if err := r.finish(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// readState reads and checks one state written by writeState.
+func readState(r *reader) (*Session, error) {
 	s := &Session{rand: defaultRand()}
 	s.local = r.address()
 	s.remote = r.address()
@@ -128,8 +193,8 @@ func unmarshalSession(b []byte) (*Session, error) {
 			s.skipped = append(s.skipped, k)
 		}
 	}
-	if err := r.finish(); err != nil {
-		return nil, err
+	if r.err != nil {
+		return nil, r.err
 	}
 	if flags&^stKnown != 0 {
 		return nil, fmt.Errorf("unknown flags %#02x", flags)

@@ -90,8 +90,9 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 // decrypts env and returns the new session and the plaintext. The one-time
 // prekey it used is removed from prekeys, only on success; the caller then
 // persists both prekeys and the session. Errors: ErrNoInitiation,
-// ErrWrongSession (env not addressed to localAddr), ErrUnknownPrekey (stale
-// signed prekey, unknown or already consumed one-time prekey), ErrDecrypt,
+// ErrWrongSession (env not addressed to localAddr), ErrUnknownPrekey (a
+// signed prekey neither current nor retired and still held, see
+// Prekeys.Rotate; an unknown or already consumed one-time prekey), ErrDecrypt,
 // ErrTooManySkipped. Respond does not check the initiator's identity
 // against a pin: the caller does, with Session.RemoteIdentity.
 func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
@@ -111,12 +112,13 @@ func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env
 	if prekeys.identity != local.Public() {
 		return nil, nil, fmt.Errorf("%w: prekeys belong to another identity", ErrInvalidArgument)
 	}
-	if ih.SignedPrekeyID != prekeys.signedID {
+	spk, ok := prekeys.signedPair(ih.SignedPrekeyID)
+	if !ok {
 		return nil, nil, fmt.Errorf("%w: signed prekey %d (current %d)", ErrUnknownPrekey, ih.SignedPrekeyID, prekeys.signedID)
 	}
-	dh1, err1 := dh(prekeys.signed.priv, ih.Identity.DHKey)
+	dh1, err1 := dh(spk.priv, ih.Identity.DHKey)
 	dh2, err2 := dh(local.dhPriv, ih.Ephemeral)
-	dh3, err3 := dh(prekeys.signed.priv, ih.Ephemeral)
+	dh3, err3 := dh(spk.priv, ih.Ephemeral)
 	if err := firstErr(err1, err2, err3); err != nil {
 		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
 	}
@@ -139,7 +141,7 @@ func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env
 		remoteIdentity: ih.Identity,
 		init:           normalizeInitiation(*ih),
 		rk:             x3dhSecret(dhs...),
-		dhs:            prekeys.signed, // Bob's first ratchet key is the signed prekey
+		dhs:            spk, // Bob's first ratchet key is the signed prekey used
 		rand:           defaultRand(),
 	}
 	pt, err := s.decrypt(&env)

@@ -159,7 +159,7 @@ func FuzzPageRequest(f *testing.F) {
 			require.NoError(t, err, name)
 			require.Equal(t, model.count(req.Recipient), n, name)
 			if filter {
-				m, err := s.NextPending(ctx, addr, after)
+				m, err := s.NextPending(ctx, addr, &after)
 				want := model.expect(store.PageRequest{After: after, Limit: 1, Recipient: &addr})
 				if len(want.Messages) == 0 {
 					require.ErrorIs(t, err, store.ErrNotFound, name)

@@ -17,13 +17,23 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/session"
 )
 
 // MaxPageSize is the largest page of pending messages a store returns.
 const MaxPageSize = 100
+
+// MaxPlaintextSize is the largest pending message plaintext a store
+// accepts: the largest body a client frame carries (the session's
+// plaintext limit less the frame's 2-byte header and 16-byte logical id).
+// The store enforces it itself so that no caller can fill the queue with
+// messages that could never be sent.
+const MaxPlaintextSize = session.MaxPlaintextSize - (2 + ids.LogicalMessageIDLen)
 
 // Errors shared by every implementation, checked with errors.Is.
 var (
@@ -38,6 +48,15 @@ var (
 	ErrDuplicate = errors.New("duplicate pending message")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrUnreadable means pending rows could not be opened; it is matched
+	// by an *UnreadableError, which lists them.
+	ErrUnreadable = errors.New("unreadable pending message")
+	// ErrCorruptRow means a pending row's columns hold values the schema
+	// never stores: the wrong storage class (a recipient stored as a BLOB,
+	// say, which would escape the per-recipient index) or a value out of
+	// bounds (a malformed recipient, a logical id of the wrong length). It
+	// is the cause of an UnreadablePending.
+	ErrCorruptRow = errors.New("corrupt pending row")
 )
 
 // PendingMessage is one sent, not yet acknowledged message.
@@ -51,35 +70,127 @@ type PendingMessage struct {
 	Plaintext []byte
 }
 
-// Page is one page of pending messages in ascending sequence order.
+// UnreadablePending is a pending row the store found but could not open:
+// damaged, tampered with, sealed with a key the keyring does not hold, or
+// stored with values the schema never holds. It is reported, never
+// opened as if it were fine, so that the application can abandon it
+// (DeletePending with its Recipient and ID) and one bad row never hides
+// the others.
+type UnreadablePending struct {
+	// Sequence is the row's sequence, as stored.
+	Sequence int64
+	// Recipient and ID are the row's recipient and logical id as stored,
+	// as far as they decode (a part that does not decode is left zero;
+	// Cause then matches ErrCorruptRow).
+	Recipient ids.DeviceAddress
+	ID        ids.LogicalMessageID
+	// Cause says why the row is unreadable. It matches, with errors.Is,
+	// exactly one of: seal.ErrWrongKey (sealed with a key the keyring
+	// does not hold), seal.ErrAuthentication (altered, or moved to another
+	// recipient or id), seal.ErrTruncated, seal.ErrMalformed,
+	// seal.ErrUnknownVersion or seal.ErrRecordType (not a pending message
+	// record this code reads), or ErrCorruptRow (a column holds the wrong
+	// storage class or a value out of bounds).
+	Cause error
+}
+
+// Page is one page of pending rows in ascending sequence order: the
+// messages that opened and, in the same sequence range and counting
+// toward the same limit, the rows that did not.
 type Page struct {
 	Messages []PendingMessage
-	// Next is the sequence to pass as the cursor for the following page,
-	// or nil if this is the last page.
+	// Unreadable lists the rows of the page that could not be opened,
+	// ascending by sequence; nil if there are none.
+	Unreadable []UnreadablePending
+	// Next is the sequence to pass as the cursor for the following page
+	// (the last sequence of this page, readable or not), or nil if this
+	// is the last page.
 	Next *int64
 }
 
-// PageRequest selects a page: the messages with a sequence greater than
-// After, at most Limit of them, optionally for one recipient only.
+// PageRequest selects a page: the rows with a sequence greater than
+// After (or every row if FromStart), at most Limit of them, optionally for
+// one recipient only.
 type PageRequest struct {
-	After     int64
+	// After is the cursor: the Next of an earlier page, or 0.
+	After int64
+	// FromStart starts the page before every stored sequence, also before
+	// sequences at or below zero (which the store never hands out, but a
+	// damaged database may hold): no row is left out of a walk from the
+	// start. After must then be 0.
+	FromStart bool
 	Limit     int
 	Recipient *ids.DeviceAddress
 }
 
 // Validate returns an error wrapping ErrInvalidArgument if Limit is
-// outside 1..MaxPageSize, After is negative, or Recipient is malformed.
+// outside 1..MaxPageSize, FromStart is set together with a cursor, or
+// Recipient is malformed. A negative After is checked by the store against
+// what it holds (see CheckCursor).
 func (r PageRequest) Validate() error {
 	if r.Limit < 1 || r.Limit > MaxPageSize {
 		return fmt.Errorf("%w: page limit %d outside 1..%d", ErrInvalidArgument, r.Limit, MaxPageSize)
 	}
-	if r.After < 0 {
-		return fmt.Errorf("%w: negative cursor %d", ErrInvalidArgument, r.After)
+	if r.FromStart && r.After != 0 {
+		return fmt.Errorf("%w: a page from the start with cursor %d", ErrInvalidArgument, r.After)
 	}
 	if r.Recipient != nil {
 		return ValidateAddress(*r.Recipient)
 	}
 	return nil
+}
+
+// CheckCursor returns an error wrapping ErrInvalidArgument if after is
+// negative while the store holds no row with a negative sequence
+// (negativeStored false). The store hands out positive sequences only, so
+// a negative cursor can only be the Next of a page that ended on a damaged
+// row's sequence; anything else is a caller's mistake.
+func CheckCursor(after int64, negativeStored bool) error {
+	if after < 0 && !negativeStored {
+		return fmt.Errorf("%w: negative cursor %d", ErrInvalidArgument, after)
+	}
+	return nil
+}
+
+// FirstSequence returns the smallest sequence a walk that resumes after
+// the cursor after includes (nil: from the start), and false if no
+// sequence can follow after.
+func FirstSequence(after *int64) (int64, bool) {
+	switch {
+	case after == nil:
+		return math.MinInt64, true
+	case *after == math.MaxInt64:
+		return 0, false
+	}
+	return *after + 1, true
+}
+
+// UnreadableError reports pending rows that were skipped because they
+// could not be opened. errors.Is matches ErrUnreadable and each entry's
+// cause; errors.As gives the entries.
+type UnreadableError struct {
+	// Entries are the skipped rows, ascending by sequence.
+	Entries []UnreadablePending
+}
+
+// Error lists the skipped rows.
+func (e *UnreadableError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d skipped", ErrUnreadable, len(e.Entries))
+	for _, u := range e.Entries {
+		fmt.Fprintf(&b, "; sequence %d (%s, %s): %v", u.Sequence, u.Recipient, u.ID, u.Cause)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrUnreadable and every entry's cause.
+func (e *UnreadableError) Unwrap() []error {
+	out := make([]error, 0, len(e.Entries)+1)
+	out = append(out, ErrUnreadable)
+	for _, u := range e.Entries {
+		out = append(out, u.Cause)
+	}
+	return out
 }
 
 // ValidateAddress returns an error wrapping both ErrInvalidArgument and
@@ -100,24 +211,38 @@ type Pending interface {
 	// InsertPending seals plaintext and stores it as pending for
 	// recipient under id, returning its new sequence, which is greater
 	// than every sequence handed out before (also deleted ones). Returns
-	// ErrInvalidArgument for a malformed recipient, ErrDuplicate if
-	// (recipient, id) is already pending.
+	// ErrInvalidArgument for a malformed recipient or a plaintext longer
+	// than MaxPlaintextSize, ErrDuplicate if (recipient, id) is already
+	// pending.
 	InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error)
-	// PagePending returns the page selected by req. Returns
-	// ErrInvalidArgument if req does not validate.
+	// PagePending returns the page selected by req: the rows that open as
+	// Messages, the rows that do not as Unreadable (never an error for
+	// them), and a cursor past both. Returns ErrInvalidArgument if req
+	// does not validate or its cursor is negative (see CheckCursor).
 	PagePending(ctx context.Context, req PageRequest) (Page, error)
 	// CountPending counts pending messages, all or for one recipient,
 	// without opening any. Returns ErrInvalidArgument for a malformed
 	// recipient.
 	CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error)
 	// DeletePending removes the pending message (recipient, id) without
-	// opening it and reports whether one was there. Returns
-	// ErrInvalidArgument for a malformed recipient.
+	// opening it and reports whether one was there. It also removes a
+	// row naming (recipient, id) with a user id or logical id of the wrong
+	// storage class (see ErrCorruptRow), so that every unreadable entry a
+	// page reports with a decoded Recipient and ID can be abandoned.
+	// Returns ErrInvalidArgument for a malformed recipient.
 	DeletePending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
+	// DeletePendingSequence removes the pending row at seq without opening
+	// it, whatever it holds, and reports whether one was there: the way to
+	// remove an unreadable row whose recipient or id do not decode.
+	// Sequences are never reused, so seq names that row only.
+	DeletePendingSequence(ctx context.Context, seq int64) (bool, error)
 	// NextPending returns the first pending message for recipient with a
-	// sequence greater than after, or ErrNotFound. Returns
-	// ErrInvalidArgument for a malformed recipient or a negative cursor.
-	NextPending(ctx context.Context, recipient ids.DeviceAddress, after int64) (PendingMessage, error)
+	// sequence greater than *after (any sequence if after is nil), or
+	// ErrNotFound. If that row cannot be opened it returns an
+	// *UnreadableError holding it, so that the caller can step past its
+	// sequence. Returns ErrInvalidArgument for a malformed recipient or a
+	// negative cursor (see CheckCursor).
+	NextPending(ctx context.Context, recipient ids.DeviceAddress, after *int64) (PendingMessage, error)
 }
 
 // LocalIdentity is this device's address and its serialized private
@@ -151,8 +276,17 @@ type State interface {
 	// peer's advanced state (as SavePeer) in one transaction, and returns
 	// the message's sequence: the message is pending exactly when the
 	// session that encrypted it is stored. Returns ErrInvalidArgument for a
-	// malformed peer, ErrDuplicate if (peer, id) is already pending.
+	// malformed peer or a plaintext longer than MaxPlaintextSize,
+	// ErrDuplicate if (peer, id) is already pending.
 	CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update PeerState) (int64, error)
+	// CommitSendMany is CommitSend for one logical message to several
+	// devices: in one transaction it stores a pending message (id,
+	// plaintext) for each peer and saves each peer's update, and returns
+	// the sequences in the order of peers. Either all of it commits or
+	// nothing does. Returns ErrInvalidArgument for an empty list, a peer
+	// listed twice, a malformed peer or an update deleting a pin;
+	// ErrDuplicate if (peer, id) is already pending for any of them.
+	CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []PeerUpdate) ([]int64, error)
 
 	// CommitReceived applies in (peer's advanced state, and the local
 	// identity if a one-time prekey was used) and records id as processed,
@@ -198,6 +332,36 @@ type PeerState struct {
 	Session    []byte
 	Initiation []byte
 	Pin        []byte
+}
+
+// PeerUpdate is one device of a CommitSendMany: its address and the
+// update of its state (as SavePeer) that commits with its pending message.
+type PeerUpdate struct {
+	Peer   ids.DeviceAddress
+	Update PeerState
+}
+
+// ValidatePeerUpdates returns an error wrapping ErrInvalidArgument if
+// peers is empty, lists a device twice, or holds a malformed address or
+// an update deleting a pin.
+func ValidatePeerUpdates(peers []PeerUpdate) error {
+	if len(peers) == 0 {
+		return fmt.Errorf("%w: no peer", ErrInvalidArgument)
+	}
+	seen := make(map[ids.DeviceAddress]struct{}, len(peers))
+	for _, p := range peers {
+		if err := ValidateAddress(p.Peer); err != nil {
+			return err
+		}
+		if err := p.Update.ValidateUpdate(); err != nil {
+			return fmt.Errorf("%s: %w", p.Peer, err)
+		}
+		if _, dup := seen[p.Peer]; dup {
+			return fmt.Errorf("%w: %s listed twice", ErrInvalidArgument, p.Peer)
+		}
+		seen[p.Peer] = struct{}{}
+	}
+	return nil
 }
 
 // ValidateUpdate returns an error wrapping ErrInvalidArgument if u, used

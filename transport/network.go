@@ -17,21 +17,23 @@ const (
 	OpReceive = "receive"
 	OpPublish = "publish"
 	OpFetch   = "fetch"
+	OpCount   = "count"
 )
 
 // Call is one recorded call on a Network, successful or not.
 type Call struct {
-	// Op is OpSend, OpReceive, OpPublish or OpFetch.
+	// Op is OpSend, OpReceive, OpPublish, OpFetch or OpCount.
 	Op string
 	// From is the sender of a send (read from the envelope's cleartext
 	// header; zero if it does not parse) and the publisher of a publish.
 	From ids.DeviceAddress
 	// To is the recipient of a send, the mailbox owner of a receive and
-	// the device whose bundle a fetch asked for.
+	// the device whose bundle a fetch or a count asked for.
 	To ids.DeviceAddress
 	// Envelope is a copy of the envelope handed to a send.
 	Envelope []byte
-	// Count is the number of envelopes a receive returned.
+	// Count is the number of envelopes a receive returned, or the number
+	// of one-time prekeys a count returned.
 	Count int
 	// Err is the error the call returned.
 	Err error
@@ -221,6 +223,34 @@ func (n *Network) fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bu
 		p.bundle.OneTimePrekeys = slices.Delete(p.bundle.OneTimePrekeys, 0, 1)
 	}
 	return out, nil
+}
+
+// OneTimePrekeyCount implements Directory: how many one-time prekeys of
+// addr's bundle a fetch can still hand out. A failing fetch injected with
+// FailNextFetches fails a count too.
+func (n *Network) OneTimePrekeyCount(ctx context.Context, addr ids.DeviceAddress) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c, err := n.count(ctx, addr)
+	n.record(Call{Op: OpCount, To: addr, Count: c, Err: err})
+	return c, err
+}
+
+func (n *Network) count(ctx context.Context, addr ids.DeviceAddress) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, err)
+	}
+	if err := addr.Validate(); err != nil {
+		return 0, fmt.Errorf("%w: count prekeys: %w", ErrInvalidAddress, err)
+	}
+	if take(&n.failFetches) {
+		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, ErrInjected)
+	}
+	p := n.bundles[addr]
+	if p == nil {
+		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, ErrNoBundle)
+	}
+	return len(p.bundle.OneTimePrekeys), nil
 }
 
 // FailNextSends makes the next count sends fail with ErrInjected.

@@ -338,3 +338,43 @@ func TestConcurrentUse(t *testing.T) {
 	fetched.Range(func(any, any) bool { count++; return true })
 	require.Equal(t, 100, count)
 }
+
+// TestOneTimePrekeyCount: the count is what fetches can still hand out;
+// it follows fetches and republications, fails like a fetch, and is
+// logged.
+func TestOneTimePrekeyCount(t *testing.T) {
+	ctx := context.Background()
+	n := transport.NewNetwork()
+	_, err := n.OneTimePrekeyCount(ctx, bob)
+	require.ErrorIs(t, err, transport.ErrNoBundle)
+	_, err = n.OneTimePrekeyCount(ctx, ids.DeviceAddress{})
+	require.ErrorIs(t, err, transport.ErrInvalidAddress)
+
+	_, pk, b := newBundle(t, bob, 3)
+	require.NoError(t, n.Publish(ctx, b))
+	count := func() int {
+		t.Helper()
+		c, err := n.OneTimePrekeyCount(ctx, bob)
+		require.NoError(t, err)
+		return c
+	}
+	require.Equal(t, 3, count())
+	_, err = n.Fetch(ctx, bob)
+	require.NoError(t, err)
+	require.Equal(t, 2, count())
+	n.FailNextFetches(1)
+	_, err = n.OneTimePrekeyCount(ctx, bob)
+	require.ErrorIs(t, err, transport.ErrInjected)
+
+	// Republishing with two more: the handed-out one is not counted.
+	_, err = pk.Replenish(rand.Reader, 2)
+	require.NoError(t, err)
+	require.NoError(t, n.Publish(ctx, pk.Bundle(bob)))
+	require.Equal(t, 4, count())
+
+	n.ResetCalls()
+	require.Equal(t, 4, count())
+	calls := n.Calls()
+	require.Len(t, calls, 1)
+	require.Equal(t, transport.Call{Op: transport.OpCount, To: bob, Count: 4}, calls[0])
+}

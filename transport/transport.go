@@ -48,10 +48,17 @@ type Transport interface {
 // Directory publishes and hands out prekey bundles.
 type Directory interface {
 	// Publish stores b as the bundle of b.Address, replacing the previous
-	// one. It rejects a bundle that does not verify.
+	// one (a device republishes after rotating its signed prekey or adding
+	// one-time prekeys). It rejects a bundle that does not verify. A
+	// one-time prekey already handed out for the same identity is never
+	// offered again, even if the new bundle still lists it.
 	Publish(ctx context.Context, b session.Bundle) error
 	// Fetch returns the bundle of addr with at most one one-time prekey,
 	// which it removes so that no one else gets it. It returns ErrNoBundle
 	// if addr published nothing.
 	Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error)
+	// OneTimePrekeyCount returns how many one-time prekeys of addr's bundle
+	// are left to hand out, so that the device can replenish them before
+	// they run out. It returns ErrNoBundle if addr published nothing.
+	OneTimePrekeyCount(ctx context.Context, addr ids.DeviceAddress) (int, error)
 }

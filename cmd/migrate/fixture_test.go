@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -13,12 +14,28 @@ func TestFixtureTest(t *testing.T) {
 	require.Empty(t, stderr)
 	require.NotContains(t, stdout, "FAIL")
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	require.Greater(t, len(lines), 1, "one line per check")
-	for _, l := range lines {
-		require.True(t, strings.HasPrefix(l, "ok "), l)
+	require.Greater(t, len(lines), 2, "a header per fixture and one line per check")
+	require.Equal(t, "== ../../fixtures/version14 (version 14)", lines[0])
+	for _, l := range lines[1:] {
+		require.True(t, strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "== "), l)
 	}
+
+	code, stdout, stderr = runCmd(t, "fixture-test", "-json")
+	require.Equal(t, 0, code, stderr)
+	var doc fixtureTestDoc
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+	require.True(t, doc.OK)
+	require.Equal(t, "fixture-test", doc.Command)
+	require.NotEmpty(t, doc.Fixtures)
+	require.Equal(t, "14", doc.Fixtures[0].Version)
+	require.Len(t, doc.Fixtures[0].Checks, len(lines)-1, "every check of the version-14 proof")
 
 	code, _, stderr = runCmd(t, "fixture-test", "-db", "x")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "flag provided but not defined")
+
+	code, stdout, _ = runCmd(t, "fixture-test", "-fixtures", t.TempDir(), "-json")
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, `"error": "`)
+	require.Contains(t, stdout, "no versionNN fixture directory")
 }

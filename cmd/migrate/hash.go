@@ -18,6 +18,16 @@ import (
 // directory with the new sum (file names, version order); if not, nothing
 // is written.
 func cmdHash(_ context.Context, env *cmdEnv) error {
+	// hash writes, so it works on the files on disk, never on the
+	// directory embedded in the binary: by default the repository's.
+	path, err := repoPath(env.dir, "schema/migrations")
+	if err != nil {
+		return err
+	}
+	if err := checkDir(path); err != nil {
+		return err
+	}
+	env.dir = path
 	dir, err := migrate.NewLocalDir(env.dir)
 	if err != nil {
 		return err

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -34,24 +36,72 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	if env.dir == "" {
 		m, err = migration.Default()
 	} else {
+		if err := checkDir(env.dir); err != nil {
+			return err
+		}
 		m, err = migration.New(os.DirFS(env.dir), ".")
 	}
 	if err != nil {
 		return err
 	}
-	return lintDir(ctx, m.Dir(), env.stdout)
+	if !env.json {
+		return lintDir(ctx, m.Dir(), env.stdout)
+	}
+	findings, files, err := lint(ctx, m.Dir())
+	if err != nil {
+		return err
+	}
+	doc := lintDoc{Command: "lint", OK: true, Files: files, Baseline: frozenBaseline, Findings: nonNil(findings)}
+	for _, f := range findings {
+		if f.Blocking {
+			doc.Blocking++
+		}
+	}
+	doc.OK = doc.Blocking == 0
+	if err := env.emit(doc); err != nil {
+		return err
+	}
+	if !doc.OK {
+		return fmt.Errorf("%d finding(s) in versions above %s", doc.Blocking, frozenBaseline)
+	}
+	return nil
+}
+
+// lintDoc is lint's JSON document.
+type lintDoc struct {
+	Command string `json:"command"` // "lint"
+	// OK is false when a finding is in a version above Baseline.
+	OK       bool      `json:"ok"`
+	Files    int       `json:"files"`
+	Baseline string    `json:"baseline"` // findings at or below it are informational
+	Blocking int       `json:"blocking"`
+	Findings []finding `json:"findings"`
+}
+
+// checkDir says plainly when a -dir flag names no directory.
+func checkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: directory does not exist", dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	return nil
 }
 
 // finding is one diagnostic of one analyzer on one migration file.
 type finding struct {
-	Version  string
-	File     string
-	Line     int
-	Analyzer string
-	Code     string
-	Text     string
+	Version  string `json:"version"`
+	File     string `json:"file"`
+	Line     int    `json:"line"` // 0 when Atlas gives no position
+	Analyzer string `json:"analyzer"`
+	Code     string `json:"code"` // Atlas's diagnostic code, e.g. DS102
+	Text     string `json:"text"`
 	// Blocking is false for findings in the frozen baseline.
-	Blocking bool
+	Blocking bool `json:"blocking"`
 }
 
 func (f finding) String() string {

@@ -1,43 +1,56 @@
 // Command migrate is what a pipeline (and a developer) runs against the
 // client database's schema history: it applies the embedded migration
 // directory (package schema, verified against its atlas.sum), reports where
-// a database stands, shows what would run, lints the directory with Atlas's
-// analyzers and re-hashes the directory after a migration is added.
+// a database stands and how it drifted from head, shows what would run,
+// lints the directory with Atlas's analyzers, proves every frozen fixture,
+// and regenerates the reviewable artifacts (query plans, schema reference,
+// atlas.sum).
 //
 // Usage:
 //
-//	migrate up -db FILE       create FILE if absent and migrate it to head
-//	migrate status -db FILE   print the current and pending versions
-//	migrate plan -db FILE     print the statements up would run
-//	migrate lint [-dir DIR]   run Atlas's analyzers over the directory
-//	migrate hash [-dir DIR]   recompute DIR/atlas.sum (like atlas migrate hash)
-//	migrate fixture-test      migrate a temporary copy of the frozen v14
-//	                          fixture to head and prove nothing was lost
+//	migrate up -db FILE           create FILE if absent and migrate it to head
+//	migrate status -db FILE       print the current and pending versions
+//	migrate plan -db FILE         print the statements up would run
+//	migrate drift -db FILE        print FILE's schema and history drift from head
+//	migrate lint [-dir DIR]       run Atlas's analyzers over the directory
+//	migrate fixture-test          migrate a temporary copy of every frozen
+//	                              fixtures/versionNN to head and check it
+//	migrate plans                 write queries/PLANS.md (EXPLAIN QUERY PLAN)
+//	migrate schema-doc            write schema/SCHEMA.md (Atlas inspection)
+//	migrate hash [-dir DIR]       recompute DIR/atlas.sum (like atlas migrate hash)
+//	migrate freeze -db FILE       freeze a head database into a new fixture
 //
-// status and plan never create or change the database. A failing command
-// prints one line, "migrate: reason", on stderr, exits 1 and leaves the
-// database as it found it. A usage error (no or unknown command, unknown
-// flag, missing -db) prints the usage on stderr and exits 2.
+// status, plan, drift, lint and fixture-test take -json: one JSON document
+// on stdout (shapes in the README's "In a pipeline").
 //
-// up, status and plan use the migration directory embedded in the binary:
-// a database is migrated with exactly the files the binary was built with.
+// status, plan and drift open the database read-only and never change it or
+// create anything beside it. A failing command prints one line, "migrate:
+// command: reason", on stderr, exits 1 and leaves the database as it found
+// it; drift exits 1 on any drift. A usage error (no or unknown command,
+// unknown flag, missing -db) prints the usage on stderr and exits 2.
+//
+// up, status, plan and drift use the migration directory embedded in the
+// binary: a database is migrated with exactly the files the binary was
+// built with. hash, plans, schema-doc, freeze and fixture-test work on the
+// repository's files, found from any directory of the checkout.
 package main
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"ariga.io/atlas/sql/migrate"
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/mattn/go-sqlite3"
 
-	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/migration"
 )
 
@@ -66,6 +79,28 @@ type cmdEnv struct {
 	stdout, stderr io.Writer
 	db             string // -db
 	dir            string // -dir
+	out            string // -out
+	fixtures       string // -fixtures
+	json           bool   // -json
+	// emitted is set once the command has written its JSON document.
+	emitted bool
+}
+
+// emit writes v as the command's one JSON document on stdout.
+func (env *cmdEnv) emit(v any) error {
+	env.emitted = true
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // SQL reads better with its < and > as they are
+	return enc.Encode(v)
+}
+
+// errorDoc is the JSON document of a command that failed before it had a
+// result to report.
+type errorDoc struct {
+	Command string `json:"command"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error"`
 }
 
 // commands lists the subcommands in usage order.
@@ -76,36 +111,73 @@ var commands = []*command{
 	},
 	{
 		name: "status", args: "-db FILE", summary: "print the current and pending versions (read only)",
-		flags: dbFlag("existing database `FILE`"), run: cmdStatus,
+		flags: withJSON(dbFlag("existing database `FILE`")), run: cmdStatus,
 	},
 	{
 		name: "plan", args: "-db FILE", summary: "print the statements up would run (read only; a missing FILE is planned as empty)",
-		flags: dbFlag("database `FILE`; a missing file is planned as an empty database and not created"), run: cmdPlan,
+		flags: withJSON(dbFlag("database `FILE`; a missing file is planned as an empty database and not created")), run: cmdPlan,
+	},
+	{
+		name: "drift", args: "-db FILE", summary: "compare FILE's schema and history with head (read only); exit 1 on drift",
+		flags: withJSON(dbFlag("existing database `FILE`")), run: cmdDrift,
 	},
 	{
 		name: "lint", args: "[-dir DIR]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
-		flags: func(fs *flag.FlagSet, env *cmdEnv) {
+		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			fs.StringVar(&env.dir, "dir", "", "migration `DIR` to lint (default: the directory embedded in this binary)")
-		},
+		}),
 		run: cmdLint,
+	},
+	{
+		name: "plans", args: "[-out FILE]", summary: "write every sqlc query's EXPLAIN QUERY PLAN at head (" + plansPath + ")",
+		flags: outFlag(plansPath), run: cmdPlans,
+	},
+	{
+		name: "schema-doc", args: "[-out FILE]", summary: "write the schema reference (" + schemaDocPath + ") from Atlas's inspection of head",
+		flags: outFlag(schemaDocPath), run: cmdSchemaDoc,
 	},
 	{
 		name: "hash", args: "[-dir DIR]", summary: "recompute DIR/atlas.sum from the files on disk",
 		flags: func(fs *flag.FlagSet, env *cmdEnv) {
-			fs.StringVar(&env.dir, "dir", "schema/migrations", "migration `DIR`")
+			fs.StringVar(&env.dir, "dir", "", "migration `DIR` (default: schema/migrations in the repository, from any directory of it)")
 		},
 		run: cmdHash,
 	},
 	{
-		// version14.Prove works on its own temporary copy of the fixture,
-		// never on the frozen files.
-		name: "fixture-test", summary: "migrate a temporary copy of the frozen v14 fixture to head and check it",
-		run: func(ctx context.Context, env *cmdEnv) error { return version14.Prove(ctx, env.stdout) },
+		name: "fixture-test", args: "[-fixtures DIR]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
+		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
+			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
+		}),
+		run: cmdFixtureTest,
+	},
+	{
+		name: "freeze", args: "-db FILE [-out DIR]", summary: "freeze a head database sealed with the fixture test key into a new fixtures/versionNN",
+		flags: func(fs *flag.FlagSet, env *cmdEnv) {
+			fs.StringVar(&env.db, "db", "", "head database `FILE`, sealed with the fixture test key (read, never changed)")
+			fs.StringVar(&env.out, "out", "", "new fixture `DIR`, named version<head> (default: fixtures/version<head> in the repository; never overwritten)")
+		},
+		run: cmdFreeze,
 	},
 }
 
 func dbFlag(usage string) func(*flag.FlagSet, *cmdEnv) {
 	return func(fs *flag.FlagSet, env *cmdEnv) { fs.StringVar(&env.db, "db", "", usage) }
+}
+
+func outFlag(def string) func(*flag.FlagSet, *cmdEnv) {
+	return func(fs *flag.FlagSet, env *cmdEnv) {
+		fs.StringVar(&env.out, "out", "", "output `FILE` (default: "+def+" in the repository)")
+	}
+}
+
+// withJSON adds -json to a command's flags.
+func withJSON(flags func(*flag.FlagSet, *cmdEnv)) func(*flag.FlagSet, *cmdEnv) {
+	return func(fs *flag.FlagSet, env *cmdEnv) {
+		if flags != nil {
+			flags(fs, env)
+		}
+		fs.BoolVar(&env.json, "json", false, "write one JSON document on stdout instead of text (shape: see README)")
+	}
 }
 
 // usageError is a command-line mistake: reported with the usage, exit 2.
@@ -162,6 +234,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	err := cmd.run(context.Background(), env)
 	var ue *usageError
+	if err != nil && env.json && !env.emitted && !errors.As(err, &ue) {
+		env.emit(errorDoc{Command: cmd.name, Error: oneLine(describe(err))}) //nolint:errcheck
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -207,26 +282,27 @@ func (env *cmdEnv) requireDB() (string, error) {
 	return env.db, nil
 }
 
-// fileDSN returns the DSN of the database file at path: the client's own
-// (immediate write transactions, busy timeout, foreign keys), creating the
-// file if absent when create is set. Without create, the connection is
-// also query-only: SQLite refuses any write on it. The journal mode is left
-// as the file has it; up switches a database to WAL once it has migrated.
-//
-// (Query-only rather than mode=ro: a read-only connection cannot remove
-// the -wal and -shm files of a WAL database when it closes, and would
-// leave them behind.)
+// fileDSN returns the DSN of the database file at path. With create, it
+// is the client's own (immediate write transactions, busy timeout, foreign
+// keys), creating the file if absent; the journal mode is left as the file
+// has it (up switches a database to WAL once it has migrated). Without
+// create, it is read-only (see readOnlyDSN).
 func fileDSN(path string, create bool) string {
-	// path is a URI filename: escape what SQLite would read as URI syntax.
-	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	if create {
-		return "file:" + esc + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
+		return "file:" + uriPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
 	}
-	return "file:" + esc + "?mode=rw&_query_only=true&_txlock=deferred&_busy_timeout=5000&_foreign_keys=on"
+	return readOnlyDSN(path)
 }
 
-// openExisting opens the database at path query-only; it fails rather than
-// create a missing file.
+// uriPath escapes what SQLite would read as URI syntax in a filename.
+func uriPath(path string) string { return migration.URIPath(path) }
+
+// readOnlyDSN opens path read-only, writing nothing (migration.ReadOnlyDSN).
+func readOnlyDSN(path string) string { return migration.ReadOnlyDSN(path) }
+
+// openExisting opens the database at path read-only (readOnlyDSN). It
+// fails rather than create a missing file, and says so when the file is not
+// a SQLite database.
 func openExisting(path string) (*sql.DB, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -238,15 +314,71 @@ func openExisting(path string) (*sql.DB, error) {
 	if fi.IsDir() {
 		return nil, fmt.Errorf("%s is a directory, not a database file", path)
 	}
-	conn, err := sql.Open("sqlite3", fileDSN(path, false))
+	// Read permission, checked by the OS rather than guessed from the mode.
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := conn.Ping(); err != nil {
+	f.Close()
+	conn, err := sql.Open("sqlite3", readOnlyDSN(path))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDatabase(conn, path); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
 	return conn, nil
+}
+
+// checkDatabase reads the schema cookie, which fails on a file that is not
+// a SQLite database.
+func checkDatabase(conn *sql.DB, path string) error {
+	var v int64
+	if err := conn.QueryRow("PRAGMA schema_version").Scan(&v); err != nil {
+		return explainOpen(path, err)
+	}
+	return nil
+}
+
+// explainOpen says in plain words why SQLite refused path.
+func explainOpen(path string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrNotADB:
+			return fmt.Errorf("%s is not a SQLite database (nothing changed): %w", path, err)
+		case sqlite3.ErrReadonly:
+			return fmt.Errorf("%s: permission denied, the database is read-only (nothing changed): %w", path, err)
+		case sqlite3.ErrCantOpen, sqlite3.ErrPerm:
+			return fmt.Errorf("%s: permission denied or unreadable (nothing changed): %w", path, err)
+		}
+	}
+	return fmt.Errorf("open %s: %w", path, err)
+}
+
+// prepareCreate checks that a missing database file at path can be
+// created, and says why not: a missing parent directory and a directory
+// this process cannot write are different problems.
+func prepareCreate(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot create %s: directory %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("cannot create %s: %s is not a directory", path, dir)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("cannot create %s: permission denied in directory %s", path, dir)
+		}
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
@@ -266,6 +398,14 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 		return statErr
 	}
 	created := statErr != nil
+	if created {
+		if err := prepareCreate(path); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "creating new database %s\n", path)
+	} else if fi.Size() == 0 {
+		fmt.Fprintf(env.stdout, "%s is an empty file: creating the database in it\n", path)
+	}
 
 	conn, err := sql.Open("sqlite3", fileDSN(path, true))
 	if err != nil {
@@ -283,9 +423,16 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 			}
 		}
 	}()
+	if err := checkDatabase(conn, path); err != nil {
+		return err
+	}
 
 	applied, err := m.Up(ctx, conn)
 	if err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.Code == sqlite3.ErrReadonly {
+			return explainOpen(path, err)
+		}
 		return err
 	}
 	// The client runs its database in WAL mode. Set only now, so that a
@@ -300,6 +447,16 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	fmt.Fprintf(env.stdout, "applied: %s\n", strings.Join(applied, " "))
 	fmt.Fprintf(env.stdout, "now at version %s\n", m.Head())
 	return nil
+}
+
+// statusDoc is status's JSON document.
+type statusDoc struct {
+	Command string   `json:"command"` // "status"
+	DB      string   `json:"db"`
+	OK      bool     `json:"ok"`
+	Current string   `json:"current"` // "" for an empty database
+	Head    string   `json:"head"`
+	Pending []string `json:"pending"` // versions up would apply, oldest first
 }
 
 func cmdStatus(ctx context.Context, env *cmdEnv) error {
@@ -320,8 +477,18 @@ func cmdStatus(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
+	if env.json {
+		return env.emit(statusDoc{Command: "status", DB: path, OK: true, Current: st.Current, Head: m.Head(), Pending: nonNil(st.Pending)})
+	}
 	writeStatus(env.stdout, st)
 	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func writeStatus(w io.Writer, st migration.Status) {
@@ -333,6 +500,24 @@ func writeStatus(w io.Writer, st migration.Status) {
 		pending = strings.Join(st.Pending, " ")
 	}
 	fmt.Fprintf(w, "current: %s\npending: %s\n", current, pending)
+}
+
+// planDoc is plan's JSON document.
+type planDoc struct {
+	Command string `json:"command"` // "plan"
+	DB      string `json:"db"`
+	OK      bool   `json:"ok"`
+	// Exists is false for a missing file, planned as an empty database.
+	Exists   bool          `json:"exists"`
+	Current  string        `json:"current"`
+	Head     string        `json:"head"`
+	Versions []planVersion `json:"versions"` // what up would run, in order, in one transaction
+}
+
+type planVersion struct {
+	Version     string   `json:"version"`
+	Description string   `json:"description"`
+	Statements  []string `json:"statements"`
 }
 
 func cmdPlan(ctx context.Context, env *cmdEnv) error {
@@ -354,7 +539,6 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 			return err
 		}
 		conn.SetMaxOpenConns(1)
-		fmt.Fprintf(env.stdout, "-- %s does not exist: planned as an empty database\n", path)
 	case statErr != nil:
 		return statErr
 	default:
@@ -371,6 +555,17 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	plan, err := m.Plan(ctx, conn)
 	if err != nil {
 		return err
+	}
+	missing := errors.Is(statErr, fs.ErrNotExist)
+	if env.json {
+		doc := planDoc{Command: "plan", DB: path, OK: true, Exists: !missing, Current: st.Current, Head: m.Head(), Versions: []planVersion{}}
+		for _, f := range plan {
+			doc.Versions = append(doc.Versions, planVersion{Version: f.Version, Description: f.Description, Statements: nonNil(f.Statements)})
+		}
+		return env.emit(doc)
+	}
+	if missing {
+		fmt.Fprintf(env.stdout, "-- %s does not exist: planned as an empty database\n", path)
 	}
 	current := st.Current
 	if current == "" {

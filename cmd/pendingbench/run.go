@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/securemsg/storage/client"
@@ -39,6 +40,16 @@ func (s sample) median() time.Duration {
 	return (c[len(c)/2-1] + c[len(c)/2]) / 2
 }
 
+// spread is the range between the 10th and the 90th percentile.
+func (s sample) spread() string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	if len(c) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("p10-p90 %s-%s", fmtDur(c[len(c)/10]), fmtDur(c[len(c)*9/10]))
+}
+
 // timed runs f once and returns how long it took.
 func timed(f func() error) (time.Duration, error) {
 	start := time.Now()
@@ -48,8 +59,7 @@ func timed(f func() error) (time.Duration, error) {
 
 // interleave times a and b iters times each, alternating which side goes
 // first, so that drift on the shared machine hits both sides alike. Each
-// side gets its round number; prep, if set, runs untimed before each
-// round.
+// side gets its round number.
 func interleave(iters int, a, b func(round int) error) (sa, sb sample, err error) {
 	sa, sb = make(sample, 0, iters), make(sample, 0, iters)
 	for r := range iters {
@@ -75,52 +85,174 @@ func interleave(iters int, a, b func(round int) error) (sa, sb sample, err error
 
 // env is one seeded database.
 type env struct {
-	n    int
-	cfg  benchseed.Config
-	s    *sqlitestore.Store
-	keys *seal.Keyring
+	name   string
+	n      int
+	path   string
+	layout *benchseed.Layout
+	s      *sqlitestore.Store
+	keys   *seal.Keyring
+	// client is the store's client (bench-self), made on first use.
+	client *client.Client
+	net    *transport.Network
+	// pragmas are applied to the store's connection after every open.
+	pragmas []string
 }
+
+// self is the address every benchmark client runs as.
+var self = ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}
 
 // seq is the sequence of row i.
 func (e *env) seq(i int) int64 { return int64(i) + 1 }
 
 // rawDB is the store's own connection, for the raw baselines: same driver,
-// same connection and page cache, no store code in between.
+// same connection and page cache, no store code in between. It is only
+// read through, except by the raw insert floor of the send line, which
+// runs last (a write through it is not seen by the store's count).
 func (e *env) rawDB() *sql.DB { return e.s.DB() }
 
-// positions returns k cursor rows spread over the middle quarter of 0..n-1
-// (centre c, half-width w), for pages taken at comparable places.
-func positions(c, w, k int) []int {
-	out := make([]int, k)
-	for j := range out {
-		if k == 1 {
-			out[j] = c
-			continue
+// open opens the store of e (closing it first if open) with the store's
+// own settings, then the -pragmas under trial.
+func (e *env) open(ctx context.Context) error {
+	if e.s != nil {
+		if err := e.s.Close(); err != nil {
+			return err
 		}
-		out[j] = c - w + j*2*w/(k-1)
+		e.s, e.client = nil, nil
+	}
+	s, err := sqlitestore.Open(ctx, e.path, e.keys)
+	if err != nil {
+		return err
+	}
+	e.s = s
+	return e.applyPragmas(ctx)
+}
+
+func (e *env) applyPragmas(ctx context.Context) error {
+	for _, p := range e.pragmas {
+		if _, err := e.s.DB().ExecContext(ctx, "PRAGMA "+p); err != nil {
+			return fmt.Errorf("PRAGMA %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// coldOpen closes the store, evicts its files from the OS page cache and
+// opens it again: the next call meets a cold SQLite page cache and a cold
+// OS cache, as the first call after an app start does.
+func (e *env) coldOpen(ctx context.Context) error {
+	if err := e.s.Close(); err != nil {
+		return err
+	}
+	e.s, e.client = nil, nil
+	if err := evict(e.path); err != nil {
+		return err
+	}
+	return e.open(ctx)
+}
+
+// theClient returns the client over e's store, initialized as self.
+func (e *env) theClient(ctx context.Context) (*client.Client, error) {
+	if e.client != nil {
+		return e.client, nil
+	}
+	c, err := client.New(client.Config{Store: e.s, Transport: e.net, Directory: e.net})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Initialize(ctx, self); err != nil {
+		return nil, err
+	}
+	e.client = c
+	return c, nil
+}
+
+// cursor is where a page starts: after sequence After, for one recipient
+// or (nil) all.
+type cursor struct {
+	after     int64
+	recipient *ids.DeviceAddress
+}
+
+// globalCursors draws k cursors uniformly over the whole sequence, each
+// followed by at least a full page and its probe row.
+func (e *env) globalCursors(rng *rand.Rand, k int) []cursor {
+	out := make([]cursor, k)
+	for j := range out {
+		out[j] = cursor{after: int64(rng.IntN(e.n - store.MaxPageSize))}
 	}
 	return out
 }
 
-// allCursors are row indices in the middle of the sequence, for pages of
-// all recipients.
-func (e *env) allCursors() []int {
-	return positions(e.n/2, e.n/8, 16)
-}
-
-// filteredCursors are cursor rows for pages of the filtered recipient:
-// its own messages around the middle of its share, so that every page
-// returns a full 100 plus the probe row.
-func (e *env) filteredCursors() []int {
-	page := store.MaxPageSize + 1
-	c := (e.cfg.Share - page) / 2
-	w := min(e.cfg.Share/8, c)
-	ks := positions(c, w, 16)
-	out := make([]int, len(ks))
-	for j, k := range ks {
-		out[j] = e.cfg.FilteredRow(k)
+// recipientCursors draws k (recipient, cursor) pairs: a recipient
+// uniformly among those holding at least a full page and its probe row
+// (from a few hundred messages to hundreds of thousands), and a cursor
+// uniformly over its whole queue, followed by a full page.
+func (e *env) recipientCursors(rng *rand.Rand, k int) []cursor {
+	eligible := e.layout.WithAtLeast(store.MaxPageSize + 1)
+	out := make([]cursor, k)
+	for j := range out {
+		r := eligible[rng.IntN(len(eligible))]
+		at := rng.IntN(e.layout.Share(r) - store.MaxPageSize)
+		addr := e.layout.Address(r)
+		out[j] = cursor{after: e.seq(e.layout.RecipientRow(r, at)) - 1, recipient: &addr}
 	}
 	return out
+}
+
+// page reads the page at c and checks it is full.
+func (e *env) page(ctx context.Context, c cursor) error {
+	p, err := e.s.PagePending(ctx, store.PageRequest{After: c.after, Limit: store.MaxPageSize, Recipient: c.recipient})
+	if err != nil {
+		return err
+	}
+	if len(p.Messages) != store.MaxPageSize || p.Next == nil {
+		return fmt.Errorf("%s: page after %d: %d messages", e.name, c.after, len(p.Messages))
+	}
+	return nil
+}
+
+func (e *env) pageAt(ctx context.Context, cs []cursor) func(int) error {
+	return func(r int) error { return e.page(ctx, cs[r%len(cs)]) }
+}
+
+// bench is one run: the options, the seeded databases and what every
+// line needs.
+type bench struct {
+	ctx               context.Context
+	o                 options
+	dir               string
+	logf              func(format string, args ...any)
+	rng               *rand.Rand
+	net               *transport.Network
+	small, mid, large *env
+	S, L              string // human sizes of small and large
+	// victims hands out the rows the deleting lines delete, so that no
+	// two lines pick the same message.
+	victims map[*env]*victimSet
+}
+
+// line is one measurement of the table: it returns one or more results.
+type line struct {
+	name string
+	run  func(b *bench) ([]result, error)
+}
+
+// lines are the measurements, in the order they run and print. A
+// measurement defined in another file of this package joins the table
+// by being listed here. The cold-cache lines reopen the stores, so they
+// come after the warm ones; the send lines write through the raw
+// connection, so they come last.
+var lines = []line{
+	{"heap retained after a full walk", heapLines},
+	{"allocations per page", allocLines},
+	{"pages at random cursors", pageLines},
+	{"OFFSET baseline", offsetLines},
+	{"count", countLines},
+	{"page vs raw select + opens", rawPageLines},
+	{"abandon and ACK", deleteLines},
+	{"cold cache", coldLines},
+	{"send", sendLines},
+	{"fan-out send", fanoutLines},
 }
 
 func run(ctx context.Context, o options, out, progress io.Writer) (met, total int, err error) {
@@ -133,173 +265,177 @@ func run(ctx context.Context, o options, out, progress io.Writer) (met, total in
 		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	logf := func(format string, args ...any) { fmt.Fprintf(progress, format+"\n", args...) }
+	b := &bench{ctx: ctx, o: o, dir: dir, rng: rand.New(rand.NewPCG(o.Seed, 0x70656e64)), net: transport.NewNetwork(),
+		S: human(o.Small), L: human(o.Large)}
+	b.logf = func(format string, args ...any) { fmt.Fprintf(progress, format+"\n", args...) }
 
-	open := func(name string, n int) (*env, error) {
-		keys, err := benchseed.NewKeyring()
-		if err != nil {
-			return nil, err
-		}
-		cfg := benchseed.Config{N: n, Recipients: o.Recipients}.Normalized()
-		t0 := time.Now()
-		s, err := benchseed.Open(ctx, filepath.Join(dir, name+".db"), keys, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("seed %s: %w", name, err)
-		}
-		logf("seeded %s: %d pending over %d recipients (filtered recipient: %d) in %s", name, n, cfg.Recipients, cfg.Share, time.Since(t0).Round(time.Millisecond))
-		return &env{n: n, cfg: cfg, s: s, keys: keys}, nil
-	}
 	var envs []*env
 	defer func() {
 		for _, e := range envs {
-			e.s.Close()
+			if e.s != nil {
+				e.s.Close()
+			}
 		}
 	}()
-	small, err := open("small", o.Small)
-	if err != nil {
-		return 0, 0, err
-	}
-	envs = append(envs, small)
-	mid, err := open("mid", o.Mid)
-	if err != nil {
-		return 0, 0, err
-	}
-	envs = append(envs, mid)
-	large, err := open("large", o.Large)
-	if err != nil {
-		return 0, 0, err
-	}
-	envs = append(envs, large)
-
-	var rs []result
-	add := func(r ...result) { rs = append(rs, r...) }
-	S, L := human(o.Small), human(o.Large)
-
-	// Heap first, while the process holds little else.
-	logf("heap walk")
-	hMid, err := heapWalk(ctx, mid)
-	if err != nil {
-		return 0, 0, err
-	}
-	hLarge, err := heapWalk(ctx, large)
-	if err != nil {
-		return 0, 0, err
-	}
-	const heapLimit = 16
-	for _, h := range []struct {
-		n int
-		w walk
-	}{{o.Mid, hMid}, {o.Large, hLarge}} {
-		add(result{Name: fmt.Sprintf("heap growth walking all %s pending (pages of 100)", human(h.n)), Measured: h.w.growthMiB(), Unit: "MiB",
-			Target: fmt.Sprintf("< %d MiB", heapLimit), Pass: h.w.growthMiB() < heapLimit,
-			Detail: fmt.Sprintf("max HeapAlloc-baseline over %d pages (sampled every %d); max HeapInuse-baseline %.2f MiB; %d GCs", h.w.pages, h.w.every, h.w.inuseMiB(), h.w.gcs)})
-	}
-
-	logf("pages")
-	pageAt := func(e *env, cursors []int, recipient *ids.DeviceAddress) func(int) error {
-		return func(r int) error {
-			i := cursors[r%len(cursors)]
-			p, err := e.s.PagePending(ctx, store.PageRequest{After: e.seq(i), Limit: store.MaxPageSize, Recipient: recipient})
-			if err != nil {
-				return err
-			}
-			if len(p.Messages) != store.MaxPageSize || p.Next == nil {
-				return fmt.Errorf("page after %d of %d: %d messages", e.seq(i), e.n, len(p.Messages))
-			}
-			return nil
-		}
-	}
-	a, b, err := interleave(o.Iters, pageAt(large, large.allCursors(), nil), pageAt(small, small.allCursors(), nil))
-	if err != nil {
-		return 0, 0, err
-	}
-	add(ratioLE(fmt.Sprintf("page of 100, all recipients: %s / %s pending", L, S), a, b, 1.3, ", middle of the sequence"))
-	f := benchseed.Filtered()
-	a, b, err = interleave(o.Iters, pageAt(large, large.filteredCursors(), &f), pageAt(small, small.filteredCursors(), &f))
-	if err != nil {
-		return 0, 0, err
-	}
-	add(ratioLE(fmt.Sprintf("page of 100, one recipient: %s / %s pending", L, S), a, b, 1.3,
-		fmt.Sprintf(", recipient holds %d / %d, middle of its share", large.cfg.Share, small.cfg.Share)))
-
-	logf("OFFSET baseline")
-	pos := int(float64(o.Large) * o.OffsetAt)
-	a, b, err = interleave(o.SlowIters, func(int) error { return offsetPage(ctx, large, pos) },
-		func(int) error { return pageAt(large, []int{pos}, nil)(0) })
-	if err != nil {
-		return 0, 0, err
-	}
-	add(ratioGE(fmt.Sprintf("OFFSET page / keyset page at position %s", human(pos)), a, b, 50, ", both 101 rows read, 100 opened"))
-
-	logf("count")
-	opens0 := large.keys.Opens()
-	a, b, err = interleave(o.SlowIters, func(int) error {
-		n, err := large.s.CountPending(ctx, nil)
-		if err == nil && n != int64(o.Large) {
-			err = fmt.Errorf("count %d, want %d", n, o.Large)
-		}
-		return err
-	}, func(int) error {
-		var n int64
-		return large.rawDB().QueryRowContext(ctx, "SELECT count(*) FROM pending_outbound_message").Scan(&n)
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	if _, err := large.s.CountPending(ctx, &f); err != nil {
-		return 0, 0, err
-	}
-	opened := large.keys.Opens() - opens0
-	add(ratioLE(fmt.Sprintf("count at %s / raw SELECT count(*)", L), a, b, 1.2, ""))
-	add(result{Name: "records opened by count (all + one recipient)", Measured: float64(opened), Target: "0", Pass: opened == 0,
-		Detail: fmt.Sprintf("Keyring.Opens() delta over %d counts", o.SlowIters+1)})
-
-	logf("page vs raw select + opens")
-	cursors := large.allCursors()
-	a, b, err = interleave(o.Iters, pageAt(large, cursors, nil), func(r int) error {
-		return rawPage(ctx, large, large.seq(cursors[r%len(cursors)]))
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	add(ratioLE(fmt.Sprintf("page / (raw select 101 rows + 100 Keyring.Open) at %s", L), a, b, 1.5, ""))
-
-	logf("abandon and ACK")
-	dmlIters := min(o.DMLIters, o.Small/3) // three disjoint victim sets
-	for set, op := range []struct {
+	for _, x := range []struct {
 		name string
-		fn   func(e *env, c *client.Client, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
-	}{
-		{"abandon (client.AbandonPending)", func(e *env, c *client.Client, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			st, err := c.AbandonPending(ctx, r, id)
-			return st == client.Abandoned, err
-		}},
-		{"ACK-delete (store CommitAck)", func(e *env, _ *client.Client, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return e.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: ackSession}})
-		}},
-		{"delete (store DeletePending)", func(e *env, _ *client.Client, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return e.s.DeletePending(ctx, r, id)
-		}},
-	} {
-		a, b, err = deleteBench(ctx, small, large, dmlIters, set, op.fn)
+		n    int
+		dst  **env
+	}{{"small", o.Small, &b.small}, {"mid", o.Mid, &b.mid}, {"large", o.Large, &b.large}} {
+		e, err := b.seed(x.name, x.n)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", op.name, err)
+			return 0, 0, err
 		}
-		add(ratioLE(fmt.Sprintf("%s: %s / %s pending", op.name, L, S), a, b, 1.3, ", victims spread over the table, re-inserted untimed"))
+		envs = append(envs, e)
+		*x.dst = e
 	}
 
-	logf("send")
-	sendR, err := sendBench(ctx, dir, o.DMLIters)
-	if err != nil {
-		return 0, 0, fmt.Errorf("send: %w", err)
+	b.victims = map[*env]*victimSet{b.small: newVictims(b.rng, b.small.n), b.large: newVictims(b.rng, b.large.n)}
+	var rs []result
+	for _, l := range lines {
+		if !o.selected(l.name) {
+			continue
+		}
+		b.logf("%s", l.name)
+		r, err := l.run(b)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", l.name, err)
+		}
+		rs = append(rs, r...)
 	}
-	add(sendR)
-
-	met = printTable(out, o, rs, time.Since(start))
-	return met, len(rs), nil
+	met, total = printTable(out, o, rs, time.Since(start))
+	return met, total, nil
 }
 
-var ackSession = []byte("benchmark session state: opaque to the store, sealed at rest, about one hundred bytes long.......")
+// seed builds the database name with n pending messages over a skewed
+// spread of recipients.
+func (b *bench) seed(name string, n int) (*env, error) {
+	keys, err := benchseed.NewKeyring()
+	if err != nil {
+		return nil, err
+	}
+	cfg := benchseed.Config{N: n, Recipients: min(b.o.Recipients, max(2, n/10)), Skew: b.o.Skew}.Normalized()
+	layout := cfg.Layout()
+	t0 := time.Now()
+	path := filepath.Join(b.dir, name+".db")
+	s, err := benchseed.OpenLayout(b.ctx, path, keys, layout)
+	if err != nil {
+		return nil, fmt.Errorf("seed %s: %w", name, err)
+	}
+	if len(layout.WithAtLeast(store.MaxPageSize+1)) == 0 {
+		s.Close()
+		return nil, fmt.Errorf("seed %s: no recipient holds a page of %d and its probe row: use more messages", name, store.MaxPageSize)
+	}
+	shares := layout.Shares()
+	b.logf("seeded %s: %d pending over %d recipients (largest %d, median %d, smallest %d) in %s",
+		name, n, layout.Recipients(), shares[0], shares[len(shares)/2], shares[len(shares)-1], time.Since(t0).Round(time.Millisecond))
+	e := &env{name: name, n: n, path: path, layout: layout, s: s, keys: keys, net: b.net, pragmas: b.o.pragmas()}
+	if err := e.applyPragmas(b.ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// spreadNote describes the recipients a per-recipient page is drawn from.
+func spreadNote(e *env) string {
+	el := e.layout.WithAtLeast(store.MaxPageSize + 1)
+	lo, hi := e.layout.Share(el[0]), e.layout.Share(el[0])
+	for _, r := range el {
+		lo, hi = min(lo, e.layout.Share(r)), max(hi, e.layout.Share(r))
+	}
+	return fmt.Sprintf("%d recipients holding %d-%d", len(el), lo, hi)
+}
+
+func pageLines(b *bench) ([]result, error) {
+	ctx, o := b.ctx, b.o
+	a, c, err := interleave(o.Iters, b.large.pageAt(ctx, b.large.globalCursors(b.rng, o.Iters)), b.small.pageAt(ctx, b.small.globalCursors(b.rng, o.Iters)))
+	if err != nil {
+		return nil, err
+	}
+	rs := []result{ratioLE(fmt.Sprintf("page of 100, all recipients: %s / %s pending", b.L, b.S), a, c, 1.3,
+		", random cursors over the whole sequence")}
+	a, c, err = interleave(o.Iters, b.large.pageAt(ctx, b.large.recipientCursors(b.rng, o.Iters)), b.small.pageAt(ctx, b.small.recipientCursors(b.rng, o.Iters)))
+	if err != nil {
+		return nil, err
+	}
+	rs = append(rs, ratioLE(fmt.Sprintf("page of 100, one recipient: %s / %s pending", b.L, b.S), a, c, 1.3,
+		fmt.Sprintf(", random recipient and cursor over its whole queue (%s / %s); %s at %s", spreadNote(b.large), spreadNote(b.small), a.spread(), b.L)))
+	return rs, nil
+}
+
+func offsetLines(b *bench) ([]result, error) {
+	pos := int(float64(b.o.Large) * b.o.OffsetAt)
+	a, c, err := interleave(b.o.SlowIters, func(int) error { return offsetPage(b.ctx, b.large, pos) },
+		func(int) error { return b.large.page(b.ctx, cursor{after: int64(pos)}) })
+	if err != nil {
+		return nil, err
+	}
+	return []result{ratioGE(fmt.Sprintf("OFFSET page / keyset page at position %s", human(pos)), a, c, 50, ", both 101 rows read, 100 opened")}, nil
+}
+
+func countLines(b *bench) ([]result, error) {
+	ctx, o := b.ctx, b.o
+	count := func(e *env, recipient *ids.DeviceAddress, want int) func(int) error {
+		return func(int) error {
+			n, err := e.s.CountPending(ctx, recipient)
+			if err == nil && n != int64(want) {
+				err = fmt.Errorf("%s: count %d, want %d", e.name, n, want)
+			}
+			return err
+		}
+	}
+	opens0 := b.large.keys.Opens() + b.small.keys.Opens()
+	// The first count after Open runs SELECT count(*); it is measured
+	// cold in the cold-cache lines. Warm means after it.
+	for _, e := range []*env{b.large, b.small} {
+		if err := count(e, nil, e.n)(0); err != nil {
+			return nil, err
+		}
+	}
+	a, c, err := interleave(o.Iters, count(b.large, nil, b.large.n), count(b.small, nil, b.small.n))
+	if err != nil {
+		return nil, err
+	}
+	rs := []result{ratioLE(fmt.Sprintf("count, all recipients: %s / %s pending (warm)", b.L, b.S), a, c, 2,
+		", in-memory count checked against PRAGMA data_version in one transaction")}
+
+	// One recipient: a recipient of the large database holding about as
+	// many messages as the largest of the small one, so that the ratio
+	// shows the cost does not grow with the whole queue.
+	sr := 0
+	want := b.small.layout.Share(sr)
+	lr := 0
+	for r := range b.large.layout.Recipients() {
+		if d, best := abs(b.large.layout.Share(r)-want), abs(b.large.layout.Share(lr)-want); d < best {
+			lr = r
+		}
+	}
+	la, sa := b.large.layout.Address(lr), b.small.layout.Address(sr)
+	a, c, err = interleave(o.Iters, count(b.large, &la, b.large.layout.Share(lr)), count(b.small, &sa, want))
+	if err != nil {
+		return nil, err
+	}
+	rs = append(rs, ratioLE(fmt.Sprintf("count, one recipient: %s / %s pending", b.L, b.S), a, c, 1.3,
+		fmt.Sprintf(", recipient holds %d / %d, answered from the recipient index", b.large.layout.Share(lr), want)))
+	opened := b.large.keys.Opens() + b.small.keys.Opens() - opens0
+	rs = append(rs, result{Name: "records opened by count (all + one recipient)", Measured: float64(opened), Target: "0", Pass: opened == 0,
+		Detail: fmt.Sprintf("Keyring.Opens() delta over %d counts", 4*o.Iters+2)})
+	return rs, nil
+}
+
+func abs(x int) int { return max(x, -x) }
+
+func rawPageLines(b *bench) ([]result, error) {
+	cs := b.large.globalCursors(b.rng, b.o.Iters)
+	a, c, err := interleave(b.o.Iters, b.large.pageAt(b.ctx, cs), func(r int) error {
+		return rawPage(b.ctx, b.large, cs[r%len(cs)].after)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []result{ratioLE(fmt.Sprintf("page / (raw select 101 rows + 100 Keyring.Open) at %s", b.L), a, c, 1.5, ", same random cursors")}, nil
+}
 
 // offsetPage is the baseline: the page at position pos read with OFFSET
 // (101 rows, as the store reads limit+1), its 100 returned rows opened.
@@ -359,75 +495,111 @@ func openRows(e *env, rows *sql.Rows, firstRow int) error {
 	return rows.Close()
 }
 
-// victims returns iters distinct rows spread over the whole table of e;
-// set picks a disjoint family, so that each operation deletes rows no
-// other one touched.
-func victims(e *env, iters, set int) []int {
-	out := make([]int, iters)
-	stride := e.n / iters
-	for j := range out {
-		out[j] = j*stride + set%max(stride, 1)
-	}
-	return out
+// victimSet hands out distinct rows of a database drawn at random over
+// the whole table, never twice in one run. It remembers only the rows
+// handed out, so that the benchmark's own heap stays small (the heap a
+// collection marks is part of what every allocation costs).
+type victimSet struct {
+	rng  *rand.Rand
+	n    int
+	used map[int]bool
 }
 
-// deleteBench times del on a different existing message of small and of
-// large in each round, re-inserting a replacement (a new message for the
-// same recipient) outside the timed region so that both tables keep
-// their size.
-func deleteBench(ctx context.Context, small, large *env, iters, set int,
-	del func(e *env, c *client.Client, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)) (sample, sample, error) {
-	net := transport.NewNetwork()
-	side := func(e *env) (func(int) error, func(int) error, error) {
-		c, err := client.New(client.Config{Store: e.s, Transport: net, Directory: net})
-		if err != nil {
-			return nil, nil, err
+func newVictims(rng *rand.Rand, n int) *victimSet {
+	return &victimSet{rng: rng, n: n, used: map[int]bool{}}
+}
+
+func (v *victimSet) take() (int, error) {
+	if len(v.used) >= v.n/2 {
+		return 0, errors.New("out of victims")
+	}
+	for {
+		if i := v.rng.IntN(v.n); !v.used[i] {
+			v.used[i] = true
+			return i, nil
 		}
-		if err := c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}); err != nil {
-			return nil, nil, err
-		}
-		vs := victims(e, iters, set)
-		timedDel := func(r int) error {
-			rcpt, id := e.cfg.Row(vs[r])
-			ok, err := del(e, c, rcpt, id)
-			if err == nil && !ok {
-				err = fmt.Errorf("row %d was not pending", vs[r])
-			}
-			return err
-		}
-		reinsert := func(r int) error {
-			rcpt, id := e.cfg.Row(vs[r])
-			copy(id[:8], fmt.Sprintf("re%06d", set%1_000_000))
-			sealed, err := benchseed.SealRow(e.keys, rcpt, id, benchseed.Plaintext(vs[r], e.cfg.PlaintextSize))
+	}
+}
+
+// deleteOp deletes one pending message and reports whether it was pending.
+type deleteOp func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
+
+func deleteLines(b *bench) ([]result, error) {
+	iters := min(b.o.DMLIters, (b.o.Small/2-b.o.ColdIters)/3) // three lines here, one cold; at most half the rows
+	vs := b.victims
+	var rs []result
+	for _, op := range []struct {
+		name string
+		fn   deleteOp
+	}{
+		{"abandon (client.AbandonPending)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+			c, err := e.theClient(ctx)
 			if err != nil {
-				return err
+				return false, err
 			}
-			_, err = db.New(e.rawDB()).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
-				RecipientUserID: rcpt.UserID, RecipientDeviceID: rcpt.DeviceID, LogicalID: id[:], Sealed: sealed,
-			})
-			return err
+			st, err := c.AbandonPending(ctx, r, id)
+			return st == client.Abandoned, err
+		}},
+		{"ACK-delete (store CommitAck)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+			return e.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: ackSession}})
+		}},
+		{"delete (store DeletePending)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+			return e.s.DeletePending(ctx, r, id)
+		}},
+	} {
+		a, c, err := deleteBench(b.ctx, b.small, b.large, vs, iters, op.fn)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op.name, err)
 		}
-		return timedDel, reinsert, nil
+		rs = append(rs, ratioLE(fmt.Sprintf("%s: %s / %s pending", op.name, b.L, b.S), a, c, 1.3, ", random victims over the whole table, replaced untimed"))
 	}
-	ds, rs, err := side(small)
+	return rs, nil
+}
+
+var ackSession = []byte("benchmark session state: opaque to the store, sealed at rest, about one hundred bytes long.......")
+
+// deleteOnce deletes a random existing message of e with del and puts a
+// new message for the same recipient in its place, untimed, so that the
+// table keeps its size; it returns the time of the delete.
+func deleteOnce(ctx context.Context, e *env, vs *victimSet, del deleteOp) (time.Duration, error) {
+	row, err := vs.take()
 	if err != nil {
-		return nil, nil, err
+		return 0, err
 	}
-	dl, rl, err := side(large)
+	rcpt, id := e.layout.Row(row)
+	d, err := timed(func() error {
+		ok, err := del(ctx, e, rcpt, id)
+		if err == nil && !ok {
+			err = fmt.Errorf("%s: row %d was not pending", e.name, row)
+		}
+		return err
+	})
 	if err != nil {
-		return nil, nil, err
+		return 0, err
+	}
+	_, err = e.s.InsertPending(ctx, rcpt, benchseed.ReplacementID(), benchseed.Plaintext(row, benchseed.DefaultPlaintextSize))
+	return d, err
+}
+
+// deleteBench times del on a different random existing message of small
+// and of large in each round.
+func deleteBench(ctx context.Context, small, large *env, vs map[*env]*victimSet, iters int, del deleteOp) (sample, sample, error) {
+	for _, e := range []*env{small, large} {
+		if _, err := e.theClient(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	var sl, ss sample
 	for r := range iters {
-		first, second := dl, ds
+		first, second := large, small
 		if r%2 == 1 {
-			first, second = ds, dl
+			first, second = small, large
 		}
-		d1, err := timed(func() error { return first(r) })
+		d1, err := deleteOnce(ctx, first, vs[first], del)
 		if err != nil {
 			return nil, nil, err
 		}
-		d2, err := timed(func() error { return second(r) })
+		d2, err := deleteOnce(ctx, second, vs[second], del)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -435,143 +607,248 @@ func deleteBench(ctx context.Context, small, large *env, iters, set int,
 			d1, d2 = d2, d1
 		}
 		sl, ss = append(sl, d1), append(ss, d2)
-		if err := errors.Join(rs(r), rl(r)); err != nil {
-			return nil, nil, err
-		}
 	}
 	return sl, ss, nil
 }
 
-// sendBench times client.Send to a peer with an established session
-// against a raw insert of the same sealed bytes in its own transaction,
-// on a database of its own.
-func sendBench(ctx context.Context, dir string, iters int) (result, error) {
+// coldLines time, at each size, the first call after the store was closed,
+// its files evicted from the OS page cache and the store opened again
+// (untimed): a page of all recipients, a page of one recipient, the count
+// (whose first call runs SELECT count(*)) and an abandon, each at a fresh
+// random place. They have no target: they report what a user meets
+// after an app start on a cold disk cache.
+func coldLines(b *bench) ([]result, error) {
+	if coldNote != "" {
+		return []result{{Name: "cold cache", Info: true, Detail: coldNote}}, nil
+	}
+	ctx, iters := b.ctx, b.o.ColdIters
+	type coldOp struct {
+		name string
+		fn   func(e *env, round int) error
+	}
+	cursors := map[*env][2][]cursor{}
+	victims := b.victims
+	for _, e := range []*env{b.small, b.large} {
+		cursors[e] = [2][]cursor{e.globalCursors(b.rng, iters), e.recipientCursors(b.rng, iters)}
+		if _, err := e.theClient(ctx); err != nil { // the identity the cold abandons load
+			return nil, err
+		}
+	}
+	ops := []coldOp{
+		{"page of 100, all recipients", func(e *env, r int) error { return e.page(ctx, cursors[e][0][r]) }},
+		{"page of 100, one recipient", func(e *env, r int) error { return e.page(ctx, cursors[e][1][r]) }},
+		{"count, all recipients (SELECT count(*))", func(e *env, r int) error {
+			n, err := e.s.CountPending(ctx, nil)
+			if err == nil && n != int64(e.n) {
+				err = fmt.Errorf("%s: count %d, want %d", e.name, n, e.n)
+			}
+			return err
+		}},
+		{"abandon", nil},
+	}
+	abandon := func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+		st, err := e.client.AbandonPending(ctx, r, id)
+		return st == client.Abandoned, err
+	}
+	var rs []result
+	medians := map[string]time.Duration{}
+	for _, op := range ops {
+		var cold [2]sample
+		for r := range iters {
+			for k, e := range []*env{b.large, b.small} {
+				if err := e.coldOpen(ctx); err != nil {
+					return nil, err
+				}
+				var d time.Duration
+				var err error
+				if op.fn == nil {
+					// The client loads its identity untimed: the app has
+					// started; the abandon is what is timed.
+					if e.client, err = client.Open(ctx, client.Config{Store: e.s, Transport: e.net, Directory: e.net}); err != nil {
+						return nil, err
+					}
+					d, err = deleteOnce(ctx, e, victims[e], abandon)
+				} else {
+					d, err = timed(func() error { return op.fn(e, r) })
+				}
+				if err != nil {
+					return nil, fmt.Errorf("cold %s: %w", op.name, err)
+				}
+				cold[k] = append(cold[k], d)
+			}
+		}
+		medians[op.name] = cold[0].median()
+		rs = append(rs, result{Name: fmt.Sprintf("cold: %s at %s", op.name, b.L), Info: true,
+			Measured: cold[0].median().Seconds(), Unit: "s",
+			Detail: fmt.Sprintf("%s at %s: %s; %s at %s", b.S, fmtDur(cold[1].median()), cold[1].spread(), cold[0].spread(), b.L)})
+	}
+	g, p := medians[ops[0].name], medians[ops[1].name]
+	rs = append(rs, result{Name: fmt.Sprintf("cold: page one recipient / page all at %s", b.L), Info: true,
+		Measured: p.Seconds() / g.Seconds(), Unit: "x", Detail: fmt.Sprintf("%s vs %s", fmtDur(p), fmtDur(g))})
+	// Leave the stores warm and open for the lines after.
+	for _, e := range []*env{b.large, b.small} {
+		if err := e.open(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
+// sendRig is a client over a seeded store and a peer (in memory) it has a
+// session with, both ways.
+type sendRig struct {
+	e    *env
+	a    *client.Client
+	peer ids.DeviceAddress
+	net  *transport.Network
+	n    int // sends since the mailbox was drained
+}
+
+// newSendRig establishes a session between e's client and a new peer:
+// a message, its ACK, a reply and its ACK.
+func newSendRig(ctx context.Context, e *env, peer ids.DeviceAddress) (*sendRig, error) {
+	a, err := e.theClient(ctx)
+	if err != nil {
+		return nil, err
+	}
 	keys, err := benchseed.NewKeyring()
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
-	s, err := sqlitestore.Open(ctx, filepath.Join(dir, "send.db"), keys)
+	p, err := client.New(client.Config{Store: memstoreNew(keys), Transport: e.net, Directory: e.net})
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
-	defer s.Close()
-	net := transport.NewNetwork()
-	aAddr, bAddr := ids.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bench-bob", DeviceID: 1}
-	a, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
+	if err := p.Initialize(ctx, peer); err != nil {
+		return nil, err
+	}
+	steps := []func() error{
+		func() error { _, err := a.Send(ctx, peer, []byte("hello")); return err },
+		func() error { _, err := p.Poll(ctx); return err },
+		func() error { _, err := a.Poll(ctx); return err },
+		func() error { _, err := p.Send(ctx, self, []byte("hello back")); return err },
+		func() error { _, err := a.Poll(ctx); return err },
+		func() error { _, err := p.Poll(ctx); return err },
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return nil, err
+		}
+	}
+	return &sendRig{e: e, a: a, peer: peer, net: e.net}, nil
+}
+
+// drain empties the peer's mailbox and the network's call log every 50
+// sends (untimed), so that the in-process network stays small.
+func (r *sendRig) drain(ctx context.Context) error {
+	if r.n++; r.n%50 != 0 {
+		return nil
+	}
+	if _, err := r.net.Receive(ctx, r.peer); err != nil {
+		return err
+	}
+	r.net.ResetCalls()
+	return nil
+}
+
+var sendPlaintext = benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
+
+func (r *sendRig) send(ctx context.Context) error {
+	_, err := r.a.Send(ctx, r.peer, sendPlaintext)
+	return err
+}
+
+// sendLines time client.Send at the large and the small size, and against
+// a raw insert of the same sealed bytes in its own transaction on the
+// large store's connection.
+func sendLines(b *bench) ([]result, error) {
+	ctx := b.ctx
+	rl, err := newSendRig(ctx, b.large, ids.DeviceAddress{UserID: "bench-peer-large", DeviceID: 1})
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
-	bKeys, err := benchseed.NewKeyring()
+	rsm, err := newSendRig(ctx, b.small, ids.DeviceAddress{UserID: "bench-peer-small", DeviceID: 1})
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
-	b, err := client.New(client.Config{Store: memstore.New(bKeys), Transport: net, Directory: net})
+	var sl, ss sample
+	for range b.o.DMLIters {
+		if err := errors.Join(rl.drain(ctx), rsm.drain(ctx)); err != nil {
+			return nil, err
+		}
+		x, y, err := interleave(1, func(int) error { return rl.send(ctx) }, func(int) error { return rsm.send(ctx) })
+		if err != nil {
+			return nil, err
+		}
+		sl, ss = append(sl, x...), append(ss, y...)
+	}
+	rs := []result{ratioLE(fmt.Sprintf("send (client.Send): %s / %s pending", b.L, b.S), sl, ss, 1.3,
+		fmt.Sprintf(", %.0f msg/s at %s", 1/sl.median().Seconds(), b.L))}
+
+	sealed, err := benchseed.SealRow(b.large.keys, rl.peer, ids.NewLogicalMessageID(), sendPlaintext)
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
-	if err := errors.Join(a.Initialize(ctx, aAddr), b.Initialize(ctx, bAddr)); err != nil {
-		return result{}, err
+	var sends, raws sample
+	for range b.o.DMLIters {
+		if err := rl.drain(ctx); err != nil {
+			return nil, err
+		}
+		x, y, err := interleave(1, func(int) error { return rl.send(ctx) }, func(int) error { return rawInsert(ctx, b.large, rl.peer, sealed) })
+		if err != nil {
+			return nil, err
+		}
+		sends, raws = append(sends, x...), append(raws, y...)
 	}
-	// Establish the session both ways: a message, its ACK, a reply.
-	if _, err := a.Send(ctx, bAddr, []byte("hello")); err != nil {
-		return result{}, err
+	rs = append(rs, ratioGE(fmt.Sprintf("send throughput / raw insert throughput at %s (raw time / send time)", b.L), raws, sends, 0.5,
+		" (raw vs send); send = encrypt + seal + one tx (pending row + session) + hand-off"))
+	return rs, nil
+}
+
+// rawInsert is the floor of a send: BEGIN IMMEDIATE; INSERT (sealed
+// bytes); COMMIT on the store's own connection, through the project's one
+// transaction helper.
+func rawInsert(ctx context.Context, e *env, to ids.DeviceAddress, sealed []byte) error {
+	id := ids.NewLogicalMessageID()
+	return rawInsertTx(ctx, e.rawDB(), to, id, sealed)
+}
+
+// selected reports whether the line named name runs under -only.
+func (o options) selected(name string) bool {
+	words := pragmaList(o.Only)
+	if len(words) == 0 {
+		return true
 	}
-	if _, err := b.Poll(ctx); err != nil {
-		return result{}, err
+	for _, w := range words {
+		if strings.Contains(name, w) {
+			return true
+		}
 	}
-	if _, err := a.Poll(ctx); err != nil {
-		return result{}, err
-	}
-	if _, err := b.Send(ctx, aAddr, []byte("hello back")); err != nil {
-		return result{}, err
-	}
-	if _, err := a.Poll(ctx); err != nil {
-		return result{}, err
-	}
-	if _, err := b.Poll(ctx); err != nil {
-		return result{}, err
-	}
-	pt := benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
-	sealed, err := benchseed.SealRow(keys, bAddr, ids.NewLogicalMessageID(), pt)
-	if err != nil {
-		return result{}, err
-	}
-	send := func(int) error { _, err := a.Send(ctx, bAddr, pt); return err }
-	raw := func(int) error {
-		id := ids.NewLogicalMessageID()
-		return sqltx.Run(ctx, s.DB(), func(tx *sql.Tx) error {
-			_, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
-				RecipientUserID: bAddr.UserID, RecipientDeviceID: bAddr.DeviceID, LogicalID: id[:], Sealed: sealed,
-			})
-			return err
+	return false
+}
+
+// memstoreNew is the peer's store in the send lines.
+func memstoreNew(keys *seal.Keyring) store.Store { return memstore.New(keys) }
+
+// rawInsertTx inserts sealed as a pending row for to in its own
+// transaction, through the generated query and the one transaction
+// helper.
+func rawInsertTx(ctx context.Context, conn *sql.DB, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) error {
+	return sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
+		_, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
+			RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,
 		})
-	}
-	var ss, sr sample
-	for r := range iters {
-		if r%50 == 0 { // keep the in-process mailbox and call log small, untimed
-			if _, err := net.Receive(ctx, bAddr); err != nil {
-				return result{}, err
-			}
-			net.ResetCalls()
-			runtime.GC()
-		}
-		x, y, err := interleave(1, send, raw)
-		if err != nil {
-			return result{}, err
-		}
-		ss, sr = append(ss, x...), append(sr, y...)
-	}
-	return ratioGE("send throughput / raw insert throughput (raw time / send time)", sr, ss, 0.5,
-		" (raw vs send); send = encrypt + seal + one tx (pending row + session) + hand-off"), nil
+		return err
+	})
 }
 
-// walk is the heap measurement of one full walk of the pending pages.
-type walk struct {
-	pages, every   int
-	growth, inuse  uint64
-	gcs            uint32
-	baselineHeapMB float64
-}
-
-func (w walk) growthMiB() float64 { return float64(w.growth) / (1 << 20) }
-func (w walk) inuseMiB() float64  { return float64(w.inuse) / (1 << 20) }
-
-// heapWalk walks every page of e (all recipients, 100 per page) and
-// reports the largest HeapAlloc (and HeapInuse) above the baseline taken
-// after a GC, sampled every few pages.
-func heapWalk(ctx context.Context, e *env) (walk, error) {
-	w := walk{every: 10}
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	baseAlloc, baseInuse, gc0 := ms.HeapAlloc, ms.HeapInuse, ms.NumGC
-	peakAlloc, peakInuse := baseAlloc, baseInuse
-	sampleNow := func() {
-		runtime.ReadMemStats(&ms)
-		peakAlloc, peakInuse = max(peakAlloc, ms.HeapAlloc), max(peakInuse, ms.HeapInuse)
-	}
-	after, total := int64(0), 0
-	for {
-		p, err := e.s.PagePending(ctx, store.PageRequest{After: after, Limit: store.MaxPageSize})
-		if err != nil {
-			return w, err
+// pragmaList splits a comma-separated flag.
+func pragmaList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
 		}
-		total += len(p.Messages)
-		w.pages++
-		if w.pages%w.every == 0 {
-			sampleNow()
-		}
-		if p.Next == nil {
-			break
-		}
-		after = *p.Next
 	}
-	sampleNow()
-	if total != e.n {
-		return w, fmt.Errorf("heap walk saw %d of %d messages", total, e.n)
-	}
-	w.growth, w.inuse, w.gcs = peakAlloc-baseAlloc, peakInuse-baseInuse, ms.NumGC-gc0
-	w.baselineHeapMB = float64(baseAlloc) / (1 << 20)
-	return w, nil
+	return out
 }

@@ -1,4 +1,4 @@
-// Command tour walks through the pending outbound queue of milestone 22:
+// Command tour walks through the client's pending outbound queue:
 // two devices in one process, each on its own SQLite database in a
 // temporary directory (removed at exit), talking over the in-process
 // network. It prints what happens at each step: send, page, count, a

@@ -1,16 +1,18 @@
-// Package benchseed builds the pending-outbound databases that the
-// benchmarks of milestone 22 measure: cmd/pendingbench and the go test
-// benchmarks of store/sqlitestore and client share it.
+// Package benchseed builds the databases the pending-outbound benchmarks
+// measure: cmd/pendingbench and the go test benchmarks of
+// store/sqlitestore and client share it.
 //
-// A seeded database holds N pending messages over a number of recipients.
-// Recipient 0 (Filtered) is the recipient the per-recipient page is
-// measured for; it gets its own share of the messages (DefaultShare: at
-// least 200, so that a page of 100 plus its probe row exists in every
-// database, and its fair share N/recipients at large N), spread evenly over
-// the sequence. The other messages go round-robin to recipients
-// 1..recipients-1.
+// A seeded database holds N pending messages over a number of recipients,
+// in one of two layouts (see Layout). The even layout gives recipient 0
+// (Filtered) its own share (DefaultShare: at least 200, so that a page of
+// 100 plus its probe row exists in every database, and its fair share
+// N/recipients at large N), spread evenly over the sequence, and the other
+// messages round-robin to recipients 1..recipients-1. The skewed layout
+// (Config.Skew) gives recipient r a share proportional to (r+1)^-Skew,
+// scattered over the whole sequence: some recipients hold a dozen
+// messages, some hundreds of thousands.
 //
-// Rows are deterministic: row i (0-based) is for Config.Row(i) and, seeded
+// Rows are deterministic: row i (0-based) is for Layout.Row(i) and, seeded
 // into an empty table, gets sequence i+1, so benchmarks can name victims
 // and cursor positions without reading the database. Every sealed value is
 // a real seal record of the store's keyring bound to store.MessageAD, so
@@ -67,6 +69,11 @@ type Config struct {
 	// BatchSize is the number of rows per seeding transaction; zero means
 	// DefaultBatchSize.
 	BatchSize int
+	// Skew, when positive, replaces the even layout by a skewed one (see
+	// Layout): recipient r holds a share proportional to (r+1)^-Skew, so
+	// that a few recipients hold most messages and most hold a handful.
+	// Share and Filtered then mean nothing; use the Layout.
+	Skew float64
 }
 
 // DefaultShare is the filtered recipient's share of n messages over
@@ -118,12 +125,19 @@ func (c Config) isFiltered(i int) bool {
 // filteredBefore is the number of filtered rows among rows 0..i-1.
 func (c Config) filteredBefore(i int) int { return (i*c.Share + c.N - 1) / c.N }
 
-// Row returns the recipient and logical id of row i (0-based), which has
-// sequence i+1 in a freshly seeded database. Config must be Normalized.
-func (c Config) Row(i int) (ids.DeviceAddress, ids.LogicalMessageID) {
+// RowID is the logical id of row i.
+func RowID(i int) ids.LogicalMessageID {
 	var id ids.LogicalMessageID
 	copy(id[:8], "pendseed")
 	binary.BigEndian.PutUint64(id[8:], uint64(i))
+	return id
+}
+
+// Row returns the recipient and logical id of row i (0-based) of the even
+// layout (Skew zero), which has sequence i+1 in a freshly seeded
+// database. Config must be Normalized.
+func (c Config) Row(i int) (ids.DeviceAddress, ids.LogicalMessageID) {
+	id := RowID(i)
 	if c.Recipients == 1 || c.isFiltered(i) {
 		return Filtered(), id
 	}
@@ -169,6 +183,15 @@ func Seed(ctx context.Context, conn *sql.DB, keys *seal.Keyring, cfg Config) err
 	if cfg.N <= 0 {
 		return nil
 	}
+	return SeedLayout(ctx, conn, keys, cfg.Layout())
+}
+
+// SeedLayout is Seed for the rows of l.
+func SeedLayout(ctx context.Context, conn *sql.DB, keys *seal.Keyring, l *Layout) error {
+	cfg := l.cfg
+	if cfg.N <= 0 {
+		return nil
+	}
 	var n int64
 	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM pending_outbound_message").Scan(&n); err != nil {
 		return fmt.Errorf("benchseed: %w", err)
@@ -197,7 +220,7 @@ func Seed(ctx context.Context, conn *sql.DB, keys *seal.Keyring, cfg Config) err
 				lo, hi := c*chunk, min((c+1)*chunk, cfg.N)
 				b := batch{rows: make([]db.InsertPendingOutboundParams, 0, hi-lo)}
 				for i := lo; i < hi; i++ {
-					r, id := cfg.Row(i)
+					r, id := l.Row(i)
 					sealed, err := SealRow(keys, r, id, Plaintext(i, cfg.PlaintextSize))
 					if err != nil {
 						b.err = err
@@ -285,6 +308,11 @@ func Seed(ctx context.Context, conn *sql.DB, keys *seal.Keyring, cfg Config) err
 // (sqlitestore.DSN, a larger page cache for the load), which it closes
 // before returning. The store must be new.
 func Open(ctx context.Context, path string, keys *seal.Keyring, cfg Config) (*sqlitestore.Store, error) {
+	return OpenLayout(ctx, path, keys, cfg.withDefaults().Layout())
+}
+
+// OpenLayout is Open for the rows of l.
+func OpenLayout(ctx context.Context, path string, keys *seal.Keyring, l *Layout) (*sqlitestore.Store, error) {
 	s, err := sqlitestore.Open(ctx, path, keys)
 	if err != nil {
 		return nil, err
@@ -297,7 +325,7 @@ func Open(ctx context.Context, path string, keys *seal.Keyring, cfg Config) (*sq
 	raw.SetMaxOpenConns(1)
 	_, err = raw.ExecContext(ctx, "PRAGMA cache_size = -131072") // 128 MiB, this connection only
 	if err == nil {
-		err = Seed(ctx, raw, keys, cfg)
+		err = SeedLayout(ctx, raw, keys, l)
 	}
 	if cerr := raw.Close(); err == nil {
 		err = cerr
@@ -341,7 +369,6 @@ const DefaultLargeBench = 100_000
 // (outside the timed region), so the table keeps its size.
 type Victims struct {
 	cfg   Config
-	keys  *seal.Keyring
 	slots []victim
 	next  int
 }
@@ -350,6 +377,15 @@ type Victims struct {
 // Victims on one database never make the same id.
 var replacements atomic.Uint64
 
+// ReplacementID returns a logical id no seeded row and no earlier call
+// has: for messages put in place of deleted ones.
+func ReplacementID() ids.LogicalMessageID {
+	var id ids.LogicalMessageID
+	copy(id[:8], "replaced")
+	binary.BigEndian.PutUint64(id[8:], replacements.Add(1))
+	return id
+}
+
 type victim struct {
 	recipient ids.DeviceAddress
 	id        ids.LogicalMessageID
@@ -357,11 +393,11 @@ type victim struct {
 }
 
 // NewVictims returns count victim slots spread over the rows of a database
-// seeded with cfg and keys (count is capped at cfg.N).
-func NewVictims(cfg Config, keys *seal.Keyring, count int) *Victims {
+// seeded with cfg (even layout; count is capped at cfg.N).
+func NewVictims(cfg Config, count int) *Victims {
 	cfg = cfg.withDefaults()
 	count = max(1, min(count, cfg.N))
-	v := &Victims{cfg: cfg, keys: keys, slots: make([]victim, count)}
+	v := &Victims{cfg: cfg, slots: make([]victim, count)}
 	for j := range v.slots {
 		row := j * cfg.N / count
 		r, id := cfg.Row(row)
@@ -378,18 +414,12 @@ func (v *Victims) Next() (slot int, recipient ids.DeviceAddress, id ids.LogicalM
 	return slot, s.recipient, s.id
 }
 
-// Replace inserts, through the generated query on conn, a new pending
-// message for the recipient of slot, which then points to it.
-func (v *Victims) Replace(ctx context.Context, conn db.DBTX, slot int) error {
+// Replace inserts, through the store p (which seals it and keeps its
+// count), a new pending message for the recipient of slot, which then
+// points to it.
+func (v *Victims) Replace(ctx context.Context, p store.Pending, slot int) error {
 	s := &v.slots[slot]
-	copy(s.id[:8], "replaced")
-	binary.BigEndian.PutUint64(s.id[8:], replacements.Add(1))
-	sealed, err := SealRow(v.keys, s.recipient, s.id, Plaintext(s.row, v.cfg.PlaintextSize))
-	if err != nil {
-		return err
-	}
-	_, err = db.New(conn).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
-		RecipientUserID: s.recipient.UserID, RecipientDeviceID: s.recipient.DeviceID, LogicalID: s.id[:], Sealed: sealed,
-	})
+	s.id = ReplacementID()
+	_, err := p.InsertPending(ctx, s.recipient, s.id, Plaintext(s.row, v.cfg.PlaintextSize))
 	return err
 }

@@ -2,7 +2,9 @@ package benchseed_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,4 +92,65 @@ func TestSeedOpens(t *testing.T) {
 		require.Equal(t, int64(cfg.FilteredRow(k)+1), m.Sequence)
 	}
 	require.Len(t, benchseed.Plaintext(3, 200), 200)
+}
+
+func TestSkewedLayout(t *testing.T) {
+	for _, tc := range []struct {
+		n, recipients int
+		skew          float64
+	}{{1000, 100, 1.5}, {100_000, 1000, 1.5}, {50, 100, 1.5}, {1000, 10, 0.5}} {
+		t.Run(fmt.Sprintf("n=%d/r=%d", tc.n, tc.recipients), func(t *testing.T) {
+			l := benchseed.Config{N: tc.n, Recipients: tc.recipients, Skew: tc.skew}.Normalized().Layout()
+			require.Equal(t, tc.n, l.N())
+			require.Equal(t, min(tc.n, tc.recipients), l.Recipients())
+			seen := make([]int, l.Recipients())
+			total := 0
+			for r := range l.Recipients() {
+				require.Positive(t, l.Share(r), "every recipient holds a row")
+				if r > 0 {
+					require.LessOrEqual(t, l.Share(r), l.Share(0), "recipient 0 holds the most")
+				}
+				prev := -1
+				for k := range l.Share(r) {
+					i := l.RecipientRow(r, k)
+					require.Greater(t, i, prev, "a recipient's rows ascend")
+					prev = i
+					addr, id := l.Row(i)
+					require.Equal(t, l.Address(r), addr)
+					require.Equal(t, benchseed.RowID(i), id)
+					seen[r]++
+				}
+				total += l.Share(r)
+			}
+			require.Equal(t, tc.n, total, "every row belongs to one recipient")
+			shares := l.Shares()
+			require.Equal(t, shares[0], l.Share(0))
+			require.True(t, slices.IsSortedFunc(shares, func(a, b int) int { return b - a }))
+		})
+	}
+	// The spread the benchmark relies on: at 1M over 1,000 recipients
+	// some hold 10,000+, some a dozen.
+	l := benchseed.Config{N: 1_000_000, Recipients: 1000, Skew: 1.5}.Normalized().Layout()
+	shares := l.Shares()
+	require.Greater(t, shares[9], 10_000)
+	require.Less(t, shares[len(shares)-1], 20)
+	// Rows of one recipient are scattered, not clustered: recipient 20's
+	// rows span most of the sequence.
+	require.Less(t, l.RecipientRow(20, 0), 100_000)
+	require.Greater(t, l.RecipientRow(20, l.Share(20)-1), 900_000)
+}
+
+func TestEvenLayoutMatchesRow(t *testing.T) {
+	cfg := benchseed.Config{N: 3000, Recipients: 7}.Normalized()
+	l := cfg.Layout()
+	for i := range cfg.N {
+		ra, ia := cfg.Row(i)
+		rb, ib := l.Row(i)
+		require.Equal(t, ra, rb)
+		require.Equal(t, ia, ib)
+	}
+	require.Equal(t, cfg.Share, l.Share(0))
+	for k := range cfg.Share {
+		require.Equal(t, cfg.FilteredRow(k), l.RecipientRow(0, k))
+	}
 }

@@ -37,6 +37,10 @@ type PendingOutboundMessage struct {
 	Sealed            []byte
 }
 
+type PragmaDataVersion struct {
+	DataVersion int64
+}
+
 type ProcessedInboundMessage struct {
 	SenderUserID   string
 	SenderDeviceID int64

@@ -43,9 +43,9 @@ func (q *Queries) CountPendingOutboundForRecipient(ctx context.Context, arg Coun
 
 const deletePendingOutbound = `-- name: DeletePendingOutbound :execrows
 DELETE FROM pending_outbound_message
-WHERE recipient_user_id = ?1
-  AND recipient_device_id = ?2
-  AND logical_id = ?3
+WHERE recipient_user_id IN (?1, CAST(?1 AS BLOB))
+  AND recipient_device_id IN (?2, CAST(CAST(?2 AS TEXT) AS BLOB))
+  AND logical_id IN (?3, CAST(?3 AS TEXT))
 `
 
 type DeletePendingOutboundParams struct {
@@ -55,7 +55,12 @@ type DeletePendingOutboundParams struct {
 }
 
 // Abandon and ACK delete without opening the sealed record; the affected
-// row count (0 or 1) decides ABANDONED / NOT_PENDING and cleared.
+// row count decides ABANDONED / NOT_PENDING and cleared. The IN lists
+// also match a row naming the same recipient and id with a user id,
+// device id or logical id of the wrong storage class (a BLOB user id, a
+// BLOB device id, a TEXT logical id), which a page reports as unreadable:
+// so that it can be abandoned too. Each list is a handful of lookups in
+// the unique index, never a scan.
 func (q *Queries) DeletePendingOutbound(ctx context.Context, arg DeletePendingOutboundParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, deletePendingOutbound, arg.RecipientUserID, arg.RecipientDeviceID, arg.LogicalID)
 	if err != nil {
@@ -64,10 +69,23 @@ func (q *Queries) DeletePendingOutbound(ctx context.Context, arg DeletePendingOu
 	return result.RowsAffected()
 }
 
-const insertPendingOutbound = `-- name: InsertPendingOutbound :one
+const deletePendingOutboundSequence = `-- name: DeletePendingOutboundSequence :execrows
+DELETE FROM pending_outbound_message WHERE sequence = ?1
+`
+
+// Abandons the row at one sequence, whatever its columns hold: for an
+// unreadable row whose recipient or logical id does not decode.
+func (q *Queries) DeletePendingOutboundSequence(ctx context.Context, sequence int64) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deletePendingOutboundSequence, sequence)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const insertPendingOutbound = `-- name: InsertPendingOutbound :execlastid
 INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
 VALUES (?, ?, ?, ?)
-RETURNING sequence
 `
 
 type InsertPendingOutboundParams struct {
@@ -77,26 +95,39 @@ type InsertPendingOutboundParams struct {
 	Sealed            []byte
 }
 
-// Stores a sent message as pending. AUTOINCREMENT hands out a sequence
-// above every one handed out before, deleted ones included.
+// Stores a sent message as pending and returns its sequence (the rowid).
+// AUTOINCREMENT hands out a sequence above every one handed out before,
+// deleted ones included. An exec, not RETURNING: SQLite buffers RETURNING
+// rows in a temporary table, and database/sql watches every result set
+// read inside a transaction with a goroutine of its own (together about
+// twice the cost of the insert itself).
 func (q *Queries) InsertPendingOutbound(ctx context.Context, arg InsertPendingOutboundParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, insertPendingOutbound,
+	result, err := q.db.ExecContext(ctx, insertPendingOutbound,
 		arg.RecipientUserID,
 		arg.RecipientDeviceID,
 		arg.LogicalID,
 		arg.Sealed,
 	)
-	var sequence int64
-	err := row.Scan(&sequence)
-	return sequence, err
+	if err != nil {
+		return 0, err
+	}
+	return result.LastInsertId()
 }
 
 const nextPendingOutboundForRecipient = `-- name: NextPendingOutboundForRecipient :one
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
+SELECT sequence,
+       typeof(recipient_user_id) AS recipient_user_id_class,
+       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
+       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
+       typeof(logical_id) AS logical_id_class,
+       CAST(logical_id AS BLOB) AS logical_id,
+       typeof(sealed) AS sealed_class,
+       CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = ?1
   AND recipient_device_id = ?2
-  AND sequence > ?3
+  AND sequence >= ?3
 ORDER BY sequence
 LIMIT 1
 `
@@ -104,54 +135,99 @@ LIMIT 1
 type NextPendingOutboundForRecipientParams struct {
 	RecipientUserID   string
 	RecipientDeviceID int64
-	AfterSequence     int64
+	FromSequence      int64
 }
 
-// The next pending message for one recipient after a cursor: a retry
-// reads one message per transaction.
-func (q *Queries) NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (PendingOutboundMessage, error) {
-	row := q.db.QueryRowContext(ctx, nextPendingOutboundForRecipient, arg.RecipientUserID, arg.RecipientDeviceID, arg.AfterSequence)
-	var i PendingOutboundMessage
+type NextPendingOutboundForRecipientRow struct {
+	Sequence               int64
+	RecipientUserIDClass   string
+	RecipientUserID        []byte
+	RecipientDeviceIDClass string
+	RecipientDeviceID      int64
+	LogicalIDClass         string
+	LogicalID              []byte
+	SealedClass            string
+	Sealed                 []byte
+}
+
+// The next pending message for one recipient from from_sequence on: a
+// retry reads one message per transaction. Columns as in the pages.
+func (q *Queries) NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (NextPendingOutboundForRecipientRow, error) {
+	row := q.db.QueryRowContext(ctx, nextPendingOutboundForRecipient, arg.RecipientUserID, arg.RecipientDeviceID, arg.FromSequence)
+	var i NextPendingOutboundForRecipientRow
 	err := row.Scan(
 		&i.Sequence,
+		&i.RecipientUserIDClass,
 		&i.RecipientUserID,
+		&i.RecipientDeviceIDClass,
 		&i.RecipientDeviceID,
+		&i.LogicalIDClass,
 		&i.LogicalID,
+		&i.SealedClass,
 		&i.Sealed,
 	)
 	return i, err
 }
 
 const pagePendingOutbound = `-- name: PagePendingOutbound :many
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
+SELECT sequence,
+       typeof(recipient_user_id) AS recipient_user_id_class,
+       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
+       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
+       typeof(logical_id) AS logical_id_class,
+       CAST(logical_id AS BLOB) AS logical_id,
+       typeof(sealed) AS sealed_class,
+       CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
-WHERE sequence > ?1
+WHERE sequence >= ?1
 ORDER BY sequence
 LIMIT ?2
 `
 
 type PagePendingOutboundParams struct {
-	AfterSequence int64
-	RowLimit      int64
+	FromSequence int64
+	RowLimit     int64
 }
 
-// One keyset page of pending messages, all recipients, in sequence order.
-// The caller passes row_limit = limit + 1: the extra row only says whether
-// another page follows (never a positional skip).
-func (q *Queries) PagePendingOutbound(ctx context.Context, arg PagePendingOutboundParams) ([]PendingOutboundMessage, error) {
-	rows, err := q.db.QueryContext(ctx, pagePendingOutbound, arg.AfterSequence, arg.RowLimit)
+type PagePendingOutboundRow struct {
+	Sequence               int64
+	RecipientUserIDClass   string
+	RecipientUserID        []byte
+	RecipientDeviceIDClass string
+	RecipientDeviceID      int64
+	LogicalIDClass         string
+	LogicalID              []byte
+	SealedClass            string
+	Sealed                 []byte
+}
+
+// One keyset page of pending messages, all recipients, in sequence order,
+// from from_sequence on (the cursor + 1, or the smallest integer for a
+// page from the start). The caller passes row_limit = limit + 1: the extra
+// row only says whether another page follows (never a positional skip).
+// Every column comes with its storage class (typeof) and is read through
+// a CAST that cannot fail, so that a row whose values have the wrong
+// storage class is reported as unreadable instead of failing the page or
+// opening as if it were fine.
+func (q *Queries) PagePendingOutbound(ctx context.Context, arg PagePendingOutboundParams) ([]PagePendingOutboundRow, error) {
+	rows, err := q.db.QueryContext(ctx, pagePendingOutbound, arg.FromSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PendingOutboundMessage
+	var items []PagePendingOutboundRow
 	for rows.Next() {
-		var i PendingOutboundMessage
+		var i PagePendingOutboundRow
 		if err := rows.Scan(
 			&i.Sequence,
+			&i.RecipientUserIDClass,
 			&i.RecipientUserID,
+			&i.RecipientDeviceIDClass,
 			&i.RecipientDeviceID,
+			&i.LogicalIDClass,
 			&i.LogicalID,
+			&i.SealedClass,
 			&i.Sealed,
 		); err != nil {
 			return nil, err
@@ -168,11 +244,19 @@ func (q *Queries) PagePendingOutbound(ctx context.Context, arg PagePendingOutbou
 }
 
 const pagePendingOutboundForRecipient = `-- name: PagePendingOutboundForRecipient :many
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
+SELECT sequence,
+       typeof(recipient_user_id) AS recipient_user_id_class,
+       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
+       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
+       typeof(logical_id) AS logical_id_class,
+       CAST(logical_id AS BLOB) AS logical_id,
+       typeof(sealed) AS sealed_class,
+       CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = ?1
   AND recipient_device_id = ?2
-  AND sequence > ?3
+  AND sequence >= ?3
 ORDER BY sequence
 LIMIT ?4
 `
@@ -180,36 +264,95 @@ LIMIT ?4
 type PagePendingOutboundForRecipientParams struct {
 	RecipientUserID   string
 	RecipientDeviceID int64
-	AfterSequence     int64
+	FromSequence      int64
 	RowLimit          int64
+}
+
+type PagePendingOutboundForRecipientRow struct {
+	Sequence               int64
+	RecipientUserIDClass   string
+	RecipientUserID        []byte
+	RecipientDeviceIDClass string
+	RecipientDeviceID      int64
+	LogicalIDClass         string
+	LogicalID              []byte
+	SealedClass            string
+	Sealed                 []byte
 }
 
 // The same page for one recipient, its own query (not an optional
 // predicate) so that it walks pending_outbound_message_recipient.
-func (q *Queries) PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PendingOutboundMessage, error) {
+func (q *Queries) PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PagePendingOutboundForRecipientRow, error) {
 	rows, err := q.db.QueryContext(ctx, pagePendingOutboundForRecipient,
 		arg.RecipientUserID,
 		arg.RecipientDeviceID,
-		arg.AfterSequence,
+		arg.FromSequence,
 		arg.RowLimit,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PendingOutboundMessage
+	var items []PagePendingOutboundForRecipientRow
 	for rows.Next() {
-		var i PendingOutboundMessage
+		var i PagePendingOutboundForRecipientRow
 		if err := rows.Scan(
 			&i.Sequence,
+			&i.RecipientUserIDClass,
 			&i.RecipientUserID,
+			&i.RecipientDeviceIDClass,
 			&i.RecipientDeviceID,
+			&i.LogicalIDClass,
 			&i.LogicalID,
+			&i.SealedClass,
 			&i.Sealed,
 		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const pendingOutboundDataVersion = `-- name: PendingOutboundDataVersion :one
+SELECT data_version FROM pragma_data_version
+`
+
+// PRAGMA data_version of this connection: it changes when another
+// connection commits to the database, so the store's in-memory count of
+// pending messages knows when it may have gone stale.
+func (q *Queries) PendingOutboundDataVersion(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, pendingOutboundDataVersion)
+	var data_version int64
+	err := row.Scan(&data_version)
+	return data_version, err
+}
+
+const pendingOutboundNegativeSequence = `-- name: PendingOutboundNegativeSequence :many
+SELECT sequence FROM pending_outbound_message WHERE sequence < 0 LIMIT 1
+`
+
+// A sequence below zero if any row has one (never handed out: only a
+// damaged database holds one), which makes a negative cursor valid.
+func (q *Queries) PendingOutboundNegativeSequence(ctx context.Context) ([]int64, error) {
+	rows, err := q.db.QueryContext(ctx, pendingOutboundNegativeSequence)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var sequence int64
+		if err := rows.Scan(&sequence); err != nil {
+			return nil, err
+		}
+		items = append(items, sequence)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

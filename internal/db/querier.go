@@ -24,8 +24,16 @@ type Querier interface {
 	CountSessionInitiationRows(ctx context.Context) (int64, error)
 	CountSessionRows(ctx context.Context) (int64, error)
 	// Abandon and ACK delete without opening the sealed record; the affected
-	// row count (0 or 1) decides ABANDONED / NOT_PENDING and cleared.
+	// row count decides ABANDONED / NOT_PENDING and cleared. The IN lists
+	// also match a row naming the same recipient and id with a user id,
+	// device id or logical id of the wrong storage class (a BLOB user id, a
+	// BLOB device id, a TEXT logical id), which a page reports as unreadable:
+	// so that it can be abandoned too. Each list is a handful of lookups in
+	// the unique index, never a scan.
 	DeletePendingOutbound(ctx context.Context, arg DeletePendingOutboundParams) (int64, error)
+	// Abandons the row at one sequence, whatever its columns hold: for an
+	// unreadable row whose recipient or logical id does not decode.
+	DeletePendingOutboundSequence(ctx context.Context, sequence int64) (int64, error)
 	DeleteRevision(ctx context.Context, version string) error
 	DeleteSession(ctx context.Context, arg DeleteSessionParams) error
 	DeleteSessionInitiation(ctx context.Context, arg DeleteSessionInitiationParams) error
@@ -37,24 +45,40 @@ type Querier interface {
 	GetSessionInitiation(ctx context.Context, arg GetSessionInitiationParams) ([]byte, error)
 	InsertLocalIdentity(ctx context.Context, arg InsertLocalIdentityParams) error
 	InsertPendingInbound(ctx context.Context, arg InsertPendingInboundParams) (int64, error)
-	// Stores a sent message as pending. AUTOINCREMENT hands out a sequence
-	// above every one handed out before, deleted ones included.
+	// Stores a sent message as pending and returns its sequence (the rowid).
+	// AUTOINCREMENT hands out a sequence above every one handed out before,
+	// deleted ones included. An exec, not RETURNING: SQLite buffers RETURNING
+	// rows in a temporary table, and database/sql watches every result set
+	// read inside a transaction with a goroutine of its own (together about
+	// twice the cost of the insert itself).
 	InsertPendingOutbound(ctx context.Context, arg InsertPendingOutboundParams) (int64, error)
 	// 0 rows affected means the message was processed before: a duplicate.
 	InsertProcessedInbound(ctx context.Context, arg InsertProcessedInboundParams) (int64, error)
 	InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error
 	ListRevisions(ctx context.Context) ([]SchemaRevision, error)
 	ListStorageKeys(ctx context.Context) ([]StorageKey, error)
-	// The next pending message for one recipient after a cursor: a retry
-	// reads one message per transaction.
-	NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (PendingOutboundMessage, error)
-	// One keyset page of pending messages, all recipients, in sequence order.
-	// The caller passes row_limit = limit + 1: the extra row only says whether
-	// another page follows (never a positional skip).
-	PagePendingOutbound(ctx context.Context, arg PagePendingOutboundParams) ([]PendingOutboundMessage, error)
+	// The next pending message for one recipient from from_sequence on: a
+	// retry reads one message per transaction. Columns as in the pages.
+	NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (NextPendingOutboundForRecipientRow, error)
+	// One keyset page of pending messages, all recipients, in sequence order,
+	// from from_sequence on (the cursor + 1, or the smallest integer for a
+	// page from the start). The caller passes row_limit = limit + 1: the extra
+	// row only says whether another page follows (never a positional skip).
+	// Every column comes with its storage class (typeof) and is read through
+	// a CAST that cannot fail, so that a row whose values have the wrong
+	// storage class is reported as unreadable instead of failing the page or
+	// opening as if it were fine.
+	PagePendingOutbound(ctx context.Context, arg PagePendingOutboundParams) ([]PagePendingOutboundRow, error)
 	// The same page for one recipient, its own query (not an optional
 	// predicate) so that it walks pending_outbound_message_recipient.
-	PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PendingOutboundMessage, error)
+	PagePendingOutboundForRecipient(ctx context.Context, arg PagePendingOutboundForRecipientParams) ([]PagePendingOutboundForRecipientRow, error)
+	// PRAGMA data_version of this connection: it changes when another
+	// connection commits to the database, so the store's in-memory count of
+	// pending messages knows when it may have gone stale.
+	PendingOutboundDataVersion(ctx context.Context) (int64, error)
+	// A sequence below zero if any row has one (never handed out: only a
+	// damaged database holds one), which makes a negative cursor valid.
+	PendingOutboundNegativeSequence(ctx context.Context) ([]int64, error)
 	// The AUTOINCREMENT high-water mark: the largest sequence ever handed out.
 	PendingOutboundSequenceHighWater(ctx context.Context) (int64, error)
 	RevisionTableExists(ctx context.Context) (int64, error)

@@ -17,10 +17,14 @@ import (
 // Insert validates and seals what inserting a pending message writes:
 // the sealed message and, if update is not nil, the peer update with its
 // values sealed (see SealPeer). It returns store.ErrInvalidArgument for a
-// malformed recipient or an update deleting the pin.
+// malformed recipient, a plaintext longer than store.MaxPlaintextSize or
+// an update deleting the pin.
 func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) ([]byte, *store.PeerState, error) {
 	if err := store.ValidateAddress(to); err != nil {
 		return nil, nil, err
+	}
+	if len(plaintext) > store.MaxPlaintextSize {
+		return nil, nil, fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), store.MaxPlaintextSize)
 	}
 	sealed, err := keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), plaintext)
 	if err != nil {
@@ -39,13 +43,85 @@ func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, p
 	return sealed, &peer, nil
 }
 
-// OpenPending opens a pending message read from its row.
-func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) (store.PendingMessage, error) {
+// SealedSend is one device's part of InsertMany: its address, its sealed
+// pending message and its update with the values sealed.
+type SealedSend struct {
+	Peer    ids.DeviceAddress
+	Message []byte
+	Update  store.PeerState
+}
+
+// InsertMany validates peers (store.ValidatePeerUpdates) and seals, for
+// each, what Insert seals: the message (id, plaintext) bound to that
+// peer's row, and its update. It returns store.ErrInvalidArgument as
+// store.ValidatePeerUpdates does.
+func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]SealedSend, error) {
+	if err := store.ValidatePeerUpdates(peers); err != nil {
+		return nil, err
+	}
+	out := make([]SealedSend, len(peers))
+	for i, p := range peers {
+		msg, update, err := Insert(keys, p.Peer, id, plaintext, &p.Update)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = SealedSend{Peer: p.Peer, Message: msg, Update: *update}
+	}
+	return out, nil
+}
+
+// OpenPending opens a pending message read from its row. A row that does
+// not open (its recipient malformed, or its sealed value refused by the
+// keyring) comes back as an unreadable entry instead, with the reason as
+// its cause: the caller reports it and goes on with the other rows.
+func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) (store.PendingMessage, *store.UnreadablePending) {
+	if err := to.Validate(); err != nil {
+		return store.PendingMessage{}, Corrupt(seq, to, id, "recipient %q: %v", to, err)
+	}
 	pt, err := keys.Open(seal.RecordPendingOutbound, store.MessageAD(to, id), sealed)
 	if err != nil {
-		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", seq, err)
+		return store.PendingMessage{}, &store.UnreadablePending{Sequence: seq, Recipient: to, ID: id, Cause: fmt.Errorf("pending sequence %d: %w", seq, err)}
 	}
 	return store.PendingMessage{Sequence: seq, Recipient: to, ID: id, Plaintext: pt}, nil
+}
+
+// Corrupt returns the unreadable entry of a row whose stored values the
+// schema never holds, its cause matching store.ErrCorruptRow and saying
+// what is wrong.
+func Corrupt(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, format string, args ...any) *store.UnreadablePending {
+	return &store.UnreadablePending{Sequence: seq, Recipient: to, ID: id,
+		Cause: fmt.Errorf("pending sequence %d: %w: %s", seq, store.ErrCorruptRow, fmt.Sprintf(format, args...))}
+}
+
+// Row is a pending row as a store read it, opened on demand.
+type Row struct {
+	Sequence int64
+	// Open opens the row (see OpenPending).
+	Open func() (store.PendingMessage, *store.UnreadablePending)
+}
+
+// Page builds the page of the rows a store read for a page of limit:
+// rows in ascending sequence order, at most limit + 1 of them (the last
+// one only says that another page follows, and is never opened). Each
+// returned row goes to Messages or Unreadable; Next is the last returned
+// sequence if more follow.
+func Page(rows []Row, limit int) store.Page {
+	var page store.Page
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next := rows[len(rows)-1].Sequence
+		page.Next = &next
+	}
+	page.Messages = make([]store.PendingMessage, 0, len(rows))
+	for _, r := range rows {
+		m, bad := r.Open()
+		if bad != nil {
+			page.Unreadable = append(page.Unreadable, *bad)
+			continue
+		}
+		page.Messages = append(page.Messages, m)
+	}
+	return page
 }
 
 // peerFields lists the parts of a PeerState with their record types.

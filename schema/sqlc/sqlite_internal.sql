@@ -3,3 +3,6 @@
 -- sqlc only, so that queries reading them compile; never applied.
 CREATE TABLE sqlite_sequence (name TEXT NOT NULL, seq INTEGER NOT NULL);
 CREATE TABLE sqlite_master (type TEXT NOT NULL, name TEXT NOT NULL, tbl_name TEXT NOT NULL, rootpage INTEGER NOT NULL, sql TEXT);
+-- PRAGMA data_version read as its table-valued function (an eponymous
+-- virtual table SQLite provides on every connection).
+CREATE TABLE pragma_data_version (data_version INTEGER NOT NULL);

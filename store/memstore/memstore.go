@@ -110,6 +110,31 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 	return seq, nil
 }
 
+// CommitSendMany implements store.State.
+func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
+	sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	seqs := make([]int64, len(sends))
+	err = s.locked(ctx, func() error {
+		// Check every row before changing anything: all or nothing.
+		for _, m := range sends {
+			if err := s.checkNewLocked(pendingKey{m.Peer, id}); err != nil {
+				return err
+			}
+		}
+		for i, m := range sends {
+			seqs[i] = s.insertLocked(pendingKey{m.Peer, id}, m.Message, &m.Update)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	return seqs, nil
+}
+
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state atomically with it.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
@@ -120,24 +145,47 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 	k := pendingKey{recipient, id}
 	var seq int64
 	err = s.locked(ctx, func() error {
-		if _, dup := s.bySeqKey[k]; dup {
-			return fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
+		if err := s.checkNewLocked(k); err != nil {
+			return err
 		}
-		s.highWater++
-		seq = s.highWater
-		s.pending = append(s.pending, pendingRow{seq: seq, key: k, sealed: sealed})
-		s.bySeqKey[k] = seq
-		if peer != nil {
-			s.savePeerLocked(recipient, *peer)
-		}
+		seq = s.insertLocked(k, sealed, peer)
 		return nil
 	})
 	return seq, err
 }
 
-// after returns the index of the first pending row with seq > after.
-func (s *Store) after(after int64) int {
-	return sort.Search(len(s.pending), func(i int) bool { return s.pending[i].seq > after })
+// checkNewLocked returns ErrDuplicate if k is already pending.
+func (s *Store) checkNewLocked(k pendingKey) error {
+	if _, dup := s.bySeqKey[k]; dup {
+		return fmt.Errorf("%s for %s: %w", k.id, k.addr, store.ErrDuplicate)
+	}
+	return nil
+}
+
+// insertLocked appends the sealed message k under the next sequence and,
+// if peer is not nil, applies the peer's sealed update; k must be new.
+func (s *Store) insertLocked(k pendingKey, sealed []byte, peer *store.PeerState) int64 {
+	s.highWater++
+	s.pending = append(s.pending, pendingRow{seq: s.highWater, key: k, sealed: sealed})
+	s.bySeqKey[k] = s.highWater
+	if peer != nil {
+		s.savePeerLocked(k.addr, *peer)
+	}
+	return s.highWater
+}
+
+// from returns the index of the first pending row with seq >= from.
+func (s *Store) from(from int64) int {
+	return sort.Search(len(s.pending), func(i int) bool { return s.pending[i].seq >= from })
+}
+
+// checkCursorLocked refuses a negative cursor unless a row with a
+// negative sequence is stored (see store.CheckCursor).
+func (s *Store) checkCursorLocked(after *int64) error {
+	if after == nil || *after >= 0 {
+		return nil
+	}
+	return store.CheckCursor(*after, len(s.pending) > 0 && s.pending[0].seq < 0)
 }
 
 // PagePending implements store.Pending.
@@ -145,11 +193,19 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 	if err := req.Validate(); err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	var rows []pendingRow
+	after := &req.After
+	if req.FromStart {
+		after = nil
+	}
+	from, more := store.FirstSequence(after)
+	var rows []rowseal.Row
 	err := s.locked(ctx, func() error {
-		for i := s.after(req.After); i < len(s.pending) && len(rows) <= req.Limit; i++ {
-			if req.Recipient == nil || s.pending[i].key.addr == *req.Recipient {
-				rows = append(rows, s.pending[i])
+		if err := s.checkCursorLocked(after); err != nil || !more {
+			return err
+		}
+		for i := s.from(from); i < len(s.pending) && len(rows) <= req.Limit; i++ {
+			if r := s.pending[i]; req.Recipient == nil || r.key.addr == *req.Recipient {
+				rows = append(rows, rowseal.Row{Sequence: r.seq, Open: func() (store.PendingMessage, *store.UnreadablePending) { return s.open(r) }})
 			}
 		}
 		return nil
@@ -157,24 +213,10 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 	if err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	var page store.Page
-	if len(rows) > req.Limit {
-		rows = rows[:req.Limit]
-		next := rows[len(rows)-1].seq
-		page.Next = &next
-	}
-	page.Messages = make([]store.PendingMessage, 0, len(rows))
-	for _, r := range rows {
-		m, err := s.open(r)
-		if err != nil {
-			return store.Page{}, fmt.Errorf("store: page pending: %w", err)
-		}
-		page.Messages = append(page.Messages, m)
-	}
-	return page, nil
+	return rowseal.Page(rows, req.Limit), nil
 }
 
-func (s *Store) open(r pendingRow) (store.PendingMessage, error) {
+func (s *Store) open(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
 	return rowseal.OpenPending(s.keys, r.seq, r.key.addr, r.key.id, r.sealed)
 }
 
@@ -219,23 +261,42 @@ func (s *Store) deleteLocked(k pendingKey) bool {
 	if !ok {
 		return false
 	}
-	i := s.after(seq - 1)
+	return s.deleteSeqLocked(seq)
+}
+
+// deleteSeqLocked removes the row at seq, if there is one.
+func (s *Store) deleteSeqLocked(seq int64) bool {
+	i := s.from(seq)
+	if i == len(s.pending) || s.pending[i].seq != seq {
+		return false
+	}
+	delete(s.bySeqKey, s.pending[i].key)
 	s.pending = append(s.pending[:i], s.pending[i+1:]...)
-	delete(s.bySeqKey, k)
 	return true
 }
 
+// DeletePendingSequence implements store.Pending.
+func (s *Store) DeletePendingSequence(ctx context.Context, seq int64) (bool, error) {
+	var deleted bool
+	err := s.locked(ctx, func() error {
+		deleted = s.deleteSeqLocked(seq)
+		return nil
+	})
+	return deleted, err
+}
+
 // NextPending implements store.Pending.
-func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after int64) (store.PendingMessage, error) {
+func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
 	if err := store.ValidateAddress(recipient); err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
-	if after < 0 {
-		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w: negative cursor %d", store.ErrInvalidArgument, after)
-	}
+	from, more := store.FirstSequence(after)
 	var row *pendingRow
 	err := s.locked(ctx, func() error {
-		for i := s.after(after); i < len(s.pending); i++ {
+		if err := s.checkCursorLocked(after); err != nil {
+			return fmt.Errorf("store: next pending: %w", err)
+		}
+		for i := s.from(from); more && i < len(s.pending); i++ {
 			if s.pending[i].key.addr == recipient {
 				r := s.pending[i]
 				row = &r
@@ -247,7 +308,11 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 	if err != nil {
 		return store.PendingMessage{}, err
 	}
-	return s.open(*row)
+	m, bad := s.open(*row)
+	if bad != nil {
+		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePending{*bad}}
+	}
+	return m, nil
 }
 
 // LocalIdentity implements store.State.

@@ -1,6 +1,6 @@
 package sqlitestore_test
 
-// Benchmarks of the pending outbound queue (milestone 22), for benchstat
+// Benchmarks of the pending outbound queue, for benchstat
 // comparisons between commits:
 //
 //	go test -run '^$' -bench . -count 6 ./store/sqlitestore/ > new.txt
@@ -51,7 +51,7 @@ func benchDBs(b *testing.B) []*benchDB {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		out = append(out, &benchDB{name: fmt.Sprintf("N=%d", n), cfg: cfg, s: s, keys: keys, victims: benchseed.NewVictims(cfg, keys, 4096)})
+		out = append(out, &benchDB{name: fmt.Sprintf("N=%d", n), cfg: cfg, s: s, keys: keys, victims: benchseed.NewVictims(cfg, 4096)})
 	}
 	return out
 }
@@ -163,7 +163,7 @@ func BenchmarkPending(b *testing.B) {
 	pos := large.cfg.N * 9 / 10
 	b.Run(fmt.Sprintf("page-at-90pct/keyset/%s", large.name), func(b *testing.B) { benchPage(b, large, []int{pos}, nil) })
 	b.Run(fmt.Sprintf("page-at-90pct/offset/%s", large.name), func(b *testing.B) {
-		// The baseline the milestone forbids in the store: OFFSET lives
+		// The baseline the store never uses: OFFSET lives
 		// only in benchmark code.
 		for b.Loop() {
 			if err := rawPage(ctx, large, "SELECT "+pageColumns+" FROM pending_outbound_message ORDER BY sequence LIMIT ? OFFSET ?", store.MaxPageSize+1, pos); err != nil {
@@ -223,7 +223,7 @@ func BenchmarkPending(b *testing.B) {
 						b.Fatal(ok, err)
 					}
 					b.StopTimer()
-					if err := v.Replace(ctx, d.s.DB(), slot); err != nil {
+					if err := v.Replace(ctx, d.s, slot); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()

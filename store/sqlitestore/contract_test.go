@@ -19,5 +19,30 @@ func TestContract(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
-	})
+	}, tamper{})
+}
+
+// tamper damages rows with plain SQL behind the store's back, as anyone
+// with write access to the database file could.
+type tamper struct{}
+
+func (tamper) exec(t *testing.T, s store.Store, query string, args ...any) {
+	t.Helper()
+	res, err := s.(*sqlitestore.Store).DB().Exec(query, args...)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "%s %v", query, args)
+}
+
+func (tp tamper) SetSealed(t *testing.T, s store.Store, seq int64, sealed []byte) {
+	tp.exec(t, s, `UPDATE pending_outbound_message SET sealed = ? WHERE sequence = ?`, sealed, seq)
+}
+
+func (tp tamper) SetSequence(t *testing.T, s store.Store, seq, to int64) {
+	tp.exec(t, s, `UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?`, to, seq)
+}
+
+func (tp tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
+	tp.exec(t, s, `UPDATE pending_outbound_message SET recipient_user_id = ? WHERE sequence = ?`, user, seq)
 }

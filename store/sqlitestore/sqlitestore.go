@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,17 +50,39 @@ type Store struct {
 	// the sealing key: so no value sealed with the old key can be written
 	// once a rotation has started walking the tables.
 	sealMu sync.RWMutex
+
+	// count is the number of pending outbound rows (count.go), and
+	// txFailures counts failed transactions, after which the connection
+	// may have been replaced and count is re-established.
+	count      pendingCount
+	txFailures atomic.Uint64
 }
 
 var _ store.Store = (*Store)(nil)
 
 // DSN returns the go-sqlite3 data source name the store opens path with:
 // immediate transactions, a busy timeout, foreign keys on, WAL,
-// synchronous=FULL, and a per-connection cache of prepared statements (the
-// store runs the same few queries over and over).
+// synchronous=FULL, a per-connection cache of prepared statements (the
+// store runs the same few queries over and over), and a page cache of
+// 2 MB (PageCacheKiB).
+//
+// The page cache size and memory mapping were chosen by measurement
+// (cmd/pendingbench, BENCHMARKS.md): with pages at random cursors over a
+// queue of a million, a 64 MiB cache changes nothing (nearly every page
+// read is a first touch, which no cache holds), and mmap_size, which
+// saves the read copies when warm, makes the first calls after a start
+// ten times slower (each page fault reads ahead 128 KiB). So the cache
+// stays at SQLite's default of 2 MB, stated here so that a change is
+// deliberate, and the file is not memory-mapped (mmap_size 0, the
+// build's default).
 func DSN(path string) string {
-	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32"
+	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32" +
+		"&_cache_size=-" + strconv.Itoa(PageCacheKiB)
 }
+
+// PageCacheKiB is the most memory, in KiB, the store's connection uses
+// for SQLite's page cache (PRAGMA cache_size = -PageCacheKiB).
+const PageCacheKiB = 2000
 
 // ErrNoKeyRecord means the database records no active storage key but
 // holds sealed values: its storage_key rows were deleted (or all marked
@@ -267,7 +290,10 @@ func (s *Store) Close() error {
 }
 
 // DB returns the underlying database, for read-only inspection in tests,
-// tools and benchmarks. Writing through it bypasses the store's sealing.
+// tools and benchmarks. Writing through it bypasses the store's sealing,
+// and pending rows inserted or deleted through it are not seen by the
+// in-memory count of CountPending (it runs on the same connection, so
+// PRAGMA data_version does not change).
 func (s *Store) DB() *sql.DB { return s.conn }
 
 // Keyring returns the keyring the store seals with.
@@ -280,7 +306,11 @@ func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error 
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
+	err := sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
+	if err != nil {
+		s.txFailures.Add(1)
+	}
+	return err
 }
 
 // InsertPending implements store.Pending.
@@ -301,6 +331,30 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 	return seq, nil
 }
 
+// CommitSendMany implements store.State.
+func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
+	sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	seqs := make([]int64, len(sends))
+	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
+		for i, m := range sends {
+			var err error
+			if seqs[i], err = insertRow(ctx, q, m.Peer, id, m.Message, &m.Update); err != nil {
+				return 0, err
+			}
+		}
+		return int64(len(sends)), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	return seqs, nil
+}
+
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state in the same transaction.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
@@ -311,82 +365,113 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 		return 0, err
 	}
 	var seq int64
-	err = s.withTx(ctx, func(q *db.Queries) error {
-		seq, err = q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
-			RecipientUserID:   recipient.UserID,
-			RecipientDeviceID: recipient.DeviceID,
-			LogicalID:         id[:],
-			Sealed:            sealed,
-		})
-		if err != nil || peer == nil {
-			return err
-		}
-		return savePeer(ctx, q, recipient, *peer)
+	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
+		seq, err = insertRow(ctx, q, recipient, id, sealed, peer)
+		return 1, err
+	})
+	return seq, err
+}
+
+// insertRow inserts a sealed pending message and, if peer is not nil,
+// applies the peer's sealed update, inside the caller's transaction.
+func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte, peer *store.PeerState) (int64, error) {
+	seq, err := q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
+		RecipientUserID:   recipient.UserID,
+		RecipientDeviceID: recipient.DeviceID,
+		LogicalID:         id[:],
+		Sealed:            sealed,
 	})
 	if isUniqueViolation(err) {
 		return 0, fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
 	}
-	return seq, err
+	if err != nil || peer == nil {
+		return seq, err
+	}
+	return seq, savePeer(ctx, q, recipient, *peer)
 }
 
 // PagePending implements store.Pending. It reads limit+1 rows and opens
-// only the rows it returns.
+// only the rows it returns; a row that does not open, or whose columns
+// hold the wrong storage class, is returned as unreadable.
 func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.Page, error) {
 	if err := req.Validate(); err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	var rows []db.PendingOutboundMessage
+	after := &req.After
+	if req.FromStart {
+		after = nil
+	}
+	from, more := store.FirstSequence(after)
+	var rows []pendingRow
 	err := s.withTx(ctx, func(q *db.Queries) error {
-		var err error
-		if req.Recipient == nil {
-			rows, err = q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{AfterSequence: req.After, RowLimit: int64(req.Limit) + 1})
+		if err := checkCursor(ctx, q, after); err != nil || !more {
 			return err
 		}
-		rows, err = q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+		limit := int64(req.Limit) + 1
+		if req.Recipient == nil {
+			rs, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
+			for _, r := range rs {
+				rows = append(rows, pendingRow(r))
+			}
+			return err
+		}
+		rs, err := q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
 			RecipientUserID:   req.Recipient.UserID,
 			RecipientDeviceID: req.Recipient.DeviceID,
-			AfterSequence:     req.After,
-			RowLimit:          int64(req.Limit) + 1,
+			FromSequence:      from,
+			RowLimit:          limit,
 		})
+		for _, r := range rs {
+			rows = append(rows, pendingRow(r))
+		}
 		return err
 	})
 	if err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	var page store.Page
-	if len(rows) > req.Limit {
-		rows = rows[:req.Limit]
-		next := rows[len(rows)-1].Sequence
-		page.Next = &next
+	out := make([]rowseal.Row, len(rows))
+	for i, r := range rows {
+		out[i] = rowseal.Row{Sequence: r.Sequence, Open: func() (store.PendingMessage, *store.UnreadablePending) { return s.openPending(r) }}
 	}
-	page.Messages = make([]store.PendingMessage, 0, len(rows))
-	for _, r := range rows {
-		m, err := s.openPending(r)
-		if err != nil {
-			return store.Page{}, fmt.Errorf("store: page pending: %w", err)
-		}
-		page.Messages = append(page.Messages, m)
-	}
-	return page, nil
+	return rowseal.Page(out, req.Limit), nil
 }
 
-// CountPending implements store.Pending.
+// checkCursor refuses a negative cursor unless a row with a negative
+// sequence is stored (see store.CheckCursor).
+func checkCursor(ctx context.Context, q *db.Queries, after *int64) error {
+	if after == nil || *after >= 0 {
+		return nil
+	}
+	negative, err := q.PendingOutboundNegativeSequence(ctx)
+	if err != nil {
+		return err
+	}
+	return store.CheckCursor(*after, len(negative) > 0)
+}
+
+// CountPending implements store.Pending. The count of all pending
+// messages is kept in memory (see pendingCount) and re-read with SELECT
+// count(*) whenever another connection may have changed the table; a
+// recipient's count is answered from the recipient index.
 func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if recipient != nil {
 		if err := store.ValidateAddress(*recipient); err != nil {
 			return 0, fmt.Errorf("store: count pending: %w", err)
 		}
 	}
+	if recipient == nil {
+		n, err := s.countAll(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("store: count pending: %w", err)
+		}
+		return n, nil
+	}
 	var n int64
 	err := s.withTx(ctx, func(q *db.Queries) error {
 		var err error
-		if recipient == nil {
-			n, err = q.CountPendingOutbound(ctx)
-		} else {
-			n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
-				RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
-			})
-		}
+		n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
+		})
 		return err
 	})
 	if err != nil {
@@ -401,17 +486,34 @@ func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, 
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
 	var n int64
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		var err error
 		n, err = deletePending(ctx, q, recipient, id)
-		return err
+		return -n, err
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
+	return n > 0, nil
+}
+
+// DeletePendingSequence implements store.Pending.
+func (s *Store) DeletePendingSequence(ctx context.Context, seq int64) (bool, error) {
+	var n int64
+	err := s.writePending(ctx, func(q *db.Queries) (int64, error) {
+		var err error
+		n, err = q.DeletePendingOutboundSequence(ctx, seq)
+		return -n, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: delete pending sequence %d: %w", seq, err)
+	}
 	return n == 1, nil
 }
 
+// deletePending deletes the pending message (recipient, id) and returns
+// how many rows went: more than one only if a damaged copy of it (another
+// storage class, see DeletePendingOutbound) was stored beside it.
 func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID) (int64, error) {
 	return q.DeletePendingOutbound(ctx, db.DeletePendingOutboundParams{
 		RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, LogicalID: id[:],
@@ -419,18 +521,22 @@ func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddre
 }
 
 // NextPending implements store.Pending.
-func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after int64) (store.PendingMessage, error) {
+func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
 	if err := store.ValidateAddress(recipient); err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
-	if after < 0 {
-		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w: negative cursor %d", store.ErrInvalidArgument, after)
-	}
-	var row db.PendingOutboundMessage
+	from, more := store.FirstSequence(after)
+	var row db.NextPendingOutboundForRecipientRow
 	err := s.withTx(ctx, func(q *db.Queries) error {
+		if err := checkCursor(ctx, q, after); err != nil {
+			return err
+		}
+		if !more {
+			return sql.ErrNoRows
+		}
 		var err error
 		row, err = q.NextPendingOutboundForRecipient(ctx, db.NextPendingOutboundForRecipientParams{
-			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, AfterSequence: after,
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, FromSequence: from,
 		})
 		return err
 	})
@@ -440,20 +546,57 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 	if err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
-	m, err := s.openPending(row)
-	if err != nil {
-		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	m, bad := s.openPending(pendingRow(row))
+	if bad != nil {
+		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePending{*bad}}
 	}
 	return m, nil
 }
 
-func (s *Store) openPending(r db.PendingOutboundMessage) (store.PendingMessage, error) {
-	addr := ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}
+// pendingRow is a pending row as the page and next queries read it: every
+// column with its storage class, read through casts that cannot fail.
+type pendingRow struct {
+	Sequence               int64
+	RecipientUserIDClass   string
+	RecipientUserID        []byte
+	RecipientDeviceIDClass string
+	RecipientDeviceID      int64
+	LogicalIDClass         string
+	LogicalID              []byte
+	SealedClass            string
+	Sealed                 []byte
+}
+
+// openPending opens r, or reports it unreadable: with store.ErrCorruptRow
+// if a column holds another storage class than the schema declares (the
+// recipient as a BLOB, say, which the per-recipient index, the counts and
+// the retry would never find under that recipient) or a logical id of the
+// wrong length; with the seal error if its sealed value does not open.
+// The recipient and id are reported as far as they decode.
+func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
+	var problems []string
+	class := func(col, got, want string) {
+		if got != want {
+			problems = append(problems, fmt.Sprintf("%s is %s, not %s", col, got, want))
+		}
+	}
+	class("recipient_user_id", r.RecipientUserIDClass, "text")
+	class("recipient_device_id", r.RecipientDeviceIDClass, "integer")
+	class("logical_id", r.LogicalIDClass, "blob")
+	class("sealed", r.SealedClass, "blob")
+	to := ids.DeviceAddress{UserID: string(r.RecipientUserID)}
+	switch r.RecipientDeviceIDClass {
+	case "integer", "blob":
+		to.DeviceID = r.RecipientDeviceID
+	}
 	id, err := ids.ParseLogicalMessageID(r.LogicalID)
 	if err != nil {
-		return store.PendingMessage{}, fmt.Errorf("pending sequence %d: %w", r.Sequence, err)
+		problems = append(problems, fmt.Sprintf("logical_id: %v", err))
 	}
-	return rowseal.OpenPending(s.keys, r.Sequence, addr, id, r.Sealed)
+	if len(problems) > 0 {
+		return store.PendingMessage{}, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(problems, "; "))
+	}
+	return rowseal.OpenPending(s.keys, r.Sequence, to, id, r.Sealed)
 }
 
 // SequenceHighWater returns the largest pending sequence ever handed out,

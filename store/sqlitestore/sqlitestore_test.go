@@ -239,7 +239,9 @@ func TestPragmas(t *testing.T) {
 	}{
 		{"journal_mode", "wal"},
 		{"foreign_keys", "1"},
-		{"synchronous", "2"}, // FULL
+		{"synchronous", "2"},    // FULL
+		{"cache_size", "-2000"}, // KiB: BENCHMARKS.md, settings
+		{"mmap_size", "0"},      // not memory-mapped: BENCHMARKS.md, settings
 	} {
 		t.Run(tc.pragma, func(t *testing.T) {
 			var got string
@@ -250,8 +252,9 @@ func TestPragmas(t *testing.T) {
 }
 
 // TestTamper alters sealed pending rows behind the store's back and checks
-// that every read fails with the right error and never returns plaintext,
-// while counting and deleting (which open nothing) keep working.
+// that every read reports them as unreadable with the right cause and
+// never returns their plaintext, while counting and deleting (which open
+// nothing) keep working.
 func TestTamper(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -327,21 +330,46 @@ func TestTamper(t *testing.T) {
 			require.NotEqual(t, a.Plaintext, b.Plaintext)
 			tc.tamper(t, s, a, b)
 
-			for _, req := range []store.PageRequest{
-				{Limit: 10},
-				{Limit: 1},
-				{After: a.Sequence, Limit: 10},
-				{Limit: 10, Recipient: &alice},
-				{Limit: 10, Recipient: &bob},
+			// The rows as stored, as the store reports them.
+			unread := func(m store.PendingMessage) store.UnreadablePending {
+				u := store.UnreadablePending{Sequence: m.Sequence, Recipient: m.Recipient, ID: m.ID}
+				if tc.name == "move into another row's identity" {
+					u.ID = storetest.ID(900 + int(m.Sequence-a.Sequence))
+				}
+				return u
+			}
+			for _, tr := range []struct {
+				req  store.PageRequest
+				want []store.PendingMessage
+				next *int64
+			}{
+				{store.PageRequest{Limit: 10, FromStart: true}, []store.PendingMessage{a, b}, nil},
+				{store.PageRequest{Limit: 10}, []store.PendingMessage{a, b}, nil},
+				{store.PageRequest{Limit: 1}, []store.PendingMessage{a}, &a.Sequence},
+				{store.PageRequest{After: a.Sequence, Limit: 10}, []store.PendingMessage{b}, nil},
+				{store.PageRequest{Limit: 10, Recipient: &alice}, []store.PendingMessage{a}, nil},
+				{store.PageRequest{Limit: 10, Recipient: &bob}, []store.PendingMessage{b}, nil},
 			} {
-				p, err := s.PagePending(ctx, req)
-				require.ErrorIs(t, err, tc.want, "page %+v", req)
-				require.Empty(t, p.Messages, "no plaintext with an error")
-				require.Nil(t, p.Next)
+				p, err := s.PagePending(ctx, tr.req)
+				require.NoError(t, err, "page %+v", tr.req)
+				require.Empty(t, p.Messages, "no plaintext of a tampered row")
+				require.Equal(t, tr.next, p.Next, "the cursor moves past unreadable rows")
+				require.Len(t, p.Unreadable, len(tr.want))
+				for i, m := range tr.want {
+					got := p.Unreadable[i]
+					require.ErrorIs(t, got.Cause, tc.want)
+					got.Cause = nil
+					require.Equal(t, unread(m), got)
+				}
 			}
 			for _, m := range []store.PendingMessage{a, b} {
-				got, err := s.NextPending(ctx, m.Recipient, 0)
+				got, err := s.NextPending(ctx, m.Recipient, nil)
 				require.ErrorIs(t, err, tc.want)
+				require.ErrorIs(t, err, store.ErrUnreadable)
+				var ue *store.UnreadableError
+				require.ErrorAs(t, err, &ue)
+				require.Len(t, ue.Entries, 1)
+				require.Equal(t, m.Sequence, ue.Entries[0].Sequence)
 				require.Equal(t, store.PendingMessage{}, got)
 			}
 
@@ -359,6 +387,7 @@ func TestTamper(t *testing.T) {
 				p, err := s.PagePending(ctx, store.PageRequest{Limit: 10})
 				require.NoError(t, err)
 				require.Empty(t, p.Messages)
+				require.Empty(t, p.Unreadable)
 			}
 		})
 	}
@@ -474,7 +503,7 @@ func dummyArg(t *testing.T, name string) any {
 	case "logical_id":
 		id := storetest.ID(1)
 		return id[:]
-	case "after_sequence", "sequence":
+	case "after_sequence", "from_sequence", "sequence":
 		return int64(0)
 	case "row_limit":
 		return int64(store.MaxPageSize + 1)
@@ -497,6 +526,7 @@ func TestQueryPlans(t *testing.T) {
 	exempt := map[string]string{
 		"InsertPendingOutbound":            "an insert has no plan to check",
 		"PendingOutboundSequenceHighWater": "reads sqlite_sequence, one row per AUTOINCREMENT table",
+		"PendingOutboundDataVersion":       "reads a pragma (one value), no table",
 	}
 	// Every other query of the file is checked; these must exist, and their
 	// plans must contain the given fragment.
@@ -551,6 +581,47 @@ func TestQueryPlans(t *testing.T) {
 			if want != "" {
 				require.Contains(t, strings.Join(plan, "\n"), want)
 			}
+		})
+	}
+}
+
+// TestDeleteStorageClassTwins: a copy of a pending row with its recipient
+// or logical id stored as another storage class is a distinct row to
+// SQLite's UNIQUE constraint. Deleting (recipient, id), by abandon or ACK,
+// removes the row and its damaged twins, reports true, and leaves the
+// other rows.
+func TestDeleteStorageClassTwins(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		copy string // a column list selecting the twin from the original
+		ack  bool
+	}{
+		{"BLOB user id, abandon", "CAST(recipient_user_id AS BLOB), recipient_device_id, logical_id", false},
+		{"BLOB device id, ACK", "recipient_user_id, CAST(CAST(recipient_device_id AS TEXT) AS BLOB), logical_id", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			a := insert(t, s, alice, 1)
+			other := insert(t, s, alice, 2)
+			_, err := s.DB().Exec(`INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+				SELECT `+tc.copy+`, sealed FROM pending_outbound_message WHERE sequence = ?`, a.Sequence)
+			require.NoError(t, err)
+			n, err := s.CountPending(ctx, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 3, n)
+			var ok bool
+			if tc.ack {
+				ok, err = s.CommitAck(ctx, alice, a.ID, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			} else {
+				ok, err = s.DeletePending(ctx, alice, a.ID)
+			}
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, []store.PendingMessage{other}, all(t, s))
+			n, err = s.CountPending(ctx, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, n, "the twin went too")
 		})
 	}
 }

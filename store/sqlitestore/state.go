@@ -160,7 +160,7 @@ func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u stor
 
 // CommitReceived implements store.State.
 func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
-	n, err := s.commitInbound(ctx, peer, in, func(q *db.Queries) (int64, error) {
+	n, err := s.commitInbound(ctx, peer, in, false, func(q *db.Queries) (int64, error) {
 		return q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
 			SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix(),
 		})
@@ -173,18 +173,19 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id i
 
 // CommitAck implements store.State.
 func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
-	n, err := s.commitInbound(ctx, peer, in, func(q *db.Queries) (int64, error) {
+	n, err := s.commitInbound(ctx, peer, in, true, func(q *db.Queries) (int64, error) {
 		return deletePending(ctx, q, peer, id)
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
 	}
-	return n == 1, nil
+	return n > 0, nil
 }
 
 // commitInbound seals in, then applies it and runs op in one transaction,
-// returning op's row count.
-func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, op func(q *db.Queries) (int64, error)) (int64, error) {
+// returning op's row count. deletesPending says op deletes that many
+// pending outbound rows (the in-memory count follows).
+func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
 	if err := store.ValidateAddress(peer); err != nil {
@@ -204,18 +205,20 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 		}
 	}
 	var n int64
-	err = s.withTx(ctx, func(q *db.Queries) error {
+	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		if err := savePeer(ctx, q, peer, update); err != nil {
-			return err
+			return 0, err
 		}
 		if in.Local != nil {
 			if err := saveLocal(ctx, q, in.Local.Address, local); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		var err error
-		n, err = op(q)
-		return err
+		if n, err = op(q); err != nil || !deletesPending {
+			return 0, err
+		}
+		return -n, nil
 	})
 	return n, err
 }

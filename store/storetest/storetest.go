@@ -4,8 +4,12 @@
 //	func TestContract(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
 //			return memstore.New(keys)
-//		})
+//		}, tamper{})
 //	}
+//
+// where tamper implements Tamper for that store: the suite damages rows
+// through it to check that unreadable rows are reported, never hide the
+// others, and can be deleted.
 //
 // Each subtest opens a fresh store with a fresh keyring and asserts exact
 // values: sequences, page contents and cursors, counts, the number of sealed
@@ -19,6 +23,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -34,8 +40,22 @@ import (
 // cleanup (closing the store, removing files) on t.
 type OpenFunc func(t *testing.T, keys *seal.Keyring) store.Store
 
-// Run runs the contract suite against the stores open returns.
-func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) {
+// Tamper changes a store's pending rows behind its back, as disk damage
+// or an attacker with write access to the storage would. Each store's
+// tests implement it with what only they can reach.
+type Tamper interface {
+	// SetSealed replaces the sealed value of the pending row at seq.
+	SetSealed(t *testing.T, s store.Store, seq int64, sealed []byte)
+	// SetSequence moves the pending row at seq to sequence to.
+	SetSequence(t *testing.T, s store.Store, seq, to int64)
+	// SetUserID rewrites the recipient user id of the pending row at seq
+	// (to a malformed one, such as "").
+	SetUserID(t *testing.T, s store.Store, seq int64, user string)
+}
+
+// Run runs the contract suite against the stores open returns, damaging
+// rows through tamper where a test needs it.
+func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, tamper Tamper) {
 	t.Helper()
 	for _, tc := range []struct {
 		name string
@@ -57,22 +77,29 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store) 
 		{"NextPending", testNextPending},
 		{"SequencesNeverReused", testSequencesNeverReused},
 		{"InvalidArgument", testInvalidArgument},
+		{"PlaintextSizeLimit", testPlaintextSizeLimit},
 		{"PagesUnderMutation", testPagesUnderMutation},
 		{"LocalIdentity", testLocalIdentity},
 		{"Peer", testPeer},
 		{"CommitReceived", testCommitReceived},
 		{"CommitAck", testCommitAck},
 		{"CommitSend", testCommitSend},
+		{"CommitSendMany", testCommitSendMany},
 		{"CommitInboundAtomic", testCommitInboundAtomic},
 		{"Closed", testClosed},
 		{"ConcurrentDelete", testConcurrentDelete},
 		{"ConcurrentInsert", testConcurrentInsert},
+		{"ConcurrentSendMany", testConcurrentSendMany},
+		{"UnreadableRows", testUnreadableRows},
+		{"UnreadableCursorWalk", testUnreadableCursorWalk},
+		{"SequenceAtOrBelowZero", testSequenceAtOrBelowZero},
+		{"NegativeCursor", testNegativeCursor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			keys := NewKeyring(t)
 			s := open(t, keys)
 			require.NotNil(t, s)
-			tc.fn(t, &harness{t: t, s: s, keys: keys, ctx: context.Background()})
+			tc.fn(t, &harness{t: t, s: s, keys: keys, ctx: context.Background(), tamper: tamper})
 		})
 	}
 }
@@ -104,10 +131,11 @@ func ID(n int) ids.LogicalMessageID {
 }
 
 type harness struct {
-	t    *testing.T
-	s    store.Store
-	keys *seal.Keyring
-	ctx  context.Context
+	t      *testing.T
+	s      store.Store
+	keys   *seal.Keyring
+	ctx    context.Context
+	tamper Tamper
 }
 
 // msg is what the suite expects a pending message to be.
@@ -163,15 +191,16 @@ func (h *harness) page(req store.PageRequest) store.Page {
 func (h *harness) all(recipient *ids.DeviceAddress) []store.PendingMessage {
 	h.t.Helper()
 	var out []store.PendingMessage
-	req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
+	req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient, FromStart: true}
 	for i := 0; ; i++ {
 		require.Less(h.t, i, 1000, "enumeration does not end")
 		p := h.page(req)
+		require.Empty(h.t, p.Unreadable)
 		out = append(out, p.Messages...)
 		if p.Next == nil {
 			return out
 		}
-		req.After = *p.Next
+		req.FromStart, req.After = false, *p.Next
 	}
 }
 
@@ -212,6 +241,7 @@ func ptr[T any](v T) *T { return &v }
 
 func requirePage(t *testing.T, want []store.PendingMessage, next *int64, got store.Page, msgAndArgs ...any) {
 	t.Helper()
+	require.Empty(t, got.Unreadable, msgAndArgs...)
 	if len(want) == 0 {
 		require.Empty(t, got.Messages, msgAndArgs...)
 	} else {
@@ -382,7 +412,7 @@ func testPageEmpty(t *testing.T, h *harness) {
 	requirePage(t, nil, nil, h.page(store.PageRequest{Limit: store.MaxPageSize, Recipient: ptr(alice)}))
 	require.Equal(t, int64(0), h.count(nil))
 	require.Equal(t, int64(0), h.count(ptr(alice)))
-	_, err := h.s.NextPending(h.ctx, alice, 0)
+	_, err := h.s.NextPending(h.ctx, alice, nil)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -395,7 +425,7 @@ func testPlaintextIsCopy(t *testing.T, h *harness) {
 	require.Len(t, p.Messages, 1)
 	require.Equal(t, []byte("do not alias me"), p.Messages[0].Plaintext)
 	p.Messages[0].Plaintext[0] = 'Y' // the caller edits what it got
-	m, err := h.s.NextPending(h.ctx, alice, 0)
+	m, err := h.s.NextPending(h.ctx, alice, nil)
 	require.NoError(t, err)
 	require.Equal(t, store.PendingMessage{Sequence: seq, Recipient: alice, ID: ID(1), Plaintext: []byte("do not alias me")}, m)
 }
@@ -435,12 +465,12 @@ func testOpenCounts(t *testing.T, h *harness) {
 		{"count all opens none", func() { require.Equal(t, int64(10), h.count(nil)) }, 0},
 		{"count one opens none", func() { require.Equal(t, int64(5), h.count(ptr(bob))) }, 0},
 		{"next pending opens one", func() {
-			m, err := h.s.NextPending(h.ctx, bob, 0)
+			m, err := h.s.NextPending(h.ctx, bob, nil)
 			require.NoError(t, err)
 			require.Equal(t, ms[1].pending(), m)
 		}, 1},
 		{"next pending at the end opens none", func() {
-			_, err := h.s.NextPending(h.ctx, bob, ms[9].seq)
+			_, err := h.s.NextPending(h.ctx, bob, ptr(ms[9].seq))
 			require.ErrorIs(t, err, store.ErrNotFound)
 		}, 0},
 		{"delete opens none", func() {
@@ -512,7 +542,7 @@ func testDelete(t *testing.T, h *harness) {
 		})
 	}
 	require.Equal(t, pendings(ms[2]), h.all(nil))
-	_, err := h.s.NextPending(h.ctx, bob, 0)
+	_, err := h.s.NextPending(h.ctx, bob, nil)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -555,18 +585,20 @@ func testNextPending(t *testing.T, h *harness) {
 	for _, tc := range []struct {
 		name  string
 		to    ids.DeviceAddress
-		after int64
+		after *int64
 		want  *msg
 	}{
-		{"from start", alice, 0, &as[0]},
-		{"at alice's own sequence", alice, as[0].seq, &as[1]},
-		{"from bob's sequence", alice, ms[1].seq, &as[1]},
-		{"from aliceTwo's sequence", alice, ms[5].seq, &as[2]},
-		{"bob from start", bob, 0, &ms[1]},
-		{"aliceTwo after bob", aliceTwo, ms[4].seq, &ms[5]},
-		{"at the end", alice, as[2].seq, nil},
-		{"past the end", alice, as[2].seq + 100, nil},
-		{"unknown recipient", ids.DeviceAddress{UserID: "dave"}, 0, nil},
+		{"from start", alice, nil, &as[0]},
+		{"after 0", alice, ptr(int64(0)), &as[0]},
+		{"at alice's own sequence", alice, ptr(as[0].seq), &as[1]},
+		{"from bob's sequence", alice, ptr(ms[1].seq), &as[1]},
+		{"from aliceTwo's sequence", alice, ptr(ms[5].seq), &as[2]},
+		{"bob from start", bob, nil, &ms[1]},
+		{"aliceTwo after bob", aliceTwo, ptr(ms[4].seq), &ms[5]},
+		{"at the end", alice, ptr(as[2].seq), nil},
+		{"past the end", alice, ptr(as[2].seq + 100), nil},
+		{"after the largest sequence", alice, ptr(int64(math.MaxInt64)), nil},
+		{"unknown recipient", ids.DeviceAddress{UserID: "dave"}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := h.s.NextPending(h.ctx, tc.to, tc.after)
@@ -582,7 +614,7 @@ func testNextPending(t *testing.T, h *harness) {
 	// The retry loop: one message per call, following its own cursor,
 	// skipping a message removed meanwhile.
 	var seen []store.PendingMessage
-	var after int64
+	var after *int64
 	for {
 		m, err := h.s.NextPending(h.ctx, alice, after)
 		if errors.Is(err, store.ErrNotFound) {
@@ -590,7 +622,7 @@ func testNextPending(t *testing.T, h *harness) {
 		}
 		require.NoError(t, err)
 		seen = append(seen, m)
-		after = m.Sequence
+		after = &m.Sequence
 		if m.Sequence == as[0].seq {
 			ok, err := h.s.DeletePending(h.ctx, alice, as[1].id)
 			require.NoError(t, err)
@@ -655,9 +687,17 @@ func testInvalidArgument(t *testing.T, h *harness) {
 			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: -1, Limit: 10, Recipient: ptr(alice)})
 			return err
 		}, false},
-		{"next pending negative cursor", func() error { _, err := h.s.NextPending(h.ctx, alice, -1); return err }, false},
+		{"next pending negative cursor", func() error { _, err := h.s.NextPending(h.ctx, alice, ptr(int64(-1))); return err }, false},
 		{"save peer empty pin", func() error {
 			return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("new"), Pin: []byte{}})
+		}, false},
+		{"insert plaintext over the limit", func() error {
+			_, err := h.s.InsertPending(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1))
+			return err
+		}, false},
+		{"commit send plaintext over the limit", func() error {
+			_, err := h.s.CommitSend(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1), store.PeerState{Session: []byte("new")})
+			return err
 		}, false},
 	}
 	for name, a := range bad {
@@ -669,7 +709,7 @@ func testInvalidArgument(t *testing.T, h *harness) {
 			}, true},
 			call{"count " + name, func() error { _, err := h.s.CountPending(h.ctx, ptr(a)); return err }, true},
 			call{"delete " + name, func() error { _, err := h.s.DeletePending(h.ctx, a, ms[0].id); return err }, true},
-			call{"next " + name, func() error { _, err := h.s.NextPending(h.ctx, a, 0); return err }, true},
+			call{"next " + name, func() error { _, err := h.s.NextPending(h.ctx, a, nil); return err }, true},
 			call{"peer " + name, func() error { _, err := h.s.Peer(h.ctx, a); return err }, true},
 			call{"save peer " + name, func() error { return h.s.SavePeer(h.ctx, a, store.PeerState{Session: []byte("s")}) }, true},
 			call{"commit received " + name, func() error {
@@ -704,6 +744,33 @@ func testInvalidArgument(t *testing.T, h *harness) {
 	// The store still works, and no sequence was consumed out of order.
 	m := h.insert(bob, 6)
 	require.Greater(t, m.seq, ms[4].seq)
+}
+
+// testPlaintextSizeLimit: the store itself refuses a plaintext the client
+// could never frame, at exactly one byte over the limit and far over it,
+// for both ways in; the limit itself is accepted.
+func testPlaintextSizeLimit(t *testing.T, h *harness) {
+	first := h.insert(bob, 1)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0")}))
+	for _, size := range []int{store.MaxPlaintextSize + 1, 64 << 20} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			_, err := h.s.InsertPending(h.ctx, alice, ID(2), make([]byte, size))
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			_, err = h.s.CommitSend(h.ctx, alice, ID(2), make([]byte, size), store.PeerState{Session: []byte("s1")})
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			require.Equal(t, pendings(first), h.all(nil), "nothing stored")
+			p, err := h.s.Peer(h.ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, []byte("s0"), p.Session, "the session is unchanged")
+		})
+	}
+	big := bytes.Repeat([]byte{'x'}, store.MaxPlaintextSize)
+	a := h.insert(alice, 3) // a sequence between the two below
+	seq, err := h.s.InsertPending(h.ctx, alice, ID(4), big)
+	require.NoError(t, err)
+	seq2, err := h.s.CommitSend(h.ctx, alice, ID(5), big, store.PeerState{Session: []byte("s1")})
+	require.NoError(t, err)
+	require.Equal(t, pendings(first, a, msg{seq: seq, to: alice, id: ID(4), text: big}, msg{seq: seq2, to: alice, id: ID(5), text: big}), h.all(nil))
 }
 
 func testPagesUnderMutation(t *testing.T, h *harness) {
@@ -1014,6 +1081,106 @@ func testCommitSend(t *testing.T, h *harness) {
 	}
 }
 
+// testCommitSendMany: one logical message to several devices commits
+// every pending row and every peer update together, or nothing at all;
+// afterwards each row is its own (recipient, id), removed alone.
+func testCommitSendMany(t *testing.T, h *harness) {
+	first := h.insert(bob, 1)
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("b0")}))
+	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 3}
+	peers := func() map[ids.DeviceAddress]store.PeerState {
+		t.Helper()
+		out := map[ids.DeviceAddress]store.PeerState{}
+		for _, a := range []ids.DeviceAddress{alice, aliceTwo, bob, carol} {
+			p, err := h.s.Peer(h.ctx, a)
+			require.NoError(t, err)
+			out[a] = p
+		}
+		return out
+	}
+
+	text := []byte("to both of alice's devices")
+	seqs, err := h.s.CommitSendMany(h.ctx, ID(2), text, []store.PeerUpdate{
+		{Peer: aliceTwo, Update: store.PeerState{Session: []byte("t1"), Pin: []byte("pin two")}},
+		{Peer: alice, Update: store.PeerState{Session: []byte("s1"), Initiation: []byte("init")}},
+	})
+	require.NoError(t, err)
+	require.Len(t, seqs, 2)
+	require.Greater(t, seqs[0], first.seq)
+	require.Greater(t, seqs[1], seqs[0], "sequences in the order of peers")
+	toTwo := msg{seq: seqs[0], to: aliceTwo, id: ID(2), text: text}
+	toOne := msg{seq: seqs[1], to: alice, id: ID(2), text: text}
+	require.Equal(t, pendings(first, toTwo, toOne), h.all(nil))
+	want := map[ids.DeviceAddress]store.PeerState{
+		alice:    {Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
+		aliceTwo: {Session: []byte("t1"), Pin: []byte("pin two")},
+		bob:      {Session: []byte("b0")},
+		carol:    {},
+	}
+	require.Equal(t, want, peers(), "listed peers updated, others untouched")
+
+	// Nothing of a refused commit is kept: no row (not even those before
+	// the refused one), no peer update, no sequence.
+	for _, tc := range []struct {
+		name  string
+		peers []store.PeerUpdate
+		want  error
+	}{
+		{"no peer", nil, store.ErrInvalidArgument},
+		{"empty list", []store.PeerUpdate{}, store.ErrInvalidArgument},
+		{"duplicate for the last device", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: bob, Update: store.PeerState{Session: []byte("b1")}},
+			{Peer: alice, Update: store.PeerState{Session: []byte("s2")}},
+		}, store.ErrDuplicate},
+		{"duplicate for the first device", []store.PeerUpdate{
+			{Peer: aliceTwo, Update: store.PeerState{Session: []byte("t2")}},
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+		}, store.ErrDuplicate},
+		{"device listed twice", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: carol, Update: store.PeerState{Session: []byte("c2")}},
+		}, store.ErrInvalidArgument},
+		{"malformed peer", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: ids.DeviceAddress{UserID: "x", DeviceID: -1}, Update: store.PeerState{Session: []byte("x")}},
+		}, store.ErrInvalidArgument},
+		{"pin deletion", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: bob, Update: store.PeerState{Session: []byte("b1"), Pin: []byte{}}},
+		}, store.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seqs, err := h.s.CommitSendMany(h.ctx, ID(2), []byte("x"), tc.peers)
+			require.ErrorIs(t, err, tc.want)
+			require.Nil(t, seqs)
+			require.Equal(t, pendings(first, toTwo, toOne), h.all(nil))
+			require.Equal(t, want, peers())
+		})
+	}
+
+	// The same logical id goes to a device added later, with a greater
+	// sequence than any refused commit could have taken.
+	seqs, err = h.s.CommitSendMany(h.ctx, ID(2), text, []store.PeerUpdate{{Peer: carol, Update: store.PeerState{Session: []byte("c1")}}})
+	require.NoError(t, err)
+	require.Len(t, seqs, 1)
+	require.Greater(t, seqs[0], toOne.seq)
+	toCarol := msg{seq: seqs[0], to: carol, id: ID(2), text: text}
+	require.Equal(t, pendings(first, toTwo, toOne, toCarol), h.all(nil))
+
+	// Each device's row goes alone: an abandon for one, an ACK from another.
+	ok, err := h.s.DeletePending(h.ctx, alice, ID(2))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, pendings(first, toTwo, toCarol), h.all(nil))
+	cleared, err := h.s.CommitAck(h.ctx, carol, ID(2), store.Inbound{Update: store.PeerState{Session: []byte("c2")}})
+	require.NoError(t, err)
+	require.True(t, cleared)
+	require.Equal(t, pendings(first, toTwo), h.all(nil))
+	require.Equal(t, int64(1), h.count(&aliceTwo))
+}
+
 // testCommitInboundAtomic: a received message or ACK commits the peer's
 // whole update and the local identity with it, or nothing at all.
 func testCommitInboundAtomic(t *testing.T, h *harness) {
@@ -1080,7 +1247,7 @@ func testClosed(t *testing.T, h *harness) {
 		{"count", func() error { _, err := h.s.CountPending(h.ctx, nil); return err }},
 		{"count one", func() error { _, err := h.s.CountPending(h.ctx, ptr(alice)); return err }},
 		{"delete", func() error { _, err := h.s.DeletePending(h.ctx, alice, ms[0].id); return err }},
-		{"next", func() error { _, err := h.s.NextPending(h.ctx, alice, 0); return err }},
+		{"next", func() error { _, err := h.s.NextPending(h.ctx, alice, nil); return err }},
 		{"local identity", func() error { _, err := h.s.LocalIdentity(h.ctx); return err }},
 		{"save local identity", func() error {
 			return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: alice, Secret: []byte("s")})
@@ -1093,6 +1260,10 @@ func testClosed(t *testing.T, h *harness) {
 		}},
 		{"commit ack", func() error {
 			_, err := h.s.CommitAck(h.ctx, alice, ms[0].id, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			return err
+		}},
+		{"commit send many", func() error {
+			_, err := h.s.CommitSendMany(h.ctx, ID(9), []byte("x"), []store.PeerUpdate{{Peer: alice, Update: store.PeerState{Session: []byte("s")}}})
 			return err
 		}},
 	} {
@@ -1167,5 +1338,67 @@ func testConcurrentInsert(t *testing.T, h *harness) {
 		i := bySeq[m.Sequence]
 		to := []ids.DeviceAddress{alice, bob}[i%2]
 		require.Equal(t, store.PendingMessage{Sequence: seqs[i], Recipient: to, ID: ID(i), Plaintext: plaintext(to, i)}, m)
+	}
+}
+
+// testConcurrentSendMany: fan-out commits racing single inserts hand out
+// every sequence once, keep each commit's rows in the order of its peers,
+// and lose no row.
+func testConcurrentSendMany(t *testing.T, h *harness) {
+	const n = 12
+	peers := []ids.DeviceAddress{alice, aliceTwo, bob}
+	seqs := make([][]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				var seq int64
+				seq, errs[i] = h.s.InsertPending(h.ctx, bob, ID(i), plaintext(bob, i))
+				seqs[i] = []int64{seq}
+				return
+			}
+			ups := make([]store.PeerUpdate, len(peers))
+			for j, p := range peers {
+				ups[j] = store.PeerUpdate{Peer: p, Update: store.PeerState{Session: []byte(fmt.Sprint("session ", i))}}
+			}
+			seqs[i], errs[i] = h.s.CommitSendMany(h.ctx, ID(i), plaintext(alice, i), ups)
+		}()
+	}
+	wg.Wait()
+	var want []store.PendingMessage
+	for i := range n {
+		require.NoError(t, errs[i])
+		if i%2 == 0 {
+			want = append(want, store.PendingMessage{Sequence: seqs[i][0], Recipient: bob, ID: ID(i), Plaintext: plaintext(bob, i)})
+			continue
+		}
+		require.Len(t, seqs[i], len(peers))
+		for j, p := range peers {
+			if j > 0 {
+				require.Greater(t, seqs[i][j], seqs[i][j-1], "sequences in the order of peers")
+			}
+			want = append(want, store.PendingMessage{Sequence: seqs[i][j], Recipient: p, ID: ID(i), Plaintext: plaintext(alice, i)})
+		}
+	}
+	sort.Slice(want, func(a, b int) bool { return want[a].Sequence < want[b].Sequence })
+	for k := 1; k < len(want); k++ {
+		require.Greater(t, want[k].Sequence, want[k-1].Sequence, "a sequence handed out twice")
+	}
+	require.Equal(t, want, h.all(nil))
+	// Commits are serial: every peer holds the update of the last one (the
+	// commit with the highest sequences), none a mix.
+	last := 1
+	for i := 3; i < n; i += 2 {
+		if seqs[i][0] > seqs[last][0] {
+			last = i
+		}
+	}
+	for _, p := range peers {
+		st, err := h.s.Peer(h.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint("session ", last), string(st.Session), "%s", p)
 	}
 }

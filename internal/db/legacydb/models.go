@@ -45,6 +45,10 @@ type PendingOutboundMessagePlaintext struct {
 	Plaintext         []byte
 }
 
+type PragmaDataVersion struct {
+	DataVersion int64
+}
+
 type PragmaTableInfo struct {
 	Cid       int64
 	Name      string

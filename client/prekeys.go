@@ -1,0 +1,110 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+)
+
+// defaultSignedPrekeyGrace is Config.SignedPrekeyGrace when unset.
+const defaultSignedPrekeyGrace = 14 * 24 * time.Hour
+
+// RotateSignedPrekey replaces the device's signed prekey with a new one,
+// stores it and publishes the new bundle. Initiations naming the replaced
+// signed prekey are still answered for Config.SignedPrekeyGrace, then
+// refused with session.ErrUnknownPrekey; retired prekeys whose grace
+// period is over are dropped. The application calls it on its schedule
+// (for example weekly). Returns ErrNotInitialized before Initialize, the
+// store's error (nothing changed), or, after the new prekey is stored, the
+// directory's error for the publication: Initialize, or the next rotation
+// or replenishment, publishes again.
+func (c *Client) RotateSignedPrekey(ctx context.Context) error {
+	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys) (bool, error) {
+		return true, pk.Rotate(c.cfg.Rand, id, c.cfg.Now(), c.cfg.SignedPrekeyGrace)
+	})
+}
+
+// ReplenishPrekeys asks the directory how many one-time prekeys it still
+// holds for this device and, below Config.OneTimePrekeyThreshold, adds as
+// many as brings it back to Config.OneTimePrekeys, stores them and
+// publishes the bundle; it returns how many it added (0: nothing changed,
+// nothing published). Anyone can drain one-time prekeys by fetching
+// bundles; the application calls this on its schedule. It also drops
+// retired signed prekeys whose grace period is over. Returns
+// ErrNotInitialized before Initialize, the directory's error for the
+// count, the store's error (nothing changed), or, after the new prekeys
+// are stored, the directory's error for the publication.
+func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
+	self, err := c.Address()
+	if err != nil {
+		return 0, err
+	}
+	left, err := c.cfg.Directory.OneTimePrekeyCount(ctx, self)
+	if err != nil {
+		return 0, fmt.Errorf("client: replenish prekeys: %w", err)
+	}
+	added := 0
+	err = c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys) (bool, error) {
+		expired := pk.Expire(c.cfg.Now())
+		if left >= c.cfg.OneTimePrekeyThreshold {
+			return expired, nil
+		}
+		keys, err := pk.Replenish(c.cfg.Rand, c.cfg.OneTimePrekeys-left)
+		added = len(keys)
+		return true, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return added, nil
+}
+
+// changePrekeys applies change to a copy of the prekeys under the send
+// mutex (Receive answers initiations with the prekeys under it too),
+// stores the result and only then keeps it, and publishes the bundle if
+// the one-time prekeys or the signed prekey changed. change reports
+// whether it changed anything.
+func (c *Client) changePrekeys(ctx context.Context, what string, change func(*session.Identity, *session.Prekeys) (bool, error)) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	identity, prekeys, self, err := c.local()
+	if err != nil {
+		return err
+	}
+	pk, err := clonePrekeys(prekeys)
+	if err != nil {
+		return fmt.Errorf("client: %s: %w", what, err)
+	}
+	changed, err := change(identity, pk)
+	if err != nil {
+		return fmt.Errorf("client: %s: %w", what, err)
+	}
+	if !changed {
+		return nil
+	}
+	secret, err := encodeLocal(identity, pk)
+	if err != nil {
+		return fmt.Errorf("client: %s: %w", what, err)
+	}
+	if err := c.cfg.Store.SaveLocalIdentity(ctx, store.LocalIdentity{Address: self, Secret: secret}); err != nil {
+		return fmt.Errorf("client: %s: %w", what, err)
+	}
+	c.mu.Lock()
+	c.prekeys = pk
+	c.mu.Unlock()
+	if err := c.cfg.Directory.Publish(ctx, pk.Bundle(self)); err != nil {
+		return fmt.Errorf("client: %s: publish bundle: %w", what, err)
+	}
+	return nil
+}
+
+func clonePrekeys(p *session.Prekeys) (*session.Prekeys, error) {
+	b, err := p.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return session.UnmarshalPrekeys(b)
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/db/legacydb"
+	"github.com/securemsg/storage/migration"
+)
+
+var repo = filepath.Join("..", "..")
+
+// TestGeneratedDocsCurrent regenerates queries/PLANS.md and
+// schema/SCHEMA.md and compares them with the committed files, as CI
+// does: a query, plan or schema change must come with its regenerated
+// file.
+func TestGeneratedDocsCurrent(t *testing.T) {
+	ctx := context.Background()
+	m, err := migration.Default()
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		path string
+		gen  func() ([]byte, error)
+	}{
+		{plansPath, func() ([]byte, error) { return plansDoc(ctx, m, repo) }},
+		{schemaDocPath, func() ([]byte, error) { return schemaDoc(ctx, m) }},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			want, err := os.ReadFile(filepath.Join(repo, tt.path))
+			require.NoError(t, err)
+			got, err := tt.gen()
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got), "%s is stale: run 'go run ./cmd/migrate %s'", tt.path,
+				map[string]string{plansPath: "plans", schemaDocPath: "schema-doc"}[tt.path])
+		})
+	}
+}
+
+// TestPlansListEveryQuery checks that plans finds every method sqlc
+// generated, in both packages, and plans each one.
+func TestPlansListEveryQuery(t *testing.T) {
+	for _, tt := range []struct {
+		dir, queries string
+		querier      reflect.Type
+	}{
+		{"internal/db", "queries", reflect.TypeFor[db.Querier]()},
+		{"internal/db/legacydb", "queries/legacy", reflect.TypeFor[legacydb.Querier]()},
+	} {
+		qs, err := readQueries(filepath.Join(repo, tt.dir), tt.queries)
+		require.NoError(t, err)
+		var got, want []string
+		for _, q := range qs {
+			got = append(got, q.Name)
+			require.NotEmpty(t, q.SQL, q.Name)
+			require.True(t, strings.HasPrefix(q.Kind, ":"), q.Kind)
+		}
+		for i := 0; i < tt.querier.NumMethod(); i++ {
+			want = append(want, tt.querier.Method(i).Name)
+		}
+		slices.Sort(got)
+		require.Equal(t, want, got, tt.dir)
+	}
+
+	doc, err := os.ReadFile(filepath.Join(repo, plansPath))
+	require.NoError(t, err)
+	for _, name := range []string{"PagePendingOutboundForRecipient", "LegacyPendingBatch", "PendingOutboundColumns"} {
+		require.Contains(t, string(doc), "\n### "+name+"\n")
+	}
+	// The planning database is head with its real indexes and statistics.
+	require.Contains(t, string(doc), "SEARCH pending_outbound_message USING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id=? AND sequence>?)")
+	// SQLite's own table function is planned, not a table of that name.
+	require.Contains(t, string(doc), "SCAN pragma_table_info VIRTUAL TABLE INDEX")
+}
+
+func TestReadQueriesEmptyDirectory(t *testing.T) {
+	_, err := readQueries(t.TempDir(), "queries")
+	require.ErrorContains(t, err, "no sqlc output")
+}
+
+// TestSchemaDocSealedColumns builds the reference of a small directory:
+// a column is marked sealed only where a comment says so.
+func TestSchemaDocSealedColumns(t *testing.T) {
+	fsys := sumFS(t, map[string]string{
+		"1_init.sql": `-- Every column named "secret" holds a sealed record.
+
+-- Notes, nothing sealed here, although a column is called sealed.
+CREATE TABLE note (id INTEGER PRIMARY KEY, sealed BLOB, body TEXT NOT NULL DEFAULT 'x' CHECK (length(body) < 10));
+
+-- Tokens: token is a sealed value bound to the owner.
+CREATE TABLE token (owner TEXT NOT NULL PRIMARY KEY, token BLOB NOT NULL, secret BLOB);
+`,
+		"2_index.sql": "-- Owners are looked up by body.\nCREATE INDEX note_body ON note (body);\n",
+	})
+	m, err := migration.New(fsys, ".")
+	require.NoError(t, err)
+	doc, err := schemaDoc(context.Background(), m)
+	require.NoError(t, err)
+	s := string(doc)
+	for _, want := range []string{
+		"# Schema reference (version 2)\n",
+		"| [`note`](#note) | 3 | none |\n",
+		"| [`token`](#token) | 3 | `token`, `secret` |\n",
+		"Notes, nothing sealed here, although a column is called sealed.\n",
+		"| `sealed` | BLOB | NULL |  |  |  |\n",
+		"| `body` | TEXT | NOT NULL | `'x'` | `(length(body) < 10)` |  |\n",
+		"| `token` | BLOB | NOT NULL |  |  | **sealed** |\n",
+		"| `secret` | BLOB | NULL |  |  | **sealed** |\n",
+		"| `note_body` | no | (`body`) |  | Owners are looked up by body. |\n",
+		"\n## schema_revision\n",
+	} {
+		require.Contains(t, s, want)
+	}
+	require.NotContains(t, s, `Every column named "secret"`, "the file header is a rule, not a table's description")
+}
+
+func TestSchemaDocWritesOnlyWhenChanged(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "SCHEMA.md")
+	code, stdout, stderr := runCmd(t, "schema-doc", "-out", out)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "wrote "+out+"\n", stdout)
+	want, err := os.ReadFile(filepath.Join(repo, schemaDocPath))
+	require.NoError(t, err)
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
+	code, stdout, _ = runCmd(t, "schema-doc", "-out", out)
+	require.Equal(t, 0, code)
+	require.Equal(t, out+" is up to date\n", stdout)
+}
+
+func TestRepoRootFromSubdirectory(t *testing.T) {
+	root, err := repoRoot()
+	require.NoError(t, err)
+	abs, err := filepath.Abs(repo)
+	require.NoError(t, err)
+	require.Equal(t, abs, root)
+
+	t.Chdir(t.TempDir())
+	_, err = repoRoot()
+	require.ErrorIs(t, err, errNotInRepo)
+	code, _, stderr := runCmd(t, "plans")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "not inside a checkout of github.com/securemsg/storage")
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/securemsg/storage/migration"
+)
+
+// driftDoc is drift's JSON document.
+type driftDoc struct {
+	Command string `json:"command"` // "drift"
+	DB      string `json:"db"`
+	Head    string `json:"head"`
+	// OK is true when the database has no drift at all.
+	OK bool `json:"ok"`
+	// Schema lists the statements that would bring the schema to head.
+	Schema []migration.SchemaChange `json:"schema"`
+	// History lists the schema_revision rows that disagree with the
+	// embedded directory.
+	History []migration.HistoryDrift `json:"history"`
+}
+
+// errDrift is drift's failure: the differences are on stdout.
+type errDrift struct{ schema, history int }
+
+func (e errDrift) Error() string {
+	return fmt.Sprintf("drift from head: %d schema statement(s), %d history row(s)", e.schema, e.history)
+}
+
+// cmdDrift compares a real database, opened read-only, with head: the
+// schema through Atlas's inspector and differ, printed as the SQL that
+// would bring it to head (never run), and the history rows against the
+// embedded directory. Exit 0 when identical, 1 on drift.
+func cmdDrift(ctx context.Context, env *cmdEnv) error {
+	path, err := env.requireDB()
+	if err != nil {
+		return err
+	}
+	m, err := migration.Default()
+	if err != nil {
+		return err
+	}
+	conn, err := openExisting(path)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	d, err := m.Drift(ctx, conn)
+	if err != nil {
+		return err
+	}
+	n := len(d.Schema) + len(d.History)
+	if env.json {
+		doc := driftDoc{Command: "drift", DB: path, Head: m.Head(), OK: d.Empty(), Schema: d.Schema, History: d.History}
+		if doc.Schema == nil {
+			doc.Schema = []migration.SchemaChange{}
+		}
+		if doc.History == nil {
+			doc.History = []migration.HistoryDrift{}
+		}
+		if err := env.emit(doc); err != nil {
+			return err
+		}
+	} else {
+		w := env.stdout
+		if len(d.Schema) > 0 {
+			fmt.Fprintf(w, "-- schema drift: %d statement(s) would bring %s to head %s (not run)\n", len(d.Schema), path, m.Head())
+			for _, c := range d.Schema {
+				if c.Comment != "" {
+					fmt.Fprintf(w, "-- %s\n", c.Comment)
+				}
+				fmt.Fprintln(w, strings.TrimSuffix(strings.TrimSpace(c.SQL), ";")+";")
+			}
+		}
+		if len(d.History) > 0 {
+			fmt.Fprintf(w, "-- history drift: %d schema_revision row(s) disagree with the embedded migration directory\n", len(d.History))
+			for _, h := range d.History {
+				fmt.Fprintf(w, "-- %s\n", h)
+			}
+		}
+		if n == 0 {
+			fmt.Fprintf(w, "no drift: %s matches head %s (schema and history)\n", path, m.Head())
+		}
+	}
+	if n > 0 {
+		return errDrift{schema: len(d.Schema), history: len(d.History)}
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/migration"
+)
+
+func TestDrift(t *testing.T) {
+	tests := []struct {
+		name string
+		db   func(t *testing.T) string
+		code int
+		want []string // lines in stdout
+		not  []string // text that must not be in stdout
+	}{
+		{
+			name: "freshly migrated",
+			db:   func(t *testing.T) string { return headDB(t) },
+			want: []string{"no drift: "},
+			not:  []string{"-- schema drift", "-- history drift"},
+		},
+		{
+			name: "hand-added column",
+			db:   func(t *testing.T) string { return headDB(t, "ALTER TABLE session ADD COLUMN note TEXT") },
+			code: 1,
+			want: []string{
+				"-- schema drift: 6 statement(s) would bring",
+				"CREATE TABLE `new_session` (`user_id` text NOT NULL, `device_id` integer NOT NULL, `sealed` blob NOT NULL, PRIMARY KEY (`user_id`, `device_id`), CHECK (device_id >= 0));",
+				"DROP TABLE `session`;",
+				"ALTER TABLE `new_session` RENAME TO `session`;",
+			},
+			not: []string{"-- history drift", "pending_outbound_message_recipient"},
+		},
+		{
+			name: "dropped index",
+			db:   func(t *testing.T) string { return headDB(t, "DROP INDEX pending_outbound_message_recipient") },
+			code: 1,
+			want: []string{
+				"-- schema drift: 1 statement(s) would bring",
+				"CREATE INDEX `pending_outbound_message_recipient` ON `pending_outbound_message` (`recipient_user_id`, `recipient_device_id`, `sequence`);",
+			},
+			not: []string{"-- history drift", "session"},
+		},
+		{
+			name: "changed revision hash",
+			db: func(t *testing.T) string {
+				return headDB(t, "UPDATE schema_revision SET hash = 'h1:edited' WHERE version = '15'")
+			},
+			code: 1,
+			want: []string{
+				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
+				"-- version 15: recorded hash h1:edited, but 15_pending_outbound_recipient_index.sql hashes to ",
+			},
+			not: []string{"-- schema drift"},
+		},
+		{
+			name: "version the binary does not know",
+			db: func(t *testing.T) string {
+				return headDB(t, `INSERT INTO schema_revision
+					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+					VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`)
+			},
+			code: 1,
+			want: []string{"-- version 16: recorded, but this binary's migration directory has no such version"},
+			not:  []string{"-- schema drift", "version 15"},
+		},
+		{
+			name: "partly applied version",
+			db: func(t *testing.T) string {
+				return headDB(t, "UPDATE schema_revision SET applied = 0 WHERE version = '15'")
+			},
+			code: 1,
+			want: []string{"-- version 15: applied 0/1 statements (15_pending_outbound_recipient_index.sql)"},
+		},
+		{
+			name: "legacy v14 without history",
+			db:   func(t *testing.T) string { return newDB(t, baselineSQL(t), "PRAGMA user_version = 14") },
+			code: 1,
+			want: []string{"CREATE INDEX `pending_outbound_message_recipient`", "CREATE TABLE `schema_revision`"},
+			not:  []string{"-- history drift"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.db(t)
+			before := snapshot(t, filepath.Dir(path))
+			code, stdout, stderr := runCmd(t, "drift", "-db", path)
+			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			lines := strings.Split(stdout, "\n")
+			for _, w := range tt.want {
+				require.True(t, hasLinePrefix(lines, w), "no line starting %q in:\n%s", w, stdout)
+			}
+			for _, n := range tt.not {
+				require.NotContains(t, stdout, n)
+			}
+			if tt.code == 0 {
+				require.Empty(t, stderr)
+			} else {
+				require.True(t, strings.HasPrefix(stderr, "migrate: drift: drift from head: "), stderr)
+			}
+			require.Equal(t, before, snapshot(t, filepath.Dir(path)), "drift changed the database")
+		})
+	}
+}
+
+func hasLinePrefix(lines []string, prefix string) bool {
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDriftJSON(t *testing.T) {
+	path := headDB(t,
+		"ALTER TABLE session ADD COLUMN note TEXT",
+		"DROP INDEX pending_outbound_message_recipient",
+		"UPDATE schema_revision SET hash = 'h1:edited' WHERE version = '15'")
+	code, stdout, stderr := runCmd(t, "drift", "-db", path, "-json")
+	require.Equal(t, 1, code, stderr)
+	var doc driftDoc
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	require.Equal(t, "drift", doc.Command)
+	require.Equal(t, path, doc.DB)
+	require.Equal(t, "15", doc.Head)
+	require.False(t, doc.OK)
+	var sqls []string
+	for _, c := range doc.Schema {
+		require.NotEmpty(t, c.Comment)
+		sqls = append(sqls, c.SQL)
+	}
+	require.Contains(t, sqls, "DROP TABLE `session`")
+	require.Contains(t, sqls, "CREATE INDEX `pending_outbound_message_recipient` ON `pending_outbound_message` (`recipient_user_id`, `recipient_device_id`, `sequence`)")
+	require.Len(t, doc.History, 1)
+	require.Equal(t, migration.HistoryHash, doc.History[0].Kind)
+	require.Equal(t, "15", doc.History[0].Version)
+	require.Equal(t, "h1:edited", doc.History[0].Recorded)
+
+	// Identical: ok, and empty lists rather than null.
+	code, stdout, stderr = runCmd(t, "drift", "-db", headDB(t), "-json")
+	require.Equal(t, 0, code, stderr)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &raw))
+	require.Equal(t, true, raw["ok"])
+	require.Equal(t, []any{}, raw["schema"])
+	require.Equal(t, []any{}, raw["history"])
+}
+
+func TestDriftRefusesWhatIsNotADatabase(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("not a database\n", 100)), 0o644))
+	before := snapshot(t, dir)
+	for _, cmd := range []string{"drift", "status", "plan", "up"} {
+		t.Run(cmd, func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, cmd, "-db", text)
+			require.Equal(t, 1, code)
+			require.Empty(t, stdout)
+			require.Contains(t, stderr, "migrate: "+cmd+": "+text+" is not a SQLite database (nothing changed)")
+			require.Equal(t, 1, strings.Count(stderr, "\n"))
+			require.Equal(t, before, snapshot(t, dir), "%s changed the file or left one beside it", cmd)
+		})
+	}
+	code, _, stderr := runCmd(t, "drift")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-db is required")
+}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/fixtures/frozen"
+	"github.com/securemsg/storage/fixtures/version14"
+	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/sqlitestore"
+)
+
+// sealedHeadDB returns a head database with known sealed contents: the
+// version-14 fixture (sealed with the fixture test key) migrated to head,
+// as the next fixture would be made.
+func sealedHeadDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "head.db")
+	require.NoError(t, version14.Load(context.Background(), path))
+	code, _, stderr := runCmd(t, "up", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	return path
+}
+
+func headVersion(t *testing.T) string {
+	t.Helper()
+	m, err := migration.Default()
+	require.NoError(t, err)
+	return m.Head()
+}
+
+func TestFreezeAndProve(t *testing.T) {
+	src := sealedHeadDB(t)
+	before := snapshot(t, filepath.Dir(src))
+	fixtures := t.TempDir()
+	out := filepath.Join(fixtures, "version"+headVersion(t))
+
+	code, stdout, stderr := runCmd(t, "freeze", "-db", src, "-out", out)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "froze "+src+" into "+out+" (fixture.sql, contents.json, README.md)\n", stdout)
+	require.Equal(t, before, snapshot(t, filepath.Dir(src)), "freeze changed the database it froze")
+	require.ElementsMatch(t, []string{"fixture.sql", "contents.json", "README.md"}, keys(snapshot(t, out)))
+
+	var c frozen.Contents
+	b, err := os.ReadFile(filepath.Join(out, "contents.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &c))
+	require.Equal(t, headVersion(t), c.SchemaVersion)
+	require.NotNil(t, c.LocalIdentity)
+	require.Equal(t, "alice", c.LocalIdentity.UserID)
+	require.Len(t, c.Pending, 12, "the version-14 fixture's 12 pending messages")
+	require.EqualValues(t, 12, c.PendingCount)
+	require.Len(t, c.Peers, 3)
+
+	// Refuses to overwrite the fixture it just wrote, and leaves it as it is.
+	frozenFiles := snapshot(t, out)
+	code, _, stderr = runCmd(t, "freeze", "-db", src, "-out", out)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "fixture directory already exists (fixtures are never overwritten)")
+	require.Equal(t, frozenFiles, snapshot(t, out))
+
+	// fixture-test runs every versionNN directory it finds: the version-14
+	// proof and the new fixture's.
+	require.NoError(t, os.Mkdir(filepath.Join(fixtures, "version14"), 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(fixtures, "not-a-fixture"), 0o755))
+	code, stdout, stderr = runCmd(t, "fixture-test", "-fixtures", fixtures, "-json")
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	var doc fixtureTestDoc
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	require.True(t, doc.OK)
+	require.Len(t, doc.Fixtures, 2)
+	require.Equal(t, "14", doc.Fixtures[0].Version)
+	require.Equal(t, headVersion(t), doc.Fixtures[1].Version)
+	for _, f := range doc.Fixtures {
+		require.True(t, f.OK, f.Dir)
+		require.Greater(t, len(f.Checks), 5, f.Dir)
+		for _, c := range f.Checks {
+			require.True(t, c.OK, "%s: %s: %s", f.Dir, c.Name, c.Error)
+		}
+	}
+	require.Equal(t, frozenFiles, snapshot(t, out), "fixture-test changed a frozen fixture")
+}
+
+func TestProveCatchesTampering(t *testing.T) {
+	src := sealedHeadDB(t)
+	fixtures := t.TempDir()
+	pristine := filepath.Join(fixtures, "pristine", "version"+headVersion(t))
+	require.NoError(t, os.Mkdir(filepath.Dir(pristine), 0o755))
+	code, _, stderr := runCmd(t, "freeze", "-db", src, "-out", pristine)
+	require.Equal(t, 0, code, stderr)
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(pristine, name))
+		require.NoError(t, err)
+		return string(b)
+	}
+	tests := []struct {
+		name   string
+		file   string
+		edit   func(s string) string
+		failed string // the failing check
+	}{
+		{
+			name: "a plaintext in contents.json",
+			file: "contents.json",
+			edit: func(s string) string {
+				i := strings.Index(s, `"plaintext": "`) + len(`"plaintext": "`)
+				return s[:i] + "00" + s[i+2:]
+			},
+			failed: "the store opens every sealed value",
+		},
+		{
+			name: "a sealed value in fixture.sql",
+			file: "fixture.sql",
+			edit: func(s string) string {
+				i := strings.Index(s, `INSERT INTO "session"`)
+				j := i + strings.Index(s[i:], "X'") + 40
+				return s[:j] + flipHex(s[j]) + s[j+1:]
+			},
+			failed: "the store opens every sealed value",
+		},
+		{
+			name: "the schema in fixture.sql",
+			file: "fixture.sql",
+			edit: func(s string) string {
+				i := strings.Index(s, "CREATE INDEX pending_outbound_message_recipient")
+				j := i + strings.Index(s[i:], ";\n")
+				return s[:i] + s[j+2:]
+			},
+			failed: "schema and history equal head's",
+		},
+		{
+			name:   "a revision hash in fixture.sql",
+			file:   "fixture.sql",
+			edit:   func(s string) string { return strings.Replace(s, "'e8GFqXXt", "'AAAAAAAA", 1) },
+			failed: "schema and history equal head's",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), filepath.Base(pristine))
+			require.NoError(t, os.Mkdir(dir, 0o755))
+			for _, n := range []string{"fixture.sql", "contents.json", "README.md"} {
+				s := read(n)
+				if n == tt.file {
+					edited := tt.edit(s)
+					require.NotEqual(t, s, edited)
+					s = edited
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
+			}
+			code, stdout, _ := runCmd(t, "fixture-test", "-fixtures", filepath.Dir(dir))
+			require.Equal(t, 1, code, stdout)
+			require.Contains(t, stdout, "FAIL "+tt.failed, stdout)
+		})
+	}
+}
+
+func flipHex(c byte) string {
+	if c == '0' {
+		return "1"
+	}
+	return "0"
+}
+
+func TestFreezeRefuses(t *testing.T) {
+	head := headVersion(t)
+	otherKey := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "other.db")
+		k, err := seal.GenerateKey()
+		require.NoError(t, err)
+		kr, err := seal.NewKeyring(k)
+		require.NoError(t, err)
+		s, err := sqlitestore.Open(context.Background(), path, kr)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		return path
+	}
+	tests := []struct {
+		name string
+		db   func(t *testing.T) string
+		out  string // base name of the output directory
+		want string
+	}{
+		{name: "directory not named after the head", db: sealedHeadDB, out: "version99", want: "must be named version" + head},
+		{name: "not at head", db: func(t *testing.T) string { return newDB(t, baselineSQL(t), "PRAGMA user_version = 14") }, out: "version" + head, want: "database is not at head"},
+		{
+			name: "drifted",
+			db: func(t *testing.T) string {
+				p := sealedHeadDB(t)
+				conn, err := sql.Open("sqlite3", "file:"+p)
+				require.NoError(t, err)
+				defer conn.Close()
+				_, err = conn.Exec("DROP INDEX pending_outbound_message_recipient")
+				require.NoError(t, err)
+				return p
+			},
+			out: "version" + head, want: "database is not at head",
+		},
+		{name: "sealed with another key", db: otherKey, out: "version" + head, want: "not sealed with the fixture test key"},
+		{name: "not a database", db: func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "x.txt")
+			require.NoError(t, os.WriteFile(p, []byte(strings.Repeat("text\n", 200)), 0o644))
+			return p
+		}, out: "version" + head, want: "is not a SQLite database"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := tt.db(t)
+			before := snapshot(t, filepath.Dir(src))
+			parent := t.TempDir()
+			code, stdout, stderr := runCmd(t, "freeze", "-db", src, "-out", filepath.Join(parent, tt.out))
+			require.Equal(t, 1, code, stdout)
+			require.Contains(t, stderr, tt.want)
+			require.Empty(t, snapshot(t, parent), "nothing written")
+			require.Equal(t, before, snapshot(t, filepath.Dir(src)), "the database changed")
+		})
+	}
+	code, _, stderr := runCmd(t, "freeze")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "-db is required")
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// decode parses stdout as exactly one JSON document.
+func decode[T any](t *testing.T, stdout string) T {
+	t.Helper()
+	dec := json.NewDecoder(stringsReader(stdout))
+	dec.DisallowUnknownFields()
+	var v T
+	require.NoError(t, dec.Decode(&v), stdout)
+	require.False(t, dec.More(), "more than one document: %s", stdout)
+	return v
+}
+
+func TestStatusJSON(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "status", "-db", newDB(t, baselineSQL(t), "PRAGMA user_version = 14"), "-json")
+	require.Equal(t, 0, code, stderr)
+	doc := decode[statusDoc](t, stdout)
+	require.Equal(t, statusDoc{Command: "status", DB: doc.DB, OK: true, Current: "14", Head: "15", Pending: []string{"15"}}, doc)
+
+	code, stdout, _ = runCmd(t, "status", "-db", headDB(t), "-json")
+	require.Equal(t, 0, code)
+	require.JSONEq(t, `{"command":"status","db":`+jsonString(decode[statusDoc](t, stdout).DB)+`,"ok":true,"current":"15","head":"15","pending":[]}`, stdout)
+
+	// A failure is one document too, with the error, and exit 1.
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	code, stdout, stderr = runCmd(t, "status", "-db", missing, "-json")
+	require.Equal(t, 1, code)
+	e := decode[errorDoc](t, stdout)
+	require.Equal(t, errorDoc{Command: "status", Error: missing + ": no such database file"}, e)
+	require.Equal(t, "migrate: status: "+missing+": no such database file\n", stderr)
+}
+
+func TestPlanJSON(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCmd(t, "plan", "-db", filepath.Join(dir, "new.db"), "-json")
+	require.Equal(t, 0, code, stderr)
+	doc := decode[planDoc](t, stdout)
+	require.False(t, doc.Exists)
+	require.Equal(t, "", doc.Current)
+	require.Equal(t, "15", doc.Head)
+	require.Len(t, doc.Versions, 2)
+	require.Equal(t, "14", doc.Versions[0].Version)
+	require.Equal(t, "baseline", doc.Versions[0].Description)
+	require.Len(t, doc.Versions[0].Statements, 8)
+	require.Equal(t, "15", doc.Versions[1].Version)
+	require.Len(t, doc.Versions[1].Statements, 1)
+	require.Empty(t, snapshot(t, dir))
+
+	code, stdout, _ = runCmd(t, "plan", "-db", headDB(t), "-json")
+	require.Equal(t, 0, code)
+	doc = decode[planDoc](t, stdout)
+	require.True(t, doc.Exists)
+	require.Equal(t, "15", doc.Current)
+	require.Equal(t, []planVersion{}, doc.Versions)
+}
+
+func TestLintJSON(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "lint", "-json")
+	require.Equal(t, 0, code, stderr)
+	require.JSONEq(t, `{"command":"lint","ok":true,"files":2,"baseline":"14","blocking":0,"findings":[]}`, stdout)
+
+	dir := writeDir(t, withFiles(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"}))
+	code, stdout, stderr = runCmd(t, "lint", "-dir", dir, "-json")
+	require.Equal(t, 1, code)
+	require.Equal(t, "migrate: lint: 1 finding(s) in versions above 14\n", stderr)
+	doc := decode[lintDoc](t, stdout)
+	require.False(t, doc.OK)
+	require.Equal(t, 3, doc.Files)
+	require.Equal(t, 1, doc.Blocking)
+	require.Equal(t, []finding{{Version: "16", File: "16_drop_session.sql", Line: 1, Analyzer: "destructive", Code: "DS102", Text: `Dropping table "session"`, Blocking: true}}, doc.Findings)
+}
+
+func TestLintAndHashMissingDirectory(t *testing.T) {
+	nope := filepath.Join(t.TempDir(), "nope")
+	for _, cmd := range []string{"lint", "hash"} {
+		code, _, stderr := runCmd(t, cmd, "-dir", nope)
+		require.Equal(t, 1, code)
+		require.Equal(t, "migrate: "+cmd+": "+nope+": directory does not exist\n", stderr)
+	}
+	require.NoDirExists(t, nope)
+}
+
+// TestHashDefaultIsTheRepository runs hash with no -dir from a
+// subdirectory of the checkout: it checks the repository's directory, not
+// one relative to the working directory.
+func TestHashDefaultIsTheRepository(t *testing.T) {
+	t.Chdir(filepath.Join(repo, "queries"))
+	before, err := os.ReadFile(filepath.Join("..", "schema", "migrations", "atlas.sum"))
+	require.NoError(t, err)
+	code, stdout, stderr := runCmd(t, "hash")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "schema/migrations/atlas.sum is up to date (2 files)")
+	after, err := os.ReadFile(filepath.Join("..", "schema", "migrations", "atlas.sum"))
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/stretchr/testify/require"
+)
+
+// readOnly makes path (a file or directory) read-only for the rest of the
+// test, and writable again at cleanup so that t.TempDir can remove it.
+func readOnly(t *testing.T, path string) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	mode := os.FileMode(0o444)
+	if fi.IsDir() {
+		mode = 0o555
+	}
+	require.NoError(t, os.Chmod(path, mode))
+	t.Cleanup(func() { os.Chmod(path, fi.Mode().Perm()) })
+}
+
+// TestReadOnlyCommands runs the read-only commands on a head database that
+// is a non-writable file, and one in a non-writable directory. As root the
+// modes block nothing, so what is checked is what the commands do: they
+// open the file read-only, change no byte and leave no -wal or -shm file.
+func TestReadOnlyCommands(t *testing.T) {
+	for _, where := range []string{"read-only file", "read-only directory"} {
+		t.Run(where, func(t *testing.T) {
+			path := headDB(t)
+			dir := filepath.Dir(path)
+			if where == "read-only file" {
+				readOnly(t, path)
+			} else {
+				readOnly(t, dir)
+			}
+			before := snapshot(t, dir)
+			require.Equal(t, []string{"client.db"}, keys(before))
+			for _, args := range [][]string{
+				{"status", "-db", path},
+				{"status", "-db", path, "-json"},
+				{"plan", "-db", path},
+				{"plan", "-db", path, "-json"},
+				{"drift", "-db", path},
+				{"drift", "-db", path, "-json"},
+			} {
+				code, stdout, stderr := runCmd(t, args...)
+				require.Equal(t, 0, code, "%v: %s", args, stderr)
+				require.Empty(t, stderr, args)
+				require.NotEmpty(t, stdout, args)
+				require.NoFileExists(t, path+"-wal", args)
+				require.NoFileExists(t, path+"-shm", args)
+				require.Equal(t, before, snapshot(t, dir), "%v changed the directory", args)
+			}
+		})
+	}
+}
+
+func keys(m map[string][32]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestReadOnlyThroughWAL checks that a database with a -wal beside it (open
+// elsewhere, or not closed cleanly) is read through the WAL: a table
+// committed only to the WAL is seen.
+func TestReadOnlyThroughWAL(t *testing.T) {
+	path := headDB(t)
+	// A second connection keeps the WAL from being checkpointed away.
+	writer := mustOpenRW(t, path)
+	_, err := writer.Exec("DROP INDEX pending_outbound_message_recipient")
+	require.NoError(t, err)
+	require.FileExists(t, path+"-wal")
+
+	code, stdout, _ := runCmd(t, "drift", "-db", path)
+	require.Equal(t, 1, code)
+	require.Contains(t, stdout, "CREATE INDEX `pending_outbound_message_recipient`")
+}
+
+func TestUpCannotCreate(t *testing.T) {
+	t.Run("missing directory", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "nope")
+		path := filepath.Join(dir, "x.db")
+		code, stdout, stderr := runCmd(t, "up", "-db", path)
+		require.Equal(t, 1, code)
+		require.Empty(t, stdout)
+		require.Equal(t, "migrate: up: cannot create "+path+": directory "+dir+" does not exist\n", stderr)
+		require.NoDirExists(t, dir)
+	})
+	t.Run("unwritable directory", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("running as root: a directory's mode does not stop root from creating files in it")
+		}
+		dir := filepath.Join(t.TempDir(), "rodir")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		readOnly(t, dir)
+		path := filepath.Join(dir, "x.db")
+		code, stdout, stderr := runCmd(t, "up", "-db", path)
+		require.Equal(t, 1, code)
+		require.Empty(t, stdout)
+		require.Equal(t, "migrate: up: cannot create "+path+": permission denied in directory "+dir+"\n", stderr)
+		require.Empty(t, snapshot(t, dir))
+	})
+	t.Run("unwritable file", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("running as root: a file's mode does not stop root from writing it")
+		}
+		path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
+		readOnly(t, path)
+		before := snapshot(t, filepath.Dir(path))
+		code, _, stderr := runCmd(t, "up", "-db", path)
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, "permission denied")
+		require.Equal(t, before, snapshot(t, filepath.Dir(path)))
+	})
+	t.Run("unreadable file", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("running as root: a file's mode does not stop root from reading it")
+		}
+		path := headDB(t)
+		require.NoError(t, os.Chmod(path, 0))
+		t.Cleanup(func() { os.Chmod(path, 0o644) })
+		for _, cmd := range []string{"status", "plan", "drift"} {
+			code, _, stderr := runCmd(t, cmd, "-db", path)
+			require.Equal(t, 1, code)
+			require.Contains(t, stderr, "permission denied", cmd)
+		}
+	})
+}
+
+func TestUpEmptyFile(t *testing.T) {
+	path := newDB(t)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Zero(t, fi.Size())
+	code, stdout, stderr := runCmd(t, "up", "-db", path)
+	require.Equal(t, 0, code, stderr)
+	require.True(t, strings.HasPrefix(stdout, path+" is an empty file: creating the database in it\napplied: 14 15\n"), stdout)
+}
+
+// mustOpenRW opens path read-write with one connection held open (WAL mode
+// keeps its -wal and -shm while it is), closed at cleanup.
+func mustOpenRW(tb testing.TB, path string) *sql.DB {
+	tb.Helper()
+	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=rw")
+	require.NoError(tb, err)
+	conn.SetMaxOpenConns(1)
+	tb.Cleanup(func() { conn.Close() })
+	require.NoError(tb, conn.Ping())
+	return conn
+}
+
+// TestReadOnlyDSNWritesNothing holds a read-only connection open on a WAL
+// database and checks, while it is open (when a read-write or query-only
+// connection has its -wal and -shm), that nothing was created beside the
+// file and that a write is refused. Unlike the file modes, this holds as
+// root too.
+func TestReadOnlyDSNWritesNothing(t *testing.T) {
+	path := headDB(t)
+	require.True(t, walHeader(t, path))
+	before := snapshot(t, filepath.Dir(path))
+	conn, err := sql.Open("sqlite3", readOnlyDSN(path))
+	require.NoError(t, err)
+	defer conn.Close()
+	var n int
+	require.NoError(t, conn.QueryRow("SELECT count(*) FROM schema_revision").Scan(&n))
+	require.Equal(t, 2, n)
+	require.NoFileExists(t, path+"-wal")
+	require.NoFileExists(t, path+"-shm")
+	_, err = conn.Exec("DELETE FROM schema_revision")
+	var se sqlite3.Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, sqlite3.ErrReadonly, se.Code)
+	require.NoError(t, conn.Close())
+	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
+}
+
+func TestUnknownStateCountsTables(t *testing.T) {
+	for _, tt := range []struct {
+		stmts []string
+		want  string
+	}{
+		{[]string{"CREATE TABLE notes (id INTEGER PRIMARY KEY)"}, "1 table, user_version 0 and no schema_revision"},
+		{[]string{"CREATE TABLE a (x)", "CREATE TABLE b (x)"}, "2 tables, user_version 0 and no schema_revision"},
+	} {
+		code, _, stderr := runCmd(t, "status", "-db", newDB(t, tt.stmts...))
+		require.Equal(t, 1, code)
+		require.Contains(t, stderr, tt.want)
+	}
+}

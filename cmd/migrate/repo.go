@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// modulePath is the module whose checkout the generators write into.
+const modulePath = "github.com/securemsg/storage"
+
+// errNotInRepo means a command that reads or writes the repository's files
+// was run outside a checkout of it.
+var errNotInRepo = errors.New("not inside a checkout of " + modulePath + " (run it from the repository, or pass the path explicitly)")
+
+// repoRoot returns the root of the checkout holding the working directory:
+// the nearest parent whose go.mod declares modulePath. The commands that
+// read or write repository files (hash, plans, schema-doc, freeze,
+// fixture-test) resolve their default paths against it, so they do the
+// same thing from any directory of the checkout.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && declaresModule(b) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errNotInRepo
+		}
+		dir = parent
+	}
+}
+
+func declaresModule(gomod []byte) bool {
+	sc := bufio.NewScanner(bytes.NewReader(gomod))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`) == modulePath
+		}
+	}
+	return false
+}
+
+// repoPath returns flagValue if set, else def resolved against the
+// repository root.
+func repoPath(flagValue, def string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", def, err)
+	}
+	return filepath.Join(root, filepath.FromSlash(def)), nil
+}
+
+// writeGenerated writes a generated file if its content changed, and says
+// which it did.
+func writeGenerated(env *cmdEnv, path string, content []byte) error {
+	old, err := os.ReadFile(path)
+	if err == nil && bytes.Equal(old, content) {
+		fmt.Fprintf(env.stdout, "%s is up to date\n", path)
+		return nil
+	}
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "wrote %s\n", path)
+	return nil
+}

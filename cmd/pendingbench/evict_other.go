@@ -1,0 +1,12 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+// coldNote says why the cold-cache lines are not measured here.
+const coldNote = "cold-cache lines skipped: evicting a file from the OS page cache (posix_fadvise DONTNEED) is implemented for Linux only"
+
+var errNoEvict = errors.New(coldNote)
+
+func evict(string) error { return errNoEvict }

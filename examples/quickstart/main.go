@@ -1,0 +1,78 @@
+// Command quickstart is the README's "Use it from Go" program: a client on
+// a SQLite store sends a message, which stays pending (sealed at rest)
+// until the recipient acknowledges it. Its test runs it, and checks that
+// the README shows the same lines.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/transport"
+)
+
+func main() {
+	dir, err := os.MkdirTemp("", "quickstart-")
+	check(err)
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	key, err := seal.GenerateKey() // an app keeps its storage key in the OS keystore
+	check(err)
+	net := transport.NewNetwork() // in process; an app passes its own transport and directory
+	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	check(peer(ctx, net, bob))
+	check(run(ctx, os.Stdout, filepath.Join(dir, "alice.db"), key, net, bob))
+}
+
+// run is the README's program.
+func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transport.Network, bob ids.DeviceAddress) error {
+	// README:begin
+	keys, err := seal.NewKeyring(key)
+	check(err)
+	st, err := sqlitestore.Open(ctx, path, keys) // creates the file and migrates it to head
+	check(err)
+	defer st.Close()
+	alice, err := client.Open(ctx, client.Config{Store: st, Transport: net, Directory: net})
+	check(err)
+	check(alice.Initialize(ctx, ids.DeviceAddress{UserID: "alice", DeviceID: 1}))
+	_, err = alice.Send(ctx, bob, []byte("hello")) // pending, sealed at rest, until bob's ACK
+	check(err)
+	page, err := alice.PendingMessages(ctx, client.PageRequest{Limit: 50})
+	check(err)
+	fmt.Fprintln(out, len(page.Messages), "pending, to", page.Messages[0].Recipient)
+	// README:end
+	return nil
+}
+
+// peer initializes the recipient's device on the network, on a store in
+// memory.
+func peer(ctx context.Context, net *transport.Network, addr ids.DeviceAddress) error {
+	key, err := seal.GenerateKey()
+	if err != nil {
+		return err
+	}
+	keys, err := seal.NewKeyring(key)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
+	if err != nil {
+		return err
+	}
+	return c.Initialize(ctx, addr)
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}

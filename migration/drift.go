@@ -1,0 +1,244 @@
+package migration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"ariga.io/atlas/sql/migrate"
+	"ariga.io/atlas/sql/schema"
+	"ariga.io/atlas/sql/sqlite"
+	_ "github.com/mattn/go-sqlite3" // OpenHead's in-memory database
+
+	"github.com/securemsg/storage/internal/db"
+)
+
+// Drift is how a database differs from the head of a migration directory.
+// The zero Drift (no Schema, no History) means the database is at head.
+type Drift struct {
+	// Schema lists the changes that would bring the database's schema to
+	// head, as SQL a reviewer can read. Nothing runs them.
+	Schema []SchemaChange
+	// History lists the schema_revision rows that disagree with the
+	// directory.
+	History []HistoryDrift
+}
+
+// Empty reports whether d holds no difference.
+func (d Drift) Empty() bool { return len(d.Schema) == 0 && len(d.History) == 0 }
+
+// SchemaChange is one statement of the plan that would bring a database
+// to head, with Atlas's description of it.
+type SchemaChange struct {
+	Comment string `json:"comment"`
+	SQL     string `json:"sql"`
+}
+
+// History drift kinds.
+const (
+	// HistoryHash: the recorded hash differs from the file's in atlas.sum.
+	HistoryHash = "hash"
+	// HistoryUnknown: the recorded version has no file in the directory.
+	HistoryUnknown = "unknown_version"
+	// HistoryPartial: the version was only partly applied or failed.
+	HistoryPartial = "partial"
+)
+
+// HistoryDrift is one schema_revision row that disagrees with the
+// migration directory.
+type HistoryDrift struct {
+	Version string `json:"version"`
+	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown or HistoryPartial
+	// Recorded is what the database holds (the hash, or "applied/total").
+	Recorded string `json:"recorded"`
+	// Expected is what the directory says ("" for HistoryUnknown).
+	Expected string `json:"expected,omitempty"`
+	// File is the migration file of Version, "" for HistoryUnknown.
+	File string `json:"file,omitempty"`
+}
+
+func (h HistoryDrift) String() string {
+	switch h.Kind {
+	case HistoryHash:
+		return fmt.Sprintf("version %s: recorded hash %s, but %s hashes to %s", h.Version, h.Recorded, h.File, h.Expected)
+	case HistoryUnknown:
+		return fmt.Sprintf("version %s: recorded, but this binary's migration directory has no such version", h.Version)
+	default:
+		return fmt.Sprintf("version %s: applied %s statements (%s)", h.Version, h.Recorded, h.File)
+	}
+}
+
+// Drift compares the database behind conn with head: its schema, inspected
+// with Atlas and diffed against a private in-memory database migrated to
+// head, and its schema_revision rows against the directory's files and
+// atlas.sum. It only reads conn (open it read-only). It returns an error
+// only when the database cannot be read; differences are the Drift.
+func (m *Migrator) Drift(ctx context.Context, conn *sql.DB) (Drift, error) {
+	var d Drift
+	head, err := m.HeadRealm(ctx)
+	if err != nil {
+		return d, err
+	}
+	got, err := InspectRealm(ctx, conn)
+	if err != nil {
+		return d, err
+	}
+	changes, err := sqlite.DefaultDiff.RealmDiff(got, head)
+	if err != nil {
+		return d, fmt.Errorf("migration: diff with head: %w", err)
+	}
+	if len(changes) > 0 {
+		plan, err := sqlite.DefaultPlan.PlanChanges(ctx, "drift", changes)
+		if err != nil {
+			return d, fmt.Errorf("migration: plan the difference with head: %w", err)
+		}
+		for _, c := range plan.Changes {
+			d.Schema = append(d.Schema, SchemaChange{Comment: c.Comment, SQL: c.Cmd})
+		}
+	}
+	d.History, err = m.historyDrift(ctx, conn)
+	return d, err
+}
+
+// historyDrift checks every schema_revision row against the directory.
+func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDrift, error) {
+	sum, err := m.dir.Checksum()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDirectory, err)
+	}
+	var out []HistoryDrift
+	err = readOnly(ctx, conn, func(tx *sql.Tx) error {
+		q := db.New(tx)
+		n, err := q.RevisionTableExists(ctx)
+		if err != nil || n == 0 {
+			return err
+		}
+		revs, err := q.ListRevisions(ctx)
+		if err != nil {
+			return fmt.Errorf("migration: read schema_revision: %w", err)
+		}
+		slices.SortFunc(revs, func(a, b db.SchemaRevision) int {
+			switch {
+			case versionLess(a.Version, b.Version):
+				return -1
+			case versionLess(b.Version, a.Version):
+				return 1
+			}
+			return strings.Compare(a.Version, b.Version)
+		})
+		for _, r := range revs {
+			i := slices.IndexFunc(m.files, func(f migrate.File) bool { return f.Version() == r.Version })
+			if i < 0 {
+				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryUnknown, Recorded: r.Hash})
+				continue
+			}
+			f := m.files[i]
+			want, err := sum.SumByName(f.Name())
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrDirectory, err)
+			}
+			// A baseline revision records no hash: nothing of it ran.
+			if r.Hash != "" && r.Hash != want {
+				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryHash, Recorded: r.Hash, Expected: want, File: f.Name()})
+			}
+			if r.Applied != r.Total || r.Error != "" {
+				out = append(out, HistoryDrift{
+					Version: r.Version, Kind: HistoryPartial, File: f.Name(),
+					Recorded: fmt.Sprintf("%d/%d", r.Applied, r.Total),
+				})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+var memSeq atomic.Int64
+
+// HeadRealm returns the schema at head, inspected with Atlas from a private
+// in-memory database migrated with Up, schema_revision included.
+func (m *Migrator) HeadRealm(ctx context.Context) (*schema.Realm, error) {
+	conn, err := m.OpenHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return InspectRealm(ctx, conn)
+}
+
+// OpenHead returns a private in-memory database migrated to head. It lives
+// until the returned handle is closed.
+func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
+	name := fmt.Sprintf("file:migration-head-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
+	conn, err := sql.Open("sqlite3", name)
+	if err != nil {
+		return nil, err
+	}
+	// One connection: the in-memory database lives as long as it does.
+	conn.SetMaxOpenConns(1)
+	conn.SetConnMaxIdleTime(0)
+	conn.SetConnMaxLifetime(0)
+	if _, err := m.Up(ctx, conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("migration: build the head schema: %w", err)
+	}
+	return conn, nil
+}
+
+// InspectRealm inspects the schema of the database behind conn with Atlas
+// (read only), with the indexes SQLite creates for UNIQUE constraints
+// named as Atlas names them (see normalizeAutoindexNames).
+func InspectRealm(ctx context.Context, conn *sql.DB) (*schema.Realm, error) {
+	drv, err := sqlite.Open(conn)
+	if err != nil {
+		return nil, fmt.Errorf("migration: open atlas driver: %w", err)
+	}
+	realm, err := drv.InspectRealm(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("migration: inspect schema: %w", err)
+	}
+	normalizeAutoindexNames(realm)
+	return realm, nil
+}
+
+// normalizeAutoindexNames renames the indexes SQLite creates for UNIQUE
+// constraints (sqlite_autoindex_<table>_<n>) to <table>_<columns>, the
+// name Atlas's SQLite differ gives them on the desired side of a diff:
+// without it two inspected databases with the same UNIQUE constraint diff
+// as a drop and a create. A real change (other columns, not unique) still
+// shows. Primary key autoindexes are left alone, as Atlas does.
+func normalizeAutoindexNames(realm *schema.Realm) {
+	for _, s := range realm.Schemas {
+		for _, t := range s.Tables {
+			for _, idx := range t.Indexes {
+				if !strings.HasPrefix(idx.Name, "sqlite_autoindex_") || primaryKeyOrigin(idx.Attrs) {
+					continue
+				}
+				names := []string{t.Name}
+				for _, p := range idx.Parts {
+					if p.C == nil {
+						names = nil
+						break
+					}
+					names = append(names, p.C.Name)
+				}
+				if names != nil {
+					idx.Name = strings.Join(names, "_")
+				}
+			}
+		}
+	}
+}
+
+func primaryKeyOrigin(attrs []schema.Attr) bool {
+	for _, a := range attrs {
+		if o, ok := a.(*sqlite.IndexOrigin); ok && o.O == "p" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,363 @@
+package reliability_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
+)
+
+// countRig is a SQLite store behind the fault driver, a second connection
+// to the same file (another writer, and the count(*) reference), and a
+// model of which messages are pending.
+type countRig struct {
+	t     *testing.T
+	ctx   context.Context
+	inj   *injector
+	drv   string
+	path  string
+	keys  *seal.Keyring
+	s     *sqlitestore.Store
+	other *sql.DB
+	// pending is the model: the messages that must be pending.
+	pending map[pendingKey]bool
+	ids     int
+}
+
+type pendingKey struct {
+	r  ids.DeviceAddress
+	id ids.LogicalMessageID
+}
+
+var countRecipients = []ids.DeviceAddress{bob, carol, {UserID: "dave", DeviceID: 3}}
+
+func newCountRig(t *testing.T) *countRig {
+	t.Helper()
+	g := &countRig{t: t, ctx: context.Background(), inj: &injector{}, keys: newKeyring(t),
+		path: filepath.Join(t.TempDir(), "count.db"), pending: map[pendingKey]bool{}}
+	g.drv = registerFaultDriver(t, g.inj)
+	g.reopen()
+	other, err := sql.Open("sqlite3", sqlitestore.DSN(g.path))
+	require.NoError(t, err)
+	other.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = other.Close() })
+	g.other = other
+	return g
+}
+
+// reopen closes the store (if open) and opens it again: a restart.
+func (g *countRig) reopen() {
+	g.t.Helper()
+	if g.s != nil {
+		require.NoError(g.t, g.s.Close())
+	}
+	s, err := sqlitestore.OpenWithDriver(g.ctx, g.drv, g.path, g.keys)
+	require.NoError(g.t, err)
+	g.t.Cleanup(func() { _ = s.Close() })
+	g.s = s
+}
+
+func (g *countRig) newID() ids.LogicalMessageID {
+	var id ids.LogicalMessageID
+	g.ids++
+	copy(id[:], fmt.Sprintf("count-msg-%06d", g.ids))
+	return id
+}
+
+// anyPending returns a pending message of the model, or a never-sent one.
+func (g *countRig) anyPending(rng *rand.Rand) pendingKey {
+	for k := range g.pending { // map order is random enough here
+		if rng.IntN(3) > 0 {
+			return k
+		}
+	}
+	return pendingKey{countRecipients[rng.IntN(len(countRecipients))], g.newID()}
+}
+
+// externalInsert inserts a pending message through the other connection,
+// as another process writing the same database would.
+func (g *countRig) externalInsert(k pendingKey) {
+	g.t.Helper()
+	sealed, err := g.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(k.r, k.id), []byte("written by another connection"))
+	require.NoError(g.t, err)
+	_, err = db.New(g.other).InsertPendingOutbound(g.ctx, db.InsertPendingOutboundParams{
+		RecipientUserID: k.r.UserID, RecipientDeviceID: k.r.DeviceID, LogicalID: k.id[:], Sealed: sealed,
+	})
+	require.NoError(g.t, err)
+	g.pending[k] = true
+}
+
+func (g *countRig) externalDelete(k pendingKey) {
+	g.t.Helper()
+	n, err := db.New(g.other).DeletePendingOutbound(g.ctx, db.DeletePendingOutboundParams{
+		RecipientUserID: k.r.UserID, RecipientDeviceID: k.r.DeviceID, LogicalID: k.id[:],
+	})
+	require.NoError(g.t, err)
+	require.Equal(g.t, g.pending[k], n == 1)
+	delete(g.pending, k)
+}
+
+// check asserts that the store's count equals SELECT count(*) and the
+// model, for all recipients and for each one.
+func (g *countRig) check(step string) {
+	g.t.Helper()
+	g.inj.reset()
+	truth, err := db.New(g.other).CountPendingOutbound(g.ctx)
+	require.NoError(g.t, err, step)
+	fast, err := g.s.CountPending(g.ctx, nil)
+	require.NoError(g.t, err, step)
+	require.Equal(g.t, truth, fast, "%s: the store's count differs from SELECT count(*)", step)
+	require.Equal(g.t, int64(len(g.pending)), truth, "%s: the table differs from the model", step)
+	for _, r := range countRecipients {
+		want := int64(0)
+		for k := range g.pending {
+			if k.r == r {
+				want++
+			}
+		}
+		n, err := g.s.CountPending(g.ctx, &r)
+		require.NoError(g.t, err, step)
+		require.Equal(g.t, want, n, "%s: count for %s", step, r)
+	}
+}
+
+var countSession = []byte("a session state the store seals and never reads")
+
+// TestCountProperty runs random sequences of sends, ACKs, abandons,
+// rolled-back writes, injected faults (statements, commits, a dropped
+// connection), writes by another connection and restarts, and checks
+// after every step that the store's count of all pending messages equals
+// SELECT count(*) (and the model).
+func TestCountProperty(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			g := newCountRig(t)
+			rng := rand.New(rand.NewPCG(seed, 0x636f756e74))
+			ctx := g.ctx
+			update := store.PeerState{Session: countSession}
+			type op struct {
+				name string
+				do   func()
+			}
+			ops := []op{
+				{"insert", func() {
+					k := pendingKey{countRecipients[rng.IntN(3)], g.newID()}
+					_, err := g.s.InsertPending(ctx, k.r, k.id, []byte("hello"))
+					require.NoError(t, err)
+					g.pending[k] = true
+				}},
+				{"send (row and session in one transaction)", func() {
+					k := pendingKey{countRecipients[rng.IntN(3)], g.newID()}
+					_, err := g.s.CommitSend(ctx, k.r, k.id, []byte("hello"), update)
+					require.NoError(t, err)
+					g.pending[k] = true
+				}},
+				{"duplicate insert (rolled back)", func() {
+					if len(g.pending) == 0 {
+						return
+					}
+					k := g.anyPending(rng)
+					if !g.pending[k] {
+						return
+					}
+					_, err := g.s.CommitSend(ctx, k.r, k.id, []byte("again"), update)
+					require.ErrorIs(t, err, store.ErrDuplicate)
+				}},
+				{"send whose session save fails after the row was inserted", func() {
+					g.inj.fail(fault{Op: opStmt, Match: sqlInsertSession})
+					_, err := g.s.CommitSend(ctx, countRecipients[rng.IntN(3)], g.newID(), []byte("hello"), update)
+					require.ErrorIs(t, err, errInjected)
+				}},
+				{"insert whose commit fails", func() {
+					g.inj.fail(fault{Op: opCommit, Match: sqlInsertPending})
+					_, err := g.s.InsertPending(ctx, countRecipients[rng.IntN(3)], g.newID(), []byte("hello"))
+					require.ErrorIs(t, err, errInjected)
+				}},
+				{"insert whose statement fails", func() {
+					g.inj.fail(fault{Op: opStmt, Match: sqlInsertPending})
+					_, err := g.s.InsertPending(ctx, countRecipients[rng.IntN(3)], g.newID(), []byte("hello"))
+					require.ErrorIs(t, err, errInjected)
+				}},
+				{"abandon", func() {
+					k := g.anyPending(rng)
+					ok, err := g.s.DeletePending(ctx, k.r, k.id)
+					require.NoError(t, err)
+					require.Equal(t, g.pending[k], ok)
+					delete(g.pending, k)
+				}},
+				{"abandon whose commit fails", func() {
+					k := g.anyPending(rng)
+					g.inj.fail(fault{Op: opCommit, Match: sqlDeletePending})
+					_, err := g.s.DeletePending(ctx, k.r, k.id)
+					require.ErrorIs(t, err, errInjected)
+				}},
+				{"ACK", func() {
+					k := g.anyPending(rng)
+					ok, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
+					require.NoError(t, err)
+					require.Equal(t, g.pending[k], ok)
+					delete(g.pending, k)
+				}},
+				{"ACK whose delete fails after the session was saved", func() {
+					k := g.anyPending(rng)
+					g.inj.fail(fault{Op: opStmt, Match: sqlDeletePending})
+					_, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
+					require.ErrorIs(t, err, errInjected)
+				}},
+				{"ACK whose commit fails", func() {
+					k := g.anyPending(rng)
+					g.inj.fail(fault{Op: opCommit, Match: sqlDeletePending})
+					_, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
+					require.ErrorIs(t, err, errInjected)
+				}},
+				{"received message (no pending row)", func() {
+					_, err := g.s.CommitReceived(ctx, countRecipients[rng.IntN(3)], g.newID(), store.Inbound{Update: update})
+					require.NoError(t, err)
+				}},
+				{"connection dropped after a rolled-back insert, then another writer inserts", func() {
+					opens := g.inj.opens.Load()
+					g.inj.fail(fault{Op: opBadConn, Match: sqlInsertPending})
+					g.inj.fail(fault{Op: opStmt, Match: sqlInsertSession})
+					_, err := g.s.CommitSend(ctx, countRecipients[rng.IntN(3)], g.newID(), []byte("hello"), update)
+					require.ErrorIs(t, err, errInjected)
+					g.externalInsert(pendingKey{countRecipients[rng.IntN(3)], g.newID()})
+					_, err = g.s.CountPending(ctx, &bob) // any call: opens the new connection
+					require.NoError(t, err)
+					require.Equal(t, opens+1, g.inj.opens.Load(), "the connection was replaced")
+				}},
+				{"connection dropped after a failed session save, then another writer inserts", func() {
+					g.inj.fail(fault{Op: opBadConn, Match: sqlInsertSession})
+					g.inj.fail(fault{Op: opStmt, Match: sqlInsertSession})
+					err := g.s.SavePeer(ctx, countRecipients[rng.IntN(3)], update)
+					require.ErrorIs(t, err, errInjected)
+					g.externalInsert(pendingKey{countRecipients[rng.IntN(3)], g.newID()})
+				}},
+				{"another connection inserts", func() {
+					g.externalInsert(pendingKey{countRecipients[rng.IntN(3)], g.newID()})
+				}},
+				{"another connection deletes", func() {
+					g.externalDelete(g.anyPending(rng))
+				}},
+				{"restart", func() { g.reopen() }},
+			}
+			g.check("open")
+			for step := range 250 {
+				o := ops[rng.IntN(len(ops))]
+				o.do()
+				g.check(fmt.Sprintf("step %d (%s)", step, o.name))
+			}
+		})
+	}
+}
+
+// TestCountSeesAnotherWriter: once the store has counted, another
+// connection's insert and delete show in the next count (PRAGMA
+// data_version changed), though the store's own writes never re-read.
+func TestCountSeesAnotherWriter(t *testing.T) {
+	g := newCountRig(t)
+	for range 3 {
+		k := pendingKey{bob, g.newID()}
+		_, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
+		require.NoError(t, err)
+		g.pending[k] = true
+	}
+	g.check("store's own inserts")
+	g.externalInsert(pendingKey{carol, g.newID()})
+	g.check("after another connection inserted")
+	g.externalDelete(g.anyPending(rand.New(rand.NewPCG(1, 2))))
+	g.check("after another connection deleted")
+}
+
+// TestCountAfterConnectionReplaced: a fresh connection's data_version is
+// not comparable with the old one's (both start from the same value), so
+// after any failed transaction, which may have made database/sql replace
+// the connection, the next count asks SQLite. The failing transaction is
+// a pending write in one case and a session save, which touches no
+// pending row, in the other.
+func TestCountAfterConnectionReplaced(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		match string
+		fail  func(g *countRig, k pendingKey) error
+	}{
+		{"duplicate insert", sqlInsertPending, func(g *countRig, k pendingKey) error {
+			_, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("again"))
+			return err
+		}},
+		{"session save", sqlInsertSession, func(g *countRig, k pendingKey) error {
+			g.inj.fail(fault{Op: opStmt, Match: sqlInsertSession})
+			return g.s.SavePeer(g.ctx, k.r, store.PeerState{Session: countSession})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newCountRig(t)
+			k := pendingKey{bob, g.newID()}
+			_, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
+			require.NoError(t, err)
+			g.pending[k] = true
+			g.check("established")
+			opens := g.inj.opens.Load()
+			g.inj.fail(fault{Op: opBadConn, Match: tc.match})
+			require.Error(t, tc.fail(g, k))
+			g.externalInsert(pendingKey{carol, g.newID()})
+			g.check("after the connection was replaced and another connection inserted")
+			require.Equal(t, opens+1, g.inj.opens.Load(), "the connection was replaced")
+		})
+	}
+}
+
+// TestCountConcurrent runs inserts, deletes and counts from several
+// goroutines on one store (under -race), then checks the count.
+func TestCountConcurrent(t *testing.T) {
+	g := newCountRig(t)
+	const workers, each = 4, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := countRecipients[w%len(countRecipients)]
+			for i := range each {
+				var id ids.LogicalMessageID
+				copy(id[:], fmt.Sprintf("conc-%d-%06d", w, i))
+				if _, err := g.s.InsertPending(g.ctx, r, id, []byte("hello")); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := g.s.CountPending(g.ctx, nil); err != nil {
+					errs <- err
+					return
+				}
+				if i%2 == 0 {
+					if _, err := g.s.DeletePending(g.ctx, r, id); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	truth, err := db.New(g.other).CountPendingOutbound(g.ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(workers*each/2), truth)
+	n, err := g.s.CountPending(g.ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, truth, n)
+}

@@ -1,0 +1,264 @@
+package session_test
+
+import (
+	"crypto/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+)
+
+// receive runs session.Receive for d with the record current, commits
+// the receipt the way the client does (session, prekeys) and returns it.
+func receive(t testing.TB, d *device, current *session.Session, env session.Envelope) session.Receipt {
+	t.Helper()
+	r, err := session.Receive(session.Local{Identity: d.id, Address: d.addr, Prekeys: d.pk}, current, env)
+	require.NoError(t, err)
+	if r.Prekeys != nil {
+		d.pk = r.Prekeys
+	}
+	return r
+}
+
+// roundTrip encodes and decodes a record, checking the encoding is stable.
+func roundTrip(t testing.TB, s *session.Session) *session.Session {
+	t.Helper()
+	b := stateOf(t, s)
+	out, err := session.UnmarshalSession(b)
+	require.NoError(t, err)
+	require.Equal(t, b, stateOf(t, out))
+	return out
+}
+
+// talk checks that x and y decrypt each other's messages, n each way.
+func talk(t testing.TB, x, y *session.Session, n int) {
+	t.Helper()
+	for i := range n {
+		decrypt(t, y, encrypt(t, x, msg("x", i)), msg("x", i))
+		decrypt(t, x, encrypt(t, y, msg("y", i)), msg("y", i))
+	}
+}
+
+// TestReplayedInitiationIsRoutedToItsState: alice's first initiation used
+// no one-time prekey; she later starts over. A replay of the first
+// initiation is routed by its base key to the archived state (ErrReplay,
+// nothing built, nothing changed); a late genuine message of it still
+// decrypts, and the live session keeps working.
+func TestReplayedInitiationIsRoutedToItsState(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 0)
+	bob := newDevice(t, "bob", 1, 0)
+	as1, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+	require.NoError(t, err)
+	first := encrypt(t, as1, "first")
+	late := encrypt(t, as1, "late")
+	r := receive(t, bob, nil, first)
+	require.Equal(t, "first", string(r.Plaintext))
+	require.NotNil(t, r.Initiator)
+	require.Equal(t, alice.id.Public(), *r.Initiator)
+	bs := roundTrip(t, r.Session)
+	talk(t, as1, bs, 2)
+
+	// alice starts over (she lost as1); bob archives the first state.
+	as2, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+	require.NoError(t, err)
+	r = receive(t, bob, bs, encrypt(t, as2, "again"))
+	require.Equal(t, "again", string(r.Plaintext))
+	require.Nil(t, r.Rejected)
+	bs = roundTrip(t, r.Session)
+	require.Equal(t, as2.InitiationID(), bs.InitiationID())
+	require.Equal(t, 1, bs.ArchivedStates())
+
+	before := stateOf(t, bs)
+	pkBefore, err := bob.pk.MarshalBinary()
+	require.NoError(t, err)
+	_, err = session.Receive(session.Local{Identity: bob.id, Address: bob.addr, Prekeys: bob.pk}, bs, first)
+	require.ErrorIs(t, err, session.ErrReplay)
+	require.Equal(t, before, stateOf(t, bs), "a replayed initiation changes nothing")
+	pkAfter, err := bob.pk.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, pkBefore, pkAfter)
+
+	// A late message of the archived state decrypts; as2 stays current.
+	r = receive(t, bob, bs, late)
+	require.Equal(t, "late", string(r.Plaintext))
+	require.Nil(t, r.Initiator)
+	bs = roundTrip(t, r.Session)
+	require.Equal(t, as2.InitiationID(), bs.InitiationID())
+	_, err = session.Receive(session.Local{Identity: bob.id, Address: bob.addr, Prekeys: bob.pk}, bs, late)
+	require.ErrorIs(t, err, session.ErrReplay)
+	talk(t, as2, bs, 3)
+	// as1, still held by alice, is answered from the archive too.
+	r = receive(t, bob, bs, encrypt(t, as1, "old chain"))
+	require.Equal(t, "old chain", string(r.Plaintext))
+}
+
+// TestArchiveIsBounded: a record keeps at most MaxArchivedStates previous
+// states, newest first, across encoding.
+func TestArchiveIsBounded(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 0)
+	bob := newDevice(t, "bob", 1, 0)
+	var bs *session.Session
+	var inits []session.InitiationID
+	for i := range session.MaxArchivedStates + 5 {
+		as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+		require.NoError(t, err)
+		inits = append(inits, as.InitiationID())
+		r := receive(t, bob, bs, encrypt(t, as, msg("m", i)))
+		bs = roundTrip(t, r.Session)
+	}
+	require.Equal(t, session.MaxArchivedStates, bs.ArchivedStates())
+	require.Equal(t, inits[len(inits)-1], bs.InitiationID())
+}
+
+// TestRejectedInitiationIsRemembered: the losing initiation of a
+// collision is rejected after it authenticated, its base key is
+// remembered, and a later copy is rejected without building anything.
+// A forged initiation is not rejected as a loser: it fails to decrypt.
+func TestRejectedInitiationIsRemembered(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 2)
+	bob := newDevice(t, "bob", 1, 2)
+	as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+	require.NoError(t, err)
+	bsInit, err := session.Initiate(rand.Reader, bob.id, bob.addr, alice.bundle())
+	require.NoError(t, err)
+	fromBob := encrypt(t, bsInit, "loses")
+
+	forged := fromBob.Clone()
+	forged.Initiation.Ephemeral[0] ^= 1
+	_, err = session.Receive(session.Local{Identity: alice.id, Address: alice.addr, Prekeys: alice.pk}, as, forged)
+	require.ErrorIs(t, err, session.ErrDecrypt)
+
+	r := receive(t, alice, as, fromBob)
+	require.NotNil(t, r.Rejected)
+	require.Equal(t, bsInit.InitiationID(), *r.Rejected)
+	require.Nil(t, r.Plaintext)
+	require.Nil(t, r.Prekeys, "no prekey consumed")
+	require.NotNil(t, r.Session)
+	as = roundTrip(t, r.Session)
+	require.True(t, as.Initiating())
+
+	again := receive(t, alice, as, fromBob)
+	require.NotNil(t, again.Rejected)
+	require.Nil(t, again.Session, "a known rejected initiation changes nothing")
+	require.Nil(t, again.Initiator)
+
+	// bob adopts alice's initiation; once alice is answered, a stale copy
+	// of bob's losing initiation is still rejected.
+	r = receive(t, bob, bsInit, encrypt(t, as, "wins"))
+	require.Equal(t, "wins", string(r.Plaintext))
+	require.NotNil(t, r.Lost)
+	bs := r.Session
+	decrypt(t, as, encrypt(t, bs, "reply"), "reply")
+	require.False(t, as.Initiating())
+	again = receive(t, alice, as, fromBob)
+	require.NotNil(t, again.Rejected)
+	require.Nil(t, again.Session)
+	talk(t, as, bs, 2)
+}
+
+// TestReinitiationAfterStateLoss: the peer that lost its session starts a
+// new one; whichever address is smaller and whoever started the lost
+// session, the survivor accepts the new authenticated initiation (the old
+// state archived) and both directions work. Before, a survivor holding a
+// session it had initiated rejected a greater address's new initiation
+// forever.
+func TestReinitiationAfterStateLoss(t *testing.T) {
+	small := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	great := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	tests := []struct {
+		name              string
+		survivor, loser   ids.DeviceAddress
+		survivorInitiated bool
+	}{
+		{"greater loses, survivor initiated", small, great, true},
+		{"greater loses, loser initiated", small, great, false},
+		{"smaller loses, survivor initiated", great, small, true},
+		{"smaller loses, loser initiated", great, small, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sv := newDevice(t, tt.survivor.UserID, tt.survivor.DeviceID, 2)
+			ls := newDevice(t, tt.loser.UserID, tt.loser.DeviceID, 2)
+			var svs *session.Session
+			if tt.survivorInitiated {
+				s, err := session.Initiate(rand.Reader, sv.id, sv.addr, ls.bundle())
+				require.NoError(t, err)
+				r := receive(t, ls, nil, encrypt(t, s, "hello"))
+				decrypt(t, s, encrypt(t, r.Session, "reply"), "reply")
+				svs = s
+			} else {
+				s, err := session.Initiate(rand.Reader, ls.id, ls.addr, sv.bundle())
+				require.NoError(t, err)
+				r := receive(t, sv, nil, encrypt(t, s, "hello"))
+				svs = r.Session
+				decrypt(t, s, encrypt(t, svs, "reply"), "reply")
+			}
+			require.False(t, svs.Initiating())
+
+			// The loser lost its state and initiates again.
+			again, err := session.Initiate(rand.Reader, ls.id, ls.addr, sv.bundle())
+			require.NoError(t, err)
+			r := receive(t, sv, svs, encrypt(t, again, "i am back"))
+			require.Nil(t, r.Rejected)
+			require.Equal(t, "i am back", string(r.Plaintext))
+			require.Equal(t, ls.id.Public(), *r.Initiator)
+			require.Equal(t, again.InitiationID(), r.Session.InitiationID())
+			require.Equal(t, 1, r.Session.ArchivedStates())
+			talk(t, roundTrip(t, r.Session), again, 3)
+		})
+	}
+}
+
+// TestVersion1RecordStillDecodes: a record stored before archives existed
+// (version 1: one state, no counts) decodes to the same state with an
+// empty archive.
+func TestVersion1RecordStillDecodes(t *testing.T) {
+	_, _, _, bs := confirmed(t)
+	v2 := stateOf(t, bs)
+	require.Equal(t, []byte{0, 0}, v2[len(v2)-2:], "empty archive and rejected keys")
+	v1 := append([]byte{}, v2[:len(v2)-2]...)
+	require.Equal(t, byte(2), v1[4])
+	v1[4] = 1
+	s, err := session.UnmarshalSession(v1)
+	require.NoError(t, err)
+	require.Equal(t, v2, stateOf(t, s))
+	require.Zero(t, s.ArchivedStates())
+	_, err = session.UnmarshalSession(append(v1, 0, 0))
+	require.ErrorIs(t, err, session.ErrMalformedState, "a version 1 record has no counts")
+}
+
+// TestRecordWithArchiveRejectsGarbage: a record with archived states and
+// rejected base keys round-trips; every truncation and a trailing byte are
+// refused with ErrMalformedState.
+func TestRecordWithArchiveRejectsGarbage(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 0)
+	bob := newDevice(t, "bob", 1, 0)
+	var bs *session.Session
+	for i := range 3 {
+		as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+		require.NoError(t, err)
+		bs = receive(t, bob, bs, encrypt(t, as, msg("m", i))).Session
+	}
+	// A collision amy wins: her record remembers zed's base key.
+	amy := newDevice(t, "amy", 1, 0)
+	zed := newDevice(t, "zed", 1, 0)
+	as, err := session.Initiate(rand.Reader, amy.id, amy.addr, zed.bundle())
+	require.NoError(t, err)
+	zs, err := session.Initiate(rand.Reader, zed.id, zed.addr, amy.bundle())
+	require.NoError(t, err)
+	r := receive(t, amy, as, encrypt(t, zs, "loses"))
+	require.NotNil(t, r.Rejected)
+
+	for _, rec := range []*session.Session{bs, r.Session} {
+		b := stateOf(t, roundTrip(t, rec))
+		for n := range len(b) {
+			_, err := session.UnmarshalSession(b[:n])
+			require.ErrorIs(t, err, session.ErrMalformedState, "prefix %d", n)
+		}
+		_, err := session.UnmarshalSession(append(b, 0))
+		require.ErrorIs(t, err, session.ErrMalformedState)
+	}
+	require.Equal(t, 2, roundTrip(t, bs).ArchivedStates())
+}
