@@ -154,3 +154,53 @@ func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
 		})
 	}
 }
+
+// TestSendSeesIdentityChangeInBundle: with a pin and no session (after an
+// accepted change), a send fetches bob's bundle; a third identity in it is
+// refused, recorded in the pin alone (no session, no initiation stored),
+// and the message stays pending. The recorded change then refuses the next
+// send before any fetch, on a restart too.
+func TestSendSeesIdentityChangeInBundle(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpenKind(t, kind, net, alice)
+			b := mustOpenKind(t, kind, net, bob)
+			converse(t, a, b)
+			b2 := mustOpenKind(t, kind, net, bob) // second identity
+			b2.send(alice, "hello from the second device")
+			_, err := a.c.Poll(ctx)
+			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+			if init, sess := a.stored(bob); init || sess {
+				t.Fatalf("accepting the change keeps the old session (%v) or initiation (%v)", sess, init)
+			}
+
+			mustOpenKind(t, kind, net, bob) // third identity, published before alice sends
+			net.ResetCalls()
+			id, err := a.c.Send(ctx, bob, []byte("to the second device"))
+			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, client.ErrMessageNotSent)
+			require.Equal(t, []string{transport.OpFetch}, ops(net.Calls()), "the bundle is fetched, nothing is sent")
+			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(&bob))
+			if init, sess := a.stored(bob); init || sess {
+				t.Fatalf("the refused bundle stored a session (%v) or initiation (%v)", sess, init)
+			}
+
+			restarts := []bool{false}
+			if kind == sqliteKind {
+				restarts = append(restarts, true)
+			}
+			for _, restart := range restarts {
+				if restart {
+					a.reopen()
+				}
+				net.ResetCalls()
+				_, err = a.c.Send(ctx, bob, []byte("still refused"))
+				require.ErrorIs(t, err, client.ErrIdentityChanged, "restart %v", restart)
+				require.Empty(t, net.Calls(), "the stored change refuses the send before any fetch (restart %v)", restart)
+			}
+		})
+	}
+}

@@ -194,7 +194,7 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 		return session.Receipt{}, err
 	}
 	if r.Initiator != nil {
-		if err := c.checkInitiator(ctx, p, *r.Initiator); err != nil {
+		if err := c.checkPin(ctx, p, *r.Initiator); err != nil {
 			return session.Receipt{}, err
 		}
 	}
@@ -204,33 +204,6 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 		return session.Receipt{}, err
 	}
 	return r, nil
-}
-
-// checkInitiator applies trust on first use to an identity a new
-// initiation from p authenticated: the first one is pinned (stored with
-// the received message); a different one is recorded as p's unaccepted
-// change, stored alone, and reported as ErrIdentityChanged.
-func (c *Client) checkInitiator(ctx context.Context, p *peer, seen session.PublicIdentity) error {
-	if p.pin == nil {
-		pin := session.NewPin(p.addr, seen)
-		p.pin, p.pinDirty = &pin, true
-		return nil
-	}
-	before := p.pin.Changed
-	err := p.pin.Check(seen)
-	if err == nil {
-		return nil
-	}
-	if before == nil || !before.Equal(seen) {
-		pin, merr := p.pin.MarshalBinary()
-		if merr == nil {
-			merr = c.cfg.Store.SavePeer(ctx, p.addr, store.PeerState{Pin: pin})
-		}
-		if merr != nil {
-			return errors.Join(err, merr)
-		}
-	}
-	return err
 }
 
 // Poll drains this device's mailbox from the transport and receives every

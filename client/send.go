@@ -69,9 +69,11 @@ func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, e
 	return p, nil
 }
 
-// checkPin applies trust on first use to an identity seen for p: the
-// first one is pinned; a different one is recorded as an unaccepted
-// change, saved, and reported as ErrIdentityChanged.
+// checkPin applies trust on first use to an identity seen for p, in a
+// verified bundle or authenticated by a new initiation from p: the first
+// one is pinned (stored with what commits next for p); a different one is
+// recorded as p's unaccepted change, stored alone at once (the pin, no
+// session or initiation), and reported as ErrIdentityChanged.
 func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdentity) error {
 	if p.pin == nil {
 		pin := session.NewPin(p.addr, seen)
@@ -84,9 +86,12 @@ func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdent
 		return nil
 	}
 	if before == nil || !before.Equal(seen) {
-		// Check recorded the new identity in the pin: save it.
-		p.pinDirty = true
-		if serr := c.savePeer(ctx, p); serr != nil {
+		// Check recorded the new identity in the pin: store it.
+		pin, serr := p.pin.MarshalBinary()
+		if serr == nil {
+			serr = c.cfg.Store.SavePeer(ctx, p.addr, store.PeerState{Pin: pin})
+		}
+		if serr != nil {
 			return errors.Join(err, serr)
 		}
 	}

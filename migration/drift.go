@@ -207,10 +207,13 @@ func InspectRealm(ctx context.Context, conn *sql.DB) (*schema.Realm, error) {
 
 // normalizeAutoindexNames renames the indexes SQLite creates for UNIQUE
 // constraints (sqlite_autoindex_<table>_<n>) to <table>_<columns>, the
-// name Atlas's SQLite differ gives them on the desired side of a diff:
-// without it two inspected databases with the same UNIQUE constraint diff
-// as a drop and a create. A real change (other columns, not unique) still
-// shows. Primary key autoindexes are left alone, as Atlas does.
+// name Atlas's SQLite differ gives them on the desired side of a diff.
+// Atlas v1.3.0 matches an inspected autoindex against the desired side by
+// rebuilding that name from an index without its parts, so without this
+// two inspected databases with the same UNIQUE constraint always diff as
+// a drop and a create. A real change (other columns, not unique) still
+// yields another name or a modification. Primary key autoindexes are left
+// alone, as Atlas does.
 func normalizeAutoindexNames(realm *schema.Realm) {
 	for _, s := range realm.Schemas {
 		for _, t := range s.Tables {

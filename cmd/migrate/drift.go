@@ -34,15 +34,7 @@ func (e errDrift) Error() string {
 // would bring it to head (never run), and the history rows against the
 // embedded directory. Exit 0 when identical, 1 on drift.
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
-	path, err := env.requireDB()
-	if err != nil {
-		return err
-	}
-	m, err := migration.Default()
-	if err != nil {
-		return err
-	}
-	conn, err := openExisting(path)
+	path, m, conn, err := env.openTarget()
 	if err != nil {
 		return err
 	}
@@ -53,13 +45,7 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 	}
 	n := len(d.Schema) + len(d.History)
 	if env.json {
-		doc := driftDoc{Command: "drift", DB: path, Head: m.Head(), OK: d.Empty(), Schema: d.Schema, History: d.History}
-		if doc.Schema == nil {
-			doc.Schema = []migration.SchemaChange{}
-		}
-		if doc.History == nil {
-			doc.History = []migration.HistoryDrift{}
-		}
+		doc := driftDoc{Command: "drift", DB: path, Head: m.Head(), OK: d.Empty(), Schema: nonNil(d.Schema), History: nonNil(d.History)}
 		if err := env.emit(doc); err != nil {
 			return err
 		}

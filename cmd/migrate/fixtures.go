@@ -74,10 +74,7 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 		} else {
 			checks, err = frozen.Prove(ctx, m, d.Path, w)
 		}
-		fd := fixtureDoc{Dir: d.Path, Version: d.Version, OK: err == nil, Checks: checks}
-		if fd.Checks == nil {
-			fd.Checks = []frozen.Check{}
-		}
+		fd := fixtureDoc{Dir: d.Path, Version: d.Version, OK: err == nil, Checks: nonNil(checks)}
 		if err != nil {
 			failed++
 			doc.OK = false
@@ -141,11 +138,7 @@ func parseChecks(out string) []frozen.Check {
 // a new fixtures/versionNN directory (frozen.Freeze); it never overwrites
 // one and never changes the database.
 func cmdFreeze(ctx context.Context, env *cmdEnv) error {
-	path, err := env.requireDB()
-	if err != nil {
-		return err
-	}
-	m, err := migration.Default()
+	path, m, err := env.target()
 	if err != nil {
 		return err
 	}
@@ -157,9 +150,11 @@ func cmdFreeze(ctx context.Context, env *cmdEnv) error {
 		}
 		out = filepath.Join(root, "version"+m.Head())
 	}
-	if _, err := openExisting(path); err != nil {
+	conn, err := openExisting(path)
+	if err != nil {
 		return err
 	}
+	conn.Close() // opened only to refuse what is not a database: Freeze reads a copy
 	if err := frozen.Freeze(ctx, m, path, out); err != nil {
 		return err
 	}

@@ -282,6 +282,37 @@ func (env *cmdEnv) requireDB() (string, error) {
 	return env.db, nil
 }
 
+// target returns what a command on one database starts from: the -db
+// path (a usage error without it) and the migration directory embedded in
+// the binary (an error wrapping migration.ErrChecksum or
+// migration.ErrDirectory if it is damaged).
+func (env *cmdEnv) target() (string, *migration.Migrator, error) {
+	path, err := env.requireDB()
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := migration.Default()
+	if err != nil {
+		return "", nil, err
+	}
+	return path, m, nil
+}
+
+// openTarget is target with the database opened read-only (openExisting):
+// it fails on a missing file or one that is not a SQLite database. The
+// caller closes the handle.
+func (env *cmdEnv) openTarget() (string, *migration.Migrator, *sql.DB, error) {
+	path, m, err := env.target()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	conn, err := openExisting(path)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return path, m, conn, nil
+}
+
 // fileDSN returns the DSN of the database file at path. With create, it
 // is the client's own (immediate write transactions, busy timeout, foreign
 // keys), creating the file if absent; the journal mode is left as the file
@@ -382,11 +413,7 @@ func prepareCreate(path string) error {
 }
 
 func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
-	path, err := env.requireDB()
-	if err != nil {
-		return err
-	}
-	m, err := migration.Default()
+	path, m, err := env.target()
 	if err != nil {
 		return err
 	}
@@ -460,15 +487,7 @@ type statusDoc struct {
 }
 
 func cmdStatus(ctx context.Context, env *cmdEnv) error {
-	path, err := env.requireDB()
-	if err != nil {
-		return err
-	}
-	m, err := migration.Default()
-	if err != nil {
-		return err
-	}
-	conn, err := openExisting(path)
+	path, m, conn, err := env.openTarget()
 	if err != nil {
 		return err
 	}
@@ -521,11 +540,7 @@ type planVersion struct {
 }
 
 func cmdPlan(ctx context.Context, env *cmdEnv) error {
-	path, err := env.requireDB()
-	if err != nil {
-		return err
-	}
-	m, err := migration.Default()
+	path, m, err := env.target()
 	if err != nil {
 		return err
 	}
