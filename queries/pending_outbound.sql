@@ -13,18 +13,22 @@ VALUES (?, ?, ?, ?);
 -- from from_sequence on (the cursor + 1, or the smallest integer for a
 -- page from the start). The caller passes row_limit = limit + 1: the extra
 -- row only says whether another page follows (never a positional skip).
--- Every column comes with its storage class (typeof) and is read through
--- a CAST that cannot fail, so that a row whose values have the wrong
--- storage class is reported as unreadable instead of failing the page or
--- opening as if it were fine.
+-- Every column is read through a CAST that cannot fail, and class_faults
+-- says which columns hold another storage class than the schema declares
+-- (bit 0: recipient_user_id not TEXT; bit 1: recipient_device_id a BLOB;
+-- bit 2: recipient_device_id neither INTEGER nor BLOB; bit 3: logical_id
+-- not a BLOB; bit 4: sealed not a BLOB), so that such a row is reported as
+-- unreadable instead of failing the page or opening as if it were fine.
+-- One integer, 0 for a sound row, rather than four typeof strings: it
+-- costs a page no allocation.
 SELECT sequence,
-       typeof(recipient_user_id) AS recipient_user_id_class,
-       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
-       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST((typeof(recipient_user_id) <> 'text')
+         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
+         | ((typeof(logical_id) <> 'blob') << 3)
+         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
+       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
        CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       typeof(logical_id) AS logical_id_class,
        CAST(logical_id AS BLOB) AS logical_id,
-       typeof(sealed) AS sealed_class,
        CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
@@ -35,13 +39,13 @@ LIMIT sqlc.arg(row_limit);
 -- The same page for one recipient, its own query (not an optional
 -- predicate) so that it walks pending_outbound_message_recipient.
 SELECT sequence,
-       typeof(recipient_user_id) AS recipient_user_id_class,
-       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
-       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST((typeof(recipient_user_id) <> 'text')
+         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
+         | ((typeof(logical_id) <> 'blob') << 3)
+         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
+       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
        CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       typeof(logical_id) AS logical_id_class,
        CAST(logical_id AS BLOB) AS logical_id,
-       typeof(sealed) AS sealed_class,
        CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
@@ -54,13 +58,13 @@ LIMIT sqlc.arg(row_limit);
 -- The next pending message for one recipient from from_sequence on: a
 -- retry reads one message per transaction. Columns as in the pages.
 SELECT sequence,
-       typeof(recipient_user_id) AS recipient_user_id_class,
-       CAST(recipient_user_id AS BLOB) AS recipient_user_id,
-       typeof(recipient_device_id) AS recipient_device_id_class,
+       CAST((typeof(recipient_user_id) <> 'text')
+         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
+         | ((typeof(logical_id) <> 'blob') << 3)
+         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
+       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
        CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       typeof(logical_id) AS logical_id_class,
        CAST(logical_id AS BLOB) AS logical_id,
-       typeof(sealed) AS sealed_class,
        CAST(sealed AS BLOB) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)

@@ -553,18 +553,34 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 	return m, nil
 }
 
-// pendingRow is a pending row as the page and next queries read it: every
-// column with its storage class, read through casts that cannot fail.
+// pendingRow is a pending row as the page and next queries read it:
+// every column read through a cast that cannot fail, and ClassFaults
+// saying which of them hold another storage class than the schema
+// declares (the bits of classFaults, 0 for a sound row).
 type pendingRow struct {
-	Sequence               int64
-	RecipientUserIDClass   string
-	RecipientUserID        []byte
-	RecipientDeviceIDClass string
-	RecipientDeviceID      int64
-	LogicalIDClass         string
-	LogicalID              []byte
-	SealedClass            string
-	Sealed                 []byte
+	Sequence          int64
+	ClassFaults       int64
+	RecipientUserID   string
+	RecipientDeviceID int64
+	LogicalID         []byte
+	Sealed            []byte
+}
+
+// deviceIDNotInteger is the ClassFaults bit of a device id that is
+// neither an INTEGER nor a BLOB casting to one.
+const deviceIDNotInteger = 1 << 2
+
+// classFaults are the bits of pendingRow.ClassFaults, as the queries in
+// queries/pending_outbound.sql compute them.
+var classFaults = []struct {
+	bit  int64
+	what string
+}{
+	{1 << 0, "recipient_user_id is not TEXT"},
+	{1 << 1, "recipient_device_id is a BLOB, not an INTEGER"},
+	{deviceIDNotInteger, "recipient_device_id is not an INTEGER"},
+	{1 << 3, "logical_id is not a BLOB"},
+	{1 << 4, "sealed is not a BLOB"},
 }
 
 // openPending opens r, or reports it unreadable: with store.ErrCorruptRow
@@ -575,18 +591,13 @@ type pendingRow struct {
 // The recipient and id are reported as far as they decode.
 func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
 	var problems []string
-	class := func(col, got, want string) {
-		if got != want {
-			problems = append(problems, fmt.Sprintf("%s is %s, not %s", col, got, want))
+	for _, f := range classFaults {
+		if r.ClassFaults&f.bit != 0 {
+			problems = append(problems, f.what)
 		}
 	}
-	class("recipient_user_id", r.RecipientUserIDClass, "text")
-	class("recipient_device_id", r.RecipientDeviceIDClass, "integer")
-	class("logical_id", r.LogicalIDClass, "blob")
-	class("sealed", r.SealedClass, "blob")
-	to := ids.DeviceAddress{UserID: string(r.RecipientUserID)}
-	switch r.RecipientDeviceIDClass {
-	case "integer", "blob":
+	to := ids.DeviceAddress{UserID: r.RecipientUserID}
+	if r.ClassFaults&deviceIDNotInteger == 0 {
 		to.DeviceID = r.RecipientDeviceID
 	}
 	id, err := ids.ParseLogicalMessageID(r.LogicalID)
