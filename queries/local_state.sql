@@ -94,8 +94,9 @@ ORDER BY user_id, device_id
 LIMIT sqlc.arg(row_limit);
 
 -- name: SealedPendingInboundBatch :many
+-- Key rotation's walk, as SealedPendingOutboundBatch.
 SELECT sequence, sender_user_id, sender_device_id, logical_id, sealed FROM pending_inbound_message
-WHERE sequence > sqlc.arg(after_sequence)
+WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 

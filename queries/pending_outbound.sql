@@ -120,10 +120,12 @@ FROM sqlite_sequence
 WHERE name = 'pending_outbound_message';
 
 -- name: SealedPendingOutboundBatch :many
--- Key rotation walks the table in sequence order, in batches.
+-- Key rotation walks the table in sequence order, in batches, from
+-- from_sequence on (the smallest integer at first, so that a row a damaged
+-- database holds at or below sequence 0 is re-sealed too).
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
 FROM pending_outbound_message
-WHERE sequence > sqlc.arg(after_sequence)
+WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 

@@ -293,18 +293,19 @@ func (q *Queries) SealedIdentityPinBatch(ctx context.Context, arg SealedIdentity
 
 const sealedPendingInboundBatch = `-- name: SealedPendingInboundBatch :many
 SELECT sequence, sender_user_id, sender_device_id, logical_id, sealed FROM pending_inbound_message
-WHERE sequence > ?1
+WHERE sequence >= ?1
 ORDER BY sequence
 LIMIT ?2
 `
 
 type SealedPendingInboundBatchParams struct {
-	AfterSequence int64
-	RowLimit      int64
+	FromSequence int64
+	RowLimit     int64
 }
 
+// Key rotation's walk, as SealedPendingOutboundBatch.
 func (q *Queries) SealedPendingInboundBatch(ctx context.Context, arg SealedPendingInboundBatchParams) ([]PendingInboundMessage, error) {
-	rows, err := q.db.QueryContext(ctx, sealedPendingInboundBatch, arg.AfterSequence, arg.RowLimit)
+	rows, err := q.db.QueryContext(ctx, sealedPendingInboundBatch, arg.FromSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}

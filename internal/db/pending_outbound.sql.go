@@ -366,19 +366,21 @@ func (q *Queries) PendingOutboundSequenceHighWater(ctx context.Context) (int64, 
 const sealedPendingOutboundBatch = `-- name: SealedPendingOutboundBatch :many
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
 FROM pending_outbound_message
-WHERE sequence > ?1
+WHERE sequence >= ?1
 ORDER BY sequence
 LIMIT ?2
 `
 
 type SealedPendingOutboundBatchParams struct {
-	AfterSequence int64
-	RowLimit      int64
+	FromSequence int64
+	RowLimit     int64
 }
 
-// Key rotation walks the table in sequence order, in batches.
+// Key rotation walks the table in sequence order, in batches, from
+// from_sequence on (the smallest integer at first, so that a row a damaged
+// database holds at or below sequence 0 is re-sealed too).
 func (q *Queries) SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]PendingOutboundMessage, error) {
-	rows, err := q.db.QueryContext(ctx, sealedPendingOutboundBatch, arg.AfterSequence, arg.RowLimit)
+	rows, err := q.db.QueryContext(ctx, sealedPendingOutboundBatch, arg.FromSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}

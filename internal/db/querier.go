@@ -88,8 +88,11 @@ type Querier interface {
 	RevisionTableExists(ctx context.Context) (int64, error)
 	// Key rotation walks each sealed table in key order, in batches.
 	SealedIdentityPinBatch(ctx context.Context, arg SealedIdentityPinBatchParams) ([]IdentityPin, error)
+	// Key rotation's walk, as SealedPendingOutboundBatch.
 	SealedPendingInboundBatch(ctx context.Context, arg SealedPendingInboundBatchParams) ([]PendingInboundMessage, error)
-	// Key rotation walks the table in sequence order, in batches.
+	// Key rotation walks the table in sequence order, in batches, from
+	// from_sequence on (the smallest integer at first, so that a row a damaged
+	// database holds at or below sequence 0 is re-sealed too).
 	SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]PendingOutboundMessage, error)
 	SealedSessionBatch(ctx context.Context, arg SealedSessionBatchParams) ([]Session, error)
 	SealedSessionInitiationBatch(ctx context.Context, arg SealedSessionInitiationBatchParams) ([]SessionInitiation, error)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -343,8 +344,8 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 	case "pending_outbound_message":
 		return messageWalker(seal.RecordPendingOutbound, "pending outbound",
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingOutbound(ctx) },
-			func(ctx context.Context, q *db.Queries, after, limit int64) ([]messageModel, error) {
-				rows, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{AfterSequence: after, RowLimit: limit})
+			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
+				rows, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{FromSequence: from, RowLimit: limit})
 				out := make([]messageModel, len(rows))
 				for i, r := range rows {
 					out[i] = messageModel{r.Sequence, ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}, r.LogicalID, r.Sealed}
@@ -358,8 +359,8 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 	case "pending_inbound_message":
 		return messageWalker(seal.RecordPendingInbound, "pending inbound",
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingInboundRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after, limit int64) ([]messageModel, error) {
-				rows, err := q.SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{AfterSequence: after, RowLimit: limit})
+			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
+				rows, err := q.SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{FromSequence: from, RowLimit: limit})
 				out := make([]messageModel, len(rows))
 				for i, r := range rows {
 					out[i] = messageModel{r.Sequence, ids.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}, r.LogicalID, r.Sealed}
@@ -477,20 +478,28 @@ func messageWalker(
 	rt seal.RecordType,
 	kind string,
 	count func(ctx context.Context, q *db.Queries) (int64, error),
-	read func(ctx context.Context, q *db.Queries, after, limit int64) ([]messageModel, error),
+	read func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error),
 	write func(ctx context.Context, q *db.Queries, seq int64, v []byte) error,
 ) *rotationWalker {
-	after := int64(0)
+	// From the smallest sequence: only a damaged database holds one at or
+	// below 0, and its rows must not stay under the old key.
+	from, done := int64(math.MinInt64), false
 	return &rotationWalker{
 		count: count,
 		batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-			rows, err := read(ctx, q, after, limit)
+			if done {
+				return nil, nil
+			}
+			rows, err := read(ctx, q, from, limit)
 			if err != nil {
 				return nil, err
 			}
 			out := make([]sealedRow, 0, len(rows))
 			for _, r := range rows {
-				after = r.seq
+				if r.seq == math.MaxInt64 {
+					done = true
+				}
+				from = r.seq + 1
 				seq := r.seq
 				row, err := messageRow(rt, kind, seq, r.addr, r.logicalID, r.sealed,
 					func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -481,4 +482,37 @@ func rotateID(i int) ids.LogicalMessageID {
 	var id ids.LogicalMessageID
 	copy(id[:], fmt.Sprintf("rotate-%09d", i))
 	return id
+}
+
+// TestRotateKeyRowsAtOrBelowZero: rows a damaged database holds at
+// sequence 0 or below (the smallest int64 included) are re-sealed like the
+// others, so that they still open once the old key is forgotten.
+func TestRotateKeyRowsAtOrBelowZero(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+	s := rotateOpen(t, path, oldKey)
+	to := ids.DeviceAddress{UserID: "bob", DeviceID: 2}
+	moved := map[int]int64{0: 0, 1: -5, 2: math.MinInt64}
+	for i := range 4 {
+		seq, err := s.InsertPending(ctx, to, rotateID(i), []byte(fmt.Sprintf("message %d", i)))
+		require.NoError(t, err)
+		if target, ok := moved[i]; ok {
+			_, err := s.DB().ExecContext(ctx, "UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?", target, seq)
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, s.RotateKey(ctx, newKey, 2, nil))
+	require.NoError(t, s.Close())
+
+	s2 := rotateOpen(t, path, newKey)
+	p, err := s2.PagePending(ctx, store.PageRequest{FromStart: true, Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, p.Unreadable, "every row was re-sealed under the new key")
+	require.Len(t, p.Messages, 4)
+	require.Equal(t, []int64{math.MinInt64, -5, 0}, []int64{p.Messages[0].Sequence, p.Messages[1].Sequence, p.Messages[2].Sequence})
+	for _, m := range p.Messages {
+		i := int(m.ID[len(m.ID)-1] - '0') // rotateID(i) ends in the digit i
+		require.Equal(t, fmt.Sprintf("message %d", i), string(m.Plaintext))
+	}
 }
