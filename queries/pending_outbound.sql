@@ -13,23 +13,18 @@ VALUES (?, ?, ?, ?);
 -- from from_sequence on (the cursor + 1, or the smallest integer for a
 -- page from the start). The caller passes row_limit = limit + 1: the extra
 -- row only says whether another page follows (never a positional skip).
--- Every column is read through a CAST that cannot fail, and class_faults
--- says which columns hold another storage class than the schema declares
--- (bit 0: recipient_user_id not TEXT; bit 1: recipient_device_id a BLOB;
--- bit 2: recipient_device_id neither INTEGER nor BLOB; bit 3: logical_id
--- not a BLOB; bit 4: sealed not a BLOB), so that such a row is reported as
+-- Each column is wrapped in likely, a no-op that the SQLite code generator
+-- removes, so that sqlc types it as an interface and the store gets the
+-- value with its storage class: a row whose values have another class
+-- than the schema declares (a BLOB recipient, say) is reported as
 -- unreadable instead of failing the page or opening as if it were fine.
--- One integer, 0 for a sound row, rather than four typeof strings: it
--- costs a page no allocation.
+-- Checking the class in Go costs nothing in SQL, where four typeof calls
+-- per row measured about 0.7 microseconds a row.
 SELECT sequence,
-       CAST((typeof(recipient_user_id) <> 'text')
-         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
-         | ((typeof(logical_id) <> 'blob') << 3)
-         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
-       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
-       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       CAST(logical_id AS BLOB) AS logical_id,
-       CAST(sealed AS BLOB) AS sealed
+       likely(recipient_user_id) AS recipient_user_id,
+       likely(recipient_device_id) AS recipient_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
 FROM pending_outbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
@@ -39,14 +34,10 @@ LIMIT sqlc.arg(row_limit);
 -- The same page for one recipient, its own query (not an optional
 -- predicate) so that it walks pending_outbound_message_recipient.
 SELECT sequence,
-       CAST((typeof(recipient_user_id) <> 'text')
-         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
-         | ((typeof(logical_id) <> 'blob') << 3)
-         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
-       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
-       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       CAST(logical_id AS BLOB) AS logical_id,
-       CAST(sealed AS BLOB) AS sealed
+       likely(recipient_user_id) AS recipient_user_id,
+       likely(recipient_device_id) AS recipient_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
   AND recipient_device_id = sqlc.arg(recipient_device_id)
@@ -58,14 +49,10 @@ LIMIT sqlc.arg(row_limit);
 -- The next pending message for one recipient from from_sequence on: a
 -- retry reads one message per transaction. Columns as in the pages.
 SELECT sequence,
-       CAST((typeof(recipient_user_id) <> 'text')
-         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
-         | ((typeof(logical_id) <> 'blob') << 3)
-         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
-       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
-       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       CAST(logical_id AS BLOB) AS logical_id,
-       CAST(sealed AS BLOB) AS sealed
+       likely(recipient_user_id) AS recipient_user_id,
+       likely(recipient_device_id) AS recipient_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
   AND recipient_device_id = sqlc.arg(recipient_device_id)

@@ -116,14 +116,10 @@ func (q *Queries) InsertPendingOutbound(ctx context.Context, arg InsertPendingOu
 
 const nextPendingOutboundForRecipient = `-- name: NextPendingOutboundForRecipient :one
 SELECT sequence,
-       CAST((typeof(recipient_user_id) <> 'text')
-         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
-         | ((typeof(logical_id) <> 'blob') << 3)
-         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
-       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
-       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       CAST(logical_id AS BLOB) AS logical_id,
-       CAST(sealed AS BLOB) AS sealed
+       likely(recipient_user_id) AS recipient_user_id,
+       likely(recipient_device_id) AS recipient_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = ?1
   AND recipient_device_id = ?2
@@ -140,11 +136,10 @@ type NextPendingOutboundForRecipientParams struct {
 
 type NextPendingOutboundForRecipientRow struct {
 	Sequence          int64
-	ClassFaults       int64
-	RecipientUserID   string
-	RecipientDeviceID int64
-	LogicalID         []byte
-	Sealed            []byte
+	RecipientUserID   interface{}
+	RecipientDeviceID interface{}
+	LogicalID         interface{}
+	Sealed            interface{}
 }
 
 // The next pending message for one recipient from from_sequence on: a
@@ -154,7 +149,6 @@ func (q *Queries) NextPendingOutboundForRecipient(ctx context.Context, arg NextP
 	var i NextPendingOutboundForRecipientRow
 	err := row.Scan(
 		&i.Sequence,
-		&i.ClassFaults,
 		&i.RecipientUserID,
 		&i.RecipientDeviceID,
 		&i.LogicalID,
@@ -165,14 +159,10 @@ func (q *Queries) NextPendingOutboundForRecipient(ctx context.Context, arg NextP
 
 const pagePendingOutbound = `-- name: PagePendingOutbound :many
 SELECT sequence,
-       CAST((typeof(recipient_user_id) <> 'text')
-         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
-         | ((typeof(logical_id) <> 'blob') << 3)
-         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
-       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
-       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       CAST(logical_id AS BLOB) AS logical_id,
-       CAST(sealed AS BLOB) AS sealed
+       likely(recipient_user_id) AS recipient_user_id,
+       likely(recipient_device_id) AS recipient_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
 FROM pending_outbound_message
 WHERE sequence >= ?1
 ORDER BY sequence
@@ -186,25 +176,23 @@ type PagePendingOutboundParams struct {
 
 type PagePendingOutboundRow struct {
 	Sequence          int64
-	ClassFaults       int64
-	RecipientUserID   string
-	RecipientDeviceID int64
-	LogicalID         []byte
-	Sealed            []byte
+	RecipientUserID   interface{}
+	RecipientDeviceID interface{}
+	LogicalID         interface{}
+	Sealed            interface{}
 }
 
 // One keyset page of pending messages, all recipients, in sequence order,
 // from from_sequence on (the cursor + 1, or the smallest integer for a
 // page from the start). The caller passes row_limit = limit + 1: the extra
 // row only says whether another page follows (never a positional skip).
-// Every column is read through a CAST that cannot fail, and class_faults
-// says which columns hold another storage class than the schema declares
-// (bit 0: recipient_user_id not TEXT; bit 1: recipient_device_id a BLOB;
-// bit 2: recipient_device_id neither INTEGER nor BLOB; bit 3: logical_id
-// not a BLOB; bit 4: sealed not a BLOB), so that such a row is reported as
+// Each column is wrapped in likely, a no-op that the SQLite code generator
+// removes, so that sqlc types it as an interface and the store gets the
+// value with its storage class: a row whose values have another class
+// than the schema declares (a BLOB recipient, say) is reported as
 // unreadable instead of failing the page or opening as if it were fine.
-// One integer, 0 for a sound row, rather than four typeof strings: it
-// costs a page no allocation.
+// Checking the class in Go costs nothing in SQL, where four typeof calls
+// per row measured about 0.7 microseconds a row.
 func (q *Queries) PagePendingOutbound(ctx context.Context, arg PagePendingOutboundParams) ([]PagePendingOutboundRow, error) {
 	rows, err := q.db.QueryContext(ctx, pagePendingOutbound, arg.FromSequence, arg.RowLimit)
 	if err != nil {
@@ -216,7 +204,6 @@ func (q *Queries) PagePendingOutbound(ctx context.Context, arg PagePendingOutbou
 		var i PagePendingOutboundRow
 		if err := rows.Scan(
 			&i.Sequence,
-			&i.ClassFaults,
 			&i.RecipientUserID,
 			&i.RecipientDeviceID,
 			&i.LogicalID,
@@ -237,14 +224,10 @@ func (q *Queries) PagePendingOutbound(ctx context.Context, arg PagePendingOutbou
 
 const pagePendingOutboundForRecipient = `-- name: PagePendingOutboundForRecipient :many
 SELECT sequence,
-       CAST((typeof(recipient_user_id) <> 'text')
-         | (CASE typeof(recipient_device_id) WHEN 'integer' THEN 0 WHEN 'blob' THEN 2 ELSE 4 END)
-         | ((typeof(logical_id) <> 'blob') << 3)
-         | ((typeof(sealed) <> 'blob') << 4) AS INTEGER) AS class_faults,
-       CAST(recipient_user_id AS TEXT) AS recipient_user_id,
-       CAST(coalesce(recipient_device_id, 0) AS INTEGER) AS recipient_device_id,
-       CAST(logical_id AS BLOB) AS logical_id,
-       CAST(sealed AS BLOB) AS sealed
+       likely(recipient_user_id) AS recipient_user_id,
+       likely(recipient_device_id) AS recipient_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
 FROM pending_outbound_message
 WHERE recipient_user_id = ?1
   AND recipient_device_id = ?2
@@ -262,11 +245,10 @@ type PagePendingOutboundForRecipientParams struct {
 
 type PagePendingOutboundForRecipientRow struct {
 	Sequence          int64
-	ClassFaults       int64
-	RecipientUserID   string
-	RecipientDeviceID int64
-	LogicalID         []byte
-	Sealed            []byte
+	RecipientUserID   interface{}
+	RecipientDeviceID interface{}
+	LogicalID         interface{}
+	Sealed            interface{}
 }
 
 // The same page for one recipient, its own query (not an optional
@@ -287,7 +269,6 @@ func (q *Queries) PagePendingOutboundForRecipient(ctx context.Context, arg PageP
 		var i PagePendingOutboundForRecipientRow
 		if err := rows.Scan(
 			&i.Sequence,
-			&i.ClassFaults,
 			&i.RecipientUserID,
 			&i.RecipientDeviceID,
 			&i.LogicalID,

@@ -553,34 +553,33 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 	return m, nil
 }
 
-// pendingRow is a pending row as the page and next queries read it:
-// every column read through a cast that cannot fail, and ClassFaults
-// saying which of them hold another storage class than the schema
-// declares (the bits of classFaults, 0 for a sound row).
+// pendingRow is a pending row as the page and next queries read it: each
+// column as the driver returned it (string for TEXT, int64 for INTEGER,
+// []byte for BLOB, float64 for REAL, nil for NULL), so that its storage
+// class is checked in Go before the row is believed, at no cost in SQL.
 type pendingRow struct {
 	Sequence          int64
-	ClassFaults       int64
-	RecipientUserID   string
-	RecipientDeviceID int64
-	LogicalID         []byte
-	Sealed            []byte
+	RecipientUserID   any
+	RecipientDeviceID any
+	LogicalID         any
+	Sealed            any
 }
 
-// deviceIDNotInteger is the ClassFaults bit of a device id that is
-// neither an INTEGER nor a BLOB casting to one.
-const deviceIDNotInteger = 1 << 2
-
-// classFaults are the bits of pendingRow.ClassFaults, as the queries in
-// queries/pending_outbound.sql compute them.
-var classFaults = []struct {
-	bit  int64
-	what string
-}{
-	{1 << 0, "recipient_user_id is not TEXT"},
-	{1 << 1, "recipient_device_id is a BLOB, not an INTEGER"},
-	{deviceIDNotInteger, "recipient_device_id is not an INTEGER"},
-	{1 << 3, "logical_id is not a BLOB"},
-	{1 << 4, "sealed is not a BLOB"},
+// storageClass names the storage class of a value the driver returned.
+func storageClass(v any) string {
+	switch v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return "INTEGER"
+	case float64:
+		return "REAL"
+	case string:
+		return "TEXT"
+	case []byte:
+		return "BLOB"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // openPending opens r, or reports it unreadable: with store.ErrCorruptRow
@@ -588,26 +587,56 @@ var classFaults = []struct {
 // recipient as a BLOB, say, which the per-recipient index, the counts and
 // the retry would never find under that recipient) or a logical id of the
 // wrong length; with the seal error if its sealed value does not open.
-// The recipient and id are reported as far as they decode.
+// The recipient and id are reported as far as they decode: a BLOB user id
+// or logical id by its bytes, a BLOB device id by the number its bytes
+// spell (so that AbandonPending finds the row, as DeletePendingOutbound
+// matches such twins).
 func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
 	var problems []string
-	for _, f := range classFaults {
-		if r.ClassFaults&f.bit != 0 {
-			problems = append(problems, f.what)
-		}
+	wrong := func(col string, v any, want string) {
+		problems = append(problems, fmt.Sprintf("%s is %s, not %s", col, storageClass(v), want))
 	}
-	to := ids.DeviceAddress{UserID: r.RecipientUserID}
-	if r.ClassFaults&deviceIDNotInteger == 0 {
-		to.DeviceID = r.RecipientDeviceID
+	var to ids.DeviceAddress
+	switch v := r.RecipientUserID.(type) {
+	case string:
+		to.UserID = v
+	case []byte:
+		to.UserID = string(v)
+		wrong("recipient_user_id", v, "TEXT")
+	default:
+		wrong("recipient_user_id", v, "TEXT")
 	}
-	id, err := ids.ParseLogicalMessageID(r.LogicalID)
+	switch v := r.RecipientDeviceID.(type) {
+	case int64:
+		to.DeviceID = v
+	case []byte:
+		to.DeviceID, _ = strconv.ParseInt(string(v), 10, 64)
+		wrong("recipient_device_id", v, "INTEGER")
+	default:
+		wrong("recipient_device_id", v, "INTEGER")
+	}
+	var lid []byte
+	switch v := r.LogicalID.(type) {
+	case []byte:
+		lid = v
+	case string:
+		lid = []byte(v)
+		wrong("logical_id", v, "BLOB")
+	default:
+		wrong("logical_id", v, "BLOB")
+	}
+	sealed, ok := r.Sealed.([]byte)
+	if !ok {
+		wrong("sealed", r.Sealed, "BLOB")
+	}
+	id, err := ids.ParseLogicalMessageID(lid)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("logical_id: %v", err))
 	}
 	if len(problems) > 0 {
 		return store.PendingMessage{}, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(problems, "; "))
 	}
-	return rowseal.OpenPending(s.keys, r.Sequence, to, id, r.Sealed)
+	return rowseal.OpenPending(s.keys, r.Sequence, to, id, sealed)
 }
 
 // SequenceHighWater returns the largest pending sequence ever handed out,
