@@ -93,28 +93,22 @@ func Corrupt(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, format st
 		Cause: fmt.Errorf("pending sequence %d: %w: %s", seq, store.ErrCorruptRow, fmt.Sprintf(format, args...))}
 }
 
-// Row is a pending row as a store read it, opened on demand.
-type Row struct {
-	Sequence int64
-	// Open opens the row (see OpenPending).
-	Open func() (store.PendingMessage, *store.UnreadablePending)
-}
-
 // Page builds the page of the rows a store read for a page of limit:
-// rows in ascending sequence order, at most limit + 1 of them (the last
-// one only says that another page follows, and is never opened). Each
-// returned row goes to Messages or Unreadable; Next is the last returned
-// sequence if more follow.
-func Page(rows []Row, limit int) store.Page {
+// rows in ascending sequence order (seq gives a row's sequence), at most
+// limit + 1 of them (the last one only says that another page follows,
+// and is never opened). Each returned row is opened with open and goes to
+// Messages or Unreadable; Next is the last returned sequence if more
+// follow.
+func Page[R any](rows []R, limit int, seq func(R) int64, open func(R) (store.PendingMessage, *store.UnreadablePending)) store.Page {
 	var page store.Page
 	if len(rows) > limit {
 		rows = rows[:limit]
-		next := rows[len(rows)-1].Sequence
+		next := seq(rows[len(rows)-1])
 		page.Next = &next
 	}
 	page.Messages = make([]store.PendingMessage, 0, len(rows))
 	for _, r := range rows {
-		m, bad := r.Open()
+		m, bad := open(r)
 		if bad != nil {
 			page.Unreadable = append(page.Unreadable, *bad)
 			continue

@@ -198,14 +198,14 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 		after = nil
 	}
 	from, more := store.FirstSequence(after)
-	var rows []rowseal.Row
+	var rows []pendingRow
 	err := s.locked(ctx, func() error {
 		if err := s.checkCursorLocked(after); err != nil || !more {
 			return err
 		}
 		for i := s.from(from); i < len(s.pending) && len(rows) <= req.Limit; i++ {
 			if r := s.pending[i]; req.Recipient == nil || r.key.addr == *req.Recipient {
-				rows = append(rows, rowseal.Row{Sequence: r.seq, Open: func() (store.PendingMessage, *store.UnreadablePending) { return s.open(r) }})
+				rows = append(rows, r)
 			}
 		}
 		return nil
@@ -213,7 +213,7 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 	if err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	return rowseal.Page(rows, req.Limit), nil
+	return rowseal.Page(rows, req.Limit, func(r pendingRow) int64 { return r.seq }, s.open), nil
 }
 
 func (s *Store) open(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {

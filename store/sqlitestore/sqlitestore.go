@@ -429,11 +429,7 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 	if err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	out := make([]rowseal.Row, len(rows))
-	for i, r := range rows {
-		out[i] = rowseal.Row{Sequence: r.Sequence, Open: func() (store.PendingMessage, *store.UnreadablePending) { return s.openPending(r) }}
-	}
-	return rowseal.Page(out, req.Limit), nil
+	return rowseal.Page(rows, req.Limit, func(r pendingRow) int64 { return r.Sequence }, s.openPending), nil
 }
 
 // checkCursor refuses a negative cursor unless a row with a negative
