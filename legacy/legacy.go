@@ -194,14 +194,7 @@ func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys *seal.Keyring,
 		opts.Batch = DefaultBatch
 	}
 	m := &migrator{conn: conn, keys: keys, opts: opts}
-	err := m.run(ctx)
-	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
-		// database/sql rolls a transaction back as soon as its context is
-		// cancelled; a Commit racing that rollback reports only
-		// sql.ErrTxDone. Say why.
-		err = fmt.Errorf("%w (%w)", err, cerr)
-	}
-	if err != nil {
+	if err := m.run(ctx); err != nil {
 		return m.copied, fmt.Errorf("legacy: migrate plaintext: %w", err)
 	}
 	return m.copied, nil

@@ -6,12 +6,14 @@ package sqltx
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
 // Run runs fn inside one transaction on db: it commits if fn returns nil and
 // rolls back otherwise, so that a failure leaves nothing partial behind. The
-// error returned by fn is passed through unwrapped.
+// error returned by fn is passed through, and any error also matches ctx's
+// error if ctx ended meanwhile.
 func Run(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -21,10 +23,20 @@ func Run(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
 	defer tx.Rollback() //nolint:errcheck
 
 	if err := fn(tx); err != nil {
-		return err
+		return withCause(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
+		return withCause(ctx, fmt.Errorf("commit transaction: %w", err))
 	}
 	return nil
+}
+
+// withCause makes err match ctx's error too if ctx ended: database/sql
+// rolls a transaction back as soon as its context is cancelled, and a
+// statement or Commit racing that rollback reports only sql.ErrTxDone.
+func withCause(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
 }
