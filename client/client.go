@@ -6,9 +6,9 @@
 //
 // Send, SendToDevices, RetryPendingMessages, the ACKs Receive sends,
 // AcceptRemoteIdentityChange and abandon hold one send mutex, so an
-// abandon never runs between the steps of a send or a retry. No storage transaction spans a network
-// hand-off: the store commits first (pending row, advanced session), then
-// the envelope is handed to the transport.
+// abandon never runs between the steps of a send or a retry. No storage
+// transaction spans a network hand-off: the store commits first (pending
+// row, advanced session), then the envelope is handed to the transport.
 //
 // A pending message the store cannot open (damaged, tampered with, sealed
 // with a forgotten key) never fails a page or a retry and never hides the
