@@ -141,8 +141,11 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrDirectory, err)
 			}
-			// A baseline revision records no hash: nothing of it ran.
-			if r.Hash != "" && r.Hash != want {
+			// A baseline revision records no hash: nothing of it ran. Any
+			// other row must carry the file's hash, so a blanked hash is
+			// drift too.
+			baseline := migrate.RevisionType(r.Type) == migrate.RevisionTypeBaseline
+			if !baseline && r.Hash != want {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryHash, Recorded: r.Hash, Expected: want, File: f.Name()})
 			}
 			if r.Applied != r.Total || r.Error != "" {

@@ -61,6 +61,26 @@ func TestDrift(t *testing.T) {
 			not: []string{"-- schema drift"},
 		},
 		{
+			name: "blanked revision hash",
+			db: func(t *testing.T) string {
+				return headDB(t, "UPDATE schema_revision SET hash = '' WHERE version = '15'")
+			},
+			code: 1,
+			want: []string{"-- version 15: recorded hash , but 15_pending_outbound_recipient_index.sql hashes to "},
+			not:  []string{"-- schema drift", "version 14"},
+		},
+		{
+			name: "adopted legacy v14",
+			db: func(t *testing.T) string {
+				path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
+				code, _, stderr := runCmd(t, "up", "-db", path)
+				require.Equal(t, 0, code, stderr)
+				return path
+			},
+			want: []string{"no drift: "},
+			not:  []string{"-- schema drift", "-- history drift"},
+		},
+		{
 			name: "version the binary does not know",
 			db: func(t *testing.T) string {
 				return headDB(t, `INSERT INTO schema_revision
