@@ -143,7 +143,7 @@ func readQueries(dir, queriesDir string) ([]sqlcQuery, error) {
 // where a sealed record would be: the planner never reads them), then
 // ANALYZEd.
 func planDB(ctx context.Context, m *migration.Migrator, path string) (*sql.DB, error) {
-	conn, err := sql.Open("sqlite3", fileDSN(path, true))
+	conn, err := sql.Open("sqlite3", createDSN(path))
 	if err != nil {
 		return nil, err
 	}
