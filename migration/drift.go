@@ -46,14 +46,18 @@ const (
 	HistoryUnknown = "unknown_version"
 	// HistoryPartial: the version was only partly applied or failed.
 	HistoryPartial = "partial"
+	// HistoryMissing: the directory's version has no row, though a later
+	// version is recorded (a row was deleted).
+	HistoryMissing = "missing"
 )
 
 // HistoryDrift is one schema_revision row that disagrees with the
 // migration directory.
 type HistoryDrift struct {
 	Version string `json:"version"`
-	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown or HistoryPartial
-	// Recorded is what the database holds (the hash, or "applied/total").
+	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown, HistoryPartial or HistoryMissing
+	// Recorded is what the database holds (the hash, "applied/total", or
+	// "" for HistoryMissing).
 	Recorded string `json:"recorded"`
 	// Expected is what the directory says ("" for HistoryUnknown).
 	Expected string `json:"expected,omitempty"`
@@ -67,6 +71,8 @@ func (h HistoryDrift) String() string {
 		return fmt.Sprintf("version %s: recorded hash %s, but %s hashes to %s", h.Version, h.Recorded, h.File, h.Expected)
 	case HistoryUnknown:
 		return fmt.Sprintf("version %s: recorded, but this binary's migration directory has no such version", h.Version)
+	case HistoryMissing:
+		return fmt.Sprintf("version %s: no schema_revision row for %s, though a later version is recorded", h.Version, h.File)
 	default:
 		return fmt.Sprintf("version %s: applied %s statements (%s)", h.Version, h.Recorded, h.File)
 	}
@@ -130,8 +136,12 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 			}
 			return strings.Compare(a.Version, b.Version)
 		})
+		recorded := map[string]bool{}
+		latest := -1 // index in m.files of the latest recorded version
 		for _, r := range revs {
 			i := slices.IndexFunc(m.files, func(f migrate.File) bool { return f.Version() == r.Version })
+			recorded[r.Version] = true
+			latest = max(latest, i)
 			if i < 0 {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryUnknown, Recorded: r.Hash})
 				continue
@@ -153,6 +163,17 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 					Version: r.Version, Kind: HistoryPartial, File: f.Name(),
 					Recorded: fmt.Sprintf("%d/%d", r.Applied, r.Total),
 				})
+			}
+		}
+		// Every version up to the latest recorded one has a row (the
+		// adopted baseline has its own): a hole is a deleted row.
+		for _, f := range m.files[:latest+1] {
+			if !recorded[f.Version()] {
+				want, err := sum.SumByName(f.Name())
+				if err != nil {
+					return fmt.Errorf("%w: %v", ErrDirectory, err)
+				}
+				out = append(out, HistoryDrift{Version: f.Version(), Kind: HistoryMissing, Expected: want, File: f.Name()})
 			}
 		}
 		return nil

@@ -70,6 +70,18 @@ func TestDrift(t *testing.T) {
 			not:  []string{"-- schema drift", "version 14"},
 		},
 		{
+			name: "deleted revision row",
+			db: func(t *testing.T) string {
+				return headDB(t, "DELETE FROM schema_revision WHERE version = '14'")
+			},
+			code: 1,
+			want: []string{
+				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
+				"-- version 14: no schema_revision row for 14_baseline.sql, though a later version is recorded",
+			},
+			not: []string{"-- schema drift", "version 15"},
+		},
+		{
 			name: "adopted legacy v14",
 			db: func(t *testing.T) string {
 				path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
