@@ -194,21 +194,35 @@ func (m *Migrator) HeadRealm(ctx context.Context) (*schema.Realm, error) {
 	return InspectRealm(ctx, conn)
 }
 
-// OpenHead returns a private in-memory database migrated to head. It lives
-// until the returned handle is closed.
+// OpenHead returns a private in-memory database (OpenMemory) migrated to
+// head. It lives until the returned handle is closed.
 func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
-	name := fmt.Sprintf("file:migration-head-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
+	conn, err := OpenMemory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.Up(ctx, conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("migration: build the head schema: %w", err)
+	}
+	return conn, nil
+}
+
+// OpenMemory returns a private, empty in-memory database with foreign keys
+// on, for a head schema, an Atlas dev database or a plan of an empty file.
+// It is held on one connection and lives until the handle is closed. It
+// returns an error only when SQLite cannot open it.
+func OpenMemory(ctx context.Context) (*sql.DB, error) {
+	name := fmt.Sprintf("file:migration-mem-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
 	conn, err := sql.Open("sqlite3", name)
 	if err != nil {
 		return nil, err
 	}
 	// One connection: the in-memory database lives as long as it does.
 	conn.SetMaxOpenConns(1)
-	conn.SetConnMaxIdleTime(0)
-	conn.SetConnMaxLifetime(0)
-	if _, err := m.Up(ctx, conn); err != nil {
+	if err := conn.PingContext(ctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("migration: build the head schema: %w", err)
+		return nil, fmt.Errorf("migration: open an in-memory database: %w", err)
 	}
 	return conn, nil
 }

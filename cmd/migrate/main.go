@@ -540,11 +540,9 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist):
 		// Plan against an empty in-memory database; create nothing.
-		conn, err = sql.Open("sqlite3", ":memory:")
-		if err != nil {
+		if conn, err = migration.OpenMemory(ctx); err != nil {
 			return err
 		}
-		conn.SetMaxOpenConns(1)
 	case statErr != nil:
 		return statErr
 	default:
