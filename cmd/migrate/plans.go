@@ -238,12 +238,12 @@ func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []stri
 		if err != nil {
 			return err
 		}
+		before, err := dev.InspectRealm(ctx, nil)
+		if err != nil {
+			dev.Close()
+			return err
+		}
 		for _, s := range stmts {
-			before, err := dev.InspectRealm(ctx, nil)
-			if err != nil {
-				dev.Close()
-				return err
-			}
 			if _, err := dev.ExecContext(ctx, s.Text); err != nil {
 				dev.Close()
 				return fmt.Errorf("%s: %w", rel, err)
@@ -258,6 +258,7 @@ func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []stri
 				dev.Close()
 				return err
 			}
+			before = after
 			skip := false
 			for _, name := range created(changes) {
 				if strings.HasPrefix(name, "pragma_") || strings.HasPrefix(name, "sqlite_") {
