@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -80,12 +81,18 @@ func (h HistoryDrift) String() string {
 
 // Drift compares the database behind conn with head: its schema, inspected
 // with Atlas and diffed against a private in-memory database migrated to
-// head, and its schema_revision rows against the directory's files and
+// head, its views and triggers (which Atlas does not inspect) by their SQL
+// text, and its schema_revision rows against the directory's files and
 // atlas.sum. It only reads conn (open it read-only). It returns an error
 // only when the database cannot be read; differences are the Drift.
 func (m *Migrator) Drift(ctx context.Context, conn *sql.DB) (Drift, error) {
 	var d Drift
-	head, err := m.HeadRealm(ctx)
+	headConn, err := m.OpenHead(ctx)
+	if err != nil {
+		return d, err
+	}
+	defer headConn.Close()
+	head, err := InspectRealm(ctx, headConn)
 	if err != nil {
 		return d, err
 	}
@@ -106,8 +113,64 @@ func (m *Migrator) Drift(ctx context.Context, conn *sql.DB) (Drift, error) {
 			d.Schema = append(d.Schema, SchemaChange{Comment: c.Comment, SQL: c.Cmd})
 		}
 	}
+	objects, err := objectDrift(ctx, conn, headConn)
+	if err != nil {
+		return d, err
+	}
+	d.Schema = append(d.Schema, objects...)
 	d.History, err = m.historyDrift(ctx, conn)
 	return d, err
+}
+
+// objectDrift compares the views and triggers of conn with head's, which
+// Atlas's open-source inspection leaves out: a trigger added by hand can
+// copy or change rows unseen. One that differs in SQL text is dropped and
+// created again.
+func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, error) {
+	list := func(c *sql.DB) (map[string]db.ListViewsAndTriggersRow, error) {
+		rows, err := db.New(c).ListViewsAndTriggers(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("migration: list views and triggers: %w", err)
+		}
+		out := map[string]db.ListViewsAndTriggersRow{}
+		for _, r := range rows {
+			out[r.Type+" "+r.Name] = r
+		}
+		return out, nil
+	}
+	got, err := list(conn)
+	if err != nil {
+		return nil, err
+	}
+	want, err := list(headConn)
+	if err != nil {
+		return nil, err
+	}
+	keys := slices.Collect(maps.Keys(got))
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []SchemaChange
+	for _, k := range keys {
+		g, inGot := got[k]
+		w, inWant := want[k]
+		if inGot && inWant && g.Sql == w.Sql {
+			continue
+		}
+		if inGot {
+			out = append(out, SchemaChange{
+				Comment: fmt.Sprintf("drop %s %q on %q: not in head as it is", g.Type, g.Name, g.TblName),
+				SQL:     fmt.Sprintf("DROP %s `%s`", strings.ToUpper(g.Type), strings.ReplaceAll(g.Name, "`", "``")),
+			})
+		}
+		if inWant {
+			out = append(out, SchemaChange{Comment: fmt.Sprintf("create %s %q on %q", w.Type, w.Name, w.TblName), SQL: w.Sql})
+		}
+	}
+	return out, nil
 }
 
 // historyDrift checks every schema_revision row against the directory.
@@ -182,17 +245,6 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 }
 
 var memSeq atomic.Int64
-
-// HeadRealm returns the schema at head, inspected with Atlas from a private
-// in-memory database migrated with Up, schema_revision included.
-func (m *Migrator) HeadRealm(ctx context.Context) (*schema.Realm, error) {
-	conn, err := m.OpenHead(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return InspectRealm(ctx, conn)
-}
 
 // OpenHead returns a private in-memory database (OpenMemory) migrated to
 // head. It lives until the returned handle is closed.

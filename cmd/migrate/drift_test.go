@@ -49,6 +49,26 @@ func TestDrift(t *testing.T) {
 			not: []string{"-- history drift", "session"},
 		},
 		{
+			name: "hand-added trigger",
+			db: func(t *testing.T) string {
+				return headDB(t, "CREATE TRIGGER copy_session AFTER INSERT ON session BEGIN SELECT 1; END")
+			},
+			code: 1,
+			want: []string{
+				"-- schema drift: 1 statement(s) would bring",
+				`-- drop trigger "copy_session" on "session": not in head as it is`,
+				"DROP TRIGGER `copy_session`;",
+			},
+			not: []string{"-- history drift"},
+		},
+		{
+			name: "hand-added view",
+			db:   func(t *testing.T) string { return headDB(t, "CREATE VIEW sessions AS SELECT user_id FROM session") },
+			code: 1,
+			want: []string{"DROP VIEW `sessions`;"},
+			not:  []string{"-- history drift", "TRIGGER"},
+		},
+		{
 			name: "changed revision hash",
 			db: func(t *testing.T) string {
 				return headDB(t, "UPDATE schema_revision SET hash = 'h1:edited' WHERE version = '15'")
