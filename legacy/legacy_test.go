@@ -121,7 +121,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 
 	// The version-15 index, exactly, and a schema equal to a fresh head.
 	require.NoError(t, version14.CheckRecipientIndex(ctx, conn))
-	require.NoError(t, version14.CheckSchemaMatchesHead(ctx, conn, t.TempDir()))
+	require.NoError(t, version14.CheckSchemaMatchesHead(ctx, conn))
 
 	// Every row sealed (record type 5, the fixture key), nothing else touched.
 	snap, err := version14.TakeSnapshot(ctx, conn)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -46,14 +47,18 @@ const (
 	HistoryUnknown = "unknown_version"
 	// HistoryPartial: the version was only partly applied or failed.
 	HistoryPartial = "partial"
+	// HistoryMissing: the directory's version has no row, though a later
+	// version is recorded (a row was deleted).
+	HistoryMissing = "missing"
 )
 
 // HistoryDrift is one schema_revision row that disagrees with the
 // migration directory.
 type HistoryDrift struct {
 	Version string `json:"version"`
-	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown or HistoryPartial
-	// Recorded is what the database holds (the hash, or "applied/total").
+	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown, HistoryPartial or HistoryMissing
+	// Recorded is what the database holds (the hash, "applied/total", or
+	// "" for HistoryMissing).
 	Recorded string `json:"recorded"`
 	// Expected is what the directory says ("" for HistoryUnknown).
 	Expected string `json:"expected,omitempty"`
@@ -67,6 +72,8 @@ func (h HistoryDrift) String() string {
 		return fmt.Sprintf("version %s: recorded hash %s, but %s hashes to %s", h.Version, h.Recorded, h.File, h.Expected)
 	case HistoryUnknown:
 		return fmt.Sprintf("version %s: recorded, but this binary's migration directory has no such version", h.Version)
+	case HistoryMissing:
+		return fmt.Sprintf("version %s: no schema_revision row for %s, though a later version is recorded", h.Version, h.File)
 	default:
 		return fmt.Sprintf("version %s: applied %s statements (%s)", h.Version, h.Recorded, h.File)
 	}
@@ -74,12 +81,18 @@ func (h HistoryDrift) String() string {
 
 // Drift compares the database behind conn with head: its schema, inspected
 // with Atlas and diffed against a private in-memory database migrated to
-// head, and its schema_revision rows against the directory's files and
+// head, its views and triggers (which Atlas does not inspect) by their SQL
+// text, and its schema_revision rows against the directory's files and
 // atlas.sum. It only reads conn (open it read-only). It returns an error
 // only when the database cannot be read; differences are the Drift.
 func (m *Migrator) Drift(ctx context.Context, conn *sql.DB) (Drift, error) {
 	var d Drift
-	head, err := m.HeadRealm(ctx)
+	headConn, err := m.OpenHead(ctx)
+	if err != nil {
+		return d, err
+	}
+	defer headConn.Close()
+	head, err := InspectRealm(ctx, headConn)
 	if err != nil {
 		return d, err
 	}
@@ -100,8 +113,64 @@ func (m *Migrator) Drift(ctx context.Context, conn *sql.DB) (Drift, error) {
 			d.Schema = append(d.Schema, SchemaChange{Comment: c.Comment, SQL: c.Cmd})
 		}
 	}
+	objects, err := objectDrift(ctx, conn, headConn)
+	if err != nil {
+		return d, err
+	}
+	d.Schema = append(d.Schema, objects...)
 	d.History, err = m.historyDrift(ctx, conn)
 	return d, err
+}
+
+// objectDrift compares the views and triggers of conn with head's, which
+// Atlas's open-source inspection leaves out: a trigger added by hand can
+// copy or change rows unseen. One that differs in SQL text is dropped and
+// created again.
+func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, error) {
+	list := func(c *sql.DB) (map[string]db.ListViewsAndTriggersRow, error) {
+		rows, err := db.New(c).ListViewsAndTriggers(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("migration: list views and triggers: %w", err)
+		}
+		out := map[string]db.ListViewsAndTriggersRow{}
+		for _, r := range rows {
+			out[r.Type+" "+r.Name] = r
+		}
+		return out, nil
+	}
+	got, err := list(conn)
+	if err != nil {
+		return nil, err
+	}
+	want, err := list(headConn)
+	if err != nil {
+		return nil, err
+	}
+	keys := slices.Collect(maps.Keys(got))
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []SchemaChange
+	for _, k := range keys {
+		g, inGot := got[k]
+		w, inWant := want[k]
+		if inGot && inWant && g.Sql == w.Sql {
+			continue
+		}
+		if inGot {
+			out = append(out, SchemaChange{
+				Comment: fmt.Sprintf("drop %s %q on %q: not in head as it is", g.Type, g.Name, g.TblName),
+				SQL:     fmt.Sprintf("DROP %s `%s`", strings.ToUpper(g.Type), strings.ReplaceAll(g.Name, "`", "``")),
+			})
+		}
+		if inWant {
+			out = append(out, SchemaChange{Comment: fmt.Sprintf("create %s %q on %q", w.Type, w.Name, w.TblName), SQL: w.Sql})
+		}
+	}
+	return out, nil
 }
 
 // historyDrift checks every schema_revision row against the directory.
@@ -130,8 +199,12 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 			}
 			return strings.Compare(a.Version, b.Version)
 		})
+		recorded := map[string]bool{}
+		latest := -1 // index in m.files of the latest recorded version
 		for _, r := range revs {
 			i := slices.IndexFunc(m.files, func(f migrate.File) bool { return f.Version() == r.Version })
+			recorded[r.Version] = true
+			latest = max(latest, i)
 			if i < 0 {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryUnknown, Recorded: r.Hash})
 				continue
@@ -141,8 +214,11 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrDirectory, err)
 			}
-			// A baseline revision records no hash: nothing of it ran.
-			if r.Hash != "" && r.Hash != want {
+			// A baseline revision records no hash: nothing of it ran. Any
+			// other row must carry the file's hash, so a blanked hash is
+			// drift too.
+			baseline := migrate.RevisionType(r.Type) == migrate.RevisionTypeBaseline
+			if !baseline && r.Hash != want {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryHash, Recorded: r.Hash, Expected: want, File: f.Name()})
 			}
 			if r.Applied != r.Total || r.Error != "" {
@@ -152,6 +228,17 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 				})
 			}
 		}
+		// Every version up to the latest recorded one has a row (the
+		// adopted baseline has its own): a hole is a deleted row.
+		for _, f := range m.files[:latest+1] {
+			if !recorded[f.Version()] {
+				want, err := sum.SumByName(f.Name())
+				if err != nil {
+					return fmt.Errorf("%w: %v", ErrDirectory, err)
+				}
+				out = append(out, HistoryDrift{Version: f.Version(), Kind: HistoryMissing, Expected: want, File: f.Name()})
+			}
+		}
 		return nil
 	})
 	return out, err
@@ -159,32 +246,35 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 
 var memSeq atomic.Int64
 
-// HeadRealm returns the schema at head, inspected with Atlas from a private
-// in-memory database migrated with Up, schema_revision included.
-func (m *Migrator) HeadRealm(ctx context.Context) (*schema.Realm, error) {
-	conn, err := m.OpenHead(ctx)
+// OpenHead returns a private in-memory database (OpenMemory) migrated to
+// head. It lives until the returned handle is closed.
+func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
+	conn, err := OpenMemory(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	return InspectRealm(ctx, conn)
+	if _, err := m.Up(ctx, conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("migration: build the head schema: %w", err)
+	}
+	return conn, nil
 }
 
-// OpenHead returns a private in-memory database migrated to head. It lives
-// until the returned handle is closed.
-func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
-	name := fmt.Sprintf("file:migration-head-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
+// OpenMemory returns a private, empty in-memory database with foreign keys
+// on, for a head schema, an Atlas dev database or a plan of an empty file.
+// It is held on one connection and lives until the handle is closed. It
+// returns an error only when SQLite cannot open it.
+func OpenMemory(ctx context.Context) (*sql.DB, error) {
+	name := fmt.Sprintf("file:migration-mem-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
 	conn, err := sql.Open("sqlite3", name)
 	if err != nil {
 		return nil, err
 	}
 	// One connection: the in-memory database lives as long as it does.
 	conn.SetMaxOpenConns(1)
-	conn.SetConnMaxIdleTime(0)
-	conn.SetConnMaxLifetime(0)
-	if _, err := m.Up(ctx, conn); err != nil {
+	if err := conn.PingContext(ctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("migration: build the head schema: %w", err)
+		return nil, fmt.Errorf("migration: open an in-memory database: %w", err)
 	}
 	return conn, nil
 }

@@ -32,3 +32,10 @@ SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_revis
 -- Tables other than SQLite's own and the history: zero means a fresh file.
 SELECT count(*) FROM sqlite_master
 WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'schema_revision';
+
+-- name: ListViewsAndTriggers :many
+-- Views and triggers, which Atlas's open-source SQLite inspection does not
+-- see: drift compares them with head's by their SQL text.
+SELECT type, name, tbl_name, coalesce(sql, '') AS sql FROM sqlite_master
+WHERE type IN ('view', 'trigger')
+ORDER BY type, name;

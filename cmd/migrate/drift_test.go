@@ -49,6 +49,26 @@ func TestDrift(t *testing.T) {
 			not: []string{"-- history drift", "session"},
 		},
 		{
+			name: "hand-added trigger",
+			db: func(t *testing.T) string {
+				return headDB(t, "CREATE TRIGGER copy_session AFTER INSERT ON session BEGIN SELECT 1; END")
+			},
+			code: 1,
+			want: []string{
+				"-- schema drift: 1 statement(s) would bring",
+				`-- drop trigger "copy_session" on "session": not in head as it is`,
+				"DROP TRIGGER `copy_session`;",
+			},
+			not: []string{"-- history drift"},
+		},
+		{
+			name: "hand-added view",
+			db:   func(t *testing.T) string { return headDB(t, "CREATE VIEW sessions AS SELECT user_id FROM session") },
+			code: 1,
+			want: []string{"DROP VIEW `sessions`;"},
+			not:  []string{"-- history drift", "TRIGGER"},
+		},
+		{
 			name: "changed revision hash",
 			db: func(t *testing.T) string {
 				return headDB(t, "UPDATE schema_revision SET hash = 'h1:edited' WHERE version = '15'")
@@ -59,6 +79,38 @@ func TestDrift(t *testing.T) {
 				"-- version 15: recorded hash h1:edited, but 15_pending_outbound_recipient_index.sql hashes to ",
 			},
 			not: []string{"-- schema drift"},
+		},
+		{
+			name: "blanked revision hash",
+			db: func(t *testing.T) string {
+				return headDB(t, "UPDATE schema_revision SET hash = '' WHERE version = '15'")
+			},
+			code: 1,
+			want: []string{"-- version 15: recorded hash , but 15_pending_outbound_recipient_index.sql hashes to "},
+			not:  []string{"-- schema drift", "version 14"},
+		},
+		{
+			name: "deleted revision row",
+			db: func(t *testing.T) string {
+				return headDB(t, "DELETE FROM schema_revision WHERE version = '14'")
+			},
+			code: 1,
+			want: []string{
+				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
+				"-- version 14: no schema_revision row for 14_baseline.sql, though a later version is recorded",
+			},
+			not: []string{"-- schema drift", "version 15"},
+		},
+		{
+			name: "adopted legacy v14",
+			db: func(t *testing.T) string {
+				path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
+				code, _, stderr := runCmd(t, "up", "-db", path)
+				require.Equal(t, 0, code, stderr)
+				return path
+			},
+			want: []string{"no drift: "},
+			not:  []string{"-- schema drift", "-- history drift"},
 		},
 		{
 			name: "version the binary does not know",

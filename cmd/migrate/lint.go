@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"strconv"
-	"sync/atomic"
 
 	"ariga.io/atlas/sql/migrate"
 	"ariga.io/atlas/sql/schema"
@@ -140,21 +138,12 @@ func lintDir(ctx context.Context, dir migrate.Dir, w io.Writer) error {
 	return nil
 }
 
-var devSeq atomic.Int64
-
 // openDev opens a private in-memory SQLite database for replaying the
 // directory, as Atlas's dev database.
 func openDev(ctx context.Context) (*sqlclient.Client, error) {
-	name := fmt.Sprintf("file:migrate-lint-%d-%d?mode=memory&cache=shared&_foreign_keys=on", os.Getpid(), devSeq.Add(1))
-	db, err := sql.Open("sqlite3", name)
+	db, err := migration.OpenMemory(ctx)
 	if err != nil {
 		return nil, err
-	}
-	// One connection: the in-memory database lives as long as it does.
-	db.SetMaxOpenConns(1)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open dev database: %w", err)
 	}
 	drv, err := sqlite.Open(db)
 	if err != nil {

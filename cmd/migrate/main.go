@@ -313,25 +313,16 @@ func (env *cmdEnv) openTarget() (string, *migration.Migrator, *sql.DB, error) {
 	return path, m, conn, nil
 }
 
-// fileDSN returns the DSN of the database file at path. With create, it
-// is the client's own (immediate write transactions, busy timeout, foreign
-// keys), creating the file if absent; the journal mode is left as the file
-// has it (up switches a database to WAL once it has migrated). Without
-// create, it is read-only (see readOnlyDSN).
-func fileDSN(path string, create bool) string {
-	if create {
-		return "file:" + uriPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
-	}
-	return readOnlyDSN(path)
+// createDSN returns the client's own DSN for the database file at path
+// (immediate write transactions, busy timeout, foreign keys), creating the
+// file if absent; the journal mode is left as the file has it (up switches
+// a database to WAL once it has migrated). Read-only commands use
+// migration.ReadOnlyDSN instead.
+func createDSN(path string) string {
+	return "file:" + migration.URIPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
 }
 
-// uriPath escapes what SQLite would read as URI syntax in a filename.
-func uriPath(path string) string { return migration.URIPath(path) }
-
-// readOnlyDSN opens path read-only, writing nothing (migration.ReadOnlyDSN).
-func readOnlyDSN(path string) string { return migration.ReadOnlyDSN(path) }
-
-// openExisting opens the database at path read-only (readOnlyDSN). It
+// openExisting opens the database at path read-only (migration.ReadOnlyDSN). It
 // fails rather than create a missing file, and says so when the file is not
 // a SQLite database.
 func openExisting(path string) (*sql.DB, error) {
@@ -351,7 +342,7 @@ func openExisting(path string) (*sql.DB, error) {
 		return nil, err
 	}
 	f.Close()
-	conn, err := sql.Open("sqlite3", readOnlyDSN(path))
+	conn, err := sql.Open("sqlite3", migration.ReadOnlyDSN(path))
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +425,7 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 		fmt.Fprintf(env.stdout, "%s is an empty file: creating the database in it\n", path)
 	}
 
-	conn, err := sql.Open("sqlite3", fileDSN(path, true))
+	conn, err := sql.Open("sqlite3", createDSN(path))
 	if err != nil {
 		return err
 	}
@@ -549,11 +540,9 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist):
 		// Plan against an empty in-memory database; create nothing.
-		conn, err = sql.Open("sqlite3", ":memory:")
-		if err != nil {
+		if conn, err = migration.OpenMemory(ctx); err != nil {
 			return err
 		}
-		conn.SetMaxOpenConns(1)
 	case statErr != nil:
 		return statErr
 	default:

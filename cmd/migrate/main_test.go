@@ -86,7 +86,7 @@ func snapshot(t *testing.T, dir string) map[string][32]byte {
 
 func query[T any](t *testing.T, path, q string) T {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", fileDSN(path, false))
+	conn, err := sql.Open("sqlite3", migration.ReadOnlyDSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	var v T

@@ -143,7 +143,7 @@ func readQueries(dir, queriesDir string) ([]sqlcQuery, error) {
 // where a sealed record would be: the planner never reads them), then
 // ANALYZEd.
 func planDB(ctx context.Context, m *migration.Migrator, path string) (*sql.DB, error) {
-	conn, err := sql.Open("sqlite3", fileDSN(path, true))
+	conn, err := sql.Open("sqlite3", createDSN(path))
 	if err != nil {
 		return nil, err
 	}
@@ -238,12 +238,12 @@ func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []stri
 		if err != nil {
 			return err
 		}
+		before, err := dev.InspectRealm(ctx, nil)
+		if err != nil {
+			dev.Close()
+			return err
+		}
 		for _, s := range stmts {
-			before, err := dev.InspectRealm(ctx, nil)
-			if err != nil {
-				dev.Close()
-				return err
-			}
 			if _, err := dev.ExecContext(ctx, s.Text); err != nil {
 				dev.Close()
 				return fmt.Errorf("%s: %w", rel, err)
@@ -258,6 +258,7 @@ func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []stri
 				dev.Close()
 				return err
 			}
+			before = after
 			skip := false
 			for _, name := range created(changes) {
 				if strings.HasPrefix(name, "pragma_") || strings.HasPrefix(name, "sqlite_") {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/migration"
 )
 
 // readOnly makes path (a file or directory) read-only for the rest of the
@@ -167,7 +169,7 @@ func TestReadOnlyDSNWritesNothing(t *testing.T) {
 	path := headDB(t)
 	require.True(t, walHeader(t, path))
 	before := snapshot(t, filepath.Dir(path))
-	conn, err := sql.Open("sqlite3", readOnlyDSN(path))
+	conn, err := sql.Open("sqlite3", migration.ReadOnlyDSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	var n int

@@ -57,6 +57,9 @@ type Querier interface {
 	InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error
 	ListRevisions(ctx context.Context) ([]SchemaRevision, error)
 	ListStorageKeys(ctx context.Context) ([]StorageKey, error)
+	// Views and triggers, which Atlas's open-source SQLite inspection does not
+	// see: drift compares them with head's by their SQL text.
+	ListViewsAndTriggers(ctx context.Context) ([]ListViewsAndTriggersRow, error)
 	// The next pending message for one recipient from from_sequence on: a
 	// retry reads one message per transaction. Columns as in the pages.
 	NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (NextPendingOutboundForRecipientRow, error)

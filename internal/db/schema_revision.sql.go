@@ -82,6 +82,49 @@ func (q *Queries) ListRevisions(ctx context.Context) ([]SchemaRevision, error) {
 	return items, nil
 }
 
+const listViewsAndTriggers = `-- name: ListViewsAndTriggers :many
+SELECT type, name, tbl_name, coalesce(sql, '') AS sql FROM sqlite_master
+WHERE type IN ('view', 'trigger')
+ORDER BY type, name
+`
+
+type ListViewsAndTriggersRow struct {
+	Type    string
+	Name    string
+	TblName string
+	Sql     string
+}
+
+// Views and triggers, which Atlas's open-source SQLite inspection does not
+// see: drift compares them with head's by their SQL text.
+func (q *Queries) ListViewsAndTriggers(ctx context.Context) ([]ListViewsAndTriggersRow, error) {
+	rows, err := q.db.QueryContext(ctx, listViewsAndTriggers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListViewsAndTriggersRow
+	for rows.Next() {
+		var i ListViewsAndTriggersRow
+		if err := rows.Scan(
+			&i.Type,
+			&i.Name,
+			&i.TblName,
+			&i.Sql,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const revisionTableExists = `-- name: RevisionTableExists :one
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_revision'
 `
