@@ -21,20 +21,30 @@ import (
 )
 
 func main() {
+	if err := quickstart(context.Background(), os.Stdout); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// quickstart sets up the recipient's device and a temporary directory,
+// then runs the README's program in it.
+func quickstart(ctx context.Context, out io.Writer) (err error) {
+	defer recoverCheck(&err)
 	dir, err := os.MkdirTemp("", "quickstart-")
 	check(err)
 	defer os.RemoveAll(dir)
-	ctx := context.Background()
 	key, err := seal.GenerateKey() // an app keeps its storage key in the OS keystore
 	check(err)
 	net := transport.NewNetwork() // in process; an app passes its own transport and directory
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	check(peer(ctx, net, bob))
-	check(run(ctx, os.Stdout, filepath.Join(dir, "alice.db"), key, net, bob))
+	return run(ctx, out, filepath.Join(dir, "alice.db"), key, net, bob)
 }
 
-// run is the README's program.
-func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transport.Network, bob ids.DeviceAddress) error {
+// run is the README's program. A failed check ends it, returning that
+// error.
+func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transport.Network, bob ids.DeviceAddress) (err error) {
+	defer recoverCheck(&err)
 	// README:begin
 	keys, err := seal.NewKeyring(key)
 	check(err)
@@ -71,8 +81,24 @@ func peer(ctx context.Context, net *transport.Network, addr ids.DeviceAddress) e
 	return c.Initialize(ctx, addr)
 }
 
+// checkFailed carries a failed check's error from check to recoverCheck.
+type checkFailed struct{ err error }
+
+// check ends the program's step with err if err is not nil (see
+// recoverCheck), so that the README's lines stay one call each.
 func check(err error) {
 	if err != nil {
-		log.Fatal(err)
+		panic(checkFailed{err})
+	}
+}
+
+// recoverCheck, deferred, turns a failed check into the returned error.
+func recoverCheck(err *error) {
+	if r := recover(); r != nil {
+		cf, ok := r.(checkFailed)
+		if !ok {
+			panic(r)
+		}
+		*err = cf.err
 	}
 }

@@ -53,3 +53,18 @@ func TestReadmeShowsThisProgram(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, strings.Join(want, "\n")+"\n", block)
 }
+
+// TestQuickstartReturnsFailures: a failing step of the README's program is
+// returned as an error (here: the directory for the database is missing).
+func TestQuickstartReturnsFailures(t *testing.T) {
+	ctx := context.Background()
+	key, err := seal.GenerateKey()
+	require.NoError(t, err)
+	net := transport.NewNetwork()
+	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	require.NoError(t, peer(ctx, net, bob))
+	var out bytes.Buffer
+	err = run(ctx, &out, filepath.Join(t.TempDir(), "missing", "alice.db"), key, net, bob)
+	require.Error(t, err)
+	require.Empty(t, out.String())
+}
