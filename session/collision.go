@@ -125,9 +125,5 @@ func ResolveCollision(local *Identity, prekeys *Prekeys, ours *Session, incoming
 	if err != nil {
 		return Resolution{}, fmt.Errorf("session: resolve collision with %s: %w", incoming.Sender, err)
 	}
-	lost := &LostInitiation{InitiationID: ours.init.ID, Remote: ours.remote}
-	for n := range ours.initSent {
-		lost.MessageNumbers = append(lost.MessageNumbers, n)
-	}
-	return Resolution{Outcome: TheirsWon, Winner: winner, Plaintext: pt, Lost: lost}, nil
+	return Resolution{Outcome: TheirsWon, Winner: winner, Plaintext: pt, Lost: ours.lost()}, nil
 }
