@@ -263,16 +263,16 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 // is the current state's, or the first archived state's that is not
 // ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
-	pt, err := s.decryptState(env)
-	if err == nil || len(s.archive) == 0 {
-		return pt, err
+	next, pt, err := s.decryptState(env)
+	if err == nil {
+		*s = *next
+		return pt, nil
 	}
 	for i, a := range s.archive {
-		c := a.clone()
-		pt, aerr := c.decryptState(env)
+		next, pt, aerr := a.decryptState(env)
 		if aerr == nil {
 			s.archive = slices.Clone(s.archive) // shared with copies of s
-			s.archive[i] = c
+			s.archive[i] = next
 			return pt, nil
 		}
 		if errors.Is(err, ErrWrongSession) && !errors.Is(aerr, ErrWrongSession) {
@@ -282,21 +282,22 @@ func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 	return nil, err
 }
 
-// decryptState is Decrypt with the current state only.
-func (s *Session) decryptState(env Envelope) ([]byte, error) {
+// decryptState decrypts env with s's current state alone, on a copy: it
+// returns the advanced copy and leaves s (possibly an archived state
+// shared with copies of the record) unchanged.
+func (s *Session) decryptState(env Envelope) (*Session, []byte, error) {
 	if env.Sender != s.remote || env.Recipient != s.local {
-		return nil, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, s.remote, s.local)
+		return nil, nil, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, s.remote, s.local)
 	}
 	if ih := env.Initiation; ih != nil && (s.initiator || ih.ID != s.init.ID) {
-		return nil, fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)
+		return nil, nil, fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)
 	}
 	c := s.clone()
 	pt, err := c.decrypt(&env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	*s = *c
-	return pt, nil
+	return c, pt, nil
 }
 
 // decrypt is RatchetDecrypt of the Double Ratchet spec, applied to s (a

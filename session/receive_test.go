@@ -81,8 +81,11 @@ func TestReplayedInitiationIsRoutedToItsState(t *testing.T) {
 	require.Equal(t, pkBefore, pkAfter)
 
 	// A late message of the archived state decrypts; as2 stays current.
+	// The record given to Receive is not modified (archived states are
+	// shared between copies of a record).
 	r = receive(t, bob, bs, late)
 	require.Equal(t, "late", string(r.Plaintext))
+	require.Equal(t, before, stateOf(t, bs), "Receive changes nothing it is given")
 	require.Nil(t, r.Initiator)
 	bs = roundTrip(t, r.Session)
 	require.Equal(t, as2.InitiationID(), bs.InitiationID())
