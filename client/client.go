@@ -66,6 +66,9 @@ var (
 	// stored values have the wrong storage class or are out of bounds. It
 	// is store.ErrCorruptRow.
 	ErrCorruptRow = store.ErrCorruptRow
+	// ErrDirectoryAnswer means the directory answered something no
+	// directory can hold (a negative prekey count); nothing was changed.
+	ErrDirectoryAnswer = errors.New("client: impossible directory answer")
 )
 
 // Config is what a client is built on.

@@ -35,7 +35,7 @@ func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 // bundles; the application calls this on its schedule. It also drops
 // retired signed prekeys whose grace period is over. Returns
 // ErrNotInitialized before Initialize, the directory's error for the
-// count, the store's error (nothing changed), or, after the new prekeys
+// count (ErrDirectoryAnswer for a negative one), the store's error (nothing changed), or, after the new prekeys
 // are stored, the directory's error for the publication.
 func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
 	self, err := c.Address()
@@ -45,6 +45,11 @@ func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
 	left, err := c.cfg.Directory.OneTimePrekeyCount(ctx, self)
 	if err != nil {
 		return 0, fmt.Errorf("client: replenish prekeys: %w", err)
+	}
+	if left < 0 {
+		// Untrusted: taken as is it would generate and store up to
+		// MaxOneTimePrekeys keys, dropping the held ones.
+		return 0, fmt.Errorf("client: replenish prekeys: %w: %d one-time prekeys left", ErrDirectoryAnswer, left)
 	}
 	added := 0
 	err = c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys) (bool, error) {

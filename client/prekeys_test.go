@@ -218,3 +218,44 @@ func TestPrekeyChangesConcurrentWithReceive(t *testing.T) {
 		require.NoError(t, err, "bundle %d (signed prekey %d, %d one-time prekeys)", i, bb.SignedPrekeyID, len(bb.OneTimePrekeys))
 	}
 }
+
+// lyingDirectory is the network's directory with a prekey count it makes
+// up.
+type lyingDirectory struct {
+	*transport.Network
+	count int
+}
+
+func (l lyingDirectory) OneTimePrekeyCount(context.Context, ids.DeviceAddress) (int, error) {
+	return l.count, nil
+}
+
+// TestReplenishRefusesImpossibleCount: a negative one-time prekey count
+// from the directory is refused with ErrDirectoryAnswer before anything
+// is generated: no row changes, nothing is published, and the prekeys
+// held are still the ones answered.
+func TestReplenishRefusesImpossibleCount(t *testing.T) {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	b := mustOpen(t, net, bob)
+	bundle, err := net.Fetch(ctx, bob) // names a one-time prekey bob holds
+	require.NoError(t, err)
+	require.Len(t, bundle.OneTimePrekeys, 1)
+	cfg := b.config()
+	cfg.Directory = lyingDirectory{Network: net, count: -995}
+	c, err := client.Open(ctx, cfg)
+	require.NoError(t, err)
+	b.c = c
+
+	before := dumpTables(t, b.sql.DB())
+	net.ResetCalls()
+	added, err := b.c.ReplenishPrekeys(ctx)
+	require.ErrorIs(t, err, client.ErrDirectoryAnswer)
+	require.Zero(t, added)
+	require.Equal(t, before, dumpTables(t, b.sql.DB()), "no row changes")
+	require.Empty(t, net.Calls(), "nothing published")
+
+	res, err := b.c.Receive(ctx, rawInitiation(t, alice, bundle, "still held"))
+	require.NoError(t, err)
+	require.Equal(t, "still held", string(res.(*client.Message).Plaintext))
+}
