@@ -265,3 +265,36 @@ func TestRecordWithArchiveRejectsGarbage(t *testing.T) {
 	}
 	require.Equal(t, 2, roundTrip(t, bs).ArchivedStates())
 }
+
+// TestRejectedInitiationsAreBounded: a record remembers the base keys of
+// at most MaxRejectedInitiations rejected initiations, newest first: a
+// copy of the oldest, forgotten, is authenticated and rejected again
+// (and remembered again), a copy of a remembered one changes nothing.
+func TestRejectedInitiationsAreBounded(t *testing.T) {
+	amy := newDevice(t, "amy", 1, 0)
+	zed := newDevice(t, "zed", 1, 0)
+	as, err := session.Initiate(rand.Reader, amy.id, amy.addr, zed.bundle())
+	require.NoError(t, err)
+	var losers []session.Envelope
+	for i := range session.MaxRejectedInitiations + 1 {
+		zs, err := session.Initiate(rand.Reader, zed.id, zed.addr, amy.bundle())
+		require.NoError(t, err)
+		env := encrypt(t, zs, msg("loses", i))
+		losers = append(losers, env)
+		r := receive(t, amy, as, env)
+		require.NotNil(t, r.Rejected)
+		require.NotNil(t, r.Session, "a new rejected initiation is remembered")
+		as = roundTrip(t, r.Session)
+	}
+	size := len(stateOf(t, as))
+
+	again := receive(t, amy, as, losers[1])
+	require.NotNil(t, again.Rejected)
+	require.Nil(t, again.Session, "the oldest remembered changes nothing")
+
+	again = receive(t, amy, as, losers[0])
+	require.NotNil(t, again.Rejected)
+	require.NotNil(t, again.Session, "the forgotten one is remembered again")
+	require.Equal(t, size, len(stateOf(t, again.Session)), "still at most MaxRejectedInitiations")
+	require.True(t, again.Session.Initiating())
+}
