@@ -298,3 +298,53 @@ func TestRejectedInitiationsAreBounded(t *testing.T) {
 	require.Equal(t, size, len(stateOf(t, again.Session)), "still at most MaxRejectedInitiations")
 	require.True(t, again.Session.Initiating())
 }
+
+// TestRecordBoundsOnDecode: a stored record is checked before use: at
+// most MaxArchivedStates archived states, at most MaxRejectedInitiations
+// rejected base keys, and archived states of the record's own pair of
+// devices only; anything else is refused with ErrMalformedState.
+func TestRecordBoundsOnDecode(t *testing.T) {
+	_, _, as, bs := confirmed(t)
+	rec := stateOf(t, bs) // magic, version, state, 0 archived, 0 rejected
+	state := rec[5 : len(rec)-2]
+	other := stateOf(t, as)
+	otherState := other[5 : len(other)-2] // alice -> bob instead of bob -> alice
+	build := func(archived [][]byte, rejected int) []byte {
+		b := append([]byte{}, rec[:len(rec)-2]...)
+		b = append(b, byte(len(archived)))
+		for _, a := range archived {
+			b = append(b, a...)
+		}
+		b = append(b, byte(rejected))
+		return append(b, make([]byte, rejected*session.KeySize)...)
+	}
+	repeat := func(s []byte, n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = s
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		archived [][]byte
+		rejected int
+		ok       bool
+	}{
+		{"archive and rejected keys at their bounds", repeat(state, session.MaxArchivedStates), session.MaxRejectedInitiations, true},
+		{"one archived state too many", repeat(state, session.MaxArchivedStates+1), 0, false},
+		{"one rejected key too many", nil, session.MaxRejectedInitiations + 1, false},
+		{"archived state of another pair", [][]byte{state, otherState}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := session.UnmarshalSession(build(tt.archived, tt.rejected))
+			if !tt.ok {
+				require.ErrorIs(t, err, session.ErrMalformedState)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, len(tt.archived), s.ArchivedStates())
+		})
+	}
+}
