@@ -348,3 +348,32 @@ func TestRecordBoundsOnDecode(t *testing.T) {
 		})
 	}
 }
+
+// TestArchiveKeepsOnlyTheNewIdentitysStates: when an initiation of
+// another identity for the same address replaces the session (the client
+// lets it only after the identity change is accepted), the previous
+// identity's states are not archived: a late message of the old identity's
+// session no longer decrypts, while the new one works.
+func TestArchiveKeepsOnlyTheNewIdentitysStates(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 0)
+	bob := newDevice(t, "bob", 1, 0)
+	old, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+	require.NoError(t, err)
+	bs := receive(t, bob, nil, encrypt(t, old, "first")).Session
+	decrypt(t, old, encrypt(t, bs, "reply"), "reply") // answered: no header
+	late := encrypt(t, old, "late")
+	require.Nil(t, late.Initiation)
+	require.Zero(t, bs.ArchivedStates())
+
+	reinstalled := newDevice(t, "alice", 1, 0) // same address, new identity
+	s, err := session.Initiate(rand.Reader, reinstalled.id, reinstalled.addr, bob.bundle())
+	require.NoError(t, err)
+	r := receive(t, bob, bs, encrypt(t, s, "new identity"))
+	require.Equal(t, reinstalled.id.Public(), *r.Initiator)
+	require.Zero(t, r.Session.ArchivedStates(), "the old identity's state is not archived")
+	bs = roundTrip(t, r.Session)
+
+	_, err = session.Receive(session.Local{Identity: bob.id, Address: bob.addr, Prekeys: bob.pk}, bs, late)
+	require.ErrorIs(t, err, session.ErrDecrypt, "a late message of the old identity's session")
+	talk(t, s, bs, 2)
+}
