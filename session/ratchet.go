@@ -286,8 +286,8 @@ func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 // returns the advanced copy and leaves s (possibly an archived state
 // shared with copies of the record) unchanged.
 func (s *Session) decryptState(env Envelope) (*Session, []byte, error) {
-	if env.Sender != s.remote || env.Recipient != s.local {
-		return nil, nil, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, s.remote, s.local)
+	if err := s.checkPair(env); err != nil {
+		return nil, nil, err
 	}
 	if ih := env.Initiation; ih != nil && (s.initiator || ih.ID != s.init.ID) {
 		return nil, nil, fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)
@@ -298,6 +298,15 @@ func (s *Session) decryptState(env Envelope) (*Session, []byte, error) {
 		return nil, nil, err
 	}
 	return c, pt, nil
+}
+
+// checkPair returns ErrWrongSession unless env goes from s's remote
+// device to its local one.
+func (s *Session) checkPair(env Envelope) error {
+	if env.Sender != s.remote || env.Recipient != s.local {
+		return fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, s.remote, s.local)
+	}
+	return nil
 }
 
 // decrypt is RatchetDecrypt of the Double Ratchet spec, applied to s (a

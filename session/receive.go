@@ -99,8 +99,10 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	if env.Recipient != local.Address || env.Sender == local.Address {
 		return Receipt{}, fmt.Errorf("%w: envelope %s -> %s received by %s", ErrWrongSession, env.Sender, env.Recipient, local.Address)
 	}
-	if current != nil && (current.local != local.Address || current.remote != env.Sender) {
-		return Receipt{}, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, current.remote, current.local)
+	if current != nil {
+		if err := current.checkPair(env); err != nil {
+			return Receipt{}, err
+		}
 	}
 	ih := env.Initiation
 	if ih == nil || (current != nil && current.answered(ih.Ephemeral)) {

@@ -377,3 +377,50 @@ func TestArchiveKeepsOnlyTheNewIdentitysStates(t *testing.T) {
 	require.ErrorIs(t, err, session.ErrDecrypt, "a late message of the old identity's session")
 	talk(t, s, bs, 2)
 }
+
+// TestReceiveRefusesWhatIsNotItsOwn: Receive checks its arguments before
+// anything else: an envelope for another device, a record of another pair
+// of devices, a message without a session and missing keys are refused
+// with their error, and the record and prekeys given stay unchanged.
+func TestReceiveRefusesWhatIsNotItsOwn(t *testing.T) {
+	alice, bob, as, bs := confirmed(t)
+	carol := newDevice(t, "carol", 1, 1)
+	cs, err := session.Initiate(rand.Reader, carol.id, carol.addr, bob.bundle())
+	require.NoError(t, err)
+	fromAlice := encrypt(t, as, "for bob")
+	fromCarol := encrypt(t, cs, "carol's initiation")
+	local := session.Local{Identity: bob.id, Address: bob.addr, Prekeys: bob.pk}
+	tests := []struct {
+		name    string
+		local   session.Local
+		current *session.Session
+		env     session.Envelope
+		want    error
+	}{
+		{"envelope for another device", session.Local{Identity: alice.id, Address: alice.addr, Prekeys: alice.pk}, as, fromAlice, session.ErrWrongSession},
+		{"record of another pair", local, bs, fromCarol, session.ErrWrongSession},
+		{"message without a session", local, nil, fromAlice, session.ErrNoInitiation},
+		{"no prekeys", session.Local{Identity: bob.id, Address: bob.addr}, bs, fromAlice, session.ErrInvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before []byte
+			if tt.current != nil {
+				before = stateOf(t, tt.current)
+			}
+			pkBefore, err := bob.pk.MarshalBinary()
+			require.NoError(t, err)
+			_, err = session.Receive(tt.local, tt.current, tt.env)
+			require.ErrorIs(t, err, tt.want)
+			if tt.current != nil {
+				require.Equal(t, before, stateOf(t, tt.current))
+			}
+			pkAfter, err := bob.pk.MarshalBinary()
+			require.NoError(t, err)
+			require.Equal(t, pkBefore, pkAfter)
+		})
+	}
+	// bs still answers alice.
+	r := receive(t, bob, bs, fromAlice)
+	require.Equal(t, "for bob", string(r.Plaintext))
+}
