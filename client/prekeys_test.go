@@ -259,3 +259,41 @@ func TestReplenishRefusesImpossibleCount(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "still held", string(res.(*client.Message).Plaintext))
 }
+
+// TestReplenishAboveThresholdPublishesNothing: above the threshold,
+// ReplenishPrekeys adds nothing and publishes nothing; it stores the
+// prekeys only when a retired signed prekey's grace period is over (the
+// bundle, which shows no retired key, is the same), and otherwise changes
+// no row.
+func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	net := transport.NewNetwork()
+	b := mustOpen(t, net, bob)
+	b.withClock(clk)
+	require.NoError(t, b.c.RotateSignedPrekey(ctx))
+	clk.advance(2 * testGrace)
+
+	ops := func() []string {
+		var out []string
+		for _, c := range net.Calls() {
+			out = append(out, c.Op)
+		}
+		return out
+	}
+	before := dumpTables(t, b.sql.DB())
+	net.ResetCalls()
+	added, err := b.c.ReplenishPrekeys(ctx)
+	require.NoError(t, err)
+	require.Zero(t, added)
+	require.Equal(t, []string{transport.OpCount}, ops(), "expired retired key: stored, not published")
+	expired := dumpTables(t, b.sql.DB())
+	require.NotEqual(t, before, expired, "the expired retired key is dropped from the stored prekeys")
+
+	net.ResetCalls()
+	added, err = b.c.ReplenishPrekeys(ctx)
+	require.NoError(t, err)
+	require.Zero(t, added)
+	require.Equal(t, []string{transport.OpCount}, ops())
+	require.Equal(t, expired, dumpTables(t, b.sql.DB()), "nothing to do: no row changes")
+}
