@@ -263,23 +263,33 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 // is the current state's, or the first archived state's that is not
 // ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
+	next, pt, err := s.decrypted(env)
+	if err != nil {
+		return nil, err
+	}
+	*s = *next
+	return pt, nil
+}
+
+// decrypted is Decrypt without the commit: it returns the advanced record
+// and leaves s unchanged, so that Receive needs no copy of its own.
+func (s *Session) decrypted(env Envelope) (*Session, []byte, error) {
 	next, pt, err := s.decryptState(env)
 	if err == nil {
-		*s = *next
-		return pt, nil
+		return next, pt, nil
 	}
 	for i, a := range s.archive {
-		next, pt, aerr := a.decryptState(env)
+		na, pt, aerr := a.decryptState(env)
 		if aerr == nil {
-			s.archive = slices.Clone(s.archive) // shared with copies of s
-			s.archive[i] = next
-			return pt, nil
+			c := s.clone() // its archive slice is its own
+			c.archive[i] = na
+			return c, pt, nil
 		}
 		if errors.Is(err, ErrWrongSession) && !errors.Is(aerr, ErrWrongSession) {
 			err = aerr
 		}
 	}
-	return nil, err
+	return nil, nil, err
 }
 
 // decryptState decrypts env with s's current state alone, on a copy: it

@@ -109,12 +109,11 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 		if current == nil {
 			return Receipt{}, fmt.Errorf("session: receive from %s: %w", env.Sender, ErrNoInitiation)
 		}
-		c := current.clone()
-		pt, err := c.Decrypt(env)
+		next, pt, err := current.decrypted(env)
 		if err != nil {
 			return Receipt{}, err
 		}
-		return Receipt{Session: c, Plaintext: pt}, nil
+		return Receipt{Session: next, Plaintext: pt}, nil
 	}
 	if current != nil && slices.Contains(current.rejected, ih.Ephemeral) {
 		id := ih.ID

@@ -420,7 +420,10 @@ func TestReceiveRefusesWhatIsNotItsOwn(t *testing.T) {
 			require.Equal(t, pkBefore, pkAfter)
 		})
 	}
-	// bs still answers alice.
+	// bs still answers alice; the record given is not advanced in place.
+	before := stateOf(t, bs)
 	r := receive(t, bob, bs, fromAlice)
 	require.Equal(t, "for bob", string(r.Plaintext))
+	require.Equal(t, before, stateOf(t, bs), "Receive changes nothing it is given")
+	require.NotEqual(t, before, stateOf(t, r.Session))
 }
