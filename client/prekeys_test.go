@@ -297,3 +297,34 @@ func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
 	require.Equal(t, []string{transport.OpCount}, ops())
 	require.Equal(t, expired, dumpTables(t, b.sql.DB()), "nothing to do: no row changes")
 }
+
+// TestNewRefusesBadPrekeySettings: a threshold that replenishment could
+// never reach or a negative grace period is refused by New, not by the
+// first ReplenishPrekeys or RotateSignedPrekey.
+func TestNewRefusesBadPrekeySettings(t *testing.T) {
+	net := transport.NewNetwork()
+	d := mustOpen(t, net, bob)
+	tests := []struct {
+		name   string
+		change func(*client.Config)
+		ok     bool
+	}{
+		{"defaults", func(*client.Config) {}, true},
+		{"threshold at the count", func(c *client.Config) { c.OneTimePrekeyThreshold = c.OneTimePrekeys }, true},
+		{"threshold above the count", func(c *client.Config) { c.OneTimePrekeyThreshold = c.OneTimePrekeys + 1 }, false},
+		{"negative threshold", func(c *client.Config) { c.OneTimePrekeyThreshold = -1 }, false},
+		{"negative grace", func(c *client.Config) { c.SignedPrekeyGrace = -time.Second }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := d.config()
+			tt.change(&cfg)
+			_, err := client.New(cfg)
+			if tt.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, client.ErrInvalidArgument)
+		})
+	}
+}
