@@ -31,7 +31,7 @@ type Local struct {
 	Prekeys *Prekeys
 	// Now is the time against which retired signed prekeys expire (see
 	// Prekeys.Rotate): an initiation naming one expired at Now fails with
-	// ErrUnknownPrekey.
+	// ErrUnknownPrekey. The zero time expires none.
 	Now time.Time
 }
 
@@ -64,7 +64,7 @@ type Receipt struct {
 }
 
 // Receive decides what an envelope from a remote device does to the
-// session record current held for it (nil if none) and decrypts it. It
+// session record current, held for it (nil if none), and decrypts it. It
 // is the receiving rule of the client, and changes nothing it is given:
 //
 //  1. No initiation header: current (or one of its archived states)
