@@ -66,6 +66,9 @@ var (
 	// stored values have the wrong storage class or are out of bounds. It
 	// is store.ErrCorruptRow.
 	ErrCorruptRow = store.ErrCorruptRow
+	// ErrDirectoryAnswer means the directory answered something no
+	// directory can hold (a negative prekey count); nothing was changed.
+	ErrDirectoryAnswer = errors.New("client: impossible directory answer")
 )
 
 // Config is what a client is built on.
@@ -118,7 +121,9 @@ type Client struct {
 
 // New returns a client over cfg that is not initialized: every call but
 // Initialize returns ErrNotInitialized until Initialize succeeds. It
-// returns ErrInvalidArgument if a required part of cfg is missing.
+// returns ErrInvalidArgument if a required part of cfg is missing, or
+// OneTimePrekeyThreshold is negative or above OneTimePrekeys, or
+// SignedPrekeyGrace is negative.
 func New(cfg Config) (*Client, error) {
 	if cfg.Store == nil || cfg.Transport == nil || cfg.Directory == nil {
 		return nil, fmt.Errorf("client: new: %w: Store, Transport and Directory are required", ErrInvalidArgument)
@@ -131,6 +136,11 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.SignedPrekeyGrace == 0 {
 		cfg.SignedPrekeyGrace = defaultSignedPrekeyGrace
+	}
+	// Checked here rather than at the first rotation or replenishment,
+	// which would otherwise fail with a negative count or grace period.
+	if cfg.OneTimePrekeyThreshold < 0 || cfg.OneTimePrekeyThreshold > cfg.OneTimePrekeys || cfg.SignedPrekeyGrace < 0 {
+		return nil, fmt.Errorf("client: new: %w: OneTimePrekeyThreshold %d (OneTimePrekeys %d), SignedPrekeyGrace %s", ErrInvalidArgument, cfg.OneTimePrekeyThreshold, cfg.OneTimePrekeys, cfg.SignedPrekeyGrace)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -22,8 +22,8 @@ const defaultSignedPrekeyGrace = 14 * 24 * time.Hour
 // directory's error for the publication: Initialize, or the next rotation
 // or replenishment, publishes again.
 func (c *Client) RotateSignedPrekey(ctx context.Context) error {
-	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys) (bool, error) {
-		return true, pk.Rotate(c.cfg.Rand, id, c.cfg.Now(), c.cfg.SignedPrekeyGrace)
+	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys) (prekeyChange, error) {
+		return republish, pk.Rotate(c.cfg.Rand, id, c.cfg.Now(), c.cfg.SignedPrekeyGrace)
 	})
 }
 
@@ -35,7 +35,7 @@ func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 // bundles; the application calls this on its schedule. It also drops
 // retired signed prekeys whose grace period is over. Returns
 // ErrNotInitialized before Initialize, the directory's error for the
-// count, the store's error (nothing changed), or, after the new prekeys
+// count (ErrDirectoryAnswer for a negative one), the store's error (nothing changed), or, after the new prekeys
 // are stored, the directory's error for the publication.
 func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
 	self, err := c.Address()
@@ -46,15 +46,23 @@ func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("client: replenish prekeys: %w", err)
 	}
+	if left < 0 {
+		// Untrusted: taken as is it would generate and store up to
+		// MaxOneTimePrekeys keys, dropping the held ones.
+		return 0, fmt.Errorf("client: replenish prekeys: %w: %d one-time prekeys left", ErrDirectoryAnswer, left)
+	}
 	added := 0
-	err = c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys) (bool, error) {
+	err = c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys) (prekeyChange, error) {
 		expired := pk.Expire(c.cfg.Now())
 		if left >= c.cfg.OneTimePrekeyThreshold {
-			return expired, nil
+			if expired { // the bundle shows no retired key: nothing to publish
+				return storeOnly, nil
+			}
+			return unchanged, nil
 		}
 		keys, err := pk.Replenish(c.cfg.Rand, c.cfg.OneTimePrekeys-left)
 		added = len(keys)
-		return true, err
+		return republish, err
 	})
 	if err != nil {
 		return 0, err
@@ -62,12 +70,21 @@ func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
 	return added, nil
 }
 
+// prekeyChange is what a change of the prekeys made necessary.
+type prekeyChange int
+
+const (
+	unchanged prekeyChange = iota // nothing to store
+	storeOnly                     // stored; the bundle is the same
+	republish                     // stored and the bundle published
+)
+
 // changePrekeys applies change to a copy of the prekeys under the send
 // mutex (Receive answers initiations with the prekeys under it too),
 // stores the result and only then keeps it, and publishes the bundle if
-// the one-time prekeys or the signed prekey changed. change reports
-// whether it changed anything.
-func (c *Client) changePrekeys(ctx context.Context, what string, change func(*session.Identity, *session.Prekeys) (bool, error)) error {
+// change says the bundle changed (the one-time prekeys or the signed
+// prekey).
+func (c *Client) changePrekeys(ctx context.Context, what string, change func(*session.Identity, *session.Prekeys) (prekeyChange, error)) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	identity, prekeys, self, err := c.local()
@@ -82,7 +99,7 @@ func (c *Client) changePrekeys(ctx context.Context, what string, change func(*se
 	if err != nil {
 		return fmt.Errorf("client: %s: %w", what, err)
 	}
-	if !changed {
+	if changed == unchanged {
 		return nil
 	}
 	secret, err := encodeLocal(identity, pk)
@@ -95,6 +112,9 @@ func (c *Client) changePrekeys(ctx context.Context, what string, change func(*se
 	c.mu.Lock()
 	c.prekeys = pk
 	c.mu.Unlock()
+	if changed != republish {
+		return nil
+	}
 	if err := c.cfg.Directory.Publish(ctx, pk.Bundle(self)); err != nil {
 		return fmt.Errorf("client: %s: publish bundle: %w", what, err)
 	}

@@ -218,3 +218,113 @@ func TestPrekeyChangesConcurrentWithReceive(t *testing.T) {
 		require.NoError(t, err, "bundle %d (signed prekey %d, %d one-time prekeys)", i, bb.SignedPrekeyID, len(bb.OneTimePrekeys))
 	}
 }
+
+// lyingDirectory is the network's directory with a prekey count it makes
+// up.
+type lyingDirectory struct {
+	*transport.Network
+	count int
+}
+
+func (l lyingDirectory) OneTimePrekeyCount(context.Context, ids.DeviceAddress) (int, error) {
+	return l.count, nil
+}
+
+// TestReplenishRefusesImpossibleCount: a negative one-time prekey count
+// from the directory is refused with ErrDirectoryAnswer before anything
+// is generated: no row changes, nothing is published, and the prekeys
+// held are still the ones answered.
+func TestReplenishRefusesImpossibleCount(t *testing.T) {
+	ctx := context.Background()
+	net := transport.NewNetwork()
+	b := mustOpen(t, net, bob)
+	bundle, err := net.Fetch(ctx, bob) // names a one-time prekey bob holds
+	require.NoError(t, err)
+	require.Len(t, bundle.OneTimePrekeys, 1)
+	cfg := b.config()
+	cfg.Directory = lyingDirectory{Network: net, count: -995}
+	c, err := client.Open(ctx, cfg)
+	require.NoError(t, err)
+	b.c = c
+
+	before := dumpTables(t, b.sql.DB())
+	net.ResetCalls()
+	added, err := b.c.ReplenishPrekeys(ctx)
+	require.ErrorIs(t, err, client.ErrDirectoryAnswer)
+	require.Zero(t, added)
+	require.Equal(t, before, dumpTables(t, b.sql.DB()), "no row changes")
+	require.Empty(t, net.Calls(), "nothing published")
+
+	res, err := b.c.Receive(ctx, rawInitiation(t, alice, bundle, "still held"))
+	require.NoError(t, err)
+	require.Equal(t, "still held", string(res.(*client.Message).Plaintext))
+}
+
+// TestReplenishAboveThresholdPublishesNothing: above the threshold,
+// ReplenishPrekeys adds nothing and publishes nothing; it stores the
+// prekeys only when a retired signed prekey's grace period is over (the
+// bundle, which shows no retired key, is the same), and otherwise changes
+// no row.
+func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	net := transport.NewNetwork()
+	b := mustOpen(t, net, bob)
+	b.withClock(clk)
+	require.NoError(t, b.c.RotateSignedPrekey(ctx))
+	clk.advance(2 * testGrace)
+
+	ops := func() []string {
+		var out []string
+		for _, c := range net.Calls() {
+			out = append(out, c.Op)
+		}
+		return out
+	}
+	before := dumpTables(t, b.sql.DB())
+	net.ResetCalls()
+	added, err := b.c.ReplenishPrekeys(ctx)
+	require.NoError(t, err)
+	require.Zero(t, added)
+	require.Equal(t, []string{transport.OpCount}, ops(), "expired retired key: stored, not published")
+	expired := dumpTables(t, b.sql.DB())
+	require.NotEqual(t, before, expired, "the expired retired key is dropped from the stored prekeys")
+
+	net.ResetCalls()
+	added, err = b.c.ReplenishPrekeys(ctx)
+	require.NoError(t, err)
+	require.Zero(t, added)
+	require.Equal(t, []string{transport.OpCount}, ops())
+	require.Equal(t, expired, dumpTables(t, b.sql.DB()), "nothing to do: no row changes")
+}
+
+// TestNewRefusesBadPrekeySettings: a threshold that replenishment could
+// never reach or a negative grace period is refused by New, not by the
+// first ReplenishPrekeys or RotateSignedPrekey.
+func TestNewRefusesBadPrekeySettings(t *testing.T) {
+	net := transport.NewNetwork()
+	d := mustOpen(t, net, bob)
+	tests := []struct {
+		name   string
+		change func(*client.Config)
+		ok     bool
+	}{
+		{"defaults", func(*client.Config) {}, true},
+		{"threshold at the count", func(c *client.Config) { c.OneTimePrekeyThreshold = c.OneTimePrekeys }, true},
+		{"threshold above the count", func(c *client.Config) { c.OneTimePrekeyThreshold = c.OneTimePrekeys + 1 }, false},
+		{"negative threshold", func(c *client.Config) { c.OneTimePrekeyThreshold = -1 }, false},
+		{"negative grace", func(c *client.Config) { c.SignedPrekeyGrace = -time.Second }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := d.config()
+			tt.change(&cfg)
+			_, err := client.New(cfg)
+			if tt.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, client.ErrInvalidArgument)
+		})
+	}
+}

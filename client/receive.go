@@ -82,7 +82,7 @@ var ErrMisdirected = errors.New("client: envelope for another device")
 // base key is stored, so later copies are rejected without a write).
 // Returns ErrNotInitialized before Initialize.
 func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err error) {
-	identity, prekeys, self, err := c.local()
+	self, err := c.Address()
 	if err != nil {
 		return nil, err
 	}
@@ -95,9 +95,10 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	// Read the prekeys again under the send mutex: an initiation answered
-	// or a rotation meanwhile changed them.
-	if identity, prekeys, self, err = c.local(); err != nil {
+	// The prekeys are read under the send mutex: an initiation answered or
+	// a rotation while this call waited for it changed them.
+	identity, prekeys, self, err := c.local()
+	if err != nil {
 		return nil, err
 	}
 

@@ -107,11 +107,13 @@ func ResolveCollision(local *Identity, prekeys *Prekeys, ours *Session, incoming
 		return Resolution{}, fmt.Errorf("%w: nil session", ErrInvalidArgument)
 	}
 	ih := incoming.Initiation
-	switch {
-	case ih == nil:
+	if ih == nil {
 		return Resolution{}, fmt.Errorf("session: resolve collision: %w", ErrNoInitiation)
-	case incoming.Sender != ours.remote || incoming.Recipient != ours.local:
-		return Resolution{}, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, incoming.Sender, incoming.Recipient, ours.remote, ours.local)
+	}
+	if err := ours.checkPair(incoming); err != nil {
+		return Resolution{}, err
+	}
+	switch {
 	case ih.ID == ours.init.ID:
 		return Resolution{}, fmt.Errorf("%w: initiation %s is the session's own, decrypt it", ErrNotColliding, ih.ID)
 	case !ours.initiator:
@@ -125,9 +127,5 @@ func ResolveCollision(local *Identity, prekeys *Prekeys, ours *Session, incoming
 	if err != nil {
 		return Resolution{}, fmt.Errorf("session: resolve collision with %s: %w", incoming.Sender, err)
 	}
-	lost := &LostInitiation{InitiationID: ours.init.ID, Remote: ours.remote}
-	for n := range ours.initSent {
-		lost.MessageNumbers = append(lost.MessageNumbers, n)
-	}
-	return Resolution{Outcome: TheirsWon, Winner: winner, Plaintext: pt, Lost: lost}, nil
+	return Resolution{Outcome: TheirsWon, Winner: winner, Plaintext: pt, Lost: ours.lost()}, nil
 }

@@ -263,40 +263,60 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 // is the current state's, or the first archived state's that is not
 // ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
-	pt, err := s.decryptState(env)
-	if err == nil || len(s.archive) == 0 {
-		return pt, err
+	next, pt, err := s.decrypted(env)
+	if err != nil {
+		return nil, err
+	}
+	*s = *next
+	return pt, nil
+}
+
+// decrypted is Decrypt without the commit: it returns the advanced record
+// and leaves s unchanged, so that Receive needs no copy of its own.
+func (s *Session) decrypted(env Envelope) (*Session, []byte, error) {
+	next, pt, err := s.decryptState(env)
+	if err == nil {
+		return next, pt, nil
 	}
 	for i, a := range s.archive {
-		c := a.clone()
-		pt, aerr := c.decryptState(env)
+		na, pt, aerr := a.decryptState(env)
 		if aerr == nil {
-			s.archive = slices.Clone(s.archive) // shared with copies of s
-			s.archive[i] = c
-			return pt, nil
+			c := s.clone() // its archive slice is its own
+			c.archive[i] = na
+			return c, pt, nil
 		}
 		if errors.Is(err, ErrWrongSession) && !errors.Is(aerr, ErrWrongSession) {
 			err = aerr
 		}
 	}
-	return nil, err
+	return nil, nil, err
 }
 
-// decryptState is Decrypt with the current state only.
-func (s *Session) decryptState(env Envelope) ([]byte, error) {
-	if env.Sender != s.remote || env.Recipient != s.local {
-		return nil, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, s.remote, s.local)
+// decryptState decrypts env with s's current state alone, on a copy: it
+// returns the advanced copy and leaves s (possibly an archived state
+// shared with copies of the record) unchanged.
+func (s *Session) decryptState(env Envelope) (*Session, []byte, error) {
+	if err := s.checkPair(env); err != nil {
+		return nil, nil, err
 	}
 	if ih := env.Initiation; ih != nil && (s.initiator || ih.ID != s.init.ID) {
-		return nil, fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)
+		return nil, nil, fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)
 	}
 	c := s.clone()
 	pt, err := c.decrypt(&env)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	*s = *c
-	return pt, nil
+	return c, pt, nil
+}
+
+// checkPair returns ErrWrongSession unless env goes from s's remote
+// device to its local one.
+func (s *Session) checkPair(env Envelope) error {
+	if env.Sender != s.remote || env.Recipient != s.local {
+		return fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, s.remote, s.local)
+	}
+	return nil
 }
 
 // decrypt is RatchetDecrypt of the Double Ratchet spec, applied to s (a

@@ -31,7 +31,7 @@ type Local struct {
 	Prekeys *Prekeys
 	// Now is the time against which retired signed prekeys expire (see
 	// Prekeys.Rotate): an initiation naming one expired at Now fails with
-	// ErrUnknownPrekey.
+	// ErrUnknownPrekey. The zero time expires none.
 	Now time.Time
 }
 
@@ -64,7 +64,7 @@ type Receipt struct {
 }
 
 // Receive decides what an envelope from a remote device does to the
-// session record current held for it (nil if none) and decrypts it. It
+// session record current, held for it (nil if none), and decrypts it. It
 // is the receiving rule of the client, and changes nothing it is given:
 //
 //  1. No initiation header: current (or one of its archived states)
@@ -99,20 +99,21 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	if env.Recipient != local.Address || env.Sender == local.Address {
 		return Receipt{}, fmt.Errorf("%w: envelope %s -> %s received by %s", ErrWrongSession, env.Sender, env.Recipient, local.Address)
 	}
-	if current != nil && (current.local != local.Address || current.remote != env.Sender) {
-		return Receipt{}, fmt.Errorf("%w: envelope %s -> %s, session %s -> %s", ErrWrongSession, env.Sender, env.Recipient, current.remote, current.local)
+	if current != nil {
+		if err := current.checkPair(env); err != nil {
+			return Receipt{}, err
+		}
 	}
 	ih := env.Initiation
 	if ih == nil || (current != nil && current.answered(ih.Ephemeral)) {
 		if current == nil {
 			return Receipt{}, fmt.Errorf("session: receive from %s: %w", env.Sender, ErrNoInitiation)
 		}
-		c := current.clone()
-		pt, err := c.Decrypt(env)
+		next, pt, err := current.decrypted(env)
 		if err != nil {
 			return Receipt{}, err
 		}
-		return Receipt{Session: c, Plaintext: pt}, nil
+		return Receipt{Session: next, Plaintext: pt}, nil
 	}
 	if current != nil && slices.Contains(current.rejected, ih.Ephemeral) {
 		id := ih.ID

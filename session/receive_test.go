@@ -81,8 +81,11 @@ func TestReplayedInitiationIsRoutedToItsState(t *testing.T) {
 	require.Equal(t, pkBefore, pkAfter)
 
 	// A late message of the archived state decrypts; as2 stays current.
+	// The record given to Receive is not modified (archived states are
+	// shared between copies of a record).
 	r = receive(t, bob, bs, late)
 	require.Equal(t, "late", string(r.Plaintext))
+	require.Equal(t, before, stateOf(t, bs), "Receive changes nothing it is given")
 	require.Nil(t, r.Initiator)
 	bs = roundTrip(t, r.Session)
 	require.Equal(t, as2.InitiationID(), bs.InitiationID())
@@ -261,4 +264,166 @@ func TestRecordWithArchiveRejectsGarbage(t *testing.T) {
 		require.ErrorIs(t, err, session.ErrMalformedState)
 	}
 	require.Equal(t, 2, roundTrip(t, bs).ArchivedStates())
+}
+
+// TestRejectedInitiationsAreBounded: a record remembers the base keys of
+// at most MaxRejectedInitiations rejected initiations, newest first: a
+// copy of the oldest, forgotten, is authenticated and rejected again
+// (and remembered again), a copy of a remembered one changes nothing.
+func TestRejectedInitiationsAreBounded(t *testing.T) {
+	amy := newDevice(t, "amy", 1, 0)
+	zed := newDevice(t, "zed", 1, 0)
+	as, err := session.Initiate(rand.Reader, amy.id, amy.addr, zed.bundle())
+	require.NoError(t, err)
+	var losers []session.Envelope
+	for i := range session.MaxRejectedInitiations + 1 {
+		zs, err := session.Initiate(rand.Reader, zed.id, zed.addr, amy.bundle())
+		require.NoError(t, err)
+		env := encrypt(t, zs, msg("loses", i))
+		losers = append(losers, env)
+		r := receive(t, amy, as, env)
+		require.NotNil(t, r.Rejected)
+		require.NotNil(t, r.Session, "a new rejected initiation is remembered")
+		as = roundTrip(t, r.Session)
+	}
+	size := len(stateOf(t, as))
+
+	again := receive(t, amy, as, losers[1])
+	require.NotNil(t, again.Rejected)
+	require.Nil(t, again.Session, "the oldest remembered changes nothing")
+
+	again = receive(t, amy, as, losers[0])
+	require.NotNil(t, again.Rejected)
+	require.NotNil(t, again.Session, "the forgotten one is remembered again")
+	require.Equal(t, size, len(stateOf(t, again.Session)), "still at most MaxRejectedInitiations")
+	require.True(t, again.Session.Initiating())
+}
+
+// TestRecordBoundsOnDecode: a stored record is checked before use: at
+// most MaxArchivedStates archived states, at most MaxRejectedInitiations
+// rejected base keys, and archived states of the record's own pair of
+// devices only; anything else is refused with ErrMalformedState.
+func TestRecordBoundsOnDecode(t *testing.T) {
+	_, _, as, bs := confirmed(t)
+	rec := stateOf(t, bs) // magic, version, state, 0 archived, 0 rejected
+	state := rec[5 : len(rec)-2]
+	other := stateOf(t, as)
+	otherState := other[5 : len(other)-2] // alice -> bob instead of bob -> alice
+	build := func(archived [][]byte, rejected int) []byte {
+		b := append([]byte{}, rec[:len(rec)-2]...)
+		b = append(b, byte(len(archived)))
+		for _, a := range archived {
+			b = append(b, a...)
+		}
+		b = append(b, byte(rejected))
+		return append(b, make([]byte, rejected*session.KeySize)...)
+	}
+	repeat := func(s []byte, n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = s
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		archived [][]byte
+		rejected int
+		ok       bool
+	}{
+		{"archive and rejected keys at their bounds", repeat(state, session.MaxArchivedStates), session.MaxRejectedInitiations, true},
+		{"one archived state too many", repeat(state, session.MaxArchivedStates+1), 0, false},
+		{"one rejected key too many", nil, session.MaxRejectedInitiations + 1, false},
+		{"archived state of another pair", [][]byte{state, otherState}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := session.UnmarshalSession(build(tt.archived, tt.rejected))
+			if !tt.ok {
+				require.ErrorIs(t, err, session.ErrMalformedState)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, len(tt.archived), s.ArchivedStates())
+		})
+	}
+}
+
+// TestArchiveKeepsOnlyTheNewIdentitysStates: when an initiation of
+// another identity for the same address replaces the session (the client
+// lets it only after the identity change is accepted), the previous
+// identity's states are not archived: a late message of the old identity's
+// session no longer decrypts, while the new one works.
+func TestArchiveKeepsOnlyTheNewIdentitysStates(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 0)
+	bob := newDevice(t, "bob", 1, 0)
+	old, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+	require.NoError(t, err)
+	bs := receive(t, bob, nil, encrypt(t, old, "first")).Session
+	decrypt(t, old, encrypt(t, bs, "reply"), "reply") // answered: no header
+	late := encrypt(t, old, "late")
+	require.Nil(t, late.Initiation)
+	require.Zero(t, bs.ArchivedStates())
+
+	reinstalled := newDevice(t, "alice", 1, 0) // same address, new identity
+	s, err := session.Initiate(rand.Reader, reinstalled.id, reinstalled.addr, bob.bundle())
+	require.NoError(t, err)
+	r := receive(t, bob, bs, encrypt(t, s, "new identity"))
+	require.Equal(t, reinstalled.id.Public(), *r.Initiator)
+	require.Zero(t, r.Session.ArchivedStates(), "the old identity's state is not archived")
+	bs = roundTrip(t, r.Session)
+
+	_, err = session.Receive(session.Local{Identity: bob.id, Address: bob.addr, Prekeys: bob.pk}, bs, late)
+	require.ErrorIs(t, err, session.ErrDecrypt, "a late message of the old identity's session")
+	talk(t, s, bs, 2)
+}
+
+// TestReceiveRefusesWhatIsNotItsOwn: Receive checks its arguments before
+// anything else: an envelope for another device, a record of another pair
+// of devices, a message without a session and missing keys are refused
+// with their error, and the record and prekeys given stay unchanged.
+func TestReceiveRefusesWhatIsNotItsOwn(t *testing.T) {
+	alice, bob, as, bs := confirmed(t)
+	carol := newDevice(t, "carol", 1, 1)
+	cs, err := session.Initiate(rand.Reader, carol.id, carol.addr, bob.bundle())
+	require.NoError(t, err)
+	fromAlice := encrypt(t, as, "for bob")
+	fromCarol := encrypt(t, cs, "carol's initiation")
+	local := session.Local{Identity: bob.id, Address: bob.addr, Prekeys: bob.pk}
+	tests := []struct {
+		name    string
+		local   session.Local
+		current *session.Session
+		env     session.Envelope
+		want    error
+	}{
+		{"envelope for another device", session.Local{Identity: alice.id, Address: alice.addr, Prekeys: alice.pk}, as, fromAlice, session.ErrWrongSession},
+		{"record of another pair", local, bs, fromCarol, session.ErrWrongSession},
+		{"message without a session", local, nil, fromAlice, session.ErrNoInitiation},
+		{"no prekeys", session.Local{Identity: bob.id, Address: bob.addr}, bs, fromAlice, session.ErrInvalidArgument},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before []byte
+			if tt.current != nil {
+				before = stateOf(t, tt.current)
+			}
+			pkBefore, err := bob.pk.MarshalBinary()
+			require.NoError(t, err)
+			_, err = session.Receive(tt.local, tt.current, tt.env)
+			require.ErrorIs(t, err, tt.want)
+			if tt.current != nil {
+				require.Equal(t, before, stateOf(t, tt.current))
+			}
+			pkAfter, err := bob.pk.MarshalBinary()
+			require.NoError(t, err)
+			require.Equal(t, pkBefore, pkAfter)
+		})
+	}
+	// bs still answers alice; the record given is not advanced in place.
+	before := stateOf(t, bs)
+	r := receive(t, bob, bs, fromAlice)
+	require.Equal(t, "for bob", string(r.Plaintext))
+	require.Equal(t, before, stateOf(t, bs), "Receive changes nothing it is given")
+	require.NotEqual(t, before, stateOf(t, r.Session))
 }
