@@ -61,8 +61,19 @@ func timed(f func() error) (time.Duration, error) {
 // first, so that drift on the shared machine hits both sides alike. Each
 // side gets its round number.
 func interleave(iters int, a, b func(round int) error) (sa, sb sample, err error) {
+	return interleaveWith(iters, nil, a, b)
+}
+
+// interleaveWith is interleave with between (if not nil) run, untimed,
+// before every round: the place to drain mailboxes and the like.
+func interleaveWith(iters int, between func(round int) error, a, b func(round int) error) (sa, sb sample, err error) {
 	sa, sb = make(sample, 0, iters), make(sample, 0, iters)
 	for r := range iters {
+		if between != nil {
+			if err := between(r); err != nil {
+				return nil, nil, err
+			}
+		}
 		first, second := a, b
 		if r%2 == 1 {
 			first, second = b, a
@@ -771,16 +782,10 @@ func sendLines(b *bench) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sl, ss sample
-	for range b.o.DMLIters {
-		if err := errors.Join(rl.drain(ctx), rsm.drain(ctx)); err != nil {
-			return nil, err
-		}
-		x, y, err := interleave(1, func(int) error { return rl.send(ctx) }, func(int) error { return rsm.send(ctx) })
-		if err != nil {
-			return nil, err
-		}
-		sl, ss = append(sl, x...), append(ss, y...)
+	sl, ss, err := interleaveWith(b.o.DMLIters, func(int) error { return errors.Join(rl.drain(ctx), rsm.drain(ctx)) },
+		func(int) error { return rl.send(ctx) }, func(int) error { return rsm.send(ctx) })
+	if err != nil {
+		return nil, err
 	}
 	rs := []result{ratioLE(fmt.Sprintf("send (client.Send): %s / %s pending", b.L, b.S), sl, ss, 1.3,
 		fmt.Sprintf(", %.0f msg/s at %s", 1/sl.median().Seconds(), b.L))}
@@ -789,16 +794,10 @@ func sendLines(b *bench) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sends, raws sample
-	for range b.o.DMLIters {
-		if err := rl.drain(ctx); err != nil {
-			return nil, err
-		}
-		x, y, err := interleave(1, func(int) error { return rl.send(ctx) }, func(int) error { return rawInsert(ctx, b.large, rl.peer, sealed) })
-		if err != nil {
-			return nil, err
-		}
-		sends, raws = append(sends, x...), append(raws, y...)
+	sends, raws, err := interleaveWith(b.o.DMLIters, func(int) error { return rl.drain(ctx) },
+		func(int) error { return rl.send(ctx) }, func(int) error { return rawInsert(ctx, b.large, rl.peer, sealed) })
+	if err != nil {
+		return nil, err
 	}
 	rs = append(rs, ratioGE(fmt.Sprintf("send throughput / raw insert throughput at %s (raw time / send time)", b.L), raws, sends, 0.5,
 		" (raw vs send); send = encrypt + seal + one tx (pending row + session) + hand-off"))
