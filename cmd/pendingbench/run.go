@@ -15,12 +15,12 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/benchpeers"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport"
 )
@@ -713,61 +713,36 @@ func coldLines(b *bench) ([]result, error) {
 	return rs, nil
 }
 
-// sendRig is a client over a seeded store and a peer (in memory) it has a
-// session with, both ways.
+// sendRig is a client over a seeded store and a device (in memory) it
+// holds a session with, both ways (benchpeers).
 type sendRig struct {
-	e    *env
-	a    *client.Client
-	peer ids.DeviceAddress
-	net  *transport.Network
-	n    int // sends since the mailbox was drained
+	a     *client.Client
+	peers *benchpeers.Peers
+	peer  ids.DeviceAddress
+	n     int // sends since the mailbox was drained
 }
 
-// newSendRig establishes a session between e's client and a new peer:
-// a message, its ACK, a reply and its ACK.
-func newSendRig(ctx context.Context, e *env, peer ids.DeviceAddress) (*sendRig, error) {
+// newSendRig establishes a session between e's client and device 1 of a
+// new user.
+func newSendRig(ctx context.Context, e *env, user string) (*sendRig, error) {
 	a, err := e.theClient(ctx)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := benchseed.NewKeyring()
+	peers, err := benchpeers.Establish(ctx, a, e.net, user, 1)
 	if err != nil {
 		return nil, err
 	}
-	p, err := client.New(client.Config{Store: memstoreNew(keys), Transport: e.net, Directory: e.net})
-	if err != nil {
-		return nil, err
-	}
-	if err := p.Initialize(ctx, peer); err != nil {
-		return nil, err
-	}
-	steps := []func() error{
-		func() error { _, err := a.Send(ctx, peer, []byte("hello")); return err },
-		func() error { _, err := p.Poll(ctx); return err },
-		func() error { _, err := a.Poll(ctx); return err },
-		func() error { _, err := p.Send(ctx, self, []byte("hello back")); return err },
-		func() error { _, err := a.Poll(ctx); return err },
-		func() error { _, err := p.Poll(ctx); return err },
-	}
-	for _, s := range steps {
-		if err := s(); err != nil {
-			return nil, err
-		}
-	}
-	return &sendRig{e: e, a: a, peer: peer, net: e.net}, nil
+	return &sendRig{a: a, peers: peers, peer: peers.Addrs[0]}, nil
 }
 
-// drain empties the peer's mailbox and the network's call log every 50
+// drain empties the device's mailbox and the network's call log every 50
 // sends (untimed), so that the in-process network stays small.
 func (r *sendRig) drain(ctx context.Context) error {
 	if r.n++; r.n%50 != 0 {
 		return nil
 	}
-	if _, err := r.net.Receive(ctx, r.peer); err != nil {
-		return err
-	}
-	r.net.ResetCalls()
-	return nil
+	return r.peers.Drain(ctx)
 }
 
 var sendPlaintext = benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
@@ -782,11 +757,11 @@ func (r *sendRig) send(ctx context.Context) error {
 // large store's connection.
 func sendLines(b *bench) ([]result, error) {
 	ctx := b.ctx
-	rl, err := newSendRig(ctx, b.large, ids.DeviceAddress{UserID: "bench-peer-large", DeviceID: 1})
+	rl, err := newSendRig(ctx, b.large, "bench-peer-large")
 	if err != nil {
 		return nil, err
 	}
-	rsm, err := newSendRig(ctx, b.small, ids.DeviceAddress{UserID: "bench-peer-small", DeviceID: 1})
+	rsm, err := newSendRig(ctx, b.small, "bench-peer-small")
 	if err != nil {
 		return nil, err
 	}
@@ -833,9 +808,6 @@ func (o options) selected(name string) bool {
 	}
 	return false
 }
-
-// memstoreNew is the peer's store in the send lines.
-func memstoreNew(keys *seal.Keyring) store.Store { return memstore.New(keys) }
 
 // rawInsertTx inserts sealed as a pending row for to in its own
 // transaction, through the generated query and the one transaction
