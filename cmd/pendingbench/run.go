@@ -67,6 +67,16 @@ func interleave(iters int, a, b func(round int) error) (sa, sb sample, err error
 // interleaveWith is interleave with between (if not nil) run, untimed,
 // before every round: the place to drain mailboxes and the like.
 func interleaveWith(iters int, between func(round int) error, a, b func(round int) error) (sa, sb sample, err error) {
+	timedSide := func(f func(int) error) func(int) (time.Duration, error) {
+		return func(r int) (time.Duration, error) { return timed(func() error { return f(r) }) }
+	}
+	return alternate(iters, between, timedSide(a), timedSide(b))
+}
+
+// alternate is the loop under interleaveWith for sides that time
+// themselves (each returns how long its timed part took, so that it can
+// do untimed work around it).
+func alternate(iters int, between func(round int) error, a, b func(round int) (time.Duration, error)) (sa, sb sample, err error) {
 	sa, sb = make(sample, 0, iters), make(sample, 0, iters)
 	for r := range iters {
 		if between != nil {
@@ -78,11 +88,11 @@ func interleaveWith(iters int, between func(round int) error, a, b func(round in
 		if r%2 == 1 {
 			first, second = b, a
 		}
-		d1, err := timed(func() error { return first(r) })
+		d1, err := first(r)
 		if err != nil {
 			return nil, nil, err
 		}
-		d2, err := timed(func() error { return second(r) })
+		d2, err := second(r)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -600,34 +610,19 @@ func deleteOnce(ctx context.Context, e *env, vs *victimSet, del deleteOp) (time.
 	return d, err
 }
 
-// deleteBench times del on a different random existing message of small
-// and of large in each round.
+// deleteBench times del on a different random existing message of large
+// and of small in each round, alternating which goes first; it returns
+// large's timings, then small's.
 func deleteBench(ctx context.Context, small, large *env, vs map[*env]*victimSet, iters int, del deleteOp) (sample, sample, error) {
 	for _, e := range []*env{small, large} {
 		if _, err := e.theClient(ctx); err != nil {
 			return nil, nil, err
 		}
 	}
-	var sl, ss sample
-	for r := range iters {
-		first, second := large, small
-		if r%2 == 1 {
-			first, second = small, large
-		}
-		d1, err := deleteOnce(ctx, first, vs[first], del)
-		if err != nil {
-			return nil, nil, err
-		}
-		d2, err := deleteOnce(ctx, second, vs[second], del)
-		if err != nil {
-			return nil, nil, err
-		}
-		if r%2 == 1 {
-			d1, d2 = d2, d1
-		}
-		sl, ss = append(sl, d1), append(ss, d2)
+	side := func(e *env) func(int) (time.Duration, error) {
+		return func(int) (time.Duration, error) { return deleteOnce(ctx, e, vs[e], del) }
 	}
-	return sl, ss, nil
+	return alternate(iters, nil, side(large), side(small))
 }
 
 // coldLines time, at each size, the first call after the store was closed,
