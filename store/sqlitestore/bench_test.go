@@ -20,6 +20,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -207,9 +208,9 @@ func BenchmarkPending(b *testing.B) {
 			}
 		})
 		b.Run("count/raw/"+d.name, func(b *testing.B) {
-			var n int64
+			q := db.New(d.s.DB())
 			for b.Loop() {
-				if err := d.s.DB().QueryRowContext(ctx, "SELECT count(*) FROM pending_outbound_message").Scan(&n); err != nil {
+				if _, err := q.CountPendingOutbound(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}
