@@ -425,3 +425,44 @@ func TestCountConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, truth, n)
 }
+
+// sqlCountAll is the store's SELECT count(*) of all pending messages (the
+// generated query's name line: the per-recipient count has another).
+const sqlCountAll = "-- name: CountPendingOutbound :one"
+
+// TestCountServedFromMemory: once established, the count of all pending
+// messages follows the store's own sends, fan-outs, ACKs and abandons
+// without running SELECT count(*) (a fault armed on it never fires), and
+// runs it again as soon as another connection has written.
+func TestCountServedFromMemory(t *testing.T) {
+	g := newCountRig(t)
+	ctx := g.ctx
+	update := store.PeerState{Session: countSession}
+	k := pendingKey{bob, g.newID()}
+	seq, err := g.s.InsertPending(ctx, k.r, k.id, []byte("hello"))
+	require.NoError(t, err)
+	g.pending[k] = seq
+	g.check("established")
+
+	g.inj.fail(fault{Op: opStmt, Match: sqlCountAll})
+	id := g.newID()
+	seqs, err := g.s.CommitSendMany(ctx, id, []byte("hello all"), []store.PeerUpdate{{Peer: bob, Update: update}, {Peer: carol, Update: update}})
+	require.NoError(t, err)
+	ok, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = g.s.DeletePendingSequence(ctx, seqs[1])
+	require.NoError(t, err)
+	require.True(t, ok)
+	n, err := g.s.CountPending(ctx, nil)
+	require.NoError(t, err, "the store's own writes need no SELECT count(*)")
+	require.EqualValues(t, 1, n)
+
+	g.externalInsert(pendingKey{carol, g.newID()})
+	_, err = g.s.CountPending(ctx, nil)
+	require.ErrorIs(t, err, errInjected, "another connection wrote: SELECT count(*) runs")
+	require.Equal(t, 1, g.inj.reset(), "the armed fault fired once, there")
+	delete(g.pending, k)
+	g.pending[pendingKey{bob, id}] = seqs[0]
+	g.check("after the external insert")
+}
