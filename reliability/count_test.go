@@ -30,8 +30,9 @@ type countRig struct {
 	keys  *seal.Keyring
 	s     *sqlitestore.Store
 	other *sql.DB
-	// pending is the model: the messages that must be pending.
-	pending map[pendingKey]bool
+	// pending is the model: the messages that must be pending, and their
+	// sequences.
+	pending map[pendingKey]int64
 	ids     int
 }
 
@@ -45,7 +46,7 @@ var countRecipients = []ids.DeviceAddress{bob, carol, {UserID: "dave", DeviceID:
 func newCountRig(t *testing.T) *countRig {
 	t.Helper()
 	g := &countRig{t: t, ctx: context.Background(), inj: &injector{}, keys: newKeyring(t),
-		path: filepath.Join(t.TempDir(), "count.db"), pending: map[pendingKey]bool{}}
+		path: filepath.Join(t.TempDir(), "count.db"), pending: map[pendingKey]int64{}}
 	g.drv = registerFaultDriver(t, g.inj)
 	g.reopen()
 	other, err := sql.Open("sqlite3", sqlitestore.DSN(g.path))
@@ -85,17 +86,32 @@ func (g *countRig) anyPending(rng *rand.Rand) pendingKey {
 	return pendingKey{countRecipients[rng.IntN(len(countRecipients))], g.newID()}
 }
 
+func (g *countRig) isPending(k pendingKey) bool {
+	_, ok := g.pending[k]
+	return ok
+}
+
+// fanoutPeers returns two or three distinct recipients, in random order,
+// each with update.
+func fanoutPeers(rng *rand.Rand, update store.PeerState) []store.PeerUpdate {
+	var out []store.PeerUpdate
+	for _, i := range rng.Perm(len(countRecipients))[:2+rng.IntN(2)] {
+		out = append(out, store.PeerUpdate{Peer: countRecipients[i], Update: update})
+	}
+	return out
+}
+
 // externalInsert inserts a pending message through the other connection,
 // as another process writing the same database would.
 func (g *countRig) externalInsert(k pendingKey) {
 	g.t.Helper()
 	sealed, err := g.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(k.r, k.id), []byte("written by another connection"))
 	require.NoError(g.t, err)
-	_, err = db.New(g.other).InsertPendingOutbound(g.ctx, db.InsertPendingOutboundParams{
+	seq, err := db.New(g.other).InsertPendingOutbound(g.ctx, db.InsertPendingOutboundParams{
 		RecipientUserID: k.r.UserID, RecipientDeviceID: k.r.DeviceID, LogicalID: k.id[:], Sealed: sealed,
 	})
 	require.NoError(g.t, err)
-	g.pending[k] = true
+	g.pending[k] = seq
 }
 
 func (g *countRig) externalDelete(k pendingKey) {
@@ -104,7 +120,7 @@ func (g *countRig) externalDelete(k pendingKey) {
 		RecipientUserID: k.r.UserID, RecipientDeviceID: k.r.DeviceID, LogicalID: k.id[:],
 	})
 	require.NoError(g.t, err)
-	require.Equal(g.t, g.pending[k], n == 1)
+	require.Equal(g.t, g.isPending(k), n == 1)
 	delete(g.pending, k)
 }
 
@@ -134,7 +150,8 @@ func (g *countRig) check(step string) {
 
 var countSession = []byte("a session state the store seals and never reads")
 
-// TestCountProperty runs random sequences of sends, ACKs, abandons,
+// TestCountProperty runs random sequences of sends (single and fan-out),
+// ACKs, abandons (by recipient and id, and by sequence),
 // rolled-back writes, injected faults (statements, commits, a dropped
 // connection), writes by another connection and restarts, and checks
 // after every step that the store's count of all pending messages equals
@@ -153,22 +170,52 @@ func TestCountProperty(t *testing.T) {
 			ops := []op{
 				{"insert", func() {
 					k := pendingKey{countRecipients[rng.IntN(3)], g.newID()}
-					_, err := g.s.InsertPending(ctx, k.r, k.id, []byte("hello"))
+					seq, err := g.s.InsertPending(ctx, k.r, k.id, []byte("hello"))
 					require.NoError(t, err)
-					g.pending[k] = true
+					g.pending[k] = seq
 				}},
 				{"send (row and session in one transaction)", func() {
 					k := pendingKey{countRecipients[rng.IntN(3)], g.newID()}
-					_, err := g.s.CommitSend(ctx, k.r, k.id, []byte("hello"), update)
+					seq, err := g.s.CommitSend(ctx, k.r, k.id, []byte("hello"), update)
 					require.NoError(t, err)
-					g.pending[k] = true
+					g.pending[k] = seq
+				}},
+				{"fan-out send (rows and sessions in one transaction)", func() {
+					id := g.newID()
+					peers := fanoutPeers(rng, update)
+					seqs, err := g.s.CommitSendMany(ctx, id, []byte("hello all"), peers)
+					require.NoError(t, err)
+					require.Len(t, seqs, len(peers))
+					for i, p := range peers {
+						g.pending[pendingKey{p.Peer, id}] = seqs[i]
+					}
+				}},
+				{"fan-out send refused at its last device (rolled back)", func() {
+					k := g.anyPending(rng)
+					if !g.isPending(k) {
+						return
+					}
+					var peers []store.PeerUpdate
+					for _, r := range countRecipients {
+						if r != k.r {
+							peers = append(peers, store.PeerUpdate{Peer: r, Update: update})
+						}
+					}
+					peers = append(peers, store.PeerUpdate{Peer: k.r, Update: update})
+					_, err := g.s.CommitSendMany(ctx, k.id, []byte("again"), peers)
+					require.ErrorIs(t, err, store.ErrDuplicate)
+				}},
+				{"fan-out send whose commit fails", func() {
+					g.inj.fail(fault{Op: opCommit, Match: sqlInsertPending})
+					_, err := g.s.CommitSendMany(ctx, g.newID(), []byte("hello all"), fanoutPeers(rng, update))
+					require.ErrorIs(t, err, errInjected)
 				}},
 				{"duplicate insert (rolled back)", func() {
 					if len(g.pending) == 0 {
 						return
 					}
 					k := g.anyPending(rng)
-					if !g.pending[k] {
+					if !g.isPending(k) {
 						return
 					}
 					_, err := g.s.CommitSend(ctx, k.r, k.id, []byte("again"), update)
@@ -193,8 +240,25 @@ func TestCountProperty(t *testing.T) {
 					k := g.anyPending(rng)
 					ok, err := g.s.DeletePending(ctx, k.r, k.id)
 					require.NoError(t, err)
-					require.Equal(t, g.pending[k], ok)
+					require.Equal(t, g.isPending(k), ok)
 					delete(g.pending, k)
+				}},
+				{"abandon by sequence", func() {
+					k := g.anyPending(rng)
+					seq, pending := g.pending[k]
+					if !pending {
+						seq = 1 << 40 // never handed out
+					}
+					ok, err := g.s.DeletePendingSequence(ctx, seq)
+					require.NoError(t, err)
+					require.Equal(t, pending, ok)
+					delete(g.pending, k)
+				}},
+				{"abandon by sequence whose commit fails", func() {
+					k := g.anyPending(rng)
+					g.inj.fail(fault{Op: opCommit, Match: sqlDeletePending})
+					_, err := g.s.DeletePendingSequence(ctx, g.pending[k])
+					require.ErrorIs(t, err, errInjected)
 				}},
 				{"abandon whose commit fails", func() {
 					k := g.anyPending(rng)
@@ -206,7 +270,7 @@ func TestCountProperty(t *testing.T) {
 					k := g.anyPending(rng)
 					ok, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
 					require.NoError(t, err)
-					require.Equal(t, g.pending[k], ok)
+					require.Equal(t, g.isPending(k), ok)
 					delete(g.pending, k)
 				}},
 				{"ACK whose delete fails after the session was saved", func() {
@@ -268,9 +332,9 @@ func TestCountSeesAnotherWriter(t *testing.T) {
 	g := newCountRig(t)
 	for range 3 {
 		k := pendingKey{bob, g.newID()}
-		_, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
+		seq, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
 		require.NoError(t, err)
-		g.pending[k] = true
+		g.pending[k] = seq
 	}
 	g.check("store's own inserts")
 	g.externalInsert(pendingKey{carol, g.newID()})
@@ -303,9 +367,9 @@ func TestCountAfterConnectionReplaced(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newCountRig(t)
 			k := pendingKey{bob, g.newID()}
-			_, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
+			seq, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
 			require.NoError(t, err)
-			g.pending[k] = true
+			g.pending[k] = seq
 			g.check("established")
 			opens := g.inj.opens.Load()
 			g.inj.fail(fault{Op: opBadConn, Match: tc.match})
@@ -360,4 +424,45 @@ func TestCountConcurrent(t *testing.T) {
 	n, err := g.s.CountPending(g.ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, truth, n)
+}
+
+// sqlCountAll is the store's SELECT count(*) of all pending messages (the
+// generated query's name line: the per-recipient count has another).
+const sqlCountAll = "-- name: CountPendingOutbound :one"
+
+// TestCountServedFromMemory: once established, the count of all pending
+// messages follows the store's own sends, fan-outs, ACKs and abandons
+// without running SELECT count(*) (a fault armed on it never fires), and
+// runs it again as soon as another connection has written.
+func TestCountServedFromMemory(t *testing.T) {
+	g := newCountRig(t)
+	ctx := g.ctx
+	update := store.PeerState{Session: countSession}
+	k := pendingKey{bob, g.newID()}
+	seq, err := g.s.InsertPending(ctx, k.r, k.id, []byte("hello"))
+	require.NoError(t, err)
+	g.pending[k] = seq
+	g.check("established")
+
+	g.inj.fail(fault{Op: opStmt, Match: sqlCountAll})
+	id := g.newID()
+	seqs, err := g.s.CommitSendMany(ctx, id, []byte("hello all"), []store.PeerUpdate{{Peer: bob, Update: update}, {Peer: carol, Update: update}})
+	require.NoError(t, err)
+	ok, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = g.s.DeletePendingSequence(ctx, seqs[1])
+	require.NoError(t, err)
+	require.True(t, ok)
+	n, err := g.s.CountPending(ctx, nil)
+	require.NoError(t, err, "the store's own writes need no SELECT count(*)")
+	require.EqualValues(t, 1, n)
+
+	g.externalInsert(pendingKey{carol, g.newID()})
+	_, err = g.s.CountPending(ctx, nil)
+	require.ErrorIs(t, err, errInjected, "another connection wrote: SELECT count(*) runs")
+	require.Equal(t, 1, g.inj.reset(), "the armed fault fired once, there")
+	delete(g.pending, k)
+	g.pending[pendingKey{bob, id}] = seqs[0]
+	g.check("after the external insert")
 }

@@ -67,30 +67,16 @@ func fanoutBench(ctx context.Context, dir string, pending, iters int, add func(.
 		}
 		return nil
 	}
-	var ss, sf sample
-	for r := range iters {
-		if r%50 == 0 { // keep the in-process mailboxes and call log small, untimed
-			if err := peers.Drain(ctx); err != nil {
-				return err
-			}
-			runtime.GC()
+	ss, sf, err := interleaveWith(iters, func(r int) error {
+		if r%50 != 0 { // keep the in-process mailboxes and call log small, untimed
+			return nil
 		}
-		first, second := singles, fan
-		if r%2 == 1 {
-			first, second = fan, singles
-		}
-		d1, err := timed(func() error { return first(r) })
-		if err != nil {
-			return err
-		}
-		d2, err := timed(func() error { return second(r) })
-		if err != nil {
-			return err
-		}
-		if r%2 == 1 {
-			d1, d2 = d2, d1
-		}
-		ss, sf = append(ss, d1), append(sf, d2)
+		err := peers.Drain(ctx)
+		runtime.GC()
+		return err
+	}, singles, fan)
+	if err != nil {
+		return err
 	}
 	add(ratioGE(fmt.Sprintf("fan-out to %d devices: %d Sends / one SendToDevices (time)", fanoutDevices, fanoutDevices), ss, sf, 3,
 		fmt.Sprintf(" (singles vs fan-out); established sessions, %s pending, one tx vs %d", human(pending), fanoutDevices)))

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -71,4 +74,33 @@ func TestPrintTableListsFailures(t *testing.T) {
 	require.NotContains(t, text, "FAIL: good")
 	require.NotContains(t, text, "FAIL: cold")
 	require.True(t, strings.HasSuffix(text, "1 of 2 targets met\n"), text)
+}
+
+// TestInterleaveWith: between runs before every round, the side that goes
+// first alternates, and each side's timings come back on its own side.
+func TestInterleaveWith(t *testing.T) {
+	var calls []string
+	side := func(name string, d time.Duration) func(int) error {
+		return func(r int) error {
+			calls = append(calls, fmt.Sprintf("%s%d", name, r))
+			time.Sleep(d)
+			return nil
+		}
+	}
+	between := func(r int) error { calls = append(calls, fmt.Sprintf("-%d", r)); return nil }
+	sa, sb, err := interleaveWith(4, between, side("a", 0), side("b", 5*time.Millisecond))
+	require.NoError(t, err)
+	require.Equal(t, []string{"-0", "a0", "b0", "-1", "b1", "a1", "-2", "a2", "b2", "-3", "b3", "a3"}, calls)
+	require.Len(t, sa, 4)
+	require.Len(t, sb, 4)
+	for r := range 4 {
+		require.Greater(t, sb[r], sa[r], "round %d: b's sleep timed on b's side", r)
+	}
+	_, _, err = interleaveWith(3, func(r int) error {
+		if r == 1 {
+			return errors.New("drain failed")
+		}
+		return nil
+	}, side("a", 0), side("b", 0))
+	require.EqualError(t, err, "drain failed")
 }

@@ -15,12 +15,12 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/benchpeers"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport"
 )
@@ -61,17 +61,38 @@ func timed(f func() error) (time.Duration, error) {
 // first, so that drift on the shared machine hits both sides alike. Each
 // side gets its round number.
 func interleave(iters int, a, b func(round int) error) (sa, sb sample, err error) {
+	return interleaveWith(iters, nil, a, b)
+}
+
+// interleaveWith is interleave with between (if not nil) run, untimed,
+// before every round: the place to drain mailboxes and the like.
+func interleaveWith(iters int, between func(round int) error, a, b func(round int) error) (sa, sb sample, err error) {
+	timedSide := func(f func(int) error) func(int) (time.Duration, error) {
+		return func(r int) (time.Duration, error) { return timed(func() error { return f(r) }) }
+	}
+	return alternate(iters, between, timedSide(a), timedSide(b))
+}
+
+// alternate is the loop under interleaveWith for sides that time
+// themselves (each returns how long its timed part took, so that it can
+// do untimed work around it).
+func alternate(iters int, between func(round int) error, a, b func(round int) (time.Duration, error)) (sa, sb sample, err error) {
 	sa, sb = make(sample, 0, iters), make(sample, 0, iters)
 	for r := range iters {
+		if between != nil {
+			if err := between(r); err != nil {
+				return nil, nil, err
+			}
+		}
 		first, second := a, b
 		if r%2 == 1 {
 			first, second = b, a
 		}
-		d1, err := timed(func() error { return first(r) })
+		d1, err := first(r)
 		if err != nil {
 			return nil, nil, err
 		}
-		d2, err := timed(func() error { return second(r) })
+		d2, err := second(r)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -365,13 +386,19 @@ func pageLines(b *bench) ([]result, error) {
 }
 
 func offsetLines(b *bench) ([]result, error) {
+	// Each round and side draws its own position in the eighth of the
+	// table below -offset-at: at one fixed position the keyset page would
+	// read the same few pages every round, always cached.
 	pos := int(float64(b.o.Large) * b.o.OffsetAt)
-	a, c, err := interleave(b.o.SlowIters, func(int) error { return offsetPage(b.ctx, b.large, pos) },
-		func(int) error { return b.large.page(b.ctx, cursor{after: int64(pos)}) })
+	lo := pos - pos/8
+	draw := func() int { return lo + b.rng.IntN(pos-lo+1) }
+	a, c, err := interleave(b.o.SlowIters, func(int) error { return offsetPage(b.ctx, b.large, draw()) },
+		func(int) error { return b.large.page(b.ctx, cursor{after: int64(draw())}) })
 	if err != nil {
 		return nil, err
 	}
-	return []result{ratioGE(fmt.Sprintf("OFFSET page / keyset page at position %s", human(pos)), a, c, 50, ", both 101 rows read, 100 opened")}, nil
+	return []result{ratioGE(fmt.Sprintf("OFFSET page / keyset page at position %s", human(pos)), a, c, 50,
+		fmt.Sprintf(", both 101 rows read, 100 opened, each at a random position in %d-%d", lo, pos))}, nil
 }
 
 func countLines(b *bench) ([]result, error) {
@@ -400,24 +427,48 @@ func countLines(b *bench) ([]result, error) {
 	rs := []result{ratioLE(fmt.Sprintf("count, all recipients: %s / %s pending (warm)", b.L, b.S), a, c, 2,
 		", in-memory count checked against PRAGMA data_version in one transaction")}
 
-	// One recipient: a recipient of the large database holding about as
-	// many messages as the largest of the small one, so that the ratio
-	// shows the cost does not grow with the whole queue.
-	sr := 0
-	want := b.small.layout.Share(sr)
-	lr := 0
-	for r := range b.large.layout.Recipients() {
-		if d, best := abs(b.large.layout.Share(r)-want), abs(b.large.layout.Share(lr)-want); d < best {
-			lr = r
+	// One recipient: in each round a recipient of the small database
+	// drawn in proportion to its share (the recipient of a random
+	// message: busy recipients are counted more often), and the recipient
+	// of the large one holding the nearest number of messages, so that
+	// the ratio shows the cost does not grow with the whole queue.
+	nearest := func(want int) int {
+		best := 0
+		for r := range b.large.layout.Recipients() {
+			if abs(b.large.layout.Share(r)-want) < abs(b.large.layout.Share(best)-want) {
+				best = r
+			}
+		}
+		return best
+	}
+	type pair struct{ small, large int }
+	pairs := make([]pair, o.Iters)
+	for i := range pairs {
+		sr, k := 0, b.rng.IntN(b.small.n)
+		for k >= b.small.layout.Share(sr) {
+			k -= b.small.layout.Share(sr)
+			sr++
+		}
+		pairs[i] = pair{sr, nearest(b.small.layout.Share(sr))}
+	}
+	countOne := func(e *env, pick func(pair) int) func(int) error {
+		return func(round int) error {
+			r := pick(pairs[round])
+			a := e.layout.Address(r)
+			return count(e, &a, e.layout.Share(r))(round)
 		}
 	}
-	la, sa := b.large.layout.Address(lr), b.small.layout.Address(sr)
-	a, c, err = interleave(o.Iters, count(b.large, &la, b.large.layout.Share(lr)), count(b.small, &sa, want))
+	a, c, err = interleave(o.Iters, countOne(b.large, func(p pair) int { return p.large }), countOne(b.small, func(p pair) int { return p.small }))
 	if err != nil {
 		return nil, err
 	}
+	ls, ss := 0, 0
+	for _, p := range pairs {
+		ls, ss = ls+b.large.layout.Share(p.large), ss+b.small.layout.Share(p.small)
+	}
 	rs = append(rs, ratioLE(fmt.Sprintf("count, one recipient: %s / %s pending", b.L, b.S), a, c, 1.3,
-		fmt.Sprintf(", recipient holds %d / %d, answered from the recipient index", b.large.layout.Share(lr), want)))
+		fmt.Sprintf(", per round a recipient drawn by share and the one of nearest share at %s (%d / %d messages on average), answered from the recipient index",
+			b.L, ls/len(pairs), ss/len(pairs))))
 	opened := b.large.keys.Opens() + b.small.keys.Opens() - opens0
 	rs = append(rs, result{Name: "records opened by count (all + one recipient)", Measured: float64(opened), Target: "0", Pass: opened == 0,
 		Detail: fmt.Sprintf("Keyring.Opens() delta over %d counts", 4*o.Iters+2)})
@@ -427,14 +478,16 @@ func countLines(b *bench) ([]result, error) {
 func abs(x int) int { return max(x, -x) }
 
 func rawPageLines(b *bench) ([]result, error) {
-	cs := b.large.globalCursors(b.rng, b.o.Iters)
+	// Each side draws its own cursors: with one cursor for both, the
+	// side going second would read the pages the first just cached.
+	cs, raw := b.large.globalCursors(b.rng, b.o.Iters), b.large.globalCursors(b.rng, b.o.Iters)
 	a, c, err := interleave(b.o.Iters, b.large.pageAt(b.ctx, cs), func(r int) error {
-		return rawPage(b.ctx, b.large, cs[r%len(cs)].after)
+		return rawPage(b.ctx, b.large, raw[r%len(raw)].after)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return []result{ratioLE(fmt.Sprintf("page / (raw select 101 rows + 100 Keyring.Open) at %s", b.L), a, c, 1.5, ", same random cursors")}, nil
+	return []result{ratioLE(fmt.Sprintf("page / (raw select 101 rows + 100 Keyring.Open) at %s", b.L), a, c, 1.5, ", random cursors over the whole sequence, drawn apart for each side")}, nil
 }
 
 // offsetPage is the baseline: the page at position pos read with OFFSET
@@ -581,34 +634,19 @@ func deleteOnce(ctx context.Context, e *env, vs *victimSet, del deleteOp) (time.
 	return d, err
 }
 
-// deleteBench times del on a different random existing message of small
-// and of large in each round.
+// deleteBench times del on a different random existing message of large
+// and of small in each round, alternating which goes first; it returns
+// large's timings, then small's.
 func deleteBench(ctx context.Context, small, large *env, vs map[*env]*victimSet, iters int, del deleteOp) (sample, sample, error) {
 	for _, e := range []*env{small, large} {
 		if _, err := e.theClient(ctx); err != nil {
 			return nil, nil, err
 		}
 	}
-	var sl, ss sample
-	for r := range iters {
-		first, second := large, small
-		if r%2 == 1 {
-			first, second = small, large
-		}
-		d1, err := deleteOnce(ctx, first, vs[first], del)
-		if err != nil {
-			return nil, nil, err
-		}
-		d2, err := deleteOnce(ctx, second, vs[second], del)
-		if err != nil {
-			return nil, nil, err
-		}
-		if r%2 == 1 {
-			d1, d2 = d2, d1
-		}
-		sl, ss = append(sl, d1), append(ss, d2)
+	side := func(e *env) func(int) (time.Duration, error) {
+		return func(int) (time.Duration, error) { return deleteOnce(ctx, e, vs[e], del) }
 	}
-	return sl, ss, nil
+	return alternate(iters, nil, side(large), side(small))
 }
 
 // coldLines time, at each size, the first call after the store was closed,
@@ -694,61 +732,36 @@ func coldLines(b *bench) ([]result, error) {
 	return rs, nil
 }
 
-// sendRig is a client over a seeded store and a peer (in memory) it has a
-// session with, both ways.
+// sendRig is a client over a seeded store and a device (in memory) it
+// holds a session with, both ways (benchpeers).
 type sendRig struct {
-	e    *env
-	a    *client.Client
-	peer ids.DeviceAddress
-	net  *transport.Network
-	n    int // sends since the mailbox was drained
+	a     *client.Client
+	peers *benchpeers.Peers
+	peer  ids.DeviceAddress
+	n     int // sends since the mailbox was drained
 }
 
-// newSendRig establishes a session between e's client and a new peer:
-// a message, its ACK, a reply and its ACK.
-func newSendRig(ctx context.Context, e *env, peer ids.DeviceAddress) (*sendRig, error) {
+// newSendRig establishes a session between e's client and device 1 of a
+// new user.
+func newSendRig(ctx context.Context, e *env, user string) (*sendRig, error) {
 	a, err := e.theClient(ctx)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := benchseed.NewKeyring()
+	peers, err := benchpeers.Establish(ctx, a, e.net, user, 1)
 	if err != nil {
 		return nil, err
 	}
-	p, err := client.New(client.Config{Store: memstoreNew(keys), Transport: e.net, Directory: e.net})
-	if err != nil {
-		return nil, err
-	}
-	if err := p.Initialize(ctx, peer); err != nil {
-		return nil, err
-	}
-	steps := []func() error{
-		func() error { _, err := a.Send(ctx, peer, []byte("hello")); return err },
-		func() error { _, err := p.Poll(ctx); return err },
-		func() error { _, err := a.Poll(ctx); return err },
-		func() error { _, err := p.Send(ctx, self, []byte("hello back")); return err },
-		func() error { _, err := a.Poll(ctx); return err },
-		func() error { _, err := p.Poll(ctx); return err },
-	}
-	for _, s := range steps {
-		if err := s(); err != nil {
-			return nil, err
-		}
-	}
-	return &sendRig{e: e, a: a, peer: peer, net: e.net}, nil
+	return &sendRig{a: a, peers: peers, peer: peers.Addrs[0]}, nil
 }
 
-// drain empties the peer's mailbox and the network's call log every 50
+// drain empties the device's mailbox and the network's call log every 50
 // sends (untimed), so that the in-process network stays small.
 func (r *sendRig) drain(ctx context.Context) error {
 	if r.n++; r.n%50 != 0 {
 		return nil
 	}
-	if _, err := r.net.Receive(ctx, r.peer); err != nil {
-		return err
-	}
-	r.net.ResetCalls()
-	return nil
+	return r.peers.Drain(ctx)
 }
 
 var sendPlaintext = benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
@@ -763,24 +776,18 @@ func (r *sendRig) send(ctx context.Context) error {
 // large store's connection.
 func sendLines(b *bench) ([]result, error) {
 	ctx := b.ctx
-	rl, err := newSendRig(ctx, b.large, ids.DeviceAddress{UserID: "bench-peer-large", DeviceID: 1})
+	rl, err := newSendRig(ctx, b.large, "bench-peer-large")
 	if err != nil {
 		return nil, err
 	}
-	rsm, err := newSendRig(ctx, b.small, ids.DeviceAddress{UserID: "bench-peer-small", DeviceID: 1})
+	rsm, err := newSendRig(ctx, b.small, "bench-peer-small")
 	if err != nil {
 		return nil, err
 	}
-	var sl, ss sample
-	for range b.o.DMLIters {
-		if err := errors.Join(rl.drain(ctx), rsm.drain(ctx)); err != nil {
-			return nil, err
-		}
-		x, y, err := interleave(1, func(int) error { return rl.send(ctx) }, func(int) error { return rsm.send(ctx) })
-		if err != nil {
-			return nil, err
-		}
-		sl, ss = append(sl, x...), append(ss, y...)
+	sl, ss, err := interleaveWith(b.o.DMLIters, func(int) error { return errors.Join(rl.drain(ctx), rsm.drain(ctx)) },
+		func(int) error { return rl.send(ctx) }, func(int) error { return rsm.send(ctx) })
+	if err != nil {
+		return nil, err
 	}
 	rs := []result{ratioLE(fmt.Sprintf("send (client.Send): %s / %s pending", b.L, b.S), sl, ss, 1.3,
 		fmt.Sprintf(", %.0f msg/s at %s", 1/sl.median().Seconds(), b.L))}
@@ -789,16 +796,10 @@ func sendLines(b *bench) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sends, raws sample
-	for range b.o.DMLIters {
-		if err := rl.drain(ctx); err != nil {
-			return nil, err
-		}
-		x, y, err := interleave(1, func(int) error { return rl.send(ctx) }, func(int) error { return rawInsert(ctx, b.large, rl.peer, sealed) })
-		if err != nil {
-			return nil, err
-		}
-		sends, raws = append(sends, x...), append(raws, y...)
+	sends, raws, err := interleaveWith(b.o.DMLIters, func(int) error { return rl.drain(ctx) },
+		func(int) error { return rl.send(ctx) }, func(int) error { return rawInsert(ctx, b.large, rl.peer, sealed) })
+	if err != nil {
+		return nil, err
 	}
 	rs = append(rs, ratioGE(fmt.Sprintf("send throughput / raw insert throughput at %s (raw time / send time)", b.L), raws, sends, 0.5,
 		" (raw vs send); send = encrypt + seal + one tx (pending row + session) + hand-off"))
@@ -826,9 +827,6 @@ func (o options) selected(name string) bool {
 	}
 	return false
 }
-
-// memstoreNew is the peer's store in the send lines.
-func memstoreNew(keys *seal.Keyring) store.Store { return memstore.New(keys) }
 
 // rawInsertTx inserts sealed as a pending row for to in its own
 // transaction, through the generated query and the one transaction

@@ -192,8 +192,8 @@ func SeedLayout(ctx context.Context, conn *sql.DB, keys *seal.Keyring, l *Layout
 	if cfg.N <= 0 {
 		return nil
 	}
-	var n int64
-	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM pending_outbound_message").Scan(&n); err != nil {
+	n, err := db.New(conn).CountPendingOutbound(ctx)
+	if err != nil {
 		return fmt.Errorf("benchseed: %w", err)
 	}
 	if n != 0 {

@@ -154,3 +154,20 @@ func TestEvenLayoutMatchesRow(t *testing.T) {
 		require.Equal(t, cfg.FilteredRow(k), l.RecipientRow(0, k))
 	}
 }
+
+// TestSeedRefusesNonEmptyTable: seeding a table that already holds rows
+// is refused before anything is written (sequences would not be i+1).
+func TestSeedRefusesNonEmptyTable(t *testing.T) {
+	ctx := context.Background()
+	keys, err := benchseed.NewKeyring()
+	require.NoError(t, err)
+	cfg := benchseed.Config{N: 20, Recipients: 3}.Normalized()
+	s, err := benchseed.Open(ctx, filepath.Join(t.TempDir(), "seed.db"), keys, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	err = benchseed.Seed(ctx, s.DB(), keys, cfg)
+	require.ErrorContains(t, err, "pending table holds 20 rows, want an empty one")
+	n, err := s.CountPending(ctx, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 20, n, "nothing inserted")
+}

@@ -14,11 +14,13 @@ package sqlitestore_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -56,23 +58,41 @@ func benchDBs(b *testing.B) []*benchDB {
 	return out
 }
 
-// middle returns 16 row indices spread over the middle quarter of 0..n-1.
-func middle(n int) []int {
-	out := make([]int, 16)
+// benchCursors is how many random cursors a page benchmark cycles
+// through: far more pages than SQLite's page cache holds.
+const benchCursors = 4096
+
+// randomRows returns benchCursors row indices drawn uniformly over the
+// whole table of n rows, each followed by a full page and its probe row,
+// from a fixed seed so that runs compare.
+func randomRows(n int) []int {
+	rng := rand.New(rand.NewPCG(uint64(n), 1))
+	out := make([]int, benchCursors)
 	for j := range out {
-		out[j] = n/2 - n/8 + j*(n/4)/15
+		out[j] = rng.IntN(n - store.MaxPageSize - 1)
 	}
 	return out
 }
 
-// filteredMiddle returns cursor rows of the filtered recipient around the
-// middle of its share, each followed by at least 101 of its messages.
-func filteredMiddle(cfg benchseed.Config) []int {
-	c := (cfg.Share - store.MaxPageSize - 1) / 2
-	w := min(cfg.Share/8, c)
-	out := make([]int, 16)
+// filteredRandom returns cursor rows of the filtered recipient drawn
+// uniformly over its whole share, each followed by at least 101 of its
+// messages.
+func filteredRandom(cfg benchseed.Config) []int {
+	rng := rand.New(rand.NewPCG(uint64(cfg.N), 2))
+	out := make([]int, benchCursors)
 	for j := range out {
-		out[j] = cfg.FilteredRow(c - w + j*2*w/15)
+		out[j] = cfg.FilteredRow(rng.IntN(cfg.Share - store.MaxPageSize - 1))
+	}
+	return out
+}
+
+// band returns benchCursors row indices drawn uniformly over the eighth of
+// the table below row pos.
+func band(pos int) []int {
+	rng := rand.New(rand.NewPCG(uint64(pos), 3))
+	out := make([]int, benchCursors)
+	for j := range out {
+		out[j] = pos - rng.IntN(pos/8+1)
 	}
 	return out
 }
@@ -132,24 +152,25 @@ func rawPage(ctx context.Context, d *benchDB, query string, args ...any) error {
 
 // BenchmarkPending measures the pending queue of the SQLite store at 1,000
 // and at a large number of pending messages (PENDINGBENCH_LARGE, default
-// 100,000) over 1,000 recipients: keyset pages (all recipients, and one
-// recipient holding its own share), the raw floor of a page, the OFFSET
-// baseline at 90% of the large table, counts against a raw count(*), and
-// deletes (DeletePending, CommitAck) of a different existing message per
+// 100,000) over 1,000 recipients: keyset pages at random cursors over
+// the whole table (all recipients, and one recipient holding its own
+// share, over its whole share), the raw floor of a page, the OFFSET
+// baseline in the eighth of the large table below 90%, counts against a
+// raw count(*), and deletes (DeletePending, CommitAck) of a different existing message per
 // iteration, re-inserted outside the timed region.
 func BenchmarkPending(b *testing.B) {
 	dbs := benchDBs(b)
 	ctx := context.Background()
 	f := benchseed.Filtered()
 	for _, d := range dbs {
-		b.Run("page-all/"+d.name, func(b *testing.B) { benchPage(b, d, middle(d.cfg.N), nil) })
+		b.Run("page-all/"+d.name, func(b *testing.B) { benchPage(b, d, randomRows(d.cfg.N), nil) })
 	}
 	for _, d := range dbs {
-		b.Run("page-recipient/"+d.name, func(b *testing.B) { benchPage(b, d, filteredMiddle(d.cfg), &f) })
+		b.Run("page-recipient/"+d.name, func(b *testing.B) { benchPage(b, d, filteredRandom(d.cfg), &f) })
 	}
 	for _, d := range dbs {
 		b.Run("page-raw-floor/"+d.name, func(b *testing.B) {
-			cursors, i := middle(d.cfg.N), 0
+			cursors, i := randomRows(d.cfg.N), 0
 			for b.Loop() {
 				after := int64(cursors[i%len(cursors)]) + 1
 				i++
@@ -161,12 +182,15 @@ func BenchmarkPending(b *testing.B) {
 	}
 	large := dbs[len(dbs)-1]
 	pos := large.cfg.N * 9 / 10
-	b.Run(fmt.Sprintf("page-at-90pct/keyset/%s", large.name), func(b *testing.B) { benchPage(b, large, []int{pos}, nil) })
+	b.Run(fmt.Sprintf("page-at-90pct/keyset/%s", large.name), func(b *testing.B) { benchPage(b, large, band(pos), nil) })
 	b.Run(fmt.Sprintf("page-at-90pct/offset/%s", large.name), func(b *testing.B) {
 		// The baseline the store never uses: OFFSET lives
 		// only in benchmark code.
+		cursors, i := band(pos), 0
 		for b.Loop() {
-			if err := rawPage(ctx, large, "SELECT "+pageColumns+" FROM pending_outbound_message ORDER BY sequence LIMIT ? OFFSET ?", store.MaxPageSize+1, pos); err != nil {
+			at := cursors[i%len(cursors)] + 1
+			i++
+			if err := rawPage(ctx, large, "SELECT "+pageColumns+" FROM pending_outbound_message ORDER BY sequence LIMIT ? OFFSET ?", store.MaxPageSize+1, at); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -184,9 +208,9 @@ func BenchmarkPending(b *testing.B) {
 			}
 		})
 		b.Run("count/raw/"+d.name, func(b *testing.B) {
-			var n int64
+			q := db.New(d.s.DB())
 			for b.Loop() {
-				if err := d.s.DB().QueryRowContext(ctx, "SELECT count(*) FROM pending_outbound_message").Scan(&n); err != nil {
+				if _, err := q.CountPendingOutbound(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}
