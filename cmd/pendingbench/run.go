@@ -267,6 +267,7 @@ var lines = []line{
 	{"heap retained after a full walk", heapLines},
 	{"allocations per page", allocLines},
 	{"pages at random cursors", pageLines},
+	{"in-memory floor of the one-recipient page", floorLines},
 	{"OFFSET baseline", offsetLines},
 	{"count", countLines},
 	{"page vs raw select + opens", rawPageLines},
