@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -140,11 +141,10 @@ func cmdFreeze(ctx context.Context, env *cmdEnv) error {
 		}
 		out = filepath.Join(root, "version"+m.Head())
 	}
-	conn, err := openExisting(path)
-	if err != nil {
+	// Read only to refuse what is not a database: Freeze reads a copy.
+	if err := readExisting(ctx, path, func(*sql.DB) error { return nil }); err != nil {
 		return err
 	}
-	conn.Close() // opened only to refuse what is not a database: Freeze reads a copy
 	if err := frozen.Freeze(ctx, m, path, out); err != nil {
 		return err
 	}
