@@ -17,6 +17,12 @@
 // Atlas's inspector and differ, its schema_revision rows against the
 // directory and atlas.sum.
 //
+// ReadStable is how the read-only tools read a database file: without a
+// lock, creating nothing beside it, and never reporting from a file that
+// changed while they read it. Replay runs migration files statement by
+// statement on a private in-memory database for the tools that look at
+// what each statement changes.
+//
 // Package migration never changes a landed migration, never reads or
 // writes sealed data and never drops user data.
 package migration

@@ -1,8 +1,29 @@
 package migration
 
 import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
+	"time"
+)
+
+// ErrChanged means the database file changed while it was being read
+// read-only (ReadStable), on every attempt: what was read may be stale or
+// torn, so it was not used. Reading again later, when the writer is done,
+// can succeed.
+var ErrChanged = errors.New("migration: database changed during read; retry")
+
+// readAttempts is how often ReadStable reads before it gives up with
+// ErrChanged; readBackoff is the wait before the second attempt, doubled
+// for each later one, so that a writer's commit can finish.
+const (
+	readAttempts = 3
+	readBackoff  = 50 * time.Millisecond
 )
 
 // ReadOnlyDSN returns a mattn/go-sqlite3 DSN that opens the database file
@@ -13,15 +34,142 @@ import (
 // A database closed cleanly has everything in the main file: it is opened
 // immutable, so SQLite takes no lock and creates no -shm (a plain mode=ro
 // connection to a WAL database creates -wal and -shm, and cannot remove
-// them). If a -wal or rollback journal is beside it (the database is open
-// elsewhere, or was not closed cleanly), their content counts: it is
-// opened mode=ro, through them.
+// them; in a read-only directory it cannot open at all, since SQLite 3.22
+// reads a WAL database read-only only through an existing -shm or as
+// immutable). If a -wal or rollback journal is beside it (the database is
+// open elsewhere, or was not closed cleanly), their content counts: it is
+// opened mode=ro, through them, with SQLite's locks.
+//
+// Immutable means SQLite assumes the file never changes: a writer that
+// opens the database while the connection reads can make it read stale or
+// torn pages. Read through ReadStable, which notices such a change and
+// reads again, rather than with this DSN alone.
 func ReadOnlyDSN(path string) string {
+	return readOnlyDSN(path, !exists(path+"-wal") && !exists(path+"-journal"))
+}
+
+func readOnlyDSN(path string, immutable bool) string {
 	params := "?mode=ro&_txlock=deferred&_busy_timeout=5000"
-	if !exists(path+"-wal") && !exists(path+"-journal") {
+	if immutable {
 		params += "&immutable=1"
 	}
 	return "file:" + URIPath(path) + params
+}
+
+// ReadStable opens the database at path read-only (as ReadOnlyDSN), runs
+// read on it, closes it and returns read's error, but only if the file
+// did not change meanwhile: before the open and after the close it
+// records the database file (identity, size, modification time and its
+// 100-byte header, whose change counter at offset 24 every rollback-mode
+// commit moves) and whether a -wal or -journal file is beside it, with
+// its size and modification time. If anything differs a writer was at
+// work, so whatever read saw (or the error it met, such as
+// SQLITE_CORRUPT from a torn page) is discarded and read runs again on a
+// new connection, opened through the -wal if one is now there. After
+// three changed attempts it returns an error wrapping ErrChanged.
+//
+// read may thus run more than once: it must only read, and keep nothing
+// from a previous run. ReadStable creates nothing beside the file. It
+// returns an error wrapping fs.ErrNotExist if path does not exist, and
+// ctx's error if ctx ends while it waits to retry.
+func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) error {
+	wait := readBackoff
+	for attempt := 1; ; attempt++ {
+		before, err := stateOf(path)
+		if err != nil {
+			return fmt.Errorf("migration: %w", err)
+		}
+		readErr := readOnce(path, before.immutable(), read)
+		after, err := stateOf(path)
+		if err == nil && after.equal(before) {
+			return readErr
+		}
+		if attempt == readAttempts {
+			return fmt.Errorf("%w (%s changed on %d reads in a row)", ErrChanged, path, readAttempts)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// readOnce runs read on a new read-only connection pool, closed before it
+// returns so that no read can happen after the state is recorded again.
+func readOnce(path string, immutable bool, read func(*sql.DB) error) error {
+	conn, err := sql.Open("sqlite3", readOnlyDSN(path, immutable))
+	if err != nil {
+		return err
+	}
+	err = read(conn)
+	if cerr := conn.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// fileState is what ReadStable compares before and after a read.
+type fileState struct {
+	main, wal, journal stamp
+	header             []byte // the first 100 bytes of the database file
+}
+
+// stamp is one file's identity, size and modification time; the zero
+// stamp is a missing file.
+type stamp struct {
+	fi os.FileInfo
+}
+
+func stampOf(path string) (stamp, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return stamp{}, nil
+	}
+	return stamp{fi: fi}, err
+}
+
+func (s stamp) equal(o stamp) bool {
+	if s.fi == nil || o.fi == nil {
+		return s.fi == nil && o.fi == nil
+	}
+	return os.SameFile(s.fi, o.fi) && s.fi.Size() == o.fi.Size() && s.fi.ModTime().Equal(o.fi.ModTime())
+}
+
+func stateOf(path string) (fileState, error) {
+	var st fileState
+	f, err := os.Open(path)
+	if err != nil {
+		return st, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return st, err
+	}
+	st.main = stamp{fi: fi}
+	hdr := make([]byte, 100)
+	n, err := f.ReadAt(hdr, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return st, err
+	}
+	st.header = hdr[:n]
+	if st.wal, err = stampOf(path + "-wal"); err != nil {
+		return st, err
+	}
+	if st.journal, err = stampOf(path + "-journal"); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// immutable reports whether the database is opened immutable: nothing
+// beside it holds content of its own.
+func (s fileState) immutable() bool { return s.wal.fi == nil && s.journal.fi == nil }
+
+func (s fileState) equal(o fileState) bool {
+	return s.main.equal(o.main) && s.wal.equal(o.wal) && s.journal.equal(o.journal) && bytes.Equal(s.header, o.header)
 }
 
 // URIPath escapes what SQLite would read as URI syntax in a file name.

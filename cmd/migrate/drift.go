@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 
@@ -34,12 +35,16 @@ func (e errDrift) Error() string {
 // would bring it to head (never run), and the history rows against the
 // embedded directory. Exit 0 when identical, 1 on drift.
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
-	path, m, conn, err := env.openTarget()
-	if err != nil {
+	var (
+		path string
+		m    *migration.Migrator
+		d    migration.Drift
+	)
+	err := env.readTarget(ctx, func(p string, mm *migration.Migrator, conn *sql.DB) (err error) {
+		path, m = p, mm
+		d, err = m.Drift(ctx, conn)
 		return err
-	}
-	defer conn.Close()
-	d, err := m.Drift(ctx, conn)
+	})
 	if err != nil {
 		return err
 	}

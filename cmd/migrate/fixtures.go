@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/securemsg/storage/fixtures/frozen"
 	"github.com/securemsg/storage/fixtures/version14"
@@ -36,9 +34,10 @@ type fixtureTestDoc struct {
 }
 
 // cmdFixtureTest runs every fixtures/versionNN directory against head:
-// version 14, which predates package frozen, through its own proof, every
-// other through frozen.Prove. Each works on its own temporary copy, never
-// on the frozen files.
+// version 14, which predates package frozen, through its own proof
+// (version14.ProveFS on the directory's fixture.sql and expected.json),
+// every other through frozen.Prove. Each works on its own temporary copy,
+// never on the frozen files.
 func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	root, err := repoPath(env.fixtures, fixturesPath)
 	if err != nil {
@@ -61,16 +60,16 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 		if rel, err := relToWD(d.Path); err == nil && !filepath.IsAbs(env.fixtures) {
 			d.Path = rel // as a reviewer names it: fixtures/version14 from the root
 		}
-		var lines bytes.Buffer
-		w := io.Writer(&lines)
+		w := io.Discard
 		if !env.json {
 			fmt.Fprintf(env.stdout, "== %s (version %s)\n", d.Path, d.Version)
-			w = io.MultiWriter(&lines, env.stdout)
+			w = env.stdout
 		}
 		var checks []frozen.Check
 		if d.Version == migration.LegacyBaselineVersion {
-			err = version14.Prove(ctx, w)
-			checks = parseChecks(lines.String())
+			var v14 []version14.Check
+			v14, err = version14.ProveFS(ctx, os.DirFS(d.Path), w)
+			checks = fromVersion14(v14)
 		} else {
 			checks, err = frozen.Prove(ctx, m, d.Path, w)
 		}
@@ -116,22 +115,14 @@ func allOK(cs []frozen.Check) bool {
 	return true
 }
 
-// parseChecks reads version14.Prove's lines ("ok   check" or
-// "FAIL check: reason", as its README documents).
-func parseChecks(out string) []frozen.Check {
-	var cs []frozen.Check
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		l := sc.Text()
-		switch {
-		case strings.HasPrefix(l, "ok   "):
-			cs = append(cs, frozen.Check{Name: strings.TrimPrefix(l, "ok   "), OK: true})
-		case strings.HasPrefix(l, "FAIL "):
-			name, reason, _ := strings.Cut(strings.TrimPrefix(l, "FAIL "), ": ")
-			cs = append(cs, frozen.Check{Name: name, Error: reason})
-		}
+// fromVersion14 renders the version-14 proof's checks as every other
+// fixture's are.
+func fromVersion14(cs []version14.Check) []frozen.Check {
+	out := make([]frozen.Check, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, frozen.Check{Name: c.Name, OK: c.OK, Error: c.Detail})
 	}
-	return cs
+	return out
 }
 
 // cmdFreeze freezes a head database sealed with the fixture test key into
@@ -150,11 +141,10 @@ func cmdFreeze(ctx context.Context, env *cmdEnv) error {
 		}
 		out = filepath.Join(root, "version"+m.Head())
 	}
-	conn, err := openExisting(path)
-	if err != nil {
+	// Read only to refuse what is not a database: Freeze reads a copy.
+	if err := readExisting(ctx, path, func(*sql.DB) error { return nil }); err != nil {
 		return err
 	}
-	conn.Close() // opened only to refuse what is not a database: Freeze reads a copy
 	if err := frozen.Freeze(ctx, m, path, out); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,7 +70,7 @@ func TestFreezeAndProve(t *testing.T) {
 
 	// fixture-test runs every versionNN directory it finds: the version-14
 	// proof and the new fixture's.
-	require.NoError(t, os.Mkdir(filepath.Join(fixtures, "version14"), 0o755))
+	copyVersion14(t, filepath.Join(fixtures, "version14"), nil)
 	require.NoError(t, os.Mkdir(filepath.Join(fixtures, "not-a-fixture"), 0o755))
 	code, stdout, stderr = runCmd(t, "fixture-test", "-fixtures", fixtures, "-json")
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -226,4 +227,103 @@ func TestFreezeRefuses(t *testing.T) {
 	code, _, stderr := runCmd(t, "freeze")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "-db is required")
+}
+
+// copyVersion14 copies the version-14 fixture files the proof reads into
+// dir, each passed through edit (nil: unchanged).
+func copyVersion14(t *testing.T, dir string, edit func(name, s string) string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, name := range version14.FixtureFiles {
+		b, err := fs.ReadFile(version14.Files, name)
+		require.NoError(t, err)
+		s := string(b)
+		if edit != nil {
+			s = edit(name, s)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644))
+	}
+}
+
+// fixture-test reports the version-14 proof check by check, from the
+// proof's results: a broken copy of the fixture fails exactly the check
+// for its defect, with the reason, in the JSON document and in the text.
+func TestFixtureTestVersion14Checks(t *testing.T) {
+	pristine, err := version14.ProveChecks(context.Background())
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		edit   func(name, s string) string
+		failed string // "" when every check passes
+		detail string
+	}{
+		{name: "pristine copy"},
+		{
+			name: "a plaintext in expected.json",
+			edit: func(name, s string) string {
+				if name != "expected.json" {
+					return s
+				}
+				return strings.Replace(s, "fixture message 3 ", "fixture message 9 ", 1)
+			},
+			failed: "every pending row opens with the fixture key to its plaintext; count and cursor order unchanged (pages of 5)",
+			detail: `plaintext "fixture message 3 for`,
+		},
+		{
+			name: "a sealed value in fixture.sql",
+			edit: func(name, s string) string {
+				if name != "fixture.sql" {
+					return s
+				}
+				i := strings.Index(s, "INSERT INTO session ")
+				j := i + strings.Index(s[i:], "X'") + 40
+				return s[:j] + flipHex(s[j]) + s[j+1:]
+			},
+			failed: "every other sealed value opens with the fixture key to its plaintext",
+			detail: "authentication",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fixtures := t.TempDir()
+			copyVersion14(t, filepath.Join(fixtures, "version14"), tt.edit)
+			want := 0
+			if tt.failed != "" {
+				want = 1
+			}
+
+			code, stdout, stderr := runCmd(t, "fixture-test", "-fixtures", fixtures, "-json")
+			require.Equal(t, want, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			var doc fixtureTestDoc
+			require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+			require.Len(t, doc.Fixtures, 1)
+			f := doc.Fixtures[0]
+			require.Equal(t, "14", f.Version)
+			require.Equal(t, tt.failed == "", f.OK)
+			require.Equal(t, tt.failed == "", doc.OK)
+			require.Len(t, f.Checks, len(pristine), "every check of the proof, none added")
+			for i, c := range f.Checks {
+				require.Equal(t, pristine[i].Name, c.Name, "the proof's checks, in order")
+				if c.Name == tt.failed {
+					require.False(t, c.OK)
+					require.Contains(t, c.Error, tt.detail)
+					continue
+				}
+				require.True(t, c.OK, "%s: %s", c.Name, c.Error)
+				require.Empty(t, c.Error)
+			}
+
+			code, stdout, _ = runCmd(t, "fixture-test", "-fixtures", fixtures)
+			require.Equal(t, want, code, stdout)
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			require.Len(t, lines, 1+len(f.Checks), "a header, then one line per check")
+			for i, c := range f.Checks {
+				l := "ok   " + c.Name
+				if !c.OK {
+					l = "FAIL " + c.Name + ": " + c.Error
+				}
+				require.Equal(t, l, lines[1+i])
+			}
+		})
+	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,13 +10,11 @@ import (
 	"strconv"
 
 	"ariga.io/atlas/sql/migrate"
-	"ariga.io/atlas/sql/schema"
 	"ariga.io/atlas/sql/sqlcheck"
 	"ariga.io/atlas/sql/sqlcheck/datadepend"
 	"ariga.io/atlas/sql/sqlcheck/destructive"
 	"ariga.io/atlas/sql/sqlcheck/incompatible"
 	"ariga.io/atlas/sql/sqlclient"
-	"ariga.io/atlas/sql/sqlite"
 
 	"github.com/securemsg/storage/migration"
 )
@@ -138,21 +135,6 @@ func lintDir(ctx context.Context, dir migrate.Dir, w io.Writer) error {
 	return nil
 }
 
-// openDev opens a private in-memory SQLite database for replaying the
-// directory, as Atlas's dev database.
-func openDev(ctx context.Context) (*sqlclient.Client, error) {
-	db, err := migration.OpenMemory(ctx)
-	if err != nil {
-		return nil, err
-	}
-	drv, err := sqlite.Open(db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open dev database: %w", err)
-	}
-	return &sqlclient.Client{Name: sqlite.DriverName, DB: db, Driver: drv}, nil
-}
-
 // analyzers returns Atlas's destructive, data-dependent and
 // backward-incompatible analyzers, with the SQLite handlers for
 // data-dependent NOT NULL changes. Their "error" option is off: lint
@@ -197,17 +179,12 @@ func modifyNotNull(p *datadepend.ColumnPass) ([]sqlcheck.Diagnostic, error) {
 	}}, nil
 }
 
-// lint replays dir, oldest version first, on a fresh dev database. For
-// each file it records the schema changes of every statement (the realm
-// inspected before and after it, diffed) and runs the analyzers over them,
-// as `atlas migrate lint` does. It returns the findings and the number of
-// files linted.
+// lint replays dir, oldest version first, on a fresh dev database
+// (migration.Replay). For each file it takes the schema changes of every
+// statement (the realm inspected before and after it, diffed) and runs
+// the analyzers over them, as `atlas migrate lint` does. It returns the
+// findings and the number of files linted.
 func lint(ctx context.Context, dir migrate.Dir) ([]finding, int, error) {
-	dev, err := openDev(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer dev.Close()
 	azs, err := analyzers()
 	if err != nil {
 		return nil, 0, err
@@ -220,47 +197,19 @@ func lint(ctx context.Context, dir migrate.Dir) ([]finding, int, error) {
 	if len(files) == 0 {
 		return nil, 0, fmt.Errorf("%w: no migration files", migration.ErrDirectory)
 	}
-	inspect := func() (*schema.Realm, error) {
-		r, err := dev.InspectRealm(ctx, nil)
-		if err != nil {
-			return nil, fmt.Errorf("inspect dev database: %w", err)
-		}
-		return r, nil
-	}
-	current, err := inspect()
-	if err != nil {
-		return nil, 0, err
-	}
-
 	var findings []finding
-	for _, f := range files {
-		stmts, err := migrate.FileStmtDecls(dev, f)
-		if err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", f.Name(), err)
-		}
-		from := current
+	err = migration.Replay(ctx, files, func(ctx context.Context, dev *sqlclient.Client, rf *migration.ReplayedFile) error {
+		f := rf.File
 		var changes []*sqlcheck.Change
-		for _, s := range stmts {
-			if _, err := dev.ExecContext(ctx, s.Text); err != nil {
-				return nil, 0, fmt.Errorf("%s: line %d: replay on the dev database: %w", f.Name(), line(f, s.Pos), err)
-			}
-			next, err := inspect()
-			if err != nil {
-				return nil, 0, err
-			}
-			diff, err := dev.RealmDiff(current, next)
-			if err != nil {
-				return nil, 0, fmt.Errorf("%s: line %d: diff: %w", f.Name(), line(f, s.Pos), err)
-			}
-			changes = append(changes, &sqlcheck.Change{Stmt: s, Changes: fixRenames(s, diff)})
-			current = next
+		for _, s := range rf.Statements {
+			changes = append(changes, &sqlcheck.Change{Stmt: s.Stmt, Changes: fixRenames(s.Stmt, s.Changes)})
 		}
 		changes = foldRebuilds(dev, changes)
-		sum, err := dev.RealmDiff(from, current)
+		sum, err := dev.RealmDiff(rf.From, rf.To)
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s: diff: %w", f.Name(), err)
+			return fmt.Errorf("%s: diff: %w", f.Name(), err)
 		}
-		file := &sqlcheck.File{File: f, Changes: changes, Sum: sum, From: from, To: current}
+		file := &sqlcheck.File{File: f, Changes: changes, Sum: sum, From: rf.From, To: rf.To}
 		blocking := true
 		if v, err := strconv.Atoi(f.Version()); err == nil {
 			base, _ := strconv.Atoi(frozenBaseline)
@@ -278,24 +227,19 @@ func lint(ctx context.Context, dir migrate.Dir) ([]finding, int, error) {
 					}
 					for _, d := range r.Diagnostics {
 						fd := base
-						fd.Text, fd.Code, fd.Line = d.Text, d.Code, line(f, d.Pos)
+						fd.Text, fd.Code, fd.Line = d.Text, d.Code, migration.Line(f, d.Pos)
 						findings = append(findings, fd)
 					}
 				}),
 			}
 			if err := az.Analyze(ctx, pass); err != nil {
-				return nil, 0, fmt.Errorf("%s: analyzer %s: %w", f.Name(), az.Name(), err)
+				return fmt.Errorf("%s: analyzer %s: %w", f.Name(), az.Name(), err)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	return findings, len(files), nil
-}
-
-// line returns the 1-based line of byte offset pos in f.
-func line(f migrate.File, pos int) int {
-	b := f.Bytes()
-	if pos < 0 || pos > len(b) {
-		return 0
-	}
-	return bytes.Count(b[:pos], []byte("\n")) + 1
 }

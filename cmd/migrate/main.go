@@ -298,19 +298,15 @@ func (env *cmdEnv) target() (string, *migration.Migrator, error) {
 	return path, m, nil
 }
 
-// openTarget is target with the database opened read-only (openExisting):
-// it fails on a missing file or one that is not a SQLite database. The
-// caller closes the handle.
-func (env *cmdEnv) openTarget() (string, *migration.Migrator, *sql.DB, error) {
+// readTarget is target with the database read read-only (readExisting):
+// it fails on a missing file or one that is not a SQLite database. read
+// may run more than once (migration.ReadStable) and must only read.
+func (env *cmdEnv) readTarget(ctx context.Context, read func(path string, m *migration.Migrator, conn *sql.DB) error) error {
 	path, m, err := env.target()
 	if err != nil {
-		return "", nil, nil, err
+		return err
 	}
-	conn, err := openExisting(path)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	return path, m, conn, nil
+	return readExisting(ctx, path, func(conn *sql.DB) error { return read(path, m, conn) })
 }
 
 // createDSN returns the client's own DSN for the database file at path
@@ -322,35 +318,38 @@ func createDSN(path string) string {
 	return "file:" + migration.URIPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
 }
 
-// openExisting opens the database at path read-only (migration.ReadOnlyDSN). It
-// fails rather than create a missing file, and says so when the file is not
-// a SQLite database.
-func openExisting(path string) (*sql.DB, error) {
+// readStable is migration.ReadStable; a variable so that tests can commit
+// a write between the read-only open and the read.
+var readStable = migration.ReadStable
+
+// readExisting runs read on the database at path, opened read-only
+// (migration.ReadStable: read runs again if the file changed meanwhile,
+// and the command fails with migration.ErrChanged if it keeps changing).
+// It fails rather than create a missing file, and says so when the file is
+// not a SQLite database.
+func readExisting(ctx context.Context, path string, read func(*sql.DB) error) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such database file", path)
+			return fmt.Errorf("%s: no such database file", path)
 		}
-		return nil, err
+		return err
 	}
 	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory, not a database file", path)
+		return fmt.Errorf("%s is a directory, not a database file", path)
 	}
 	// Read permission, checked by the OS rather than guessed from the mode.
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.Close()
-	conn, err := sql.Open("sqlite3", migration.ReadOnlyDSN(path))
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDatabase(conn, path); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return conn, nil
+	return readStable(ctx, path, func(conn *sql.DB) error {
+		if err := checkDatabase(conn, path); err != nil {
+			return err
+		}
+		return read(conn)
+	})
 }
 
 // checkDatabase reads the schema cookie, which fails on a file that is not
@@ -478,12 +477,16 @@ type statusDoc struct {
 }
 
 func cmdStatus(ctx context.Context, env *cmdEnv) error {
-	path, m, conn, err := env.openTarget()
-	if err != nil {
+	var (
+		path string
+		m    *migration.Migrator
+		st   migration.Status
+	)
+	err := env.readTarget(ctx, func(p string, mm *migration.Migrator, conn *sql.DB) (err error) {
+		path, m = p, mm
+		st, err = m.Status(ctx, conn)
 		return err
-	}
-	defer conn.Close()
-	st, err := m.Status(ctx, conn)
+	})
 	if err != nil {
 		return err
 	}
@@ -535,28 +538,34 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	var conn *sql.DB
+	var (
+		st   migration.Status
+		plan []migration.PendingFile
+	)
+	// Status and Plan read in two transactions: ReadStable makes sure no
+	// writer came between them.
+	read := func(conn *sql.DB) (err error) {
+		if st, err = m.Status(ctx, conn); err != nil {
+			return err
+		}
+		plan, err = m.Plan(ctx, conn)
+		return err
+	}
 	_, statErr := os.Stat(path)
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist):
 		// Plan against an empty in-memory database; create nothing.
-		if conn, err = migration.OpenMemory(ctx); err != nil {
+		conn, err := migration.OpenMemory(ctx)
+		if err != nil {
 			return err
 		}
+		defer conn.Close()
+		err = read(conn)
 	case statErr != nil:
 		return statErr
 	default:
-		if conn, err = openExisting(path); err != nil {
-			return err
-		}
+		err = readExisting(ctx, path, read)
 	}
-	defer conn.Close()
-
-	st, err := m.Status(ctx, conn)
-	if err != nil {
-		return err
-	}
-	plan, err := m.Plan(ctx, conn)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"ariga.io/atlas/sql/migrate"
+	"ariga.io/atlas/sql/sqlclient"
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/internal/db"
@@ -222,45 +223,22 @@ func seedPlanRows(ctx context.Context, q *db.Queries) error {
 // addSchemaFiles creates, on conn, the tables a package's extra schema
 // files declare, except those SQLite provides itself (its pragma_ table
 // functions and sqlite_ tables, which sqlc needs declared and a real table
-// would shadow). Which table a statement creates is found by running it on
-// a private dev database and diffing Atlas's inspection.
+// would shadow). Which table a statement creates is found by replaying the
+// files on a private dev database (migration.Replay) and diffing Atlas's
+// inspection.
 func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []string) error {
+	var replay []migrate.File
 	for _, rel := range files {
 		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
 			return err
 		}
-		stmts, err := migrate.Stmts(string(b))
-		if err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
-		}
-		dev, err := openDev(ctx)
-		if err != nil {
-			return err
-		}
-		before, err := dev.InspectRealm(ctx, nil)
-		if err != nil {
-			dev.Close()
-			return err
-		}
-		for _, s := range stmts {
-			if _, err := dev.ExecContext(ctx, s.Text); err != nil {
-				dev.Close()
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-			after, err := dev.InspectRealm(ctx, nil)
-			if err != nil {
-				dev.Close()
-				return err
-			}
-			changes, err := dev.RealmDiff(before, after)
-			if err != nil {
-				dev.Close()
-				return err
-			}
-			before = after
+		replay = append(replay, migrate.NewLocalFile(rel, b))
+	}
+	return migration.Replay(ctx, replay, func(ctx context.Context, _ *sqlclient.Client, rf *migration.ReplayedFile) error {
+		for _, s := range rf.Statements {
 			skip := false
-			for _, name := range created(changes) {
+			for _, name := range created(s.Changes) {
 				if strings.HasPrefix(name, "pragma_") || strings.HasPrefix(name, "sqlite_") {
 					skip = true
 				}
@@ -268,14 +246,12 @@ func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []stri
 			if skip {
 				continue
 			}
-			if _, err := conn.ExecContext(ctx, s.Text); err != nil {
-				dev.Close()
-				return fmt.Errorf("%s: %w", rel, err)
+			if _, err := conn.ExecContext(ctx, s.Stmt.Text); err != nil {
+				return fmt.Errorf("%s: line %d: %w", rf.File.Name(), s.Line, err)
 			}
 		}
-		dev.Close()
-	}
-	return nil
+		return nil
+	})
 }
 
 // explain returns SQLite's EXPLAIN QUERY PLAN of query as the sqlite3

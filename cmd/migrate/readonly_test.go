@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"os"
 	"path/filepath"
@@ -196,5 +197,95 @@ func TestUnknownStateCountsTables(t *testing.T) {
 		code, _, stderr := runCmd(t, "status", "-db", newDB(t, tt.stmts...))
 		require.Equal(t, 1, code)
 		require.Contains(t, stderr, tt.want)
+	}
+}
+
+// meetWriter makes the commands' read-only reads meet a writer: on each of
+// the first `times` reads, once the read-only connection is open (its
+// first query ran) and before the command reads, stmt is committed by a
+// writer that opens the database then and stays open, as an app would
+// (its commits stay in the -wal). It returns how many reads ran.
+func meetWriter(t *testing.T, path string, times int, stmt string) *int {
+	t.Helper()
+	writer, err := sql.Open("sqlite3", "file:"+path+"?mode=rw&_busy_timeout=5000")
+	require.NoError(t, err)
+	writer.SetMaxOpenConns(1)
+	t.Cleanup(func() { writer.Close() })
+	orig := readStable
+	t.Cleanup(func() { readStable = orig })
+	reads := new(int)
+	readStable = func(ctx context.Context, path string, read func(*sql.DB) error) error {
+		return orig(ctx, path, func(conn *sql.DB) error {
+			*reads++
+			var v int
+			if err := conn.QueryRow("PRAGMA schema_version").Scan(&v); err != nil {
+				return err
+			}
+			if *reads <= times {
+				_, err := writer.Exec(stmt)
+				require.NoError(t, err, stmt)
+			}
+			return read(conn)
+		})
+	}
+	return reads
+}
+
+// TestReadOnlyNoticesWriter commits a write between a read-only command's
+// open of a cleanly closed database (immutable: SQLite takes no lock and
+// would not see the writer's -wal) and its read. The command reads again
+// and reports the database as it now is; if it keeps changing, it fails
+// and reports nothing.
+func TestReadOnlyNoticesWriter(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		stmt   string
+		times  int
+		code   int
+		stdout string // contained in stdout
+		stderr string // contained in stderr
+		reads  int
+	}{
+		{
+			name: "drift sees a dropped index", args: []string{"drift"},
+			stmt: "DROP INDEX pending_outbound_message_recipient", times: 1,
+			code: 1, stdout: "CREATE INDEX `pending_outbound_message_recipient`", reads: 2,
+		},
+		{
+			name: "status sees a deleted revision", args: []string{"status"},
+			stmt: "DELETE FROM schema_revision WHERE version = '15'", times: 1,
+			code: 0, stdout: "current: 14\npending: 15\n", reads: 2,
+		},
+		{
+			name: "plan sees a deleted revision", args: []string{"plan", "-json"},
+			stmt: "DELETE FROM schema_revision WHERE version = '15'", times: 1,
+			code: 0, stdout: `"version": "15"`, reads: 2,
+		},
+		{
+			name: "a writer on every read", args: []string{"status"},
+			stmt: "CREATE TABLE IF NOT EXISTS w (x); INSERT INTO w VALUES (1)", times: 3,
+			code: 1, stderr: "migrate: status: migration: database changed during read; retry", reads: 3,
+		},
+		{
+			name: "a writer on every read, JSON", args: []string{"drift", "-json"},
+			stmt: "CREATE TABLE IF NOT EXISTS w (x); INSERT INTO w VALUES (1)", times: 3,
+			code: 1, stdout: `"error": "migration: database changed during read; retry`, reads: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := headDB(t)
+			require.NoFileExists(t, path+"-wal", "closed cleanly: the command opens it immutable")
+			reads := meetWriter(t, path, tt.times, tt.stmt)
+			code, stdout, stderr := runCmd(t, append(tt.args, "-db", path)...)
+			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.Contains(t, stdout, tt.stdout)
+			require.Contains(t, stderr, tt.stderr)
+			require.Equal(t, tt.reads, *reads)
+			if tt.code != 0 && tt.stderr != "" {
+				require.Empty(t, stdout, "nothing reported from a changing file")
+			}
+		})
 	}
 }

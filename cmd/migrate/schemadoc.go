@@ -10,6 +10,7 @@ import (
 
 	"ariga.io/atlas/sql/migrate"
 	"ariga.io/atlas/sql/schema"
+	"ariga.io/atlas/sql/sqlclient"
 	"ariga.io/atlas/sql/sqlite"
 
 	"github.com/securemsg/storage/migration"
@@ -46,49 +47,32 @@ type objectNotes struct {
 	headers  []string            // file header comment lines
 }
 
-// readNotes replays files, oldest first, on a private dev database and
-// attributes each statement's comments (as Atlas's lexer attaches them) to
-// what the statement created, found by diffing Atlas's inspection before
-// and after it.
+// readNotes replays files, oldest first, on a private dev database
+// (migration.Replay) and attributes each statement's comments (as Atlas's
+// lexer attaches them) to what the statement created, found by diffing
+// Atlas's inspection before and after it.
 func readNotes(ctx context.Context, files []migrate.File) (*objectNotes, error) {
-	dev, err := openDev(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer dev.Close()
 	notes := &objectNotes{comments: map[string][]string{}}
-	current, err := dev.InspectRealm(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("inspect dev database: %w", err)
-	}
-	for _, f := range files {
-		stmts, err := migrate.FileStmtDecls(dev, f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Name(), err)
+	err := migration.Replay(ctx, files, func(_ context.Context, _ *sqlclient.Client, rf *migration.ReplayedFile) error {
+		stmts := make([]*migrate.Stmt, len(rf.Statements))
+		for i, s := range rf.Statements {
+			stmts[i] = s.Stmt
 		}
-		notes.headers = append(notes.headers, fileHeader(f.Bytes(), stmts)...)
-		for _, s := range stmts {
-			if _, err := dev.ExecContext(ctx, s.Text); err != nil {
-				return nil, fmt.Errorf("%s: line %d: replay on the dev database: %w", f.Name(), line(f, s.Pos), err)
-			}
-			next, err := dev.InspectRealm(ctx, nil)
-			if err != nil {
-				return nil, fmt.Errorf("inspect dev database: %w", err)
-			}
-			changes, err := dev.RealmDiff(current, next)
-			if err != nil {
-				return nil, fmt.Errorf("%s: line %d: diff: %w", f.Name(), line(f, s.Pos), err)
-			}
-			current = next
-			for _, name := range created(changes) {
+		notes.headers = append(notes.headers, fileHeader(rf.File.Bytes(), stmts)...)
+		for _, s := range rf.Statements {
+			for _, name := range created(s.Changes) {
 				if _, ok := notes.comments[name]; !ok {
-					if t, ok := next.Schemas[0].Table(name); ok && t != nil {
+					if t, ok := s.After.Schemas[0].Table(name); ok && t != nil {
 						notes.order = append(notes.order, name)
 					}
 				}
-				notes.comments[name] = commentLines(s.Comments)
+				notes.comments[name] = commentLines(s.Stmt.Comments)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return notes, nil
 }

@@ -1,0 +1,165 @@
+package migration_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/migration"
+)
+
+// closedDB creates a database file with table t holding rows 1..3 in the
+// given journal mode and closes it cleanly: nothing is left beside it.
+func closedDB(t *testing.T, journal string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "client.db")
+	conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode="+journal)
+	require.NoError(t, err)
+	exec(t, conn, "CREATE TABLE t (x INTEGER)", "INSERT INTO t VALUES (1), (2), (3)")
+	require.NoError(t, conn.Close())
+	require.Equal(t, []string{"client.db"}, dirNames(t, filepath.Dir(path)))
+	return path
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// write commits stmt from a read-write connection of its own; with keep
+// the connection stays open until the test ends (a WAL database then
+// keeps its -wal), otherwise it is closed (the WAL is checkpointed into
+// the file and removed).
+func write(t *testing.T, path string, keep bool, stmt string) {
+	t.Helper()
+	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=rw&_busy_timeout=5000")
+	require.NoError(t, err)
+	conn.SetMaxOpenConns(1)
+	exec(t, conn, stmt)
+	if keep {
+		t.Cleanup(func() { conn.Close() })
+		return
+	}
+	require.NoError(t, conn.Close())
+}
+
+func count(conn *sql.DB) (int, error) {
+	var n int
+	err := conn.QueryRow("SELECT count(*) FROM t").Scan(&n)
+	return n, err
+}
+
+// TestReadStable has a writer commit between ReadStable's open (the first
+// query of read) and read's own query. An immutable connection would
+// report the old rows (or fail on a torn page) as if nothing happened:
+// ReadStable notices the change and reads again, or fails with ErrChanged.
+func TestReadStable(t *testing.T) {
+	ctx := context.Background()
+	errRead := errors.New("read failed")
+	tests := []struct {
+		name    string
+		journal string
+		keep    bool // the writer stays open
+		writes  int  // attempts on which the writer commits
+		readErr int  // attempts on which read fails after its query
+		runs    int  // how often read runs
+		want    int  // the rows ReadStable's caller gets
+		wantErr error
+	}{
+		{name: "no writer", journal: "WAL", runs: 1, want: 3},
+		// The immutable connection ignores the -wal: its read is stale.
+		{name: "WAL, writer stays open", journal: "WAL", keep: true, writes: 1, runs: 2, want: 2},
+		// The writer's close rewrites the file under the immutable
+		// connection: its read may be fresh, stale or torn.
+		{name: "WAL, writer closes", journal: "WAL", writes: 1, runs: 2, want: 2},
+		{name: "rollback journal, writer closes", journal: "DELETE", writes: 1, runs: 2, want: 2},
+		{name: "rollback journal, writer stays open", journal: "DELETE", keep: true, writes: 1, runs: 2, want: 2},
+		{name: "a writer on every attempt", journal: "WAL", writes: 3, runs: 3, wantErr: migration.ErrChanged},
+		{name: "read fails, nothing changed", journal: "WAL", readErr: 1, runs: 1, wantErr: errRead},
+		{name: "read fails while the file changed", journal: "WAL", writes: 1, readErr: 1, runs: 2, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := closedDB(t, tt.journal)
+			attempt, got := 0, 0
+			err := migration.ReadStable(ctx, path, func(conn *sql.DB) error {
+				attempt++
+				var v int
+				require.NoError(t, conn.QueryRow("PRAGMA schema_version").Scan(&v), "the open")
+				if attempt <= tt.writes {
+					write(t, path, tt.keep, "DELETE FROM t WHERE x = (SELECT max(x) FROM t)")
+				}
+				n, err := count(conn)
+				if err != nil {
+					return err
+				}
+				got = n
+				if attempt <= tt.readErr {
+					return errRead
+				}
+				return nil
+			})
+			require.Equal(t, tt.runs, attempt, "read runs")
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got, "what the caller reports is the database as it is")
+		})
+	}
+}
+
+// TestReadStableCreatesNothing reads a cleanly closed WAL database in a
+// read-only directory: nothing appears beside it.
+func TestReadStableCreatesNothing(t *testing.T) {
+	path := closedDB(t, "WAL")
+	dir := filepath.Dir(path)
+	require.NoError(t, os.Chmod(dir, 0o555))
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	var n int
+	err := migration.ReadStable(context.Background(), path, func(conn *sql.DB) error {
+		var err error
+		n, err = count(conn)
+		require.Equal(t, []string{"client.db"}, dirNames(t, dir), "while open")
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, []string{"client.db"}, dirNames(t, dir))
+
+	err = migration.ReadStable(context.Background(), filepath.Join(dir, "missing.db"), func(*sql.DB) error {
+		t.Fatal("read ran on a missing file")
+		return nil
+	})
+	require.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestReadStableStopsWithContext(t *testing.T) {
+	path := closedDB(t, "WAL")
+	ctx, cancel := context.WithCancel(context.Background())
+	attempts := 0
+	err := migration.ReadStable(ctx, path, func(conn *sql.DB) error {
+		attempts++
+		_, err := count(conn)
+		write(t, path, false, "INSERT INTO t VALUES (9)")
+		cancel()
+		return err
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 1, attempts)
+}
