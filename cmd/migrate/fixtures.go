@@ -142,7 +142,7 @@ func cmdFreeze(ctx context.Context, env *cmdEnv) error {
 		out = filepath.Join(root, "version"+m.Head())
 	}
 	// Read only to refuse what is not a database: Freeze reads a copy.
-	if err := readExisting(ctx, path, func(*sql.DB) error { return nil }); err != nil {
+	if err := env.readExisting(ctx, path, func(*sql.DB) error { return nil }); err != nil {
 		return err
 	}
 	if err := frozen.Freeze(ctx, m, path, out); err != nil {

@@ -84,6 +84,9 @@ type cmdEnv struct {
 	json           bool   // -json
 	// emitted is set once the command has written its JSON document.
 	emitted bool
+	// readStable reads a database file read-only: migration.ReadStable,
+	// replaced by tests that commit a write between the open and the read.
+	readStable func(ctx context.Context, path string, read func(*sql.DB) error) error
 }
 
 // emit writes v as the command's one JSON document on stdout.
@@ -187,6 +190,12 @@ func (e *usageError) Error() string { return e.msg }
 
 // run is main without the process: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runEnv(args, &cmdEnv{stdout: stdout, stderr: stderr, readStable: migration.ReadStable})
+}
+
+// runEnv is run in env, whose writers and reader the command uses.
+func runEnv(args []string, env *cmdEnv) int {
+	stdout, stderr := env.stdout, env.stderr
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "migrate: no command")
 		usage(stderr)
@@ -209,7 +218,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	env := &cmdEnv{stdout: stdout, stderr: stderr}
 	fset := flag.NewFlagSet("migrate "+cmd.name, flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	fset.Usage = func() {
@@ -306,7 +314,7 @@ func (env *cmdEnv) readTarget(ctx context.Context, read func(path string, m *mig
 	if err != nil {
 		return err
 	}
-	return readExisting(ctx, path, func(conn *sql.DB) error { return read(path, m, conn) })
+	return env.readExisting(ctx, path, func(conn *sql.DB) error { return read(path, m, conn) })
 }
 
 // createDSN returns the client's own DSN for the database file at path
@@ -318,16 +326,12 @@ func createDSN(path string) string {
 	return "file:" + migration.URIPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
 }
 
-// readStable is migration.ReadStable; a variable so that tests can commit
-// a write between the read-only open and the read.
-var readStable = migration.ReadStable
-
 // readExisting runs read on the database at path, opened read-only
 // (migration.ReadStable: read runs again if the file changed meanwhile,
 // and the command fails with migration.ErrChanged if it keeps changing).
 // It fails rather than create a missing file, and says so when the file is
 // not a SQLite database.
-func readExisting(ctx context.Context, path string, read func(*sql.DB) error) error {
+func (env *cmdEnv) readExisting(ctx context.Context, path string, read func(*sql.DB) error) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -344,7 +348,7 @@ func readExisting(ctx context.Context, path string, read func(*sql.DB) error) er
 		return err
 	}
 	f.Close()
-	return readStable(ctx, path, func(conn *sql.DB) error {
+	return env.readStable(ctx, path, func(conn *sql.DB) error {
 		if err := checkDatabase(conn, path); err != nil {
 			return err
 		}
@@ -564,7 +568,7 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	case statErr != nil:
 		return statErr
 	default:
-		err = readExisting(ctx, path, read)
+		err = env.readExisting(ctx, path, read)
 	}
 	if err != nil {
 		return err

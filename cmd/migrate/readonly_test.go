@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"os"
@@ -200,22 +201,21 @@ func TestUnknownStateCountsTables(t *testing.T) {
 	}
 }
 
-// meetWriter makes the commands' read-only reads meet a writer: on each of
-// the first `times` reads, once the read-only connection is open (its
-// first query ran) and before the command reads, stmt is committed by a
-// writer that opens the database then and stays open, as an app would
-// (its commits stay in the -wal). It returns how many reads ran.
-func meetWriter(t *testing.T, path string, times int, stmt string) *int {
+// meetWriter returns a reader for cmdEnv.readStable that makes the
+// commands' read-only reads meet a writer: on each of the first `times`
+// reads, once the read-only connection is open (its first query ran) and
+// before the command reads, stmt is committed by a writer that opens the
+// database then and stays open, as an app would (its commits stay in the
+// -wal). reads counts the reads that ran.
+func meetWriter(t *testing.T, path string, times int, stmt string) (reader func(context.Context, string, func(*sql.DB) error) error, reads *int) {
 	t.Helper()
 	writer, err := sql.Open("sqlite3", "file:"+path+"?mode=rw&_busy_timeout=5000")
 	require.NoError(t, err)
 	writer.SetMaxOpenConns(1)
 	t.Cleanup(func() { writer.Close() })
-	orig := readStable
-	t.Cleanup(func() { readStable = orig })
-	reads := new(int)
-	readStable = func(ctx context.Context, path string, read func(*sql.DB) error) error {
-		return orig(ctx, path, func(conn *sql.DB) error {
+	reads = new(int)
+	reader = func(ctx context.Context, path string, read func(*sql.DB) error) error {
+		return migration.ReadStable(ctx, path, func(conn *sql.DB) error {
 			*reads++
 			var v int
 			if err := conn.QueryRow("PRAGMA schema_version").Scan(&v); err != nil {
@@ -228,7 +228,7 @@ func meetWriter(t *testing.T, path string, times int, stmt string) *int {
 			return read(conn)
 		})
 	}
-	return reads
+	return reader, reads
 }
 
 // TestReadOnlyNoticesWriter commits a write between a read-only command's
@@ -277,8 +277,10 @@ func TestReadOnlyNoticesWriter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := headDB(t)
 			require.NoFileExists(t, path+"-wal", "closed cleanly: the command opens it immutable")
-			reads := meetWriter(t, path, tt.times, tt.stmt)
-			code, stdout, stderr := runCmd(t, append(tt.args, "-db", path)...)
+			reader, reads := meetWriter(t, path, tt.times, tt.stmt)
+			var out, errOut bytes.Buffer
+			code := runEnv(append(tt.args, "-db", path), &cmdEnv{stdout: &out, stderr: &errOut, readStable: reader})
+			stdout, stderr := out.String(), errOut.String()
 			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			require.Contains(t, stdout, tt.stdout)
 			require.Contains(t, stderr, tt.stderr)
