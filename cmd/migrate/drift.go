@@ -35,15 +35,8 @@ func (e errDrift) Error() string {
 // would bring it to head (never run), and the history rows against the
 // embedded directory. Exit 0 when identical, 1 on drift.
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
-	var (
-		path string
-		m    *migration.Migrator
-		d    migration.Drift
-	)
-	err := env.readTarget(ctx, func(p string, mm *migration.Migrator, conn *sql.DB) (err error) {
-		path, m = p, mm
-		d, err = m.Drift(ctx, conn)
-		return err
+	path, m, d, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (migration.Drift, error) {
+		return m.Drift(ctx, conn)
 	})
 	if err != nil {
 		return err

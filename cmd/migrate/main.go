@@ -306,15 +306,21 @@ func (env *cmdEnv) target() (string, *migration.Migrator, error) {
 	return path, m, nil
 }
 
-// readTarget is target with the database read read-only (readExisting):
-// it fails on a missing file or one that is not a SQLite database. read
-// may run more than once (migration.ReadStable) and must only read.
-func (env *cmdEnv) readTarget(ctx context.Context, read func(path string, m *migration.Migrator, conn *sql.DB) error) error {
-	path, m, err := env.target()
+// readTarget runs read on the target database (target), read read-only
+// (readExisting): it fails on a missing file or one that is not a SQLite
+// database. read may run more than once (migration.ReadStable) and must
+// only read; what it returns on the last, stable run is returned.
+func readTarget[T any](ctx context.Context, env *cmdEnv, read func(m *migration.Migrator, conn *sql.DB) (T, error)) (path string, m *migration.Migrator, v T, err error) {
+	path, m, err = env.target()
 	if err != nil {
-		return err
+		return "", nil, v, err
 	}
-	return env.readExisting(ctx, path, func(conn *sql.DB) error { return read(path, m, conn) })
+	err = env.readExisting(ctx, path, func(conn *sql.DB) error {
+		var rerr error
+		v, rerr = read(m, conn)
+		return rerr
+	})
+	return path, m, v, err
 }
 
 // createDSN returns the client's own DSN for the database file at path
@@ -481,15 +487,8 @@ type statusDoc struct {
 }
 
 func cmdStatus(ctx context.Context, env *cmdEnv) error {
-	var (
-		path string
-		m    *migration.Migrator
-		st   migration.Status
-	)
-	err := env.readTarget(ctx, func(p string, mm *migration.Migrator, conn *sql.DB) (err error) {
-		path, m = p, mm
-		st, err = m.Status(ctx, conn)
-		return err
+	path, m, st, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (migration.Status, error) {
+		return m.Status(ctx, conn)
 	})
 	if err != nil {
 		return err
