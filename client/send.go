@@ -211,10 +211,7 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 	if err := c.ensureSession(ctx, p); err != nil {
 		return nil, err
 	}
-	if c.takeEncryptFailure() {
-		return nil, errInjectedEncrypt
-	}
-	env, err := p.sess.Encrypt(frame)
+	env, err := c.cfg.Encrypter.Encrypt(p.sess, frame)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt for %s: %w", p.addr, err)
 	}
@@ -232,19 +229,6 @@ func (c *Client) handOff(ctx context.Context, to ids.DeviceAddress, raw []byte) 
 		return fmt.Errorf("hand off to %s: %w", to, err)
 	}
 	return nil
-}
-
-// errInjectedEncrypt is the failure FailNextEncryptions injects.
-var errInjectedEncrypt = errors.New("client: injected encryption failure")
-
-func (c *Client) takeEncryptFailure() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failEncrypt > 0 {
-		c.failEncrypt--
-		return true
-	}
-	return false
 }
 
 // maxBody is the largest plaintext Send accepts: a frame must fit the
