@@ -423,12 +423,23 @@ func seqsOf(ms []client.PendingMessage) []int64 {
 var _ = slices.Contains[[]int, int]
 
 // initiating reports whether d's store holds an unanswered initiation
-// (session_initiation row) for peer, and whether it holds a session.
-func (d *device) stored(peer ids.DeviceAddress) (initiation, session bool) {
+// (session_initiation row) for peer, and whether it holds a session with a
+// current state.
+func (d *device) stored(peer ids.DeviceAddress) (initiation, live bool) {
 	d.tb.Helper()
 	st, err := d.st.Peer(context.Background(), peer)
 	require.NoError(d.tb, err)
-	return st.Initiation != nil, st.Session != nil
+	if st.Session == nil {
+		return st.Initiation != nil, false
+	}
+	// A record without a current state (after an accepted identity
+	// change) only remembers base keys: it is no session.
+	s, err := session.UnmarshalSession(st.Session)
+	require.NoError(d.tb, err)
+	if !s.HasState() {
+		require.Zero(d.tb, s.ArchivedStates(), "a record without state keeps no archived state")
+	}
+	return st.Initiation != nil, s.HasState()
 }
 
 // requireInitiation checks whether d stores an unanswered initiation to

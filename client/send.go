@@ -148,9 +148,12 @@ func (p *peer) update() (store.PeerState, error) {
 }
 
 // ensureSession gives p a session, fetching the remote bundle only when
-// there is none. It makes a directory call only in that case.
+// there is none (no record, or a record without a current state after an
+// accepted identity change). It makes a directory call only in that case.
+// A new session supersedes the record held, so the initiations it
+// remembers are still recognised as replays.
 func (c *Client) ensureSession(ctx context.Context, p *peer) error {
-	if p.sess != nil {
+	if p.sess != nil && p.sess.HasState() {
 		return nil
 	}
 	identity, _, addr, err := c.local()
@@ -170,6 +173,11 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 	s, err := session.Initiate(c.cfg.Rand, identity, addr, b)
 	if err != nil {
 		return err
+	}
+	if p.sess != nil {
+		if err := s.Supersede(p.sess); err != nil {
+			return err
+		}
 	}
 	p.sess = s
 	return nil
@@ -376,9 +384,12 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 }
 
 // AcceptRemoteIdentityChange trusts the new identity recorded for remote
-// (see ErrIdentityChanged): the pin moves to it and the session with the
-// old identity is dropped, so the next send or retry starts a session with
-// the new one. Pending messages are kept. Returns ErrNotInitialized before
+// (see ErrIdentityChanged): the pin moves to it and the sessions with the
+// old identity are dropped, so the next send or retry starts a session with
+// the new one. The base keys of the old identity's initiations are kept
+// (session.Session.Retire), so a replay of one fails with
+// session.ErrReplay instead of being reported as an identity change back
+// to the old key. Pending messages are kept. Returns ErrNotInitialized before
 // Initialize, ErrInvalidArgument for a malformed address, and an error
 // matching session.ErrNoIdentityChange if no change is recorded.
 func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress) error {
@@ -406,8 +417,15 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 	if err != nil {
 		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
 	}
-	// Drop the old identity's session and initiation in the same transaction.
-	if err := c.cfg.Store.SavePeer(ctx, remote, store.PeerState{Pin: pin, Session: []byte{}, Initiation: []byte{}}); err != nil {
+	// Drop the old identity's sessions and initiation in the same
+	// transaction, keeping only what recognises replays of its initiations.
+	sess := []byte{}
+	if p.sess != nil {
+		if sess, err = p.sess.Retire().MarshalBinary(); err != nil {
+			return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+		}
+	}
+	if err := c.cfg.Store.SavePeer(ctx, remote, store.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}); err != nil {
 		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
 	}
 	return nil

@@ -61,4 +61,8 @@ var (
 	// the session are not two different initiations started by the two
 	// different devices of the pair.
 	ErrNotColliding = errors.New("session: not a simultaneous initiation")
+	// ErrNoState is returned by Encrypt and Decrypt on a record without a
+	// current state (see Session.Retire): start a new session with
+	// Initiate and Supersede, or wait for the peer's initiation.
+	ErrNoState = errors.New("session: record has no current state")
 )
