@@ -66,7 +66,7 @@ type Receipt struct {
 	// then only remembers the rejected base key.
 	Rejected *InitiationID
 	// Lost lists what this device sent on its own initiation that lost a
-	// collision (see ResolveCollision), or nil.
+	// collision (see CollisionWinner), or nil.
 	Lost *LostInitiation
 }
 
