@@ -241,7 +241,9 @@ func (s *Session) Supersede(prev *Session) error {
 }
 
 // HasState reports whether the record has a current state to encrypt
-// with; false after Retire, until a new session supersedes it.
+// with; false after Retire, until a new session supersedes it. Without a
+// state, only Local and Remote say something: the identities and the
+// initiation id are zero, and Initiating is false.
 func (s *Session) HasState() bool { return !s.stateless }
 
 // lost lists the envelopes s sent carrying its initiation header.
