@@ -272,10 +272,9 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 // misdirected (ErrWrongSession) envelope leaves the session byte-for-byte
 // unchanged; a record without a current state returns ErrNoState.
 // Envelopes may arrive out of order (see MaxSkip, MaxSkippedKeys). An
-// envelope with an initiation header is accepted only
-// by the state of that initiation, as its responder. On failure the error
-// is the current state's, or the first archived state's that is not
-// ErrWrongSession.
+// envelope with an initiation header is accepted only by the state of
+// that initiation, as its responder. On failure the error is the current
+// state's, or the first archived state's that is not ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 	next, pt, err := s.decrypted(env)
 	if err != nil {
