@@ -239,10 +239,11 @@ func TestAbandonAfterFailedEncryption(t *testing.T) {
 			gone := a.sendFailed(bob, "gone")
 			kept := a.sendFailed(bob, "kept")
 
-			a.c.FailNextEncryptions(1)
+			a.failEncryptions(1)
 			net.ResetCalls()
 			sent, err := a.c.RetryPendingMessages(ctx, bob)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
+			require.ErrorIs(t, err, errEncryptRefused)
 			require.Empty(t, sent)
 			require.Zero(t, sendsTo(net.Calls(), bob), "nothing handed off")
 			require.Equal(t, []ids.LogicalMessageID{gone, kept}, a.pendingIDs(nil))
@@ -256,9 +257,10 @@ func TestAbandonAfterFailedEncryption(t *testing.T) {
 			require.Zero(t, a.count(nil))
 
 			// A failed encryption in Send itself: ErrMessageNotSent, pending.
-			a.c.FailNextEncryptions(1)
+			a.failEncryptions(1)
 			id, err := a.c.Send(ctx, bob, []byte("enc fails"))
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
+			require.ErrorIs(t, err, errEncryptRefused)
 			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
 			require.Equal(t, client.Abandoned, a.abandon(bob, id))
 			converse(t, a, b)

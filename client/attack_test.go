@@ -289,3 +289,92 @@ func TestForgedInitiationDuringIdentityChange(t *testing.T) {
 	converse(t, a2, b)
 	converse(t, b, a2)
 }
+
+// TestReplayAfterAcceptedIdentityChange: alice's old identity started two
+// sessions with bob using no one-time prekey (bob's were drained); alice
+// reinstalls (a new identity) and bob accepts the change. A relay then
+// replays each of the old identity's initiations, whose signed prekey bob
+// still accepts: at once, after bob started a session with the new
+// device, or after the new device's session is established. Each replay
+// fails with ErrReplay, is not reported as an identity change, and
+// changes no row (the pin stays the new identity's), also after a
+// restart; the new device's genuine initiation still establishes a
+// session that works both ways. Before, accepting deleted the whole
+// session record, and a replay was recorded as an identity change back
+// to the old key, blocking the new device.
+func TestReplayAfterAcceptedIdentityChange(t *testing.T) {
+	tests := []struct {
+		name string
+		// before runs after the accept, before the replays.
+		before func(t *testing.T, a2, b *device)
+	}{
+		{"right after the accept", func(*testing.T, *device, *device) {}},
+		{"after bob initiated with the new device", func(t *testing.T, a2, b *device) {
+			b.send(alice, "to the new device")
+			b.requireInitiation(alice, true)
+		}},
+		{"after the new device's session is established", func(t *testing.T, a2, b *device) {
+			require.Len(t, a2.retry(bob), 1)
+			require.Equal(t, []string{"new device"}, messages(t, b.poll()))
+			a2.poll()
+			b.requireInitiation(alice, false)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			a := mustOpen(t, net, alice)
+			b := mustOpen(t, net, bob)
+			drainPrekeys(t, net, bob)
+			var replayed [][]byte
+			for i, text := range []string{"first", "alice started over"} {
+				if i > 0 {
+					a.loseSession(bob)
+				}
+				a.send(bob, text)
+				replayed = append(replayed, lastSent(t, net, bob))
+				require.Equal(t, []string{text}, messages(t, b.poll()))
+				a.poll()
+				converse(t, b, a)
+			}
+
+			a2 := mustOpen(t, net, alice) // reinstalled: a new identity
+			a2.send(bob, "new device")
+			_, err := b.c.Poll(ctx)
+			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.NoError(t, b.c.AcceptRemoteIdentityChange(ctx, alice))
+			newPin, err := b.st.Peer(ctx, alice)
+			require.NoError(t, err)
+			tt.before(t, a2, b)
+
+			before := dumpTables(t, b.sql.DB())
+			for _, restart := range []bool{false, true} {
+				if restart {
+					b.reopen()
+				}
+				for i, raw := range replayed {
+					_, err := b.c.Receive(ctx, raw)
+					require.ErrorIs(t, err, session.ErrReplay, "replay %d, restart %v", i, restart)
+					require.NotErrorIs(t, err, session.ErrIdentityChanged)
+					require.Equal(t, before, dumpTables(t, b.sql.DB()), "replay %d changes no row (restart %v)", i, restart)
+				}
+			}
+			st, err := b.st.Peer(ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, newPin.Pin, st.Pin, "the pin stays the new identity's, no change recorded")
+
+			// The new device is not blocked: its messages flow both ways.
+			a2.retry(bob)
+			b.poll()
+			a2.poll()
+			b.retry(alice)
+			a2.poll()
+			b.poll()
+			require.Zero(t, a2.count(nil))
+			require.Zero(t, b.count(nil))
+			converse(t, a2, b)
+			converse(t, b, a2)
+		})
+	}
+}

@@ -97,6 +97,26 @@ type Config struct {
 	// Now returns the current time, for the grace period; nil means
 	// time.Now.
 	Now func() time.Time
+	// Encrypter encrypts every outgoing frame on its session; nil means
+	// the session's own Encrypt. A deployment can wrap it to refuse an
+	// encryption (a policy check, a key held by a device that may be
+	// unavailable): the message is then stored pending and not handed
+	// off (ErrMessageNotSent), and no session change is stored.
+	Encrypter Encrypter
+}
+
+// Encrypter encrypts a frame for a remote device on the session held for
+// it. Encrypt returns the envelope made by s.Encrypt(frame), which
+// advances s, or an error; the client stores nothing of s after an error.
+type Encrypter interface {
+	Encrypt(s *session.Session, frame []byte) (session.Envelope, error)
+}
+
+// sessionEncrypter is the default Encrypter: the session's Encrypt.
+type sessionEncrypter struct{}
+
+func (sessionEncrypter) Encrypt(s *session.Session, frame []byte) (session.Envelope, error) {
+	return s.Encrypt(frame)
 }
 
 // Client is one device's messaging client. It is safe for concurrent use.
@@ -114,9 +134,6 @@ type Client struct {
 	addr     ids.DeviceAddress
 	identity *session.Identity
 	prekeys  *session.Prekeys
-
-	// failEncrypt, when positive, makes the next encryptions fail (tests).
-	failEncrypt int
 }
 
 // New returns a client over cfg that is not initialized: every call but
@@ -147,6 +164,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
+	}
+	if cfg.Encrypter == nil {
+		cfg.Encrypter = sessionEncrypter{}
 	}
 	return &Client{cfg: cfg}, nil
 }

@@ -1,13 +1,12 @@
 package client
 
-// FailNextEncryptions makes the next n encryptions of c fail, as a broken
-// cipher would, so tests can drive "a retry whose encryption failed". It
-// exists only in this package's tests.
-func (c *Client) FailNextEncryptions(n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.failEncrypt = n
-}
+import "github.com/securemsg/storage/session"
 
 // MaxBody is the largest plaintext Send accepts.
 const MaxBody = maxBody
+
+// EncodeLocal is encodeLocal, so benchmarks can store a local identity
+// they built with package session (and records of sessions made with it).
+func EncodeLocal(id *session.Identity, pk *session.Prekeys) ([]byte, error) {
+	return encodeLocal(id, pk)
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,6 +17,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -51,7 +53,28 @@ type device struct {
 	kr   *seal.Keyring
 	net  *transport.Network
 	tr   transport.Transport // transport the client uses (net unless wrapped)
+	enc  *failingEncrypter
 }
+
+// errEncryptRefused is what failingEncrypter returns.
+var errEncryptRefused = errors.New("test: encryption refused")
+
+// failingEncrypter is the client's Encrypter of a test device: the
+// session's Encrypt, except that the next fail encryptions are refused
+// (before touching the session), as a deployment's Encrypter may refuse.
+type failingEncrypter struct{ fail atomic.Int32 }
+
+func (e *failingEncrypter) Encrypt(s *session.Session, frame []byte) (session.Envelope, error) {
+	for n := e.fail.Load(); n > 0; n = e.fail.Load() {
+		if e.fail.CompareAndSwap(n, n-1) {
+			return session.Envelope{}, errEncryptRefused
+		}
+	}
+	return s.Encrypt(frame)
+}
+
+// failEncryptions makes the next n encryptions of d's client fail.
+func (d *device) failEncryptions(n int) { d.enc.fail.Store(int32(n)) }
 
 func newKeyring(tb testing.TB) *seal.Keyring {
 	tb.Helper()
@@ -82,7 +105,7 @@ func mustOpenKind(tb testing.TB, kind storeKind, net *transport.Network, addr id
 // tr is the transport the client uses (net or a wrapper of it).
 func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport) *device {
 	tb.Helper()
-	d := &device{tb: tb, kind: kind, kr: newKeyring(tb), net: net, tr: tr}
+	d := &device{tb: tb, kind: kind, kr: newKeyring(tb), net: net, tr: tr, enc: &failingEncrypter{}}
 	switch kind {
 	case sqliteKind:
 		d.path = filepath.Join(tb.TempDir(), "client.db")
@@ -102,7 +125,7 @@ func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transport.Network
 }
 
 func (d *device) config() client.Config {
-	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5}
+	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5, Encrypter: d.enc}
 }
 
 // reopen closes the device's SQLite store and opens the client again over a
@@ -400,12 +423,23 @@ func seqsOf(ms []client.PendingMessage) []int64 {
 var _ = slices.Contains[[]int, int]
 
 // initiating reports whether d's store holds an unanswered initiation
-// (session_initiation row) for peer, and whether it holds a session.
-func (d *device) stored(peer ids.DeviceAddress) (initiation, session bool) {
+// (session_initiation row) for peer, and whether it holds a session with a
+// current state.
+func (d *device) stored(peer ids.DeviceAddress) (initiation, live bool) {
 	d.tb.Helper()
 	st, err := d.st.Peer(context.Background(), peer)
 	require.NoError(d.tb, err)
-	return st.Initiation != nil, st.Session != nil
+	if st.Session == nil {
+		return st.Initiation != nil, false
+	}
+	// A record without a current state (after an accepted identity
+	// change) only remembers base keys: it is no session.
+	s, err := session.UnmarshalSession(st.Session)
+	require.NoError(d.tb, err)
+	if !s.HasState() {
+		require.Zero(d.tb, s.ArchivedStates(), "a record without state keeps no archived state")
+	}
+	return st.Initiation != nil, s.HasState()
 }
 
 // requireInitiation checks whether d stores an unanswered initiation to

@@ -148,9 +148,12 @@ func (p *peer) update() (store.PeerState, error) {
 }
 
 // ensureSession gives p a session, fetching the remote bundle only when
-// there is none. It makes a directory call only in that case.
+// there is none (no record, or a record without a current state after an
+// accepted identity change). It makes a directory call only in that case.
+// A new session supersedes the record held, so the initiations it
+// remembers are still recognised as replays.
 func (c *Client) ensureSession(ctx context.Context, p *peer) error {
-	if p.sess != nil {
+	if p.sess != nil && p.sess.HasState() {
 		return nil
 	}
 	identity, _, addr, err := c.local()
@@ -170,6 +173,11 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 	s, err := session.Initiate(c.cfg.Rand, identity, addr, b)
 	if err != nil {
 		return err
+	}
+	if p.sess != nil {
+		if err := s.Supersede(p.sess); err != nil {
+			return err
+		}
 	}
 	p.sess = s
 	return nil
@@ -211,10 +219,7 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 	if err := c.ensureSession(ctx, p); err != nil {
 		return nil, err
 	}
-	if c.takeEncryptFailure() {
-		return nil, errInjectedEncrypt
-	}
-	env, err := p.sess.Encrypt(frame)
+	env, err := c.cfg.Encrypter.Encrypt(p.sess, frame)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt for %s: %w", p.addr, err)
 	}
@@ -232,19 +237,6 @@ func (c *Client) handOff(ctx context.Context, to ids.DeviceAddress, raw []byte) 
 		return fmt.Errorf("hand off to %s: %w", to, err)
 	}
 	return nil
-}
-
-// errInjectedEncrypt is the failure FailNextEncryptions injects.
-var errInjectedEncrypt = errors.New("client: injected encryption failure")
-
-func (c *Client) takeEncryptFailure() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failEncrypt > 0 {
-		c.failEncrypt--
-		return true
-	}
-	return false
 }
 
 // maxBody is the largest plaintext Send accepts: a frame must fit the
@@ -392,9 +384,12 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 }
 
 // AcceptRemoteIdentityChange trusts the new identity recorded for remote
-// (see ErrIdentityChanged): the pin moves to it and the session with the
-// old identity is dropped, so the next send or retry starts a session with
-// the new one. Pending messages are kept. Returns ErrNotInitialized before
+// (see ErrIdentityChanged): the pin moves to it and the sessions with the
+// old identity are dropped, so the next send or retry starts a session with
+// the new one. The base keys of the old identity's initiations are kept
+// (session.Session.Retire), so a replay of one fails with
+// session.ErrReplay instead of being reported as an identity change back
+// to the old key. Pending messages are kept. Returns ErrNotInitialized before
 // Initialize, ErrInvalidArgument for a malformed address, and an error
 // matching session.ErrNoIdentityChange if no change is recorded.
 func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress) error {
@@ -422,8 +417,15 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 	if err != nil {
 		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
 	}
-	// Drop the old identity's session and initiation in the same transaction.
-	if err := c.cfg.Store.SavePeer(ctx, remote, store.PeerState{Pin: pin, Session: []byte{}, Initiation: []byte{}}); err != nil {
+	// Drop the old identity's sessions and initiation in the same
+	// transaction, keeping only what recognises replays of its initiations.
+	sess := []byte{}
+	if p.sess != nil {
+		if sess, err = p.sess.Retire().MarshalBinary(); err != nil {
+			return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+		}
+	}
+	if err := c.cfg.Store.SavePeer(ctx, remote, store.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}); err != nil {
 		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
 	}
 	return nil

@@ -21,14 +21,17 @@ func TestCollisionWinner(t *testing.T) {
 }
 
 // TestSimultaneousInitiation: both devices initiate and send before either
-// received the other's first envelope. Whatever the delivery order, both
-// converge on the initiation of the smaller address, the loser re-sends
-// what it sent on the losing initiation, and both directions work.
+// received the other's first envelope. Whatever the delivery order, Receive
+// makes both converge on the initiation of the smaller address: the loser
+// answers the winner's initiation (Receipt.Lost lists what it sent on its
+// own, which it re-sends), the winner rejects every envelope of the losing
+// initiation, before or after the re-sent messages, consuming no prekey and
+// changing nothing once its base key is remembered; both directions work.
 func TestSimultaneousInitiation(t *testing.T) {
 	tests := []struct {
 		name       string
 		x, y       ids.DeviceAddress
-		staleLater bool // the winner gets the loser's re-sent messages before its stale initiation envelopes
+		staleLater bool // the winner gets the loser's re-sent messages before the losing initiation's envelopes
 	}{
 		{"x smaller", ids.DeviceAddress{UserID: "alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, false},
 		{"y smaller", ids.DeviceAddress{UserID: "zoe", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 9}, false},
@@ -61,64 +64,85 @@ func TestSimultaneousInitiation(t *testing.T) {
 			winInit := winS.InitiationID()
 			loseInit := loseS.InitiationID()
 
-			// Decrypt refuses a foreign initiation: the client must resolve.
+			// Decrypt alone refuses a foreign initiation.
 			_, err = winS.Decrypt(fromLose[0])
 			require.ErrorIs(t, err, session.ErrWrongSession)
 
 			// The loser receives the winner's initiation.
-			_, err = loseS.Decrypt(fromWin[0])
-			require.ErrorIs(t, err, session.ErrWrongSession)
 			loseBefore := stateOf(t, loseS)
-			res, err := session.ResolveCollision(loseD.id, loseD.pk, loseS, fromWin[0])
-			require.NoError(t, err)
-			require.Equal(t, session.TheirsWon, res.Outcome)
-			require.Equal(t, winText[0], string(res.Plaintext))
-			require.NotNil(t, res.Lost)
-			require.Equal(t, loseInit, res.Lost.InitiationID)
-			require.Equal(t, winD.addr, res.Lost.Remote)
-			require.Equal(t, []uint32{0, 1}, res.Lost.MessageNumbers)
+			r := receive(t, loseD, loseS, fromWin[0])
+			require.Nil(t, r.Rejected)
+			require.Equal(t, winText[0], string(r.Plaintext))
+			require.NotNil(t, r.Lost)
+			require.Equal(t, loseInit, r.Lost.InitiationID)
+			require.Equal(t, winD.addr, r.Lost.Remote)
+			require.Equal(t, []uint32{0, 1}, r.Lost.MessageNumbers)
 			require.Equal(t, loseBefore, stateOf(t, loseS), "the losing session is not modified")
-			loseS = res.Winner
+			lost := r.Lost
+			loseS = roundTrip(t, r.Session)
 			require.Equal(t, winInit, loseS.InitiationID())
 			require.Equal(t, winD.addr, loseS.Initiator())
 			require.False(t, loseS.Initiating())
-			decrypt(t, loseS, fromWin[1], winText[1])
+			r = receive(t, loseD, loseS, fromWin[1])
+			require.Equal(t, winText[1], string(r.Plaintext))
+			require.Nil(t, r.Lost)
+			loseS = r.Session
 
 			// The loser re-sends what the lost initiation carried.
 			var resent []session.Envelope
-			for _, n := range res.Lost.MessageNumbers {
+			for _, n := range lost.MessageNumbers {
 				env := encrypt(t, loseS, loseText[n])
 				require.Nil(t, env.Initiation)
 				resent = append(resent, env)
 			}
 
-			// The winner rejects the losing initiation, on every envelope of it,
-			// before or after it received the re-sent messages.
+			// The winner rejects the losing initiation, on every envelope of
+			// it: the first time remembering its base key, then changing
+			// nothing; no prekey is consumed.
 			checkRejected := func(env session.Envelope) {
 				t.Helper()
-				before := stateOf(t, winS)
-				pkBefore := winD.pk.OneTimeCount()
-				r, err := session.ResolveCollision(winD.id, winD.pk, winS, env)
+				pkBefore, err := winD.pk.MarshalBinary()
 				require.NoError(t, err)
-				require.Equal(t, session.OursWon, r.Outcome)
-				require.Same(t, winS, r.Winner)
-				require.Equal(t, loseInit, r.Rejected)
+				before := stateOf(t, winS)
+				initiating := winS.Initiating()
+				r, err := session.Receive(session.Local{Identity: winD.id, Address: winD.addr, Prekeys: winD.pk}, winS, env)
+				require.NoError(t, err)
+				require.NotNil(t, r.Rejected)
+				require.Equal(t, loseInit, *r.Rejected)
 				require.Nil(t, r.Lost)
 				require.Nil(t, r.Plaintext)
-				require.Equal(t, before, stateOf(t, winS))
-				require.Equal(t, pkBefore, winD.pk.OneTimeCount(), "no prekey consumed")
+				require.Nil(t, r.Prekeys, "no prekey consumed")
+				require.Equal(t, before, stateOf(t, winS), "Receive changes nothing it is given")
+				if r.Session != nil {
+					winS = roundTrip(t, r.Session)
+					require.Equal(t, winInit, winS.InitiationID())
+					require.Equal(t, initiating, winS.Initiating())
+				}
+				pkAfter, err := winD.pk.MarshalBinary()
+				require.NoError(t, err)
+				require.Equal(t, pkBefore, pkAfter)
 			}
 			if !tt.staleLater {
 				checkRejected(fromLose[0])
 			}
 			require.True(t, winS.Initiating())
 			for i, env := range resent {
-				decrypt(t, winS, env, loseText[i])
+				r := receive(t, winD, winS, env)
+				require.Equal(t, loseText[i], string(r.Plaintext))
+				winS = r.Session
 			}
 			require.False(t, winS.Initiating())
-			checkRejected(fromLose[1])
 			if tt.staleLater {
-				checkRejected(fromLose[0])
+				staleAfterConvergence(t, winD, winS, loseD, loseS, fromLose, loseText)
+				return
+			}
+			checkRejected(fromLose[1])
+			// Every copy again: remembered, nothing to store.
+			for _, env := range fromLose {
+				r, err := session.Receive(session.Local{Identity: winD.id, Address: winD.addr, Prekeys: winD.pk}, winS, env)
+				require.NoError(t, err)
+				require.NotNil(t, r.Rejected)
+				require.Nil(t, r.Session)
 			}
 
 			// Exactly one session on each side, of the same initiation; both
@@ -133,36 +157,86 @@ func TestSimultaneousInitiation(t *testing.T) {
 	}
 }
 
-func TestResolveCollisionNotColliding(t *testing.T) {
+// staleAfterConvergence: the losing initiation reaches the winner only
+// after the winner was answered on its own. That is no collision any more
+// (the winner's initiation is answered): Receive takes it for the peer
+// starting over, answers it and archives the converged state, and its
+// other copies are routed to the new state. Both directions still work
+// (each side decrypts the other's sending state from its archive), and the
+// application sees the re-sent messages twice, which the client recognises
+// by logical id.
+func staleAfterConvergence(t *testing.T, winD *device, winS *session.Session, loseD *device, loseS *session.Session, fromLose []session.Envelope, loseText []string) {
+	t.Helper()
+	r := receive(t, winD, winS, fromLose[0])
+	require.Nil(t, r.Rejected)
+	require.NotNil(t, r.Initiator)
+	require.Equal(t, loseText[0], string(r.Plaintext))
+	winS = roundTrip(t, r.Session)
+	require.Equal(t, 1, winS.ArchivedStates())
+	r = receive(t, winD, winS, fromLose[1])
+	require.Equal(t, loseText[1], string(r.Plaintext))
+	require.Nil(t, r.Initiator, "a copy of the same initiation builds nothing new")
+	winS = r.Session
+	for _, env := range fromLose {
+		require.ErrorIs(t, receiveErr(t, winD, winS, env), session.ErrReplay)
+	}
+	for i := range 3 {
+		r := receive(t, loseD, loseS, encrypt(t, winS, msg("w", i)))
+		require.Equal(t, msg("w", i), string(r.Plaintext))
+		loseS = r.Session
+		r = receive(t, winD, winS, encrypt(t, loseS, msg("l", i)))
+		require.Equal(t, msg("l", i), string(r.Plaintext))
+		winS = r.Session
+	}
+}
+
+// TestInitiationsThatAreNoCollision: Receive applies the collision rule
+// only to the peer's initiation against this device's own unanswered one.
+// Another envelope of the initiation a record answered is decrypted by it;
+// a new initiation by the peer that started the current session replaces
+// it (archived), whichever address is smaller; a message without
+// initiation header is decrypted by the answered initiator's session.
+func TestInitiationsThatAreNoCollision(t *testing.T) {
 	alice := newDevice(t, "alice", 1, 2)
 	bob := newDevice(t, "bob", 1, 2)
 	as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
 	require.NoError(t, err)
 	first := encrypt(t, as, "1")
 	second := encrypt(t, as, "2")
-	bs, _, err := session.Respond(bob.id, bob.addr, bob.pk, first)
-	require.NoError(t, err)
+	bs := receive(t, bob, nil, first).Session
 
-	// Its own initiation: not a collision, just Decrypt.
-	_, err = session.ResolveCollision(bob.id, bob.pk, bs, second)
-	require.ErrorIs(t, err, session.ErrNotColliding)
+	// Its own initiation: decrypted, no new session, no rejection.
+	r := receive(t, bob, bs, second)
+	require.Equal(t, "2", string(r.Plaintext))
+	require.Nil(t, r.Initiator)
+	require.Nil(t, r.Rejected)
+	require.Equal(t, as.InitiationID(), r.Session.InitiationID())
+	bs = r.Session
 
-	// Alice starts a second initiation while bob responds to the first:
-	// a re-initiation by the same initiator, left to the client.
+	// alice (the smaller address) starts a second initiation: a
+	// re-initiation, not a collision.
 	as2, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
 	require.NoError(t, err)
-	_, err = session.ResolveCollision(bob.id, bob.pk, bs, encrypt(t, as2, "again"))
-	require.ErrorIs(t, err, session.ErrNotColliding)
+	r = receive(t, bob, bs, encrypt(t, as2, "again"))
+	require.Equal(t, "again", string(r.Plaintext))
+	require.Nil(t, r.Rejected)
+	require.Nil(t, r.Lost)
+	require.Equal(t, as2.InitiationID(), r.Session.InitiationID())
+	require.Equal(t, 1, r.Session.ArchivedStates())
+	bs2 := r.Session
 
-	// No initiation header.
-	decrypt(t, bs, second, "2")
-	decrypt(t, as, encrypt(t, bs, "r"), "r")
-	_, err = session.ResolveCollision(alice.id, alice.pk, as, encrypt(t, bs, "plain"))
-	require.ErrorIs(t, err, session.ErrNoInitiation)
+	// No initiation header, on the initiator's side once answered.
+	decrypt(t, as2, encrypt(t, bs2, "r"), "r")
+	r = receive(t, alice, as2, encrypt(t, bs2, "plain"))
+	require.Equal(t, "plain", string(r.Plaintext))
+	require.Nil(t, r.Rejected)
 }
 
-func TestResolveCollisionRespondFailureChangesNothing(t *testing.T) {
-	// zed loses against amy; amy's initiation names a consumed prekey.
+// TestCollisionLoserFailureChangesNothing: the loser of a collision (zed
+// against amy) receives the winner's initiation tampered with: it fails
+// with ErrDecrypt, and neither the record nor the prekeys change; the
+// genuine envelope is then answered.
+func TestCollisionLoserFailureChangesNothing(t *testing.T) {
 	amy := newDevice(t, "amy", 1, 1)
 	zed := newDevice(t, "zed", 1, 1)
 	zs, err := session.Initiate(rand.Reader, zed.id, zed.addr, amy.bundle())
@@ -170,10 +244,12 @@ func TestResolveCollisionRespondFailureChangesNothing(t *testing.T) {
 	as, err := session.Initiate(rand.Reader, amy.id, amy.addr, zed.bundle())
 	require.NoError(t, err)
 	env := encrypt(t, as, "hi")
-	env.Ciphertext[0] ^= 1
-	before := stateOf(t, zs)
-	_, err = session.ResolveCollision(zed.id, zed.pk, zs, env)
-	require.ErrorIs(t, err, session.ErrDecrypt)
-	require.Equal(t, before, stateOf(t, zs))
+	tampered := env.Clone()
+	tampered.Ciphertext[0] ^= 1
+	require.ErrorIs(t, receiveErr(t, zed, zs, tampered), session.ErrDecrypt)
 	require.Equal(t, 1, zed.pk.OneTimeCount())
+	r := receive(t, zed, zs, env)
+	require.Equal(t, "hi", string(r.Plaintext))
+	require.NotNil(t, r.Lost)
+	require.Zero(t, zed.pk.OneTimeCount(), "the genuine one used the one-time prekey")
 }

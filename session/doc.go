@@ -78,10 +78,15 @@
 // The client hands every envelope from peer P to Receive with the session
 // record it holds for P (nil if none). A record is the current state plus
 // up to MaxArchivedStates previous states of sessions with P that were
-// replaced, and the base keys of up to MaxRejectedInitiations initiations
-// rejected by the collision rule; it is one value, stored in the one
-// sealed session row of P (encoding version 2; version 1 records, a
-// single state, still decode). Receive never changes what it is given:
+// replaced, the base keys of up to MaxRejectedInitiations initiations
+// rejected by the collision rule, and the base keys of up to
+// MaxRetiredInitiations initiations this device answered whose states
+// were dropped (of an identity no longer trusted, beyond the archive, or
+// all of them by Session.Retire, which leaves a record without a current
+// state); it is one value, stored in the one sealed session row of P
+// (encoding version 3, or 2 when it has a state and no retired base key;
+// version 1 records, a single state, still decode). Receive never changes
+// what it is given:
 // it returns the new record, and the prekeys if an initiation used them,
 // for the client to store in one transaction. The rule:
 //
@@ -91,6 +96,8 @@
 //     or an archived state this device answered goes to that state: a
 //     late copy decrypts, a replay fails with ErrReplay and changes
 //     nothing. A replay never builds a new session;
+//   - an initiation whose base key is a retired one fails with ErrReplay
+//     and changes nothing;
 //   - a copy of an initiation rejected before is rejected again;
 //   - any other initiation is authenticated first, on a copy of the
 //     prekeys: its X3DH agreement and first message must decrypt, or its
@@ -108,8 +115,8 @@
 //
 // When both devices initiate before receiving the other's first envelope,
 // the initiation whose initiator address is smaller by
-// ids.DeviceAddress.Less wins on both sides (CollisionWinner); see
-// ResolveCollision. Receive applies this rule only while the current
+// ids.DeviceAddress.Less wins on both sides (CollisionWinner), whatever
+// the delivery order. Receive applies this rule only while the current
 // state is this device's own initiation and still unanswered: the loser's
 // initiation is then rejected and its base key remembered, so later
 // copies of it (also after the winner was answered) are rejected again.
@@ -120,10 +127,10 @@
 // previous one is archived, whichever address is smaller. Without this, a
 // peer with the greater address that lost its session would be rejected
 // forever by a peer holding a session it had initiated. A replayed old
-// initiation cannot use it: its base key is known (archived state or
-// rejected), or its one-time prekey is consumed, or its signed prekey has
-// expired (see Prekeys.Rotate), beyond which an initiation fails with
-// ErrUnknownPrekey. Residual case: if the peer lost its state while our
+// initiation cannot use it: its base key is known (archived state,
+// retired or rejected), or its one-time prekey is consumed, or its
+// signed prekey has expired (see Prekeys.Rotate), beyond which an
+// initiation fails with ErrUnknownPrekey. Residual case: if the peer lost its state while our
 // initiation was still unanswered, and that initiation used a one-time
 // prekey the peer had already consumed, neither side can answer the
 // other's initiation; resetting the session (an accepted identity change

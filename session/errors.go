@@ -40,8 +40,8 @@ var (
 	// ErrWrongSession is returned when an envelope's sender, recipient or
 	// initiation does not belong to the session it is given to.
 	ErrWrongSession = errors.New("session: envelope does not belong to this session")
-	// ErrNoInitiation is returned by Respond and ResolveCollision for an
-	// envelope without an initiation header.
+	// ErrNoInitiation is returned by Respond for an envelope without an
+	// initiation header, and by Receive for one without a session.
 	ErrNoInitiation = errors.New("session: envelope carries no initiation header")
 	// ErrUnknownPrekey is returned by Respond when the initiation names a
 	// signed prekey or one-time prekey the responder does not hold (for a
@@ -57,8 +57,8 @@ var (
 	// ErrNoIdentityChange is returned by Pin.Accept when there is no pending
 	// identity change to accept.
 	ErrNoIdentityChange = errors.New("session: no identity change to accept")
-	// ErrNotColliding is returned by ResolveCollision when the envelope and
-	// the session are not two different initiations started by the two
-	// different devices of the pair.
-	ErrNotColliding = errors.New("session: not a simultaneous initiation")
+	// ErrNoState is returned by Encrypt and Decrypt on a record without a
+	// current state (see Session.Retire): start a new session with
+	// Initiate and Supersede, or wait for the peer's initiation.
+	ErrNoState = errors.New("session: record has no current state")
 )

@@ -152,6 +152,14 @@ type Session struct {
 	// rejected holds the base keys of initiations this record rejected
 	// by the collision rule, newest first, at most MaxRejectedInitiations.
 	rejected [][KeySize]byte
+	// retired holds the base keys of initiations this device answered
+	// whose states the record no longer holds (dropped from a full
+	// archive, or of a remote identity no longer trusted), newest first,
+	// at most MaxRetiredInitiations: a copy of one is a replay.
+	retired [][KeySize]byte
+	// stateless: the record has no current state (see Retire); only
+	// local, remote and the remembered base keys are set.
+	stateless bool
 
 	rand io.Reader
 }
@@ -191,6 +199,7 @@ func (s *Session) clone() *Session {
 	c.skipped = slices.Clone(s.skipped)
 	c.archive = slices.Clone(s.archive)
 	c.rejected = slices.Clone(s.rejected)
+	c.retired = slices.Clone(s.retired)
 	return &c
 }
 
@@ -220,10 +229,14 @@ func (s *Session) associatedData(e *Envelope) []byte {
 // Encrypt encrypts plaintext into an envelope for the remote device and
 // advances the sending chain. While Initiating, the envelope carries the
 // initiation header. A plaintext above MaxPlaintextSize returns
-// ErrMessageTooLarge and leaves the session unchanged.
+// ErrMessageTooLarge and leaves the session unchanged; a record without a
+// current state (HasState false) returns ErrNoState.
 func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 	if len(plaintext) > MaxPlaintextSize {
 		return Envelope{}, fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(plaintext), MaxPlaintextSize)
+	}
+	if s.stateless {
+		return Envelope{}, fmt.Errorf("session: encrypt for %s: %w", s.remote, ErrNoState)
 	}
 	if !s.hasCKs {
 		return Envelope{}, fmt.Errorf("%w: no sending chain", ErrMalformedState)
@@ -257,11 +270,11 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 // works on copies and commits only on success, so a replayed (ErrReplay),
 // tampered or forged (ErrDecrypt), too far ahead (ErrTooManySkipped) or
 // misdirected (ErrWrongSession) envelope leaves the session byte-for-byte
-// unchanged. Envelopes may arrive out of order (see MaxSkip,
-// MaxSkippedKeys). An envelope with an initiation header is accepted only
-// by the state of that initiation, as its responder. On failure the error
-// is the current state's, or the first archived state's that is not
-// ErrWrongSession.
+// unchanged; a record without a current state returns ErrNoState.
+// Envelopes may arrive out of order (see MaxSkip, MaxSkippedKeys). An
+// envelope with an initiation header is accepted only by the state of
+// that initiation, as its responder. On failure the error is the current
+// state's, or the first archived state's that is not ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 	next, pt, err := s.decrypted(env)
 	if err != nil {
@@ -298,6 +311,9 @@ func (s *Session) decrypted(env Envelope) (*Session, []byte, error) {
 func (s *Session) decryptState(env Envelope) (*Session, []byte, error) {
 	if err := s.checkPair(env); err != nil {
 		return nil, nil, err
+	}
+	if s.stateless {
+		return nil, nil, fmt.Errorf("session: decrypt from %s: %w", s.remote, ErrNoState)
 	}
 	if ih := env.Initiation; ih != nil && (s.initiator || ih.ID != s.init.ID) {
 		return nil, nil, fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)

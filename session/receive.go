@@ -19,6 +19,13 @@ const (
 	// by the collision rule a record remembers, so that a later copy of one
 	// is rejected again instead of being taken for a new initiation.
 	MaxRejectedInitiations = 40
+	// MaxRetiredInitiations is how many base keys of answered
+	// initiations whose states were dropped a record remembers (all the
+	// states of a full record, current and archived), so that a replay of
+	// one fails with ErrReplay instead of being taken for a new
+	// initiation: after Retire (an accepted identity change), for states
+	// of a remote identity no longer trusted, and beyond MaxArchivedStates.
+	MaxRetiredInitiations = MaxArchivedStates + 1
 )
 
 // Local is the receiving device: what Receive needs to answer an
@@ -59,7 +66,7 @@ type Receipt struct {
 	// then only remembers the rejected base key.
 	Rejected *InitiationID
 	// Lost lists what this device sent on its own initiation that lost a
-	// collision (see ResolveCollision), or nil.
+	// collision (see CollisionWinner), or nil.
 	Lost *LostInitiation
 }
 
@@ -73,25 +80,30 @@ type Receipt struct {
 //     or an archived state this device answered is routed to that state:
 //     a late message decrypts, a replay fails with ErrReplay. It never
 //     builds a new session.
-//  3. A copy of an initiation rejected before by the collision rule is
+//  3. An initiation whose base key the record retired (answered by a
+//     state it no longer holds, see Session.Retire) fails with ErrReplay.
+//     A copy of an initiation rejected before by the collision rule is
 //     rejected again (Receipt.Rejected, Session nil).
 //  4. Any other initiation is authenticated first, on a copy of the
 //     prekeys: X3DH and the decryption of its message must succeed
 //     (otherwise its error is returned, e.g. ErrDecrypt for a forgery,
 //     ErrUnknownPrekey for a consumed one-time prekey or an expired signed
 //     prekey). Then:
-//     - no current session: it becomes the session;
+//     - no current session (nil, or a record without state): it becomes
+//     the session, keeping the record's remembered base keys;
 //     - current is this device's own initiation, still unanswered: a
 //     simultaneous initiation, settled by CollisionWinner; if ours wins
 //     the incoming one is rejected and its base key remembered, else it
 //     becomes the session and ours is archived (Receipt.Lost);
 //     - otherwise (current answered, or started by the peer): the peer
 //     started over, for example after losing its state; the new
-//     initiation becomes the session and current is archived.
+//     initiation becomes the session and current is archived (states of
+//     another remote identity are dropped, their base keys retired).
 //
 // Errors: ErrInvalidArgument (nil identity or prekeys), ErrWrongSession
 // (not addressed to local, or current belongs to another pair), ErrNoInitiation
-// (no session and no initiation header), and those of Decrypt and Respond.
+// (no session, or no current state, and no initiation header), ErrReplay,
+// and those of Decrypt and Respond.
 func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	if local.Identity == nil || local.Prekeys == nil {
 		return Receipt{}, fmt.Errorf("%w: nil identity or prekeys", ErrInvalidArgument)
@@ -106,7 +118,7 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	}
 	ih := env.Initiation
 	if ih == nil || (current != nil && current.answered(ih.Ephemeral)) {
-		if current == nil {
+		if current == nil || current.stateless {
 			return Receipt{}, fmt.Errorf("session: receive from %s: %w", env.Sender, ErrNoInitiation)
 		}
 		next, pt, err := current.decrypted(env)
@@ -114,6 +126,9 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 			return Receipt{}, err
 		}
 		return Receipt{Session: next, Plaintext: pt}, nil
+	}
+	if current != nil && slices.Contains(current.retired, ih.Ephemeral) {
+		return Receipt{}, fmt.Errorf("session: receive from %s: %w: initiation %s was answered by a state no longer held", env.Sender, ErrReplay, ih.ID)
 	}
 	if current != nil && slices.Contains(current.rejected, ih.Ephemeral) {
 		id := ih.ID
@@ -146,7 +161,7 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 // answered reports whether the current or an archived state of s is the
 // responder's side of the initiation with base key ek.
 func (s *Session) answered(ek [KeySize]byte) bool {
-	if !s.initiator && s.init.Ephemeral == ek {
+	if !s.stateless && !s.initiator && s.init.Ephemeral == ek {
 		return true
 	}
 	for _, a := range s.archive {
@@ -157,22 +172,79 @@ func (s *Session) answered(ek [KeySize]byte) bool {
 	return false
 }
 
-// archivePrevious makes prev's current state the newest archived state of
-// s, followed by prev's archive, keeping at most MaxArchivedStates, and
-// takes over prev's rejected base keys. States of another remote
-// identity are dropped: they belong to a device the pin no longer trusts.
+// archivePrevious makes prev's current state (if any) the newest archived
+// state of s, followed by prev's archive, keeping at most
+// MaxArchivedStates, and takes over prev's remembered base keys. States of
+// another remote identity are dropped (they belong to a device the pin no
+// longer trusts), as are those beyond the bound; the base keys of the
+// dropped ones this device answered are remembered in s.retired, so that a
+// replay of their initiation is still recognised.
 func (s *Session) archivePrevious(prev *Session) {
-	head := prev.clone()
-	head.archive, head.rejected = nil, nil
-	states := append([]*Session{head}, prev.archive...)
+	var states []*Session
+	if !prev.stateless {
+		head := prev.clone()
+		head.archive, head.rejected, head.retired = nil, nil, nil
+		states = append(states, head)
+	}
+	states = append(states, prev.archive...)
 	s.archive = nil
+	var dropped [][KeySize]byte
 	for _, a := range states {
-		if a.remoteIdentity == s.remoteIdentity && len(s.archive) < MaxArchivedStates {
+		switch {
+		case !s.stateless && a.remoteIdentity == s.remoteIdentity && len(s.archive) < MaxArchivedStates:
 			s.archive = append(s.archive, a)
+		case !a.initiator:
+			dropped = append(dropped, a.init.Ephemeral)
 		}
 	}
 	s.rejected = slices.Clone(prev.rejected)
+	s.retired = append(dropped, prev.retired...)
+	if len(s.retired) > MaxRetiredInitiations {
+		s.retired = s.retired[:MaxRetiredInitiations]
+	}
 }
+
+// Retire returns a record for s's device without a current state: it
+// keeps none of s's states, only the base keys of the initiations s's
+// record answered (current and archived states, and those it already
+// remembered; newest first, at most MaxRetiredInitiations) and of those it
+// rejected. A copy of one of those initiations received on the retired
+// record fails with ErrReplay (or is rejected again) instead of being
+// taken for a new initiation. This is what to keep when the sessions with
+// a device must go but replays of its initiations must still be
+// recognised, as after an accepted identity change. Encrypt and Decrypt
+// on it return ErrNoState; Receive accepts a new initiation on it, and
+// Supersede puts a new session of this device's own on it. s is unchanged.
+func (s *Session) Retire() *Session {
+	r := &Session{local: s.local, remote: s.remote, stateless: true, rand: s.rand}
+	r.archivePrevious(s)
+	return r
+}
+
+// Supersede makes s, a new session started with Initiate, the successor
+// of prev, the record held so far for the same device: prev's states of
+// the same remote identity are archived under s (late messages of them
+// still decrypt), the others dropped, and the base keys prev remembers,
+// with those of the dropped states it answered, are kept, so replays of
+// their initiations are still recognised. Call it before s is first
+// stored. prev is unchanged. Returns ErrInvalidArgument if prev is nil or
+// s has no state, ErrWrongSession if prev is for another pair of devices.
+func (s *Session) Supersede(prev *Session) error {
+	if prev == nil || s.stateless {
+		return fmt.Errorf("%w: supersede: nil record or no current state", ErrInvalidArgument)
+	}
+	if prev.local != s.local || prev.remote != s.remote {
+		return fmt.Errorf("%w: supersede %s -> %s with %s -> %s", ErrWrongSession, prev.local, prev.remote, s.local, s.remote)
+	}
+	s.archivePrevious(prev)
+	return nil
+}
+
+// HasState reports whether the record has a current state to encrypt
+// with; false after Retire, until a new session supersedes it. Without a
+// state, only Local and Remote say something: the identities and the
+// initiation id are zero, and Initiating is false.
+func (s *Session) HasState() bool { return !s.stateless }
 
 // lost lists the envelopes s sent carrying its initiation header.
 func (s *Session) lost() *LostInitiation {
@@ -185,6 +257,13 @@ func (s *Session) lost() *LostInitiation {
 
 // ArchivedStates returns how many previous states the record keeps.
 func (s *Session) ArchivedStates() int { return len(s.archive) }
+
+// RememberedInitiations returns how many base keys of initiations the
+// record remembers without a state for them: rejected by the collision
+// rule, and answered by states no longer held (see Retire).
+func (s *Session) RememberedInitiations() (rejected, retired int) {
+	return len(s.rejected), len(s.retired)
+}
 
 // prepend puts k first in keys, keeping at most limit keys.
 func prepend(keys [][KeySize]byte, k [KeySize]byte, limit int) [][KeySize]byte {

@@ -5,7 +5,8 @@ import "fmt"
 const (
 	sessionMagic    = "SMSS"
 	sessionVersion1 = 1 // a single state, no archive
-	sessionVersion  = 2
+	sessionVersion2 = 2 // a state, its archive, rejected base keys
+	sessionVersion  = 3 // as 2, the state optional, retired base keys
 )
 
 // State flag bits of the encoding (their values are part of the stored
@@ -22,28 +23,46 @@ const (
 
 // MarshalBinary serializes the complete session record (secret: seal it
 // before storing): the current state, the archived previous states and
-// the base keys of rejected initiations. Layout, big-endian: magic "SMSS",
-// version byte (2), the current state, u8 count of archived states and
-// each archived state, u8 count of rejected base keys and each key (32).
-// A state is: local and remote address, local and remote identity (64
-// bytes each), a flags byte, the initiation header (id 16, identity 64,
-// ephemeral 32, signed prekey id u32, one-time prekey id u32), envelopes
-// sent with it (u32), root key, sending ratchet private key, remote
-// ratchet key, sending and receiving chain keys (32 bytes each), Ns, Nr,
-// PN (u32), previous remote ratchet keys (u8 count, 32 bytes each) and
-// skipped message keys (u16 count, then ratchet key 32, message number
-// u32, message key 32). Version 1 is a single state without the two
-// counts; UnmarshalSession still reads it. The encoding is deterministic:
-// equal records give equal bytes.
+// the remembered base keys. Layout, big-endian: magic "SMSS", version
+// byte, then for version 3: u8 1 and the current state, or u8 0 and the
+// local and remote addresses (a record without state, see Retire); u8
+// count of archived states and each archived state (none without a
+// current state), u8 count of rejected base keys and each key (32), u8
+// count of retired base keys and each key (32). Version 2, written when
+// there is a current state and no retired base key (so such records stay
+// readable by earlier releases), is the current state, the archived states
+// and the rejected base keys, as above. A state is: local and remote
+// address, local and remote identity (64 bytes each), a flags byte, the
+// initiation header (id 16, identity 64, ephemeral 32, signed prekey id
+// u32, one-time prekey id u32), envelopes sent with it (u32), root key,
+// sending ratchet private key, remote ratchet key, sending and receiving
+// chain keys (32 bytes each), Ns, Nr, PN (u32), previous remote ratchet
+// keys (u8 count, 32 bytes each) and skipped message keys (u16 count, then
+// ratchet key 32, message number u32, message key 32). Version 1 is a
+// single state without the counts; UnmarshalSession reads versions 1 to 3.
+// The encoding is deterministic: equal records give equal bytes.
 func (s *Session) MarshalBinary() ([]byte, error) {
-	size := 700 + len(s.skipped)*68 + len(s.rejected)*KeySize
+	size := 700 + len(s.skipped)*68 + (len(s.rejected)+len(s.retired))*KeySize
 	for _, a := range s.archive {
 		size += 600 + len(a.skipped)*68
 	}
 	w := writer{b: make([]byte, 0, size)}
 	w.raw([]byte(sessionMagic))
-	w.u8(sessionVersion)
-	s.writeState(&w)
+	v3 := s.stateless || len(s.retired) > 0
+	switch {
+	case !v3:
+		w.u8(sessionVersion2)
+		s.writeState(&w)
+	case s.stateless:
+		w.u8(sessionVersion)
+		w.u8(0)
+		w.address(s.local)
+		w.address(s.remote)
+	default:
+		w.u8(sessionVersion)
+		w.u8(1)
+		s.writeState(&w)
+	}
 	w.u8(byte(len(s.archive)))
 	for _, a := range s.archive {
 		a.writeState(&w)
@@ -51,6 +70,12 @@ func (s *Session) MarshalBinary() ([]byte, error) {
 	w.u8(byte(len(s.rejected)))
 	for _, k := range s.rejected {
 		w.key(k)
+	}
+	if v3 {
+		w.u8(byte(len(s.retired)))
+		for _, k := range s.retired {
+			w.key(k)
+		}
 	}
 	return w.b, nil
 }
@@ -102,8 +127,8 @@ func (s *Session) writeState(w *writer) {
 }
 
 // UnmarshalSession restores a session record serialized by MarshalBinary
-// (version 2, or a version 1 single state, which has no archived states).
-// Its randomness comes from crypto/rand. Truncated, oversized,
+// (version 3 or 2, or a version 1 single state, which has no archived
+// states). Its randomness comes from crypto/rand. Truncated, oversized,
 // inconsistent or unknown-version input returns an error wrapping
 // ErrMalformedState; it never panics.
 func UnmarshalSession(b []byte) (*Session, error) {
@@ -120,16 +145,29 @@ func unmarshalSession(b []byte) (*Session, error) {
 		return nil, fmt.Errorf("bad magic")
 	}
 	v := r.u8()
-	if r.err == nil && v != sessionVersion1 && v != sessionVersion {
+	if r.err == nil && (v < sessionVersion1 || v > sessionVersion) {
 		return nil, fmt.Errorf("unknown version %d", v)
 	}
-	s, err := readState(&r)
-	if err != nil {
-		return nil, err
-	}
+	hasState := true
 	if v == sessionVersion {
-		if n := int(r.u8()); n > MaxArchivedStates {
-			r.fail(fmt.Errorf("%d archived states, at most %d", n, MaxArchivedStates))
+		hasState = r.bool()
+	}
+	var s *Session
+	if hasState {
+		var err error
+		if s, err = readState(&r); err != nil {
+			return nil, err
+		}
+	} else {
+		s = &Session{rand: defaultRand(), stateless: true}
+		s.local, s.remote = r.address(), r.address()
+		if r.err == nil && s.local == s.remote {
+			return nil, fmt.Errorf("local and remote are both %s", s.local)
+		}
+	}
+	if v >= sessionVersion2 {
+		if n := int(r.u8()); n > MaxArchivedStates || (s.stateless && n > 0) {
+			r.fail(fmt.Errorf("%d archived states, at most %d, none without a current state", n, MaxArchivedStates))
 		} else {
 			for i := 0; i < n && r.err == nil; i++ {
 				a, err := readState(&r)
@@ -142,18 +180,33 @@ func unmarshalSession(b []byte) (*Session, error) {
 				s.archive = append(s.archive, a)
 			}
 		}
-		if n := int(r.u8()); n > MaxRejectedInitiations {
-			r.fail(fmt.Errorf("%d rejected initiations, at most %d", n, MaxRejectedInitiations))
-		} else {
-			for i := 0; i < n && r.err == nil; i++ {
-				s.rejected = append(s.rejected, r.key())
-			}
+		s.rejected = readKeys(&r, "rejected initiations", MaxRejectedInitiations)
+	}
+	if v == sessionVersion {
+		s.retired = readKeys(&r, "retired initiations", MaxRetiredInitiations)
+		if r.err == nil && !s.stateless && len(s.retired) == 0 {
+			// Version 2 encodes it: one record, one encoding.
+			r.fail(fmt.Errorf("version 3 record with a state and no retired initiation"))
 		}
 	}
 	if err := r.finish(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// readKeys reads a u8 count, at most limit, and that many keys.
+func readKeys(r *reader, what string, limit int) [][KeySize]byte {
+	n := int(r.u8())
+	if n > limit {
+		r.fail(fmt.Errorf("%d %s, at most %d", n, what, limit))
+		return nil
+	}
+	var keys [][KeySize]byte
+	for i := 0; i < n && r.err == nil; i++ {
+		keys = append(keys, r.key())
+	}
+	return keys
 }
 
 // readState reads and checks one state written by writeState.

@@ -36,6 +36,7 @@ func TestUnmarshalStateRejectsGarbage(t *testing.T) {
 		decode func([]byte) error
 	}{
 		{"session", sess, func(b []byte) error { _, err := session.UnmarshalSession(b); return err }},
+		{"retired session", stateOf(t, bs.Retire()), func(b []byte) error { _, err := session.UnmarshalSession(b); return err }},
 		{"identity", id, func(b []byte) error { _, err := session.UnmarshalIdentity(b); return err }},
 		{"public identity", pubID, func(b []byte) error { _, err := session.UnmarshalPublicIdentity(b); return err }},
 		{"prekeys", pk, func(b []byte) error { _, err := session.UnmarshalPrekeys(b); return err }},
@@ -80,6 +81,7 @@ func FuzzUnmarshalSession(f *testing.F) {
 	require.Equal(f, "x", string(pt))
 	f.Add(stateOf(f, as))
 	f.Add(stateOf(f, bs))
+	f.Add(stateOf(f, bs.Retire()))
 	f.Add([]byte("SMSS\x01"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := session.UnmarshalSession(in)
