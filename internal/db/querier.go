@@ -94,8 +94,10 @@ type Querier interface {
 	SealedPendingInboundBatch(ctx context.Context, arg SealedPendingInboundBatchParams) ([]PendingInboundMessage, error)
 	// Key rotation walks the table in sequence order, in batches, from
 	// from_sequence on (the smallest integer at first, so that a row a damaged
-	// database holds at or below sequence 0 is re-sealed too).
-	SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]PendingOutboundMessage, error)
+	// database holds at or below sequence 0 is re-sealed too). The columns are
+	// wrapped in likely, as in PagePendingOutbound, so that a row of another
+	// storage class is reported and left alone instead of failing the batch.
+	SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]SealedPendingOutboundBatchRow, error)
 	SealedSessionBatch(ctx context.Context, arg SealedSessionBatchParams) ([]Session, error)
 	SealedSessionInitiationBatch(ctx context.Context, arg SealedSessionInitiationBatchParams) ([]SessionInitiation, error)
 	SetStorageKeyState(ctx context.Context, arg SetStorageKeyStateParams) error

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -21,14 +24,19 @@ type RotationProgress struct {
 	// Table is the table being walked.
 	Table string
 	// Done is the number of rows of Table walked so far in this pass
-	// (re-sealed or found already under the new key).
+	// (re-sealed, found already under the new key, or skipped).
 	Done int64
 	// Total is the number of rows Table held when its walk started. Rows
 	// written meanwhile can make Done end above or below it.
 	Total int64
 	// Resealed is the number of rows of Table re-sealed so far in this
-	// pass; Done - Resealed rows were already under the new key.
+	// pass; Done - Resealed - Skipped rows were already under the new key.
 	Resealed int64
+	// Skipped is the number of rows of Table this pass could not open and
+	// left as they were (see SkippedRow). Every pass walks them again, so
+	// each pass counts them again; they are not re-sealed, so they never
+	// keep the walk from ending.
+	Skipped int64
 	// Pass counts the walks over every table, from 1. The walk is repeated
 	// until a pass re-seals nothing, so the last pass only confirms.
 	Pass int
@@ -54,6 +62,106 @@ const maxRotationPasses = 3
 // database at once would fight over which key is active.
 var rotateMu sync.Mutex
 
+// ErrRowsSkipped means a key rotation finished but left rows it could not
+// open as they were. It is matched by the *RotationError RotateKey
+// returns, which lists them.
+var ErrRowsSkipped = errors.New("store: key rotation skipped rows it could not open")
+
+// SkippedRow is a row a key rotation could not open, or whose columns hold
+// values the schema never stores, and therefore left byte for byte as it
+// was: it is neither re-sealed nor deleted.
+type SkippedRow struct {
+	// Table is the row's table, one of the tables RotateKey walks.
+	Table string
+	// Address is the row's device: the peer of an identity_pin, session or
+	// session_initiation row, the recipient of a pending_outbound_message
+	// row, the sender of a pending_inbound_message row, this device for
+	// local_identity; zero for storage_key. As stored, as far as it
+	// decodes.
+	Address ids.DeviceAddress
+	// Sequence and ID identify a pending_outbound_message or
+	// pending_inbound_message row (ID zero if it does not decode).
+	Sequence int64
+	ID       ids.LogicalMessageID
+	// StorageKey is the key whose storage_key verifier was skipped.
+	StorageKey seal.KeyID
+	// SealedWith is the key id the sealed value's header names, if
+	// HasHeader (the header parses).
+	SealedWith seal.KeyID
+	HasHeader  bool
+	// Cause says why the row was skipped. It matches, with errors.Is, a
+	// seal error (seal.ErrWrongKey: sealed with a key the keyring does not
+	// hold; seal.ErrAuthentication: altered or moved; seal.ErrTruncated,
+	// seal.ErrMalformed, seal.ErrUnknownVersion, seal.ErrRecordType) or
+	// store.ErrCorruptRow (a pending row's column of the wrong storage
+	// class or a value out of bounds).
+	Cause error
+}
+
+// Pending returns a skipped pending_outbound_message row as the unreadable
+// entry that store.Pending.DeletePendingSequence (by Sequence),
+// DeletePending (by Recipient and ID) and client.AbandonUnreadable take;
+// false for rows of other tables.
+func (r SkippedRow) Pending() (store.UnreadablePending, bool) {
+	if r.Table != "pending_outbound_message" {
+		return store.UnreadablePending{}, false
+	}
+	return store.UnreadablePending{Sequence: r.Sequence, Recipient: r.Address, ID: r.ID, Cause: r.Cause}, true
+}
+
+// String names the row: its table and identity.
+func (r SkippedRow) String() string {
+	switch r.Table {
+	case "pending_outbound_message", "pending_inbound_message":
+		return fmt.Sprintf("%s sequence %d (%s, %s)", r.Table, r.Sequence, r.Address, r.ID)
+	case "storage_key":
+		return fmt.Sprintf("storage_key %d verifier", r.StorageKey)
+	}
+	return fmt.Sprintf("%s %s", r.Table, r.Address)
+}
+
+// RotationError is the error of a key rotation that finished but skipped
+// rows: every other row is under the new key, which is the active one.
+// errors.Is matches ErrRowsSkipped and each skipped row's cause; errors.As
+// gives the rows.
+type RotationError struct {
+	// Skipped are the rows left as they were, in walk order: table by
+	// table (local_identity, identity_pin, session, session_initiation,
+	// pending_outbound_message, pending_inbound_message, storage_key), in
+	// key order within a table.
+	Skipped []SkippedRow
+	// Kept are the old keys the rotation did not drop, ascending: keys a
+	// skipped row's header names and the keyring holds (or storage_key
+	// records), since dropping one could make that row unreadable for
+	// good if only its metadata was damaged. They stay recorded as
+	// retiring and held by the keyring until the rows naming them are
+	// removed (or repaired) and RotateKey runs again.
+	Kept []seal.KeyID
+}
+
+// Error lists the skipped rows and kept keys.
+func (e *RotationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d skipped", ErrRowsSkipped, len(e.Skipped))
+	if len(e.Kept) > 0 {
+		fmt.Fprintf(&b, ", old keys %v kept", e.Kept)
+	}
+	for _, r := range e.Skipped {
+		fmt.Fprintf(&b, "; %s: %v", r, r.Cause)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrRowsSkipped and every skipped row's cause.
+func (e *RotationError) Unwrap() []error {
+	out := make([]error, 0, len(e.Skipped)+1)
+	out = append(out, ErrRowsSkipped)
+	for _, r := range e.Skipped {
+		out = append(out, r.Cause)
+	}
+	return out
+}
+
 // RotateKey replaces the storage key: every sealed value of the database
 // ends up sealed with newKey, and the old keys are dropped.
 //
@@ -71,6 +179,20 @@ var rotateMu sync.Mutex
 // Finally the retiring rows are deleted from storage_key and every key but
 // newKey is forgotten by the keyring.
 //
+// A row that does not open (altered, sealed with a key the keyring does
+// not holds, a pending row with a column of the wrong storage class) never
+// stops the rotation: it is left exactly as it was and the walk goes on.
+// The rotation then finishes as above, except that an old key a skipped
+// row's header names is kept (recorded retiring, held by the keyring), and
+// RotateKey returns a *RotationError listing the skipped rows of the last
+// pass and the kept keys (errors.Is matches ErrRowsSkipped and each row's
+// cause). A row under a key the keyring does not hold keeps nothing: no
+// key dropped can make it worse. The application removes or accepts the
+// rows (SkippedRow.Pending gives a pending row's entry for
+// DeletePendingSequence or client.AbandonUnreadable) and runs RotateKey
+// again with the same key, which re-seals nothing new, reports what is
+// still skipped and drops the keys no skipped row names any more.
+//
 // Sequences, row identities and plaintexts do not change: a value is only
 // opened and sealed again under the same record type and associated data.
 //
@@ -79,9 +201,9 @@ var rotateMu sync.Mutex
 // none can land behind the walk.
 //
 // It returns an error wrapping store.ErrInvalidArgument for a zero key or
-// a batch below 1, and seal errors (seal.ErrWrongKey, ...) for a row the
-// keyring cannot open; on any error the batches already committed stay
-// committed and the old keys stay in the keyring.
+// a batch below 1, a *RotationError as above, and storage errors or the
+// context's error; on a storage or context error the batches already
+// committed stay committed and the old keys stay in the keyring.
 func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progress func(RotationProgress)) error {
 	if newKey == (seal.Key{}) {
 		return fmt.Errorf("store: rotate key: %w: zero key", store.ErrInvalidArgument)
@@ -107,14 +229,19 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	s.keys.Add(newKey)
 	s.sealMu.Unlock()
 
+	// skipped holds the last pass's skipped rows: a row skipped by an
+	// earlier pass and deleted since is no longer reported.
+	var skipped []SkippedRow
 	for pass := 1; ; pass++ {
 		resealed := int64(0)
+		skipped = nil
 		for _, table := range rotationTables {
-			n, err := s.resealTable(ctx, table, sealer, batch, pass, progress)
+			n, sk, err := s.resealTable(ctx, table, sealer, batch, pass, progress)
 			if err != nil {
 				return fmt.Errorf("store: rotate key: %s: %w", table, err)
 			}
 			resealed += n
+			skipped = append(skipped, sk...)
 		}
 		if resealed == 0 {
 			break
@@ -124,8 +251,12 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 		}
 	}
 
-	if err := s.finishRotation(ctx, newKey.ID()); err != nil {
+	kept, err := s.finishRotation(ctx, newKey.ID(), skipped)
+	if err != nil {
 		return fmt.Errorf("store: rotate key: %w", err)
+	}
+	if len(skipped) > 0 {
+		return &RotationError{Skipped: skipped, Kept: kept}
 	}
 	return nil
 }
@@ -176,8 +307,23 @@ func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, new
 }
 
 // finishRotation deletes every storage key row but newID's and makes the
-// keyring forget every other key.
-func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID) error {
+// keyring forget every other key, except what a skipped row needs: the
+// key its header names (dropping it could make the row unreadable for
+// good) and a skipped verifier's own storage_key row (never deleted
+// unread). It returns the old key ids kept, ascending.
+func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID, skipped []SkippedRow) ([]seal.KeyID, error) {
+	named := map[seal.KeyID]bool{} // keys a skipped row is sealed with
+	records := map[int64]bool{}    // storage_key rows to keep
+	for _, r := range skipped {
+		if r.HasHeader && r.SealedWith != newID {
+			named[r.SealedWith] = true
+			records[int64(r.SealedWith)] = true
+		}
+		if r.Table == "storage_key" {
+			records[int64(r.StorageKey)] = true
+		}
+	}
+	keptSet := map[seal.KeyID]bool{}
 	err := s.withTx(ctx, func(q *db.Queries) error {
 		rows, err := q.ListStorageKeys(ctx)
 		if err != nil {
@@ -187,6 +333,10 @@ func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID) error {
 			if seal.KeyID(r.KeyID) == newID {
 				continue
 			}
+			if records[r.KeyID] {
+				keptSet[seal.KeyID(r.KeyID)] = true
+				continue
+			}
 			if err := q.DeleteStorageKey(ctx, r.KeyID); err != nil {
 				return fmt.Errorf("delete storage key %d: %w", r.KeyID, err)
 			}
@@ -194,27 +344,47 @@ func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, id := range s.keys.KeyIDs() {
 		if id == newID {
 			continue
 		}
+		if named[id] {
+			keptSet[id] = true
+			continue
+		}
 		if err := s.keys.Forget(id); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	kept := make([]seal.KeyID, 0, len(keptSet))
+	for id := range keptSet {
+		kept = append(kept, id)
+	}
+	slices.Sort(kept)
+	return kept, nil
 }
 
 // sealedRow is one sealed value found by a rotation batch, with what it
 // takes to open it and write it back.
 type sealedRow struct {
-	what   string // row identity, for errors
+	id     SkippedRow // the row's identity, reported if it is skipped
+	bad    error      // set if the row's columns do not decode: skipped with this cause
 	rt     seal.RecordType
 	ad     []byte
 	sealed []byte
 	update func(ctx context.Context, q *db.Queries, sealed []byte) error
+}
+
+// skip returns r reported as skipped for cause.
+func (r sealedRow) skip(cause error) SkippedRow {
+	sk := r.id
+	sk.Cause = cause
+	if h, err := seal.Parse(r.sealed); err == nil {
+		sk.SealedWith, sk.HasHeader = h.KeyID, true
+	}
+	return sk
 }
 
 // rotationWalker walks one table in key order, batch by batch. batch
@@ -225,17 +395,20 @@ type rotationWalker struct {
 }
 
 // resealTable walks table once, re-sealing with sealer every row not
-// already under its key, and returns how many it re-sealed.
-func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyring, batch, pass int, progress func(RotationProgress)) (int64, error) {
+// already under its key, and returns how many it re-sealed and the rows it
+// skipped: rows that do not decode or do not open are left untouched.
+func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyring, batch, pass int, progress func(RotationProgress)) (int64, []SkippedRow, error) {
 	w, err := newRotationWalker(table)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	newID := sealer.Current()
 	p := RotationProgress{Table: table, Pass: pass}
+	var skipped []SkippedRow
 	first := true
 	for {
 		var n, resealed int64
+		var sk []SkippedRow
 		err := s.withTx(ctx, func(q *db.Queries) error {
 			if first {
 				total, err := w.count(ctx, q)
@@ -250,36 +423,45 @@ func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyr
 			}
 			n = int64(len(rows))
 			for _, r := range rows {
+				if r.bad != nil {
+					sk = append(sk, r.skip(r.bad))
+					continue
+				}
 				if h, err := seal.Parse(r.sealed); err == nil && h.KeyID == newID {
 					continue
 				}
 				pt, err := s.keys.Open(r.rt, r.ad, r.sealed)
 				if err != nil {
-					return fmt.Errorf("%s: %w", r.what, err)
+					// Left as it is: one damaged row must not stop the
+					// others from moving to the new key.
+					sk = append(sk, r.skip(err))
+					continue
 				}
 				v, err := sealer.Seal(r.rt, r.ad, pt)
 				clear(pt)
 				if err != nil {
-					return fmt.Errorf("%s: %w", r.what, err)
+					return fmt.Errorf("%s: %w", r.id, err)
 				}
 				if err := r.update(ctx, q, v); err != nil {
-					return fmt.Errorf("%s: write: %w", r.what, err)
+					return fmt.Errorf("%s: write: %w", r.id, err)
 				}
 				resealed++
 			}
 			return nil
 		})
 		if err != nil {
-			return p.Resealed, err
+			return p.Resealed, nil, err
 		}
 		first = false
 		p.Done += n
 		p.Resealed += resealed
+		p.Skipped += int64(len(sk))
+		skipped = append(skipped, sk...)
 		if progress != nil {
 			progress(p)
 		}
 		if n < int64(batch) {
-			return p.Resealed, nil
+			return p.Resealed, skipped, nil
 		}
 	}
 }
@@ -305,14 +487,14 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 				done = true
 				addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
 				return []sealedRow{{
-					what: "local identity " + addr.String(), rt: seal.RecordLocalIdentity, ad: store.AddressAD(addr), sealed: row.Sealed,
+					id: SkippedRow{Table: "local_identity", Address: addr}, rt: seal.RecordLocalIdentity, ad: store.AddressAD(addr), sealed: row.Sealed,
 					update: func(ctx context.Context, q *db.Queries, v []byte) error { return q.UpdateLocalIdentitySealed(ctx, v) },
 				}}, nil
 			},
 		}, nil
 
 	case "identity_pin":
-		return addressWalker(seal.RecordIdentityPin,
+		return addressWalker(table, seal.RecordIdentityPin,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountIdentityPinRows(ctx) },
 			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
 				return addressRows(q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
@@ -322,7 +504,7 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 			}), nil
 
 	case "session":
-		return addressWalker(seal.RecordSession,
+		return addressWalker(table, seal.RecordSession,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionRows(ctx) },
 			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
 				return addressRows(q.SealedSessionBatch(ctx, db.SealedSessionBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
@@ -332,7 +514,7 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 			}), nil
 
 	case "session_initiation":
-		return addressWalker(seal.RecordSessionInitiation,
+		return addressWalker(table, seal.RecordSessionInitiation,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionInitiationRows(ctx) },
 			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
 				return addressRows(q.SealedSessionInitiationBatch(ctx, db.SealedSessionInitiationBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
@@ -342,13 +524,24 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 			}), nil
 
 	case "pending_outbound_message":
-		return messageWalker(seal.RecordPendingOutbound, "pending outbound",
+		return messageWalker(table, seal.RecordPendingOutbound,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingOutbound(ctx) },
 			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
 				rows, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{FromSequence: from, RowLimit: limit})
 				out := make([]messageModel, len(rows))
 				for i, r := range rows {
-					out[i] = messageModel{r.Sequence, ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}, r.LogicalID, r.Sealed}
+					// The columns come with their storage class, checked as
+					// a page checks them: a corrupt row is never opened.
+					to, id, sealed, bad := decodePending(pendingRow(r))
+					if bad == nil {
+						if err := to.Validate(); err != nil {
+							bad = rowseal.Corrupt(r.Sequence, to, id, "recipient %q: %v", to, err)
+						}
+					}
+					out[i] = messageModel{seq: r.Sequence, addr: to, id: id, sealed: sealed}
+					if bad != nil {
+						out[i].bad = bad.Cause
+					}
 				}
 				return out, err
 			},
@@ -357,13 +550,18 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 			}), nil
 
 	case "pending_inbound_message":
-		return messageWalker(seal.RecordPendingInbound, "pending inbound",
+		return messageWalker(table, seal.RecordPendingInbound,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingInboundRows(ctx) },
 			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
 				rows, err := q.SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{FromSequence: from, RowLimit: limit})
 				out := make([]messageModel, len(rows))
 				for i, r := range rows {
-					out[i] = messageModel{r.Sequence, ids.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}, r.LogicalID, r.Sealed}
+					out[i] = messageModel{seq: r.Sequence, addr: ids.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}, sealed: r.Sealed}
+					id, err := ids.ParseLogicalMessageID(r.LogicalID)
+					if err != nil {
+						out[i].bad = fmt.Errorf("%w: logical_id: %v", store.ErrCorruptRow, err)
+					}
+					out[i].id = id
 				}
 				return out, err
 			},
@@ -393,7 +591,7 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 					after = r.KeyID
 					keyID := r.KeyID
 					out = append(out, sealedRow{
-						what: fmt.Sprintf("storage key %d verifier", keyID), rt: seal.RecordKeyVerifier,
+						id: SkippedRow{Table: "storage_key", StorageKey: seal.KeyID(keyID)}, rt: seal.RecordKeyVerifier,
 						ad: verifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
 						update: func(ctx context.Context, q *db.Queries, v []byte) error {
 							return q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: keyID})
@@ -432,6 +630,7 @@ func addressRows[T addressModel](rows []T, err error) ([]addressRow, error) {
 
 // addressWalker walks a table keyed by (user_id, device_id) in key order.
 func addressWalker(
+	table string,
 	rt seal.RecordType,
 	count func(ctx context.Context, q *db.Queries) (int64, error),
 	read func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error),
@@ -451,7 +650,7 @@ func addressWalker(
 				after = r.addr
 				addr := r.addr
 				out = append(out, sealedRow{
-					what: addr.String(), rt: rt, ad: store.AddressAD(addr), sealed: r.sealed,
+					id: SkippedRow{Table: table, Address: addr}, rt: rt, ad: store.AddressAD(addr), sealed: r.sealed,
 					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
 				})
 			}
@@ -460,23 +659,23 @@ func addressWalker(
 	}
 }
 
-// messageRow describes a pending message row (outbound or inbound), bound
-// to its remote device and logical id.
 // messageModel is one row of a message table (pending outbound or
 // inbound): its sequence, the remote device, the logical id and the
-// sealed message.
+// sealed message, or bad (matching store.ErrCorruptRow) if its columns do
+// not decode.
 type messageModel struct {
-	seq       int64
-	addr      ids.DeviceAddress
-	logicalID []byte
-	sealed    []byte
+	seq    int64
+	addr   ids.DeviceAddress
+	id     ids.LogicalMessageID
+	sealed []byte
+	bad    error
 }
 
 // messageWalker walks a message table keyed by sequence, in sequence
 // order.
 func messageWalker(
+	table string,
 	rt seal.RecordType,
-	kind string,
 	count func(ctx context.Context, q *db.Queries) (int64, error),
 	read func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error),
 	write func(ctx context.Context, q *db.Queries, seq int64, v []byte) error,
@@ -501,27 +700,13 @@ func messageWalker(
 				}
 				from = r.seq + 1
 				seq := r.seq
-				row, err := messageRow(rt, kind, seq, r.addr, r.logicalID, r.sealed,
-					func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) })
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, row)
+				out = append(out, sealedRow{
+					id:  SkippedRow{Table: table, Address: r.addr, Sequence: seq, ID: r.id},
+					bad: r.bad, rt: rt, ad: store.MessageAD(r.addr, r.id), sealed: r.sealed,
+					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) },
+				})
 			}
 			return out, nil
 		},
 	}
-}
-
-func messageRow(rt seal.RecordType, kind string, seq int64, addr ids.DeviceAddress, logicalID, sealed []byte,
-	update func(ctx context.Context, q *db.Queries, v []byte) error,
-) (sealedRow, error) {
-	id, err := ids.ParseLogicalMessageID(logicalID)
-	if err != nil {
-		return sealedRow{}, fmt.Errorf("%s sequence %d: %w", kind, seq, err)
-	}
-	return sealedRow{
-		what: fmt.Sprintf("%s sequence %d", kind, seq), rt: rt, ad: store.MessageAD(addr, id),
-		sealed: sealed, update: update,
-	}, nil
 }

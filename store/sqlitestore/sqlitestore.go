@@ -588,6 +588,19 @@ func storageClass(v any) string {
 // spell (so that AbandonPending finds the row, as DeletePendingOutbound
 // matches such twins).
 func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
+	to, id, sealed, bad := decodePending(r)
+	if bad != nil {
+		return store.PendingMessage{}, bad
+	}
+	return rowseal.OpenPending(s.keys, r.Sequence, to, id, sealed)
+}
+
+// decodePending checks r's storage classes and logical id, as openPending
+// describes, and returns its recipient, id and sealed value, and for a
+// corrupt row also its unreadable entry (store.ErrCorruptRow): the sealed
+// value is then only for reading its header (which key it names), never
+// to be opened.
+func decodePending(r pendingRow) (ids.DeviceAddress, ids.LogicalMessageID, []byte, *store.UnreadablePending) {
 	var problems []string
 	wrong := func(col string, v any, want string) {
 		problems = append(problems, fmt.Sprintf("%s is %s, not %s", col, storageClass(v), want))
@@ -624,15 +637,18 @@ func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.Unreadab
 	sealed, ok := r.Sealed.([]byte)
 	if !ok {
 		wrong("sealed", r.Sealed, "BLOB")
+		if v, isText := r.Sealed.(string); isText {
+			sealed = []byte(v) // returned for its header only: the row is corrupt
+		}
 	}
 	id, err := ids.ParseLogicalMessageID(lid)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("logical_id: %v", err))
 	}
 	if len(problems) > 0 {
-		return store.PendingMessage{}, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(problems, "; "))
+		return to, id, sealed, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(problems, "; "))
 	}
-	return rowseal.OpenPending(s.keys, r.Sequence, to, id, sealed)
+	return to, id, sealed, nil
 }
 
 // SequenceHighWater returns the largest pending sequence ever handed out,
