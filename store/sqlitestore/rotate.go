@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -71,20 +72,21 @@ var ErrRowsSkipped = errors.New("store: key rotation skipped rows it could not o
 // values the schema never stores, and therefore left byte for byte as it
 // was: it is neither re-sealed nor deleted.
 type SkippedRow struct {
-	// Table is the row's table, one of the tables RotateKey walks.
+	// Table is the row's table: local_identity, identity_pin, session,
+	// session_initiation, pending_outbound_message or
+	// pending_inbound_message. (A storage_key verifier that does not open
+	// is not reported: it is left as it is and goes with its key, deleted
+	// when the key is dropped.)
 	Table string
 	// Address is the row's device: the peer of an identity_pin, session or
 	// session_initiation row, the recipient of a pending_outbound_message
 	// row, the sender of a pending_inbound_message row, this device for
-	// local_identity; zero for storage_key. As stored, as far as it
-	// decodes.
+	// local_identity. As stored, as far as it decodes.
 	Address ids.DeviceAddress
 	// Sequence and ID identify a pending_outbound_message or
 	// pending_inbound_message row (ID zero if it does not decode).
 	Sequence int64
 	ID       ids.LogicalMessageID
-	// StorageKey is the key whose storage_key verifier was skipped.
-	StorageKey seal.KeyID
 	// SealedWith is the key id the sealed value's header names, if
 	// HasHeader (the header parses).
 	SealedWith seal.KeyID
@@ -93,8 +95,8 @@ type SkippedRow struct {
 	// seal error (seal.ErrWrongKey: sealed with a key the keyring does not
 	// hold; seal.ErrAuthentication: altered or moved; seal.ErrTruncated,
 	// seal.ErrMalformed, seal.ErrUnknownVersion, seal.ErrRecordType) or
-	// store.ErrCorruptRow (a pending row's column of the wrong storage
-	// class or a value out of bounds).
+	// store.ErrCorruptRow (a column of the wrong storage class, or a
+	// pending row's logical id of the wrong length).
 	Cause error
 }
 
@@ -114,8 +116,9 @@ func (r SkippedRow) String() string {
 	switch r.Table {
 	case "pending_outbound_message", "pending_inbound_message":
 		return fmt.Sprintf("%s sequence %d (%s, %s)", r.Table, r.Sequence, r.Address, r.ID)
-	case "storage_key":
-		return fmt.Sprintf("storage_key %d verifier", r.StorageKey)
+	}
+	if r.Table == "storage_key" {
+		return "storage_key verifier"
 	}
 	return fmt.Sprintf("%s %s", r.Table, r.Address)
 }
@@ -127,15 +130,17 @@ func (r SkippedRow) String() string {
 type RotationError struct {
 	// Skipped are the rows left as they were, in walk order: table by
 	// table (local_identity, identity_pin, session, session_initiation,
-	// pending_outbound_message, pending_inbound_message, storage_key), in
-	// key order within a table.
+	// pending_outbound_message, pending_inbound_message), in key order
+	// within a table.
 	Skipped []SkippedRow
-	// Kept are the old keys the rotation did not drop, ascending: keys a
-	// skipped row's header names and the keyring holds (or storage_key
-	// records), since dropping one could make that row unreadable for
-	// good if only its metadata was damaged. They stay recorded as
-	// retiring and held by the keyring until the rows naming them are
-	// removed (or repaired) and RotateKey runs again.
+	// Kept are the old keys the rotation did not drop, ascending: the keys
+	// named by the header of a skipped row whose cause is
+	// store.ErrCorruptRow. Such a row is never opened (its columns are not
+	// believed), so its sealed value may be intact and open once the row
+	// is repaired; dropping its key would make it unreadable for good. A
+	// kept key stays recorded as retiring and held by the keyring until
+	// the rows naming it are removed (or repaired) and RotateKey runs
+	// again.
 	Kept []seal.KeyID
 }
 
@@ -180,18 +185,25 @@ func (e *RotationError) Unwrap() []error {
 // newKey is forgotten by the keyring.
 //
 // A row that does not open (altered, sealed with a key the keyring does
-// not holds, a pending row with a column of the wrong storage class) never
-// stops the rotation: it is left exactly as it was and the walk goes on.
-// The rotation then finishes as above, except that an old key a skipped
-// row's header names is kept (recorded retiring, held by the keyring), and
-// RotateKey returns a *RotationError listing the skipped rows of the last
-// pass and the kept keys (errors.Is matches ErrRowsSkipped and each row's
-// cause). A row under a key the keyring does not hold keeps nothing: no
-// key dropped can make it worse. The application removes or accepts the
-// rows (SkippedRow.Pending gives a pending row's entry for
-// DeletePendingSequence or client.AbandonUnreadable) and runs RotateKey
-// again with the same key, which re-seals nothing new, reports what is
-// still skipped and drops the keys no skipped row names any more.
+// not hold, a column of the wrong storage class) never stops the rotation: it is left exactly as it was and the walk goes on.
+// The rotation then finishes as above and RotateKey returns a
+// *RotationError listing the skipped rows of the last pass (errors.Is
+// matches ErrRowsSkipped and each row's cause).
+//
+// Old keys are dropped only where that cannot make an openable row
+// unreadable. A row that was opened under an old key has been re-sealed.
+// A row that failed to open (a seal error: seal.ErrWrongKey, its key not
+// in the keyring, or seal.ErrAuthentication and the others, under a key
+// the keyring holds) was tried with every key held, so dropping keys
+// cannot make it worse. A row with a column of the wrong storage class
+// (store.ErrCorruptRow) is never opened, so its value may be intact: the
+// old key its header names is kept (recorded retiring, held by the
+// keyring, listed in RotationError.Kept). The application removes or
+// repairs the rows (SkippedRow.Pending gives a pending row's entry for
+// DeletePendingSequence, DeletePending or client.AbandonUnreadable) and
+// runs RotateKey again with the same key, which re-seals nothing new,
+// reports what is still skipped and drops the keys no corrupt row names
+// any more.
 //
 // Sequences, row identities and plaintexts do not change: a value is only
 // opened and sealed again under the same record type and associated data.
@@ -241,7 +253,9 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 				return fmt.Errorf("store: rotate key: %s: %w", table, err)
 			}
 			resealed += n
-			skipped = append(skipped, sk...)
+			if table != "storage_key" {
+				skipped = append(skipped, sk...)
+			}
 		}
 		if resealed == 0 {
 			break
@@ -307,20 +321,16 @@ func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, new
 }
 
 // finishRotation deletes every storage key row but newID's and makes the
-// keyring forget every other key, except what a skipped row needs: the
-// key its header names (dropping it could make the row unreadable for
-// good) and a skipped verifier's own storage_key row (never deleted
-// unread). It returns the old key ids kept, ascending.
+// keyring forget every other key, except the keys named by the header of a
+// skipped row that was never opened because its columns are corrupt
+// (dropping one could make that row unreadable for good; a row that was
+// tried and failed cannot get worse): their rows stay, retiring, and the
+// keyring keeps them. It returns the old key ids kept, ascending.
 func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID, skipped []SkippedRow) ([]seal.KeyID, error) {
 	named := map[seal.KeyID]bool{} // keys a skipped row is sealed with
-	records := map[int64]bool{}    // storage_key rows to keep
 	for _, r := range skipped {
-		if r.HasHeader && r.SealedWith != newID {
+		if r.HasHeader && r.SealedWith != newID && errors.Is(r.Cause, store.ErrCorruptRow) {
 			named[r.SealedWith] = true
-			records[int64(r.SealedWith)] = true
-		}
-		if r.Table == "storage_key" {
-			records[int64(r.StorageKey)] = true
 		}
 	}
 	keptSet := map[seal.KeyID]bool{}
@@ -333,7 +343,7 @@ func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID, skipped []
 			if seal.KeyID(r.KeyID) == newID {
 				continue
 			}
-			if records[r.KeyID] {
+			if named[seal.KeyID(r.KeyID)] {
 				keptSet[seal.KeyID(r.KeyID)] = true
 				continue
 			}
@@ -496,8 +506,8 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 	case "identity_pin":
 		return addressWalker(table, seal.RecordIdentityPin,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountIdentityPinRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				return addressRows(q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
+			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
+				return addressRows(q.RotationIdentityPinBatch(ctx, db.RotationIdentityPinBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateIdentityPinSealed(ctx, db.UpdateIdentityPinSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
@@ -506,8 +516,8 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 	case "session":
 		return addressWalker(table, seal.RecordSession,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				return addressRows(q.SealedSessionBatch(ctx, db.SealedSessionBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
+			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
+				return addressRows(q.RotationSessionBatch(ctx, db.RotationSessionBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateSessionSealed(ctx, db.UpdateSessionSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
@@ -516,8 +526,8 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 	case "session_initiation":
 		return addressWalker(table, seal.RecordSessionInitiation,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionInitiationRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				return addressRows(q.SealedSessionInitiationBatch(ctx, db.SealedSessionInitiationBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
+			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
+				return addressRows(q.RotationSessionInitiationBatch(ctx, db.RotationSessionInitiationBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateSessionInitiationSealed(ctx, db.UpdateSessionInitiationSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
@@ -553,15 +563,18 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 		return messageWalker(table, seal.RecordPendingInbound,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingInboundRows(ctx) },
 			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
-				rows, err := q.SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{FromSequence: from, RowLimit: limit})
+				rows, err := q.RotationPendingInboundBatch(ctx, db.RotationPendingInboundBatchParams{FromSequence: from, RowLimit: limit})
 				out := make([]messageModel, len(rows))
 				for i, r := range rows {
-					out[i] = messageModel{seq: r.Sequence, addr: ids.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}, sealed: r.Sealed}
-					id, err := ids.ParseLogicalMessageID(r.LogicalID)
-					if err != nil {
-						out[i].bad = fmt.Errorf("%w: logical_id: %v", store.ErrCorruptRow, err)
+					var c columns
+					from := ids.DeviceAddress{UserID: c.text("sender_user_id", r.SenderUserID), DeviceID: c.integer("sender_device_id", r.SenderDeviceID)}
+					lid := c.blob("logical_id", r.LogicalID)
+					sealed := c.blob("sealed", r.Sealed)
+					id, idErr := ids.ParseLogicalMessageID(lid)
+					if idErr != nil {
+						c.problems = append(c.problems, fmt.Sprintf("logical_id: %v", idErr))
 					}
-					out[i].id = id
+					out[i] = messageModel{seq: r.Sequence, addr: from, id: id, sealed: sealed, bad: c.err()}
 				}
 				return out, err
 			},
@@ -591,7 +604,7 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 					after = r.KeyID
 					keyID := r.KeyID
 					out = append(out, sealedRow{
-						id: SkippedRow{Table: "storage_key", StorageKey: seal.KeyID(keyID)}, rt: seal.RecordKeyVerifier,
+						id: SkippedRow{Table: "storage_key"}, rt: seal.RecordKeyVerifier,
 						ad: verifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
 						update: func(ctx context.Context, q *db.Queries, v []byte) error {
 							return q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: keyID})
@@ -605,16 +618,24 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 	return nil, fmt.Errorf("no rotation walker for table %q", table)
 }
 
-// addressRow is a row keyed by a device address (pin, session, initiation).
+// addressRow is a row keyed by a device address (pin, session,
+// initiation), each value as the driver returned it, with its storage
+// class.
 type addressRow struct {
-	addr   ids.DeviceAddress
-	sealed []byte
+	userID, deviceID, sealed any
 }
 
-// addressModel is a generated row of a table keyed by (user_id,
-// device_id) with one sealed column: the three share one shape.
+// addressCursor is the key of the last row walked, as stored: a cursor of
+// the stored classes resumes right after that row in SQLite's order (which
+// sorts numbers before text before blobs) whatever the row holds.
+type addressCursor struct {
+	userID, deviceID any
+}
+
+// addressModel is a generated rotation batch row of a table keyed by
+// (user_id, device_id) with one sealed column: the three share one shape.
 type addressModel interface {
-	db.IdentityPin | db.Session | db.SessionInitiation
+	db.RotationIdentityPinBatchRow | db.RotationSessionBatchRow | db.RotationSessionInitiationBatchRow
 }
 
 // addressRows converts a batch of such rows (and its error, passed
@@ -622,10 +643,70 @@ type addressModel interface {
 func addressRows[T addressModel](rows []T, err error) ([]addressRow, error) {
 	out := make([]addressRow, len(rows))
 	for i, r := range rows {
-		m := db.Session(r)
-		out[i] = addressRow{ids.DeviceAddress{UserID: m.UserID, DeviceID: m.DeviceID}, m.Sealed}
+		m := db.RotationSessionBatchRow(r)
+		out[i] = addressRow{m.UserID, m.DeviceID, m.Sealed}
 	}
 	return out, err
+}
+
+// columns decodes a walked row's values, noting every value of another
+// storage class than the schema declares: such a row is reported
+// (store.ErrCorruptRow) and never opened, as a page treats a pending row.
+type columns struct{ problems []string }
+
+func (c *columns) wrong(col string, v any, want string) {
+	c.problems = append(c.problems, fmt.Sprintf("%s is %s, not %s", col, storageClass(v), want))
+}
+
+// text returns a TEXT value (a BLOB's bytes, for the report).
+func (c *columns) text(col string, v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		c.wrong(col, v, "TEXT")
+		return string(v)
+	}
+	c.wrong(col, v, "TEXT")
+	return ""
+}
+
+// integer returns an INTEGER value (the number a BLOB spells, for the
+// report).
+func (c *columns) integer(col string, v any) int64 {
+	switch v := v.(type) {
+	case int64:
+		return v
+	case []byte:
+		c.wrong(col, v, "INTEGER")
+		n, _ := strconv.ParseInt(string(v), 10, 64)
+		return n
+	}
+	c.wrong(col, v, "INTEGER")
+	return 0
+}
+
+// blob returns a BLOB value (a TEXT's bytes, for the report and a sealed
+// value's header only).
+func (c *columns) blob(col string, v any) []byte {
+	switch v := v.(type) {
+	case []byte:
+		return v
+	case string:
+		c.wrong(col, v, "BLOB")
+		return []byte(v)
+	}
+	c.wrong(col, v, "BLOB")
+	return nil
+}
+
+// err returns nil, or an error matching store.ErrCorruptRow saying what
+// is wrong.
+func (c *columns) err() error {
+	if len(c.problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", store.ErrCorruptRow, strings.Join(c.problems, "; "))
 }
 
 // addressWalker walks a table keyed by (user_id, device_id) in key order.
@@ -633,11 +714,12 @@ func addressWalker(
 	table string,
 	rt seal.RecordType,
 	count func(ctx context.Context, q *db.Queries) (int64, error),
-	read func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error),
+	read func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error),
 	write func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error,
 ) *rotationWalker {
-	// User ids are never empty, so ("", -1) sorts before every row.
-	after := ids.DeviceAddress{UserID: "", DeviceID: -1}
+	// Minus infinity sorts before every value but NULL (user_id is NOT
+	// NULL), whatever its storage class.
+	after := addressCursor{userID: math.Inf(-1), deviceID: int64(-1)}
 	return &rotationWalker{
 		count: count,
 		batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
@@ -647,10 +729,12 @@ func addressWalker(
 			}
 			out := make([]sealedRow, 0, len(rows))
 			for _, r := range rows {
-				after = r.addr
-				addr := r.addr
+				after = addressCursor{r.userID, r.deviceID}
+				var c columns
+				addr := ids.DeviceAddress{UserID: c.text("user_id", r.userID), DeviceID: c.integer("device_id", r.deviceID)}
+				sealed := c.blob("sealed", r.sealed)
 				out = append(out, sealedRow{
-					id: SkippedRow{Table: table, Address: addr}, rt: rt, ad: store.AddressAD(addr), sealed: r.sealed,
+					id: SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: store.AddressAD(addr), sealed: sealed,
 					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
 				})
 			}

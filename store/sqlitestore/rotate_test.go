@@ -432,7 +432,10 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 		name   string
 		damage func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage
 		cause  error
-		kept   []seal.KeyID
+		// again is the cause on the next run, if not cause: the key of an
+		// altered row was dropped, so it is now under a key not held.
+		again error
+		kept  []seal.KeyID
 	}{
 		{
 			name: "pending row altered",
@@ -447,7 +450,8 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				}}
 			},
 			cause: seal.ErrAuthentication,
-			kept:  []seal.KeyID{oldKey.ID()},
+			again: seal.ErrWrongKey,
+			kept:  []seal.KeyID{}, // tried with every key and failed: dropping keys cannot make it worse
 		},
 		{
 			name: "session row altered",
@@ -463,7 +467,8 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				}
 			},
 			cause: seal.ErrAuthentication,
-			kept:  []seal.KeyID{oldKey.ID()},
+			again: seal.ErrWrongKey,
+			kept:  []seal.KeyID{},
 		},
 		{
 			name: "pending row with a BLOB recipient",
@@ -486,6 +491,27 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 						gone, err := s.DeletePending(context.Background(), u.Recipient, u.ID)
 						require.NoError(t, err)
 						require.True(t, gone)
+					},
+				}
+			},
+			cause: store.ErrCorruptRow,
+			kept:  []seal.KeyID{oldKey.ID()}, // never opened: it may open once repaired
+		},
+		{
+			name: "session row with a BLOB user id",
+			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
+				ctx := context.Background()
+				_, err := s.DB().ExecContext(ctx, "UPDATE session SET user_id = CAST(user_id AS BLOB) WHERE user_id = ? AND device_id = ?", bob.UserID, bob.DeviceID)
+				require.NoError(t, err)
+				name := "session/" + bob.String()
+				delete(want, name)
+				return rotateDamage{
+					name: name, want: sqlitestore.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true},
+					// The store never finds a row of another class under
+					// its peer (lookups bind TEXT): removed by hand.
+					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
+						_, err := s.DB().ExecContext(context.Background(), "DELETE FROM session WHERE user_id = CAST(? AS BLOB) AND device_id = ?", r.Address.UserID, r.Address.DeviceID)
+						require.NoError(t, err)
 					},
 				}
 			},
@@ -527,15 +553,15 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 			pending := rotatePending(t, s)
 
 			// requireReport checks that err reports exactly the damaged row.
-			requireReport := func(t *testing.T, err error) {
+			requireReport := func(t *testing.T, err, cause error) {
 				t.Helper()
 				require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
-				require.ErrorIs(t, err, tc.cause)
+				require.ErrorIs(t, err, cause)
 				var re *sqlitestore.RotationError
 				require.ErrorAs(t, err, &re)
 				require.Len(t, re.Skipped, 1)
 				got := re.Skipped[0]
-				require.ErrorIs(t, got.Cause, tc.cause)
+				require.ErrorIs(t, got.Cause, cause)
 				got.Cause = nil
 				assert.Equal(t, d.want, got)
 				assert.Equal(t, tc.kept, re.Kept)
@@ -573,7 +599,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 
 			var reports []sqlitestore.RotationProgress
 			err := s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) { reports = append(reports, p) })
-			requireReport(t, err)
+			requireReport(t, err, tc.cause)
 			requireRest(t)
 			assert.Equal(t, pending, rotatePending(t, s), "the readable pending rows are unchanged")
 
@@ -604,7 +630,11 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 			keysBefore, err := db.New(s.DB()).ListStorageKeys(ctx)
 			require.NoError(t, err)
 			again := s.RotateKey(ctx, newKey, 2, nil)
-			requireReport(t, again)
+			if tc.again != nil {
+				requireReport(t, again, tc.again)
+			} else {
+				requireReport(t, again, tc.cause)
+			}
 			assert.Equal(t, before, rotateSealed(t, s))
 			keysAfter, err := db.New(s.DB()).ListStorageKeys(ctx)
 			require.NoError(t, err)
