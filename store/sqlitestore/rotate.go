@@ -116,8 +116,7 @@ func (r SkippedRow) String() string {
 	switch r.Table {
 	case "pending_outbound_message", "pending_inbound_message":
 		return fmt.Sprintf("%s sequence %d (%s, %s)", r.Table, r.Sequence, r.Address, r.ID)
-	}
-	if r.Table == "storage_key" {
+	case "storage_key":
 		return "storage_key verifier"
 	}
 	return fmt.Sprintf("%s %s", r.Table, r.Address)
