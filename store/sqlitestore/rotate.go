@@ -202,7 +202,8 @@ func (e *RotationError) Unwrap() []error {
 // DeletePendingSequence, DeletePending or client.AbandonUnreadable) and
 // runs RotateKey again with the same key, which re-seals nothing new,
 // reports what is still skipped and drops the keys no corrupt row names
-// any more.
+// any more. (A row that failed with seal.ErrAuthentication under a key
+// since dropped reports seal.ErrWrongKey from then on.)
 //
 // Sequences, row identities and plaintexts do not change: a value is only
 // opened and sealed again under the same record type and associated data.
