@@ -652,6 +652,54 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 	}
 }
 
+// TestRotateKeySkipsDamagedRowsResumed: a rotation over a damaged row,
+// interrupted in the pending table and resumed after a restart with both
+// keys, finishes and reports the row exactly once.
+func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+	s := rotateOpen(t, path, oldKey)
+	want := rotateFill(t, s)
+	p, err := s.PagePending(ctx, store.PageRequest{FromStart: true, Limit: store.MaxPageSize})
+	require.NoError(t, err)
+	m := p.Messages[len(p.Messages)-1] // walked after the interruption
+	_, err = s.DB().ExecContext(ctx, "UPDATE pending_outbound_message SET recipient_device_id = recipient_device_id + 1 WHERE sequence = ?", m.Sequence)
+	require.NoError(t, err)
+	name := fmt.Sprintf("pending_outbound_message/%d", m.Sequence)
+	delete(want, name)
+	damaged := rotateSealed(t, s)[name]
+
+	cctx, cancel := context.WithCancel(ctx)
+	err = s.RotateKey(cctx, newKey, 2, func(p sqlitestore.RotationProgress) {
+		if p.Table == "pending_outbound_message" {
+			cancel()
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+	require.NoError(t, s.Close())
+
+	s2 := rotateOpen(t, path, newKey, oldKey)
+	err = s2.RotateKey(ctx, newKey, 2, nil)
+	var re *sqlitestore.RotationError
+	require.ErrorAs(t, err, &re)
+	require.ErrorIs(t, err, seal.ErrAuthentication, "moved to another device: its associated data no longer matches")
+	require.Len(t, re.Skipped, 1)
+	moved := m.Recipient
+	moved.DeviceID++
+	assert.Equal(t, moved, re.Skipped[0].Address, "reported as stored")
+	assert.Equal(t, m.Sequence, re.Skipped[0].Sequence)
+	assert.Empty(t, re.Kept)
+	assert.Equal(t, damaged, rotateSealed(t, s2)[name])
+
+	gone, err := s2.DeletePendingSequence(ctx, m.Sequence)
+	require.NoError(t, err)
+	require.True(t, gone)
+	require.NoError(t, s2.RotateKey(ctx, newKey, 2, nil))
+	rotateCheck(t, s2, newKey, want)
+}
+
 func TestRotateKeyInvalidArguments(t *testing.T) {
 	s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), rotateKey(t, 0x11))
 	err := s.RotateKey(context.Background(), rotateKey(t, 0x22), 0, nil)
