@@ -8,9 +8,17 @@ var (
 	StepIndex        = stepIndex
 )
 
-// SetTestHookAfterRow sets the hook run after each copied row.
-func SetTestHookAfterRow(f func(copied int)) { testHookAfterRow = f }
+// WithAfterRow returns o with f run after each copied row, given the rows
+// copied so far by the call: a per-call hook, so tests can run in
+// parallel.
+func WithAfterRow(o Options, f func(copied int)) Options {
+	o.afterRow = f
+	return o
+}
 
-// SetReadChunk sets how many rows a batch reads at a time and returns the
-// previous value.
-func SetReadChunk(n int) int { old := readChunk; readChunk = n; return old }
+// WithAfterRead returns o with f run after each read of legacy rows, given
+// how many it read.
+func WithAfterRead(o Options, f func(rows int)) Options {
+	o.afterRead = f
+	return o
+}

@@ -110,10 +110,10 @@ const setAside = "pending_outbound_message_plaintext"
 // reported as often.
 const DefaultBatch = 50_000
 
-// readChunk is how many legacy rows a batch reads at a time, so that a
-// batch holds at most readChunk plaintexts in memory (a variable for
-// tests).
-var readChunk = 256
+// DefaultReadChunk is how many legacy rows a batch reads at a time unless
+// Options.ReadChunk says otherwise, so that a batch holds at most that
+// many plaintexts in memory whatever its size.
+const DefaultReadChunk = 256
 
 // Phase is the step of the migration a Progress report belongs to.
 type Phase int
@@ -159,10 +159,17 @@ type Options struct {
 	// Progress, if not nil, is called after every committed batch and when
 	// the erase step starts, on the migrating goroutine.
 	Progress func(Progress)
-}
+	// ReadChunk is the number of legacy rows a batch reads (and holds in
+	// memory) at a time; 0 means DefaultReadChunk. It bounds memory, not
+	// the batch: a batch reads as many chunks as it seals rows.
+	ReadChunk int
 
-// testHookAfterRow, if set (by tests), runs after each row is copied.
-var testHookAfterRow func(copied int)
+	// afterRow, if not nil, runs after each row is copied, with the rows
+	// copied so far by this call; afterRead, after each read of legacy
+	// rows, with the number read. Set by this package's tests only.
+	afterRow  func(copied int)
+	afterRead func(rows int)
+}
 
 // MigratePlaintext is MigratePlaintextWith with the default options.
 func MigratePlaintext(ctx context.Context, conn *sql.DB, keys *seal.Keyring) (int, error) {
@@ -190,8 +197,14 @@ func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys *seal.Keyring,
 	if opts.Batch < 0 {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w: batch %d below 0", store.ErrInvalidArgument, opts.Batch)
 	}
+	if opts.ReadChunk < 0 {
+		return 0, fmt.Errorf("legacy: migrate plaintext: %w: read chunk %d below 0", store.ErrInvalidArgument, opts.ReadChunk)
+	}
 	if opts.Batch == 0 {
 		opts.Batch = DefaultBatch
+	}
+	if opts.ReadChunk == 0 {
+		opts.ReadChunk = DefaultReadChunk
 	}
 	m := &migrator{conn: conn, keys: keys, opts: opts}
 	if err := m.run(ctx); err != nil {
@@ -370,13 +383,16 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
 		n, last = 0, m.after
 		q := legacydb.New(tx)
-		// Read in chunks, so that memory stays bounded by readChunk
+		// Read in chunks, so that memory stays bounded by ReadChunk
 		// messages whatever the batch size.
 		for n < m.opts.Batch {
-			limit := min(readChunk, m.opts.Batch-n)
+			limit := min(m.opts.ReadChunk, m.opts.Batch-n)
 			rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: last, RowLimit: int64(limit)})
 			if err != nil {
 				return fmt.Errorf("read legacy rows: %w", err)
+			}
+			if m.opts.afterRead != nil {
+				m.opts.afterRead(len(rows))
 			}
 			for _, r := range rows {
 				to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
@@ -396,8 +412,8 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 				}
 				last = r.Sequence
 				n++
-				if testHookAfterRow != nil {
-					testHookAfterRow(m.copied + n)
+				if m.opts.afterRow != nil {
+					m.opts.afterRow(m.copied + n)
 				}
 			}
 			if len(rows) < limit {

@@ -351,7 +351,6 @@ func TestLegacyFailureRollsBack(t *testing.T) {
 			assert.Equal(t, len(before)+boolInt(tc.cleanup != nil), len(readLegacyRows(t, conn)), "the legacy rows are all there")
 
 			// Fixed, it runs through.
-			legacy.SetTestHookAfterRow(nil)
 			if tc.cleanup != nil {
 				tc.cleanup(t, conn)
 			}

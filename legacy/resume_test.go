@@ -65,6 +65,7 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 		{name: "batch 4, cancelled in the last batch, index present", upFirst: true, batch: 4, stopAt: 9, want: 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // the hook and the chunk are options of this call, not globals
 			path, conn := loadLegacy(t)
 			if tc.upFirst {
 				_, err := m.Up(ctx, conn)
@@ -73,22 +74,19 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 			before := readLegacyRows(t, conn)
 			others := otherTables(t, conn)
 
-			if tc.chunk > 0 {
-				old := legacy.SetReadChunk(tc.chunk)
-				t.Cleanup(func() { legacy.SetReadChunk(old) })
-			}
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			legacy.SetTestHookAfterRow(func(n int) {
+			copied := 0
+			opts := legacy.WithAfterRow(legacy.Options{Batch: tc.batch, ReadChunk: tc.chunk}, func(n int) {
+				copied = n
 				if n == tc.stopAt {
 					cancel()
 				}
 			})
-			t.Cleanup(func() { legacy.SetTestHookAfterRow(nil) })
-			n, err := legacy.MigratePlaintextWith(cctx, conn, fixtureKeyring(t), legacy.Options{Batch: tc.batch})
+			n, err := legacy.MigratePlaintextWith(cctx, conn, fixtureKeyring(t), opts)
 			require.ErrorIs(t, err, context.Canceled)
 			assert.Equal(t, tc.want, int64(n), "rows of the committed batches")
-			legacy.SetTestHookAfterRow(nil)
+			assert.Equal(t, tc.stopAt, copied, "the hook saw every row up to the cancel")
 
 			// Committed batches are sealed: the first rows in sequence
 			// order, nothing skipped; the set-aside table keeps every row
@@ -184,11 +182,84 @@ func TestLegacyEraseResumes(t *testing.T) {
 }
 
 func TestLegacyOptionsInvalid(t *testing.T) {
-	_, conn := loadLegacy(t)
-	before := state(t, conn)
-	_, err := legacy.MigratePlaintextWith(context.Background(), conn, fixtureKeyring(t), legacy.Options{Batch: -1})
-	require.ErrorIs(t, err, store.ErrInvalidArgument)
-	assert.Equal(t, before, state(t, conn))
+	for _, tc := range []struct {
+		name string
+		opts legacy.Options
+	}{
+		{"negative batch", legacy.Options{Batch: -1}},
+		{"negative read chunk", legacy.Options{ReadChunk: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, conn := loadLegacy(t)
+			before := state(t, conn)
+			_, err := legacy.MigratePlaintextWith(context.Background(), conn, fixtureKeyring(t), tc.opts)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			assert.Equal(t, before, state(t, conn))
+		})
+	}
+}
+
+// TestLegacyReadChunk: a batch reads its rows ReadChunk at a time (the
+// default if 0), never more, and the migration ends as with any chunk.
+func TestLegacyReadChunk(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		batch, chunk int
+	}{
+		{"batch 5 read 2 at a time", 5, 2},
+		{"batch 4 read 1 at a time", 4, 1},
+		{"batch 3 read 4 at a time", 3, 4},
+		{"default chunk", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path, conn := loadLegacy(t)
+			before := readLegacyRows(t, conn)
+			others := otherTables(t, conn)
+			var reads []int
+			opts := legacy.WithAfterRead(legacy.Options{Batch: tc.batch, ReadChunk: tc.chunk}, func(n int) { reads = append(reads, n) })
+			n, err := legacy.MigratePlaintextWith(context.Background(), conn, fixtureKeyring(t), opts)
+			require.NoError(t, err)
+			require.Equal(t, len(before), n)
+
+			// The reads expected: each batch reads full chunks up to its
+			// size, a short read ends it, and the migration ends after a
+			// batch that came out short.
+			batch, chunk := tc.batch, tc.chunk
+			if batch == 0 {
+				batch = legacy.DefaultBatch
+			}
+			if chunk == 0 {
+				chunk = legacy.DefaultReadChunk
+			}
+			var want []int
+			for left := len(before); ; {
+				n := 0
+				for n < batch {
+					limit := min(chunk, batch-n)
+					r := min(limit, left)
+					want = append(want, r)
+					n, left = n+r, left-r
+					if r < limit {
+						break
+					}
+				}
+				if n < batch {
+					break
+				}
+			}
+			assert.Equal(t, want, reads)
+			for _, r := range reads {
+				assert.LessOrEqual(t, r, chunk)
+			}
+			m, err := migration.Default()
+			require.NoError(t, err)
+			_, err = m.Up(context.Background(), conn)
+			require.NoError(t, err)
+			checkMigrated(t, path, conn, before, others)
+		})
+	}
 }
 
 // A database holding both a legacy-layout table and the set-aside table is

@@ -114,3 +114,49 @@ UPDATE pending_inbound_message SET sealed = ? WHERE sequence = ?;
 
 -- name: UpdateStorageKeyVerifier :exec
 UPDATE storage_key SET verifier = ? WHERE key_id = ?;
+
+-- name: RotationIdentityPinBatch :many
+-- Key rotation's walk of identity_pin, in key order, in batches. Columns
+-- and cursor are wrapped in likely (a no-op the code generator removes) so
+-- that sqlc types them as interfaces: a row whose values have another
+-- storage class than the schema declares (a BLOB user id, a REAL device
+-- id) comes back with its class, to be reported and left alone, and the
+-- cursor resumes after it in SQLite's own order instead of failing the
+-- batch or walking in circles.
+SELECT likely(user_id) AS user_id, likely(device_id) AS device_id, likely(sealed) AS sealed
+FROM identity_pin
+WHERE user_id > likely(sqlc.arg(after_user_id))
+   OR (user_id = likely(sqlc.arg(after_user_id)) AND device_id > likely(sqlc.arg(after_device_id)))
+ORDER BY user_id, device_id
+LIMIT sqlc.arg(row_limit);
+
+-- name: RotationSessionBatch :many
+-- As RotationIdentityPinBatch, for session.
+SELECT likely(user_id) AS user_id, likely(device_id) AS device_id, likely(sealed) AS sealed
+FROM session
+WHERE user_id > likely(sqlc.arg(after_user_id))
+   OR (user_id = likely(sqlc.arg(after_user_id)) AND device_id > likely(sqlc.arg(after_device_id)))
+ORDER BY user_id, device_id
+LIMIT sqlc.arg(row_limit);
+
+-- name: RotationSessionInitiationBatch :many
+-- As RotationIdentityPinBatch, for session_initiation.
+SELECT likely(user_id) AS user_id, likely(device_id) AS device_id, likely(sealed) AS sealed
+FROM session_initiation
+WHERE user_id > likely(sqlc.arg(after_user_id))
+   OR (user_id = likely(sqlc.arg(after_user_id)) AND device_id > likely(sqlc.arg(after_device_id)))
+ORDER BY user_id, device_id
+LIMIT sqlc.arg(row_limit);
+
+-- name: RotationPendingInboundBatch :many
+-- Key rotation's walk of pending_inbound_message, as
+-- SealedPendingOutboundBatch: columns with their storage class.
+SELECT sequence,
+       likely(sender_user_id) AS sender_user_id,
+       likely(sender_device_id) AS sender_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
+FROM pending_inbound_message
+WHERE sequence >= sqlc.arg(from_sequence)
+ORDER BY sequence
+LIMIT sqlc.arg(row_limit);

@@ -109,8 +109,14 @@ WHERE name = 'pending_outbound_message';
 -- name: SealedPendingOutboundBatch :many
 -- Key rotation walks the table in sequence order, in batches, from
 -- from_sequence on (the smallest integer at first, so that a row a damaged
--- database holds at or below sequence 0 is re-sealed too).
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
+-- database holds at or below sequence 0 is re-sealed too). The columns are
+-- wrapped in likely, as in PagePendingOutbound, so that a row of another
+-- storage class is reported and left alone instead of failing the batch.
+SELECT sequence,
+       likely(recipient_user_id) AS recipient_user_id,
+       likely(recipient_device_id) AS recipient_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
 FROM pending_outbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -379,6 +380,54 @@ func TestCountAfterConnectionReplaced(t *testing.T) {
 			require.Equal(t, opens+1, g.inj.opens.Load(), "the connection was replaced")
 		})
 	}
+}
+
+// TestCountNoWindowWhileConnectionReplaced: a count that waits for the
+// connection while another transaction fails on it, and database/sql
+// replaces the connection, must not trust the in-memory count with the
+// new connection's data_version. The failing transaction (a session save,
+// holding the connection in its failing statement) lets the count line
+// up behind it (database/sql's wait counter says when), then fails and
+// has its connection discarded; the count runs on the fresh connection,
+// whose data_version equals the one the in-memory count was taken with,
+// while another connection inserted a row the old connection never saw.
+// The count must be SELECT count(*)'s, however the failure is recorded
+// after the connection went back to the pool.
+func TestCountNoWindowWhileConnectionReplaced(t *testing.T) {
+	g := newCountRig(t)
+	k := pendingKey{bob, g.newID()}
+	seq, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
+	require.NoError(t, err)
+	g.pending[k] = seq
+	g.check("established")
+	g.externalInsert(pendingKey{carol, g.newID()})
+	truth := int64(len(g.pending))
+
+	hold, reached := make(chan struct{}), make(chan struct{})
+	g.inj.fail(fault{Op: opStmt, Match: sqlInsertSession, Hold: hold, Reached: reached})
+	g.inj.fail(fault{Op: opBadConn, Match: sqlInsertSession})
+	opens := g.inj.opens.Load()
+	saved := make(chan error, 1)
+	go func() { saved <- g.s.SavePeer(g.ctx, bob, store.PeerState{Session: countSession}) }()
+	<-reached // the save holds the only connection
+
+	waits := g.s.DB().Stats().WaitCount
+	counted := make(chan error, 1)
+	var n int64
+	go func() {
+		var err error
+		n, err = g.s.CountPending(g.ctx, nil)
+		counted <- err
+	}()
+	for g.s.DB().Stats().WaitCount == waits {
+		runtime.Gosched() // until the count waits for the connection
+	}
+	close(hold)
+	require.ErrorIs(t, <-saved, errInjected)
+	require.NoError(t, <-counted)
+	require.Equal(t, opens+1, g.inj.opens.Load(), "the connection was replaced")
+	require.Equal(t, truth, n, "the count ran on the new connection with the old in-memory number")
+	g.check("after")
 }
 
 // TestCountConcurrent runs inserts, deletes and counts from several

@@ -23,7 +23,7 @@ const (
 	sqlInsertInbound  = "INSERT INTO processed_inbound_message"
 	sqlPagePending    = "name: PagePendingOutbound :many"
 	sqlPageRecipient  = "name: PagePendingOutboundForRecipient :many"
-	sqlCountPending   = "name: CountPendingOutbound :one"
+	sqlCountVersion   = "name: PendingOutboundDataVersion :one"
 	sqlNextForRetry   = "name: NextPendingOutboundForRecipient :one"
 	sqlUpsertIdentity = "local_identity"
 )
@@ -249,7 +249,10 @@ func TestFaultReadsFailCleanly(t *testing.T) {
 		require.Nil(t, p.NextAfterSequence)
 	}
 
-	f.inj.fail(fault{Op: opStmt, Match: sqlCountPending})
+	// Every count of all pending messages reads data_version (the
+	// in-memory count may serve it without SELECT count(*): the failed
+	// pages above kept their connection).
+	f.inj.fail(fault{Op: opStmt, Match: sqlCountVersion})
 	n, err := f.a.c.PendingMessageCount(f.ctx, nil)
 	f.requireFault(t, err, "client: pending message count", "store: count pending")
 	require.Zero(t, n)

@@ -36,6 +36,18 @@ type fault struct {
 	Match     string
 	Skip      int
 	AfterRows int // opNext only
+	// Hold, for opStmt only: when the fault fires, the statement closes
+	// Reached and waits for Hold to be closed before failing, holding its
+	// connection meanwhile (to line up a concurrent call behind it).
+	Hold, Reached chan struct{}
+}
+
+// hold makes a firing fault wait as its Hold says.
+func (f *fault) hold() {
+	if f.Hold != nil {
+		close(f.Reached)
+		<-f.Hold
+	}
 }
 
 // injector decides which driver calls fail. It is shared by every
@@ -164,7 +176,8 @@ func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver
 		return nil, err
 	}
 	c.txSQL = append(c.txSQL, query) // attempted: opBadConn matches a failed statement too
-	if ok, _ := c.inj.take(opStmt, query); ok {
+	if ok, f := c.inj.take(opStmt, query); ok {
+		f.hold()
 		return nil, fmt.Errorf("exec %q: %w", firstLine(query), errInjected)
 	}
 	return c.inner.ExecContext(ctx, query, args)
@@ -175,7 +188,8 @@ func (c *faultConn) QueryContext(ctx context.Context, query string, args []drive
 		return nil, err
 	}
 	c.txSQL = append(c.txSQL, query)
-	if ok, _ := c.inj.take(opStmt, query); ok {
+	if ok, f := c.inj.take(opStmt, query); ok {
+		f.hold()
 		return nil, fmt.Errorf("query %q: %w", firstLine(query), errInjected)
 	}
 	rows, err := c.inner.QueryContext(ctx, query, args)

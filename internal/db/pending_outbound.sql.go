@@ -345,7 +345,11 @@ func (q *Queries) PendingOutboundSequenceHighWater(ctx context.Context) (int64, 
 }
 
 const sealedPendingOutboundBatch = `-- name: SealedPendingOutboundBatch :many
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id, sealed
+SELECT sequence,
+       likely(recipient_user_id) AS recipient_user_id,
+       likely(recipient_device_id) AS recipient_device_id,
+       likely(logical_id) AS logical_id,
+       likely(sealed) AS sealed
 FROM pending_outbound_message
 WHERE sequence >= ?1
 ORDER BY sequence
@@ -357,18 +361,28 @@ type SealedPendingOutboundBatchParams struct {
 	RowLimit     int64
 }
 
+type SealedPendingOutboundBatchRow struct {
+	Sequence          int64
+	RecipientUserID   interface{}
+	RecipientDeviceID interface{}
+	LogicalID         interface{}
+	Sealed            interface{}
+}
+
 // Key rotation walks the table in sequence order, in batches, from
 // from_sequence on (the smallest integer at first, so that a row a damaged
-// database holds at or below sequence 0 is re-sealed too).
-func (q *Queries) SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]PendingOutboundMessage, error) {
+// database holds at or below sequence 0 is re-sealed too). The columns are
+// wrapped in likely, as in PagePendingOutbound, so that a row of another
+// storage class is reported and left alone instead of failing the batch.
+func (q *Queries) SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]SealedPendingOutboundBatchRow, error) {
 	rows, err := q.db.QueryContext(ctx, sealedPendingOutboundBatch, arg.FromSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []PendingOutboundMessage
+	var items []SealedPendingOutboundBatchRow
 	for rows.Next() {
-		var i PendingOutboundMessage
+		var i SealedPendingOutboundBatchRow
 		if err := rows.Scan(
 			&i.Sequence,
 			&i.RecipientUserID,

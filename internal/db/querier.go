@@ -88,14 +88,31 @@ type Querier interface {
 	// The AUTOINCREMENT high-water mark: the largest sequence ever handed out.
 	PendingOutboundSequenceHighWater(ctx context.Context) (int64, error)
 	RevisionTableExists(ctx context.Context) (int64, error)
+	// Key rotation's walk of identity_pin, in key order, in batches. Columns
+	// and cursor are wrapped in likely (a no-op the code generator removes) so
+	// that sqlc types them as interfaces: a row whose values have another
+	// storage class than the schema declares (a BLOB user id, a REAL device
+	// id) comes back with its class, to be reported and left alone, and the
+	// cursor resumes after it in SQLite's own order instead of failing the
+	// batch or walking in circles.
+	RotationIdentityPinBatch(ctx context.Context, arg RotationIdentityPinBatchParams) ([]RotationIdentityPinBatchRow, error)
+	// Key rotation's walk of pending_inbound_message, as
+	// SealedPendingOutboundBatch: columns with their storage class.
+	RotationPendingInboundBatch(ctx context.Context, arg RotationPendingInboundBatchParams) ([]RotationPendingInboundBatchRow, error)
+	// As RotationIdentityPinBatch, for session.
+	RotationSessionBatch(ctx context.Context, arg RotationSessionBatchParams) ([]RotationSessionBatchRow, error)
+	// As RotationIdentityPinBatch, for session_initiation.
+	RotationSessionInitiationBatch(ctx context.Context, arg RotationSessionInitiationBatchParams) ([]RotationSessionInitiationBatchRow, error)
 	// Key rotation walks each sealed table in key order, in batches.
 	SealedIdentityPinBatch(ctx context.Context, arg SealedIdentityPinBatchParams) ([]IdentityPin, error)
 	// Key rotation's walk, as SealedPendingOutboundBatch.
 	SealedPendingInboundBatch(ctx context.Context, arg SealedPendingInboundBatchParams) ([]PendingInboundMessage, error)
 	// Key rotation walks the table in sequence order, in batches, from
 	// from_sequence on (the smallest integer at first, so that a row a damaged
-	// database holds at or below sequence 0 is re-sealed too).
-	SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]PendingOutboundMessage, error)
+	// database holds at or below sequence 0 is re-sealed too). The columns are
+	// wrapped in likely, as in PagePendingOutbound, so that a row of another
+	// storage class is reported and left alone instead of failing the batch.
+	SealedPendingOutboundBatch(ctx context.Context, arg SealedPendingOutboundBatchParams) ([]SealedPendingOutboundBatchRow, error)
 	SealedSessionBatch(ctx context.Context, arg SealedSessionBatchParams) ([]Session, error)
 	SealedSessionInitiationBatch(ctx context.Context, arg SealedSessionInitiationBatchParams) ([]SessionInitiation, error)
 	SetStorageKeyState(ctx context.Context, arg SetStorageKeyStateParams) error

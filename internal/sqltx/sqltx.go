@@ -10,11 +10,17 @@ import (
 	"fmt"
 )
 
+// Beginner is what a transaction begins on: a *sql.DB, or a *sql.Conn when
+// the caller must know which connection the transaction runs on.
+type Beginner interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
 // Run runs fn inside one transaction on db: it commits if fn returns nil and
 // rolls back otherwise, so that a failure leaves nothing partial behind. The
 // error returned by fn is passed through, and any error also matches ctx's
 // error if ctx ended meanwhile.
-func Run(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+func Run(ctx context.Context, db Beginner, fn func(tx *sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)

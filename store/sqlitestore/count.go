@@ -19,12 +19,24 @@ import (
 // taken together with the connection's PRAGMA data_version, which changes
 // whenever another connection (another process, another Store, the
 // migrate command) commits; a count that sees a different data_version
-// runs SELECT count(*) again. data_version values of two connections are
-// not comparable, and database/sql replaces a connection only after a
-// failed transaction (a context cancelled inside one discards it), so the
-// number is also dropped after any failed transaction of the store
-// (Store.txFailures). Writing pending rows through Store.DB() on the
-// store's own connection is not seen: DB() is for reading.
+// runs SELECT count(*) again. Writing pending rows through Store.DB() on
+// the store's own connection is not seen: DB() is for reading.
+//
+// data_version values of two connections are not comparable (a fresh
+// connection starts from the same value), and database/sql replaces the
+// connection behind the store's back: after a failed transaction, as soon
+// as a context is cancelled inside one (its rollback discards the
+// connection and the next waiting call gets a new one, possibly before the
+// failing call has even returned), or when the driver reports a bad
+// connection. So the number is also taken together with the identity of
+// the connection it was read on (the driver connection, from
+// sql.Conn.Raw), and a count compares the identity of the connection its
+// own transaction runs on, read while it holds that connection. That is
+// race-free by construction: no failure has to be noticed and recorded in
+// time, since the comparison is about the connection the count's
+// data_version is read on, held for the whole count; equal identities
+// mean the same connection, as the stored reference keeps the old
+// connection's memory from being reused for a new one.
 type pendingCount struct {
 	// mu is held by every pending-row writer across its transaction and
 	// by CountPending(nil) across its own, so that a count never reads
@@ -33,8 +45,8 @@ type pendingCount struct {
 	mu      sync.Mutex
 	known   bool
 	n       int64
-	version int64  // data_version of the connection when n was taken
-	epoch   uint64 // Store.txFailures when n was taken
+	version int64 // data_version of the connection when n was taken
+	conn    any   // the driver connection n was taken on
 }
 
 // writePending runs fn, which inserts or deletes pending rows and returns
@@ -67,15 +79,16 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 	c := &s.count
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	epoch := s.txFailures.Load()
 	var n, version int64
+	var on any
 	fresh := false
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.withConnTx(ctx, func(conn any, q *db.Queries) error {
+		on = conn
 		var err error
 		if version, err = q.PendingOutboundDataVersion(ctx); err != nil {
 			return err
 		}
-		if c.known && c.version == version && c.epoch == epoch {
+		if c.known && c.conn == conn && c.version == version {
 			n = c.n
 			return nil
 		}
@@ -84,11 +97,11 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 		return err
 	})
 	if err != nil {
-		c.known = false
+		c.known, c.conn = false, nil
 		return 0, err
 	}
 	if fresh {
-		c.known, c.n, c.version, c.epoch = true, n, version, epoch
+		c.known, c.n, c.version, c.conn = true, n, version, on
 	}
 	return n, nil
 }

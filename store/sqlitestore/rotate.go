@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -21,14 +25,19 @@ type RotationProgress struct {
 	// Table is the table being walked.
 	Table string
 	// Done is the number of rows of Table walked so far in this pass
-	// (re-sealed or found already under the new key).
+	// (re-sealed, found already under the new key, or skipped).
 	Done int64
 	// Total is the number of rows Table held when its walk started. Rows
 	// written meanwhile can make Done end above or below it.
 	Total int64
 	// Resealed is the number of rows of Table re-sealed so far in this
-	// pass; Done - Resealed rows were already under the new key.
+	// pass; Done - Resealed - Skipped rows were already under the new key.
 	Resealed int64
+	// Skipped is the number of rows of Table this pass could not open and
+	// left as they were (see SkippedRow). Every pass walks them again, so
+	// each pass counts them again; they are not re-sealed, so they never
+	// keep the walk from ending.
+	Skipped int64
 	// Pass counts the walks over every table, from 1. The walk is repeated
 	// until a pass re-seals nothing, so the last pass only confirms.
 	Pass int
@@ -54,6 +63,109 @@ const maxRotationPasses = 3
 // database at once would fight over which key is active.
 var rotateMu sync.Mutex
 
+// ErrRowsSkipped means a key rotation finished but left rows it could not
+// open as they were. It is matched by the *RotationError RotateKey
+// returns, which lists them.
+var ErrRowsSkipped = errors.New("store: key rotation skipped rows it could not open")
+
+// SkippedRow is a row a key rotation could not open, or whose columns hold
+// values the schema never stores, and therefore left byte for byte as it
+// was: it is neither re-sealed nor deleted.
+type SkippedRow struct {
+	// Table is the row's table: local_identity, identity_pin, session,
+	// session_initiation, pending_outbound_message or
+	// pending_inbound_message. (A storage_key verifier that does not open
+	// is not reported: it is left as it is and goes with its key, deleted
+	// when the key is dropped.)
+	Table string
+	// Address is the row's device: the peer of an identity_pin, session or
+	// session_initiation row, the recipient of a pending_outbound_message
+	// row, the sender of a pending_inbound_message row, this device for
+	// local_identity. As stored, as far as it decodes.
+	Address ids.DeviceAddress
+	// Sequence and ID identify a pending_outbound_message or
+	// pending_inbound_message row (ID zero if it does not decode).
+	Sequence int64
+	ID       ids.LogicalMessageID
+	// SealedWith is the key id the sealed value's header names, if
+	// HasHeader (the header parses).
+	SealedWith seal.KeyID
+	HasHeader  bool
+	// Cause says why the row was skipped. It matches, with errors.Is, a
+	// seal error (seal.ErrWrongKey: sealed with a key the keyring does not
+	// hold; seal.ErrAuthentication: altered or moved; seal.ErrTruncated,
+	// seal.ErrMalformed, seal.ErrUnknownVersion, seal.ErrRecordType) or
+	// store.ErrCorruptRow (a column of the wrong storage class, or a
+	// pending row's logical id of the wrong length).
+	Cause error
+}
+
+// Pending returns a skipped pending_outbound_message row as the unreadable
+// entry that store.Pending.DeletePendingSequence (by Sequence),
+// DeletePending (by Recipient and ID) and client.AbandonUnreadable take;
+// false for rows of other tables.
+func (r SkippedRow) Pending() (store.UnreadablePending, bool) {
+	if r.Table != "pending_outbound_message" {
+		return store.UnreadablePending{}, false
+	}
+	return store.UnreadablePending{Sequence: r.Sequence, Recipient: r.Address, ID: r.ID, Cause: r.Cause}, true
+}
+
+// String names the row: its table and identity.
+func (r SkippedRow) String() string {
+	switch r.Table {
+	case "pending_outbound_message", "pending_inbound_message":
+		return fmt.Sprintf("%s sequence %d (%s, %s)", r.Table, r.Sequence, r.Address, r.ID)
+	case "storage_key":
+		return "storage_key verifier"
+	}
+	return fmt.Sprintf("%s %s", r.Table, r.Address)
+}
+
+// RotationError is the error of a key rotation that finished but skipped
+// rows: every other row is under the new key, which is the active one.
+// errors.Is matches ErrRowsSkipped and each skipped row's cause; errors.As
+// gives the rows.
+type RotationError struct {
+	// Skipped are the rows left as they were, in walk order: table by
+	// table (local_identity, identity_pin, session, session_initiation,
+	// pending_outbound_message, pending_inbound_message), in key order
+	// within a table.
+	Skipped []SkippedRow
+	// Kept are the old keys the rotation did not drop, ascending: the keys
+	// named by the header of a skipped row whose cause is
+	// store.ErrCorruptRow. Such a row is never opened (its columns are not
+	// believed), so its sealed value may be intact and open once the row
+	// is repaired; dropping its key would make it unreadable for good. A
+	// kept key stays recorded as retiring and held by the keyring until
+	// the rows naming it are removed (or repaired) and RotateKey runs
+	// again.
+	Kept []seal.KeyID
+}
+
+// Error lists the skipped rows and kept keys.
+func (e *RotationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d skipped", ErrRowsSkipped, len(e.Skipped))
+	if len(e.Kept) > 0 {
+		fmt.Fprintf(&b, ", old keys %v kept", e.Kept)
+	}
+	for _, r := range e.Skipped {
+		fmt.Fprintf(&b, "; %s: %v", r, r.Cause)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrRowsSkipped and every skipped row's cause.
+func (e *RotationError) Unwrap() []error {
+	out := make([]error, 0, len(e.Skipped)+1)
+	out = append(out, ErrRowsSkipped)
+	for _, r := range e.Skipped {
+		out = append(out, r.Cause)
+	}
+	return out
+}
+
 // RotateKey replaces the storage key: every sealed value of the database
 // ends up sealed with newKey, and the old keys are dropped.
 //
@@ -71,6 +183,28 @@ var rotateMu sync.Mutex
 // Finally the retiring rows are deleted from storage_key and every key but
 // newKey is forgotten by the keyring.
 //
+// A row that does not open (altered, sealed with a key the keyring does
+// not hold, a column of the wrong storage class) never stops the rotation: it is left exactly as it was and the walk goes on.
+// The rotation then finishes as above and RotateKey returns a
+// *RotationError listing the skipped rows of the last pass (errors.Is
+// matches ErrRowsSkipped and each row's cause).
+//
+// Old keys are dropped only where that cannot make an openable row
+// unreadable. A row that was opened under an old key has been re-sealed.
+// A row that failed to open (a seal error: seal.ErrWrongKey, its key not
+// in the keyring, or seal.ErrAuthentication and the others, under a key
+// the keyring holds) was tried with every key held, so dropping keys
+// cannot make it worse. A row with a column of the wrong storage class
+// (store.ErrCorruptRow) is never opened, so its value may be intact: the
+// old key its header names is kept (recorded retiring, held by the
+// keyring, listed in RotationError.Kept). The application removes or
+// repairs the rows (SkippedRow.Pending gives a pending row's entry for
+// DeletePendingSequence, DeletePending or client.AbandonUnreadable) and
+// runs RotateKey again with the same key, which re-seals nothing new,
+// reports what is still skipped and drops the keys no corrupt row names
+// any more. (A row that failed with seal.ErrAuthentication under a key
+// since dropped reports seal.ErrWrongKey from then on.)
+//
 // Sequences, row identities and plaintexts do not change: a value is only
 // opened and sealed again under the same record type and associated data.
 //
@@ -79,9 +213,9 @@ var rotateMu sync.Mutex
 // none can land behind the walk.
 //
 // It returns an error wrapping store.ErrInvalidArgument for a zero key or
-// a batch below 1, and seal errors (seal.ErrWrongKey, ...) for a row the
-// keyring cannot open; on any error the batches already committed stay
-// committed and the old keys stay in the keyring.
+// a batch below 1, a *RotationError as above, and storage errors or the
+// context's error; on a storage or context error the batches already
+// committed stay committed and the old keys stay in the keyring.
 func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progress func(RotationProgress)) error {
 	if newKey == (seal.Key{}) {
 		return fmt.Errorf("store: rotate key: %w: zero key", store.ErrInvalidArgument)
@@ -107,14 +241,21 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	s.keys.Add(newKey)
 	s.sealMu.Unlock()
 
+	// skipped holds the last pass's skipped rows: a row skipped by an
+	// earlier pass and deleted since is no longer reported.
+	var skipped []SkippedRow
 	for pass := 1; ; pass++ {
 		resealed := int64(0)
+		skipped = nil
 		for _, table := range rotationTables {
-			n, err := s.resealTable(ctx, table, sealer, batch, pass, progress)
+			n, sk, err := s.resealTable(ctx, table, sealer, batch, pass, progress)
 			if err != nil {
 				return fmt.Errorf("store: rotate key: %s: %w", table, err)
 			}
 			resealed += n
+			if table != "storage_key" {
+				skipped = append(skipped, sk...)
+			}
 		}
 		if resealed == 0 {
 			break
@@ -124,8 +265,12 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 		}
 	}
 
-	if err := s.finishRotation(ctx, newKey.ID()); err != nil {
+	kept, err := s.finishRotation(ctx, newKey.ID(), skipped)
+	if err != nil {
 		return fmt.Errorf("store: rotate key: %w", err)
+	}
+	if len(skipped) > 0 {
+		return &RotationError{Skipped: skipped, Kept: kept}
 	}
 	return nil
 }
@@ -176,8 +321,19 @@ func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, new
 }
 
 // finishRotation deletes every storage key row but newID's and makes the
-// keyring forget every other key.
-func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID) error {
+// keyring forget every other key, except the keys named by the header of a
+// skipped row that was never opened because its columns are corrupt
+// (dropping one could make that row unreadable for good; a row that was
+// tried and failed cannot get worse): their rows stay, retiring, and the
+// keyring keeps them. It returns the old key ids kept, ascending.
+func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID, skipped []SkippedRow) ([]seal.KeyID, error) {
+	named := map[seal.KeyID]bool{} // keys a skipped row is sealed with
+	for _, r := range skipped {
+		if r.HasHeader && r.SealedWith != newID && errors.Is(r.Cause, store.ErrCorruptRow) {
+			named[r.SealedWith] = true
+		}
+	}
+	keptSet := map[seal.KeyID]bool{}
 	err := s.withTx(ctx, func(q *db.Queries) error {
 		rows, err := q.ListStorageKeys(ctx)
 		if err != nil {
@@ -187,6 +343,10 @@ func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID) error {
 			if seal.KeyID(r.KeyID) == newID {
 				continue
 			}
+			if named[seal.KeyID(r.KeyID)] {
+				keptSet[seal.KeyID(r.KeyID)] = true
+				continue
+			}
 			if err := q.DeleteStorageKey(ctx, r.KeyID); err != nil {
 				return fmt.Errorf("delete storage key %d: %w", r.KeyID, err)
 			}
@@ -194,27 +354,47 @@ func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, id := range s.keys.KeyIDs() {
 		if id == newID {
 			continue
 		}
+		if named[id] {
+			keptSet[id] = true
+			continue
+		}
 		if err := s.keys.Forget(id); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	kept := make([]seal.KeyID, 0, len(keptSet))
+	for id := range keptSet {
+		kept = append(kept, id)
+	}
+	slices.Sort(kept)
+	return kept, nil
 }
 
 // sealedRow is one sealed value found by a rotation batch, with what it
 // takes to open it and write it back.
 type sealedRow struct {
-	what   string // row identity, for errors
+	id     SkippedRow // the row's identity, reported if it is skipped
+	bad    error      // set if the row's columns do not decode: skipped with this cause
 	rt     seal.RecordType
 	ad     []byte
 	sealed []byte
 	update func(ctx context.Context, q *db.Queries, sealed []byte) error
+}
+
+// skip returns r reported as skipped for cause.
+func (r sealedRow) skip(cause error) SkippedRow {
+	sk := r.id
+	sk.Cause = cause
+	if h, err := seal.Parse(r.sealed); err == nil {
+		sk.SealedWith, sk.HasHeader = h.KeyID, true
+	}
+	return sk
 }
 
 // rotationWalker walks one table in key order, batch by batch. batch
@@ -225,17 +405,20 @@ type rotationWalker struct {
 }
 
 // resealTable walks table once, re-sealing with sealer every row not
-// already under its key, and returns how many it re-sealed.
-func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyring, batch, pass int, progress func(RotationProgress)) (int64, error) {
+// already under its key, and returns how many it re-sealed and the rows it
+// skipped: rows that do not decode or do not open are left untouched.
+func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyring, batch, pass int, progress func(RotationProgress)) (int64, []SkippedRow, error) {
 	w, err := newRotationWalker(table)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	newID := sealer.Current()
 	p := RotationProgress{Table: table, Pass: pass}
+	var skipped []SkippedRow
 	first := true
 	for {
 		var n, resealed int64
+		var sk []SkippedRow
 		err := s.withTx(ctx, func(q *db.Queries) error {
 			if first {
 				total, err := w.count(ctx, q)
@@ -250,36 +433,45 @@ func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyr
 			}
 			n = int64(len(rows))
 			for _, r := range rows {
+				if r.bad != nil {
+					sk = append(sk, r.skip(r.bad))
+					continue
+				}
 				if h, err := seal.Parse(r.sealed); err == nil && h.KeyID == newID {
 					continue
 				}
 				pt, err := s.keys.Open(r.rt, r.ad, r.sealed)
 				if err != nil {
-					return fmt.Errorf("%s: %w", r.what, err)
+					// Left as it is: one damaged row must not stop the
+					// others from moving to the new key.
+					sk = append(sk, r.skip(err))
+					continue
 				}
 				v, err := sealer.Seal(r.rt, r.ad, pt)
 				clear(pt)
 				if err != nil {
-					return fmt.Errorf("%s: %w", r.what, err)
+					return fmt.Errorf("%s: %w", r.id, err)
 				}
 				if err := r.update(ctx, q, v); err != nil {
-					return fmt.Errorf("%s: write: %w", r.what, err)
+					return fmt.Errorf("%s: write: %w", r.id, err)
 				}
 				resealed++
 			}
 			return nil
 		})
 		if err != nil {
-			return p.Resealed, err
+			return p.Resealed, nil, err
 		}
 		first = false
 		p.Done += n
 		p.Resealed += resealed
+		p.Skipped += int64(len(sk))
+		skipped = append(skipped, sk...)
 		if progress != nil {
 			progress(p)
 		}
 		if n < int64(batch) {
-			return p.Resealed, nil
+			return p.Resealed, skipped, nil
 		}
 	}
 }
@@ -305,50 +497,61 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 				done = true
 				addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
 				return []sealedRow{{
-					what: "local identity " + addr.String(), rt: seal.RecordLocalIdentity, ad: store.AddressAD(addr), sealed: row.Sealed,
+					id: SkippedRow{Table: "local_identity", Address: addr}, rt: seal.RecordLocalIdentity, ad: store.AddressAD(addr), sealed: row.Sealed,
 					update: func(ctx context.Context, q *db.Queries, v []byte) error { return q.UpdateLocalIdentitySealed(ctx, v) },
 				}}, nil
 			},
 		}, nil
 
 	case "identity_pin":
-		return addressWalker(seal.RecordIdentityPin,
+		return addressWalker(table, seal.RecordIdentityPin,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountIdentityPinRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				return addressRows(q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
+			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
+				return addressRows(q.RotationIdentityPinBatch(ctx, db.RotationIdentityPinBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateIdentityPinSealed(ctx, db.UpdateIdentityPinSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
 			}), nil
 
 	case "session":
-		return addressWalker(seal.RecordSession,
+		return addressWalker(table, seal.RecordSession,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				return addressRows(q.SealedSessionBatch(ctx, db.SealedSessionBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
+			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
+				return addressRows(q.RotationSessionBatch(ctx, db.RotationSessionBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateSessionSealed(ctx, db.UpdateSessionSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
 			}), nil
 
 	case "session_initiation":
-		return addressWalker(seal.RecordSessionInitiation,
+		return addressWalker(table, seal.RecordSessionInitiation,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionInitiationRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error) {
-				return addressRows(q.SealedSessionInitiationBatch(ctx, db.SealedSessionInitiationBatchParams{AfterUserID: after.UserID, AfterDeviceID: after.DeviceID, RowLimit: limit}))
+			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
+				return addressRows(q.RotationSessionInitiationBatch(ctx, db.RotationSessionInitiationBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 			},
 			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
 				return q.UpdateSessionInitiationSealed(ctx, db.UpdateSessionInitiationSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
 			}), nil
 
 	case "pending_outbound_message":
-		return messageWalker(seal.RecordPendingOutbound, "pending outbound",
+		return messageWalker(table, seal.RecordPendingOutbound,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingOutbound(ctx) },
 			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
 				rows, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{FromSequence: from, RowLimit: limit})
 				out := make([]messageModel, len(rows))
 				for i, r := range rows {
-					out[i] = messageModel{r.Sequence, ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID}, r.LogicalID, r.Sealed}
+					// The columns come with their storage class, checked as
+					// a page checks them: a corrupt row is never opened.
+					to, id, sealed, bad := decodePending(pendingRow(r))
+					if bad == nil {
+						if err := to.Validate(); err != nil {
+							bad = rowseal.Corrupt(r.Sequence, to, id, "recipient %q: %v", to, err)
+						}
+					}
+					out[i] = messageModel{seq: r.Sequence, addr: to, id: id, sealed: sealed}
+					if bad != nil {
+						out[i].bad = bad.Cause
+					}
 				}
 				return out, err
 			},
@@ -357,13 +560,21 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 			}), nil
 
 	case "pending_inbound_message":
-		return messageWalker(seal.RecordPendingInbound, "pending inbound",
+		return messageWalker(table, seal.RecordPendingInbound,
 			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingInboundRows(ctx) },
 			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
-				rows, err := q.SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{FromSequence: from, RowLimit: limit})
+				rows, err := q.RotationPendingInboundBatch(ctx, db.RotationPendingInboundBatchParams{FromSequence: from, RowLimit: limit})
 				out := make([]messageModel, len(rows))
 				for i, r := range rows {
-					out[i] = messageModel{r.Sequence, ids.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}, r.LogicalID, r.Sealed}
+					var c columns
+					from := ids.DeviceAddress{UserID: c.text("sender_user_id", r.SenderUserID), DeviceID: c.integer("sender_device_id", r.SenderDeviceID)}
+					lid := c.blob("logical_id", r.LogicalID)
+					sealed := c.blob("sealed", r.Sealed)
+					id, idErr := ids.ParseLogicalMessageID(lid)
+					if idErr != nil {
+						c.problems = append(c.problems, fmt.Sprintf("logical_id: %v", idErr))
+					}
+					out[i] = messageModel{seq: r.Sequence, addr: from, id: id, sealed: sealed, bad: c.err()}
 				}
 				return out, err
 			},
@@ -393,7 +604,7 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 					after = r.KeyID
 					keyID := r.KeyID
 					out = append(out, sealedRow{
-						what: fmt.Sprintf("storage key %d verifier", keyID), rt: seal.RecordKeyVerifier,
+						id: SkippedRow{Table: "storage_key"}, rt: seal.RecordKeyVerifier,
 						ad: verifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
 						update: func(ctx context.Context, q *db.Queries, v []byte) error {
 							return q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: keyID})
@@ -407,16 +618,24 @@ func newRotationWalker(table string) (*rotationWalker, error) {
 	return nil, fmt.Errorf("no rotation walker for table %q", table)
 }
 
-// addressRow is a row keyed by a device address (pin, session, initiation).
+// addressRow is a row keyed by a device address (pin, session,
+// initiation), each value as the driver returned it, with its storage
+// class.
 type addressRow struct {
-	addr   ids.DeviceAddress
-	sealed []byte
+	userID, deviceID, sealed any
 }
 
-// addressModel is a generated row of a table keyed by (user_id,
-// device_id) with one sealed column: the three share one shape.
+// addressCursor is the key of the last row walked, as stored: a cursor of
+// the stored classes resumes right after that row in SQLite's order (which
+// sorts numbers before text before blobs) whatever the row holds.
+type addressCursor struct {
+	userID, deviceID any
+}
+
+// addressModel is a generated rotation batch row of a table keyed by
+// (user_id, device_id) with one sealed column: the three share one shape.
 type addressModel interface {
-	db.IdentityPin | db.Session | db.SessionInitiation
+	db.RotationIdentityPinBatchRow | db.RotationSessionBatchRow | db.RotationSessionInitiationBatchRow
 }
 
 // addressRows converts a batch of such rows (and its error, passed
@@ -424,21 +643,83 @@ type addressModel interface {
 func addressRows[T addressModel](rows []T, err error) ([]addressRow, error) {
 	out := make([]addressRow, len(rows))
 	for i, r := range rows {
-		m := db.Session(r)
-		out[i] = addressRow{ids.DeviceAddress{UserID: m.UserID, DeviceID: m.DeviceID}, m.Sealed}
+		m := db.RotationSessionBatchRow(r)
+		out[i] = addressRow{m.UserID, m.DeviceID, m.Sealed}
 	}
 	return out, err
 }
 
+// columns decodes a walked row's values, noting every value of another
+// storage class than the schema declares: such a row is reported
+// (store.ErrCorruptRow) and never opened, as a page treats a pending row.
+type columns struct{ problems []string }
+
+func (c *columns) wrong(col string, v any, want string) {
+	c.problems = append(c.problems, fmt.Sprintf("%s is %s, not %s", col, storageClass(v), want))
+}
+
+// text returns a TEXT value (a BLOB's bytes, for the report).
+func (c *columns) text(col string, v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		c.wrong(col, v, "TEXT")
+		return string(v)
+	}
+	c.wrong(col, v, "TEXT")
+	return ""
+}
+
+// integer returns an INTEGER value (the number a BLOB spells, for the
+// report).
+func (c *columns) integer(col string, v any) int64 {
+	switch v := v.(type) {
+	case int64:
+		return v
+	case []byte:
+		c.wrong(col, v, "INTEGER")
+		n, _ := strconv.ParseInt(string(v), 10, 64)
+		return n
+	}
+	c.wrong(col, v, "INTEGER")
+	return 0
+}
+
+// blob returns a BLOB value (a TEXT's bytes, for the report and a sealed
+// value's header only).
+func (c *columns) blob(col string, v any) []byte {
+	switch v := v.(type) {
+	case []byte:
+		return v
+	case string:
+		c.wrong(col, v, "BLOB")
+		return []byte(v)
+	}
+	c.wrong(col, v, "BLOB")
+	return nil
+}
+
+// err returns nil, or an error matching store.ErrCorruptRow saying what
+// is wrong.
+func (c *columns) err() error {
+	if len(c.problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", store.ErrCorruptRow, strings.Join(c.problems, "; "))
+}
+
 // addressWalker walks a table keyed by (user_id, device_id) in key order.
 func addressWalker(
+	table string,
 	rt seal.RecordType,
 	count func(ctx context.Context, q *db.Queries) (int64, error),
-	read func(ctx context.Context, q *db.Queries, after ids.DeviceAddress, limit int64) ([]addressRow, error),
+	read func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error),
 	write func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error,
 ) *rotationWalker {
-	// User ids are never empty, so ("", -1) sorts before every row.
-	after := ids.DeviceAddress{UserID: "", DeviceID: -1}
+	// Minus infinity sorts before every value but NULL (user_id is NOT
+	// NULL), whatever its storage class.
+	after := addressCursor{userID: math.Inf(-1), deviceID: int64(-1)}
 	return &rotationWalker{
 		count: count,
 		batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
@@ -448,10 +729,12 @@ func addressWalker(
 			}
 			out := make([]sealedRow, 0, len(rows))
 			for _, r := range rows {
-				after = r.addr
-				addr := r.addr
+				after = addressCursor{r.userID, r.deviceID}
+				var c columns
+				addr := ids.DeviceAddress{UserID: c.text("user_id", r.userID), DeviceID: c.integer("device_id", r.deviceID)}
+				sealed := c.blob("sealed", r.sealed)
 				out = append(out, sealedRow{
-					what: addr.String(), rt: rt, ad: store.AddressAD(addr), sealed: r.sealed,
+					id: SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: store.AddressAD(addr), sealed: sealed,
 					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
 				})
 			}
@@ -460,23 +743,23 @@ func addressWalker(
 	}
 }
 
-// messageRow describes a pending message row (outbound or inbound), bound
-// to its remote device and logical id.
 // messageModel is one row of a message table (pending outbound or
 // inbound): its sequence, the remote device, the logical id and the
-// sealed message.
+// sealed message, or bad (matching store.ErrCorruptRow) if its columns do
+// not decode.
 type messageModel struct {
-	seq       int64
-	addr      ids.DeviceAddress
-	logicalID []byte
-	sealed    []byte
+	seq    int64
+	addr   ids.DeviceAddress
+	id     ids.LogicalMessageID
+	sealed []byte
+	bad    error
 }
 
 // messageWalker walks a message table keyed by sequence, in sequence
 // order.
 func messageWalker(
+	table string,
 	rt seal.RecordType,
-	kind string,
 	count func(ctx context.Context, q *db.Queries) (int64, error),
 	read func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error),
 	write func(ctx context.Context, q *db.Queries, seq int64, v []byte) error,
@@ -501,27 +784,13 @@ func messageWalker(
 				}
 				from = r.seq + 1
 				seq := r.seq
-				row, err := messageRow(rt, kind, seq, r.addr, r.logicalID, r.sealed,
-					func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) })
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, row)
+				out = append(out, sealedRow{
+					id:  SkippedRow{Table: table, Address: r.addr, Sequence: seq, ID: r.id},
+					bad: r.bad, rt: rt, ad: store.MessageAD(r.addr, r.id), sealed: r.sealed,
+					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) },
+				})
 			}
 			return out, nil
 		},
 	}
-}
-
-func messageRow(rt seal.RecordType, kind string, seq int64, addr ids.DeviceAddress, logicalID, sealed []byte,
-	update func(ctx context.Context, q *db.Queries, v []byte) error,
-) (sealedRow, error) {
-	id, err := ids.ParseLogicalMessageID(logicalID)
-	if err != nil {
-		return sealedRow{}, fmt.Errorf("%s sequence %d: %w", kind, seq, err)
-	}
-	return sealedRow{
-		what: fmt.Sprintf("%s sequence %d", kind, seq), rt: rt, ad: store.MessageAD(addr, id),
-		sealed: sealed, update: update,
-	}, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -149,7 +151,9 @@ func rotateSealed(t *testing.T, s *sqlitestore.Store) map[string][]byte {
 	out, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{RowLimit: all})
 	require.NoError(t, err)
 	for _, r := range out {
-		got[fmt.Sprintf("pending_outbound_message/%d", r.Sequence)] = r.Sealed
+		v, ok := r.Sealed.([]byte)
+		require.True(t, ok, "pending outbound %d: sealed is %T", r.Sequence, r.Sealed)
+		got[fmt.Sprintf("pending_outbound_message/%d", r.Sequence)] = v
 	}
 	in, err := q.SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{RowLimit: all})
 	require.NoError(t, err)
@@ -382,28 +386,318 @@ func TestRotateKeyResumedAfterRestart(t *testing.T) {
 	assert.Equal(t, seqs, rotatePending(t, s2))
 }
 
-func TestRotateKeyRowUnderUnknownKey(t *testing.T) {
+// rotateDamage is one damaged row for TestRotateKeySkipsDamagedRows.
+type rotateDamage struct {
+	name string // the row's key in rotateSealed's result
+	want sqlitestore.SkippedRow
+	// remove deletes the row through the store, as the application would
+	// once told about it.
+	remove func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow)
+}
+
+// TestRotateKeySkipsDamagedRows: a row that does not open, or holds a
+// column of the wrong storage class, never stops a rotation. Every other
+// row ends under the new key, the damaged row stays byte for byte, the
+// *RotationError lists exactly it, the old key is kept only if the row's
+// header names it, running RotateKey again changes nothing and reports
+// the same, and once the row is removed a last run drops the old key.
+func TestRotateKeySkipsDamagedRows(t *testing.T) {
+	oldKey, newKey, strayKey := rotateKey(t, 0x11), rotateKey(t, 0x22), rotateKey(t, 0x33)
+	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	// firstPending returns the first pending outbound row (it opens).
+	firstPending := func(t *testing.T, s *sqlitestore.Store) store.PendingMessage {
+		t.Helper()
+		p, err := s.PagePending(context.Background(), store.PageRequest{FromStart: true, Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, p.Messages, 1)
+		return p.Messages[0]
+	}
+	flipLast := func(t *testing.T, s *sqlitestore.Store, query string, args ...any) {
+		t.Helper()
+		var v []byte
+		require.NoError(t, s.DB().QueryRowContext(context.Background(), "SELECT sealed FROM "+query, args...).Scan(&v))
+		v[len(v)-1] ^= 0x01 // in the tag: the header still names the old key
+		_, err := s.DB().ExecContext(context.Background(), "UPDATE "+strings.Replace(query, "WHERE", "SET sealed = ? WHERE", 1), append([]any{v}, args...)...)
+		require.NoError(t, err)
+	}
+	deleteSequence := func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
+		u, ok := r.Pending()
+		require.True(t, ok)
+		gone, err := s.DeletePendingSequence(context.Background(), u.Sequence)
+		require.NoError(t, err)
+		require.True(t, gone)
+	}
+
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage
+		cause  error
+		// again is the cause on the next run, if not cause: the key of an
+		// altered row was dropped, so it is now under a key not held.
+		again error
+		kept  []seal.KeyID
+	}{
+		{
+			name: "pending row altered",
+			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
+				m := firstPending(t, s)
+				flipLast(t, s, "pending_outbound_message WHERE sequence = ?", m.Sequence)
+				name := fmt.Sprintf("pending_outbound_message/%d", m.Sequence)
+				delete(want, name)
+				return rotateDamage{name: name, remove: deleteSequence, want: sqlitestore.SkippedRow{
+					Table: "pending_outbound_message", Address: m.Recipient, Sequence: m.Sequence, ID: m.ID,
+					SealedWith: oldKey.ID(), HasHeader: true,
+				}}
+			},
+			cause: seal.ErrAuthentication,
+			again: seal.ErrWrongKey,
+			kept:  []seal.KeyID{}, // tried with every key and failed: dropping keys cannot make it worse
+		},
+		{
+			name: "session row altered",
+			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
+				flipLast(t, s, "session WHERE user_id = ? AND device_id = ?", bob.UserID, bob.DeviceID)
+				name := "session/" + bob.String()
+				delete(want, name)
+				return rotateDamage{
+					name: name, want: sqlitestore.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true},
+					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
+						require.NoError(t, s.SavePeer(context.Background(), r.Address, store.PeerState{Session: []byte{}}))
+					},
+				}
+			},
+			cause: seal.ErrAuthentication,
+			again: seal.ErrWrongKey,
+			kept:  []seal.KeyID{},
+		},
+		{
+			name: "pending row with a BLOB recipient",
+			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
+				m := firstPending(t, s)
+				_, err := s.DB().ExecContext(context.Background(),
+					"UPDATE pending_outbound_message SET recipient_user_id = CAST(recipient_user_id AS BLOB) WHERE sequence = ?", m.Sequence)
+				require.NoError(t, err)
+				name := fmt.Sprintf("pending_outbound_message/%d", m.Sequence)
+				delete(want, name)
+				return rotateDamage{
+					name: name, want: sqlitestore.SkippedRow{
+						Table: "pending_outbound_message", Address: m.Recipient, Sequence: m.Sequence, ID: m.ID,
+						SealedWith: oldKey.ID(), HasHeader: true,
+					},
+					// Abandoned by recipient and id, as a page reports it.
+					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
+						u, ok := r.Pending()
+						require.True(t, ok)
+						gone, err := s.DeletePending(context.Background(), u.Recipient, u.ID)
+						require.NoError(t, err)
+						require.True(t, gone)
+					},
+				}
+			},
+			cause: store.ErrCorruptRow,
+			kept:  []seal.KeyID{oldKey.ID()}, // never opened: it may open once repaired
+		},
+		{
+			name: "session row with a BLOB user id",
+			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
+				ctx := context.Background()
+				_, err := s.DB().ExecContext(ctx, "UPDATE session SET user_id = CAST(user_id AS BLOB) WHERE user_id = ? AND device_id = ?", bob.UserID, bob.DeviceID)
+				require.NoError(t, err)
+				name := "session/" + bob.String()
+				delete(want, name)
+				return rotateDamage{
+					name: name, want: sqlitestore.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true},
+					// The store never finds a row of another class under
+					// its peer (lookups bind TEXT): removed by hand.
+					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
+						_, err := s.DB().ExecContext(context.Background(), "DELETE FROM session WHERE user_id = CAST(? AS BLOB) AND device_id = ?", r.Address.UserID, r.Address.DeviceID)
+						require.NoError(t, err)
+					},
+				}
+			},
+			cause: store.ErrCorruptRow,
+			kept:  []seal.KeyID{oldKey.ID()},
+		},
+		{
+			name: "pending row under a key the keyring does not hold",
+			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
+				stray, err := seal.NewKeyring(strayKey)
+				require.NoError(t, err)
+				to, id := ids.DeviceAddress{UserID: "erin", DeviceID: 5}, ids.NewLogicalMessageID()
+				v, err := stray.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), []byte("stray"))
+				require.NoError(t, err)
+				seq, err := db.New(s.DB()).InsertPendingOutbound(context.Background(), db.InsertPendingOutboundParams{
+					RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: v,
+				})
+				require.NoError(t, err)
+				return rotateDamage{
+					name: fmt.Sprintf("pending_outbound_message/%d", seq), remove: deleteSequence,
+					want: sqlitestore.SkippedRow{
+						Table: "pending_outbound_message", Address: to, Sequence: seq, ID: id,
+						SealedWith: strayKey.ID(), HasHeader: true,
+					},
+				}
+			},
+			cause: seal.ErrWrongKey,
+			kept:  []seal.KeyID{}, // no key can open it: the old key goes
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
+			want := rotateFill(t, s)
+			d := tc.damage(t, s, want)
+			damaged := rotateSealed(t, s)[d.name]
+			require.NotNil(t, damaged)
+			pending := rotatePending(t, s)
+
+			// requireReport checks that err reports exactly the damaged row.
+			requireReport := func(t *testing.T, err, cause error) {
+				t.Helper()
+				require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+				require.ErrorIs(t, err, cause)
+				var re *sqlitestore.RotationError
+				require.ErrorAs(t, err, &re)
+				require.Len(t, re.Skipped, 1)
+				got := re.Skipped[0]
+				require.ErrorIs(t, got.Cause, cause)
+				got.Cause = nil
+				assert.Equal(t, d.want, got)
+				assert.Equal(t, tc.kept, re.Kept)
+			}
+			// requireRest checks every other row: under the new key, opening
+			// with it alone, and the damaged row unchanged.
+			requireRest := func(t *testing.T) {
+				t.Helper()
+				only, err := seal.NewKeyring(newKey)
+				require.NoError(t, err)
+				got := rotateSealed(t, s)
+				require.Len(t, got, len(want)+1)
+				assert.Equal(t, damaged, got[d.name], "the damaged row is byte-identical")
+				for name, w := range want {
+					pt, err := only.Open(w.rt, w.ad, got[name])
+					require.NoError(t, err, name)
+					assert.Equal(t, w.plaintext, pt, name)
+				}
+				assert.Equal(t, newKey.ID(), s.Keyring().Current())
+				held := append([]seal.KeyID{newKey.ID()}, tc.kept...)
+				slices.Sort(held)
+				assert.Equal(t, held, s.Keyring().KeyIDs(), "only the kept old keys stay held")
+				keys, err := db.New(s.DB()).ListStorageKeys(ctx)
+				require.NoError(t, err)
+				states := map[int64]string{}
+				for _, k := range keys {
+					states[k.KeyID] = k.State
+				}
+				wantStates := map[int64]string{int64(newKey.ID()): "active"}
+				for _, k := range tc.kept {
+					wantStates[int64(k)] = "retiring"
+				}
+				assert.Equal(t, wantStates, states)
+			}
+
+			var reports []sqlitestore.RotationProgress
+			err := s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) { reports = append(reports, p) })
+			requireReport(t, err, tc.cause)
+			requireRest(t)
+			assert.Equal(t, pending, rotatePending(t, s), "the readable pending rows are unchanged")
+
+			// Progress counts the skipped row in Done and Skipped, in each
+			// pass, and in its table only.
+			table, _, _ := strings.Cut(d.name, "/")
+			last := map[int]map[string]sqlitestore.RotationProgress{}
+			for _, p := range reports {
+				if last[p.Pass] == nil {
+					last[p.Pass] = map[string]sqlitestore.RotationProgress{}
+				}
+				last[p.Pass][p.Table] = p
+			}
+			require.Len(t, last, 2)
+			for pass, tables := range last {
+				for name, p := range tables {
+					if name == table {
+						assert.Equal(t, int64(1), p.Skipped, "pass %d %s", pass, name)
+					} else {
+						assert.Zero(t, p.Skipped, "pass %d %s", pass, name)
+					}
+					assert.LessOrEqual(t, p.Resealed+p.Skipped, p.Done)
+				}
+			}
+
+			// Again: nothing is written, the same row is reported.
+			before := rotateSealed(t, s)
+			keysBefore, err := db.New(s.DB()).ListStorageKeys(ctx)
+			require.NoError(t, err)
+			again := s.RotateKey(ctx, newKey, 2, nil)
+			if tc.again != nil {
+				requireReport(t, again, tc.again)
+			} else {
+				requireReport(t, again, tc.cause)
+			}
+			assert.Equal(t, before, rotateSealed(t, s))
+			keysAfter, err := db.New(s.DB()).ListStorageKeys(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, keysBefore, keysAfter)
+			requireRest(t)
+
+			// The application removes the row as reported; a last run
+			// finishes cleanly and drops the old key.
+			var re *sqlitestore.RotationError
+			require.ErrorAs(t, again, &re)
+			d.remove(t, s, re.Skipped[0])
+			require.NoError(t, s.RotateKey(ctx, newKey, 2, nil))
+			rotateCheck(t, s, newKey, want)
+		})
+	}
+}
+
+// TestRotateKeySkipsDamagedRowsResumed: a rotation over a damaged row,
+// interrupted in the pending table and resumed after a restart with both
+// keys, finishes and reports the row exactly once.
+func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "client.db")
-	oldKey, newKey, strayKey := rotateKey(t, 0x11), rotateKey(t, 0x22), rotateKey(t, 0x33)
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
 	s := rotateOpen(t, path, oldKey)
-	rotateFill(t, s)
+	want := rotateFill(t, s)
+	p, err := s.PagePending(ctx, store.PageRequest{FromStart: true, Limit: store.MaxPageSize})
+	require.NoError(t, err)
+	m := p.Messages[len(p.Messages)-1] // walked after the interruption
+	_, err = s.DB().ExecContext(ctx, "UPDATE pending_outbound_message SET recipient_device_id = recipient_device_id + 1 WHERE sequence = ?", m.Sequence)
+	require.NoError(t, err)
+	name := fmt.Sprintf("pending_outbound_message/%d", m.Sequence)
+	delete(want, name)
+	damaged := rotateSealed(t, s)[name]
 
-	// A pending inbound row sealed with a key the keyring does not hold.
-	stray, err := seal.NewKeyring(strayKey)
-	require.NoError(t, err)
-	from, id := ids.DeviceAddress{UserID: "erin", DeviceID: 5}, ids.NewLogicalMessageID()
-	v, err := stray.Seal(seal.RecordPendingInbound, store.MessageAD(from, id), []byte("stray"))
-	require.NoError(t, err)
-	_, err = db.New(s.DB()).InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: v})
-	require.NoError(t, err)
+	cctx, cancel := context.WithCancel(ctx)
+	err = s.RotateKey(cctx, newKey, 2, func(p sqlitestore.RotationProgress) {
+		if p.Table == "pending_outbound_message" {
+			cancel()
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+	require.NoError(t, s.Close())
 
-	err = s.RotateKey(ctx, newKey, 2, nil)
-	require.ErrorIs(t, err, seal.ErrWrongKey)
-	assert.True(t, s.Keyring().Has(oldKey.ID()), "the old key is kept when the rotation fails")
-	keys, err := db.New(s.DB()).ListStorageKeys(ctx)
+	s2 := rotateOpen(t, path, newKey, oldKey)
+	err = s2.RotateKey(ctx, newKey, 2, nil)
+	var re *sqlitestore.RotationError
+	require.ErrorAs(t, err, &re)
+	require.ErrorIs(t, err, seal.ErrAuthentication, "moved to another device: its associated data no longer matches")
+	require.Len(t, re.Skipped, 1)
+	moved := m.Recipient
+	moved.DeviceID++
+	assert.Equal(t, moved, re.Skipped[0].Address, "reported as stored")
+	assert.Equal(t, m.Sequence, re.Skipped[0].Sequence)
+	assert.Empty(t, re.Kept)
+	assert.Equal(t, damaged, rotateSealed(t, s2)[name])
+
+	gone, err := s2.DeletePendingSequence(ctx, m.Sequence)
 	require.NoError(t, err)
-	assert.Len(t, keys, 2, "the retiring key stays recorded")
+	require.True(t, gone)
+	require.NoError(t, s2.RotateKey(ctx, newKey, 2, nil))
+	rotateCheck(t, s2, newKey, want)
 }
 
 func TestRotateKeyInvalidArguments(t *testing.T) {

@@ -51,11 +51,8 @@ type Store struct {
 	// once a rotation has started walking the tables.
 	sealMu sync.RWMutex
 
-	// count is the number of pending outbound rows (count.go), and
-	// txFailures counts failed transactions, after which the connection
-	// may have been replaced and count is re-established.
-	count      pendingCount
-	txFailures atomic.Uint64
+	// count is the number of pending outbound rows (count.go).
+	count pendingCount
 }
 
 var _ store.Store = (*Store)(nil)
@@ -299,18 +296,34 @@ func (s *Store) DB() *sql.DB { return s.conn }
 // Keyring returns the keyring the store seals with.
 func (s *Store) Keyring() *seal.Keyring { return s.keys }
 
-// withTx is the store's only way into a transaction: every call that
-// touches the database runs fn with the generated queries bound to one
-// transaction, committed if fn returns nil and rolled back otherwise.
+// withTx is the store's way into a transaction (withConnTx the same on a
+// held connection): every call that touches the database runs fn with the
+// generated queries bound to one transaction, committed if fn returns nil
+// and rolled back otherwise.
 func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	err := sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
-	if err != nil {
-		s.txFailures.Add(1)
+	return sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
+}
+
+// withConnTx is withTx on a connection held for the whole call, whose
+// identity it passes to fn: the driver connection (comparable with ==), so
+// that fn knows which connection its statements run on (see pendingCount).
+func (s *Store) withConnTx(ctx context.Context, fn func(conn any, q *db.Queries) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
 	}
-	return err
+	c, err := s.conn.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("get connection: %w", err)
+	}
+	defer c.Close()
+	var conn any
+	if err := c.Raw(func(dc any) error { conn = dc; return nil }); err != nil {
+		return fmt.Errorf("get connection: %w", err)
+	}
+	return sqltx.Run(ctx, c, func(tx *sql.Tx) error { return fn(conn, s.q.WithTx(tx)) })
 }
 
 // InsertPending implements store.Pending.
@@ -588,6 +601,19 @@ func storageClass(v any) string {
 // spell (so that AbandonPending finds the row, as DeletePendingOutbound
 // matches such twins).
 func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
+	to, id, sealed, bad := decodePending(r)
+	if bad != nil {
+		return store.PendingMessage{}, bad
+	}
+	return rowseal.OpenPending(s.keys, r.Sequence, to, id, sealed)
+}
+
+// decodePending checks r's storage classes and logical id, as openPending
+// describes, and returns its recipient, id and sealed value, and for a
+// corrupt row also its unreadable entry (store.ErrCorruptRow): the sealed
+// value is then only for reading its header (which key it names), never
+// to be opened.
+func decodePending(r pendingRow) (ids.DeviceAddress, ids.LogicalMessageID, []byte, *store.UnreadablePending) {
 	var problems []string
 	wrong := func(col string, v any, want string) {
 		problems = append(problems, fmt.Sprintf("%s is %s, not %s", col, storageClass(v), want))
@@ -624,15 +650,18 @@ func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.Unreadab
 	sealed, ok := r.Sealed.([]byte)
 	if !ok {
 		wrong("sealed", r.Sealed, "BLOB")
+		if v, isText := r.Sealed.(string); isText {
+			sealed = []byte(v) // returned for its header only: the row is corrupt
+		}
 	}
 	id, err := ids.ParseLogicalMessageID(lid)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("logical_id: %v", err))
 	}
 	if len(problems) > 0 {
-		return store.PendingMessage{}, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(problems, "; "))
+		return to, id, sealed, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(problems, "; "))
 	}
-	return rowseal.OpenPending(s.keys, r.Sequence, to, id, sealed)
+	return to, id, sealed, nil
 }
 
 // SequenceHighWater returns the largest pending sequence ever handed out,
