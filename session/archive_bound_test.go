@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 )
 
@@ -284,4 +285,79 @@ func TestArchivedSkippedKeysOnDecode(t *testing.T) {
 			require.ErrorIs(t, decodeErr(tt.raw), session.ErrMalformedState)
 		})
 	}
+}
+
+// TestWorstCaseRecordSize: a record with every bound reached (user ids
+// of ids.MaxUserIDLen bytes, MaxRejectedInitiations rejected and
+// MaxRetiredInitiations retired base keys, MaxArchivedStates archived
+// states, 8 previous ratchet keys in every state, MaxSkippedKeys skipped
+// keys in the current state and MaxArchivedSkippedKeys in the archive)
+// is the size computed in the doc of MaxArchivedSkippedKeys, however
+// many messages the peer makes it skip: here MaxSkippedKeys in each of
+// the last three states.
+func TestWorstCaseRecordSize(t *testing.T) {
+	long := func(c byte) string { return string(bytes.Repeat([]byte{c}, ids.MaxUserIDLen)) }
+	bob := newDevice(t, long('b'), 1, 0) // bob < zed: bob wins collisions
+	zed := newDevice(t, long('z'), 1, 0)
+	local := session.Local{Identity: bob.id, Address: bob.addr, Prekeys: bob.pk}
+	recv := func(rec *session.Session, env session.Envelope) *session.Session {
+		r, err := session.Receive(local, rec, env)
+		require.NoError(t, err)
+		return r.Session
+	}
+	rec, err := session.Initiate(rand.Reader, bob.id, bob.addr, zed.bundle())
+	require.NoError(t, err)
+	first := encrypt(t, rec, "hello")
+	for range session.MaxRejectedInitiations {
+		zs, err := session.Initiate(rand.Reader, zed.id, zed.addr, bob.bundle())
+		require.NoError(t, err)
+		rec = recv(rec, encrypt(t, zs, "collides"))
+	}
+	zs, _, err := session.Respond(zed.id, zed.addr, zed.pk, first)
+	require.NoError(t, err)
+	rec = recv(rec, encrypt(t, zs, "answer")) // bob's initiation is answered
+	// fill gives the current state 8 previous ratchet keys and, if
+	// skip, MaxSkippedKeys skipped keys.
+	fill := func(rec, zs *session.Session, skip bool) *session.Session {
+		for range 9 {
+			rec = recv(rec, encrypt(t, zs, "ping"))
+			decrypt(t, zs, encrypt(t, rec, "pong"), "pong")
+		}
+		for range session.MaxSkippedKeys / session.MaxSkip {
+			if !skip {
+				break
+			}
+			for range session.MaxSkip {
+				_, err := zs.Encrypt([]byte("lost"))
+				require.NoError(t, err)
+			}
+			rec = recv(rec, encrypt(t, zs, "arrives"))
+		}
+		return rec
+	}
+	restarts := session.MaxArchivedStates + session.MaxRetiredInitiations + 1
+	for i := range restarts {
+		zs, err = session.Initiate(rand.Reader, zed.id, zed.addr, bob.bundle())
+		require.NoError(t, err)
+		rec = recv(rec, encrypt(t, zs, "started over"))
+		if left := restarts - i; left <= session.MaxArchivedStates+1 { // the states kept
+			rec = fill(rec, zs, left <= 3)
+		}
+	}
+	require.Equal(t, session.MaxArchivedStates, rec.ArchivedStates())
+	rejected, retired := rec.RememberedInitiations()
+	require.Equal(t, session.MaxRejectedInitiations, rejected)
+	require.Equal(t, session.MaxRetiredInitiations, retired)
+	current, archived := rec.SkippedKeys()
+	require.Equal(t, session.MaxSkippedKeys, current)
+	require.Equal(t, session.MaxArchivedSkippedKeys, archived)
+
+	addrSize := 2 + ids.MaxUserIDLen + 8
+	state := 2*addrSize + 2*64 + 1 + 120 + 4 + 5*32 + 3*4 + 1 + 8*session.KeySize + 2
+	want := 6 + state + session.MaxSkippedKeys*68 +
+		1 + session.MaxArchivedStates*state + session.MaxArchivedSkippedKeys*68 +
+		1 + session.MaxRejectedInitiations*session.KeySize +
+		1 + session.MaxRetiredInitiations*session.KeySize
+	require.Equal(t, 324_457, want, "the size in the doc of MaxArchivedSkippedKeys")
+	require.Len(t, stateOf(t, roundTrip(t, rec)), want)
 }
