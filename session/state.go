@@ -28,26 +28,26 @@ const (
 // MarshalBinary serializes the complete session record (secret: seal it
 // before storing): the current state, the archived previous states and
 // the remembered base keys. Layout, big-endian: magic "SMSS", version
-// byte, then for versions 3 and 4: u8 1 and the current state, or u8 0 and the
-// local and remote addresses (a record without state, see Retire); u8
-// count of archived states and each archived state (none without a
-// current state), u8 count of rejected base keys and each key (32), u8
-// count of retired base keys and each key (32). Version 4 is written when
-// an archived state holds skipped message keys (at most
-// MaxArchivedSkippedKeys together), version 3 or 2 otherwise, so those
-// records stay readable by earlier releases. Version 2, written when
-// there is a current state and no retired base key, is the current
+// byte, then for versions 3 and 4: u8 1 and the current state, or u8 0
+// and the local and remote addresses (a record without state, see
+// Retire); u8 count of archived states and each archived state (none
+// without a current state), u8 count of rejected base keys and each key
+// (32), u8 count of retired base keys and each key (32). Version 4 is
+// written when archived states hold skipped message keys (at most
+// MaxArchivedSkippedKeys together), else version 3, or version 2 when
+// there is a current state and no retired base key, so that those
+// records stay readable by earlier releases; version 2 is the current
 // state, the archived states and the rejected base keys, as above. A
-// state is: local and remote
-// address, local and remote identity (64 bytes each), a flags byte, the
-// initiation header (id 16, identity 64, ephemeral 32, signed prekey id
-// u32, one-time prekey id u32), envelopes sent with it (u32), root key,
-// sending ratchet private key, remote ratchet key, sending and receiving
-// chain keys (32 bytes each), Ns, Nr, PN (u32), previous remote ratchet
-// keys (u8 count, 32 bytes each) and skipped message keys (u16 count, then
-// ratchet key 32, message number u32, message key 32). Version 1 is a
-// single state without the counts; UnmarshalSession reads versions 1 to 4.
-// The encoding is deterministic: equal records give equal bytes.
+// state is: local and remote address, local and remote identity (64
+// bytes each), a flags byte, the initiation header (id 16, identity 64,
+// ephemeral 32, signed prekey id u32, one-time prekey id u32), envelopes
+// sent with it (u32), root key, sending ratchet private key, remote
+// ratchet key, sending and receiving chain keys (32 bytes each), Ns, Nr,
+// PN (u32), previous remote ratchet keys (u8 count, 32 bytes each) and
+// skipped message keys (u16 count, then ratchet key 32, message number
+// u32, message key 32). Version 1 is a single state without the counts;
+// UnmarshalSession reads versions 1 to 4. The encoding is deterministic:
+// equal records give equal bytes.
 func (s *Session) MarshalBinary() ([]byte, error) {
 	size := 700 + len(s.skipped)*68 + (len(s.rejected)+len(s.retired))*KeySize
 	for _, a := range s.archive {
