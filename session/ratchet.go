@@ -23,8 +23,8 @@ const (
 	// on a ratchet step and again for the new one). Beyond it Decrypt
 	// fails with ErrTooManySkipped and the session is unchanged.
 	MaxSkip = 1000
-	// MaxSkippedKeys caps the skipped message keys a session stores over
-	// all chains. When more are stored the oldest are evicted; an envelope
+	// MaxSkippedKeys caps the skipped message keys a state stores over
+	// all its chains. When more are stored the oldest are evicted; an envelope
 	// whose key was evicted fails with ErrReplay like a duplicate.
 	MaxSkippedKeys = 2000
 	// MaxArchivedSkippedKeys caps the skipped message keys kept by all
@@ -293,10 +293,10 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 // misdirected (ErrWrongSession) envelope leaves the session byte-for-byte
 // unchanged; a record without a current state returns ErrNoState.
 // Envelopes may arrive out of order (see MaxSkip, MaxSkippedKeys,
-// MaxArchivedSkippedKeys). An
-// envelope with an initiation header is accepted only by the state of
-// that initiation, as its responder. On failure the error is the current
-// state's, or the first archived state's that is not ErrWrongSession.
+// MaxArchivedSkippedKeys). An envelope with an initiation header is
+// accepted only by the state of that initiation, as its responder. On
+// failure the error is the current state's, or the first archived
+// state's that is not ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 	next, pt, err := s.decrypted(env)
 	if err != nil {
