@@ -361,3 +361,31 @@ func TestWorstCaseRecordSize(t *testing.T) {
 	require.Equal(t, 324_457, want, "the size in the doc of MaxArchivedSkippedKeys")
 	require.Len(t, stateOf(t, roundTrip(t, rec)), want)
 }
+
+// TestSupersedeBoundsArchivedSkippedKeys: a session of this device's own
+// that supersedes the record archives its current state under the same
+// bound, the oldest state's oldest keys evicted first; prev is unchanged.
+func TestSupersedeBoundsArchivedSkippedKeys(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 0)
+	bob := newDevice(t, "bob", 1, 0)
+	var rec *session.Session
+	var states []*lossy
+	for _, n := range []int{1000, 1000, 500} {
+		var l *lossy
+		rec, l = startWithLosses(t, alice, bob, rec, n)
+		states = append(states, l)
+	}
+	before := stateOf(t, rec)
+	own, err := session.Initiate(rand.Reader, bob.id, bob.addr, alice.bundle())
+	require.NoError(t, err)
+	require.NoError(t, own.Supersede(rec))
+	require.Equal(t, before, stateOf(t, rec), "Supersede changes nothing of prev")
+	own = roundTrip(t, own)
+	require.Equal(t, 3, own.ArchivedStates())
+	current, archived := own.SkippedKeys()
+	require.Zero(t, current)
+	require.Equal(t, session.MaxArchivedSkippedKeys, archived)
+	for i, kept := range []int{500, 1000, 500} {
+		requireKept(t, bob, own, states[i], kept)
+	}
+}
