@@ -32,9 +32,11 @@ type recordShape struct {
 	// restarts: times the peer started over (each archives a state, or
 	// beyond MaxArchivedStates retires its base key).
 	restarts int
-	// skipped: skipped message keys left in each state, ratchets: DH
-	// ratchet steps of each state (previous ratchet keys kept, at most 8).
+	// skipped: message keys skipped in each state, ratchets: DH ratchet
+	// steps of each state (previous ratchet keys kept, at most 8).
 	skipped, ratchets int
+	// atBounds: the record built must hold every bound's maximum.
+	atBounds bool
 }
 
 var recordShapes = []recordShape{
@@ -44,11 +46,13 @@ var recordShapes = []recordShape{
 	// never arrived, one collision.
 	{name: "typical", rejected: 1, restarts: 2, skipped: 20, ratchets: 8},
 	// Every bound reached: 40 rejected base keys, 40 archived states and
-	// 41 retired base keys, each state with MaxSkippedKeys skipped keys
-	// and 8 previous ratchet keys.
+	// 41 retired base keys, 8 previous ratchet keys in each state, and
+	// the peer makes each of the 41 states skip MaxSkippedKeys messages:
+	// the record keeps MaxSkippedKeys for the current state and
+	// MaxArchivedSkippedKeys for the archived ones together.
 	{name: "max", rejected: session.MaxRejectedInitiations,
 		restarts: session.MaxArchivedStates + session.MaxRetiredInitiations + 1,
-		skipped:  session.MaxSkippedKeys, ratchets: 10},
+		skipped:  session.MaxSkippedKeys, ratchets: 10, atBounds: true},
 }
 
 // buildRecord makes, with package session, the record that self holds
@@ -138,6 +142,14 @@ func BenchmarkSendSessionRecord(b *testing.B) {
 		sid, spk, peerID, raw := buildRecord(b, self, peer, shape)
 		rec, err := session.UnmarshalSession(raw)
 		must(b, err)
+		current, archived := rec.SkippedKeys()
+		rejected, retired := rec.RememberedInitiations()
+		if shape.atBounds && (current != session.MaxSkippedKeys || archived != session.MaxArchivedSkippedKeys ||
+			rec.ArchivedStates() != session.MaxArchivedStates ||
+			rejected != session.MaxRejectedInitiations || retired != session.MaxRetiredInitiations) {
+			b.Fatalf("%s: %d+%d skipped keys, %d archived states, %d+%d base keys: not every bound", shape.name,
+				current, archived, rec.ArchivedStates(), rejected, retired)
+		}
 		keys, err := benchseed.NewKeyring()
 		must(b, err)
 		st, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), shape.name+".db"), keys)
@@ -163,11 +175,11 @@ func BenchmarkSendSessionRecord(b *testing.B) {
 		report := func(b *testing.B) {
 			stored, err := st.Peer(ctx, peer)
 			must(b, err)
-			rejected, retired := rec.RememberedInitiations()
 			b.ReportMetric(float64(len(stored.Session)), "record-B")
 			b.ReportMetric(float64(len(stored.Session)+seal.Overhead), "sealed-B")
 			b.ReportMetric(float64(rec.ArchivedStates()), "archived")
 			b.ReportMetric(float64(rejected+retired), "basekeys")
+			b.ReportMetric(float64(current+archived), "skipped")
 		}
 		// warm: the client has the record decoded (its peer cache), as
 		// for every message after the first of a running client.

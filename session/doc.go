@@ -43,7 +43,9 @@
 //     header and the ratchet header are all authenticated.
 //   - Out-of-order messages: at most MaxSkip keys skipped per chain step
 //     (ErrTooManySkipped beyond, session unchanged), at most
-//     MaxSkippedKeys stored in total (oldest evicted).
+//     MaxSkippedKeys stored by the current state and
+//     MaxArchivedSkippedKeys by all archived states together (oldest
+//     evicted, of the oldest archived state first).
 //
 // # Envelope layout (version 1)
 //
@@ -84,9 +86,10 @@
 // were dropped (of an identity no longer trusted, beyond the archive, or
 // all of them by Session.Retire, which leaves a record without a current
 // state); it is one value, stored in the one sealed session row of P
-// (encoding version 3, or 2 when it has a state and no retired base key;
-// version 1 records, a single state, still decode). Receive never changes
-// what it is given:
+// (encoding version 4 when its archived states hold skipped message keys,
+// else 3, or 2 when it has a state and no retired base key; version 1
+// records, a single state, still decode). Receive never changes what it
+// is given:
 // it returns the new record, and the prekeys if an initiation used them,
 // for the client to store in one transaction. The rule:
 //

@@ -23,10 +23,30 @@ const (
 	// on a ratchet step and again for the new one). Beyond it Decrypt
 	// fails with ErrTooManySkipped and the session is unchanged.
 	MaxSkip = 1000
-	// MaxSkippedKeys caps the skipped message keys a session stores over
-	// all chains. When more are stored the oldest are evicted; an envelope
+	// MaxSkippedKeys caps the skipped message keys a state stores over
+	// all its chains. When more are stored the oldest are evicted; an envelope
 	// whose key was evicted fails with ErrReplay like a duplicate.
 	MaxSkippedKeys = 2000
+	// MaxArchivedSkippedKeys caps the skipped message keys kept by all
+	// the archived states of a record together (the current state keeps
+	// its own MaxSkippedKeys). When more are kept, those of the oldest
+	// archived state go first, each state's oldest first; an envelope
+	// whose key was evicted fails with ErrReplay like a duplicate. It
+	// equals MaxSkippedKeys so that the state just replaced keeps every
+	// key it held: the late messages of the latest session still decrypt.
+	//
+	// Every Send seals and writes the whole record, so this bounds what
+	// a peer's device can make each message cost. Worst case, with user
+	// ids of ids.MaxUserIDLen bytes, a state without skipped keys is 1,216
+	// bytes (2 addresses of 266, 2 identities of 64, flags 1, initiation
+	// 120, envelopes sent 4, 5 keys of 32, 3 counters of 4, 1+8x32
+	// previous ratchet keys, skipped count 2) and a skipped key 68 bytes:
+	// 6 (magic, version, state flag) + 1,216 + 2,000x68 (current state)
+	// + 1 + 40x1,216 + 2,000x68 (archived states) + 1+40x32 (rejected)
+	// + 1+41x32 (retired) = 324,457 bytes (sealed: seal.Overhead more),
+	// instead of 5.6 MB with the per-state bound alone (41 states of
+	// 1,216 + 2,000x68 bytes).
+	MaxArchivedSkippedKeys = MaxSkippedKeys
 	// maxPrevRatchetKeys is how many previous remote ratchet keys are kept
 	// to recognise late duplicates from finished chains as replays.
 	maxPrevRatchetKeys = 8
@@ -146,8 +166,9 @@ type Session struct {
 	skipped []skippedKey // oldest first
 
 	// archive holds previous states with the same device, newest first, at
-	// most MaxArchivedStates; archived states have no archive or rejected
-	// keys of their own and are never modified in place (see Decrypt).
+	// most MaxArchivedStates, with at most MaxArchivedSkippedKeys skipped
+	// keys together; archived states have no archive or rejected keys of
+	// their own and are never modified in place (see Decrypt).
 	archive []*Session
 	// rejected holds the base keys of initiations this record rejected
 	// by the collision rule, newest first, at most MaxRejectedInitiations.
@@ -271,10 +292,11 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 // tampered or forged (ErrDecrypt), too far ahead (ErrTooManySkipped) or
 // misdirected (ErrWrongSession) envelope leaves the session byte-for-byte
 // unchanged; a record without a current state returns ErrNoState.
-// Envelopes may arrive out of order (see MaxSkip, MaxSkippedKeys). An
-// envelope with an initiation header is accepted only by the state of
-// that initiation, as its responder. On failure the error is the current
-// state's, or the first archived state's that is not ErrWrongSession.
+// Envelopes may arrive out of order (see MaxSkip, MaxSkippedKeys,
+// MaxArchivedSkippedKeys). An envelope with an initiation header is
+// accepted only by the state of that initiation, as its responder. On
+// failure the error is the current state's, or the first archived
+// state's that is not ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 	next, pt, err := s.decrypted(env)
 	if err != nil {
@@ -296,6 +318,7 @@ func (s *Session) decrypted(env Envelope) (*Session, []byte, error) {
 		if aerr == nil {
 			c := s.clone() // its archive slice is its own
 			c.archive[i] = na
+			c.boundArchivedSkipped() // na may have stored skipped keys
 			return c, pt, nil
 		}
 		if errors.Is(err, ErrWrongSession) && !errors.Is(aerr, ErrWrongSession) {
@@ -402,6 +425,36 @@ func (s *Session) skipTo(until uint32) error {
 		s.skipped = slices.Delete(s.skipped, 0, over)
 	}
 	return nil
+}
+
+// archivedSkipped returns how many skipped message keys the archived
+// states of s hold together.
+func (s *Session) archivedSkipped() int {
+	n := 0
+	for _, a := range s.archive {
+		n += len(a.skipped)
+	}
+	return n
+}
+
+// boundArchivedSkipped evicts skipped message keys of the archived states
+// until they hold at most MaxArchivedSkippedKeys together: the oldest
+// state's first (the archive is newest first), each state's oldest first.
+// s.archive must be s's own slice; a state it trims is replaced by a
+// trimmed copy, because archived states are shared with other copies of
+// the record.
+func (s *Session) boundArchivedSkipped() {
+	over := s.archivedSkipped() - MaxArchivedSkippedKeys
+	for i := len(s.archive) - 1; i >= 0 && over > 0; i-- {
+		n := min(over, len(s.archive[i].skipped))
+		if n == 0 {
+			continue
+		}
+		c := s.archive[i].clone()
+		c.skipped = slices.Delete(c.skipped, 0, n)
+		s.archive[i] = c
+		over -= n
+	}
 }
 
 // dhRatchet performs a DH ratchet step on receiving a new remote ratchet

@@ -197,6 +197,7 @@ func (s *Session) archivePrevious(prev *Session) {
 			dropped = append(dropped, a.init.Ephemeral)
 		}
 	}
+	s.boundArchivedSkipped()
 	s.rejected = slices.Clone(prev.rejected)
 	s.retired = append(dropped, prev.retired...)
 	if len(s.retired) > MaxRetiredInitiations {
@@ -257,6 +258,13 @@ func (s *Session) lost() *LostInitiation {
 
 // ArchivedStates returns how many previous states the record keeps.
 func (s *Session) ArchivedStates() int { return len(s.archive) }
+
+// SkippedKeys returns how many skipped message keys the record keeps, for
+// the current state (at most MaxSkippedKeys) and for all the archived
+// states together (at most MaxArchivedSkippedKeys).
+func (s *Session) SkippedKeys() (current, archived int) {
+	return len(s.skipped), s.archivedSkipped()
+}
 
 // RememberedInitiations returns how many base keys of initiations the
 // record remembers without a state for them: rejected by the collision

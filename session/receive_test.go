@@ -1,7 +1,9 @@
 package session_test
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -301,14 +303,33 @@ func TestRejectedInitiationsAreBounded(t *testing.T) {
 
 // TestRecordBoundsOnDecode: a stored record is checked before use: at
 // most MaxArchivedStates archived states, at most MaxRejectedInitiations
-// rejected base keys, and archived states of the record's own pair of
-// devices only; anything else is refused with ErrMalformedState.
+// rejected base keys, at most MaxSkippedKeys skipped keys in a state, and
+// archived states of the record's own pair of devices only; anything else
+// is refused with ErrMalformedState. Archived states over
+// MaxArchivedSkippedKeys skipped keys together (version 2 here, written
+// by an earlier release) are trimmed to it.
 func TestRecordBoundsOnDecode(t *testing.T) {
 	_, _, as, bs := confirmed(t)
 	rec := stateOf(t, bs) // magic, version, state, 0 archived, 0 rejected
 	state := rec[5 : len(rec)-2]
 	other := stateOf(t, as)
 	otherState := other[5 : len(other)-2] // alice -> bob instead of bob -> alice
+	// A state of the same pair with MaxSkippedKeys skipped keys, and one
+	// with a key more.
+	_, _, fa, fb := confirmed(t)
+	for range session.MaxSkippedKeys / session.MaxSkip {
+		for range session.MaxSkip {
+			_, err := fa.Encrypt([]byte("lost"))
+			require.NoError(t, err)
+		}
+		decrypt(t, fb, encrypt(t, fa, "arrives"), "arrives")
+	}
+	require.Equal(t, session.MaxSkippedKeys, first(fb.SkippedKeys()))
+	fullRec := stateOf(t, fb)
+	full := fullRec[5 : len(fullRec)-2]
+	overfull := append(bytes.Clone(full), make([]byte, 68)...)
+	at := len(full) - session.MaxSkippedKeys*68 - 2 // the u16 count
+	binary.BigEndian.PutUint16(overfull[at:], session.MaxSkippedKeys+1)
 	build := func(archived [][]byte, rejected int) []byte {
 		b := append([]byte{}, rec[:len(rec)-2]...)
 		b = append(b, byte(len(archived)))
@@ -330,11 +351,15 @@ func TestRecordBoundsOnDecode(t *testing.T) {
 		archived [][]byte
 		rejected int
 		ok       bool
+		skipped  int // archived skipped keys after decoding
 	}{
-		{"archive and rejected keys at their bounds", repeat(state, session.MaxArchivedStates), session.MaxRejectedInitiations, true},
-		{"one archived state too many", repeat(state, session.MaxArchivedStates+1), 0, false},
-		{"one rejected key too many", nil, session.MaxRejectedInitiations + 1, false},
-		{"archived state of another pair", [][]byte{state, otherState}, 0, false},
+		{"archive and rejected keys at their bounds", repeat(state, session.MaxArchivedStates), session.MaxRejectedInitiations, true, 0},
+		{"one archived state too many", repeat(state, session.MaxArchivedStates+1), 0, false, 0},
+		{"one rejected key too many", nil, session.MaxRejectedInitiations + 1, false, 0},
+		{"archived state of another pair", [][]byte{state, otherState}, 0, false, 0},
+		{"skipped keys of a state and of the archive at their bounds", [][]byte{full}, 0, true, session.MaxArchivedSkippedKeys},
+		{"archived skipped keys over their bound are trimmed", [][]byte{full, full, state}, 0, true, session.MaxArchivedSkippedKeys},
+		{"one skipped key too many in a state", [][]byte{overfull}, 0, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -345,9 +370,15 @@ func TestRecordBoundsOnDecode(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, len(tt.archived), s.ArchivedStates())
+			current, archived := s.SkippedKeys()
+			require.Zero(t, current)
+			require.Equal(t, tt.skipped, archived)
 		})
 	}
 }
+
+// first returns the first of two values.
+func first(a, _ int) int { return a }
 
 // TestArchiveKeepsOnlyTheNewIdentitysStates: when an initiation of
 // another identity for the same address replaces the session (the client

@@ -265,9 +265,11 @@ func addr(a ids.DeviceAddress) []byte {
 
 // TestSessionRecordVersions: a record with a state and nothing retired is
 // written as version 2 (readable by earlier releases), anything else as
-// version 3; each encoding decodes to the same record, and malformed
-// version 3 records (every bound, the state flag, a non-canonical form)
-// fail with ErrMalformedState.
+// version 3, unless archived states hold skipped keys (version 4, see
+// TestArchivedSkippedKeysOnDecode); each encoding decodes to the same
+// record, and malformed version 3 records (every bound, the state flag, a
+// non-canonical form) fail with ErrMalformedState, as does a version 4
+// record that version 2 or 3 encodes.
 func TestSessionRecordVersions(t *testing.T) {
 	f := newRetiredFixture(t)
 	v2 := stateOf(t, f.record)
@@ -306,7 +308,9 @@ func TestSessionRecordVersions(t *testing.T) {
 		{"same local and remote", cat([]byte("SMSS\x03\x00"), addr(f.bob.addr), addr(f.bob.addr), []byte{0, 0, 0})},
 		{"version 3 that version 2 encodes", cat([]byte("SMSS\x03\x01"), v2[5:], keys(0))},
 		{"version 2 with retired keys", cat(v2, keys(1))},
-		{"unknown version 4", cat([]byte("SMSS\x04"), stateless[5:])},
+		{"version 4 that version 3 encodes", cat([]byte("SMSS\x04"), stateless[5:])},
+		{"version 4 that version 2 encodes", cat([]byte("SMSS\x04\x01"), v2[5:], keys(0))},
+		{"unknown version 5", cat([]byte("SMSS\x05"), stateless[5:])},
 		{"version 0", cat([]byte("SMSS\x00"), v2[5:])},
 	}
 	for _, tt := range bad {

@@ -6,7 +6,11 @@ const (
 	sessionMagic    = "SMSS"
 	sessionVersion1 = 1 // a single state, no archive
 	sessionVersion2 = 2 // a state, its archive, rejected base keys
-	sessionVersion  = 3 // as 2, the state optional, retired base keys
+	sessionVersion3 = 3 // as 2, the state optional, retired base keys
+	// sessionVersion, as 3, is written only by an encoder that bounds the
+	// archived states' skipped keys (MaxArchivedSkippedKeys): a record of
+	// an earlier version may hold more, and is trimmed when decoded.
+	sessionVersion = 4
 )
 
 // State flag bits of the encoding (their values are part of the stored
@@ -24,23 +28,26 @@ const (
 // MarshalBinary serializes the complete session record (secret: seal it
 // before storing): the current state, the archived previous states and
 // the remembered base keys. Layout, big-endian: magic "SMSS", version
-// byte, then for version 3: u8 1 and the current state, or u8 0 and the
-// local and remote addresses (a record without state, see Retire); u8
-// count of archived states and each archived state (none without a
-// current state), u8 count of rejected base keys and each key (32), u8
-// count of retired base keys and each key (32). Version 2, written when
-// there is a current state and no retired base key (so such records stay
-// readable by earlier releases), is the current state, the archived states
-// and the rejected base keys, as above. A state is: local and remote
-// address, local and remote identity (64 bytes each), a flags byte, the
-// initiation header (id 16, identity 64, ephemeral 32, signed prekey id
-// u32, one-time prekey id u32), envelopes sent with it (u32), root key,
-// sending ratchet private key, remote ratchet key, sending and receiving
-// chain keys (32 bytes each), Ns, Nr, PN (u32), previous remote ratchet
-// keys (u8 count, 32 bytes each) and skipped message keys (u16 count, then
-// ratchet key 32, message number u32, message key 32). Version 1 is a
-// single state without the counts; UnmarshalSession reads versions 1 to 3.
-// The encoding is deterministic: equal records give equal bytes.
+// byte, then for versions 3 and 4: u8 1 and the current state, or u8 0
+// and the local and remote addresses (a record without state, see
+// Retire); u8 count of archived states and each archived state (none
+// without a current state), u8 count of rejected base keys and each key
+// (32), u8 count of retired base keys and each key (32). Version 4 is
+// written when archived states hold skipped message keys (at most
+// MaxArchivedSkippedKeys together), else version 3, or version 2 when
+// there is a current state and no retired base key, so that those
+// records stay readable by earlier releases; version 2 is the current
+// state, the archived states and the rejected base keys, as above. A
+// state is: local and remote address, local and remote identity (64
+// bytes each), a flags byte, the initiation header (id 16, identity 64,
+// ephemeral 32, signed prekey id u32, one-time prekey id u32), envelopes
+// sent with it (u32), root key, sending ratchet private key, remote
+// ratchet key, sending and receiving chain keys (32 bytes each), Ns, Nr,
+// PN (u32), previous remote ratchet keys (u8 count, 32 bytes each) and
+// skipped message keys (u16 count, then ratchet key 32, message number
+// u32, message key 32). Version 1 is a single state without the counts;
+// UnmarshalSession reads versions 1 to 4. The encoding is deterministic:
+// equal records give equal bytes.
 func (s *Session) MarshalBinary() ([]byte, error) {
 	size := 700 + len(s.skipped)*68 + (len(s.rejected)+len(s.retired))*KeySize
 	for _, a := range s.archive {
@@ -48,18 +55,23 @@ func (s *Session) MarshalBinary() ([]byte, error) {
 	}
 	w := writer{b: make([]byte, 0, size)}
 	w.raw([]byte(sessionMagic))
-	v3 := s.stateless || len(s.retired) > 0
+	version := byte(sessionVersion2)
+	switch {
+	case s.archivedSkipped() > 0:
+		version = sessionVersion
+	case s.stateless || len(s.retired) > 0:
+		version = sessionVersion3
+	}
+	w.u8(version)
+	v3 := version >= sessionVersion3 // the layout of versions 3 and 4
 	switch {
 	case !v3:
-		w.u8(sessionVersion2)
 		s.writeState(&w)
 	case s.stateless:
-		w.u8(sessionVersion)
 		w.u8(0)
 		w.address(s.local)
 		w.address(s.remote)
 	default:
-		w.u8(sessionVersion)
 		w.u8(1)
 		s.writeState(&w)
 	}
@@ -127,10 +139,14 @@ func (s *Session) writeState(w *writer) {
 }
 
 // UnmarshalSession restores a session record serialized by MarshalBinary
-// (version 3 or 2, or a version 1 single state, which has no archived
-// states). Its randomness comes from crypto/rand. Truncated, oversized,
-// inconsistent or unknown-version input returns an error wrapping
-// ErrMalformedState; it never panics.
+// (version 4, 3 or 2, or a version 1 single state, which has no archived
+// states). Its randomness comes from crypto/rand. A record of version 2
+// or 3 (written by an earlier release) whose archived states hold more
+// than MaxArchivedSkippedKeys skipped message keys is trimmed as the
+// encoder bounds them, oldest first; a version 4 record holding more
+// could not have been written by MarshalBinary and is refused.
+// Truncated, oversized, inconsistent, non-canonical or unknown-version
+// input returns an error wrapping ErrMalformedState; it never panics.
 func UnmarshalSession(b []byte) (*Session, error) {
 	s, err := unmarshalSession(b)
 	if err != nil {
@@ -149,7 +165,7 @@ func unmarshalSession(b []byte) (*Session, error) {
 		return nil, fmt.Errorf("unknown version %d", v)
 	}
 	hasState := true
-	if v == sessionVersion {
+	if v >= sessionVersion3 {
 		hasState = r.bool()
 	}
 	var s *Session
@@ -182,15 +198,24 @@ func unmarshalSession(b []byte) (*Session, error) {
 		}
 		s.rejected = readKeys(&r, "rejected initiations", MaxRejectedInitiations)
 	}
-	if v == sessionVersion {
+	if v >= sessionVersion3 {
 		s.retired = readKeys(&r, "retired initiations", MaxRetiredInitiations)
-		if r.err == nil && !s.stateless && len(s.retired) == 0 {
+		if r.err == nil && v == sessionVersion3 && !s.stateless && len(s.retired) == 0 {
 			// Version 2 encodes it: one record, one encoding.
 			r.fail(fmt.Errorf("version 3 record with a state and no retired initiation"))
 		}
 	}
 	if err := r.finish(); err != nil {
 		return nil, err
+	}
+	switch n := s.archivedSkipped(); {
+	case v < sessionVersion:
+		s.boundArchivedSkipped() // an earlier release bounded states only
+	case n == 0:
+		// Version 3 or 2 encodes it: one record, one encoding.
+		return nil, fmt.Errorf("version %d record without skipped keys in archived states", v)
+	case n > MaxArchivedSkippedKeys:
+		return nil, fmt.Errorf("version %d record with %d skipped keys in archived states, at most %d", v, n, MaxArchivedSkippedKeys)
 	}
 	return s, nil
 }

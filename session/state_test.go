@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"bytes"
+	"crypto/rand"
 	mrand "math/rand/v2"
 	"testing"
 
@@ -18,6 +19,12 @@ func TestUnmarshalStateRejectsGarbage(t *testing.T) {
 	decrypt(t, bs, encrypt(t, as, "1"), "1")
 
 	sess := stateOf(t, bs)
+	// alice starts over: bob's state, with its skipped key, is archived
+	// (version 4).
+	again, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+	require.NoError(t, err)
+	archived := stateOf(t, receive(t, bob, bs, encrypt(t, again, "again")).Session)
+	require.Equal(t, byte(4), archived[4])
 	id, err := alice.id.MarshalBinary()
 	require.NoError(t, err)
 	pk, err := bob.pk.MarshalBinary()
@@ -37,6 +44,7 @@ func TestUnmarshalStateRejectsGarbage(t *testing.T) {
 	}{
 		{"session", sess, func(b []byte) error { _, err := session.UnmarshalSession(b); return err }},
 		{"retired session", stateOf(t, bs.Retire()), func(b []byte) error { _, err := session.UnmarshalSession(b); return err }},
+		{"session with archived skipped keys", archived, func(b []byte) error { _, err := session.UnmarshalSession(b); return err }},
 		{"identity", id, func(b []byte) error { _, err := session.UnmarshalIdentity(b); return err }},
 		{"public identity", pubID, func(b []byte) error { _, err := session.UnmarshalPublicIdentity(b); return err }},
 		{"prekeys", pk, func(b []byte) error { _, err := session.UnmarshalPrekeys(b); return err }},
@@ -73,15 +81,18 @@ func TestUnmarshalStateRejectsGarbage(t *testing.T) {
 }
 
 func FuzzUnmarshalSession(f *testing.F) {
-	_, _, as, bs := confirmed(f)
+	alice, bob, as, bs := confirmed(f)
 	_ = encrypt(f, as, "skip")
 	env := encrypt(f, as, "x")
 	pt, err := bs.Decrypt(env)
 	require.NoError(f, err)
 	require.Equal(f, "x", string(pt))
+	again, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+	require.NoError(f, err)
 	f.Add(stateOf(f, as))
 	f.Add(stateOf(f, bs))
 	f.Add(stateOf(f, bs.Retire()))
+	f.Add(stateOf(f, receive(f, bob, bs, encrypt(f, again, "again")).Session)) // version 4
 	f.Add([]byte("SMSS\x01"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		s, err := session.UnmarshalSession(in)
@@ -91,6 +102,17 @@ func FuzzUnmarshalSession(f *testing.F) {
 		}
 		out, err := s.MarshalBinary()
 		require.NoError(t, err)
+		if in[4] < out[4] {
+			// An earlier version is written again as the one that
+			// encodes the record now (trimmed if it held more archived
+			// skipped keys than MaxArchivedSkippedKeys); that is stable.
+			again, err := session.UnmarshalSession(out)
+			require.NoError(t, err)
+			_, archived := again.SkippedKeys()
+			require.LessOrEqual(t, archived, session.MaxArchivedSkippedKeys)
+			require.Equal(t, out, stateOf(t, again))
+			return
+		}
 		require.Equal(t, in, out)
 	})
 }
