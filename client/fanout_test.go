@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -63,16 +62,6 @@ func (d *device) pendingTo(id ids.LogicalMessageID) []ids.DeviceAddress {
 		}
 	}
 	return out
-}
-
-// mustOpenVia is mustOpenKind with the client sending through tr (a
-// wrapper of net).
-func mustOpenVia(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport, addr ids.DeviceAddress) *device {
-	tb.Helper()
-	d := mustOpenUninitialized(tb, kind, net, tr)
-	d.addr = addr
-	require.NoError(tb, d.c.Initialize(context.Background(), addr))
-	return d
 }
 
 // openBobs opens bob's three devices on net.
@@ -358,9 +347,7 @@ func TestSendToDevicesCommitsBeforeHandOffs(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			h := &holdingTransport{Transport: net}
-			a := mustOpenVia(t, kind, net, h, alice)
+			net, h, a := openHeld(t, kind)
 			_, _, b3 := openBobs(t, kind, net)
 
 			h.arm()
@@ -381,19 +368,8 @@ func TestSendToDevicesCommitsBeforeHandOffs(t *testing.T) {
 				require.EqualValues(t, 1, n, "%s's row is stored before the first hand-off", b)
 				a.requireInitiation(b, true)
 			}
-			abandoned := make(chan client.AbandonStatus, 1)
-			go func() {
-				st, err := a.c.AbandonPending(ctx, bob3, id)
-				if err != nil {
-					st = 0
-				}
-				abandoned <- st
-			}()
-			select {
-			case st := <-abandoned:
-				t.Fatalf("abandon returned %s while the fan-out's hand-off was blocked", st)
-			case <-time.After(100 * time.Millisecond):
-			}
+			abandoned := a.startAbandons(ctx, bob3, id)
+			requireNoAbandonYet(t, abandoned, "the fan-out")
 			require.Equal(t, bobs, a.pendingTo(id))
 			close(h.release)
 			r := <-done

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -95,10 +96,25 @@ func mustOpen(tb testing.TB, net *transport.Network, addr ids.DeviceAddress) *de
 // mustOpenKind is mustOpen on the given store kind.
 func mustOpenKind(tb testing.TB, kind storeKind, net *transport.Network, addr ids.DeviceAddress) *device {
 	tb.Helper()
-	d := mustOpenUninitialized(tb, kind, net, net)
+	return mustOpenVia(tb, kind, net, net, addr)
+}
+
+// mustOpenVia is mustOpenKind with the client sending through tr (a
+// wrapper of net).
+func mustOpenVia(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport, addr ids.DeviceAddress) *device {
+	tb.Helper()
+	d := mustOpenUninitialized(tb, kind, net, tr)
 	d.addr = addr
 	require.NoError(tb, d.c.Initialize(context.Background(), addr))
 	return d
+}
+
+// openPair returns a new network with alice and bob initialized on it,
+// each on a fresh store of kind.
+func openPair(tb testing.TB, kind storeKind) (net *transport.Network, a, b *device) {
+	tb.Helper()
+	net = transport.NewNetwork()
+	return net, mustOpenKind(tb, kind, net, alice), mustOpenKind(tb, kind, net, bob)
 }
 
 // mustOpenUninitialized returns a device whose client is not initialized;
@@ -267,6 +283,15 @@ func acks(res []client.ReceiveResult) []*client.Acknowledgement {
 	return out
 }
 
+// requireCleared checks that every acknowledgement among res reports
+// Cleared as want.
+func requireCleared(tb testing.TB, res []client.ReceiveResult, want bool) {
+	tb.Helper()
+	for _, a := range acks(res) {
+		require.Equal(tb, want, a.Cleared, "Cleared of the acknowledgement of %v", a.ID)
+	}
+}
+
 // ops returns the operations in the call log, e.g. ["fetch", "send"].
 func ops(calls []transport.Call) []string {
 	var out []string
@@ -389,6 +414,43 @@ func (h *holdingTransport) Send(ctx context.Context, to ids.DeviceAddress, env [
 	return h.Transport.Send(ctx, to, env)
 }
 
+// openHeld returns a new network with alice initialized on it, on a fresh
+// store of kind, sending through a holdingTransport.
+func openHeld(tb testing.TB, kind storeKind) (*transport.Network, *holdingTransport, *device) {
+	tb.Helper()
+	net := transport.NewNetwork()
+	h := &holdingTransport{Transport: net}
+	return net, h, mustOpenVia(tb, kind, net, h, alice)
+}
+
+// startAbandons starts AbandonPending(to, id) on d's client for each id,
+// each in its own goroutine, and returns the channel their statuses
+// arrive on (0 for an error).
+func (d *device) startAbandons(ctx context.Context, to ids.DeviceAddress, msgs ...ids.LogicalMessageID) <-chan client.AbandonStatus {
+	done := make(chan client.AbandonStatus, len(msgs))
+	for _, id := range msgs {
+		go func() {
+			st, err := d.c.AbandonPending(ctx, to, id)
+			if err != nil {
+				st = 0
+			}
+			done <- st
+		}()
+	}
+	return done
+}
+
+// requireNoAbandonYet fails if a status arrives on done within 100ms:
+// the abandons must wait while holder's hand-off is blocked.
+func requireNoAbandonYet(tb testing.TB, done <-chan client.AbandonStatus, holder string) {
+	tb.Helper()
+	select {
+	case st := <-done:
+		tb.Fatalf("abandon returned %s while %s's hand-off was blocked", st, holder)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
 // failingStore wraps a store and fails DeletePending when fail is set.
 type failingStore struct {
 	store.Store
@@ -449,4 +511,14 @@ func (d *device) requireInitiation(peer ids.DeviceAddress, want bool) {
 	init, sess := d.stored(peer)
 	require.True(d.tb, sess, "%s has a session with %s", d.addr, peer)
 	require.Equal(d.tb, want, init, "%s stores an initiation to %s", d.addr, peer)
+}
+
+// requireNoSession checks that d stores for peer neither a session with a
+// current state nor an unanswered initiation; after says what should have
+// removed them.
+func (d *device) requireNoSession(peer ids.DeviceAddress, after string) {
+	d.tb.Helper()
+	init, sess := d.stored(peer)
+	require.False(d.tb, sess, "%s: %s keeps a session with %s", after, d.addr, peer)
+	require.False(d.tb, init, "%s: %s keeps an initiation to %s", after, d.addr, peer)
 }

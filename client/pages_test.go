@@ -18,9 +18,7 @@ func TestPageArguments(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			mustOpenKind(t, kind, net, bob)
+			_, a, _ := openPair(t, kind)
 			a.send(bob, "m")
 			tests := []struct {
 				name string
@@ -140,9 +138,7 @@ func TestPagination(t *testing.T) {
 func TestPlaintextIsACopy(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			_, a, b := openPair(t, kind)
 			input := []byte("original")
 			_, err := a.c.Send(context.Background(), bob, input)
 			require.NoError(t, err)
@@ -168,9 +164,7 @@ func TestPlaintextIsACopy(t *testing.T) {
 func TestSequenceNeverReused(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			_, a, b := openPair(t, kind)
 			var last int64
 			seqOf := func(id ids.LogicalMessageID) int64 {
 				t.Helper()
