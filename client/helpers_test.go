@@ -2,12 +2,9 @@ package client_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
@@ -312,77 +310,9 @@ func sendsTo(calls []transport.Call, addr ids.DeviceAddress) int {
 	return n
 }
 
-// dumpTables returns every table of db (sqlite_master, tables and
-// sqlite_sequence included) as text rows with raw bytes in hex, ordered by
-// primary key (or by every column for a table without one).
-func dumpTables(tb testing.TB, db *sql.DB) map[string][]string {
-	tb.Helper()
-	ctx := context.Background()
-	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-	require.NoError(tb, err)
-	var tables []string
-	for rows.Next() {
-		var n string
-		require.NoError(tb, rows.Scan(&n))
-		tables = append(tables, n)
-	}
-	require.NoError(tb, rows.Err())
-	require.NoError(tb, rows.Close())
-	out := map[string][]string{}
-	for _, table := range tables {
-		out[table] = dumpTable(tb, db, table)
-	}
-	return out
-}
-
-func dumpTable(tb testing.TB, db *sql.DB, table string) []string {
-	tb.Helper()
-	ctx := context.Background()
-	info, err := db.QueryContext(ctx, fmt.Sprintf("SELECT name, pk FROM pragma_table_info(%q) ORDER BY pk, cid", table))
-	require.NoError(tb, err)
-	var all, pk []string
-	for info.Next() {
-		var name string
-		var p int
-		require.NoError(tb, info.Scan(&name, &p))
-		all = append(all, fmt.Sprintf("%q", name))
-		if p > 0 {
-			pk = append(pk, fmt.Sprintf("%q", name))
-		}
-	}
-	require.NoError(tb, info.Err())
-	require.NoError(tb, info.Close())
-	order := pk
-	if len(order) == 0 {
-		order = all
-	}
-	q := fmt.Sprintf("SELECT * FROM %q ORDER BY %s", table, strings.Join(order, ", "))
-	rows, err := db.QueryContext(ctx, q)
-	require.NoError(tb, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
-	require.NoError(tb, err)
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		require.NoError(tb, rows.Scan(ptrs...))
-		var sb strings.Builder
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				fmt.Fprintf(&sb, "%s=x'%x' ", cols[i], b)
-			} else {
-				fmt.Fprintf(&sb, "%s=%v ", cols[i], v)
-			}
-		}
-		out = append(out, sb.String())
-	}
-	require.NoError(tb, rows.Err())
-	return out
-}
+// dumpTables returns the schema and every row of every table of db, for
+// checks that a call changed nothing.
+var dumpTables = tabledump.Tables
 
 // holdingTransport wraps a transport; once armed, the next Send signals on
 // entered and blocks until release is closed.
