@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"io/fs"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -15,6 +13,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/schema"
@@ -137,12 +136,7 @@ func queryStrings(tb testing.TB, conn *sql.DB, query string, args ...any) []stri
 
 // baselineSQL is the frozen version 14 file, applied by hand to build a
 // database as version-14 code left it.
-func baselineSQL(tb testing.TB) string {
-	tb.Helper()
-	b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
-	require.NoError(tb, err)
-	return string(b)
-}
+var baselineSQL = migrationtest.BaselineSQL
 
 // openV14 builds a version-14 database the way version-14 code did: the
 // baseline schema, PRAGMA user_version = 14, no schema_revision, and rows.
@@ -183,32 +177,10 @@ func openThen(open func(tb testing.TB) *sql.DB, stmts ...string) func(tb testing
 
 // futureRevision records version 16, which this code does not know, as
 // applied.
-const futureRevision = `INSERT INTO schema_revision
-	(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
-	VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`
+const futureRevision = migrationtest.FutureRevision
 
-// sumFS returns a MapFS holding files and an atlas.sum computed over them
-// the way `atlas migrate hash` does.
-func sumFS(tb testing.TB, files map[string]string) fstest.MapFS {
-	tb.Helper()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	fsys := fstest.MapFS{}
-	var mf []migrate.File
-	for _, n := range names {
-		fsys[n] = &fstest.MapFile{Data: []byte(files[n])}
-		mf = append(mf, migrate.NewLocalFile(n, []byte(files[n])))
-	}
-	hf, err := migrate.NewHashFile(mf)
-	require.NoError(tb, err)
-	sum, err := hf.MarshalText()
-	require.NoError(tb, err)
-	fsys[migrate.HashFileName] = &fstest.MapFile{Data: sum}
-	return fsys
-}
+// sumFS returns a directory holding files and an atlas.sum over them.
+var sumFS = migrationtest.SumFS
 
 func TestUpFreshDatabase(t *testing.T) {
 	ctx := context.Background()
