@@ -77,8 +77,7 @@ func openBobs(t *testing.T, kind storeKind, net *transport.Network) (b1, b2, b3 
 func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			b1, b2, b3 := openBobs(t, kind, net)
 			mustOpenKind(t, kind, net, carol)
 			converse(t, a, b1)
@@ -132,8 +131,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			_, b2, _ := openBobs(t, kind, net)
 			id := ids.NewLogicalMessageID()
 			a.fanout(bobs, id, "fan-out")
@@ -269,8 +267,7 @@ func TestSendToDevicesDuplicateRollsBackAll(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			b1, b2, b3 := openBobs(t, kind, net)
 			converse(t, a, b1)
 			id := ids.NewLogicalMessageID()
@@ -303,8 +300,7 @@ func TestSendToDevicesInvalidInput(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			b1, _, _ := openBobs(t, kind, net)
 			converse(t, a, b1)
 			a.send(bob2, "pending")

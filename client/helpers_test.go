@@ -20,6 +20,7 @@ import (
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/store/storetest"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -75,14 +76,8 @@ func (e *failingEncrypter) Encrypt(s *session.Session, frame []byte) (session.En
 // failEncryptions makes the next n encryptions of d's client fail.
 func (d *device) failEncryptions(n int) { d.enc.fail.Store(int32(n)) }
 
-func newKeyring(tb testing.TB) *seal.Keyring {
-	tb.Helper()
-	k, err := seal.GenerateKey()
-	require.NoError(tb, err)
-	kr, err := seal.NewKeyring(k)
-	require.NoError(tb, err)
-	return kr
-}
+// newKeyring returns a keyring holding one fresh random key.
+var newKeyring = storetest.NewKeyring
 
 // mustOpen returns an initialized device addr on a fresh SQLite database in
 // tb.TempDir(), on net.
@@ -107,12 +102,20 @@ func mustOpenVia(tb testing.TB, kind storeKind, net *transport.Network, tr trans
 	return d
 }
 
-// openPair returns a new network with alice and bob initialized on it,
-// each on a fresh store of kind.
+// openAlice returns a new network with alice initialized on it, on a
+// fresh store of kind.
+func openAlice(tb testing.TB, kind storeKind) (*transport.Network, *device) {
+	tb.Helper()
+	net := transport.NewNetwork()
+	return net, mustOpenKind(tb, kind, net, alice)
+}
+
+// openPair is openAlice with bob initialized too, on his own fresh store
+// of kind.
 func openPair(tb testing.TB, kind storeKind) (net *transport.Network, a, b *device) {
 	tb.Helper()
-	net = transport.NewNetwork()
-	return net, mustOpenKind(tb, kind, net, alice), mustOpenKind(tb, kind, net, bob)
+	net, a = openAlice(tb, kind)
+	return net, a, mustOpenKind(tb, kind, net, bob)
 }
 
 // mustOpenUninitialized returns a device whose client is not initialized;

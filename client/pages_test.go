@@ -9,7 +9,6 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
 )
 
 // TestPageArguments: limits outside 1..MaxPageSize, a negative cursor and
@@ -65,8 +64,7 @@ func TestPagination(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			for _, r := range []ids.DeviceAddress{bob, carol} {
 				mustOpenKind(t, kind, net, r)
 			}
