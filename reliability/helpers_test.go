@@ -14,6 +14,7 @@ import (
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/store/storetest"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -23,14 +24,8 @@ var (
 	carol = ids.DeviceAddress{UserID: "carol", DeviceID: 7}
 )
 
-func newKeyring(t testing.TB) *seal.Keyring {
-	t.Helper()
-	k, err := seal.GenerateKey()
-	require.NoError(t, err)
-	kr, err := seal.NewKeyring(k)
-	require.NoError(t, err)
-	return kr
-}
+// newKeyring returns a keyring holding one fresh random key.
+var newKeyring = storetest.NewKeyring
 
 // device is one client with its store.
 type device struct {
