@@ -417,7 +417,7 @@ func seqsOf(ms []client.PendingMessage) []int64 {
 
 var _ = slices.Contains[[]int, int]
 
-// initiating reports whether d's store holds an unanswered initiation
+// stored reports whether d's store holds an unanswered initiation
 // (session_initiation row) for peer, and whether it holds a session with a
 // current state.
 func (d *device) stored(peer ids.DeviceAddress) (initiation, live bool) {
