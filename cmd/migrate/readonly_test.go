@@ -117,7 +117,7 @@ func TestUpCannotCreate(t *testing.T) {
 		if os.Geteuid() == 0 {
 			t.Skip("running as root: a file's mode does not stop root from writing it")
 		}
-		path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
+		path := v14DB(t)
 		readOnly(t, path)
 		before := snapshot(t, filepath.Dir(path))
 		code, _, stderr := runCmd(t, "up", "-db", path)
