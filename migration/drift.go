@@ -13,7 +13,7 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"ariga.io/atlas/sql/schema"
 	"ariga.io/atlas/sql/sqlite"
-	_ "github.com/mattn/go-sqlite3" // OpenHead's in-memory database
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/internal/db"
 )
@@ -262,11 +262,16 @@ func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
 
 // OpenMemory returns a private, empty in-memory database with foreign keys
 // on, for a head schema, an Atlas dev database or a plan of an empty file.
-// It is held on one connection and lives until the handle is closed. It
-// returns an error only when SQLite cannot open it.
+// It is held on one connection and lives until the handle is closed.
+//
+// It is confined to itself: ATTACH (and VACUUM INTO, which attaches its
+// output) is refused with SQLite's authorization error, so that a
+// migration file replayed or run on it (cmd/migrate lint -dir works on
+// any directory) cannot create, change or drop another database file.
+// It returns an error only when SQLite cannot open it.
 func OpenMemory(ctx context.Context) (*sql.DB, error) {
 	name := fmt.Sprintf("file:migration-mem-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
-	conn, err := sql.Open("sqlite3", name)
+	conn, err := sql.Open(confinedDriver, name)
 	if err != nil {
 		return nil, err
 	}
@@ -334,4 +339,32 @@ func primaryKeyOrigin(attrs []schema.Attr) bool {
 		}
 	}
 	return false
+}
+
+// confinedDriver is the database/sql driver of OpenMemory: mattn/go-sqlite3
+// with an authorizer, set on every connection it opens, that refuses to
+// attach a database.
+const confinedDriver = "sqlite3-migration-confined"
+
+// SQLite's authorizer action code for ATTACH and its "deny" answer
+// (sqlite3.h), spelled here because the driver's names for them exist
+// only in cgo builds.
+const (
+	sqliteAttach = 24
+	sqliteOK     = 0
+	sqliteDeny   = 1
+)
+
+func init() {
+	sql.Register(confinedDriver, &sqlite3.SQLiteDriver{
+		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			c.RegisterAuthorizer(func(action int, _, _, _ string) int {
+				if action == sqliteAttach {
+					return sqliteDeny
+				}
+				return sqliteOK
+			})
+			return nil
+		},
+	})
 }
