@@ -271,7 +271,7 @@ func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
 // It returns an error only when SQLite cannot open it.
 func OpenMemory(ctx context.Context) (*sql.DB, error) {
 	name := fmt.Sprintf("file:migration-mem-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
-	conn, err := sql.Open(confinedDriver, name)
+	conn, err := sql.Open(ConfinedDriver, name)
 	if err != nil {
 		return nil, err
 	}
@@ -341,10 +341,13 @@ func primaryKeyOrigin(attrs []schema.Attr) bool {
 	return false
 }
 
-// confinedDriver is the database/sql driver of OpenMemory: mattn/go-sqlite3
-// with an authorizer, set on every connection it opens, that refuses to
-// attach a database.
-const confinedDriver = "sqlite3-migration-confined"
+// ConfinedDriver is the database/sql driver name of mattn/go-sqlite3
+// connections that refuse ATTACH (and VACUUM INTO, which attaches its
+// output) with SQLite's authorization error, through an authorizer set on
+// every connection: for running SQL text read from files (migration
+// files, fixture dumps) without letting it create, change or drop any
+// database file but the one opened. OpenMemory uses it.
+const ConfinedDriver = "sqlite3-confined"
 
 // SQLite's authorizer action code for ATTACH and its "deny" answer
 // (sqlite3.h), spelled here because the driver's names for them exist
@@ -356,7 +359,7 @@ const (
 )
 
 func init() {
-	sql.Register(confinedDriver, &sqlite3.SQLiteDriver{
+	sql.Register(ConfinedDriver, &sqlite3.SQLiteDriver{
 		ConnectHook: func(c *sqlite3.SQLiteConn) error {
 			c.RegisterAuthorizer(func(action int, _, _, _ string) int {
 				if action == sqliteAttach {
