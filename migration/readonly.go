@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,6 +57,11 @@ const (
 // torn pages. Read through ReadStable, which notices such a change and
 // reads again, rather than with this DSN alone.
 func ReadOnlyDSN(path string) string {
+	// SQLite keeps the -wal and -journal beside the file a symlink points
+	// to: look for them there.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	return readOnlyDSN(path, !exists(path+"-wal") && !exists(path+"-journal"))
 }
 
@@ -75,7 +81,8 @@ func readOnlyDSN(path string, immutable bool) string {
 // records the database file (identity, size, modification time and its
 // 100-byte header, whose change counter at offset 24 every rollback-mode
 // commit moves) and whether a -wal or -journal file is beside it, with
-// its size and modification time. If anything differs a writer was at
+// its size and modification time (beside the file a symlink at path
+// points to, where SQLite keeps them). If anything differs a writer was at
 // work, so whatever read saw (or the error it met, such as
 // SQLITE_CORRUPT from a torn page) is discarded and read runs again on a
 // new connection, opened through the -wal if one is now there. After
@@ -89,6 +96,12 @@ func readOnlyDSN(path string, immutable bool) string {
 // it may not roll back; and ctx's error if ctx ends while it waits to
 // retry.
 func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) error {
+	// SQLite keeps the -wal and -journal beside the file a symlink points
+	// to: the state is recorded there, and that file is opened.
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("migration: %w", err)
+	}
 	wait := readBackoff
 	for attempt := 1; ; attempt++ {
 		before, err := stateOf(path)

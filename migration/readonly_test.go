@@ -236,3 +236,32 @@ func TestReadStableNeedsRecovery(t *testing.T) {
 		})
 	}
 }
+
+// TestReadStableThroughSymlink reads a WAL database through a symlink
+// while a writer holds it open with a commit only in its -wal, which
+// SQLite keeps beside the link's target: the commit is seen, as through
+// the real path, and a writer committing during the read is noticed.
+func TestReadStableThroughSymlink(t *testing.T) {
+	path := closedDB(t, "WAL")
+	link := filepath.Join(t.TempDir(), "link.db")
+	require.NoError(t, os.Symlink(path, link))
+	write(t, path, true, "PRAGMA wal_autocheckpoint = 0; INSERT INTO t VALUES (4)")
+	require.FileExists(t, path+"-wal")
+
+	runs, got := 0, 0
+	err := migration.ReadStable(context.Background(), link, func(conn *sql.DB) error {
+		runs++
+		var v int
+		require.NoError(t, conn.QueryRow("PRAGMA schema_version").Scan(&v), "the open")
+		if runs == 1 {
+			write(t, path, true, "INSERT INTO t VALUES (5)")
+		}
+		n, err := count(conn)
+		got = n
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, runs, "the commit during the first read is noticed")
+	require.Equal(t, 5, got, "the rows committed to the -wal are seen")
+	require.Equal(t, []string{"link.db"}, dirNames(t, filepath.Dir(link)), "nothing created beside the link")
+}
