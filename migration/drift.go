@@ -50,15 +50,19 @@ const (
 	// HistoryMissing: the directory's version has no row, though a later
 	// version is recorded (a row was deleted).
 	HistoryMissing = "missing"
+	// HistoryPending: the directory's version has no row and no later one
+	// is recorded: up would run it (the database is behind head, or its
+	// newest row was deleted).
+	HistoryPending = "pending"
 )
 
 // HistoryDrift is one schema_revision row that disagrees with the
 // migration directory.
 type HistoryDrift struct {
 	Version string `json:"version"`
-	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown, HistoryPartial or HistoryMissing
+	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown, HistoryPartial, HistoryMissing or HistoryPending
 	// Recorded is what the database holds (the hash, "applied/total", or
-	// "" for HistoryMissing).
+	// "" for HistoryMissing and HistoryPending).
 	Recorded string `json:"recorded"`
 	// Expected is what the directory says ("" for HistoryUnknown).
 	Expected string `json:"expected,omitempty"`
@@ -74,6 +78,8 @@ func (h HistoryDrift) String() string {
 		return fmt.Sprintf("version %s: recorded, but this binary's migration directory has no such version", h.Version)
 	case HistoryMissing:
 		return fmt.Sprintf("version %s: no schema_revision row for %s, though a later version is recorded", h.Version, h.File)
+	case HistoryPending:
+		return fmt.Sprintf("version %s: no schema_revision row for %s: up would run it", h.Version, h.File)
 	default:
 		return fmt.Sprintf("version %s: applied %s statements (%s)", h.Version, h.Recorded, h.File)
 	}
@@ -238,6 +244,16 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 				}
 				out = append(out, HistoryDrift{Version: f.Version(), Kind: HistoryMissing, Expected: want, File: f.Name()})
 			}
+		}
+		// The versions after it are not recorded: the history is not at
+		// head, whatever the schema says (with the newest row deleted,
+		// the schema matches head and up would fail re-running it).
+		for _, f := range m.files[latest+1:] {
+			want, err := sum.SumByName(f.Name())
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrDirectory, err)
+			}
+			out = append(out, HistoryDrift{Version: f.Version(), Kind: HistoryPending, Expected: want, File: f.Name()})
 		}
 		return nil
 	})
