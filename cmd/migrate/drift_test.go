@@ -95,6 +95,20 @@ func TestDrift(t *testing.T) {
 			not: []string{"-- schema drift", "version 15"},
 		},
 		{
+			// The schema is head's, the history is not: up would re-run
+			// 15 and fail on its existing index.
+			name: "deleted newest revision row",
+			db: func(t *testing.T) string {
+				return headDB(t, "DELETE FROM schema_revision WHERE version = '15'")
+			},
+			code: 1,
+			want: []string{
+				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
+				"-- version 15: no schema_revision row for 15_pending_outbound_recipient_index.sql: up would run it",
+			},
+			not: []string{"-- schema drift", "version 14", "no drift"},
+		},
+		{
 			name: "adopted legacy v14",
 			db: func(t *testing.T) string {
 				path := v14DB(t)
