@@ -241,6 +241,45 @@ func (s *Session) Supersede(prev *Session) error {
 	return nil
 }
 
+// Trusting returns s without the states of any remote identity but
+// trusted (the identity the device's pin trusts): if the current state is
+// of another identity the record is retired (Retire), and archived states
+// of another identity are dropped; the base keys of the dropped states
+// this device answered are remembered, so a replay of their initiations
+// fails with ErrReplay. A record whose states are all of trusted is
+// returned as it is. s is unchanged.
+//
+// Every state a client builds is of the identity its pin trusts, so a
+// state of another identity can only come from a stored record put back
+// from before an accepted identity change: without this check the client
+// would encrypt to, and accept messages from, the identity it no longer
+// trusts.
+func (s *Session) Trusting(trusted PublicIdentity) *Session {
+	foreign := func(a *Session) bool { return a.remoteIdentity != trusted }
+	if !s.stateless && foreign(s) {
+		return s.Retire()
+	}
+	if !slices.ContainsFunc(s.archive, foreign) {
+		return s
+	}
+	c := s.clone()
+	c.archive = c.archive[:0]
+	var dropped [][KeySize]byte
+	for _, a := range s.archive {
+		switch {
+		case !foreign(a):
+			c.archive = append(c.archive, a)
+		case !a.initiator:
+			dropped = append(dropped, a.init.Ephemeral)
+		}
+	}
+	c.retired = append(dropped, s.retired...)
+	if len(c.retired) > MaxRetiredInitiations {
+		c.retired = c.retired[:MaxRetiredInitiations]
+	}
+	return c
+}
+
 // HasState reports whether the record has a current state to encrypt
 // with; false after Retire, until a new session supersedes it. Without a
 // state, only Local and Remote say something: the identities and the
