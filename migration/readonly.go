@@ -89,7 +89,11 @@ func readOnlyDSN(path string, immutable bool) string {
 // three changed attempts it returns an error wrapping ErrChanged.
 //
 // read may thus run more than once: it must only read, and keep nothing
-// from a previous run. ReadStable creates nothing beside the file. It
+// from a previous run. ReadStable opens and closes the database file
+// itself to record it; on POSIX systems closing any descriptor of a file
+// drops the process's locks on it, so do not call ReadStable on a
+// database the same process holds open through SQLite (the migrate
+// command runs as a process of its own). ReadStable creates nothing beside the file. It
 // returns an error wrapping fs.ErrNotExist if path does not exist;
 // ErrNeedsRecovery, without running read, if a -wal is beside it without
 // a -shm; ErrNeedsRecovery and read's error if SQLite met a hot journal

@@ -206,8 +206,12 @@ func (s *Session) Initiating() bool { return s.initiating }
 // InitiationID returns the id of the initiation that started this session.
 func (s *Session) InitiationID() InitiationID { return s.init.ID }
 
-// Initiator returns the address of the device that started the session.
+// Initiator returns the address of the device that started the session,
+// or the zero address for a record without a current state (HasState).
 func (s *Session) Initiator() ids.DeviceAddress {
+	if s.stateless {
+		return ids.DeviceAddress{}
+	}
 	if s.initiator {
 		return s.local
 	}

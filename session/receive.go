@@ -228,11 +228,18 @@ func (s *Session) Retire() *Session {
 // still decrypt), the others dropped, and the base keys prev remembers,
 // with those of the dropped states it answered, are kept, so replays of
 // their initiations are still recognised. Call it before s is first
-// stored. prev is unchanged. Returns ErrInvalidArgument if prev is nil or
-// s has no state, ErrWrongSession if prev is for another pair of devices.
+// stored. prev is unchanged. Returns ErrInvalidArgument if prev is nil, s
+// has no state, or s already holds archived states or remembered
+// initiations (it is not new); ErrWrongSession if prev is for another pair
+// of devices.
 func (s *Session) Supersede(prev *Session) error {
 	if prev == nil || s.stateless {
 		return fmt.Errorf("%w: supersede: nil record or no current state", ErrInvalidArgument)
+	}
+	// Only a new session has nothing of its own to lose: taking prev's
+	// archive and remembered keys over would drop what s holds.
+	if len(s.archive) > 0 || len(s.rejected) > 0 || len(s.retired) > 0 {
+		return fmt.Errorf("%w: supersede: the session already holds archived states or remembered initiations", ErrInvalidArgument)
 	}
 	if prev.local != s.local || prev.remote != s.remote {
 		return fmt.Errorf("%w: supersede %s -> %s with %s -> %s", ErrWrongSession, prev.local, prev.remote, s.local, s.remote)

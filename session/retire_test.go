@@ -187,6 +187,7 @@ func TestSupersede(t *testing.T) {
 		{"nil record", other, nil, session.ErrInvalidArgument},
 		{"another pair", other, f.record, session.ErrWrongSession},
 		{"no current state", f.record.Retire(), f.record, session.ErrInvalidArgument},
+		{"not new: it already superseded a record", rec, f.record, session.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

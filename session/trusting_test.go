@@ -25,6 +25,7 @@ func TestTrusting(t *testing.T) {
 		require.Equal(t, before, stateOf(t, f.record), "the record given is unchanged")
 		require.False(t, r.HasState())
 		require.Zero(t, r.ArchivedStates())
+		require.Zero(t, r.Initiator(), "no state: no initiator")
 		_, err := r.Encrypt([]byte("to the replaced identity"))
 		require.ErrorIs(t, err, session.ErrNoState)
 		require.ErrorIs(t, receiveErr(t, f.bob, r, f.afterReply), session.ErrNoInitiation)

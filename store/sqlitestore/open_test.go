@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -158,6 +160,29 @@ func TestOpenAdoptsKeyForDatabaseWithoutSealedValues(t *testing.T) {
 			require.ErrorIs(t, err, seal.ErrWrongKey, "the adopted key is the database's")
 			s = mustOpenAt(t, path, kr)
 			require.Equal(t, []store.PendingMessage{m}, all(t, s))
+		})
+	}
+}
+
+// TestOpenPathWithURISyntax: a file name holding what SQLite reads as URI
+// syntax (?, #, %) opens that very file, not an in-memory database or a
+// truncated name.
+func TestOpenPathWithURISyntax(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"a?mode=memory.db", "b#frag.db", "c%3f.db"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			keys := storetest.NewKeyring(t)
+			s := mustOpenAt(t, path, keys)
+			_, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("kept"))
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			require.FileExists(t, path)
+			s = mustOpenAt(t, path, keys)
+			defer s.Close()
+			n, err := s.CountPending(ctx, nil)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), n, "the message is in the file named")
 		})
 	}
 }

@@ -73,7 +73,7 @@ var _ store.Store = (*Store)(nil)
 // deliberate, and the file is not memory-mapped (mmap_size 0, the
 // build's default).
 func DSN(path string) string {
-	return "file:" + path + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32" +
+	return "file:" + migration.URIPath(path) + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32" +
 		"&_cache_size=-" + strconv.Itoa(PageCacheKiB)
 }
 
