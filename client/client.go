@@ -97,26 +97,22 @@ type Config struct {
 	// Now returns the current time, for the grace period; nil means
 	// time.Now.
 	Now func() time.Time
-	// Encrypter encrypts every outgoing frame on its session; nil means
-	// the session's own Encrypt. A deployment can wrap it to refuse an
-	// encryption (a policy check, a key held by a device that may be
-	// unavailable): the message is then stored pending and not handed
-	// off (ErrMessageNotSent), and no session change is stored.
-	Encrypter Encrypter
+	// EncryptPolicy, if not nil, is asked before every outgoing frame is
+	// encrypted. A deployment uses it to refuse an encryption (a policy
+	// check, a key held by a device that may be unavailable): the message
+	// is then stored pending and not handed off (ErrMessageNotSent, its
+	// cause the policy's error), and no session change is stored. The
+	// client encrypts itself: the policy never sees a session, so it
+	// cannot make a message key be used twice.
+	EncryptPolicy EncryptPolicy
 }
 
-// Encrypter encrypts a frame for a remote device on the session held for
-// it. Encrypt returns the envelope made by s.Encrypt(frame), which
-// advances s, or an error; the client stores nothing of s after an error.
-type Encrypter interface {
-	Encrypt(s *session.Session, frame []byte) (session.Envelope, error)
-}
-
-// sessionEncrypter is the default Encrypter: the session's Encrypt.
-type sessionEncrypter struct{}
-
-func (sessionEncrypter) Encrypt(s *session.Session, frame []byte) (session.Envelope, error) {
-	return s.Encrypt(frame)
+// EncryptPolicy decides whether the client may encrypt a frame for a
+// remote device. AllowEncrypt returns nil to let it, or the error the
+// send fails with. It is called under the client's send mutex, so it must
+// not call the client.
+type EncryptPolicy interface {
+	AllowEncrypt(to ids.DeviceAddress, frame []byte) error
 }
 
 // Client is one device's messaging client. It is safe for concurrent use.
@@ -164,9 +160,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
-	}
-	if cfg.Encrypter == nil {
-		cfg.Encrypter = sessionEncrypter{}
 	}
 	return &Client{cfg: cfg}, nil
 }

@@ -241,6 +241,7 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 			require.Len(t, outs, 3)
 			require.ErrorIs(t, outs[0].Err, client.ErrMessageNotSent)
 			require.ErrorIs(t, outs[0].Err, errEncryptRefused)
+			require.Equal(t, bobs, a.askedToEncrypt(), "the policy is asked once per device, in order")
 			require.NotErrorIs(t, outs[0].Err, transport.ErrInjected)
 			require.Equal(t, []client.DeviceOutcome{{To: bob2}, {To: bob3}}, outs[1:])
 			require.Zero(t, sendsTo(net.Calls(), bob))

@@ -53,28 +53,49 @@ type device struct {
 	kr   *seal.Keyring
 	net  *transport.Network
 	tr   transport.Transport // transport the client uses (net unless wrapped)
-	enc  *failingEncrypter
+	enc  *refusingPolicy
 }
 
-// errEncryptRefused is what failingEncrypter returns.
+// errEncryptRefused is what refusingPolicy returns.
 var errEncryptRefused = errors.New("test: encryption refused")
 
-// failingEncrypter is the client's Encrypter of a test device: the
-// session's Encrypt, except that the next fail encryptions are refused
-// (before touching the session), as a deployment's Encrypter may refuse.
-type failingEncrypter struct{ fail atomic.Int32 }
-
-func (e *failingEncrypter) Encrypt(s *session.Session, frame []byte) (session.Envelope, error) {
-	for n := e.fail.Load(); n > 0; n = e.fail.Load() {
-		if e.fail.CompareAndSwap(n, n-1) {
-			return session.Envelope{}, errEncryptRefused
-		}
-	}
-	return s.Encrypt(frame)
+// refusingPolicy is the client's EncryptPolicy of a test device: it
+// refuses the next fail encryptions, as a deployment's policy may, and
+// records the devices it was asked about.
+type refusingPolicy struct {
+	fail atomic.Int32
+	mu   sync.Mutex
+	to   []ids.DeviceAddress
 }
 
-// failEncryptions makes the next n encryptions of d's client fail.
-func (d *device) failEncryptions(n int) { d.enc.fail.Store(int32(n)) }
+func (e *refusingPolicy) AllowEncrypt(to ids.DeviceAddress, _ []byte) error {
+	e.mu.Lock()
+	e.to = append(e.to, to)
+	e.mu.Unlock()
+	for n := e.fail.Load(); n > 0; n = e.fail.Load() {
+		if e.fail.CompareAndSwap(n, n-1) {
+			return errEncryptRefused
+		}
+	}
+	return nil
+}
+
+// failEncryptions makes the next n encryptions of d's client fail and
+// forgets the devices the policy was asked about so far.
+func (d *device) failEncryptions(n int) {
+	d.enc.mu.Lock()
+	d.enc.to = nil
+	d.enc.mu.Unlock()
+	d.enc.fail.Store(int32(n))
+}
+
+// askedToEncrypt returns the devices d's encrypt policy was asked about
+// since failEncryptions, in order.
+func (d *device) askedToEncrypt() []ids.DeviceAddress {
+	d.enc.mu.Lock()
+	defer d.enc.mu.Unlock()
+	return slices.Clone(d.enc.to)
+}
 
 // newKeyring returns a keyring holding one fresh random key.
 var newKeyring = storetest.NewKeyring
@@ -122,7 +143,7 @@ func openPair(tb testing.TB, kind storeKind) (net *transport.Network, a, b *devi
 // tr is the transport the client uses (net or a wrapper of it).
 func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport) *device {
 	tb.Helper()
-	d := &device{tb: tb, kind: kind, kr: newKeyring(tb), net: net, tr: tr, enc: &failingEncrypter{}}
+	d := &device{tb: tb, kind: kind, kr: newKeyring(tb), net: net, tr: tr, enc: &refusingPolicy{}}
 	switch kind {
 	case sqliteKind:
 		d.path = filepath.Join(tb.TempDir(), "client.db")
@@ -142,7 +163,7 @@ func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transport.Network
 }
 
 func (d *device) config() client.Config {
-	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5, Encrypter: d.enc}
+	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5, EncryptPolicy: d.enc}
 }
 
 // reopen closes the device's SQLite store and opens the client again over a

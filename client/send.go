@@ -219,7 +219,12 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 	if err := c.ensureSession(ctx, p); err != nil {
 		return nil, err
 	}
-	env, err := c.cfg.Encrypter.Encrypt(p.sess, frame)
+	if c.cfg.EncryptPolicy != nil {
+		if err := c.cfg.EncryptPolicy.AllowEncrypt(p.addr, frame); err != nil {
+			return nil, fmt.Errorf("encrypt for %s: refused by the encrypt policy: %w", p.addr, err)
+		}
+	}
+	env, err := p.sess.Encrypt(frame)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt for %s: %w", p.addr, err)
 	}
