@@ -24,9 +24,7 @@ import (
 // one pending_outbound_message row.
 func TestAbandonIsLocalOnly(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
-	a := mustOpen(t, net, alice)
-	b := mustOpen(t, net, bob)
+	net, a, b := openPair(t, sqliteKind)
 	c := mustOpen(t, net, carol)
 	mustOpen(t, net, dave) // never answers: alice keeps an initiation
 	converse(t, a, b)
@@ -123,9 +121,7 @@ func seedPendingInbound(t *testing.T, d *device, from ids.DeviceAddress, text st
 func TestAbandonStatuses(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			mustOpenKind(t, kind, net, carol)
 			acked := a.send(bob, "acked")
 			b.poll()
@@ -184,9 +180,7 @@ func TestAbandonFailedRemoval(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run("store error/"+string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			mustOpenKind(t, kind, net, bob)
+			_, a, _ := openPair(t, kind)
 			id := a.send(bob, "stays")
 			fs := &failingStore{Store: a.st, fail: errStoreBroken}
 			cfg := a.config()
@@ -205,23 +199,29 @@ func TestAbandonFailedRemoval(t *testing.T) {
 	}
 }
 
+// abandonThenRetry abandons gone and checks that the retry to b then
+// hands off kept alone, which b reads as keptText and acknowledges, so
+// that a has nothing left pending.
+func abandonThenRetry(t *testing.T, net *transport.Network, a, b *device, gone, kept ids.LogicalMessageID, keptText string) {
+	t.Helper()
+	require.Equal(t, client.Abandoned, a.abandon(b.addr, gone))
+	net.ResetCalls()
+	require.Equal(t, []ids.LogicalMessageID{kept}, a.retry(b.addr))
+	require.Equal(t, 1, sendsTo(net.Calls(), b.addr))
+	require.Equal(t, []string{keptText}, messages(t, b.poll()))
+	a.poll()
+	require.Zero(t, a.count(nil))
+}
+
 // TestAbandonAfterFailedHandOff: a message whose only hand-off failed (no
 // envelope ever left) is abandoned; the retry sends nothing.
 func TestAbandonAfterFailedHandOff(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			kept := a.sendFailed(bob, "kept")
 			gone := a.sendFailed(bob, "gone")
-			require.Equal(t, client.Abandoned, a.abandon(bob, gone))
-			net.ResetCalls()
-			require.Equal(t, []ids.LogicalMessageID{kept}, a.retry(bob))
-			require.Equal(t, 1, sendsTo(net.Calls(), bob))
-			require.Equal(t, []string{"kept"}, messages(t, b.poll()))
-			a.poll()
-			require.Zero(t, a.count(nil))
+			abandonThenRetry(t, net, a, b, gone, kept, "kept")
 			converse(t, a, b)
 		})
 	}
@@ -233,9 +233,7 @@ func TestAbandonAfterFailedEncryption(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			gone := a.sendFailed(bob, "gone")
 			kept := a.sendFailed(bob, "kept")
 
@@ -248,13 +246,7 @@ func TestAbandonAfterFailedEncryption(t *testing.T) {
 			require.Zero(t, sendsTo(net.Calls(), bob), "nothing handed off")
 			require.Equal(t, []ids.LogicalMessageID{gone, kept}, a.pendingIDs(nil))
 
-			require.Equal(t, client.Abandoned, a.abandon(bob, gone))
-			net.ResetCalls()
-			require.Equal(t, []ids.LogicalMessageID{kept}, a.retry(bob))
-			require.Equal(t, 1, sendsTo(net.Calls(), bob))
-			require.Equal(t, []string{"kept"}, messages(t, b.poll()))
-			a.poll()
-			require.Zero(t, a.count(nil))
+			abandonThenRetry(t, net, a, b, gone, kept, "kept")
 
 			// A failed encryption in Send itself: ErrMessageNotSent, pending.
 			a.failEncryptions(1)

@@ -75,9 +75,7 @@ func TestForgedInitiationChangesNothing(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
-				net := transport.NewNetwork()
-				a := mustOpen(t, net, alice)
-				b := mustOpen(t, net, bob)
+				net, a, b := openPair(t, sqliteKind)
 				converse(t, a, b)
 				bundle, err := net.Fetch(ctx, bob) // anyone can fetch it
 				require.NoError(t, err)
@@ -166,9 +164,7 @@ func TestReplayedInitiationChangesNothing(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpen(t, net, alice)
-			b := mustOpen(t, net, bob)
+			net, a, b := openPair(t, sqliteKind)
 			drainPrekeys(t, net, bob)
 			a.send(bob, "first")
 			replayed := lastSent(t, net, bob)
@@ -256,9 +252,7 @@ func TestReinitiationAfterStateLoss(t *testing.T) {
 // the reinstalled device, whose messages flow.
 func TestForgedInitiationDuringIdentityChange(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
-	a := mustOpen(t, net, alice)
-	b := mustOpen(t, net, bob)
+	net, a, b := openPair(t, sqliteKind)
 	converse(t, a, b)
 	a2 := mustOpen(t, net, alice) // reinstalled: a new identity
 	a2.send(bob, "new device")
@@ -323,9 +317,7 @@ func TestReplayAfterAcceptedIdentityChange(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpen(t, net, alice)
-			b := mustOpen(t, net, bob)
+			net, a, b := openPair(t, sqliteKind)
 			drainPrekeys(t, net, bob)
 			var replayed [][]byte
 			for i, text := range []string{"first", "alice started over"} {

@@ -22,9 +22,7 @@ func TestAbandonDuringUnconvergedCollision(t *testing.T) {
 				name = string(kind) + "/bob-polls-first"
 			}
 			t.Run(name, func(t *testing.T) {
-				net := transport.NewNetwork()
-				a := mustOpenKind(t, kind, net, alice)
-				b := mustOpenKind(t, kind, net, bob)
+				net, a, b := openPair(t, kind)
 				fromAlice := a.send(bob, "alice's initiation wins")
 				lost := b.send(alice, "bob's initiation loses")
 				keptByBob := b.send(alice, "bob keeps this one")
@@ -89,9 +87,7 @@ func TestAbandonDuringUnconvergedCollision(t *testing.T) {
 func TestCollisionLoserKeepsPendingUntilRetry(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			_, a, b := openPair(t, kind)
 			a.send(bob, "a1")
 			b1 := b.send(alice, "b1")
 			b2 := b.send(alice, "b2")
@@ -112,9 +108,7 @@ func TestCollisionLoserKeepsPendingUntilRetry(t *testing.T) {
 // TestCollisionAcrossRestart: the unanswered initiation survives a
 // restart of either side mid-collision and the collision still converges.
 func TestCollisionAcrossRestart(t *testing.T) {
-	net := transport.NewNetwork()
-	a := mustOpen(t, net, alice)
-	b := mustOpen(t, net, bob)
+	_, a, b := openPair(t, sqliteKind)
 	a.send(bob, "a1")
 	lost := b.send(alice, "b1")
 	kept := b.send(alice, "b2")

@@ -35,9 +35,7 @@ func TestRaceAckVsAbandon(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			mustOpenKind(t, kind, net, carol)
 			bystander := a.send(carol, "never acknowledged")
 			wins := map[string]int{}
@@ -93,9 +91,7 @@ func TestRaceAbandonVsAbandon(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			mustOpenKind(t, kind, net, bob)
+			_, a, _ := openPair(t, kind)
 			other := a.send(bob, "stays")
 			for round := range rounds(kind) {
 				id := a.send(bob, fmt.Sprintf("round %d", round))
@@ -140,11 +136,7 @@ func TestAbandonWaitsForRunningRetry(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			h := &holdingTransport{Transport: net}
-			a := mustOpenUninitialized(t, kind, net, h)
-			a.addr = alice
-			require.NoError(t, a.c.Initialize(ctx, alice))
+			net, h, a := openHeld(t, kind)
 			b := mustOpenKind(t, kind, net, bob)
 			m1 := a.sendFailed(bob, "m1")
 			m2 := a.sendFailed(bob, "m2")
@@ -162,21 +154,8 @@ func TestAbandonWaitsForRunningRetry(t *testing.T) {
 			}()
 			<-h.entered // the retry is inside m1's hand-off
 
-			abandonDone := make(chan client.AbandonStatus, 2)
-			for _, id := range []ids.LogicalMessageID{m1, m2} {
-				go func() {
-					st, err := a.c.AbandonPending(ctx, bob, id)
-					if err != nil {
-						st = 0
-					}
-					abandonDone <- st
-				}()
-			}
-			select {
-			case st := <-abandonDone:
-				t.Fatalf("abandon returned %s while the retry's hand-off was blocked", st)
-			case <-time.After(100 * time.Millisecond):
-			}
+			abandonDone := a.startAbandons(ctx, bob, m1, m2)
+			requireNoAbandonYet(t, abandonDone, "the retry")
 			require.EqualValues(t, 2, a.count(&bob), "nothing removed while the retry runs")
 			close(h.release)
 			r := <-retryDone
@@ -194,9 +173,7 @@ func TestAbandonWaitsForRunningRetry(t *testing.T) {
 
 			// Not a recall: bob still gets both; their ACKs clear nothing.
 			require.Equal(t, []string{"m1", "m2"}, messages(t, b.poll()))
-			for _, ack := range acks(a.poll()) {
-				require.False(t, ack.Cleared)
-			}
+			requireCleared(t, a.poll(), false)
 			require.Zero(t, a.count(nil))
 		})
 	}
@@ -209,9 +186,7 @@ func TestRaceRetryVsAbandon(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			converse(t, a, b)
 			wins := map[string]int{}
 			for round := range rounds(kind) {
@@ -270,9 +245,7 @@ func TestPagesUnderMutation(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			mustOpenKind(t, kind, net, bob) // never polls: keeps and abandons
+			net, a, _ := openPair(t, kind) // bob never polls: keeps and abandons
 			c := mustOpenKind(t, kind, net, carol)
 			mustOpenKind(t, kind, net, dave)
 
@@ -419,11 +392,7 @@ func TestRetrySkipsMessageRemovedMeanwhile(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			h := &holdingTransport{Transport: net}
-			a := mustOpenUninitialized(t, kind, net, h)
-			a.addr = alice
-			require.NoError(t, a.c.Initialize(ctx, alice))
+			net, h, a := openHeld(t, kind)
 			mustOpenKind(t, kind, net, bob)
 			m1 := a.sendFailed(bob, "m1")
 			m2 := a.sendFailed(bob, "m2")

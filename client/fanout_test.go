@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -65,16 +64,6 @@ func (d *device) pendingTo(id ids.LogicalMessageID) []ids.DeviceAddress {
 	return out
 }
 
-// mustOpenVia is mustOpenKind with the client sending through tr (a
-// wrapper of net).
-func mustOpenVia(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport, addr ids.DeviceAddress) *device {
-	tb.Helper()
-	d := mustOpenUninitialized(tb, kind, net, tr)
-	d.addr = addr
-	require.NoError(tb, d.c.Initialize(context.Background(), addr))
-	return d
-}
-
 // openBobs opens bob's three devices on net.
 func openBobs(t *testing.T, kind storeKind, net *transport.Network) (b1, b2, b3 *device) {
 	t.Helper()
@@ -88,8 +77,7 @@ func openBobs(t *testing.T, kind storeKind, net *transport.Network) (b1, b2, b3 
 func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			b1, b2, b3 := openBobs(t, kind, net)
 			mustOpenKind(t, kind, net, carol)
 			converse(t, a, b1)
@@ -143,8 +131,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			_, b2, _ := openBobs(t, kind, net)
 			id := ids.NewLogicalMessageID()
 			a.fanout(bobs, id, "fan-out")
@@ -280,8 +267,7 @@ func TestSendToDevicesDuplicateRollsBackAll(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			b1, b2, b3 := openBobs(t, kind, net)
 			converse(t, a, b1)
 			id := ids.NewLogicalMessageID()
@@ -314,8 +300,7 @@ func TestSendToDevicesInvalidInput(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			b1, _, _ := openBobs(t, kind, net)
 			converse(t, a, b1)
 			a.send(bob2, "pending")
@@ -358,9 +343,7 @@ func TestSendToDevicesCommitsBeforeHandOffs(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			h := &holdingTransport{Transport: net}
-			a := mustOpenVia(t, kind, net, h, alice)
+			net, h, a := openHeld(t, kind)
 			_, _, b3 := openBobs(t, kind, net)
 
 			h.arm()
@@ -381,19 +364,8 @@ func TestSendToDevicesCommitsBeforeHandOffs(t *testing.T) {
 				require.EqualValues(t, 1, n, "%s's row is stored before the first hand-off", b)
 				a.requireInitiation(b, true)
 			}
-			abandoned := make(chan client.AbandonStatus, 1)
-			go func() {
-				st, err := a.c.AbandonPending(ctx, bob3, id)
-				if err != nil {
-					st = 0
-				}
-				abandoned <- st
-			}()
-			select {
-			case st := <-abandoned:
-				t.Fatalf("abandon returned %s while the fan-out's hand-off was blocked", st)
-			case <-time.After(100 * time.Millisecond):
-			}
+			abandoned := a.startAbandons(ctx, bob3, id)
+			requireNoAbandonYet(t, abandoned, "the fan-out")
 			require.Equal(t, bobs, a.pendingTo(id))
 			close(h.release)
 			r := <-done

@@ -13,7 +13,6 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -44,11 +43,7 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	ctx := context.Background()
 	net := transport.NewNetwork()
 	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, store.Store) {
-		k, err := seal.GenerateKey()
-		require.NoError(tb, err)
-		kr, err := seal.NewKeyring(k)
-		require.NoError(tb, err)
-		st := memstore.New(kr)
+		st := memstore.New(newKeyring(tb))
 		var s [32]byte
 		s[0] = seed
 		c, err := client.New(client.Config{Store: st, Transport: net, Directory: net, Rand: mrand.NewChaCha8(s), OneTimePrekeys: 4})
@@ -64,6 +59,17 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 		envs, err := net.Receive(ctx, addr)
 		require.NoError(tb, err)
 		return envs
+	}
+	// toAlice has from (at addr) send text to alice, who receives it; it
+	// drops alice's ACK and returns the envelope.
+	toAlice := func(from *client.Client, addr ids.DeviceAddress, text string) []byte {
+		_, err := from.Send(ctx, fuzzAlice, []byte(text))
+		require.NoError(tb, err)
+		env := take(fuzzAlice)[0]
+		_, err = a.Receive(ctx, env)
+		require.NoError(tb, err)
+		take(addr) // alice's ACK
+		return env
 	}
 
 	// alice -> bob, bob ACKs: alice has received bob's ACK (a replay now).
@@ -81,12 +87,7 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	// Every seed below derives from an envelope alice has already
 	// received: undoing a mutation gives back a replay, never a valid new
 	// envelope the fuzzer could be "accepted" with.
-	_, err = b.Send(ctx, fuzzAlice, []byte("hi alice"))
-	require.NoError(tb, err)
-	msg := take(fuzzAlice)[0]
-	_, err = a.Receive(ctx, msg)
-	require.NoError(tb, err)
-	take(fuzzBob) // alice's ACK
+	msg := toAlice(b, fuzzBob, "hi alice")
 	seeds["replayed-message"] = msg
 	seeds["tampered-ciphertext"] = flipped(msg, len(msg)-1)
 	seeds["truncated"] = msg[:len(msg)-17]
@@ -108,12 +109,7 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 
 	// carol's initiation to alice, received (alice answers it); then the
 	// same initiation with another initiation id and a tampered one.
-	_, err = c.Send(ctx, fuzzAlice, []byte("hello alice, from carol"))
-	require.NoError(tb, err)
-	init := take(fuzzAlice)[0]
-	_, err = a.Receive(ctx, init)
-	require.NoError(tb, err)
-	take(fuzzCarol) // alice's ACK
+	init := toAlice(c, fuzzCarol, "hello alice, from carol")
 	seeds["replayed-initiation"] = init
 	seeds["tampered-initiation"] = flipped(init, len(init)-1)
 	ienv, err := session.UnmarshalEnvelope(init)

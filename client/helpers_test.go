@@ -2,25 +2,25 @@ package client_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/store/storetest"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -76,14 +76,8 @@ func (e *failingEncrypter) Encrypt(s *session.Session, frame []byte) (session.En
 // failEncryptions makes the next n encryptions of d's client fail.
 func (d *device) failEncryptions(n int) { d.enc.fail.Store(int32(n)) }
 
-func newKeyring(tb testing.TB) *seal.Keyring {
-	tb.Helper()
-	k, err := seal.GenerateKey()
-	require.NoError(tb, err)
-	kr, err := seal.NewKeyring(k)
-	require.NoError(tb, err)
-	return kr
-}
+// newKeyring returns a keyring holding one fresh random key.
+var newKeyring = storetest.NewKeyring
 
 // mustOpen returns an initialized device addr on a fresh SQLite database in
 // tb.TempDir(), on net.
@@ -95,10 +89,33 @@ func mustOpen(tb testing.TB, net *transport.Network, addr ids.DeviceAddress) *de
 // mustOpenKind is mustOpen on the given store kind.
 func mustOpenKind(tb testing.TB, kind storeKind, net *transport.Network, addr ids.DeviceAddress) *device {
 	tb.Helper()
-	d := mustOpenUninitialized(tb, kind, net, net)
+	return mustOpenVia(tb, kind, net, net, addr)
+}
+
+// mustOpenVia is mustOpenKind with the client sending through tr (a
+// wrapper of net).
+func mustOpenVia(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport, addr ids.DeviceAddress) *device {
+	tb.Helper()
+	d := mustOpenUninitialized(tb, kind, net, tr)
 	d.addr = addr
 	require.NoError(tb, d.c.Initialize(context.Background(), addr))
 	return d
+}
+
+// openAlice returns a new network with alice initialized on it, on a
+// fresh store of kind.
+func openAlice(tb testing.TB, kind storeKind) (*transport.Network, *device) {
+	tb.Helper()
+	net := transport.NewNetwork()
+	return net, mustOpenKind(tb, kind, net, alice)
+}
+
+// openPair is openAlice with bob initialized too, on his own fresh store
+// of kind.
+func openPair(tb testing.TB, kind storeKind) (net *transport.Network, a, b *device) {
+	tb.Helper()
+	net, a = openAlice(tb, kind)
+	return net, a, mustOpenKind(tb, kind, net, bob)
 }
 
 // mustOpenUninitialized returns a device whose client is not initialized;
@@ -267,6 +284,15 @@ func acks(res []client.ReceiveResult) []*client.Acknowledgement {
 	return out
 }
 
+// requireCleared checks that every acknowledgement among res reports
+// Cleared as want.
+func requireCleared(tb testing.TB, res []client.ReceiveResult, want bool) {
+	tb.Helper()
+	for _, a := range acks(res) {
+		require.Equal(tb, want, a.Cleared, "Cleared of the acknowledgement of %v", a.ID)
+	}
+}
+
 // ops returns the operations in the call log, e.g. ["fetch", "send"].
 func ops(calls []transport.Call) []string {
 	var out []string
@@ -287,77 +313,9 @@ func sendsTo(calls []transport.Call, addr ids.DeviceAddress) int {
 	return n
 }
 
-// dumpTables returns every table of db (sqlite_master, tables and
-// sqlite_sequence included) as text rows with raw bytes in hex, ordered by
-// primary key (or by every column for a table without one).
-func dumpTables(tb testing.TB, db *sql.DB) map[string][]string {
-	tb.Helper()
-	ctx := context.Background()
-	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-	require.NoError(tb, err)
-	var tables []string
-	for rows.Next() {
-		var n string
-		require.NoError(tb, rows.Scan(&n))
-		tables = append(tables, n)
-	}
-	require.NoError(tb, rows.Err())
-	require.NoError(tb, rows.Close())
-	out := map[string][]string{}
-	for _, table := range tables {
-		out[table] = dumpTable(tb, db, table)
-	}
-	return out
-}
-
-func dumpTable(tb testing.TB, db *sql.DB, table string) []string {
-	tb.Helper()
-	ctx := context.Background()
-	info, err := db.QueryContext(ctx, fmt.Sprintf("SELECT name, pk FROM pragma_table_info(%q) ORDER BY pk, cid", table))
-	require.NoError(tb, err)
-	var all, pk []string
-	for info.Next() {
-		var name string
-		var p int
-		require.NoError(tb, info.Scan(&name, &p))
-		all = append(all, fmt.Sprintf("%q", name))
-		if p > 0 {
-			pk = append(pk, fmt.Sprintf("%q", name))
-		}
-	}
-	require.NoError(tb, info.Err())
-	require.NoError(tb, info.Close())
-	order := pk
-	if len(order) == 0 {
-		order = all
-	}
-	q := fmt.Sprintf("SELECT * FROM %q ORDER BY %s", table, strings.Join(order, ", "))
-	rows, err := db.QueryContext(ctx, q)
-	require.NoError(tb, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
-	require.NoError(tb, err)
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		require.NoError(tb, rows.Scan(ptrs...))
-		var sb strings.Builder
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				fmt.Fprintf(&sb, "%s=x'%x' ", cols[i], b)
-			} else {
-				fmt.Fprintf(&sb, "%s=%v ", cols[i], v)
-			}
-		}
-		out = append(out, sb.String())
-	}
-	require.NoError(tb, rows.Err())
-	return out
-}
+// dumpTables returns the schema and every row of every table of db, for
+// checks that a call changed nothing.
+var dumpTables = tabledump.Tables
 
 // holdingTransport wraps a transport; once armed, the next Send signals on
 // entered and blocks until release is closed.
@@ -387,6 +345,43 @@ func (h *holdingTransport) Send(ctx context.Context, to ids.DeviceAddress, env [
 		<-release
 	}
 	return h.Transport.Send(ctx, to, env)
+}
+
+// openHeld returns a new network with alice initialized on it, on a fresh
+// store of kind, sending through a holdingTransport.
+func openHeld(tb testing.TB, kind storeKind) (*transport.Network, *holdingTransport, *device) {
+	tb.Helper()
+	net := transport.NewNetwork()
+	h := &holdingTransport{Transport: net}
+	return net, h, mustOpenVia(tb, kind, net, h, alice)
+}
+
+// startAbandons starts AbandonPending(to, id) on d's client for each id,
+// each in its own goroutine, and returns the channel their statuses
+// arrive on (0 for an error).
+func (d *device) startAbandons(ctx context.Context, to ids.DeviceAddress, msgs ...ids.LogicalMessageID) <-chan client.AbandonStatus {
+	done := make(chan client.AbandonStatus, len(msgs))
+	for _, id := range msgs {
+		go func() {
+			st, err := d.c.AbandonPending(ctx, to, id)
+			if err != nil {
+				st = 0
+			}
+			done <- st
+		}()
+	}
+	return done
+}
+
+// requireNoAbandonYet fails if a status arrives on done within 100ms:
+// the abandons must wait while holder's hand-off is blocked.
+func requireNoAbandonYet(tb testing.TB, done <-chan client.AbandonStatus, holder string) {
+	tb.Helper()
+	select {
+	case st := <-done:
+		tb.Fatalf("abandon returned %s while %s's hand-off was blocked", st, holder)
+	case <-time.After(100 * time.Millisecond):
+	}
 }
 
 // failingStore wraps a store and fails DeletePending when fail is set.
@@ -422,7 +417,7 @@ func seqsOf(ms []client.PendingMessage) []int64 {
 
 var _ = slices.Contains[[]int, int]
 
-// initiating reports whether d's store holds an unanswered initiation
+// stored reports whether d's store holds an unanswered initiation
 // (session_initiation row) for peer, and whether it holds a session with a
 // current state.
 func (d *device) stored(peer ids.DeviceAddress) (initiation, live bool) {
@@ -449,4 +444,14 @@ func (d *device) requireInitiation(peer ids.DeviceAddress, want bool) {
 	init, sess := d.stored(peer)
 	require.True(d.tb, sess, "%s has a session with %s", d.addr, peer)
 	require.Equal(d.tb, want, init, "%s stores an initiation to %s", d.addr, peer)
+}
+
+// requireNoSession checks that d stores for peer neither a session with a
+// current state nor an unanswered initiation; after says what should have
+// removed them.
+func (d *device) requireNoSession(peer ids.DeviceAddress, after string) {
+	d.tb.Helper()
+	init, sess := d.stored(peer)
+	require.False(d.tb, sess, "%s: %s keeps a session with %s", after, d.addr, peer)
+	require.False(d.tb, init, "%s: %s keeps an initiation to %s", after, d.addr, peer)
 }

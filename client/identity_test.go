@@ -34,9 +34,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			converse(t, a, b)
 
 			// alice sends on the old session; bob is gone before reading.
@@ -76,9 +74,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			require.Empty(t, net.Calls())
 
 			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
-			if init, sess := a.stored(bob); init || sess {
-				t.Fatalf("accepting the change keeps the old session (%v) or initiation (%v)", sess, init)
-			}
+			a.requireNoSession(bob, "accepting the change")
 			net.ResetCalls()
 			require.Equal(t, []ids.LogicalMessageID{m1, m3}, a.retry(bob))
 			require.Equal(t, []string{transport.OpFetch, transport.OpSend, transport.OpSend}, ops(net.Calls()))
@@ -88,9 +84,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			require.Equal(t, []string{"m1", "m3"}, messages(t, b2.poll()))
 			res = a.poll()
 			require.Len(t, acks(res), 2)
-			for _, ack := range acks(res) {
-				require.True(t, ack.Cleared)
-			}
+			requireCleared(t, res, true)
 			require.Zero(t, a.count(nil))
 			// bob's hello was lost with the losing initiation: retry it.
 			require.Equal(t, []ids.LogicalMessageID{hello}, b2.retry(alice))
@@ -144,9 +138,7 @@ func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
 			require.Equal(t, []ids.LogicalMessageID{m1, m3}, z.retry(bob))
 			require.Equal(t, []string{transport.OpSend, transport.OpSend}, ops(net.Calls()))
 			require.Equal(t, []string{"m1", "m3"}, messages(t, b2.poll()))
-			for _, ack := range acks(z.poll()) {
-				require.True(t, ack.Cleared)
-			}
+			requireCleared(t, z.poll(), true)
 			require.Zero(t, z.count(nil))
 			require.Zero(t, b2.count(nil))
 			converse(t, z, b2)
@@ -164,18 +156,14 @@ func TestSendSeesIdentityChangeInBundle(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			converse(t, a, b)
 			b2 := mustOpenKind(t, kind, net, bob) // second identity
 			b2.send(alice, "hello from the second device")
 			_, err := a.c.Poll(ctx)
 			require.ErrorIs(t, err, client.ErrIdentityChanged)
 			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
-			if init, sess := a.stored(bob); init || sess {
-				t.Fatalf("accepting the change keeps the old session (%v) or initiation (%v)", sess, init)
-			}
+			a.requireNoSession(bob, "accepting the change")
 
 			mustOpenKind(t, kind, net, bob) // third identity, published before alice sends
 			net.ResetCalls()
@@ -184,9 +172,7 @@ func TestSendSeesIdentityChangeInBundle(t *testing.T) {
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			require.Equal(t, []string{transport.OpFetch}, ops(net.Calls()), "the bundle is fetched, nothing is sent")
 			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(&bob))
-			if init, sess := a.stored(bob); init || sess {
-				t.Fatalf("the refused bundle stored a session (%v) or initiation (%v)", sess, init)
-			}
+			a.requireNoSession(bob, "the refused bundle")
 
 			restarts := []bool{false}
 			if kind == sqliteKind {

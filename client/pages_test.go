@@ -9,7 +9,6 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
 )
 
 // TestPageArguments: limits outside 1..MaxPageSize, a negative cursor and
@@ -18,9 +17,7 @@ func TestPageArguments(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			mustOpenKind(t, kind, net, bob)
+			_, a, _ := openPair(t, kind)
 			a.send(bob, "m")
 			tests := []struct {
 				name string
@@ -67,8 +64,7 @@ func TestPagination(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
+			net, a := openAlice(t, kind)
 			for _, r := range []ids.DeviceAddress{bob, carol} {
 				mustOpenKind(t, kind, net, r)
 			}
@@ -140,9 +136,7 @@ func TestPagination(t *testing.T) {
 func TestPlaintextIsACopy(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			_, a, b := openPair(t, kind)
 			input := []byte("original")
 			_, err := a.c.Send(context.Background(), bob, input)
 			require.NoError(t, err)
@@ -168,9 +162,7 @@ func TestPlaintextIsACopy(t *testing.T) {
 func TestSequenceNeverReused(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			_, a, b := openPair(t, kind)
 			var last int64
 			seqOf := func(id ids.LogicalMessageID) int64 {
 				t.Helper()

@@ -16,9 +16,7 @@ import (
 // high-water mark and the sessions survive, and the conversation goes on
 // without a new bundle fetch.
 func TestRestartMidConversation(t *testing.T) {
-	net := transport.NewNetwork()
-	a := mustOpen(t, net, alice)
-	b := mustOpen(t, net, bob)
+	net, a, b := openPair(t, sqliteKind)
 	converse(t, a, b)
 
 	delivered := a.send(bob, "delivered after the restart")

@@ -16,9 +16,7 @@ import (
 func TestFailedHandOffThenRetry(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			id := a.sendFailed(bob, "first try fails")
 			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
 			require.Zero(t, net.Pending(bob))
@@ -37,9 +35,7 @@ func TestFailedHandOffThenRetry(t *testing.T) {
 // send too; the retry fetches again.
 func TestFailedFetch(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
-	a := mustOpen(t, net, alice)
-	b := mustOpen(t, net, bob)
+	net, a, b := openPair(t, sqliteKind)
 	net.FailNextFetches(1)
 	_, err := a.c.Send(ctx, bob, []byte("no bundle yet"))
 	require.ErrorIs(t, err, client.ErrMessageNotSent)
@@ -58,9 +54,7 @@ func TestRetryOrderAndStop(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			mustOpenKind(t, kind, net, carol)
 			var want []ids.LogicalMessageID
 			for i, text := range []string{"one", "two", "three", "four", "five"} {
@@ -120,9 +114,7 @@ func (c *countingFailTransport) Send(ctx context.Context, to ids.DeviceAddress, 
 // message waits and there is no session.
 func TestRetryFetchesOnlyWhenNeeded(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
-	a := mustOpen(t, net, alice)
-	b := mustOpen(t, net, bob)
+	net, a, b := openPair(t, sqliteKind)
 
 	// Nothing pending, no session: no call at all.
 	net.ResetCalls()

@@ -9,7 +9,6 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/transport"
 )
 
 // TestSendReceiveAck: a message is pending until its ACK arrives, which
@@ -17,9 +16,7 @@ import (
 func TestSendReceiveAck(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			_, a, b := openPair(t, kind)
 
 			id := a.send(bob, "hello")
 			require.EqualValues(t, 1, a.count(nil))
@@ -56,9 +53,7 @@ func TestSendReceiveAck(t *testing.T) {
 func TestRepeatedAck(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			_, a, b := openPair(t, kind)
 			keep := a.send(bob, "keep")
 			id := a.send(bob, "twice")
 			require.Equal(t, []ids.LogicalMessageID{keep, id}, a.retry(bob))
@@ -88,9 +83,7 @@ func TestRepeatedAck(t *testing.T) {
 // ACK.
 func TestDuplicatedEnvelopes(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
-	a := mustOpen(t, net, alice)
-	b := mustOpen(t, net, bob)
+	net, a, b := openPair(t, sqliteKind)
 	net.DuplicateNext(1)
 	id := a.send(bob, "dup")
 	net.DuplicateNext(1) // bob's ACK
@@ -113,9 +106,7 @@ func TestAckAfterAbandon(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
-			a := mustOpenKind(t, kind, net, alice)
-			b := mustOpenKind(t, kind, net, bob)
+			net, a, b := openPair(t, kind)
 			mustOpenKind(t, kind, net, carol) // never polls
 			other := a.send(bob, "other")
 			gone := a.send(bob, "abandoned, then delivered anyway")

@@ -149,9 +149,7 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 			requireLost(t, s, ue.Entries)
 			require.Equal(t, []string{transport.OpSend, transport.OpSend}, ops(s.net.Calls()), "no fetch, no hand-off for the skipped one")
 			require.Equal(t, []string{"two", "three"}, messages(t, s.b.poll()))
-			for _, a := range acks(s.a.poll()) {
-				require.True(t, a.Cleared)
-			}
+			requireCleared(t, s.a.poll(), true)
 			require.EqualValues(t, 2, s.a.count(nil), "the lost one and carol's are pending")
 
 			// Abandoned by what the page reported: gone, and the retry is

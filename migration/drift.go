@@ -13,7 +13,7 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"ariga.io/atlas/sql/schema"
 	"ariga.io/atlas/sql/sqlite"
-	_ "github.com/mattn/go-sqlite3" // OpenHead's in-memory database
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/internal/db"
 )
@@ -50,15 +50,19 @@ const (
 	// HistoryMissing: the directory's version has no row, though a later
 	// version is recorded (a row was deleted).
 	HistoryMissing = "missing"
+	// HistoryPending: the directory's version has no row and no later one
+	// is recorded: up would run it (the database is behind head, or its
+	// newest row was deleted).
+	HistoryPending = "pending"
 )
 
 // HistoryDrift is one schema_revision row that disagrees with the
 // migration directory.
 type HistoryDrift struct {
 	Version string `json:"version"`
-	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown, HistoryPartial or HistoryMissing
+	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown, HistoryPartial, HistoryMissing or HistoryPending
 	// Recorded is what the database holds (the hash, "applied/total", or
-	// "" for HistoryMissing).
+	// "" for HistoryMissing and HistoryPending).
 	Recorded string `json:"recorded"`
 	// Expected is what the directory says ("" for HistoryUnknown).
 	Expected string `json:"expected,omitempty"`
@@ -74,6 +78,8 @@ func (h HistoryDrift) String() string {
 		return fmt.Sprintf("version %s: recorded, but this binary's migration directory has no such version", h.Version)
 	case HistoryMissing:
 		return fmt.Sprintf("version %s: no schema_revision row for %s, though a later version is recorded", h.Version, h.File)
+	case HistoryPending:
+		return fmt.Sprintf("version %s: no schema_revision row for %s: up would run it", h.Version, h.File)
 	default:
 		return fmt.Sprintf("version %s: applied %s statements (%s)", h.Version, h.Recorded, h.File)
 	}
@@ -239,6 +245,16 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 				out = append(out, HistoryDrift{Version: f.Version(), Kind: HistoryMissing, Expected: want, File: f.Name()})
 			}
 		}
+		// The versions after it are not recorded: the history is not at
+		// head, whatever the schema says (with the newest row deleted,
+		// the schema matches head and up would fail re-running it).
+		for _, f := range m.files[latest+1:] {
+			want, err := sum.SumByName(f.Name())
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrDirectory, err)
+			}
+			out = append(out, HistoryDrift{Version: f.Version(), Kind: HistoryPending, Expected: want, File: f.Name()})
+		}
 		return nil
 	})
 	return out, err
@@ -262,11 +278,16 @@ func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
 
 // OpenMemory returns a private, empty in-memory database with foreign keys
 // on, for a head schema, an Atlas dev database or a plan of an empty file.
-// It is held on one connection and lives until the handle is closed. It
-// returns an error only when SQLite cannot open it.
+// It is held on one connection and lives until the handle is closed.
+//
+// It is confined to itself: ATTACH (and VACUUM INTO, which attaches its
+// output) is refused with SQLite's authorization error, so that a
+// migration file replayed or run on it (cmd/migrate lint -dir works on
+// any directory) cannot create, change or drop another database file.
+// It returns an error only when SQLite cannot open it.
 func OpenMemory(ctx context.Context) (*sql.DB, error) {
 	name := fmt.Sprintf("file:migration-mem-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
-	conn, err := sql.Open("sqlite3", name)
+	conn, err := sql.Open(ConfinedDriver, name)
 	if err != nil {
 		return nil, err
 	}
@@ -334,4 +355,35 @@ func primaryKeyOrigin(attrs []schema.Attr) bool {
 		}
 	}
 	return false
+}
+
+// ConfinedDriver is the database/sql driver name of mattn/go-sqlite3
+// connections that refuse ATTACH (and VACUUM INTO, which attaches its
+// output) with SQLite's authorization error, through an authorizer set on
+// every connection: for running SQL text read from files (migration
+// files, fixture dumps) without letting it create, change or drop any
+// database file but the one opened. OpenMemory uses it.
+const ConfinedDriver = "sqlite3-confined"
+
+// SQLite's authorizer action code for ATTACH and its "deny" answer
+// (sqlite3.h), spelled here because the driver's names for them exist
+// only in cgo builds.
+const (
+	sqliteAttach = 24
+	sqliteOK     = 0
+	sqliteDeny   = 1
+)
+
+func init() {
+	sql.Register(ConfinedDriver, &sqlite3.SQLiteDriver{
+		ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			c.RegisterAuthorizer(func(action int, _, _, _ string) int {
+				if action == sqliteAttach {
+					return sqliteDeny
+				}
+				return sqliteOK
+			})
+			return nil
+		},
+	})
 }

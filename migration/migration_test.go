@@ -4,11 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"io/fs"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -17,6 +13,8 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/schema"
 )
@@ -51,58 +49,18 @@ func exec(tb testing.TB, conn *sql.DB, stmts ...string) {
 	}
 }
 
-// dump renders everything a migration could change: the schema in
-// sqlite_master, user_version, the schema_revision rows and the rows of
-// every table.
-func dump(tb testing.TB, conn *sql.DB) string {
-	tb.Helper()
-	var b strings.Builder
-	rows, err := conn.Query(`SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
-	require.NoError(tb, err)
-	var tables []string
-	for rows.Next() {
-		var typ, name, tbl, text string
-		require.NoError(tb, rows.Scan(&typ, &name, &tbl, &text))
-		fmt.Fprintf(&b, "%s %s %s %s\n", typ, name, tbl, text)
-		if typ == "table" {
-			tables = append(tables, name)
-		}
-	}
-	require.NoError(tb, rows.Err())
-	require.NoError(tb, rows.Close())
-	var uv int
-	require.NoError(tb, conn.QueryRow("PRAGMA user_version").Scan(&uv))
-	fmt.Fprintf(&b, "user_version %d\n", uv)
-	for _, t := range tables {
-		fmt.Fprintf(&b, "rows of %s:\n", t)
-		for _, r := range tableRows(tb, conn, t) {
-			fmt.Fprintf(&b, "  %s\n", r)
-		}
-	}
-	return b.String()
+// state is everything a migration could change: user_version, and
+// through tabledump the schema in sqlite_master and the rows of every
+// table (schema_revision included).
+type state struct {
+	UserVersion int
+	Tables      map[string][]string
 }
 
-// tableRows returns every row of table, rendered and sorted.
-func tableRows(tb testing.TB, conn *sql.DB, table string) []string {
+// dump returns the state of conn.
+func dump(tb testing.TB, conn *sql.DB) state {
 	tb.Helper()
-	rows, err := conn.Query(`SELECT * FROM "` + table + `"`)
-	require.NoError(tb, err)
-	defer rows.Close()
-	cols, err := rows.Columns()
-	require.NoError(tb, err)
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		require.NoError(tb, rows.Scan(ptrs...))
-		out = append(out, fmt.Sprintf("%v", vals))
-	}
-	require.NoError(tb, rows.Err())
-	sort.Strings(out)
-	return out
+	return state{UserVersion: userVersion(tb, conn), Tables: tabledump.Tables(tb, conn)}
 }
 
 type revisionRow struct {
@@ -136,14 +94,41 @@ func userVersion(tb testing.TB, conn *sql.DB) int {
 
 func indexColumns(tb testing.TB, conn *sql.DB, index string) []string {
 	tb.Helper()
-	rows, err := conn.Query(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, index)
+	return queryStrings(tb, conn, `SELECT name FROM pragma_index_info(?) ORDER BY seqno`, index)
+}
+
+// requireHeadSchema checks that conn is at user_version 15 with version
+// 15's index on its columns.
+func requireHeadSchema(tb testing.TB, conn *sql.DB) {
+	tb.Helper()
+	require.Equal(tb, 15, userVersion(tb, conn))
+	require.Equal(tb,
+		[]string{"recipient_user_id", "recipient_device_id", "sequence"},
+		indexColumns(tb, conn, "pending_outbound_message_recipient"))
+}
+
+// requireUpNoop checks that Up on conn, at m's head, applies nothing and
+// changes nothing.
+func requireUpNoop(tb testing.TB, m *migration.Migrator, conn *sql.DB) {
+	tb.Helper()
+	before := dump(tb, conn)
+	applied, err := m.Up(context.Background(), conn)
+	require.NoError(tb, err)
+	require.Empty(tb, applied)
+	require.Equal(tb, before, dump(tb, conn))
+}
+
+// queryStrings returns the one text column of every row of query.
+func queryStrings(tb testing.TB, conn *sql.DB, query string, args ...any) []string {
+	tb.Helper()
+	rows, err := conn.Query(query, args...)
 	require.NoError(tb, err)
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var n string
-		require.NoError(tb, rows.Scan(&n))
-		out = append(out, n)
+		var s string
+		require.NoError(tb, rows.Scan(&s))
+		out = append(out, s)
 	}
 	require.NoError(tb, rows.Err())
 	return out
@@ -151,12 +136,7 @@ func indexColumns(tb testing.TB, conn *sql.DB, index string) []string {
 
 // baselineSQL is the frozen version 14 file, applied by hand to build a
 // database as version-14 code left it.
-func baselineSQL(tb testing.TB) string {
-	tb.Helper()
-	b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
-	require.NoError(tb, err)
-	return string(b)
-}
+var baselineSQL = migrationtest.BaselineSQL
 
 // openV14 builds a version-14 database the way version-14 code did: the
 // baseline schema, PRAGMA user_version = 14, no schema_revision, and rows.
@@ -175,28 +155,32 @@ func openV14(tb testing.TB) *sql.DB {
 	return conn
 }
 
-// sumFS returns a MapFS holding files and an atlas.sum computed over them
-// the way `atlas migrate hash` does.
-func sumFS(tb testing.TB, files map[string]string) fstest.MapFS {
+// atHead returns a new database migrated to head by the default migrator.
+func atHead(tb testing.TB) *sql.DB {
 	tb.Helper()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	fsys := fstest.MapFS{}
-	var mf []migrate.File
-	for _, n := range names {
-		fsys[n] = &fstest.MapFile{Data: []byte(files[n])}
-		mf = append(mf, migrate.NewLocalFile(n, []byte(files[n])))
-	}
-	hf, err := migrate.NewHashFile(mf)
+	conn := mustOpen(tb)
+	_, err := mustDefault(tb).Up(context.Background(), conn)
 	require.NoError(tb, err)
-	sum, err := hf.MarshalText()
-	require.NoError(tb, err)
-	fsys[migrate.HashFileName] = &fstest.MapFile{Data: sum}
-	return fsys
+	return conn
 }
+
+// openThen returns a setup that opens a database with open and then runs
+// stmts on it.
+func openThen(open func(tb testing.TB) *sql.DB, stmts ...string) func(tb testing.TB) *sql.DB {
+	return func(tb testing.TB) *sql.DB {
+		tb.Helper()
+		conn := open(tb)
+		exec(tb, conn, stmts...)
+		return conn
+	}
+}
+
+// futureRevision records version 16, which this code does not know, as
+// applied.
+const futureRevision = migrationtest.FutureRevision
+
+// sumFS returns a directory holding files and an atlas.sum over them.
+var sumFS = migrationtest.SumFS
 
 func TestUpFreshDatabase(t *testing.T) {
 	ctx := context.Background()
@@ -211,10 +195,7 @@ func TestUpFreshDatabase(t *testing.T) {
 		{Version: "14", Type: int(migrate.RevisionTypeExecute), Applied: 8, Total: 8},
 		{Version: "15", Type: int(migrate.RevisionTypeExecute), Applied: 1, Total: 1},
 	}, revisions(t, conn))
-	require.Equal(t, 15, userVersion(t, conn))
-	require.Equal(t,
-		[]string{"recipient_user_id", "recipient_device_id", "sequence"},
-		indexColumns(t, conn, "pending_outbound_message_recipient"))
+	requireHeadSchema(t, conn)
 
 	var onTable string
 	require.NoError(t, conn.QueryRow(
@@ -223,11 +204,7 @@ func TestUpFreshDatabase(t *testing.T) {
 	require.Equal(t, "pending_outbound_message", onTable)
 
 	// Running again is a no-op.
-	before := dump(t, conn)
-	applied, err = m.Up(ctx, conn)
-	require.NoError(t, err)
-	require.Empty(t, applied)
-	require.Equal(t, before, dump(t, conn))
+	requireUpNoop(t, m, conn)
 }
 
 func TestStatus(t *testing.T) {
@@ -252,14 +229,9 @@ func TestStatus(t *testing.T) {
 			want:  migration.Status{Current: "14", Pending: []string{"15"}},
 		},
 		{
-			name: "head",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := mustOpen(tb)
-				_, err := m.Up(ctx, conn)
-				require.NoError(tb, err)
-				return conn
-			},
-			want: migration.Status{Current: "15"},
+			name:  "head",
+			setup: atHead,
+			want:  migration.Status{Current: "15"},
 		},
 	}
 	for _, tt := range tests {
@@ -294,15 +266,21 @@ func TestStatusBeforeAndAfterUp(t *testing.T) {
 }
 
 func TestPlanChangesNothing(t *testing.T) {
-	ctx := context.Background()
 	m := mustDefault(t)
+	// planOf returns m's plan for conn and checks that planning changed
+	// nothing.
+	planOf := func(t *testing.T, conn *sql.DB) []migration.PendingFile {
+		t.Helper()
+		before := dump(t, conn)
+		plan, err := m.Plan(context.Background(), conn)
+		require.NoError(t, err)
+		require.Equal(t, before, dump(t, conn))
+		return plan
+	}
 
 	t.Run("fresh", func(t *testing.T) {
 		conn := mustOpen(t)
-		before := dump(t, conn)
-		plan, err := m.Plan(ctx, conn)
-		require.NoError(t, err)
-		require.Equal(t, before, dump(t, conn))
+		plan := planOf(t, conn)
 
 		require.Len(t, plan, 2)
 		require.Equal(t, "14", plan[0].Version)
@@ -320,24 +298,13 @@ func TestPlanChangesNothing(t *testing.T) {
 	})
 
 	t.Run("legacy v14", func(t *testing.T) {
-		conn := openV14(t)
-		before := dump(t, conn)
-		plan, err := m.Plan(ctx, conn)
-		require.NoError(t, err)
-		require.Equal(t, before, dump(t, conn))
+		plan := planOf(t, openV14(t))
 		require.Len(t, plan, 1)
 		require.Equal(t, "15", plan[0].Version)
 	})
 
 	t.Run("head", func(t *testing.T) {
-		conn := mustOpen(t)
-		_, err := m.Up(ctx, conn)
-		require.NoError(t, err)
-		before := dump(t, conn)
-		plan, err := m.Plan(ctx, conn)
-		require.NoError(t, err)
-		require.Empty(t, plan)
-		require.Equal(t, before, dump(t, conn))
+		require.Empty(t, planOf(t, atHead(t)))
 	})
 }
 
@@ -349,6 +316,22 @@ func TestNewRejectsBrokenDirectory(t *testing.T) {
 	valid := func(t *testing.T) fstest.MapFS {
 		return sumFS(t, map[string]string{"1_a.sql": one, "2_b.sql": two})
 	}
+	// validWith is the valid directory with name written after hashing.
+	validWith := func(name, data string) func(t *testing.T) fstest.MapFS {
+		return func(t *testing.T) fstest.MapFS {
+			f := valid(t)
+			f[name] = &fstest.MapFile{Data: []byte(data)}
+			return f
+		}
+	}
+	// validWithout is the valid directory with name removed after hashing.
+	validWithout := func(name string) func(t *testing.T) fstest.MapFS {
+		return func(t *testing.T) fstest.MapFS {
+			f := valid(t)
+			delete(f, name)
+			return f
+		}
+	}
 	tests := []struct {
 		name  string
 		fsys  func(t *testing.T) fstest.MapFS
@@ -359,58 +342,38 @@ func TestNewRejectsBrokenDirectory(t *testing.T) {
 		reason migrate.Reason
 	}{
 		{
-			name: "file edited after hashing",
-			fsys: func(t *testing.T) fstest.MapFS {
-				f := valid(t)
-				f["2_b.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE b (y INTEGER, z TEXT);\n")}
-				return f
-			},
+			name:   "file edited after hashing",
+			fsys:   validWith("2_b.sql", "CREATE TABLE b (y INTEGER, z TEXT);\n"),
 			want:   migration.ErrChecksum,
 			atlas:  migrate.ErrChecksumMismatch,
 			file:   "2_b.sql",
 			reason: migrate.ReasonEdited,
 		},
 		{
-			name: "file added without re-hashing",
-			fsys: func(t *testing.T) fstest.MapFS {
-				f := valid(t)
-				f["3_c.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE c (z INTEGER);\n")}
-				return f
-			},
+			name:   "file added without re-hashing",
+			fsys:   validWith("3_c.sql", "CREATE TABLE c (z INTEGER);\n"),
 			want:   migration.ErrChecksum,
 			atlas:  migrate.ErrChecksumMismatch,
 			file:   "3_c.sql",
 			reason: migrate.ReasonAdded,
 		},
 		{
-			name: "file removed",
-			fsys: func(t *testing.T) fstest.MapFS {
-				f := valid(t)
-				delete(f, "2_b.sql")
-				return f
-			},
+			name:   "file removed",
+			fsys:   validWithout("2_b.sql"),
 			want:   migration.ErrChecksum,
 			atlas:  migrate.ErrChecksumMismatch,
 			file:   "2_b.sql",
 			reason: migrate.ReasonRemoved,
 		},
 		{
-			name: "atlas.sum missing",
-			fsys: func(t *testing.T) fstest.MapFS {
-				f := valid(t)
-				delete(f, migrate.HashFileName)
-				return f
-			},
+			name:  "atlas.sum missing",
+			fsys:  validWithout(migrate.HashFileName),
 			want:  migration.ErrChecksum,
 			atlas: migrate.ErrChecksumNotFound,
 		},
 		{
 			name: "atlas.sum garbled",
-			fsys: func(t *testing.T) fstest.MapFS {
-				f := valid(t)
-				f[migrate.HashFileName] = &fstest.MapFile{Data: []byte("not a sum file\n")}
-				return f
-			},
+			fsys: validWith(migrate.HashFileName, "not a sum file\n"),
 			want: migration.ErrChecksum,
 		},
 		{
@@ -474,86 +437,31 @@ func TestEmbeddedDirectoryMatchesAtlas(t *testing.T) {
 }
 
 func TestRefusesNewerDatabase(t *testing.T) {
-	ctx := context.Background()
 	m := mustDefault(t)
-	atHead := func(tb testing.TB) *sql.DB {
-		conn := mustOpen(tb)
-		_, err := m.Up(ctx, conn)
-		require.NoError(tb, err)
-		return conn
-	}
 	tests := []struct {
 		name  string
 		setup func(tb testing.TB) *sql.DB
 	}{
 		{
-			name: "schema_revision records version 16",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := atHead(tb)
-				exec(tb, conn, `INSERT INTO schema_revision
-					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
-					VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`,
-					`CREATE TABLE future_table (id INTEGER PRIMARY KEY)`,
-					"PRAGMA user_version = 16")
-				return conn
-			},
+			name:  "schema_revision records version 16",
+			setup: openThen(atHead, futureRevision, `CREATE TABLE future_table (id INTEGER PRIMARY KEY)`, "PRAGMA user_version = 16"),
 		},
 		{
-			name: "schema_revision records version 16, user_version still 15",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := atHead(tb)
-				exec(tb, conn, `INSERT INTO schema_revision
-					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
-					VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`)
-				return conn
-			},
+			name:  "schema_revision records version 16, user_version still 15",
+			setup: openThen(atHead, futureRevision),
 		},
-		{
-			name: "user_version 16 at head",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := atHead(tb)
-				exec(tb, conn, "PRAGMA user_version = 16")
-				return conn
-			},
-		},
-		{
-			name: "user_version 16 without history",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := openV14(tb)
-				exec(tb, conn, "PRAGMA user_version = 16")
-				return conn
-			},
-		},
-		{
-			name: "user_version 16 on an empty file",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := mustOpen(tb)
-				exec(tb, conn, "PRAGMA user_version = 16")
-				return conn
-			},
-		},
+		{name: "user_version 16 at head", setup: openThen(atHead, "PRAGMA user_version = 16")},
+		{name: "user_version 16 without history", setup: openThen(openV14, "PRAGMA user_version = 16")},
+		{name: "user_version 16 on an empty file", setup: openThen(mustOpen, "PRAGMA user_version = 16")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			conn := tt.setup(t)
-			before := dump(t, conn)
-
-			applied, err := m.Up(ctx, conn)
-			require.True(t, errors.Is(err, migration.ErrNewerDatabase), "Up: %v", err)
-			require.Empty(t, applied)
-			require.Equal(t, before, dump(t, conn))
-
-			_, err = m.Status(ctx, conn)
-			require.True(t, errors.Is(err, migration.ErrNewerDatabase), "Status: %v", err)
-			_, err = m.Plan(ctx, conn)
-			require.True(t, errors.Is(err, migration.ErrNewerDatabase), "Plan: %v", err)
-			require.Equal(t, before, dump(t, conn))
+			requireRefused(t, m, tt.setup(t), migration.ErrNewerDatabase)
 		})
 	}
 }
 
 func TestRefusesUnknownState(t *testing.T) {
-	ctx := context.Background()
 	m := mustDefault(t)
 	tests := []struct {
 		name  string
@@ -561,65 +469,56 @@ func TestRefusesUnknownState(t *testing.T) {
 	}{
 		{
 			name: "unrelated tables, no history",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := mustOpen(tb)
-				exec(tb, conn, `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`,
-					`INSERT INTO notes (body) VALUES ('keep me')`)
-				return conn
-			},
+			setup: openThen(mustOpen, `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`,
+				`INSERT INTO notes (body) VALUES ('keep me')`),
 		},
 		{
 			name: "v14 tables but user_version 0",
 			setup: func(tb testing.TB) *sql.DB {
-				conn := mustOpen(tb)
-				exec(tb, conn, baselineSQL(tb))
-				return conn
+				return openThen(mustOpen, baselineSQL(tb))(tb)
 			},
 		},
 		{
 			name: "head tables, user_version 15, no history",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := openV14(tb)
-				exec(tb, conn, `CREATE INDEX pending_outbound_message_recipient
+			setup: openThen(openV14, `CREATE INDEX pending_outbound_message_recipient
 					ON pending_outbound_message (recipient_user_id, recipient_device_id, sequence)`,
-					"PRAGMA user_version = 15")
-				return conn
-			},
+				"PRAGMA user_version = 15"),
 		},
 		{
-			name: "empty history table beside unrelated tables",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := mustOpen(tb)
-				exec(tb, conn, schema.RevisionTable, `CREATE TABLE notes (id INTEGER PRIMARY KEY)`)
-				return conn
-			},
+			name:  "empty history table beside unrelated tables",
+			setup: openThen(mustOpen, schema.RevisionTable, `CREATE TABLE notes (id INTEGER PRIMARY KEY)`),
 		},
 		{
 			name: "partly applied version",
-			setup: func(tb testing.TB) *sql.DB {
-				conn := openV14(tb)
-				exec(tb, conn, schema.RevisionTable, `INSERT INTO schema_revision
+			setup: openThen(openV14, schema.RevisionTable, `INSERT INTO schema_revision
 					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
-					VALUES ('14', 'baseline', 2, 3, 8, 0, 0, 'h1:x', 'older')`)
-				return conn
-			},
+					VALUES ('14', 'baseline', 2, 3, 8, 0, 0, 'h1:x', 'older')`),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			conn := tt.setup(t)
-			before := dump(t, conn)
-
-			applied, err := m.Up(ctx, conn)
-			require.True(t, errors.Is(err, migration.ErrUnknownState), "Up: %v", err)
-			require.Empty(t, applied)
-			_, err = m.Status(ctx, conn)
-			require.True(t, errors.Is(err, migration.ErrUnknownState), "Status: %v", err)
-			_, err = m.Plan(ctx, conn)
-			require.True(t, errors.Is(err, migration.ErrUnknownState), "Plan: %v", err)
-			require.Equal(t, before, dump(t, conn))
+			requireRefused(t, m, tt.setup(t), migration.ErrUnknownState)
 		})
 	}
+}
+
+// requireRefused checks that Up, Status and Plan each refuse conn with
+// want, that Up applies nothing, and that none of them changes conn.
+func requireRefused(t *testing.T, m *migration.Migrator, conn *sql.DB, want error) {
+	t.Helper()
+	ctx := context.Background()
+	before := dump(t, conn)
+
+	applied, err := m.Up(ctx, conn)
+	require.ErrorIs(t, err, want, "Up")
+	require.Empty(t, applied)
+	require.Equal(t, before, dump(t, conn), "Up changed the database")
+
+	_, err = m.Status(ctx, conn)
+	require.ErrorIs(t, err, want, "Status")
+	_, err = m.Plan(ctx, conn)
+	require.ErrorIs(t, err, want, "Plan")
+	require.Equal(t, before, dump(t, conn), "Status or Plan changed the database")
 }
 
 func TestAdoptsLegacyV14(t *testing.T) {
@@ -634,7 +533,7 @@ func TestAdoptsLegacyV14(t *testing.T) {
 	}
 	rowsBefore := map[string][]string{}
 	for _, tbl := range tables {
-		rowsBefore[tbl] = tableRows(t, conn, tbl)
+		rowsBefore[tbl] = tabledump.Rows(t, conn, tbl)
 	}
 	require.Len(t, rowsBefore["pending_outbound_message"], 2)
 
@@ -643,26 +542,19 @@ func TestAdoptsLegacyV14(t *testing.T) {
 	require.Equal(t, []string{"15"}, applied, "only version 15 runs on a v14 database")
 
 	for _, tbl := range tables {
-		require.Equal(t, rowsBefore[tbl], tableRows(t, conn, tbl), "rows of %s", tbl)
+		require.Equal(t, rowsBefore[tbl], tabledump.Rows(t, conn, tbl), "rows of %s", tbl)
 	}
 	require.Equal(t, []revisionRow{
 		{Version: "14", Type: int(migrate.RevisionTypeBaseline)},
 		{Version: "15", Type: int(migrate.RevisionTypeExecute), Applied: 1, Total: 1},
 	}, revisions(t, conn))
-	require.Equal(t, 15, userVersion(t, conn))
-	require.Equal(t,
-		[]string{"recipient_user_id", "recipient_device_id", "sequence"},
-		indexColumns(t, conn, "pending_outbound_message_recipient"))
+	requireHeadSchema(t, conn)
 
 	st, err := m.Status(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, migration.Status{Current: "15"}, st)
 
-	before := dump(t, conn)
-	applied, err = m.Up(ctx, conn)
-	require.NoError(t, err)
-	require.Empty(t, applied)
-	require.Equal(t, before, dump(t, conn))
+	requireUpNoop(t, m, conn)
 }
 
 // TestAdoptedAndFreshSchemasMatch compares a v14 database migrated to head
@@ -677,18 +569,8 @@ func TestAdoptedAndFreshSchemasMatch(t *testing.T) {
 	require.NoError(t, err)
 
 	schemaOf := func(conn *sql.DB) []string {
-		rows, err := conn.Query(`SELECT type || ' ' || name || ' ' || coalesce(sql, '')
+		return queryStrings(t, conn, `SELECT type || ' ' || name || ' ' || coalesce(sql, '')
 			FROM sqlite_master ORDER BY type, name`)
-		require.NoError(t, err)
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var s string
-			require.NoError(t, rows.Scan(&s))
-			out = append(out, s)
-		}
-		require.NoError(t, rows.Err())
-		return out
 	}
 	require.Equal(t, schemaOf(fresh), schemaOf(legacy))
 }

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // ErrChanged means the database file changed while it was being read
@@ -17,6 +20,13 @@ import (
 // torn, so it was not used. Reading again later, when the writer is done,
 // can succeed.
 var ErrChanged = errors.New("migration: database changed during read; retry")
+
+// ErrNeedsRecovery means the database file cannot be read without writing:
+// a -wal lies beside it without its -shm (the files were copied, or the
+// -shm removed), or a hot -journal holds an interrupted write that must be
+// rolled back. A read-write open (migrate up, or the app) recovers it;
+// ReadStable reports nothing from it and creates nothing.
+var ErrNeedsRecovery = errors.New("migration: database needs recovery by a read-write open")
 
 // readAttempts is how often ReadStable reads before it gives up with
 // ErrChanged; readBackoff is the wait before the second attempt, doubled
@@ -38,18 +48,27 @@ const (
 // reads a WAL database read-only only through an existing -shm or as
 // immutable). If a -wal or rollback journal is beside it (the database is
 // open elsewhere, or was not closed cleanly), their content counts: it is
-// opened mode=ro, through them, with SQLite's locks.
+// opened mode=ro, through them, with SQLite's locks, its -shm opened
+// read-only (a -wal without a -shm then fails to open rather than get
+// one).
 //
 // Immutable means SQLite assumes the file never changes: a writer that
 // opens the database while the connection reads can make it read stale or
 // torn pages. Read through ReadStable, which notices such a change and
 // reads again, rather than with this DSN alone.
 func ReadOnlyDSN(path string) string {
+	// SQLite keeps the -wal and -journal beside the file a symlink points
+	// to: look for them there.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	return readOnlyDSN(path, !exists(path+"-wal") && !exists(path+"-journal"))
 }
 
 func readOnlyDSN(path string, immutable bool) string {
-	params := "?mode=ro&_txlock=deferred&_busy_timeout=5000"
+	// readonly_shm: SQLite never opens the -shm for writing, so never
+	// creates one.
+	params := "?mode=ro&readonly_shm=1&_txlock=deferred&_busy_timeout=5000"
 	if immutable {
 		params += "&immutable=1"
 	}
@@ -62,7 +81,8 @@ func readOnlyDSN(path string, immutable bool) string {
 // records the database file (identity, size, modification time and its
 // 100-byte header, whose change counter at offset 24 every rollback-mode
 // commit moves) and whether a -wal or -journal file is beside it, with
-// its size and modification time. If anything differs a writer was at
+// its size and modification time (beside the file a symlink at path
+// points to, where SQLite keeps them). If anything differs a writer was at
 // work, so whatever read saw (or the error it met, such as
 // SQLITE_CORRUPT from a torn page) is discarded and read runs again on a
 // new connection, opened through the -wal if one is now there. After
@@ -70,18 +90,34 @@ func readOnlyDSN(path string, immutable bool) string {
 //
 // read may thus run more than once: it must only read, and keep nothing
 // from a previous run. ReadStable creates nothing beside the file. It
-// returns an error wrapping fs.ErrNotExist if path does not exist, and
-// ctx's error if ctx ends while it waits to retry.
+// returns an error wrapping fs.ErrNotExist if path does not exist;
+// ErrNeedsRecovery, without running read, if a -wal is beside it without
+// a -shm; ErrNeedsRecovery and read's error if SQLite met a hot journal
+// it may not roll back; and ctx's error if ctx ends while it waits to
+// retry.
 func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) error {
+	// SQLite keeps the -wal and -journal beside the file a symlink points
+	// to: the state is recorded there, and that file is opened.
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("migration: %w", err)
+	}
 	wait := readBackoff
 	for attempt := 1; ; attempt++ {
 		before, err := stateOf(path)
 		if err != nil {
 			return fmt.Errorf("migration: %w", err)
 		}
+		if before.wal.fi != nil && !before.shm {
+			return fmt.Errorf("%w: %s-wal has no -shm beside it", ErrNeedsRecovery, path)
+		}
 		readErr := readOnce(path, before.immutable(), read)
 		after, err := stateOf(path)
 		if err == nil && after.equal(before) {
+			var se sqlite3.Error
+			if errors.As(readErr, &se) && se.ExtendedCode == sqlite3.ErrReadonlyRollback {
+				return fmt.Errorf("%w: %s-journal is a hot journal: %w", ErrNeedsRecovery, path, readErr)
+			}
 			return readErr
 		}
 		if attempt == readAttempts {
@@ -114,6 +150,9 @@ func readOnce(path string, immutable bool, read func(*sql.DB) error) error {
 type fileState struct {
 	main, wal, journal stamp
 	header             []byte // the first 100 bytes of the database file
+	// shm says whether a -shm is beside the file. It is not compared:
+	// every reader and writer of a WAL database writes to it.
+	shm bool
 }
 
 // stamp is one file's identity, size and modification time; the zero
@@ -161,6 +200,7 @@ func stateOf(path string) (fileState, error) {
 	if st.journal, err = stampOf(path + "-journal"); err != nil {
 		return st, err
 	}
+	st.shm = exists(path + "-shm")
 	return st, nil
 }
 

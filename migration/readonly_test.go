@@ -163,3 +163,105 @@ func TestReadStableStopsWithContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 1, attempts)
 }
+
+// crashCopy copies path and the given companions (suffixes such as
+// "-wal") to a new directory while a writer has them open: what a crash,
+// or a backup of some of the files, leaves behind.
+func crashCopy(t *testing.T, path string, suffixes ...string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "client.db")
+	for _, s := range append([]string{""}, suffixes...) {
+		b, err := os.ReadFile(path + s)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst+s, b, 0o600))
+	}
+	return dst
+}
+
+// TestReadStableNeedsRecovery reads files a read-write open would have to
+// recover: ReadStable creates nothing beside them, changes nothing and
+// says so with ErrNeedsRecovery. A -wal with its -shm, as a crash leaves
+// them, is still read through the -wal.
+func TestReadStableNeedsRecovery(t *testing.T) {
+	tests := []struct {
+		name    string
+		journal string
+		setup   []string // statements of the writer that stays open
+		copy    []string // what is copied beside the database
+		runs    int
+		want    int
+		wantErr error
+	}{
+		{name: "-wal without -shm", journal: "WAL", setup: []string{"PRAGMA wal_autocheckpoint = 0", "INSERT INTO t VALUES (4)"},
+			copy: []string{"-wal"}, wantErr: migration.ErrNeedsRecovery},
+		{name: "hot journal", journal: "DELETE",
+			setup: []string{"PRAGMA cache_size = 1", "BEGIN", "DELETE FROM t",
+				"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO t SELECT x FROM n"},
+			copy: []string{"-journal"}, runs: 1, wantErr: migration.ErrNeedsRecovery},
+		{name: "-wal and -shm left by a crash", journal: "WAL", setup: []string{"PRAGMA wal_autocheckpoint = 0", "INSERT INTO t VALUES (4)"},
+			copy: []string{"-wal", "-shm"}, runs: 1, want: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := closedDB(t, tt.journal)
+			conn, err := sql.Open("sqlite3", "file:"+src+"?mode=rw")
+			require.NoError(t, err)
+			conn.SetMaxOpenConns(1)
+			defer conn.Close()
+			exec(t, conn, tt.setup...)
+			path := crashCopy(t, src, tt.copy...)
+			dir := filepath.Dir(path)
+			names := dirNames(t, dir)
+			before, err := os.ReadFile(path)
+			require.NoError(t, err)
+
+			runs, got := 0, 0
+			readErr := migration.ReadStable(context.Background(), path, func(conn *sql.DB) error {
+				runs++
+				n, err := count(conn)
+				got = n
+				return err
+			})
+			require.Equal(t, tt.runs, runs, "read runs")
+			require.Equal(t, names, dirNames(t, dir), "nothing created or removed beside the file")
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, before, after, "the file is unchanged")
+			if tt.wantErr != nil {
+				require.ErrorIs(t, readErr, tt.wantErr)
+				return
+			}
+			require.NoError(t, readErr)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestReadStableThroughSymlink reads a WAL database through a symlink
+// while a writer holds it open with a commit only in its -wal, which
+// SQLite keeps beside the link's target: the commit is seen, as through
+// the real path, and a writer committing during the read is noticed.
+func TestReadStableThroughSymlink(t *testing.T) {
+	path := closedDB(t, "WAL")
+	link := filepath.Join(t.TempDir(), "link.db")
+	require.NoError(t, os.Symlink(path, link))
+	write(t, path, true, "PRAGMA wal_autocheckpoint = 0; INSERT INTO t VALUES (4)")
+	require.FileExists(t, path+"-wal")
+
+	runs, got := 0, 0
+	err := migration.ReadStable(context.Background(), link, func(conn *sql.DB) error {
+		runs++
+		var v int
+		require.NoError(t, conn.QueryRow("PRAGMA schema_version").Scan(&v), "the open")
+		if runs == 1 {
+			write(t, path, true, "INSERT INTO t VALUES (5)")
+		}
+		n, err := count(conn)
+		got = n
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, runs, "the commit during the first read is noticed")
+	require.Equal(t, 5, got, "the rows committed to the -wal are seen")
+	require.Equal(t, []string{"link.db"}, dirNames(t, filepath.Dir(link)), "nothing created beside the link")
+}

@@ -2,7 +2,9 @@ package migration_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"ariga.io/atlas/sql/migrate"
@@ -192,6 +194,51 @@ func TestReplayStops(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 			require.Equal(t, tt.stopAt != "", errors.Is(err, errStop))
 			require.Equal(t, tt.called, called)
+		})
+	}
+}
+
+// TestReplayIsConfined replays migration files that reach for other
+// database files: ATTACH (alone, or with a custom delimiter in one
+// statement that drops a table of a real database) and VACUUM INTO. Every
+// one is refused, nothing appears in the directory and the other
+// database keeps its table and row.
+func TestReplayIsConfined(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		file func(dir, victim string) string
+	}{
+		{name: "ATTACH creates a file", file: func(dir, _ string) string {
+			return "ATTACH DATABASE '" + filepath.Join(dir, "new.db") + "' AS x;\nCREATE TABLE x.t (y INTEGER);\n"
+		}},
+		{name: "ATTACH and DROP in one statement", file: func(_, victim string) string {
+			return "-- atlas:delimiter //\n\nATTACH DATABASE '" + victim + "' AS v; DROP TABLE v.peers; DETACH DATABASE v;\n//\n"
+		}},
+		{name: "VACUUM INTO writes a copy", file: func(dir, _ string) string {
+			return "CREATE TABLE a (x INTEGER);\nVACUUM INTO '" + filepath.Join(dir, "copy.db") + "';\n"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			victim := filepath.Join(dir, "victim.db")
+			conn, err := sql.Open("sqlite3", victim)
+			require.NoError(t, err)
+			exec(t, conn, "CREATE TABLE peers (x INTEGER)", "INSERT INTO peers VALUES (1)")
+			require.NoError(t, conn.Close())
+
+			files := replayFiles(t, map[string]string{"1_a.sql": tt.file(dir, victim)})
+			err = migration.Replay(ctx, files, func(context.Context, *sqlclient.Client, *migration.ReplayedFile) error { return nil })
+			require.Error(t, err)
+			require.Regexp(t, "not authorized|authorization denied", err.Error())
+			require.Equal(t, []string{"victim.db"}, dirNames(t, dir), "no file created")
+			conn, err = sql.Open("sqlite3", "file:"+victim+"?mode=ro")
+			require.NoError(t, err)
+			defer conn.Close()
+			var n int
+			require.NoError(t, conn.QueryRow("SELECT count(*) FROM peers").Scan(&n))
+			require.Equal(t, 1, n, "the other database is untouched")
 		})
 	}
 }

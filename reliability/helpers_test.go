@@ -2,21 +2,19 @@ package reliability_test
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/store/storetest"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -26,14 +24,8 @@ var (
 	carol = ids.DeviceAddress{UserID: "carol", DeviceID: 7}
 )
 
-func newKeyring(t testing.TB) *seal.Keyring {
-	t.Helper()
-	k, err := seal.GenerateKey()
-	require.NoError(t, err)
-	kr, err := seal.NewKeyring(k)
-	require.NoError(t, err)
-	return kr
-}
+// newKeyring returns a keyring holding one fresh random key.
+var newKeyring = storetest.NewKeyring
 
 // device is one client with its store.
 type device struct {
@@ -88,52 +80,10 @@ func memDevice(t testing.TB, net *transport.Network, addr ids.DeviceAddress) *de
 	return d
 }
 
-// dump returns every row of every table of db (sqlite_sequence included),
-// byte for byte, so that two dumps are equal only if nothing changed.
-func dump(t testing.TB, db *sql.DB) map[string][]string {
-	t.Helper()
-	ctx := context.Background()
-	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-	require.NoError(t, err)
-	var tables []string
-	for rows.Next() {
-		var n string
-		require.NoError(t, rows.Scan(&n))
-		tables = append(tables, n)
-	}
-	require.NoError(t, rows.Err())
-	require.NoError(t, rows.Close())
-	out := map[string][]string{}
-	for _, table := range tables {
-		rows, err := db.QueryContext(ctx, fmt.Sprintf("SELECT * FROM %q", table))
-		require.NoError(t, err)
-		cols, err := rows.Columns()
-		require.NoError(t, err)
-		var lines []string
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			require.NoError(t, rows.Scan(ptrs...))
-			var b strings.Builder
-			for i, v := range vals {
-				if bs, ok := v.([]byte); ok {
-					fmt.Fprintf(&b, "%s=x'%x';", cols[i], bs)
-				} else {
-					fmt.Fprintf(&b, "%s=%v;", cols[i], v)
-				}
-			}
-			lines = append(lines, b.String())
-		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
-		slices.Sort(lines)
-		out[table] = lines
-	}
-	return out
-}
+// dump returns the schema and every row of every table of db
+// (sqlite_sequence included), byte for byte, so that two dumps are equal
+// only if nothing changed.
+var dump = tabledump.Tables
 
 // allPending walks every page of c's pending messages.
 func allPending(t testing.TB, c *client.Client, recipient *ids.DeviceAddress, limit int) []client.PendingMessage {

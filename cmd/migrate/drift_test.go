@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/migration"
 )
 
@@ -22,13 +23,13 @@ func TestDrift(t *testing.T) {
 	}{
 		{
 			name: "freshly migrated",
-			db:   func(t *testing.T) string { return headDB(t) },
+			db:   headWith(),
 			want: []string{"no drift: "},
 			not:  []string{"-- schema drift", "-- history drift"},
 		},
 		{
 			name: "hand-added column",
-			db:   func(t *testing.T) string { return headDB(t, "ALTER TABLE session ADD COLUMN note TEXT") },
+			db:   headWith("ALTER TABLE session ADD COLUMN note TEXT"),
 			code: 1,
 			want: []string{
 				"-- schema drift: 6 statement(s) would bring",
@@ -40,7 +41,7 @@ func TestDrift(t *testing.T) {
 		},
 		{
 			name: "dropped index",
-			db:   func(t *testing.T) string { return headDB(t, "DROP INDEX pending_outbound_message_recipient") },
+			db:   headWith("DROP INDEX pending_outbound_message_recipient"),
 			code: 1,
 			want: []string{
 				"-- schema drift: 1 statement(s) would bring",
@@ -50,9 +51,7 @@ func TestDrift(t *testing.T) {
 		},
 		{
 			name: "hand-added trigger",
-			db: func(t *testing.T) string {
-				return headDB(t, "CREATE TRIGGER copy_session AFTER INSERT ON session BEGIN SELECT 1; END")
-			},
+			db:   headWith("CREATE TRIGGER copy_session AFTER INSERT ON session BEGIN SELECT 1; END"),
 			code: 1,
 			want: []string{
 				"-- schema drift: 1 statement(s) would bring",
@@ -63,16 +62,14 @@ func TestDrift(t *testing.T) {
 		},
 		{
 			name: "hand-added view",
-			db:   func(t *testing.T) string { return headDB(t, "CREATE VIEW sessions AS SELECT user_id FROM session") },
+			db:   headWith("CREATE VIEW sessions AS SELECT user_id FROM session"),
 			code: 1,
 			want: []string{"DROP VIEW `sessions`;"},
 			not:  []string{"-- history drift", "TRIGGER"},
 		},
 		{
 			name: "changed revision hash",
-			db: func(t *testing.T) string {
-				return headDB(t, "UPDATE schema_revision SET hash = 'h1:edited' WHERE version = '15'")
-			},
+			db:   headWith("UPDATE schema_revision SET hash = 'h1:edited' WHERE version = '15'"),
 			code: 1,
 			want: []string{
 				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
@@ -82,18 +79,14 @@ func TestDrift(t *testing.T) {
 		},
 		{
 			name: "blanked revision hash",
-			db: func(t *testing.T) string {
-				return headDB(t, "UPDATE schema_revision SET hash = '' WHERE version = '15'")
-			},
+			db:   headWith("UPDATE schema_revision SET hash = '' WHERE version = '15'"),
 			code: 1,
 			want: []string{"-- version 15: recorded hash , but 15_pending_outbound_recipient_index.sql hashes to "},
 			not:  []string{"-- schema drift", "version 14"},
 		},
 		{
 			name: "deleted revision row",
-			db: func(t *testing.T) string {
-				return headDB(t, "DELETE FROM schema_revision WHERE version = '14'")
-			},
+			db:   headWith("DELETE FROM schema_revision WHERE version = '14'"),
 			code: 1,
 			want: []string{
 				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
@@ -102,9 +95,23 @@ func TestDrift(t *testing.T) {
 			not: []string{"-- schema drift", "version 15"},
 		},
 		{
+			// The schema is head's, the history is not: up would re-run
+			// 15 and fail on its existing index.
+			name: "deleted newest revision row",
+			db: func(t *testing.T) string {
+				return headDB(t, "DELETE FROM schema_revision WHERE version = '15'")
+			},
+			code: 1,
+			want: []string{
+				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
+				"-- version 15: no schema_revision row for 15_pending_outbound_recipient_index.sql: up would run it",
+			},
+			not: []string{"-- schema drift", "version 14", "no drift"},
+		},
+		{
 			name: "adopted legacy v14",
 			db: func(t *testing.T) string {
-				path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
+				path := v14DB(t)
 				code, _, stderr := runCmd(t, "up", "-db", path)
 				require.Equal(t, 0, code, stderr)
 				return path
@@ -114,26 +121,20 @@ func TestDrift(t *testing.T) {
 		},
 		{
 			name: "version the binary does not know",
-			db: func(t *testing.T) string {
-				return headDB(t, `INSERT INTO schema_revision
-					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
-					VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`)
-			},
+			db:   headWith(migrationtest.FutureRevision),
 			code: 1,
 			want: []string{"-- version 16: recorded, but this binary's migration directory has no such version"},
 			not:  []string{"-- schema drift", "version 15"},
 		},
 		{
 			name: "partly applied version",
-			db: func(t *testing.T) string {
-				return headDB(t, "UPDATE schema_revision SET applied = 0 WHERE version = '15'")
-			},
+			db:   headWith("UPDATE schema_revision SET applied = 0 WHERE version = '15'"),
 			code: 1,
 			want: []string{"-- version 15: applied 0/1 statements (15_pending_outbound_recipient_index.sql)"},
 		},
 		{
 			name: "legacy v14 without history",
-			db:   func(t *testing.T) string { return newDB(t, baselineSQL(t), "PRAGMA user_version = 14") },
+			db:   v14With(),
 			code: 1,
 			want: []string{"CREATE INDEX `pending_outbound_message_recipient`", "CREATE TABLE `schema_revision`"},
 			not:  []string{"-- history drift"},

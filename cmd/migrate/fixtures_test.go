@@ -191,7 +191,7 @@ func TestFreezeRefuses(t *testing.T) {
 		want string
 	}{
 		{name: "directory not named after the head", db: sealedHeadDB, out: "version99", want: "must be named version" + head},
-		{name: "not at head", db: func(t *testing.T) string { return newDB(t, baselineSQL(t), "PRAGMA user_version = 14") }, out: "version" + head, want: "database is not at head"},
+		{name: "not at head", db: v14With(), out: "version" + head, want: "database is not at head"},
 		{
 			name: "drifted",
 			db: func(t *testing.T) string {

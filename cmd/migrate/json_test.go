@@ -22,7 +22,7 @@ func decode[T any](t *testing.T, stdout string) T {
 }
 
 func TestStatusJSON(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "status", "-db", newDB(t, baselineSQL(t), "PRAGMA user_version = 14"), "-json")
+	code, stdout, stderr := runCmd(t, "status", "-db", v14DB(t), "-json")
 	require.Equal(t, 0, code, stderr)
 	doc := decode[statusDoc](t, stdout)
 	require.Equal(t, statusDoc{Command: "status", DB: doc.DB, OK: true, Current: "14", Head: "15", Pending: []string{"15"}}, doc)

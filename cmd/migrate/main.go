@@ -376,12 +376,16 @@ func checkDatabase(conn *sql.DB, path string) error {
 func explainOpen(path string, err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
-		switch se.Code {
-		case sqlite3.ErrNotADB:
+		switch {
+		case se.ExtendedCode == sqlite3.ErrReadonlyRollback:
+			// A hot journal, not a permission: migration.ReadStable says
+			// so with ErrNeedsRecovery.
+			return fmt.Errorf("open %s: %w", path, err)
+		case se.Code == sqlite3.ErrNotADB:
 			return fmt.Errorf("%s is not a SQLite database (nothing changed): %w", path, err)
-		case sqlite3.ErrReadonly:
+		case se.Code == sqlite3.ErrReadonly:
 			return fmt.Errorf("%s: permission denied, the database is read-only (nothing changed): %w", path, err)
-		case sqlite3.ErrCantOpen, sqlite3.ErrPerm:
+		case se.Code == sqlite3.ErrCantOpen, se.Code == sqlite3.ErrPerm:
 			return fmt.Errorf("%s: permission denied or unreadable (nothing changed): %w", path, err)
 		}
 	}

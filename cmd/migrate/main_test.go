@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -16,6 +15,7 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/schema"
 )
@@ -44,6 +44,13 @@ func newDB(t *testing.T, stmts ...string) string {
 	return path
 }
 
+// v14DB returns a database file as version-14 code left it (the
+// baseline, user_version 14, no schema history) after running stmts on it.
+func v14DB(t *testing.T, stmts ...string) string {
+	t.Helper()
+	return newDB(t, append([]string{baselineSQL(t), "PRAGMA user_version = 14"}, stmts...)...)
+}
+
 // headDB returns a database file migrated to head by the command.
 func headDB(t *testing.T, stmts ...string) string {
 	t.Helper()
@@ -62,12 +69,24 @@ func headDB(t *testing.T, stmts ...string) string {
 	return path
 }
 
-func baselineSQL(t *testing.T) string {
-	t.Helper()
-	b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
-	require.NoError(t, err)
-	return string(b)
+// v14With returns a table's db setup: v14DB with stmts.
+func v14With(stmts ...string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		t.Helper()
+		return v14DB(t, stmts...)
+	}
 }
+
+// headWith returns a table's db setup: headDB with stmts.
+func headWith(stmts ...string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		t.Helper()
+		return headDB(t, stmts...)
+	}
+}
+
+// baselineSQL is the frozen version 14 file.
+var baselineSQL = migrationtest.BaselineSQL
 
 // snapshot returns the names and SHA-256 of every file in dir: a database
 // "unchanged" is byte for byte unchanged, with no file left beside it.
@@ -82,6 +101,18 @@ func snapshot(t *testing.T, dir string) map[string][32]byte {
 		out[e.Name()] = sha256.Sum256(b)
 	}
 	return out
+}
+
+// runUnchanged runs the command cmd -db path and returns its output; the
+// command must succeed and leave the directory of path byte for byte as
+// it found it.
+func runUnchanged(t *testing.T, path, cmd string) (stdout string) {
+	t.Helper()
+	before := snapshot(t, filepath.Dir(path))
+	code, stdout, stderr := runCmd(t, cmd, "-db", path)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, before, snapshot(t, filepath.Dir(path)), "%s changed the database", cmd)
+	return stdout
 }
 
 func query[T any](t *testing.T, path, q string) T {
@@ -122,16 +153,11 @@ func TestUpCreatesAndMigrates(t *testing.T) {
 }
 
 func TestUpTwice(t *testing.T) {
-	path := headDB(t)
-	before := snapshot(t, filepath.Dir(path))
-	code, stdout, stderr := runCmd(t, "up", "-db", path)
-	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "already at version 15\n", stdout)
-	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
+	require.Equal(t, "already at version 15\n", runUnchanged(t, headDB(t), "up"))
 }
 
 func TestUpAdoptsLegacyV14(t *testing.T) {
-	path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14",
+	path := v14DB(t,
 		`INSERT INTO session VALUES ('bob', 2, x'03')`)
 	code, stdout, stderr := runCmd(t, "up", "-db", path)
 	require.Equal(t, 0, code, stderr)
@@ -147,22 +173,17 @@ func TestStatus(t *testing.T) {
 		db   func(t *testing.T) string
 		want string
 	}{
-		{name: "head", db: func(t *testing.T) string { return headDB(t) }, want: "current: 15\npending: none\n"},
+		{name: "head", db: headWith(), want: "current: 15\npending: none\n"},
 		{name: "empty file", db: func(t *testing.T) string { return newDB(t) }, want: "current: none (empty database)\npending: 14 15\n"},
 		{
 			name: "legacy v14",
-			db:   func(t *testing.T) string { return newDB(t, baselineSQL(t), "PRAGMA user_version = 14") },
+			db:   v14With(),
 			want: "current: 14\npending: 15\n",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := tt.db(t)
-			before := snapshot(t, filepath.Dir(path))
-			code, stdout, stderr := runCmd(t, "status", "-db", path)
-			require.Equal(t, 0, code, stderr)
-			require.Equal(t, tt.want, stdout)
-			require.Equal(t, before, snapshot(t, filepath.Dir(path)), "status changed the database")
+			require.Equal(t, tt.want, runUnchanged(t, tt.db(t), "status"))
 		})
 	}
 }
@@ -199,23 +220,14 @@ func TestPlanFreshPath(t *testing.T) {
 }
 
 func TestPlanLegacyV14(t *testing.T) {
-	path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
-	before := snapshot(t, filepath.Dir(path))
-	code, stdout, stderr := runCmd(t, "plan", "-db", path)
-	require.Equal(t, 0, code, stderr)
+	stdout := runUnchanged(t, v14DB(t), "plan")
 	require.NotContains(t, stdout, "-- version 14")
 	require.NotContains(t, stdout, "CREATE TABLE")
 	require.Contains(t, stdout, "-- version 15:")
-	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
 }
 
 func TestPlanHead(t *testing.T) {
-	path := headDB(t)
-	before := snapshot(t, filepath.Dir(path))
-	code, stdout, stderr := runCmd(t, "plan", "-db", path)
-	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "-- current version 15, head 15: nothing to apply\n", stdout)
-	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
+	require.Equal(t, "-- current version 15, head 15: nothing to apply\n", runUnchanged(t, headDB(t), "plan"))
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -259,16 +271,12 @@ func TestFailureLeavesDatabaseUnchanged(t *testing.T) {
 	}{
 		{
 			name: "newer database (user_version 16)",
-			db:   func(t *testing.T) string { return headDB(t, "PRAGMA user_version = 16") },
+			db:   headWith("PRAGMA user_version = 16"),
 			want: "database is newer than this code",
 		},
 		{
 			name: "newer database (schema_revision records 16)",
-			db: func(t *testing.T) string {
-				return headDB(t, `INSERT INTO schema_revision
-					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
-					VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`)
-			},
+			db:   headWith(migrationtest.FutureRevision),
 			want: "it records version 16",
 		},
 		{
@@ -327,26 +335,8 @@ func withFiles(t *testing.T, extra map[string]string) fstest.MapFS {
 	return sumFS(t, files)
 }
 
-func sumFS(t *testing.T, files map[string]string) fstest.MapFS {
-	t.Helper()
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	fsys := fstest.MapFS{}
-	var mf []migrate.File
-	for _, n := range names {
-		fsys[n] = &fstest.MapFile{Data: []byte(files[n])}
-		mf = append(mf, migrate.NewLocalFile(n, []byte(files[n])))
-	}
-	hf, err := migrate.NewHashFile(mf)
-	require.NoError(t, err)
-	sum, err := hf.MarshalText()
-	require.NoError(t, err)
-	fsys[migrate.HashFileName] = &fstest.MapFile{Data: sum}
-	return fsys
-}
+// sumFS returns a directory holding files and an atlas.sum over them.
+var sumFS = migrationtest.SumFS
 
 func TestLintFindings(t *testing.T) {
 	tests := []struct {

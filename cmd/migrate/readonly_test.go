@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,7 +118,7 @@ func TestUpCannotCreate(t *testing.T) {
 		if os.Geteuid() == 0 {
 			t.Skip("running as root: a file's mode does not stop root from writing it")
 		}
-		path := newDB(t, baselineSQL(t), "PRAGMA user_version = 14")
+		path := v14DB(t)
 		readOnly(t, path)
 		before := snapshot(t, filepath.Dir(path))
 		code, _, stderr := runCmd(t, "up", "-db", path)
@@ -287,6 +288,69 @@ func TestReadOnlyNoticesWriter(t *testing.T) {
 			require.Equal(t, tt.reads, *reads)
 			if tt.code != 0 && tt.stderr != "" {
 				require.Empty(t, stdout, "nothing reported from a changing file")
+			}
+		})
+	}
+}
+
+// copyWhileOpen copies path and its companions (suffixes such as "-wal")
+// to a new directory while writer holds them open, as a crash or a backup
+// of some of the files leaves them.
+func copyWhileOpen(t *testing.T, path string, suffixes ...string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "client.db")
+	for _, s := range append([]string{""}, suffixes...) {
+		b, err := os.ReadFile(path + s)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst+s, b, 0o600))
+	}
+	return dst
+}
+
+// TestReadOnlyNeedsRecovery runs the read-only commands on a head
+// database left with a hot rollback journal, and on one whose -wal lies
+// without its -shm: each fails, exit 1, says the database needs a
+// read-write open (not that permission was denied), in its JSON document
+// too, and leaves the directory byte for byte as it was.
+func TestReadOnlyNeedsRecovery(t *testing.T) {
+	hotJournal := func(t *testing.T) string {
+		path := headDB(t, "PRAGMA journal_mode = DELETE", "CREATE TABLE filler (x)")
+		w := mustOpenRW(t, path)
+		for _, s := range []string{"PRAGMA cache_size = 1", "BEGIN",
+			"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO filler SELECT randomblob(64) FROM n"} {
+			_, err := w.Exec(s)
+			require.NoError(t, err, s)
+		}
+		require.FileExists(t, path+"-journal")
+		return copyWhileOpen(t, path, "-journal")
+	}
+	walWithoutShm := func(t *testing.T) string {
+		path := headDB(t)
+		w := mustOpenRW(t, path)
+		_, err := w.Exec("DELETE FROM schema_revision WHERE version = '15'")
+		require.NoError(t, err)
+		require.FileExists(t, path+"-wal")
+		return copyWhileOpen(t, path, "-wal")
+	}
+	for name, setup := range map[string]func(*testing.T) string{"hot journal": hotJournal, "-wal without -shm": walWithoutShm} {
+		t.Run(name, func(t *testing.T) {
+			path := setup(t)
+			dir := filepath.Dir(path)
+			before := snapshot(t, dir)
+			for _, cmd := range []string{"status", "plan", "drift"} {
+				code, stdout, stderr := runCmd(t, cmd, "-db", path)
+				require.Equal(t, 1, code, cmd)
+				require.Empty(t, stdout, cmd)
+				require.Contains(t, stderr, "migrate: "+cmd+": migration: database needs recovery by a read-write open", cmd)
+				require.NotContains(t, stderr, "permission denied", cmd)
+
+				code, stdout, _ = runCmd(t, cmd, "-db", path, "-json")
+				require.Equal(t, 1, code, cmd)
+				var doc errorDoc
+				require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+				require.False(t, doc.OK)
+				require.Contains(t, doc.Error, "needs recovery", cmd)
+				require.Equal(t, before, snapshot(t, dir), "%s changed the directory", cmd)
 			}
 		})
 	}

@@ -143,15 +143,24 @@ type RotationError struct {
 	Kept []seal.KeyID
 }
 
-// Error lists the skipped rows and kept keys.
+// rotationErrorRows is how many skipped rows RotationError.Error names;
+// Skipped holds them all.
+const rotationErrorRows = 10
+
+// Error names the kept keys and the first skipped rows (all are in
+// Skipped), so that a database with many damaged rows gives a message of
+// bounded length.
 func (e *RotationError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %d skipped", ErrRowsSkipped, len(e.Skipped))
 	if len(e.Kept) > 0 {
 		fmt.Fprintf(&b, ", old keys %v kept", e.Kept)
 	}
-	for _, r := range e.Skipped {
+	for _, r := range e.Skipped[:min(len(e.Skipped), rotationErrorRows)] {
 		fmt.Fprintf(&b, "; %s: %v", r, r.Cause)
+	}
+	if n := len(e.Skipped) - rotationErrorRows; n > 0 {
+		fmt.Fprintf(&b, "; and %d more", n)
 	}
 	return b.String()
 }

@@ -810,3 +810,26 @@ func TestRotateKeyRowsAtOrBelowZero(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("message %d", i), string(m.Plaintext))
 	}
 }
+
+// TestRotationErrorMessageIsBounded: every skipped row is in Skipped and
+// matched by errors.Is, but the message names only the first ones.
+func TestRotationErrorMessageIsBounded(t *testing.T) {
+	for _, n := range []int{1, 10, 25} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			e := &sqlitestore.RotationError{}
+			for i := range n {
+				e.Skipped = append(e.Skipped, sqlitestore.SkippedRow{Table: "pending_outbound_message", Sequence: int64(i + 1), Cause: seal.ErrAuthentication})
+			}
+			msg := e.Error()
+			require.Contains(t, msg, fmt.Sprintf("%d skipped", n))
+			require.Equal(t, min(n, 10), strings.Count(msg, "; pending_outbound_message sequence"))
+			if n > 10 {
+				require.Contains(t, msg, fmt.Sprintf("and %d more", n-10))
+			} else {
+				require.NotContains(t, msg, "more")
+			}
+			require.ErrorIs(t, e, sqlitestore.ErrRowsSkipped)
+			require.ErrorIs(t, e, seal.ErrAuthentication)
+		})
+	}
+}

@@ -1,0 +1,58 @@
+// Package migrationtest builds what tests of package migration and of
+// cmd/migrate need to exercise migration directories: in-memory
+// directories with an atlas.sum computed over them, and the frozen
+// version 14 baseline as text. Only tests import it; it never writes a
+// file or opens a database.
+package migrationtest
+
+import (
+	"io/fs"
+	"sort"
+	"testing"
+	"testing/fstest"
+
+	"ariga.io/atlas/sql/migrate"
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/schema"
+)
+
+// FutureRevision is a statement recording version 16, which this code does
+// not know, as applied in schema_revision.
+const FutureRevision = `INSERT INTO schema_revision
+	(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+	VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`
+
+// SumFS returns a directory holding files (name to content) and an
+// atlas.sum computed over them the way `atlas migrate hash` does, so
+// that the directory is valid until a test changes it. It fails tb if
+// Atlas cannot hash the files.
+func SumFS(tb testing.TB, files map[string]string) fstest.MapFS {
+	tb.Helper()
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fsys := fstest.MapFS{}
+	var mf []migrate.File
+	for _, n := range names {
+		fsys[n] = &fstest.MapFile{Data: []byte(files[n])}
+		mf = append(mf, migrate.NewLocalFile(n, []byte(files[n])))
+	}
+	hf, err := migrate.NewHashFile(mf)
+	require.NoError(tb, err)
+	sum, err := hf.MarshalText()
+	require.NoError(tb, err)
+	fsys[migrate.HashFileName] = &fstest.MapFile{Data: sum}
+	return fsys
+}
+
+// BaselineSQL returns the frozen version 14 migration file, which tests
+// apply by hand to build a database as version-14 code left it.
+func BaselineSQL(tb testing.TB) string {
+	tb.Helper()
+	b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
+	require.NoError(tb, err)
+	return string(b)
+}
