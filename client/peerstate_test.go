@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -243,26 +244,24 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 }
 
 // requireRowsBut checks that after holds before's rows except those of
-// peer (as dumpTable prints them).
+// peer (as tabledump prints them).
 func requireRowsBut(t *testing.T, before, after []string, peer ids.DeviceAddress) {
 	t.Helper()
-	key := fmt.Sprintf("user_id=%s device_id=%d ", peer.UserID, peer.DeviceID)
+	key := fmt.Sprintf("user_id=%q device_id=%d ", peer.UserID, peer.DeviceID)
 	var wantOthers, gotOthers []string
 	for _, r := range before {
-		if !hasPrefix(r, key) {
+		if !strings.HasPrefix(r, key) {
 			wantOthers = append(wantOthers, r)
 		}
 	}
 	for _, r := range after {
-		if !hasPrefix(r, key) {
+		if !strings.HasPrefix(r, key) {
 			gotOthers = append(gotOthers, r)
 		}
 	}
 	require.NotEmpty(t, wantOthers, "other peers' rows are checked")
 	require.Equal(t, wantOthers, gotOthers, "other peers' rows unchanged")
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 // receivedTexts returns the plaintexts of the new messages among res,
 // ignoring acknowledgements and duplicates (retries resend what an
