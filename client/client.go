@@ -5,7 +5,8 @@
 // abandon exactly one pending message.
 //
 // Send, SendToDevices, RetryPendingMessages, the ACKs Receive sends,
-// AcceptRemoteIdentityChange and abandon hold one send mutex, so an
+// AcceptRemoteIdentityChange, DiscardUnreadablePeerState and abandon hold
+// one send mutex, so an
 // abandon never runs between the steps of a send or a retry. No storage
 // transaction spans a network hand-off: the store commits first (pending
 // row, advanced session), then the envelope is handed to the transport.
@@ -15,6 +16,11 @@
 // others: pages return it in PendingMessagePage.Unreadable with a typed
 // cause, retries skip it and report it in an *UnreadableError, counts
 // include it, and AbandonPending (or AbandonUnreadable) removes it.
+//
+// A remote device's session, initiation or identity pin that the store
+// cannot open fails the calls for that device only, with
+// ErrPeerStateUnreadable, and DiscardUnreadablePeerState removes exactly
+// what does not open, so that the conversation can start again.
 //
 // Package client never recalls a message, keeps no tombstone, runs no
 // background work (no expiry, no retry scheduler) and has no frame type
@@ -120,7 +126,8 @@ type Client struct {
 	cfg Config
 
 	// sendMu is the send mutex: send, retry, ACK sends, accepting an
-	// identity change, abandon, and the session updates of Receive hold it.
+	// identity change, abandon, discarding unreadable peer state, and the
+	// session updates of Receive hold it.
 	sendMu sync.Mutex
 	// peers caches what the client holds about each remote device; only
 	// touched under sendMu (see peerFor).

@@ -15,8 +15,9 @@ type DeviceOutcome struct {
 	To ids.DeviceAddress
 	// Err is nil if the envelope was handed to the transport. Otherwise it
 	// matches ErrMessageNotSent and its cause (a failed hand-off, bundle
-	// fetch or encryption, ErrIdentityChanged): the message is pending for
-	// To all the same, for RetryPendingMessages or an abandon.
+	// fetch or encryption, ErrIdentityChanged, ErrPeerStateUnreadable): the
+	// message is pending for To all the same, for RetryPendingMessages or
+	// an abandon.
 	Err error
 }
 

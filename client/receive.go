@@ -80,7 +80,8 @@ var ErrMisdirected = errors.New("client: envelope for another device")
 // AcceptRemoteIdentityChange; until then nothing else is accepted from
 // that device. A losing initiation of a collision gives *Rejected (its
 // base key is stored, so later copies are rejected without a write).
-// Returns ErrNotInitialized before Initialize.
+// Returns ErrNotInitialized before Initialize, and ErrPeerStateUnreadable
+// (nothing changed) if the sender's stored state does not open.
 func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err error) {
 	self, err := c.Address()
 	if err != nil {

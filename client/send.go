@@ -258,7 +258,9 @@ const maxBody = session.MaxPlaintextSize - frameHeaderSize
 // stored at all it returns the store's error and no id. Returns
 // ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
 // or own address or a plaintext above the size limit; ErrIdentityChanged
-// (with ErrMessageNotSent) while to's identity change is not accepted.
+// (with ErrMessageNotSent) while to's identity change is not accepted;
+// ErrPeerStateUnreadable (with ErrMessageNotSent) if to's stored state
+// does not open.
 func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (_ ids.LogicalMessageID, err error) {
 	if err := c.checkSendable([]ids.DeviceAddress{to}, plaintext); err != nil {
 		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
@@ -329,7 +331,8 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // the skipped messages (errors.Is matches ErrUnreadable and each cause),
 // alone or, after a failed hand-off, joined with the ErrMessageNotSent
 // error. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
-// for a malformed address.
+// for a malformed address, ErrPeerStateUnreadable if a message waits and
+// remote's stored state does not open (nothing is sent).
 func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
 	if err := c.checkInitialized(); err != nil {
 		return nil, err
@@ -395,8 +398,9 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 // (session.Session.Retire), so a replay of one fails with
 // session.ErrReplay instead of being reported as an identity change back
 // to the old key. Pending messages are kept. Returns ErrNotInitialized before
-// Initialize, ErrInvalidArgument for a malformed address, and an error
-// matching session.ErrNoIdentityChange if no change is recorded.
+// Initialize, ErrInvalidArgument for a malformed address,
+// ErrPeerStateUnreadable if remote's stored state does not open, and an
+// error matching session.ErrNoIdentityChange if no change is recorded.
 func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress) error {
 	if err := c.checkInitialized(); err != nil {
 		return err

@@ -14,6 +14,11 @@ SELECT sealed FROM identity_pin WHERE user_id = ? AND device_id = ?;
 INSERT INTO identity_pin (user_id, device_id, sealed) VALUES (?, ?, ?)
 ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed;
 
+-- name: DeleteIdentityPin :exec
+-- Only for a pin that does not open (DiscardUnreadablePeer): the client
+-- itself never deletes a pin.
+DELETE FROM identity_pin WHERE user_id = ? AND device_id = ?;
+
 -- name: GetSession :one
 SELECT sealed FROM session WHERE user_id = ? AND device_id = ?;
 

@@ -505,7 +505,15 @@ func TestTamperPeerState(t *testing.T) {
 			_, err = c.Send(s.ctx, tc.peer, []byte("after tampering"))
 			requireOnly(t, err, tc.want)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
+			require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
 			require.Empty(t, s.net.Calls())
+
+			// Discarding what does not open lets the peer work again.
+			d, err := c.DiscardUnreadablePeerState(s.ctx, tc.peer)
+			require.NoError(t, err)
+			require.True(t, d.Damaged())
+			_, err = s.a.store.Peer(s.ctx, tc.peer)
+			require.NoError(t, err)
 		})
 	}
 }

@@ -57,6 +57,11 @@ var (
 	// bounds (a malformed recipient, a logical id of the wrong length). It
 	// is the cause of an UnreadablePending.
 	ErrCorruptRow = errors.New("corrupt pending row")
+	// ErrPeerUnreadable means part of a remote device's stored state (its
+	// session, unanswered initiation or identity pin) could not be opened.
+	// It is matched by a *PeerUnreadableError, which says which parts and
+	// why; DiscardUnreadablePeer removes exactly those parts.
+	ErrPeerUnreadable = errors.New("unreadable peer state")
 )
 
 // PendingMessage is one sent, not yet acknowledged message.
@@ -265,12 +270,27 @@ type State interface {
 	SaveLocalIdentity(ctx context.Context, id LocalIdentity) error
 
 	// Peer returns the session, unanswered initiation and identity pin
-	// held for peer; absent ones are nil.
+	// held for peer; absent ones are nil. If any part does not open it
+	// returns no state and a *PeerUnreadableError (matching
+	// ErrPeerUnreadable and each cause) naming every part that does not
+	// (see DiscardUnreadablePeer). Returns ErrInvalidArgument for a
+	// malformed peer.
 	Peer(ctx context.Context, peer ids.DeviceAddress) (PeerState, error)
 	// SavePeer writes the given parts of peer's state in one transaction:
 	// a nil field is left unchanged, a non-nil empty one is deleted (the
 	// pin cannot be deleted).
 	SavePeer(ctx context.Context, peer ids.DeviceAddress, update PeerState) error
+
+	// DiscardUnreadablePeer removes, in one transaction, each part of
+	// peer's stored state (session, unanswered initiation, identity pin)
+	// whose sealed value does not open with any key the keyring holds, and
+	// never a part that opens. It returns what it removed, each part with
+	// its cause; if every part opens or is absent it returns the zero
+	// PeerDamage and changes nothing. If it removes the pin and pin is not
+	// nil, pin is stored (sealed) in its place in the same transaction.
+	// Pending messages and every other row are left as they are. Returns
+	// ErrInvalidArgument for a malformed peer.
+	DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte) (PeerDamage, error)
 
 	// CommitSend stores a new pending message (as InsertPending) and
 	// peer's advanced state (as SavePeer) in one transaction, and returns
@@ -332,6 +352,66 @@ type PeerState struct {
 	Session    []byte
 	Initiation []byte
 	Pin        []byte
+}
+
+// PeerDamage says which parts of a remote device's stored state do not
+// open. Each field is that part's cause, matching with errors.Is exactly
+// one of seal.ErrWrongKey (sealed with a key the keyring does not hold),
+// seal.ErrAuthentication (altered, or moved from another row),
+// seal.ErrTruncated, seal.ErrMalformed, seal.ErrUnknownVersion or
+// seal.ErrRecordType (not a record of that part's type), or nil if the
+// part opens or is absent.
+type PeerDamage struct {
+	Session    error
+	Initiation error
+	Pin        error
+}
+
+// Damaged reports whether any part is damaged.
+func (d PeerDamage) Damaged() bool {
+	return d.Session != nil || d.Initiation != nil || d.Pin != nil
+}
+
+// causes returns the damaged parts' names and causes, in the order
+// session, initiation, pin.
+func (d PeerDamage) causes() ([]string, []error) {
+	var names []string
+	var errs []error
+	for _, p := range []struct {
+		name  string
+		cause error
+	}{{"session", d.Session}, {"initiation", d.Initiation}, {"identity pin", d.Pin}} {
+		if p.cause != nil {
+			names = append(names, p.name)
+			errs = append(errs, p.cause)
+		}
+	}
+	return names, errs
+}
+
+// PeerUnreadableError reports that parts of Peer's stored state do not
+// open. errors.Is matches ErrPeerUnreadable and each damaged part's cause;
+// errors.As gives Peer and Damage.
+type PeerUnreadableError struct {
+	Peer   ids.DeviceAddress
+	Damage PeerDamage
+}
+
+// Error names the peer and each damaged part with its cause.
+func (e *PeerUnreadableError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v of %s", ErrPeerUnreadable, e.Peer)
+	names, errs := e.Damage.causes()
+	for i, n := range names {
+		fmt.Fprintf(&b, "; %s: %v", n, errs[i])
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrPeerUnreadable and every damaged part's cause.
+func (e *PeerUnreadableError) Unwrap() []error {
+	_, errs := e.Damage.causes()
+	return append([]error{ErrPeerUnreadable}, errs...)
 }
 
 // PeerUpdate is one device of a CommitSendMany: its address and the

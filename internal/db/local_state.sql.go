@@ -31,6 +31,22 @@ func (q *Queries) AnySealedValue(ctx context.Context) (int64, error) {
 	return any_sealed, err
 }
 
+const deleteIdentityPin = `-- name: DeleteIdentityPin :exec
+DELETE FROM identity_pin WHERE user_id = ? AND device_id = ?
+`
+
+type DeleteIdentityPinParams struct {
+	UserID   string
+	DeviceID int64
+}
+
+// Only for a pin that does not open (DiscardUnreadablePeer): the client
+// itself never deletes a pin.
+func (q *Queries) DeleteIdentityPin(ctx context.Context, arg DeleteIdentityPinParams) error {
+	_, err := q.db.ExecContext(ctx, deleteIdentityPin, arg.UserID, arg.DeviceID)
+	return err
+}
+
 const deleteSession = `-- name: DeleteSession :exec
 DELETE FROM session WHERE user_id = ? AND device_id = ?
 `

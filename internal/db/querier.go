@@ -23,6 +23,9 @@ type Querier interface {
 	CountPendingOutboundForRecipient(ctx context.Context, arg CountPendingOutboundForRecipientParams) (int64, error)
 	CountSessionInitiationRows(ctx context.Context) (int64, error)
 	CountSessionRows(ctx context.Context) (int64, error)
+	// Only for a pin that does not open (DiscardUnreadablePeer): the client
+	// itself never deletes a pin.
+	DeleteIdentityPin(ctx context.Context, arg DeleteIdentityPinParams) error
 	// Abandon and ACK delete without opening the sealed record; the affected
 	// row count decides ABANDONED / NOT_PENDING and cleared. The IN lists
 	// also match a row naming the same recipient and id with a user id,

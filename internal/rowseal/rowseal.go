@@ -151,18 +151,34 @@ func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u store.PeerState) (st
 }
 
 // OpenPeer opens the sealed parts of a peer's stored state; absent (nil)
-// parts stay nil.
+// parts stay nil. If any part does not open it returns a
+// *store.PeerUnreadableError naming every part that does not.
 func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) (store.PeerState, error) {
+	out, damage := OpenPeerParts(keys, peer, sealed)
+	if damage.Damaged() {
+		return store.PeerState{}, &store.PeerUnreadableError{Peer: peer, Damage: damage}
+	}
+	return out, nil
+}
+
+// OpenPeerParts opens each sealed part of a peer's stored state on its
+// own: a part that opens comes back opened, one that does not comes back
+// nil with its cause in the damage; absent (nil) parts stay nil.
+func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) (store.PeerState, store.PeerDamage) {
 	ad := store.AddressAD(peer)
-	for _, f := range peerFields(&sealed) {
+	var damage store.PeerDamage
+	causes := []*error{&damage.Session, &damage.Initiation, &damage.Pin}
+	for i, f := range peerFields(&sealed) {
 		if *f.v == nil {
 			continue
 		}
 		pt, err := keys.Open(f.rt, ad, *f.v)
 		if err != nil {
-			return store.PeerState{}, err
+			*causes[i] = err
+			*f.v = nil
+			continue
 		}
 		*f.v = pt
 	}
-	return sealed, nil
+	return sealed, damage
 }

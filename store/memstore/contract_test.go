@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -35,4 +36,9 @@ func (tamper) SetSequence(t *testing.T, s store.Store, seq, to int64) {
 func (tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
 	t.Helper()
 	require.True(t, s.(*memstore.Store).TamperUserID(seq, user), "row %d", seq)
+}
+
+func (tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part storetest.PeerPart, sealed []byte) {
+	t.Helper()
+	require.True(t, s.(*memstore.Store).TamperPeer(peer, string(part), sealed), "%s of %s", part, peer)
 }

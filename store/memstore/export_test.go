@@ -1,6 +1,10 @@
 package memstore
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/securemsg/storage/ids"
+)
 
 // The Tamper* methods change a pending row behind the store's back, as a
 // damaged store would hold it. They exist only in this package's tests.
@@ -32,5 +36,22 @@ func (s *Store) tamper(seq int64, fn func(*pendingRow)) bool {
 	fn(r)
 	s.bySeqKey[r.key] = r.seq
 	sort.Slice(s.pending, func(a, b int) bool { return s.pending[a].seq < s.pending[b].seq })
+	return true
+}
+
+// TamperPeer replaces the sealed value of one stored part of peer's state:
+// part is "session", "session_initiation" or "identity_pin".
+func (s *Store) TamperPeer(peer ids.DeviceAddress, part string, sealed []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.peers[peer]
+	if p == nil {
+		return false
+	}
+	v := map[string]*[]byte{"session": &p.Session, "session_initiation": &p.Initiation, "identity_pin": &p.Pin}[part]
+	if v == nil || *v == nil {
+		return false
+	}
+	*v = sealed
 	return true
 }

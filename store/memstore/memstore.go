@@ -387,6 +387,42 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 	return out, nil
 }
 
+// DiscardUnreadablePeer implements store.State.
+func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte) (store.PeerDamage, error) {
+	if err := store.ValidateAddress(peer); err != nil {
+		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
+	}
+	var replacement []byte
+	if len(pin) > 0 {
+		var err error
+		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, store.AddressAD(peer), pin); err != nil {
+			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+		}
+	}
+	var damage store.PeerDamage
+	err := s.locked(ctx, func() error {
+		p := s.peers[peer]
+		if p == nil {
+			return nil
+		}
+		_, damage = rowseal.OpenPeerParts(s.keys, peer, *p)
+		if damage.Session != nil {
+			p.Session = nil
+		}
+		if damage.Initiation != nil {
+			p.Initiation = nil
+		}
+		if damage.Pin != nil {
+			p.Pin = replacement
+		}
+		return nil
+	})
+	if err != nil {
+		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+	}
+	return damage, nil
+}
+
 // SavePeer implements store.State.
 func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
 	if err := store.ValidateAddress(peer); err != nil {

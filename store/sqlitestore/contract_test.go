@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -45,4 +46,8 @@ func (tp tamper) SetSequence(t *testing.T, s store.Store, seq, to int64) {
 
 func (tp tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
 	tp.exec(t, s, `UPDATE pending_outbound_message SET recipient_user_id = ? WHERE sequence = ?`, user, seq)
+}
+
+func (tp tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part storetest.PeerPart, sealed []byte) {
+	tp.exec(t, s, `UPDATE `+string(part)+` SET sealed = ? WHERE user_id = ? AND device_id = ?`, sealed, peer.UserID, peer.DeviceID)
 }

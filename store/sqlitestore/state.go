@@ -222,3 +222,59 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	})
 	return n, err
 }
+
+// DiscardUnreadablePeer implements store.State. It reads each part with
+// the same queries as Peer and deletes it by the same key in the same
+// transaction, so the row it removes is the one that failed to open.
+func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte) (store.PeerDamage, error) {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
+	if err := store.ValidateAddress(peer); err != nil {
+		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
+	}
+	var replacement []byte
+	if len(pin) > 0 {
+		var err error
+		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, store.AddressAD(peer), pin); err != nil {
+			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+		}
+	}
+	user, dev := peer.UserID, peer.DeviceID
+	var damage store.PeerDamage
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var sealed store.PeerState
+		var err error
+		if sealed.Session, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: user, DeviceID: dev})); err != nil {
+			return err
+		}
+		if sealed.Initiation, err = optional(q.GetSessionInitiation(ctx, db.GetSessionInitiationParams{UserID: user, DeviceID: dev})); err != nil {
+			return err
+		}
+		if sealed.Pin, err = optional(q.GetIdentityPin(ctx, db.GetIdentityPinParams{UserID: user, DeviceID: dev})); err != nil {
+			return err
+		}
+		_, damage = rowseal.OpenPeerParts(s.keys, peer, sealed)
+		if damage.Session != nil {
+			if err := q.DeleteSession(ctx, db.DeleteSessionParams{UserID: user, DeviceID: dev}); err != nil {
+				return err
+			}
+		}
+		if damage.Initiation != nil {
+			if err := q.DeleteSessionInitiation(ctx, db.DeleteSessionInitiationParams{UserID: user, DeviceID: dev}); err != nil {
+				return err
+			}
+		}
+		switch {
+		case damage.Pin == nil:
+		case replacement != nil:
+			return q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: replacement})
+		default:
+			return q.DeleteIdentityPin(ctx, db.DeleteIdentityPinParams{UserID: user, DeviceID: dev})
+		}
+		return nil
+	})
+	if err != nil {
+		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+	}
+	return damage, nil
+}

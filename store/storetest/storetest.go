@@ -51,6 +51,9 @@ type Tamper interface {
 	// SetUserID rewrites the recipient user id of the pending row at seq
 	// (to a malformed one, such as "").
 	SetUserID(t *testing.T, s store.Store, seq int64, user string)
+	// SetPeerSealed replaces the sealed value of part of peer's stored
+	// state (the part is stored).
+	SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part PeerPart, sealed []byte)
 }
 
 // Run runs the contract suite against the stores open returns, damaging
@@ -94,14 +97,27 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, 
 		{"UnreadableCursorWalk", testUnreadableCursorWalk},
 		{"SequenceAtOrBelowZero", testSequenceAtOrBelowZero},
 		{"NegativeCursor", testNegativeCursor},
+		{"PeerUnreadable", testPeerUnreadable},
+		{"DiscardUnreadablePeer", testDiscardUnreadablePeer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keys := NewKeyring(t)
-			s := open(t, keys)
-			require.NotNil(t, s)
-			tc.fn(t, &harness{t: t, s: s, keys: keys, ctx: context.Background(), tamper: tamper})
+			tc.fn(t, newHarness(t, open, tamper))
 		})
 	}
+}
+
+func newHarness(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, tamper Tamper) *harness {
+	t.Helper()
+	keys := NewKeyring(t)
+	s := open(t, keys)
+	require.NotNil(t, s)
+	return &harness{t: t, s: s, keys: keys, ctx: context.Background(), tamper: tamper, open: open}
+}
+
+// fresh returns a harness on a new store and keyring, for a subtest.
+func (h *harness) fresh(t *testing.T) *harness {
+	t.Helper()
+	return newHarness(t, h.open, h.tamper)
 }
 
 // NewKeyring returns a keyring holding one fresh random key.
@@ -136,6 +152,7 @@ type harness struct {
 	keys   *seal.Keyring
 	ctx    context.Context
 	tamper Tamper
+	open   func(t *testing.T, keys *seal.Keyring) store.Store
 }
 
 // msg is what the suite expects a pending message to be.

@@ -1,0 +1,108 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+)
+
+// ErrPeerStateUnreadable means the session, unanswered initiation or
+// identity pin stored for a remote device does not open (damaged, tampered
+// with, sealed with a key the keyring no longer holds). Every call that
+// loads that device's state fails with it, wrapped with the seal cause
+// (errors.Is matches seal.ErrAuthentication, seal.ErrWrongKey, ...) and a
+// *PeerStateUnreadableError (errors.As) saying which parts: Send and
+// SendToDevices (the message is stored pending all the same, matching
+// ErrMessageNotSent too), RetryPendingMessages, Receive of that device's
+// envelopes and AcceptRemoteIdentityChange. Other devices are unaffected.
+// The remedy is DiscardUnreadablePeerState, which removes only the parts
+// that do not open. It is store.ErrPeerUnreadable.
+var ErrPeerStateUnreadable = store.ErrPeerUnreadable
+
+// PeerStateUnreadableError says which parts of a remote device's stored
+// state do not open, each with its cause; see ErrPeerStateUnreadable. It
+// is store.PeerUnreadableError.
+type PeerStateUnreadableError = store.PeerUnreadableError
+
+// DiscardedPeerState says what DiscardUnreadablePeerState removed: each
+// field is the cause of a part it removed (matching one seal sentinel, as
+// for ErrPeerStateUnreadable), nil for a part it kept (it opened, or was
+// absent). It is store.PeerDamage; Damaged reports whether anything was
+// removed.
+type DiscardedPeerState = store.PeerDamage
+
+// discardedPinIdentity is the identity a discarded pin is replaced with:
+// no device can show it. Its signing key is not a canonical Ed25519
+// point encoding, so no bundle signature verifies under it, and no one
+// knows a private key for its X25519 key (a fixed value, not a generated
+// one), so no initiation authenticates as it. Every identity seen next
+// therefore differs from it and is recorded as a change.
+var discardedPinIdentity = func() session.PublicIdentity {
+	var id session.PublicIdentity
+	for i := range id.SigningKey {
+		id.SigningKey[i], id.DHKey[i] = 0xff, 0xff
+	}
+	return id
+}()
+
+// PinDiscarded reports whether pinned, the Pinned identity of a
+// *session.IdentityChangedError, is what DiscardUnreadablePeerState left
+// in place of a damaged pin: no identity of that device was known, and the
+// one observed has not been verified by anyone. An application shows such
+// a change as a new, unverified device rather than as a key change.
+func PinDiscarded(pinned session.PublicIdentity) bool {
+	return pinned == discardedPinIdentity
+}
+
+// DiscardUnreadablePeerState removes, in one storage transaction, the
+// parts of remote's stored state that do not open (see
+// ErrPeerStateUnreadable) and never a part that opens, and returns which
+// it removed. After it, calls for remote work again: a send or retry
+// starts a new session if the session was removed (fetching remote's
+// bundle), and remote can start one by an initiation. Pending messages to
+// remote are kept, for RetryPendingMessages; inbound bookkeeping and every
+// other device's state are not touched. It holds the send mutex and drops
+// the client's cached state of remote.
+//
+// A removed session loses its ratchet state: envelopes remote sent on it
+// and not yet received no longer decrypt. A removed identity pin is
+// replaced, in the same transaction, by a pin that trusts no identity:
+// the next identity seen for remote (in the bundle of the next session, or
+// in an initiation from remote) is not trusted on first use but reported
+// as ErrIdentityChanged, with a Pinned identity for which PinDiscarded is
+// true, and nothing is sent to or accepted from remote until
+// AcceptRemoteIdentityChange. The application should show remote as
+// unverified and have the user compare fingerprints before accepting. A
+// session that opened is kept and goes on working: its identity was
+// checked when it started.
+//
+// If every part opens (or remote has no state) it removes nothing and
+// returns the zero DiscardedPeerState with no error, so that a repeated
+// call is harmless. Returns ErrNotInitialized before Initialize,
+// ErrInvalidArgument for a malformed address, and the store's error (then
+// nothing was removed).
+func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (DiscardedPeerState, error) {
+	if err := c.checkInitialized(); err != nil {
+		return DiscardedPeerState{}, err
+	}
+	if err := store.ValidateAddress(remote); err != nil {
+		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state: %w", err)
+	}
+	pin, err := session.NewPin(remote, discardedPinIdentity).MarshalBinary()
+	if err != nil {
+		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	// The cached state was loaded before the damage was found (or holds
+	// none): the next call reloads what the store holds.
+	defer c.forget(remote)
+	d, err := c.cfg.Store.DiscardUnreadablePeer(ctx, remote, pin)
+	if err != nil {
+		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
+	}
+	return d, nil
+}

@@ -1,0 +1,577 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/transport"
+)
+
+var erin = ids.DeviceAddress{UserID: "erin", DeviceID: 4}
+
+// peerStateSetup is alice, on SQLite, with a session and pin for bob and
+// carol (both acknowledged a first message), unanswered initiations to
+// dave and erin, and one pending message to each of them; bob has sent
+// alice an envelope she has not received.
+type peerStateSetup struct {
+	ctx           context.Context
+	net           *transport.Network
+	a, b, c, d    *device
+	toBob, toCar  ids.LogicalMessageID
+	toDave        ids.LogicalMessageID
+	toErin        ids.LogicalMessageID
+	bobIdentity   session.PublicIdentity
+	fromBobBefore []byte // an envelope bob sent alice, not yet received
+}
+
+func newPeerStateSetup(t *testing.T) *peerStateSetup {
+	t.Helper()
+	s := &peerStateSetup{ctx: context.Background(), net: transport.NewNetwork()}
+	s.a = mustOpen(t, s.net, alice)
+	s.b, s.c, s.d = mustOpen(t, s.net, bob), mustOpen(t, s.net, carol), mustOpen(t, s.net, dave)
+	mustOpen(t, s.net, erin)
+	s.a.send(bob, "hello bob")
+	s.a.send(carol, "hello carol")
+	require.Equal(t, []string{"hello bob"}, messages(t, s.b.poll()))
+	require.Equal(t, []string{"hello carol"}, messages(t, s.c.poll()))
+	require.Len(t, acks(s.a.poll()), 2)
+	s.toBob = s.a.sendFailed(bob, "pending to bob")
+	s.toCar = s.a.sendFailed(carol, "pending to carol")
+	s.toDave = s.a.send(dave, "pending to dave") // dave does not answer yet
+	s.toErin = s.a.send(erin, "pending to erin") // nor does erin
+	s.a.requireInitiation(dave, true)
+	s.a.requireInitiation(erin, true)
+	s.a.requireInitiation(bob, false)
+	bundle, err := s.net.Fetch(s.ctx, bob)
+	require.NoError(t, err)
+	s.bobIdentity = bundle.Identity
+	s.b.send(alice, "bob before")
+	envs, err := s.net.Receive(s.ctx, alice)
+	require.NoError(t, err)
+	require.Len(t, envs, 1)
+	s.fromBobBefore = envs[0]
+	return s
+}
+
+// sealedOf returns the sealed value of table's row for peer in alice's
+// database.
+func (s *peerStateSetup) sealedOf(t *testing.T, table string, peer ids.DeviceAddress) []byte {
+	t.Helper()
+	var v []byte
+	require.NoError(t, s.a.sql.DB().QueryRowContext(s.ctx, "SELECT sealed FROM "+table+" WHERE user_id = ? AND device_id = ?", peer.UserID, peer.DeviceID).Scan(&v))
+	return v
+}
+
+// setSealed replaces that value behind the client's back.
+func (s *peerStateSetup) setSealed(t *testing.T, table string, peer ids.DeviceAddress, v []byte) {
+	t.Helper()
+	res, err := s.a.sql.DB().ExecContext(s.ctx, "UPDATE "+table+" SET sealed = ? WHERE user_id = ? AND device_id = ?", v, peer.UserID, peer.DeviceID)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+}
+
+// peerDamage is one way of damaging a sealed peer row.
+type peerDamage struct {
+	name   string
+	damage func(t *testing.T, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte
+	want   error
+}
+
+var peerDamages = []peerDamage{
+	{"bit flipped", func(t *testing.T, _ seal.RecordType, _ ids.DeviceAddress, v []byte) []byte {
+		out := slices.Clone(v)
+		out[len(out)-1] ^= 0x10
+		return out
+	}, seal.ErrAuthentication},
+	{"under a key the keyring does not hold", func(t *testing.T, rt seal.RecordType, peer ids.DeviceAddress, _ []byte) []byte {
+		v, err := newKeyring(t).Seal(rt, store.AddressAD(peer), []byte("restored from elsewhere"))
+		require.NoError(t, err)
+		return v
+	}, seal.ErrWrongKey},
+}
+
+// peerParts are the parts a test damages: table, record type, the peer
+// whose row it damages, and the field of the discard result naming it.
+var peerParts = []struct {
+	table string
+	rt    seal.RecordType
+	peer  ids.DeviceAddress
+	field func(client.DiscardedPeerState) error
+}{
+	{"session", seal.RecordSession, bob, func(d client.DiscardedPeerState) error { return d.Session }},
+	{"session_initiation", seal.RecordSessionInitiation, dave, func(d client.DiscardedPeerState) error { return d.Initiation }},
+	{"identity_pin", seal.RecordIdentityPin, bob, func(d client.DiscardedPeerState) error { return d.Pin }},
+}
+
+// requireUnreadablePeer checks that err reports peer's state unreadable
+// with cause want, naming exactly the part in table (any parts if table
+// is "").
+func requireUnreadablePeer(t *testing.T, err error, peer ids.DeviceAddress, table string, want error) {
+	t.Helper()
+	require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
+	var pe *client.PeerStateUnreadableError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, peer, pe.Peer)
+	if table == "" {
+		return
+	}
+	require.ErrorIs(t, err, want)
+	for _, p := range peerParts {
+		if p.table == table {
+			require.ErrorIs(t, p.field(pe.Damage), want, "%s named", table)
+		} else {
+			require.NoError(t, p.field(pe.Damage), "%s not named", p.table)
+		}
+	}
+}
+
+// TestDamagedPeerStateRecovers: a session, initiation or pin of one device
+// that does not open fails every call for that device with
+// ErrPeerStateUnreadable and hands nothing off; DiscardUnreadablePeerState
+// removes exactly that row (every other row of every table unchanged, the
+// pending messages kept); then sends, retries and replies work again.
+func TestDamagedPeerStateRecovers(t *testing.T) {
+	for _, part := range peerParts {
+		for _, dmg := range peerDamages {
+			t.Run(part.table+"/"+dmg.name, func(t *testing.T) {
+				s := newPeerStateSetup(t)
+				target := part.peer
+				s.setSealed(t, part.table, target, dmg.damage(t, part.rt, target, s.sealedOf(t, part.table, target)))
+				s.a.reopen() // the running client caches the peer as it was
+
+				// Every call for the target fails with the sentinel and
+				// hands nothing off; the new message is kept pending.
+				before := dumpTables(t, s.a.sql.DB())
+				s.net.ResetCalls()
+				_, err := s.a.c.RetryPendingMessages(s.ctx, target)
+				requireUnreadablePeer(t, err, target, part.table, dmg.want)
+				err = s.a.c.AcceptRemoteIdentityChange(s.ctx, target)
+				requireUnreadablePeer(t, err, target, part.table, dmg.want)
+				if target == bob {
+					_, err = s.a.c.Receive(s.ctx, s.fromBobBefore)
+					requireUnreadablePeer(t, err, target, part.table, dmg.want)
+				}
+				outs, err := s.a.c.SendToDevices(s.ctx, []ids.DeviceAddress{target}, ids.NewLogicalMessageID(), []byte("fan-out after damage"))
+				requireUnreadablePeer(t, err, target, part.table, dmg.want)
+				require.ErrorIs(t, outs[0].Err, client.ErrMessageNotSent)
+				afterDamage, err := s.a.c.Send(s.ctx, target, []byte("after damage"))
+				requireUnreadablePeer(t, err, target, part.table, dmg.want)
+				require.ErrorIs(t, err, client.ErrMessageNotSent)
+				require.NotEqual(t, ids.LogicalMessageID{}, afterDamage, "stored pending")
+				require.Empty(t, s.net.Calls(), "nothing handed off or fetched")
+				failed := dumpTables(t, s.a.sql.DB())
+				for table, rows := range before {
+					if table != "pending_outbound_message" && table != "sqlite_sequence" {
+						require.Equal(t, rows, failed[table], "%s unchanged by the failed calls", table)
+					}
+				}
+				require.EqualValues(t, 3, s.a.count(&target), "the old and the two new messages kept pending")
+
+				// Discard removes exactly the damaged row.
+				got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, target)
+				require.NoError(t, err)
+				require.True(t, got.Damaged())
+				for _, p := range peerParts {
+					if p.table == part.table {
+						require.ErrorIs(t, p.field(got), dmg.want)
+					} else {
+						require.NoError(t, p.field(got), "%s kept", p.table)
+					}
+				}
+				discarded := dumpTables(t, s.a.sql.DB())
+				for table, rows := range failed {
+					if table != part.table {
+						require.Equal(t, rows, discarded[table], "%s unchanged by the discard", table)
+					}
+				}
+				requireRowsBut(t, failed[part.table], discarded[part.table], target)
+				if part.table == "identity_pin" {
+					require.Len(t, discarded[part.table], len(failed[part.table]), "the pin is replaced, not deleted")
+				} else {
+					require.Len(t, discarded[part.table], len(failed[part.table])-1, "the row is deleted")
+				}
+
+				again, err := s.a.c.DiscardUnreadablePeerState(s.ctx, target)
+				require.NoError(t, err)
+				require.Equal(t, client.DiscardedPeerState{}, again)
+				require.Equal(t, discarded, dumpTables(t, s.a.sql.DB()), "a second discard changes nothing")
+
+				// Sending works again: on a new session if the session was
+				// removed, on the kept one otherwise.
+				s.net.ResetCalls()
+				s.a.send(target, "after discard")
+				require.Equal(t, part.table == "session", slices.Contains(ops(s.net.Calls()), transport.OpFetch), "a bundle is fetched only for a new session")
+				sent := s.a.retry(target)
+				require.Len(t, sent, 4, "every pending message to the target is retried")
+				require.Contains(t, sent, afterDamage)
+
+				peerDev := s.b
+				wantTexts := []string{"pending to bob", "fan-out after damage", "after damage", "after discard"}
+				if target == dave {
+					peerDev = s.d
+					wantTexts = []string{"pending to dave", "fan-out after damage", "after damage", "after discard"}
+				}
+				texts := receivedTexts(t, peerDev.poll())
+				for _, w := range wantTexts {
+					require.Contains(t, texts, w)
+				}
+				peerDev.send(alice, "reply")
+				res := s.a.poll()
+				require.Contains(t, receivedTexts(t, res), "reply")
+				require.Zero(t, s.a.count(&target), "every message to the target acknowledged")
+				others := []ids.LogicalMessageID{s.toCar, s.toDave, s.toErin}
+				if target == dave {
+					others = []ids.LogicalMessageID{s.toBob, s.toCar, s.toErin}
+				}
+				require.Equal(t, others, s.a.pendingIDs(nil), "the other devices' pending messages untouched")
+
+				// The other peers go on working.
+				s.a.send(carol, "carol still works")
+				require.Contains(t, receivedTexts(t, s.c.poll()), "carol still works")
+			})
+		}
+	}
+}
+
+// requireRowsBut checks that after holds before's rows except those of
+// peer (as tabledump prints them).
+func requireRowsBut(t *testing.T, before, after []string, peer ids.DeviceAddress) {
+	t.Helper()
+	key := fmt.Sprintf("user_id=%q device_id=%d ", peer.UserID, peer.DeviceID)
+	var wantOthers, gotOthers []string
+	for _, r := range before {
+		if !strings.HasPrefix(r, key) {
+			wantOthers = append(wantOthers, r)
+		}
+	}
+	for _, r := range after {
+		if !strings.HasPrefix(r, key) {
+			gotOthers = append(gotOthers, r)
+		}
+	}
+	require.NotEmpty(t, wantOthers, "other peers' rows are checked")
+	require.Equal(t, wantOthers, gotOthers, "other peers' rows unchanged")
+}
+
+// receivedTexts returns the plaintexts of the new messages among res,
+// ignoring acknowledgements and duplicates (retries resend what an
+// earlier hand-off delivered).
+func receivedTexts(t *testing.T, res []client.ReceiveResult) []string {
+	t.Helper()
+	var out []string
+	for _, r := range res {
+		switch r := r.(type) {
+		case *client.Message:
+			out = append(out, string(r.Plaintext))
+		case *client.Acknowledgement, *client.Duplicate:
+		default:
+			t.Fatalf("unexpected result %T %+v", r, r)
+		}
+	}
+	return out
+}
+
+// TestDiscardedPinIsNotTrustedOnFirstUse: after a damaged pin is
+// discarded, the next identity seen for the device (in its bundle, or in
+// an initiation from it) is reported as a change to accept, never pinned
+// silently; after AcceptRemoteIdentityChange the conversation goes on.
+func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
+	damageBoth := func(t *testing.T, s *peerStateSetup) {
+		for _, table := range []string{"session", "identity_pin"} {
+			v := s.sealedOf(t, table, bob)
+			v[len(v)-1] ^= 0x01
+			s.setSealed(t, table, bob, v)
+		}
+		s.a.reopen()
+		got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, bob)
+		require.NoError(t, err)
+		require.ErrorIs(t, got.Session, seal.ErrAuthentication)
+		require.ErrorIs(t, got.Pin, seal.ErrAuthentication)
+		require.NoError(t, got.Initiation)
+	}
+	requireDiscardedChange := func(t *testing.T, err error, s *peerStateSetup) {
+		t.Helper()
+		require.ErrorIs(t, err, client.ErrIdentityChanged)
+		var ic *session.IdentityChangedError
+		require.ErrorAs(t, err, &ic)
+		require.True(t, client.PinDiscarded(ic.Pinned), "the pinned identity is the discarded placeholder")
+		require.Equal(t, s.bobIdentity, ic.Observed)
+		require.False(t, client.PinDiscarded(s.bobIdentity))
+	}
+	t.Run("bundle of the next session", func(t *testing.T) {
+		s := newPeerStateSetup(t)
+		damageBoth(t, s)
+		s.net.ResetCalls()
+		_, err := s.a.c.Send(s.ctx, bob, []byte("to an unverified bob"))
+		require.ErrorIs(t, err, client.ErrMessageNotSent)
+		requireDiscardedChange(t, err, s)
+		require.Zero(t, sendsTo(s.net.Calls(), bob), "nothing handed off before the change is accepted")
+		_, err = s.a.c.RetryPendingMessages(s.ctx, bob)
+		requireDiscardedChange(t, err, s)
+		require.Zero(t, sendsTo(s.net.Calls(), bob))
+
+		require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, bob))
+		sent := s.a.retry(bob)
+		require.Len(t, sent, 2)
+		texts := receivedTexts(t, s.b.poll())
+		require.Contains(t, texts, "to an unverified bob")
+		require.Contains(t, texts, "pending to bob")
+		s.b.send(alice, "reply")
+		require.Contains(t, receivedTexts(t, s.a.poll()), "reply")
+	})
+	t.Run("initiation from the device", func(t *testing.T) {
+		s := newPeerStateSetup(t)
+		damageBoth(t, s)
+		// Bob starts over too: his next message is a new initiation.
+		require.NoError(t, s.b.st.SavePeer(s.ctx, alice, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
+		c, err := client.Open(s.ctx, s.b.config())
+		require.NoError(t, err)
+		s.b.c = c
+		s.b.send(alice, "bob again")
+		envs, err := s.net.Receive(s.ctx, alice)
+		require.NoError(t, err)
+		require.Len(t, envs, 1)
+		_, err = s.a.c.Receive(s.ctx, envs[0])
+		requireDiscardedChange(t, err, s)
+
+		require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, bob))
+		res, err := s.a.c.Receive(s.ctx, envs[0])
+		require.NoError(t, err)
+		require.Equal(t, []string{"bob again"}, receivedTexts(t, []client.ReceiveResult{res}))
+	})
+}
+
+// TestDiscardUnreadablePeerStateHealthy: on a peer whose state opens (or
+// that has none) discarding removes nothing and changes no row.
+func TestDiscardUnreadablePeerStateHealthy(t *testing.T) {
+	s := newPeerStateSetup(t)
+	before := dumpTables(t, s.a.sql.DB())
+	for _, peer := range []ids.DeviceAddress{bob, carol, dave, {UserID: "nobody", DeviceID: 9}} {
+		got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, peer)
+		require.NoError(t, err)
+		require.Equal(t, client.DiscardedPeerState{}, got)
+		require.False(t, got.Damaged())
+	}
+	require.Equal(t, before, dumpTables(t, s.a.sql.DB()))
+	s.a.send(bob, "still works")
+	require.Contains(t, receivedTexts(t, s.b.poll()), "still works")
+}
+
+// TestDiscardUnreadablePeerStateArguments: a malformed address or an
+// uninitialized client is refused and nothing changes.
+func TestDiscardUnreadablePeerStateArguments(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net := transport.NewNetwork()
+			fresh := mustOpenUninitialized(t, kind, net, net)
+			_, err := fresh.c.DiscardUnreadablePeerState(ctx, bob)
+			require.ErrorIs(t, err, client.ErrNotInitialized)
+
+			a := mustOpenKind(t, kind, net, alice)
+			mustOpenKind(t, kind, net, bob)
+			a.send(bob, "hi")
+			before, err := a.st.Peer(ctx, bob)
+			require.NoError(t, err)
+			for _, addr := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "bob", DeviceID: -1}} {
+				_, err := a.c.DiscardUnreadablePeerState(ctx, addr)
+				require.ErrorIs(t, err, client.ErrInvalidArgument)
+			}
+			after, err := a.st.Peer(ctx, bob)
+			require.NoError(t, err)
+			require.Equal(t, before, after)
+		})
+	}
+}
+
+// TestDiscardRacesSendAndReceive: a discard of bob's damaged pin runs
+// while alice sends to bob and receives bob's envelopes. Each call either
+// fails with ErrPeerStateUnreadable (before the discard) or works (after):
+// no other error, no message lost, and under -race no unguarded access to
+// the client's cached peer state.
+func TestDiscardRacesSendAndReceive(t *testing.T) {
+	const n = 8
+	s := newPeerStateSetup(t)
+	var fromBob [][]byte
+	fromBob = append(fromBob, s.fromBobBefore)
+	for i := range n - 1 {
+		s.b.send(alice, fmt.Sprintf("bob %d", i))
+		envs, err := s.net.Receive(s.ctx, alice)
+		require.NoError(t, err)
+		fromBob = append(fromBob, envs...)
+	}
+	v := s.sealedOf(t, "identity_pin", bob)
+	v[len(v)-1] ^= 0x01
+	s.setSealed(t, "identity_pin", bob, v)
+	s.a.reopen()
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		errs     []error
+		received []string
+		failures = make(chan struct{}, 2*n)
+	)
+	report := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		errs = append(errs, err)
+	}
+	wg.Add(3)
+	go func() { // sends
+		defer wg.Done()
+		for i := range n {
+			_, err := s.a.c.Send(s.ctx, bob, []byte(fmt.Sprintf("alice %d", i)))
+			if err != nil {
+				if !errors.Is(err, client.ErrPeerStateUnreadable) || !errors.Is(err, client.ErrMessageNotSent) {
+					report(err)
+				}
+				failures <- struct{}{}
+			}
+		}
+	}()
+	go func() { // receives, each envelope until it is accepted
+		defer wg.Done()
+		for _, raw := range fromBob {
+			for {
+				r, err := s.a.c.Receive(s.ctx, raw)
+				if err == nil {
+					m, ok := r.(*client.Message)
+					if !ok {
+						report(fmt.Errorf("got %T, want a message", r))
+						return
+					}
+					mu.Lock()
+					received = append(received, string(m.Plaintext))
+					mu.Unlock()
+					break
+				}
+				if !errors.Is(err, client.ErrPeerStateUnreadable) {
+					report(err)
+					return
+				}
+				select {
+				case failures <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	go func() { // discards once a call has failed, then again
+		defer wg.Done()
+		<-failures
+		for range 2 {
+			if _, err := s.a.c.DiscardUnreadablePeerState(s.ctx, bob); err != nil {
+				report(err)
+			}
+		}
+	}()
+	wg.Wait()
+	require.Empty(t, errs)
+	want := []string{"bob before"}
+	for i := range n - 1 {
+		want = append(want, fmt.Sprintf("bob %d", i))
+	}
+	require.ElementsMatch(t, want, received, "every envelope of bob received once")
+
+	s.a.retry(bob)
+	texts := receivedTexts(t, s.b.poll())
+	for i := range n {
+		require.Contains(t, texts, fmt.Sprintf("alice %d", i))
+	}
+	s.a.poll()
+	require.Zero(t, s.a.count(&bob), "every message to bob acknowledged")
+	st, err := s.a.st.Peer(s.ctx, bob)
+	require.NoError(t, err)
+	require.NotNil(t, st.Pin)
+}
+
+// TestDiscardDropsCachedPeer: the client's cached state of the device is
+// dropped, so that after a discard it acts on what the store holds: a
+// session cached from before the damage is not used once the stored one
+// was removed; the next send starts a new session.
+func TestDiscardDropsCachedPeer(t *testing.T) {
+	s := newPeerStateSetup(t)
+	s.a.send(bob, "caches bob") // no restart below: bob stays cached
+	v := s.sealedOf(t, "session", bob)
+	v[len(v)-1] ^= 0x01
+	s.setSealed(t, "session", bob, v)
+	got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, bob)
+	require.NoError(t, err)
+	require.ErrorIs(t, got.Session, seal.ErrAuthentication)
+	s.net.ResetCalls()
+	s.a.send(bob, "after discard")
+	require.Equal(t, []string{transport.OpFetch, transport.OpSend}, ops(s.net.Calls()), "a new session, from a fetched bundle")
+	require.Contains(t, receivedTexts(t, s.b.poll()), "after discard")
+}
+
+// TestForgottenKeyPeerStateBothStores: on either store, a device whose
+// session and pin were sealed with a key the keyring forgot fails with
+// ErrPeerStateUnreadable (seal.ErrWrongKey); the discard removes both,
+// and after the user accepts the device's identity again the
+// conversation goes on.
+func TestForgottenKeyPeerStateBothStores(t *testing.T) {
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			ctx := context.Background()
+			net, a, b := openPair(t, kind)
+			a.send(bob, "first")
+			require.Equal(t, []string{"first"}, messages(t, b.poll()))
+			require.Len(t, acks(a.poll()), 1)
+
+			// Only the local identity is sealed again before the old key
+			// is forgotten: bob's session and pin stay under it.
+			k, err := seal.GenerateKey()
+			require.NoError(t, err)
+			old := a.kr.Current()
+			a.kr.Add(k)
+			li, err := a.st.LocalIdentity(ctx)
+			require.NoError(t, err)
+			require.NoError(t, a.st.SaveLocalIdentity(ctx, li))
+			require.NoError(t, a.kr.Forget(old))
+			c, err := client.Open(ctx, a.config()) // a restart: nothing cached
+			require.NoError(t, err)
+			a.c = c
+
+			net.ResetCalls()
+			_, err = a.c.Send(ctx, bob, []byte("second"))
+			requireUnreadablePeer(t, err, bob, "", nil)
+			require.ErrorIs(t, err, seal.ErrWrongKey)
+			require.Empty(t, net.Calls())
+
+			got, err := a.c.DiscardUnreadablePeerState(ctx, bob)
+			require.NoError(t, err)
+			require.ErrorIs(t, got.Session, seal.ErrWrongKey)
+			require.ErrorIs(t, got.Pin, seal.ErrWrongKey)
+			require.NoError(t, got.Initiation)
+
+			_, err = a.c.Send(ctx, bob, []byte("third"))
+			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			var ic *session.IdentityChangedError
+			require.ErrorAs(t, err, &ic)
+			require.True(t, client.PinDiscarded(ic.Pinned))
+			require.Zero(t, sendsTo(net.Calls(), bob))
+			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+			sent := a.retry(bob)
+			require.Len(t, sent, 2)
+			require.ElementsMatch(t, []string{"second", "third"}, receivedTexts(t, b.poll()))
+			b.send(alice, "reply")
+			require.Contains(t, receivedTexts(t, a.poll()), "reply")
+			require.Zero(t, a.count(&bob))
+		})
+	}
+}

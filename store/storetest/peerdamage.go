@@ -1,0 +1,284 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// PeerPart names one part of a remote device's stored state, for
+// Tamper.SetPeerSealed. Its value is the SQLite table that holds it.
+type PeerPart string
+
+// The parts of a remote device's stored state.
+const (
+	PartSession    PeerPart = "session"
+	PartInitiation PeerPart = "session_initiation"
+	PartPin        PeerPart = "identity_pin"
+)
+
+// peerSealSentinels are the causes a part that does not open may have;
+// a damaged part must match exactly one of them.
+var peerSealSentinels = []error{
+	seal.ErrTruncated, seal.ErrMalformed, seal.ErrUnknownVersion,
+	seal.ErrRecordType, seal.ErrWrongKey, seal.ErrAuthentication,
+}
+
+// requireCauseOnly checks that cause matches want and no other seal
+// sentinel.
+func requireCauseOnly(t *testing.T, cause, want error) {
+	t.Helper()
+	require.ErrorIs(t, cause, want)
+	for _, s := range peerSealSentinels {
+		if s != want {
+			require.False(t, errors.Is(cause, s), "cause %v also matches %v", cause, s)
+		}
+	}
+}
+
+// peerDamageCase is one way to damage one part: the sealed value to put in
+// its place (built from the harness's keyring) and the cause it gives.
+type peerDamageCase struct {
+	name  string
+	part  PeerPart
+	value func(t *testing.T, h *harness) []byte
+	want  error
+}
+
+// recordType returns the record type a part is sealed as.
+func (p PeerPart) recordType() seal.RecordType {
+	switch p {
+	case PartSession:
+		return seal.RecordSession
+	case PartInitiation:
+		return seal.RecordSessionInitiation
+	}
+	return seal.RecordIdentityPin
+}
+
+func peerDamageCases() []peerDamageCase {
+	var out []peerDamageCase
+	for _, part := range []PeerPart{PartSession, PartInitiation, PartPin} {
+		out = append(out,
+			peerDamageCase{string(part) + " moved from bob", part, func(t *testing.T, h *harness) []byte {
+				v, err := h.keys.Seal(part.recordType(), store.AddressAD(bob), []byte("bob's value"))
+				require.NoError(t, err)
+				return v
+			}, seal.ErrAuthentication},
+			peerDamageCase{string(part) + " under a key the keyring does not hold", part, func(t *testing.T, h *harness) []byte {
+				v, err := NewKeyring(t).Seal(part.recordType(), store.AddressAD(alice), []byte("other key"))
+				require.NoError(t, err)
+				return v
+			}, seal.ErrWrongKey},
+			peerDamageCase{string(part) + " truncated", part, func(t *testing.T, h *harness) []byte {
+				v, err := h.keys.Seal(part.recordType(), store.AddressAD(alice), []byte("cut"))
+				require.NoError(t, err)
+				return v[:20]
+			}, seal.ErrTruncated},
+		)
+	}
+	// A value of another part's record type, bound to the right row.
+	out = append(out, peerDamageCase{"pin copied into the session", PartSession, func(t *testing.T, h *harness) []byte {
+		v, err := h.keys.Seal(seal.RecordIdentityPin, store.AddressAD(alice), []byte("alice pin"))
+		require.NoError(t, err)
+		return v
+	}, seal.ErrRecordType})
+	return out
+}
+
+// damage returns the PeerDamage a part damaged with cause gives, with the
+// cause as a stand-in (compared with requirePeerDamage).
+func damageOf(part PeerPart, cause error) store.PeerDamage {
+	var d store.PeerDamage
+	switch part {
+	case PartSession:
+		d.Session = cause
+	case PartInitiation:
+		d.Initiation = cause
+	case PartPin:
+		d.Pin = cause
+	}
+	return d
+}
+
+// requirePeerDamage checks that got names exactly the parts of want, each
+// with a cause matching want's (and no other seal sentinel).
+func requirePeerDamage(t *testing.T, want, got store.PeerDamage) {
+	t.Helper()
+	for _, p := range []struct {
+		name      string
+		want, got error
+	}{{"session", want.Session, got.Session}, {"initiation", want.Initiation, got.Initiation}, {"pin", want.Pin, got.Pin}} {
+		if p.want == nil {
+			require.NoError(t, p.got, "%s is not damaged", p.name)
+			continue
+		}
+		requireCauseOnly(t, p.got, p.want)
+	}
+}
+
+// without returns st with part absent.
+func without(st store.PeerState, part PeerPart) store.PeerState {
+	switch part {
+	case PartSession:
+		st.Session = nil
+	case PartInitiation:
+		st.Initiation = nil
+	case PartPin:
+		st.Pin = nil
+	}
+	return st
+}
+
+// peerSetup stores full state for alice and bob, a pending message to
+// each and a local identity, and returns alice's state.
+func (h *harness) peerSetup() (store.PeerState, []msg) {
+	h.t.Helper()
+	st := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
+	require.NoError(h.t, h.s.SavePeer(h.ctx, alice, st))
+	require.NoError(h.t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}))
+	require.NoError(h.t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
+	return st, h.seed(3, alice, bob)
+}
+
+// requireRestUnchanged checks what no peer damage or discard of alice may
+// change: bob's state, the pending messages, the local identity.
+func (h *harness) requireRestUnchanged(ms []msg) {
+	h.t.Helper()
+	got, err := h.s.Peer(h.ctx, bob)
+	require.NoError(h.t, err)
+	require.Equal(h.t, store.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}, got)
+	require.Equal(h.t, pendings(ms...), h.all(nil))
+	id, err := h.s.LocalIdentity(h.ctx)
+	require.NoError(h.t, err)
+	require.Equal(h.t, []byte("secret"), id.Secret)
+}
+
+// testPeerUnreadable: a part of a peer's state that does not open fails
+// Peer with a *PeerUnreadableError naming exactly that part and its
+// cause, for that peer only.
+func testPeerUnreadable(t *testing.T, h *harness) {
+	for _, tc := range peerDamageCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			h := h.fresh(t)
+			_, ms := h.peerSetup()
+			h.tamper.SetPeerSealed(t, h.s, alice, tc.part, tc.value(t, h))
+			got, err := h.s.Peer(h.ctx, alice)
+			require.ErrorIs(t, err, store.ErrPeerUnreadable)
+			requireCauseOnly(t, err, tc.want)
+			require.Equal(t, store.PeerState{}, got, "no state with an error")
+			var pe *store.PeerUnreadableError
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, alice, pe.Peer)
+			requirePeerDamage(t, damageOf(tc.part, tc.want), pe.Damage)
+			h.requireRestUnchanged(ms)
+		})
+	}
+	t.Run("every part damaged", func(t *testing.T) {
+		h := h.fresh(t)
+		_, ms := h.peerSetup()
+		other := NewKeyring(t)
+		for _, part := range []PeerPart{PartSession, PartInitiation, PartPin} {
+			v, err := other.Seal(part.recordType(), store.AddressAD(alice), []byte("x"))
+			require.NoError(t, err)
+			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
+		}
+		_, err := h.s.Peer(h.ctx, alice)
+		var pe *store.PeerUnreadableError
+		require.ErrorAs(t, err, &pe)
+		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrWrongKey, Initiation: seal.ErrWrongKey, Pin: seal.ErrWrongKey}, pe.Damage)
+		h.requireRestUnchanged(ms)
+	})
+}
+
+// testDiscardUnreadablePeer: DiscardUnreadablePeer removes exactly the
+// parts that do not open (or puts the replacement pin in the damaged
+// pin's place) and reports them; every part that opens, every other
+// peer, the pending messages and the local identity stay as they were.
+func testDiscardUnreadablePeer(t *testing.T, h *harness) {
+	replacement := []byte("replacement pin")
+	for _, tc := range peerDamageCases() {
+		for _, pin := range [][]byte{nil, replacement} {
+			name := tc.name
+			if pin != nil {
+				name += ", with a replacement pin"
+			}
+			t.Run(name, func(t *testing.T) {
+				h := h.fresh(t)
+				st, ms := h.peerSetup()
+				h.tamper.SetPeerSealed(t, h.s, alice, tc.part, tc.value(t, h))
+				got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin)
+				require.NoError(t, err)
+				requirePeerDamage(t, damageOf(tc.part, tc.want), got)
+
+				want := without(st, tc.part)
+				if tc.part == PartPin && pin != nil {
+					want.Pin = pin
+				}
+				after, err := h.s.Peer(h.ctx, alice)
+				require.NoError(t, err, "the peer opens again")
+				require.Equal(t, want, after, "only the damaged part changed")
+				h.requireRestUnchanged(ms)
+
+				again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin)
+				require.NoError(t, err)
+				require.Equal(t, store.PeerDamage{}, again, "nothing left to discard")
+				after, err = h.s.Peer(h.ctx, alice)
+				require.NoError(t, err)
+				require.Equal(t, want, after)
+			})
+		}
+	}
+	t.Run("every part damaged", func(t *testing.T) {
+		h := h.fresh(t)
+		_, ms := h.peerSetup()
+		for _, part := range []PeerPart{PartSession, PartInitiation, PartPin} {
+			v, err := h.keys.Seal(part.recordType(), store.AddressAD(bob), []byte("moved"))
+			require.NoError(t, err)
+			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
+		}
+		got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, nil)
+		require.NoError(t, err)
+		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrAuthentication, Initiation: seal.ErrAuthentication, Pin: seal.ErrAuthentication}, got)
+		after, err := h.s.Peer(h.ctx, alice)
+		require.NoError(t, err)
+		require.Equal(t, store.PeerState{}, after)
+		h.requireRestUnchanged(ms)
+	})
+	t.Run("healthy peer", func(t *testing.T) {
+		h := h.fresh(t)
+		st, ms := h.peerSetup()
+		for _, pin := range [][]byte{nil, replacement} {
+			got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin)
+			require.NoError(t, err)
+			require.Equal(t, store.PeerDamage{}, got)
+			after, err := h.s.Peer(h.ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, st, after, "a part that opens is never removed or replaced")
+		}
+		h.requireRestUnchanged(ms)
+	})
+	t.Run("unknown peer", func(t *testing.T) {
+		h := h.fresh(t)
+		got, err := h.s.DiscardUnreadablePeer(h.ctx, aliceTwo, replacement)
+		require.NoError(t, err)
+		require.Equal(t, store.PeerDamage{}, got)
+		after, err := h.s.Peer(h.ctx, aliceTwo)
+		require.NoError(t, err)
+		require.Equal(t, store.PeerState{}, after, "no pin is created for a peer without one")
+	})
+	t.Run("malformed peer", func(t *testing.T) {
+		h := h.fresh(t)
+		_, ms := h.peerSetup()
+		for _, a := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "x", DeviceID: -1}} {
+			_, err := h.s.DiscardUnreadablePeer(h.ctx, a, replacement)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+		}
+		h.requireRestUnchanged(ms)
+	})
+}
