@@ -76,8 +76,10 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // true, and nothing is sent to or accepted from remote until
 // AcceptRemoteIdentityChange. The application should show remote as
 // unverified and have the user compare fingerprints before accepting. A
-// session that opened is kept and goes on working: its identity was
-// checked when it started.
+// session that opened is kept in the store but not used while the pin
+// trusts no identity (its states are of another identity than the pin's:
+// see session.Session.Trusting): the identity must be accepted first, and
+// envelopes remote sent on that session no longer decrypt.
 //
 // If every part opens (or remote has no state) it removes nothing and
 // returns the zero DiscardedPeerState with no error, so that a repeated

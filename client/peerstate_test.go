@@ -211,10 +211,20 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				require.Equal(t, discarded, dumpTables(t, s.a.sql.DB()), "a second discard changes nothing")
 
 				// Sending works again: on a new session if the session was
-				// removed, on the kept one otherwise.
+				// removed, on the kept one otherwise. The pin that replaced
+				// a damaged one trusts no identity: the session held is not
+				// used, and the identity the device shows must be accepted
+				// first.
 				s.net.ResetCalls()
-				s.a.send(target, "after discard")
-				require.Equal(t, part.table == "session", slices.Contains(ops(s.net.Calls()), transport.OpFetch), "a bundle is fetched only for a new session")
+				if part.table == "identity_pin" {
+					_, err := s.a.c.Send(s.ctx, target, []byte("after discard"))
+					require.ErrorIs(t, err, client.ErrIdentityChanged)
+					require.ErrorIs(t, err, client.ErrMessageNotSent)
+					require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, target))
+				} else {
+					s.a.send(target, "after discard")
+				}
+				require.Equal(t, part.table != "session_initiation", slices.Contains(ops(s.net.Calls()), transport.OpFetch), "a bundle is fetched only for a new session")
 				sent := s.a.retry(target)
 				require.Len(t, sent, 4, "every pending message to the target is retried")
 				require.Contains(t, sent, afterDamage)
@@ -399,10 +409,15 @@ func TestDiscardUnreadablePeerStateArguments(t *testing.T) {
 }
 
 // TestDiscardRacesSendAndReceive: a discard of bob's damaged pin runs
-// while alice sends to bob and receives bob's envelopes. Each call either
-// fails with ErrPeerStateUnreadable (before the discard) or works (after):
-// no other error, no message lost, and under -race no unguarded access to
-// the client's cached peer state.
+// while alice sends to bob and receives bob's envelopes. Before the
+// discard each call fails with ErrPeerStateUnreadable; after it the pin
+// trusts no identity, so the session held is not used: a send fails with
+// ErrIdentityChanged (the identity bob shows must be accepted), an
+// envelope of the old session with session.ErrNoInitiation, one carrying
+// bob's initiation with ErrIdentityChanged. No other
+// error, no envelope received twice, every message kept pending and
+// delivered once bob's identity is accepted, and under -race no
+// unguarded access to the client's cached peer state.
 func TestDiscardRacesSendAndReceive(t *testing.T) {
 	const n = 8
 	s := newPeerStateSetup(t)
@@ -437,10 +452,13 @@ func TestDiscardRacesSendAndReceive(t *testing.T) {
 		for i := range n {
 			_, err := s.a.c.Send(s.ctx, bob, []byte(fmt.Sprintf("alice %d", i)))
 			if err != nil {
-				if !errors.Is(err, client.ErrPeerStateUnreadable) || !errors.Is(err, client.ErrMessageNotSent) {
+				if !errors.Is(err, client.ErrMessageNotSent) || !(errors.Is(err, client.ErrPeerStateUnreadable) || errors.Is(err, client.ErrIdentityChanged)) {
 					report(err)
 				}
-				failures <- struct{}{}
+				select {
+				case failures <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
@@ -459,6 +477,9 @@ func TestDiscardRacesSendAndReceive(t *testing.T) {
 					received = append(received, string(m.Plaintext))
 					mu.Unlock()
 					break
+				}
+				if errors.Is(err, session.ErrNoInitiation) || errors.Is(err, client.ErrIdentityChanged) {
+					break // after the discard: the old session is not used, a new initiation's identity needs accepting
 				}
 				if !errors.Is(err, client.ErrPeerStateUnreadable) {
 					report(err)
@@ -482,11 +503,9 @@ func TestDiscardRacesSendAndReceive(t *testing.T) {
 	}()
 	wg.Wait()
 	require.Empty(t, errs)
-	want := []string{"bob before"}
-	for i := range n - 1 {
-		want = append(want, fmt.Sprintf("bob %d", i))
-	}
-	require.ElementsMatch(t, want, received, "every envelope of bob received once")
+	require.Empty(t, received, "no envelope of the session held is taken: before the discard the pin does not open, after it trusts no identity")
+
+	require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, bob))
 
 	s.a.retry(bob)
 	texts := receivedTexts(t, s.b.poll())

@@ -66,6 +66,19 @@ func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, e
 		}
 		p.pin = &pin
 	}
+	// Every state the client builds is of the identity the pin trusts, and
+	// the pin is stored with the first session. A state of another
+	// identity, or a session without a pin, comes from rows put back or
+	// deleted behind the client (a record from before an accepted identity
+	// change), or from before a damaged pin was replaced: it is neither
+	// encrypted to nor decrypted with, and only replays of its initiations
+	// are still recognised.
+	switch {
+	case p.sess != nil && p.pin != nil:
+		p.sess = p.sess.Trusting(p.pin.Identity)
+	case p.sess != nil && p.sess.HasState():
+		p.sess = p.sess.Retire()
+	}
 	return p, nil
 }
 
