@@ -70,6 +70,7 @@ type HistoryDrift struct {
 	File string `json:"file,omitempty"`
 }
 
+// String describes the drift in one line, as drift prints it.
 func (h HistoryDrift) String() string {
 	switch h.Kind {
 	case HistoryHash:
