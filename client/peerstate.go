@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
@@ -102,9 +103,70 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 	// The cached state was loaded before the damage was found (or holds
 	// none): the next call reloads what the store holds.
 	defer c.forget(remote)
-	d, err := c.cfg.Store.DiscardUnreadablePeer(ctx, remote, pin)
+	d, err := c.cfg.Store.DiscardUnreadablePeer(ctx, remote, pin, checkPeerPart)
 	if err != nil {
 		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
 	}
 	return d, nil
+}
+
+// decodePeer decodes the opened state st of addr. Each part that does not
+// decode is left out of the peer and named in the damage, with the
+// decoding error (matching session.ErrMalformedState) as its cause.
+func decodePeer(addr ids.DeviceAddress, st store.PeerState) (*peer, store.PeerDamage) {
+	p := &peer{addr: addr}
+	var damage store.PeerDamage
+	if st.Session != nil {
+		s, err := session.UnmarshalSession(st.Session)
+		if err != nil {
+			damage.Session = undecodable(err)
+		}
+		p.sess = s
+	}
+	if st.Initiation != nil {
+		if err := decodeInitiation(st.Initiation); err != nil {
+			damage.Initiation = undecodable(err)
+		}
+		p.initiation = true
+	}
+	if st.Pin != nil {
+		if pin, err := session.UnmarshalPin(st.Pin); err != nil {
+			damage.Pin = undecodable(err)
+		} else {
+			p.pin = &pin
+		}
+	}
+	return p, damage
+}
+
+// checkPeerPart is the store.PeerCheck of DiscardUnreadablePeerState: it
+// refuses exactly the opened values decodePeer does not decode.
+func checkPeerPart(part store.PeerPart, plaintext []byte) error {
+	st := store.PeerState{}
+	switch part {
+	case store.PeerSession:
+		st.Session = plaintext
+	case store.PeerInitiation:
+		st.Initiation = plaintext
+	case store.PeerPin:
+		st.Pin = plaintext
+	default:
+		return fmt.Errorf("%w: unknown peer state part %v", ErrInvalidArgument, part)
+	}
+	_, damage := decodePeer(ids.DeviceAddress{}, st)
+	return errors.Join(damage.Session, damage.Initiation, damage.Pin)
+}
+
+// decodeInitiation checks a stored initiation marker: the id of the
+// unanswered initiation (see peer.update), nothing else.
+func decodeInitiation(b []byte) error {
+	if len(b) != len(session.InitiationID{}) {
+		return fmt.Errorf("%w: initiation marker of %d bytes, want %d", session.ErrMalformedState, len(b), len(session.InitiationID{}))
+	}
+	return nil
+}
+
+// undecodable is the cause of a part that opened but did not decode.
+func undecodable(err error) error {
+	return fmt.Errorf("opens but does not decode: %w", err)
 }

@@ -53,18 +53,12 @@ func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, e
 	if err != nil {
 		return nil, err
 	}
-	p := &peer{addr: addr, initiation: st.Initiation != nil}
-	if st.Session != nil {
-		if p.sess, err = session.UnmarshalSession(st.Session); err != nil {
-			return nil, fmt.Errorf("session with %s: %w", addr, err)
-		}
-	}
-	if st.Pin != nil {
-		pin, err := session.UnmarshalPin(st.Pin)
-		if err != nil {
-			return nil, fmt.Errorf("identity pin of %s: %w", addr, err)
-		}
-		p.pin = &pin
+	p, damage := decodePeer(addr, st)
+	if damage.Damaged() {
+		// Reported as a part that does not open, so that
+		// DiscardUnreadablePeerState (whose check is the same decoding)
+		// is the remedy.
+		return nil, &store.PeerUnreadableError{Peer: addr, Damage: damage}
 	}
 	// Every state the client builds is of the identity the pin trusts, and
 	// the pin is stored with the first session. A state of another

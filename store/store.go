@@ -58,9 +58,10 @@ var (
 	// is the cause of an UnreadablePending.
 	ErrCorruptRow = errors.New("corrupt pending row")
 	// ErrPeerUnreadable means part of a remote device's stored state (its
-	// session, unanswered initiation or identity pin) could not be opened.
-	// It is matched by a *PeerUnreadableError, which says which parts and
-	// why; DiscardUnreadablePeer removes exactly those parts.
+	// session, unanswered initiation or identity pin) could not be opened,
+	// or (as the client reports it) opened but could not be decoded. It is
+	// matched by a *PeerUnreadableError, which says which parts and why;
+	// DiscardUnreadablePeer removes exactly those parts.
 	ErrPeerUnreadable = errors.New("unreadable peer state")
 )
 
@@ -283,14 +284,18 @@ type State interface {
 
 	// DiscardUnreadablePeer removes, in one transaction, each part of
 	// peer's stored state (session, unanswered initiation, identity pin)
-	// whose sealed value does not open with any key the keyring holds, and
-	// never a part that opens. It returns what it removed, each part with
-	// its cause; if every part opens or is absent it returns the zero
-	// PeerDamage and changes nothing. If it removes the pin and pin is not
-	// nil, pin is stored (sealed) in its place in the same transaction.
-	// Pending messages and every other row are left as they are. Returns
-	// ErrInvalidArgument for a malformed peer.
-	DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte) (PeerDamage, error)
+	// whose sealed value does not open with any key the keyring holds or,
+	// if check is not nil, whose opened value check refuses; never a part
+	// that opens and check accepts. check is called inside the
+	// transaction, once for each stored part that opens, with that
+	// part's plaintext (see PeerCheck). It returns what it removed, each
+	// part with its cause (the seal error, or check's error); if nothing
+	// is removed it returns the zero PeerDamage and changes nothing. If it
+	// removes the pin and pin is not nil, pin is stored (sealed) in its
+	// place in the same transaction. Pending messages and every other row
+	// are left as they are. Returns ErrInvalidArgument for a malformed
+	// peer.
+	DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte, check PeerCheck) (PeerDamage, error)
 
 	// CommitSend stores a new pending message (as InsertPending) and
 	// peer's advanced state (as SavePeer) in one transaction, and returns
@@ -354,13 +359,46 @@ type PeerState struct {
 	Pin        []byte
 }
 
+// PeerPart names one part of a remote device's stored state.
+type PeerPart int
+
+// The parts of a remote device's stored state, as a PeerCheck is told.
+const (
+	PeerSession PeerPart = iota + 1
+	PeerInitiation
+	PeerPin
+)
+
+// String returns the part's name as errors print it.
+func (p PeerPart) String() string {
+	switch p {
+	case PeerSession:
+		return "session"
+	case PeerInitiation:
+		return "initiation"
+	case PeerPin:
+		return "identity pin"
+	}
+	return fmt.Sprintf("PeerPart(%d)", int(p))
+}
+
+// PeerCheck tells DiscardUnreadablePeer whether the opened value of one
+// part of a remote device's state is usable: nil if it is, the reason if
+// it is not (the part is then removed, with that reason as its cause).
+// The store knows nothing of the values' encodings; the client, which
+// decodes them, decides. It runs inside the store's transaction, so it
+// must only look at plaintext (which it must not keep): never call the
+// store.
+type PeerCheck func(part PeerPart, plaintext []byte) error
+
 // PeerDamage says which parts of a remote device's stored state do not
-// open. Each field is that part's cause, matching with errors.Is exactly
-// one of seal.ErrWrongKey (sealed with a key the keyring does not hold),
-// seal.ErrAuthentication (altered, or moved from another row),
+// open, or (as a client reports them, see PeerCheck) open but do not
+// decode. Each field is that part's cause, matching with errors.Is
+// exactly one of seal.ErrWrongKey (sealed with a key the keyring does not
+// hold), seal.ErrAuthentication (altered, or moved from another row),
 // seal.ErrTruncated, seal.ErrMalformed, seal.ErrUnknownVersion or
-// seal.ErrRecordType (not a record of that part's type), or nil if the
-// part opens or is absent.
+// seal.ErrRecordType (not a record of that part's type), or else the
+// decoding error (a PeerCheck's), or nil if the part is usable or absent.
 type PeerDamage struct {
 	Session    error
 	Initiation error
@@ -380,7 +418,7 @@ func (d PeerDamage) causes() ([]string, []error) {
 	for _, p := range []struct {
 		name  string
 		cause error
-	}{{"session", d.Session}, {"initiation", d.Initiation}, {"identity pin", d.Pin}} {
+	}{{PeerSession.String(), d.Session}, {PeerInitiation.String(), d.Initiation}, {PeerPin.String(), d.Pin}} {
 		if p.cause != nil {
 			names = append(names, p.name)
 			errs = append(errs, p.cause)
@@ -390,7 +428,7 @@ func (d PeerDamage) causes() ([]string, []error) {
 }
 
 // PeerUnreadableError reports that parts of Peer's stored state do not
-// open. errors.Is matches ErrPeerUnreadable and each damaged part's cause;
+// open or do not decode (see PeerDamage). errors.Is matches ErrPeerUnreadable and each damaged part's cause;
 // errors.As gives Peer and Damage.
 type PeerUnreadableError struct {
 	Peer   ids.DeviceAddress

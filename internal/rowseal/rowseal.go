@@ -182,3 +182,31 @@ func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.Peer
 	}
 	return sealed, damage
 }
+
+// DiscardablePeerParts returns the damage DiscardUnreadablePeer removes:
+// each sealed part that does not open, with its seal error, and, if check
+// is not nil, each part that opens and check refuses, with check's error
+// (check sees only parts that open). Absent (nil) parts are not damaged.
+func DiscardablePeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState, check store.PeerCheck) store.PeerDamage {
+	opened, damage := OpenPeerParts(keys, peer, sealed)
+	if check == nil {
+		return damage
+	}
+	for _, p := range []struct {
+		part  store.PeerPart
+		value []byte
+		cause *error
+	}{
+		{store.PeerSession, opened.Session, &damage.Session},
+		{store.PeerInitiation, opened.Initiation, &damage.Initiation},
+		{store.PeerPin, opened.Pin, &damage.Pin},
+	} {
+		if p.value == nil || *p.cause != nil {
+			continue
+		}
+		if err := check(p.part, p.value); err != nil {
+			*p.cause = err
+		}
+	}
+	return damage
+}

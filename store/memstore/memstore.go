@@ -388,7 +388,7 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 }
 
 // DiscardUnreadablePeer implements store.State.
-func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte) (store.PeerDamage, error) {
+func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte, check store.PeerCheck) (store.PeerDamage, error) {
 	if err := store.ValidateAddress(peer); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
 	}
@@ -405,7 +405,7 @@ func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddres
 		if p == nil {
 			return nil
 		}
-		_, damage = rowseal.OpenPeerParts(s.keys, peer, *p)
+		damage = rowseal.DiscardablePeerParts(s.keys, peer, *p, check)
 		if damage.Session != nil {
 			p.Session = nil
 		}

@@ -224,9 +224,10 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 }
 
 // DiscardUnreadablePeer implements store.State. It reads each part with
-// the same queries as Peer and deletes it by the same key in the same
-// transaction, so the row it removes is the one that failed to open.
-func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte) (store.PeerDamage, error) {
+// the same queries as Peer, checks it and deletes it by the same key in
+// the same transaction, so the row it removes is the one that failed to
+// open or that check refused.
+func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte, check store.PeerCheck) (store.PeerDamage, error) {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
 	if err := store.ValidateAddress(peer); err != nil {
@@ -253,7 +254,7 @@ func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddres
 		if sealed.Pin, err = optional(q.GetIdentityPin(ctx, db.GetIdentityPinParams{UserID: user, DeviceID: dev})); err != nil {
 			return err
 		}
-		_, damage = rowseal.OpenPeerParts(s.keys, peer, sealed)
+		damage = rowseal.DiscardablePeerParts(s.keys, peer, sealed, check)
 		if damage.Session != nil {
 			if err := q.DeleteSession(ctx, db.DeleteSessionParams{UserID: user, DeviceID: dev}); err != nil {
 				return err

@@ -212,7 +212,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 				h := h.fresh(t)
 				st, ms := h.peerSetup()
 				h.tamper.SetPeerSealed(t, h.s, alice, tc.part, tc.value(t, h))
-				got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin)
+				got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, nil)
 				require.NoError(t, err)
 				requirePeerDamage(t, damageOf(tc.part, tc.want), got)
 
@@ -225,7 +225,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 				require.Equal(t, want, after, "only the damaged part changed")
 				h.requireRestUnchanged(ms)
 
-				again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin)
+				again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, nil)
 				require.NoError(t, err)
 				require.Equal(t, store.PeerDamage{}, again, "nothing left to discard")
 				after, err = h.s.Peer(h.ctx, alice)
@@ -242,7 +242,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
-		got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, nil)
+		got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, nil, nil)
 		require.NoError(t, err)
 		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrAuthentication, Initiation: seal.ErrAuthentication, Pin: seal.ErrAuthentication}, got)
 		after, err := h.s.Peer(h.ctx, alice)
@@ -254,7 +254,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		st, ms := h.peerSetup()
 		for _, pin := range [][]byte{nil, replacement} {
-			got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin)
+			got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, nil)
 			require.NoError(t, err)
 			require.Equal(t, store.PeerDamage{}, got)
 			after, err := h.s.Peer(h.ctx, alice)
@@ -265,7 +265,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 	})
 	t.Run("unknown peer", func(t *testing.T) {
 		h := h.fresh(t)
-		got, err := h.s.DiscardUnreadablePeer(h.ctx, aliceTwo, replacement)
+		got, err := h.s.DiscardUnreadablePeer(h.ctx, aliceTwo, replacement, nil)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, got)
 		after, err := h.s.Peer(h.ctx, aliceTwo)
@@ -276,7 +276,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
 		for _, a := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "x", DeviceID: -1}} {
-			_, err := h.s.DiscardUnreadablePeer(h.ctx, a, replacement)
+			_, err := h.s.DiscardUnreadablePeer(h.ctx, a, replacement, nil)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 		}
 		h.requireRestUnchanged(ms)
