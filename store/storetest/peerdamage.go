@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -280,5 +282,136 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 		}
 		h.requireRestUnchanged(ms)
+	})
+}
+
+// errRefused is the reason refusingCheck gives.
+var errRefused = errors.New("refused by the check")
+
+// checkCall is one call of a PeerCheck.
+type checkCall struct {
+	part  store.PeerPart
+	value string
+}
+
+// refusingCheck returns a PeerCheck refusing every plaintext that starts
+// with "bad" (as a client refuses a record it cannot decode), and the
+// calls it received.
+func refusingCheck() (store.PeerCheck, *[]checkCall) {
+	calls := &[]checkCall{}
+	return func(part store.PeerPart, plaintext []byte) error {
+		*calls = append(*calls, checkCall{part, string(plaintext)})
+		if bytes.HasPrefix(plaintext, []byte("bad")) {
+			return fmt.Errorf("%v: %w", part, errRefused)
+		}
+		return nil
+	}, calls
+}
+
+// with returns st with part set to v.
+func with(st store.PeerState, part PeerPart, v []byte) store.PeerState {
+	switch part {
+	case PartSession:
+		st.Session = v
+	case PartInitiation:
+		st.Initiation = v
+	case PartPin:
+		st.Pin = v
+	}
+	return st
+}
+
+// testDiscardRefusedPeer: a part that opens but that the check refuses is
+// removed by DiscardUnreadablePeer (the pin replaced) exactly as one that
+// does not open, with the check's error as its cause; the check is
+// called once for every stored part that opens, with its plaintext, and
+// for no other; a part the check accepts is never removed. Peer itself
+// does not judge plaintexts.
+func testDiscardRefusedPeer(t *testing.T, h *harness) {
+	replacement := []byte("replacement pin")
+	for _, part := range []PeerPart{PartSession, PartInitiation, PartPin} {
+		for _, pin := range [][]byte{nil, replacement} {
+			name := string(part)
+			if pin != nil {
+				name += ", with a replacement pin"
+			}
+			t.Run(name, func(t *testing.T) {
+				h := h.fresh(t)
+				st, ms := h.peerSetup()
+				bad := []byte("bad " + string(part) + " of a newer encoding")
+				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(store.PeerState{}, part, bad)))
+				stored := with(st, part, bad)
+				got, err := h.s.Peer(h.ctx, alice)
+				require.NoError(t, err, "the store does not decode")
+				require.Equal(t, stored, got)
+
+				check, calls := refusingCheck()
+				d, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, check)
+				require.NoError(t, err)
+				requirePeerDamage(t, damageOf(part, errRefused), d)
+				require.ElementsMatch(t, []checkCall{
+					{store.PeerSession, string(stored.Session)},
+					{store.PeerInitiation, string(stored.Initiation)},
+					{store.PeerPin, string(stored.Pin)},
+				}, *calls, "every part that opens is checked, once")
+
+				want := without(st, part)
+				if part == PartPin && pin != nil {
+					want.Pin = pin
+				}
+				after, err := h.s.Peer(h.ctx, alice)
+				require.NoError(t, err)
+				require.Equal(t, want, after, "only the refused part changed")
+				h.requireRestUnchanged(ms)
+
+				check, _ = refusingCheck()
+				again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, check)
+				require.NoError(t, err)
+				require.Equal(t, store.PeerDamage{}, again, "nothing left to discard")
+				after, err = h.s.Peer(h.ctx, alice)
+				require.NoError(t, err)
+				require.Equal(t, want, after)
+			})
+		}
+	}
+	t.Run("one part does not open, another is refused", func(t *testing.T) {
+		h := h.fresh(t)
+		st, ms := h.peerSetup()
+		require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Pin: []byte("bad pin")}))
+		v, err := NewKeyring(t).Seal(seal.RecordSession, store.AddressAD(alice), []byte("alice session"))
+		require.NoError(t, err)
+		h.tamper.SetPeerSealed(t, h.s, alice, PartSession, v)
+
+		check, calls := refusingCheck()
+		d, err := h.s.DiscardUnreadablePeer(h.ctx, alice, replacement, check)
+		require.NoError(t, err)
+		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrWrongKey, Pin: errRefused}, d)
+		require.ElementsMatch(t, []checkCall{{store.PeerInitiation, string(st.Initiation)}, {store.PeerPin, "bad pin"}}, *calls,
+			"a part that does not open is not checked")
+		after, err := h.s.Peer(h.ctx, alice)
+		require.NoError(t, err)
+		require.Equal(t, store.PeerState{Initiation: st.Initiation, Pin: replacement}, after)
+		h.requireRestUnchanged(ms)
+	})
+	t.Run("check accepts every part", func(t *testing.T) {
+		h := h.fresh(t)
+		st, ms := h.peerSetup()
+		check, calls := refusingCheck()
+		d, err := h.s.DiscardUnreadablePeer(h.ctx, alice, replacement, check)
+		require.NoError(t, err)
+		require.Equal(t, store.PeerDamage{}, d)
+		require.Len(t, *calls, 3)
+		after, err := h.s.Peer(h.ctx, alice)
+		require.NoError(t, err)
+		require.Equal(t, st, after, "a part the check accepts is never removed or replaced")
+		h.requireRestUnchanged(ms)
+	})
+	t.Run("unknown peer", func(t *testing.T) {
+		h := h.fresh(t)
+		check, calls := refusingCheck()
+		d, err := h.s.DiscardUnreadablePeer(h.ctx, aliceTwo, replacement, check)
+		require.NoError(t, err)
+		require.Equal(t, store.PeerDamage{}, d)
+		require.Empty(t, *calls, "nothing stored, nothing checked")
 	})
 }

@@ -99,6 +99,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, 
 		{"NegativeCursor", testNegativeCursor},
 		{"PeerUnreadable", testPeerUnreadable},
 		{"DiscardUnreadablePeer", testDiscardUnreadablePeer},
+		{"DiscardRefusedPeer", testDiscardRefusedPeer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, newHarness(t, open, tamper))
