@@ -84,24 +84,59 @@ func (s *peerStateSetup) setSealed(t *testing.T, table string, peer ids.DeviceAd
 	require.EqualValues(t, 1, n)
 }
 
-// peerDamage is one way of damaging a sealed peer row.
+// peerDamage is one way of damaging a sealed peer row; kr is the
+// keyring of the store holding it.
 type peerDamage struct {
 	name   string
-	damage func(t *testing.T, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte
+	damage func(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte
 	want   error
 }
 
 var peerDamages = []peerDamage{
-	{"bit flipped", func(t *testing.T, _ seal.RecordType, _ ids.DeviceAddress, v []byte) []byte {
+	{"bit flipped", func(t *testing.T, _ *seal.Keyring, _ seal.RecordType, _ ids.DeviceAddress, v []byte) []byte {
 		out := slices.Clone(v)
 		out[len(out)-1] ^= 0x10
 		return out
 	}, seal.ErrAuthentication},
-	{"under a key the keyring does not hold", func(t *testing.T, rt seal.RecordType, peer ids.DeviceAddress, _ []byte) []byte {
+	{"under a key the keyring does not hold", func(t *testing.T, _ *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, _ []byte) []byte {
 		v, err := newKeyring(t).Seal(rt, store.AddressAD(peer), []byte("restored from elsewhere"))
 		require.NoError(t, err)
 		return v
 	}, seal.ErrWrongKey},
+	// Opens, but does not decode: as a newer release would write it,
+	// correctly sealed under the row's record type and associated data.
+	{"sealed, of an unknown encoding version", func(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte {
+		pt, err := kr.Open(rt, store.AddressAD(peer), v)
+		require.NoError(t, err)
+		v, err = kr.Seal(rt, store.AddressAD(peer), newerEncoding(t, rt, pt))
+		require.NoError(t, err)
+		return v
+	}, session.ErrMalformedState},
+}
+
+// newerEncoding returns pt, the plaintext of a part of rt, recoded as an
+// encoding version this release does not read: a session record (4-byte
+// magic, then the version byte, 1 to 4 today) of version 5, a pin
+// (version byte first) of version 2, an initiation marker one byte
+// longer than an initiation id.
+func newerEncoding(t *testing.T, rt seal.RecordType, pt []byte) []byte {
+	t.Helper()
+	pt = slices.Clone(pt)
+	switch rt {
+	case seal.RecordSession:
+		require.Equal(t, "SMSS", string(pt[:4]))
+		require.True(t, pt[4] >= 1 && pt[4] <= 4, "a version this release writes, not %d", pt[4])
+		pt[4] = 5
+	case seal.RecordIdentityPin:
+		require.EqualValues(t, 1, pt[0], "the current version")
+		pt[0] = 2
+	case seal.RecordSessionInitiation:
+		require.Len(t, pt, len(session.InitiationID{}))
+		pt = append(pt, 2)
+	default:
+		t.Fatalf("record type %v is not a peer part", rt)
+	}
+	return pt
 }
 
 // peerParts are the parts a test damages: table, record type, the peer
@@ -150,7 +185,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 			t.Run(part.table+"/"+dmg.name, func(t *testing.T) {
 				s := newPeerStateSetup(t)
 				target := part.peer
-				s.setSealed(t, part.table, target, dmg.damage(t, part.rt, target, s.sealedOf(t, part.table, target)))
+				s.setSealed(t, part.table, target, dmg.damage(t, s.a.kr, part.rt, target, s.sealedOf(t, part.table, target)))
 				s.a.reopen() // the running client caches the peer as it was
 
 				// Every call for the target fails with the sentinel and
@@ -592,5 +627,113 @@ func TestForgottenKeyPeerStateBothStores(t *testing.T) {
 			require.Contains(t, receivedTexts(t, a.poll()), "reply")
 			require.Zero(t, a.count(&bob))
 		})
+	}
+}
+
+// TestUndecodablePeerStateBothStores: on either store, a session or pin
+// of bob that opens but is of an encoding this release does not read (as
+// a newer release wrote it before a downgrade), alone or both, fails a
+// send with ErrPeerStateUnreadable naming exactly those parts (matching
+// session.ErrMalformedState) and hands nothing off; the discard removes
+// exactly them (the pin replaced by the placeholder), keeps every part
+// that decodes, and the conversation goes on.
+func TestUndecodablePeerStateBothStores(t *testing.T) {
+	for _, kind := range bothStores {
+		for _, tc := range []struct {
+			name         string
+			session, pin bool
+		}{
+			{"session", true, false},
+			{"pin", false, true},
+			{"session and pin", true, true},
+		} {
+			t.Run(string(kind)+"/"+tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				net, a, b := openPair(t, kind)
+				a.send(bob, "first")
+				require.Equal(t, []string{"first"}, messages(t, b.poll()))
+				require.Len(t, acks(a.poll()), 1)
+				before, err := a.st.Peer(ctx, bob)
+				require.NoError(t, err)
+				require.NotNil(t, before.Session)
+				require.NotNil(t, before.Pin)
+
+				// The store seals what it is given: a correctly sealed
+				// record that does not decode.
+				var newer store.PeerState
+				if tc.session {
+					newer.Session = newerEncoding(t, seal.RecordSession, before.Session)
+				}
+				if tc.pin {
+					newer.Pin = newerEncoding(t, seal.RecordIdentityPin, before.Pin)
+				}
+				require.NoError(t, a.st.SavePeer(ctx, bob, newer))
+				c, err := client.Open(ctx, a.config()) // a restart: nothing cached
+				require.NoError(t, err)
+				a.c = c
+
+				net.ResetCalls()
+				_, err = a.c.Send(ctx, bob, []byte("second"))
+				require.ErrorIs(t, err, client.ErrMessageNotSent)
+				require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
+				require.ErrorIs(t, err, session.ErrMalformedState)
+				var pe *client.PeerStateUnreadableError
+				require.ErrorAs(t, err, &pe)
+				require.Equal(t, bob, pe.Peer)
+				requireNamed := func(d client.DiscardedPeerState) {
+					t.Helper()
+					for _, p := range []struct {
+						damaged bool
+						cause   error
+					}{{tc.session, d.Session}, {false, d.Initiation}, {tc.pin, d.Pin}} {
+						if p.damaged {
+							require.ErrorIs(t, p.cause, session.ErrMalformedState)
+						} else {
+							require.NoError(t, p.cause)
+						}
+					}
+				}
+				requireNamed(pe.Damage)
+				require.Empty(t, net.Calls(), "nothing handed off or fetched")
+
+				got, err := a.c.DiscardUnreadablePeerState(ctx, bob)
+				require.NoError(t, err)
+				requireNamed(got)
+				after, err := a.st.Peer(ctx, bob)
+				require.NoError(t, err)
+				if tc.session {
+					require.Nil(t, after.Session, "the undecodable session is removed")
+				} else {
+					require.Equal(t, before.Session, after.Session, "a session that decodes is kept")
+				}
+				if tc.pin {
+					pin, err := session.UnmarshalPin(after.Pin)
+					require.NoError(t, err)
+					require.True(t, client.PinDiscarded(pin.Identity), "the undecodable pin is replaced by the placeholder")
+				} else {
+					require.Equal(t, before.Pin, after.Pin, "a pin that decodes is kept")
+				}
+				require.Equal(t, before.Initiation, after.Initiation)
+				again, err := a.c.DiscardUnreadablePeerState(ctx, bob)
+				require.NoError(t, err)
+				require.Equal(t, client.DiscardedPeerState{}, again)
+
+				net.ResetCalls()
+				_, err = a.c.Send(ctx, bob, []byte("third"))
+				if tc.pin {
+					require.ErrorIs(t, err, client.ErrIdentityChanged)
+					require.Zero(t, sendsTo(net.Calls(), bob))
+					require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+				} else {
+					require.NoError(t, err)
+					require.Contains(t, ops(net.Calls()), transport.OpFetch, "a new session, from a fetched bundle")
+				}
+				a.retry(bob)
+				require.Subset(t, receivedTexts(t, b.poll()), []string{"second", "third"})
+				b.send(alice, "reply")
+				require.Contains(t, receivedTexts(t, a.poll()), "reply")
+				require.Zero(t, a.count(&bob))
+			})
+		}
 	}
 }
