@@ -12,15 +12,20 @@ import (
 
 // ErrPeerStateUnreadable means the session, unanswered initiation or
 // identity pin stored for a remote device does not open (damaged, tampered
-// with, sealed with a key the keyring no longer holds). Every call that
-// loads that device's state fails with it, wrapped with the seal cause
-// (errors.Is matches seal.ErrAuthentication, seal.ErrWrongKey, ...) and a
-// *PeerStateUnreadableError (errors.As) saying which parts: Send and
-// SendToDevices (the message is stored pending all the same, matching
+// with, sealed with a key the keyring no longer holds), or opens but does
+// not decode (a record of an encoding version this release does not read,
+// written by a newer one before a downgrade, say). Every call that loads
+// that device's state fails with it, wrapped with the cause (errors.Is
+// matches seal.ErrAuthentication, seal.ErrWrongKey, ... for a part that
+// does not open, session.ErrMalformedState for one that does not decode)
+// and a *PeerStateUnreadableError (errors.As) saying which parts: Send
+// and SendToDevices (the message is stored pending all the same, matching
 // ErrMessageNotSent too), RetryPendingMessages, Receive of that device's
 // envelopes and AcceptRemoteIdentityChange. Other devices are unaffected.
-// The remedy is DiscardUnreadablePeerState, which removes only the parts
-// that do not open. It is store.ErrPeerUnreadable.
+// If some part does not open, the error names only the parts that do not
+// open (the others are not decoded). The remedy is
+// DiscardUnreadablePeerState, which removes, at once, every part that
+// does not open or does not decode, and only those. It is store.ErrPeerUnreadable.
 var ErrPeerStateUnreadable = store.ErrPeerUnreadable
 
 // PeerStateUnreadableError says which parts of a remote device's stored
@@ -29,9 +34,9 @@ var ErrPeerStateUnreadable = store.ErrPeerUnreadable
 type PeerStateUnreadableError = store.PeerUnreadableError
 
 // DiscardedPeerState says what DiscardUnreadablePeerState removed: each
-// field is the cause of a part it removed (matching one seal sentinel, as
-// for ErrPeerStateUnreadable), nil for a part it kept (it opened, or was
-// absent). It is store.PeerDamage; Damaged reports whether anything was
+// field is the cause of a part it removed (matching one seal sentinel or
+// session.ErrMalformedState, as for ErrPeerStateUnreadable), nil for a
+// part it kept (it opened and decoded, or was absent). It is store.PeerDamage; Damaged reports whether anything was
 // removed.
 type DiscardedPeerState = store.PeerDamage
 
@@ -59,9 +64,12 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 }
 
 // DiscardUnreadablePeerState removes, in one storage transaction, the
-// parts of remote's stored state that do not open (see
-// ErrPeerStateUnreadable) and never a part that opens, and returns which
-// it removed. After it, calls for remote work again: a send or retry
+// parts of remote's stored state that do not open or that open but do not
+// decode (see ErrPeerStateUnreadable), never a part that opens and
+// decodes, and returns which it removed. The decoding is the one every
+// call loading remote's state does, run inside that transaction on the
+// values it removes or keeps, so a part it keeps is one those calls
+// accept. After it, calls for remote work again: a send or retry
 // starts a new session if the session was removed (fetching remote's
 // bundle), and remote can start one by an initiation. Pending messages to
 // remote are kept, for RetryPendingMessages; inbound bookkeeping and every
@@ -77,13 +85,13 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // true, and nothing is sent to or accepted from remote until
 // AcceptRemoteIdentityChange. The application should show remote as
 // unverified and have the user compare fingerprints before accepting. A
-// session that opened is kept in the store but not used while the pin
+// session that was kept stays in the store but is not used while the pin
 // trusts no identity (its states are of another identity than the pin's:
 // see session.Session.Trusting): the identity must be accepted first, and
 // envelopes remote sent on that session no longer decrypt.
 //
-// If every part opens (or remote has no state) it removes nothing and
-// returns the zero DiscardedPeerState with no error, so that a repeated
+// If every part opens and decodes (or remote has no state) it removes
+// nothing and returns the zero DiscardedPeerState with no error, so that a repeated
 // call is harmless. Returns ErrNotInitialized before Initialize,
 // ErrInvalidArgument for a malformed address, and the store's error (then
 // nothing was removed).
