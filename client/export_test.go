@@ -10,3 +10,7 @@ const MaxBody = maxBody
 func EncodeLocal(id *session.Identity, pk *session.Prekeys) ([]byte, error) {
 	return encodeLocal(id, pk)
 }
+
+// CheckPeerPart is checkPeerPart, the check DiscardUnreadablePeerState
+// gives the store.
+var CheckPeerPart = checkPeerPart

@@ -105,13 +105,19 @@ var peerDamages = []peerDamage{
 	}, seal.ErrWrongKey},
 	// Opens, but does not decode: as a newer release would write it,
 	// correctly sealed under the row's record type and associated data.
-	{"sealed, of an unknown encoding version", func(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte {
-		pt, err := kr.Open(rt, store.AddressAD(peer), v)
-		require.NoError(t, err)
-		v, err = kr.Seal(rt, store.AddressAD(peer), newerEncoding(t, rt, pt))
-		require.NoError(t, err)
-		return v
-	}, session.ErrMalformedState},
+	{"sealed, of an unknown encoding version", resealNewer, session.ErrMalformedState},
+}
+
+// resealNewer opens v, the sealed value of a part of rt of peer's row,
+// and seals it again with kr for the same row as an encoding version this
+// release does not read (see newerEncoding).
+func resealNewer(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte {
+	t.Helper()
+	pt, err := kr.Open(rt, store.AddressAD(peer), v)
+	require.NoError(t, err)
+	v, err = kr.Seal(rt, store.AddressAD(peer), newerEncoding(t, rt, pt))
+	require.NoError(t, err)
+	return v
 }
 
 // newerEncoding returns pt, the plaintext of a part of rt, recoded as an
@@ -736,4 +742,88 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCheckPeerPart: the check DiscardUnreadablePeerState gives the store
+// accepts every part the client writes (a session, also a retired one, a
+// pin, an initiation marker) and refuses, with session.ErrMalformedState,
+// each encoding it does not read; a part it does not know is refused as
+// an invalid argument.
+func TestCheckPeerPart(t *testing.T) {
+	ctx := context.Background()
+	s := newPeerStateSetup(t)
+	st, err := s.a.st.Peer(ctx, dave) // initiating: all three parts
+	require.NoError(t, err)
+	require.NotNil(t, st.Initiation)
+	sess, err := session.UnmarshalSession(st.Session)
+	require.NoError(t, err)
+	retired, err := sess.Retire().MarshalBinary()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		part  store.PeerPart
+		value []byte
+		want  error
+	}{
+		{"session", store.PeerSession, st.Session, nil},
+		{"retired session", store.PeerSession, retired, nil},
+		{"initiation", store.PeerInitiation, st.Initiation, nil},
+		{"pin", store.PeerPin, st.Pin, nil},
+		{"session of a newer version", store.PeerSession, newerEncoding(t, seal.RecordSession, st.Session), session.ErrMalformedState},
+		{"pin of a newer version", store.PeerPin, newerEncoding(t, seal.RecordIdentityPin, st.Pin), session.ErrMalformedState},
+		{"longer initiation marker", store.PeerInitiation, newerEncoding(t, seal.RecordSessionInitiation, st.Initiation), session.ErrMalformedState},
+		{"shorter initiation marker", store.PeerInitiation, st.Initiation[:15], session.ErrMalformedState},
+		{"empty session", store.PeerSession, []byte{}, session.ErrMalformedState},
+		{"pin in the session", store.PeerSession, st.Pin, session.ErrMalformedState},
+		{"session in the pin", store.PeerPin, st.Session, session.ErrMalformedState},
+		{"unknown part", store.PeerPart(0), st.Session, client.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := client.CheckPeerPart(tc.part, tc.value)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+}
+
+// TestDiscardRemovesUndecodableBehindUnopened: bob's pin does not open
+// and his session opens but does not decode. The error names the pin
+// only (nothing is decoded while a part does not open); the one discard
+// removes both, every other row is unchanged, and the device works again
+// once its identity is accepted.
+func TestDiscardRemovesUndecodableBehindUnopened(t *testing.T) {
+	s := newPeerStateSetup(t)
+	pin := s.sealedOf(t, "identity_pin", bob)
+	pin[len(pin)-1] ^= 0x01
+	s.setSealed(t, "identity_pin", bob, pin)
+	s.setSealed(t, "session", bob, resealNewer(t, s.a.kr, seal.RecordSession, bob, s.sealedOf(t, "session", bob)))
+	s.a.reopen()
+
+	_, err := s.a.c.Send(s.ctx, bob, []byte("after damage"))
+	requireUnreadablePeer(t, err, bob, "identity_pin", seal.ErrAuthentication)
+	before := dumpTables(t, s.a.sql.DB())
+
+	got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, bob)
+	require.NoError(t, err)
+	require.ErrorIs(t, got.Pin, seal.ErrAuthentication)
+	require.ErrorIs(t, got.Session, session.ErrMalformedState)
+	require.NoError(t, got.Initiation)
+	after := dumpTables(t, s.a.sql.DB())
+	for table, rows := range before {
+		if table != "session" && table != "identity_pin" {
+			require.Equal(t, rows, after[table], "%s unchanged", table)
+		}
+	}
+	requireRowsBut(t, before["session"], after["session"], bob)
+	require.Len(t, after["session"], len(before["session"])-1, "the undecodable session is deleted")
+	requireRowsBut(t, before["identity_pin"], after["identity_pin"], bob)
+
+	_, err = s.a.c.Send(s.ctx, bob, []byte("after discard"))
+	require.ErrorIs(t, err, client.ErrIdentityChanged)
+	require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, bob))
+	s.a.retry(bob)
+	require.Subset(t, receivedTexts(t, s.b.poll()), []string{"pending to bob", "after damage", "after discard"})
 }
