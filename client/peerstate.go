@@ -25,7 +25,8 @@ import (
 // If some part does not open, the error names only the parts that do not
 // open (the others are not decoded). The remedy is
 // DiscardUnreadablePeerState, which removes, at once, every part that
-// does not open or does not decode, and only those. It is store.ErrPeerUnreadable.
+// does not open or does not decode, and only those. It is
+// store.ErrPeerUnreadable.
 var ErrPeerStateUnreadable = store.ErrPeerUnreadable
 
 // PeerStateUnreadableError says which parts of a remote device's stored
@@ -36,8 +37,8 @@ type PeerStateUnreadableError = store.PeerUnreadableError
 // DiscardedPeerState says what DiscardUnreadablePeerState removed: each
 // field is the cause of a part it removed (matching one seal sentinel or
 // session.ErrMalformedState, as for ErrPeerStateUnreadable), nil for a
-// part it kept (it opened and decoded, or was absent). It is store.PeerDamage; Damaged reports whether anything was
-// removed.
+// part it kept (it opened and decoded, or was absent). It is
+// store.PeerDamage; Damaged reports whether anything was removed.
 type DiscardedPeerState = store.PeerDamage
 
 // discardedPinIdentity is the identity a discarded pin is replaced with:
@@ -91,8 +92,8 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // envelopes remote sent on that session no longer decrypt.
 //
 // If every part opens and decodes (or remote has no state) it removes
-// nothing and returns the zero DiscardedPeerState with no error, so that a repeated
-// call is harmless. Returns ErrNotInitialized before Initialize,
+// nothing and returns the zero DiscardedPeerState with no error, so that
+// a repeated call is harmless. Returns ErrNotInitialized before Initialize,
 // ErrInvalidArgument for a malformed address, and the store's error (then
 // nothing was removed).
 func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (DiscardedPeerState, error) {

@@ -428,8 +428,9 @@ func (d PeerDamage) causes() ([]string, []error) {
 }
 
 // PeerUnreadableError reports that parts of Peer's stored state do not
-// open or do not decode (see PeerDamage). errors.Is matches ErrPeerUnreadable and each damaged part's cause;
-// errors.As gives Peer and Damage.
+// open or do not decode (see PeerDamage). errors.Is matches
+// ErrPeerUnreadable and each damaged part's cause; errors.As gives Peer
+// and Damage.
 type PeerUnreadableError struct {
 	Peer   ids.DeviceAddress
 	Damage PeerDamage
