@@ -2,7 +2,6 @@ package migration_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"ariga.io/atlas/sql/sqlite"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/victimdb"
 	"github.com/securemsg/storage/migration"
 )
 
@@ -221,24 +221,14 @@ func TestReplayIsConfined(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			victim := filepath.Join(dir, "victim.db")
-			conn, err := sql.Open("sqlite3", victim)
-			require.NoError(t, err)
-			exec(t, conn, "CREATE TABLE peers (x INTEGER)", "INSERT INTO peers VALUES (1)")
-			require.NoError(t, conn.Close())
+			victim := victimdb.New(t)
+			dir := filepath.Dir(victim)
 
 			files := replayFiles(t, map[string]string{"1_a.sql": tt.file(dir, victim)})
-			err = migration.Replay(ctx, files, func(context.Context, *sqlclient.Client, *migration.ReplayedFile) error { return nil })
+			err := migration.Replay(ctx, files, func(context.Context, *sqlclient.Client, *migration.ReplayedFile) error { return nil })
 			require.Error(t, err)
 			require.Regexp(t, "not authorized|authorization denied", err.Error())
-			require.Equal(t, []string{"victim.db"}, dirNames(t, dir), "no file created")
-			conn, err = sql.Open("sqlite3", "file:"+victim+"?mode=ro")
-			require.NoError(t, err)
-			defer conn.Close()
-			var n int
-			require.NoError(t, conn.QueryRow("SELECT count(*) FROM peers").Scan(&n))
-			require.Equal(t, 1, n, "the other database is untouched")
+			victimdb.RequireUntouched(t, victim)
 		})
 	}
 }
