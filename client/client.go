@@ -60,7 +60,9 @@ var (
 	ErrMessageNotSent = errors.New("client: message not sent")
 	// ErrIdentityChanged means the remote device shows another identity
 	// than the pinned one; nothing is sent to it or accepted from it until
-	// AcceptRemoteIdentityChange. It is session.ErrIdentityChanged.
+	// AcceptRemoteIdentityChange or DeclineRemoteIdentityChange, given the
+	// identity the user verified (the *session.IdentityChangedError's
+	// Observed). It is session.ErrIdentityChanged.
 	ErrIdentityChanged = session.ErrIdentityChanged
 	// ErrAlreadyInitialized means Initialize was called on a client that
 	// has an identity for another address.

@@ -476,3 +476,34 @@ func (d *device) requireNoSession(peer ids.DeviceAddress, after string) {
 	require.False(d.tb, sess, "%s: %s keeps a session with %s", after, d.addr, peer)
 	require.False(d.tb, init, "%s: %s keeps an initiation to %s", after, d.addr, peer)
 }
+
+// recordedChange returns the identity change recorded for remote in d's
+// store: the identity a user is shown (IdentityChangedError.Observed) and
+// verifies before accepting it.
+func (d *device) recordedChange(remote ids.DeviceAddress) session.PublicIdentity {
+	d.tb.Helper()
+	st, err := d.st.Peer(context.Background(), remote)
+	require.NoError(d.tb, err)
+	require.NotNil(d.tb, st.Pin, "no pin for %s", remote)
+	pin, err := session.UnmarshalPin(st.Pin)
+	require.NoError(d.tb, err)
+	require.NotNil(d.tb, pin.Changed, "no identity change recorded for %s", remote)
+	return *pin.Changed
+}
+
+// acceptChange accepts the identity change recorded for remote, as a user
+// who verified it.
+func (d *device) acceptChange(remote ids.DeviceAddress) error {
+	return d.c.AcceptRemoteIdentityChange(context.Background(), remote, d.recordedChange(remote))
+}
+
+// pinnedIdentity returns the identity d's pin for remote trusts.
+func (d *device) pinnedIdentity(remote ids.DeviceAddress) session.PublicIdentity {
+	d.tb.Helper()
+	st, err := d.st.Peer(context.Background(), remote)
+	require.NoError(d.tb, err)
+	require.NotNil(d.tb, st.Pin, "no pin for %s", remote)
+	pin, err := session.UnmarshalPin(st.Pin)
+	require.NoError(d.tb, err)
+	return pin.Identity
+}

@@ -73,7 +73,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			require.Equal(t, client.Abandoned, a.abandon(bob, m2))
 			require.Empty(t, net.Calls())
 
-			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+			require.NoError(t, a.acceptChange(bob))
 			a.requireNoSession(bob, "accepting the change")
 			net.ResetCalls()
 			require.Equal(t, []ids.LogicalMessageID{m1, m3}, a.retry(bob))
@@ -122,7 +122,7 @@ func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
 			_, err := z.c.Poll(ctx)
 			require.ErrorIs(t, err, client.ErrIdentityChanged)
 			require.Equal(t, client.Abandoned, z.abandon(bob, m2))
-			require.NoError(t, z.c.AcceptRemoteIdentityChange(ctx, bob))
+			require.NoError(t, z.acceptChange(bob))
 			require.Equal(t, []ids.LogicalMessageID{m1, m3}, z.retry(bob))
 
 			// bob's initiation wins: zed's envelopes are rejected.
@@ -162,7 +162,7 @@ func TestSendSeesIdentityChangeInBundle(t *testing.T) {
 			b2.send(alice, "hello from the second device")
 			_, err := a.c.Poll(ctx)
 			require.ErrorIs(t, err, client.ErrIdentityChanged)
-			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+			require.NoError(t, a.acceptChange(bob))
 			a.requireNoSession(bob, "accepting the change")
 
 			mustOpenKind(t, kind, net, bob) // third identity, published before alice sends

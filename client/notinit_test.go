@@ -8,6 +8,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -44,7 +45,8 @@ func TestNotInitialized(t *testing.T) {
 				{"Send", func() error { _, err := c.Send(ctx, bob, []byte("x")); return err }},
 				{"Receive", func() error { _, err := c.Receive(ctx, []byte{1, 2, 3}); return err }},
 				{"Poll", func() error { _, err := c.Poll(ctx); return err }},
-				{"AcceptRemoteIdentityChange", func() error { return c.AcceptRemoteIdentityChange(ctx, bob) }},
+				{"AcceptRemoteIdentityChange", func() error { return c.AcceptRemoteIdentityChange(ctx, bob, session.PublicIdentity{}) }},
+				{"DeclineRemoteIdentityChange", func() error { return c.DeclineRemoteIdentityChange(ctx, bob, session.PublicIdentity{}) }},
 				{"Address", func() error { _, err := c.Address(); return err }},
 			}
 			for _, tc := range calls {

@@ -200,7 +200,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				s.net.ResetCalls()
 				_, err := s.a.c.RetryPendingMessages(s.ctx, target)
 				requireUnreadablePeer(t, err, target, part.table, dmg.want)
-				err = s.a.c.AcceptRemoteIdentityChange(s.ctx, target)
+				err = s.a.c.AcceptRemoteIdentityChange(s.ctx, target, session.PublicIdentity{})
 				requireUnreadablePeer(t, err, target, part.table, dmg.want)
 				if target == bob {
 					_, err = s.a.c.Receive(s.ctx, s.fromBobBefore)
@@ -261,7 +261,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 					_, err := s.a.c.Send(s.ctx, target, []byte("after discard"))
 					require.ErrorIs(t, err, client.ErrIdentityChanged)
 					require.ErrorIs(t, err, client.ErrMessageNotSent)
-					require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, target))
+					require.NoError(t, s.a.acceptChange(target))
 				} else {
 					s.a.send(target, "after discard")
 				}
@@ -375,7 +375,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 		requireDiscardedChange(t, err, s)
 		require.Zero(t, sendsTo(s.net.Calls(), bob))
 
-		require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, bob))
+		require.NoError(t, s.a.acceptChange(bob))
 		sent := s.a.retry(bob)
 		require.Len(t, sent, 2)
 		texts := receivedTexts(t, s.b.poll())
@@ -399,7 +399,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 		_, err = s.a.c.Receive(s.ctx, envs[0])
 		requireDiscardedChange(t, err, s)
 
-		require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, bob))
+		require.NoError(t, s.a.acceptChange(bob))
 		res, err := s.a.c.Receive(s.ctx, envs[0])
 		require.NoError(t, err)
 		require.Equal(t, []string{"bob again"}, receivedTexts(t, []client.ReceiveResult{res}))
@@ -546,7 +546,7 @@ func TestDiscardRacesSendAndReceive(t *testing.T) {
 	require.Empty(t, errs)
 	require.Empty(t, received, "no envelope of the session held is taken: before the discard the pin does not open, after it trusts no identity")
 
-	require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, bob))
+	require.NoError(t, s.a.acceptChange(bob))
 
 	s.a.retry(bob)
 	texts := receivedTexts(t, s.b.poll())
@@ -625,7 +625,7 @@ func TestForgottenKeyPeerStateBothStores(t *testing.T) {
 			require.ErrorAs(t, err, &ic)
 			require.True(t, client.PinDiscarded(ic.Pinned))
 			require.Zero(t, sendsTo(net.Calls(), bob))
-			require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+			require.NoError(t, a.acceptChange(bob))
 			sent := a.retry(bob)
 			require.Len(t, sent, 2)
 			require.ElementsMatch(t, []string{"second", "third"}, receivedTexts(t, b.poll()))
@@ -729,7 +729,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 				if tc.pin {
 					require.ErrorIs(t, err, client.ErrIdentityChanged)
 					require.Zero(t, sendsTo(net.Calls(), bob))
-					require.NoError(t, a.c.AcceptRemoteIdentityChange(ctx, bob))
+					require.NoError(t, a.acceptChange(bob))
 				} else {
 					require.NoError(t, err)
 					require.Contains(t, ops(net.Calls()), transport.OpFetch, "a new session, from a fetched bundle")
@@ -823,7 +823,7 @@ func TestDiscardRemovesUndecodableBehindUnopened(t *testing.T) {
 
 	_, err = s.a.c.Send(s.ctx, bob, []byte("after discard"))
 	require.ErrorIs(t, err, client.ErrIdentityChanged)
-	require.NoError(t, s.a.c.AcceptRemoteIdentityChange(s.ctx, bob))
+	require.NoError(t, s.a.acceptChange(bob))
 	s.a.retry(bob)
 	require.Subset(t, receivedTexts(t, s.b.poll()), []string{"pending to bob", "after damage", "after discard"})
 }

@@ -40,7 +40,7 @@ func TestSessionRollbackAfterAcceptedIdentityChange(t *testing.T) {
 			a2.send(bob, "new device")
 			_, err := b.c.Poll(ctx)
 			require.ErrorIs(t, err, client.ErrIdentityChanged)
-			require.NoError(t, b.c.AcceptRemoteIdentityChange(ctx, alice))
+			require.NoError(t, b.acceptChange(alice))
 
 			// The database writer's rollback of the one session row.
 			_, err = b.sql.DB().ExecContext(ctx, "UPDATE session SET sealed = ? WHERE user_id = ? AND device_id = ?", old, alice.UserID, alice.DeviceID)

@@ -398,22 +398,72 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 	}
 }
 
-// AcceptRemoteIdentityChange trusts the new identity recorded for remote
-// (see ErrIdentityChanged): the pin moves to it and the sessions with the
-// old identity are dropped, so the next send or retry starts a session with
+// AcceptRemoteIdentityChange trusts observed, the new identity recorded
+// for remote (IdentityChangedError.Observed, see ErrIdentityChanged), as
+// the user verified it: the pin moves to it and the sessions with the old
+// identity are dropped, so the next send or retry starts a session with
 // the new one. The base keys of the old identity's initiations are kept
 // (session.Session.Retire), so a replay of one fails with
 // session.ErrReplay instead of being reported as an identity change back
-// to the old key. Pending messages are kept. Returns ErrNotInitialized before
-// Initialize, ErrInvalidArgument for a malformed address,
-// ErrPeerStateUnreadable if remote's stored state does not open, and an
-// error matching session.ErrNoIdentityChange if no change is recorded.
-func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress) error {
+// to the old key. Pending messages are kept.
+//
+// observed must be the identity recorded now: if another change replaced
+// the one the user was shown (an injected initiation, a directory's
+// bundle), nothing changes and the error is an *IdentityChangedError
+// naming the identity recorded now, for the user to verify again. Returns
+// ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
+// address, ErrPeerStateUnreadable if remote's stored state does not open,
+// and an error matching session.ErrNoIdentityChange if no change is
+// recorded.
+func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
+	return c.settleIdentityChange(ctx, "accept", remote, func(p *peer) (store.PeerState, error) {
+		if err := p.pin.Accept(observed); err != nil {
+			return store.PeerState{}, err
+		}
+		pin, err := p.pin.MarshalBinary()
+		if err != nil {
+			return store.PeerState{}, err
+		}
+		// Drop the old identity's sessions and initiation in the same
+		// transaction, keeping only what recognises replays of its
+		// initiations.
+		sess := []byte{}
+		if p.sess != nil {
+			if sess, err = p.sess.Retire().MarshalBinary(); err != nil {
+				return store.PeerState{}, err
+			}
+		}
+		return store.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}, nil
+	})
+}
+
+// DeclineRemoteIdentityChange refuses observed, the new identity recorded
+// for remote: the change is forgotten and the pinned identity trusted as
+// before, with its session, so the pinned device is no longer blocked by
+// a change the user refused (or one an attacker injected: any initiation
+// claiming remote's address records one). If the identity is seen again
+// it is reported again. Errors as AcceptRemoteIdentityChange.
+func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
+	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (store.PeerState, error) {
+		if err := p.pin.Decline(observed); err != nil {
+			return store.PeerState{}, err
+		}
+		pin, err := p.pin.MarshalBinary()
+		if err != nil {
+			return store.PeerState{}, err
+		}
+		return store.PeerState{Pin: pin}, nil
+	})
+}
+
+// settleIdentityChange runs settle on remote's stored state under the send
+// mutex and saves what it returns.
+func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (store.PeerState, error)) error {
 	if err := c.checkInitialized(); err != nil {
 		return err
 	}
 	if err := store.ValidateAddress(remote); err != nil {
-		return fmt.Errorf("client: accept identity change: %w", err)
+		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -421,28 +471,17 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 	defer c.forget(remote)
 	p, err := c.loadPeer(ctx, remote)
 	if err != nil {
-		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
 	}
 	if p.pin == nil {
-		return fmt.Errorf("client: accept identity change of %s: %w", remote, session.ErrNoIdentityChange)
+		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, session.ErrNoIdentityChange)
 	}
-	if err := p.pin.Accept(); err != nil {
-		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
-	}
-	pin, err := p.pin.MarshalBinary()
+	st, err := settle(p)
 	if err != nil {
-		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
 	}
-	// Drop the old identity's sessions and initiation in the same
-	// transaction, keeping only what recognises replays of its initiations.
-	sess := []byte{}
-	if p.sess != nil {
-		if sess, err = p.sess.Retire().MarshalBinary(); err != nil {
-			return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
-		}
-	}
-	if err := c.cfg.Store.SavePeer(ctx, remote, store.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}); err != nil {
-		return fmt.Errorf("client: accept identity change of %s: %w", remote, err)
+	if err := c.cfg.Store.SavePeer(ctx, remote, st); err != nil {
+		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
 	}
 	return nil
 }

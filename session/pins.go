@@ -10,7 +10,7 @@ const pinVersion = 1
 
 // Pin is the trust-on-first-use record of one remote device's identity. The
 // first identity seen is pinned; a different one is recorded in Changed and
-// blocked (Check fails) until the user accepts it. Pin is a pure value: the
+// blocked (Check fails) until the user accepts or declines it. Pin is a pure value: the
 // caller loads it, calls Check or Accept, and saves it (sealed) again.
 type Pin struct {
 	Address  ids.DeviceAddress
@@ -55,14 +55,40 @@ func (p *Pin) Check(seen PublicIdentity) error {
 	return &IdentityChangedError{Address: p.Address, Pinned: p.Identity, Observed: seen}
 }
 
-// Accept makes the recorded changed identity the pinned one. Without a
-// recorded change it returns ErrNoIdentityChange and changes nothing.
-func (p *Pin) Accept() error {
-	if p.Changed == nil {
-		return fmt.Errorf("%w: %s", ErrNoIdentityChange, p.Address)
+// Accept makes the recorded changed identity the pinned one, if it is
+// expected: the identity the user verified (compared fingerprints of).
+// Without a recorded change it returns ErrNoIdentityChange; if the
+// recorded change is another identity (a later one replaced what the user
+// saw) it returns an *IdentityChangedError naming the one recorded now.
+// Either way it changes nothing.
+func (p *Pin) Accept(expected PublicIdentity) error {
+	if err := p.checkChange(expected); err != nil {
+		return err
 	}
 	p.Identity = *p.Changed
 	p.Changed = nil
+	return nil
+}
+
+// Decline forgets the recorded changed identity, if it is expected, and
+// keeps trusting the pinned one: a change the user refused (or that an
+// attacker injected) no longer blocks the pinned device. Errors as Accept.
+func (p *Pin) Decline(expected PublicIdentity) error {
+	if err := p.checkChange(expected); err != nil {
+		return err
+	}
+	p.Changed = nil
+	return nil
+}
+
+// checkChange returns nil if the recorded change is expected.
+func (p *Pin) checkChange(expected PublicIdentity) error {
+	if p.Changed == nil {
+		return fmt.Errorf("%w: %s", ErrNoIdentityChange, p.Address)
+	}
+	if !p.Changed.Equal(expected) {
+		return &IdentityChangedError{Address: p.Address, Pinned: p.Identity, Observed: *p.Changed}
+	}
 	return nil
 }
 

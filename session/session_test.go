@@ -422,6 +422,20 @@ func TestStateRoundTripMidConversation(t *testing.T) {
 	require.Equal(t, "from carol", string(pt))
 }
 
+// TestPinDecline: a declined change is forgotten and the pinned identity
+// trusted as before; a later change is recorded again.
+func TestPinDecline(t *testing.T) {
+	bob := newDevice(t, "bob", 1, 1)
+	mallory := newDevice(t, "bob", 1, 1)
+	pin := session.NewPin(bob.addr, bob.id.Public())
+	require.ErrorIs(t, pin.Check(mallory.id.Public()), session.ErrIdentityChanged)
+	require.NoError(t, pin.Decline(mallory.id.Public()))
+	require.Nil(t, pin.Changed)
+	require.Equal(t, bob.id.Public(), pin.Identity)
+	require.NoError(t, pin.Check(bob.id.Public()))
+	require.ErrorIs(t, pin.Check(mallory.id.Public()), session.ErrIdentityChanged, "a declined identity seen again is a change again")
+}
+
 func TestIdentityChangeBlockedUntilAccepted(t *testing.T) {
 	alice := newDevice(t, "alice", 1, 1)
 	bob := newDevice(t, "bob", 1, 1)
@@ -454,12 +468,24 @@ func TestIdentityChangeBlockedUntilAccepted(t *testing.T) {
 	require.ErrorIs(t, loaded.Check(newBundle.Identity), session.ErrIdentityChanged)
 	require.NoError(t, loaded.Check(bob.id.Public()), "the old identity is still trusted")
 
-	require.NoError(t, loaded.Accept())
+	// Only the identity the user verified is accepted: a later change
+	// that replaced it is refused, and nothing changes.
+	mallory := newDevice(t, "bob", 1, 1)
+	before := loaded
+	err = loaded.Accept(mallory.id.Public())
+	require.ErrorAs(t, err, &changed)
+	require.Equal(t, bob2.id.Public(), changed.Observed, "the error names the change recorded now")
+	require.Equal(t, before, loaded)
+	require.ErrorIs(t, loaded.Decline(mallory.id.Public()), session.ErrIdentityChanged)
+	require.Equal(t, before, loaded)
+
+	require.NoError(t, loaded.Accept(bob2.id.Public()))
 	require.Nil(t, loaded.Changed)
 	require.NoError(t, loaded.Check(newBundle.Identity))
 	require.ErrorIs(t, loaded.Check(bob.id.Public()), session.ErrIdentityChanged, "the old identity is now the changed one")
 	loaded.Changed = nil
-	require.ErrorIs(t, loaded.Accept(), session.ErrNoIdentityChange)
+	require.ErrorIs(t, loaded.Accept(bob2.id.Public()), session.ErrNoIdentityChange)
+	require.ErrorIs(t, loaded.Decline(bob2.id.Public()), session.ErrNoIdentityChange)
 
 	b, err = loaded.MarshalBinary()
 	require.NoError(t, err)

@@ -1,0 +1,154 @@
+package client_test
+
+// Envelope injection against identity pins: an injector with a key pair
+// of its own, claiming a pinned device's address.
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/transport"
+)
+
+// injector is an envelope injector with an identity key pair of its own
+// that claims alice's address: a client named alice on a network of its
+// own, holding a copy of bob's published bundle. Its envelopes are taken
+// from its network and handed to bob's client, as a relay would.
+type injector struct {
+	net *transport.Network
+	d   *device
+}
+
+func newInjector(t *testing.T, real *transport.Network) *injector {
+	t.Helper()
+	ctx := context.Background()
+	mnet := transport.NewNetwork()
+	bundle, err := real.Fetch(ctx, bob)
+	require.NoError(t, err)
+	require.NoError(t, mnet.Publish(ctx, bundle))
+	return &injector{net: mnet, d: mustOpen(t, mnet, alice)}
+}
+
+// envelopes returns what the injector sent bob since the last call.
+func (m *injector) envelopes(t *testing.T) [][]byte {
+	t.Helper()
+	envs, err := m.net.Receive(context.Background(), bob)
+	require.NoError(t, err)
+	require.NotEmpty(t, envs)
+	return envs
+}
+
+// deliver hands the injector's envelopes to bob and returns the results
+// and the errors (joined by Poll-like collection).
+func deliver(t *testing.T, b *device, envs [][]byte) ([]client.ReceiveResult, []error) {
+	t.Helper()
+	var (
+		res  []client.ReceiveResult
+		errs []error
+	)
+	for _, raw := range envs {
+		r, err := b.c.Receive(context.Background(), raw)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res = append(res, r)
+	}
+	return res, errs
+}
+
+// TestAcceptTakesOnlyTheVerifiedIdentity: the user is shown alice's
+// reinstalled identity (Observed) and compares fingerprints; meanwhile an
+// envelope injector with a key pair of its own sends an initiation
+// claiming alice's address, which records its identity as the change.
+// Accepting the identity the user verified then fails, naming the one
+// recorded now, and changes nothing: the injector's messages are not
+// taken as alice's. Declining the injector's identity and accepting the
+// verified one when it is seen again ends with alice's new device pinned.
+func TestAcceptTakesOnlyTheVerifiedIdentity(t *testing.T) {
+	ctx := context.Background()
+	net, a, b := openPair(t, sqliteKind)
+	converse(t, a, b)
+
+	a2 := mustOpen(t, net, alice) // alice reinstalled: a new identity
+	a2.send(bob, "new device")
+	_, err := b.c.Poll(ctx)
+	var ice *session.IdentityChangedError
+	require.ErrorAs(t, err, &ice)
+	verified := ice.Observed // what the user compares and approves
+
+	m := newInjector(t, net)
+	m.d.send(bob, "from the injector")
+	_, errs := deliver(t, b, m.envelopes(t))
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], client.ErrIdentityChanged) // a background poll: the app may not re-prompt
+	injected := b.recordedChange(alice)
+	require.NotEqual(t, verified, injected)
+
+	before := dumpTables(t, b.sql.DB())
+	err = b.c.AcceptRemoteIdentityChange(ctx, alice, verified)
+	require.ErrorAs(t, err, &ice)
+	require.Equal(t, injected, ice.Observed, "the error names the change recorded now")
+	require.Equal(t, before, dumpTables(t, b.sql.DB()), "a refused accept changes nothing")
+
+	m.d.retry(bob)
+	res, _ := deliver(t, b, m.envelopes(t))
+	for _, r := range res {
+		if msg, ok := r.(*client.Message); ok {
+			require.NotEqual(t, "from the injector", string(msg.Plaintext), "the injector's message taken as alice's")
+		}
+	}
+
+	require.NoError(t, b.c.DeclineRemoteIdentityChange(ctx, alice, injected))
+	a2.retry(bob)
+	_, err = b.c.Poll(ctx)
+	require.ErrorIs(t, err, client.ErrIdentityChanged, "the new device's identity is a change again")
+	require.NoError(t, b.c.AcceptRemoteIdentityChange(ctx, alice, verified))
+	a2.retry(bob)
+	require.Contains(t, messages(t, b.poll()), "new device")
+	b.send(alice, "to the new device")
+	require.Contains(t, messages(t, a2.poll()), "to the new device")
+}
+
+// TestDeclineUnblocksThePinnedDevice: one injected initiation records an
+// identity change for alice, and while it is recorded nothing is sent to
+// or accepted from alice. Declining it forgets the change and keeps the
+// pin and the session: the pinned device works again on the established
+// session and by re-initiating.
+func TestDeclineUnblocksThePinnedDevice(t *testing.T) {
+	ctx := context.Background()
+	net, a, b := openPair(t, sqliteKind)
+	converse(t, a, b)
+
+	m := newInjector(t, net)
+	m.d.send(bob, "from the injector")
+	_, errs := deliver(t, b, m.envelopes(t))
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], client.ErrIdentityChanged)
+	_, err := b.c.Send(ctx, alice, []byte("blocked"))
+	require.ErrorIs(t, err, client.ErrIdentityChanged)
+
+	require.ErrorIs(t, b.c.DeclineRemoteIdentityChange(ctx, alice, b.pinnedIdentity(alice)), client.ErrIdentityChanged, "only the recorded change can be declined")
+	require.NoError(t, b.c.DeclineRemoteIdentityChange(ctx, alice, b.recordedChange(alice)))
+	require.ErrorIs(t, b.c.DeclineRemoteIdentityChange(ctx, alice, b.pinnedIdentity(alice)), session.ErrNoIdentityChange)
+
+	t.Run("on the established session", func(t *testing.T) {
+		a.send(bob, "still alice")
+		res, err := b.c.Poll(ctx)
+		require.NoError(t, err)
+		require.Contains(t, messages(t, res), "still alice")
+		require.NotEmpty(t, b.retry(alice))
+		require.Contains(t, messages(t, a.poll()), "blocked", "the message kept pending while blocked is delivered by retry")
+	})
+	t.Run("re-initiating with the pinned identity", func(t *testing.T) {
+		a.loseSession(bob)
+		a.send(bob, "alice again, new session")
+		res, err := b.c.Poll(ctx)
+		require.NoError(t, err)
+		require.Contains(t, messages(t, res), "alice again, new session")
+	})
+}
