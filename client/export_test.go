@@ -14,3 +14,6 @@ func EncodeLocal(id *session.Identity, pk *session.Prekeys) ([]byte, error) {
 // CheckPeerPart is checkPeerPart, the check DiscardUnreadablePeerState
 // gives the store.
 var CheckPeerPart = checkPeerPart
+
+// DiscardedPinIdentity is the identity a discarded pin trusts.
+var DiscardedPinIdentity = discardedPinIdentity

@@ -42,15 +42,19 @@ type PeerStateUnreadableError = store.PeerUnreadableError
 type DiscardedPeerState = store.PeerDamage
 
 // discardedPinIdentity is the identity a discarded pin is replaced with:
-// no device can show it. Its signing key is not a canonical Ed25519
-// point encoding, so no bundle signature verifies under it, and no one
-// knows a private key for its X25519 key (a fixed value, not a generated
-// one), so no initiation authenticates as it. Every identity seen next
-// therefore differs from it and is recorded as a change.
+// no device can show it. Its signing key is the encoding of y = 2, for
+// which no x exists on the Ed25519 curve, so it decodes to no point and
+// no signature verifies under it (crypto/ed25519 refuses a key that does
+// not decode; a merely non-canonical encoding would not do, as it may
+// still name a point). Its X25519 key is u = 18 (0xff..ff, top bit
+// ignored), a fixed point whose private key no one knows, so no
+// initiation authenticates as it. Every identity seen next therefore
+// differs from it and is recorded as a change.
 var discardedPinIdentity = func() session.PublicIdentity {
 	var id session.PublicIdentity
-	for i := range id.SigningKey {
-		id.SigningKey[i], id.DHKey[i] = 0xff, 0xff
+	id.SigningKey[0] = 2
+	for i := range id.DHKey {
+		id.DHKey[i] = 0xff
 	}
 	return id
 }()
