@@ -477,16 +477,23 @@ func (d *device) requireNoSession(peer ids.DeviceAddress, after string) {
 	require.False(d.tb, init, "%s: %s keeps an initiation to %s", after, d.addr, peer)
 }
 
-// recordedChange returns the identity change recorded for remote in d's
-// store: the identity a user is shown (IdentityChangedError.Observed) and
-// verifies before accepting it.
-func (d *device) recordedChange(remote ids.DeviceAddress) session.PublicIdentity {
+// storedPin returns d's stored pin for remote.
+func (d *device) storedPin(remote ids.DeviceAddress) session.Pin {
 	d.tb.Helper()
 	st, err := d.st.Peer(context.Background(), remote)
 	require.NoError(d.tb, err)
 	require.NotNil(d.tb, st.Pin, "no pin for %s", remote)
 	pin, err := session.UnmarshalPin(st.Pin)
 	require.NoError(d.tb, err)
+	return pin
+}
+
+// recordedChange returns the identity change recorded for remote in d's
+// store: the identity a user is shown (IdentityChangedError.Observed) and
+// verifies before accepting it.
+func (d *device) recordedChange(remote ids.DeviceAddress) session.PublicIdentity {
+	d.tb.Helper()
+	pin := d.storedPin(remote)
 	require.NotNil(d.tb, pin.Changed, "no identity change recorded for %s", remote)
 	return *pin.Changed
 }
@@ -500,10 +507,5 @@ func (d *device) acceptChange(remote ids.DeviceAddress) error {
 // pinnedIdentity returns the identity d's pin for remote trusts.
 func (d *device) pinnedIdentity(remote ids.DeviceAddress) session.PublicIdentity {
 	d.tb.Helper()
-	st, err := d.st.Peer(context.Background(), remote)
-	require.NoError(d.tb, err)
-	require.NotNil(d.tb, st.Pin, "no pin for %s", remote)
-	pin, err := session.UnmarshalPin(st.Pin)
-	require.NoError(d.tb, err)
-	return pin.Identity
+	return d.storedPin(remote).Identity
 }
