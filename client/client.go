@@ -106,18 +106,19 @@ type Config struct {
 	// time.Now.
 	Now func() time.Time
 	// EncryptPolicy, if not nil, is asked before every outgoing frame is
-	// encrypted. A deployment uses it to refuse an encryption (a policy
-	// check, a key held by a device that may be unavailable): the message
-	// is then stored pending and not handed off (ErrMessageNotSent, its
-	// cause the policy's error), and no session change is stored. The
-	// client encrypts itself: the policy never sees a session, so it
-	// cannot make a message key be used twice.
+	// encrypted (messages and ACKs), before any bundle is fetched for a
+	// new session. A deployment uses it to refuse an encryption (a policy
+	// check, a rate limit): the message is then stored pending and not
+	// handed off (ErrMessageNotSent, its cause the policy's error), and no
+	// session change is stored. The client encrypts itself: the policy
+	// never sees a session, so it cannot make a message key be used twice.
 	EncryptPolicy EncryptPolicy
 }
 
 // EncryptPolicy decides whether the client may encrypt a frame for a
-// remote device. AllowEncrypt returns nil to let it, or the error the
-// send fails with. It is called under the client's send mutex, so it must
+// remote device. frame is the client's own encoding of a message or an
+// ACK (not the application's plaintext alone). AllowEncrypt returns nil
+// to let it, or the error the send fails with. It is called under the client's send mutex, so it must
 // not call the client.
 type EncryptPolicy interface {
 	AllowEncrypt(to ids.DeviceAddress, frame []byte) error

@@ -96,7 +96,10 @@ func TestAcceptTakesOnlyTheVerifiedIdentity(t *testing.T) {
 	require.Equal(t, before, dumpTables(t, b.sql.DB()), "a refused accept changes nothing")
 
 	m.d.retry(bob)
-	res, _ := deliver(t, b, m.envelopes(t))
+	res, errs := deliver(t, b, m.envelopes(t))
+	for _, err := range errs {
+		require.ErrorIs(t, err, client.ErrIdentityChanged)
+	}
 	for _, r := range res {
 		if msg, ok := r.(*client.Message); ok {
 			require.NotEqual(t, "from the injector", string(msg.Plaintext), "the injector's message taken as alice's")

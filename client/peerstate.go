@@ -21,7 +21,8 @@ import (
 // and a *PeerStateUnreadableError (errors.As) saying which parts: Send
 // and SendToDevices (the message is stored pending all the same, matching
 // ErrMessageNotSent too), RetryPendingMessages, Receive of that device's
-// envelopes and AcceptRemoteIdentityChange. Other devices are unaffected.
+// envelopes, AcceptRemoteIdentityChange and DeclineRemoteIdentityChange.
+// Other devices are unaffected.
 // If some part does not open, the error names only the parts that do not
 // open (the others are not decoded). The remedy is
 // DiscardUnreadablePeerState, which removes, at once, every part that

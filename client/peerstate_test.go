@@ -202,6 +202,8 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				requireUnreadablePeer(t, err, target, part.table, dmg.want)
 				err = s.a.c.AcceptRemoteIdentityChange(s.ctx, target, session.PublicIdentity{})
 				requireUnreadablePeer(t, err, target, part.table, dmg.want)
+				err = s.a.c.DeclineRemoteIdentityChange(s.ctx, target, session.PublicIdentity{})
+				requireUnreadablePeer(t, err, target, part.table, dmg.want)
 				if target == bob {
 					_, err = s.a.c.Receive(s.ctx, s.fromBobBefore)
 					requireUnreadablePeer(t, err, target, part.table, dmg.want)
@@ -261,6 +263,11 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 					_, err := s.a.c.Send(s.ctx, target, []byte("after discard"))
 					require.ErrorIs(t, err, client.ErrIdentityChanged)
 					require.ErrorIs(t, err, client.ErrMessageNotSent)
+					// No trusted identity to go back to: declining is refused.
+					pinBefore := dumpTables(t, s.a.sql.DB())["identity_pin"]
+					err = s.a.c.DeclineRemoteIdentityChange(s.ctx, target, s.a.recordedChange(target))
+					require.ErrorIs(t, err, client.ErrInvalidArgument)
+					require.Equal(t, pinBefore, dumpTables(t, s.a.sql.DB())["identity_pin"])
 					require.NoError(t, s.a.acceptChange(target))
 				} else {
 					s.a.send(target, "after discard")

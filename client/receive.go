@@ -77,8 +77,8 @@ var ErrMisdirected = errors.New("client: envelope for another device")
 // (session.ErrUnknownPrekey), or a failed commit. For an authenticated
 // initiation showing another identity than the pinned one it returns
 // ErrIdentityChanged and only records the new identity in the pin, for
-// AcceptRemoteIdentityChange; until then nothing else is accepted from
-// that device. A losing initiation of a collision gives *Rejected (its
+// AcceptRemoteIdentityChange or DeclineRemoteIdentityChange; until then
+// nothing else is accepted from that device. A losing initiation of a collision gives *Rejected (its
 // base key is stored, so later copies are rejected without a write).
 // Returns ErrNotInitialized before Initialize, and ErrPeerStateUnreadable
 // (nothing changed) if the sender's stored state does not open.

@@ -191,8 +191,9 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 }
 
 // unacceptedChange returns an error matching ErrIdentityChanged if an
-// identity change of p is recorded and not accepted yet: until
-// AcceptRemoteIdentityChange nothing is sent to p or accepted from it.
+// identity change of p is recorded and not settled yet: until
+// AcceptRemoteIdentityChange or DeclineRemoteIdentityChange nothing is
+// sent to p or accepted from it.
 func (p *peer) unacceptedChange() error {
 	if p.pin == nil || p.pin.Changed == nil {
 		return nil
@@ -223,13 +224,15 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 	if err := p.unacceptedChange(); err != nil {
 		return nil, err
 	}
-	if err := c.ensureSession(ctx, p); err != nil {
-		return nil, err
-	}
+	// Asked first: a refused frame fetches no bundle (which would use up
+	// one of the peer's one-time prekeys) and starts no session.
 	if c.cfg.EncryptPolicy != nil {
 		if err := c.cfg.EncryptPolicy.AllowEncrypt(p.addr, frame); err != nil {
 			return nil, fmt.Errorf("encrypt for %s: refused by the encrypt policy: %w", p.addr, err)
 		}
+	}
+	if err := c.ensureSession(ctx, p); err != nil {
+		return nil, err
 	}
 	env, err := p.sess.Encrypt(frame)
 	if err != nil {
@@ -442,9 +445,16 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 // before, with its session, so the pinned device is no longer blocked by
 // a change the user refused (or one an attacker injected: any initiation
 // claiming remote's address records one). If the identity is seen again
-// it is reported again. Errors as AcceptRemoteIdentityChange.
+// it is reported again. Errors as AcceptRemoteIdentityChange, and
+// ErrInvalidArgument if remote's pin was discarded
+// (DiscardUnreadablePeerState): it trusts no identity to go back to, so
+// only accepting a verified identity unblocks the device.
 func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
 	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (store.PeerState, error) {
+		if PinDiscarded(p.pin.Identity) {
+			// There is no trusted identity to go back to.
+			return store.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", ErrInvalidArgument, remote)
+		}
 		if err := p.pin.Decline(observed); err != nil {
 			return store.PeerState{}, err
 		}

@@ -10,8 +10,9 @@ const pinVersion = 1
 
 // Pin is the trust-on-first-use record of one remote device's identity. The
 // first identity seen is pinned; a different one is recorded in Changed and
-// blocked (Check fails) until the user accepts or declines it. Pin is a pure value: the
-// caller loads it, calls Check or Accept, and saves it (sealed) again.
+// blocked (Check fails) until the user accepts or declines it. Pin is a
+// pure value: the caller loads it, calls Check, Accept or Decline, and
+// saves it (sealed) again.
 type Pin struct {
 	Address  ids.DeviceAddress
 	Identity PublicIdentity
