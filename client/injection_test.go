@@ -5,6 +5,9 @@ package client_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -154,4 +157,99 @@ func TestDeclineUnblocksThePinnedDevice(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, messages(t, res), "alice again, new session")
 	})
+}
+
+// TestDeclineRacesSendAndReceive: bob declines an injected identity change
+// of alice while bob sends to alice and polls alice's envelopes. Before
+// the decline each call fails with ErrIdentityChanged (the message is
+// kept pending), after it each works; no other error, and under -race no
+// unguarded access to bob's cached peer state. Afterwards the pin still
+// trusts alice, and every message kept pending on either side is
+// delivered by retry.
+func TestDeclineRacesSendAndReceive(t *testing.T) {
+	const n = 6
+	ctx := context.Background()
+	net, a, b := openPair(t, sqliteKind)
+	converse(t, a, b)
+	pinned := b.pinnedIdentity(alice)
+
+	m := newInjector(t, net)
+	m.d.send(bob, "from the injector")
+	_, errs := deliver(t, b, m.envelopes(t))
+	require.Len(t, errs, 1)
+	injected := b.recordedChange(alice)
+	for i := range n {
+		a.send(bob, fmt.Sprintf("alice %d", i))
+	}
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failures []error
+		received []string // by bob during the race
+	)
+	unexpected := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures = append(failures, err)
+	}
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for i := range n {
+			if _, err := b.c.Send(ctx, alice, []byte(fmt.Sprintf("bob %d", i))); err != nil && !(errors.Is(err, client.ErrIdentityChanged) && errors.Is(err, client.ErrMessageNotSent)) {
+				unexpected(err)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for range n {
+			res, err := b.c.Poll(ctx)
+			for _, r := range res {
+				if msg, ok := r.(*client.Message); ok {
+					mu.Lock()
+					received = append(received, string(msg.Plaintext))
+					mu.Unlock()
+				}
+			}
+			for _, e := range joined(err) {
+				if !errors.Is(e, client.ErrIdentityChanged) {
+					unexpected(e)
+				}
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if err := b.c.DeclineRemoteIdentityChange(ctx, alice, injected); err != nil {
+			unexpected(err)
+		}
+	}()
+	wg.Wait()
+	require.Empty(t, failures)
+	require.Equal(t, pinned, b.pinnedIdentity(alice))
+	require.Nil(t, b.storedPin(alice).Changed)
+
+	b.retry(alice)
+	texts := receivedTexts(t, a.poll())
+	for i := range n {
+		require.Contains(t, texts, fmt.Sprintf("bob %d", i))
+	}
+	a.retry(bob)
+	texts = append(received, receivedTexts(t, b.poll())...)
+	for i := range n {
+		require.Contains(t, texts, fmt.Sprintf("alice %d", i), "received during the race or, kept pending at alice while bob refused, delivered by retry")
+	}
+}
+
+// joined returns the errors err joins (errors.Join), or err alone.
+func joined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
