@@ -148,6 +148,18 @@ func (h *harness) peerSetup() (store.PeerState, []msg) {
 	return st, h.seed(3, alice, bob)
 }
 
+// requireNothingLeft checks that a second discard of alice (with pin and
+// check) finds nothing to remove and leaves her state want.
+func (h *harness) requireNothingLeft(t *testing.T, pin []byte, check store.PeerCheck, want store.PeerState) {
+	t.Helper()
+	again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, check)
+	require.NoError(t, err)
+	require.Equal(t, store.PeerDamage{}, again, "nothing left to discard")
+	after, err := h.s.Peer(h.ctx, alice)
+	require.NoError(t, err)
+	require.Equal(t, want, after)
+}
+
 // requireRestUnchanged checks what no peer damage or discard of alice may
 // change: bob's state, the pending messages, the local identity.
 func (h *harness) requireRestUnchanged(ms []msg) {
@@ -227,12 +239,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 				require.Equal(t, want, after, "only the damaged part changed")
 				h.requireRestUnchanged(ms)
 
-				again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, nil)
-				require.NoError(t, err)
-				require.Equal(t, store.PeerDamage{}, again, "nothing left to discard")
-				after, err = h.s.Peer(h.ctx, alice)
-				require.NoError(t, err)
-				require.Equal(t, want, after)
+				h.requireNothingLeft(t, pin, nil, want)
 			})
 		}
 	}
@@ -365,12 +372,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 				h.requireRestUnchanged(ms)
 
 				check, _ = refusingCheck()
-				again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, check)
-				require.NoError(t, err)
-				require.Equal(t, store.PeerDamage{}, again, "nothing left to discard")
-				after, err = h.s.Peer(h.ctx, alice)
-				require.NoError(t, err)
-				require.Equal(t, want, after)
+				h.requireNothingLeft(t, pin, check, want)
 			})
 		}
 	}
