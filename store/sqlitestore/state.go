@@ -74,26 +74,34 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 	if err := store.ValidateAddress(peer); err != nil {
 		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
 	}
-	var sess, init, pin []byte
+	var sealed store.PeerState
 	err := s.withTx(ctx, func(q *db.Queries) error {
 		var err error
-		if sess, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: peer.UserID, DeviceID: peer.DeviceID})); err != nil {
-			return err
-		}
-		if init, err = optional(q.GetSessionInitiation(ctx, db.GetSessionInitiationParams{UserID: peer.UserID, DeviceID: peer.DeviceID})); err != nil {
-			return err
-		}
-		pin, err = optional(q.GetIdentityPin(ctx, db.GetIdentityPinParams{UserID: peer.UserID, DeviceID: peer.DeviceID}))
+		sealed, err = sealedPeer(ctx, q, peer)
 		return err
 	})
 	if err != nil {
 		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
-	out, err := rowseal.OpenPeer(s.keys, peer, store.PeerState{Session: sess, Initiation: init, Pin: pin})
+	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
 	if err != nil {
 		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
 	return out, nil
+}
+
+// sealedPeer reads the sealed session, initiation and pin of peer (nil
+// for a part not stored) inside the caller's transaction.
+func sealedPeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress) (st store.PeerState, err error) {
+	user, dev := peer.UserID, peer.DeviceID
+	if st.Session, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: user, DeviceID: dev})); err != nil {
+		return st, err
+	}
+	if st.Initiation, err = optional(q.GetSessionInitiation(ctx, db.GetSessionInitiationParams{UserID: user, DeviceID: dev})); err != nil {
+		return st, err
+	}
+	st.Pin, err = optional(q.GetIdentityPin(ctx, db.GetIdentityPinParams{UserID: user, DeviceID: dev}))
+	return st, err
 }
 
 func optional(b []byte, err error) ([]byte, error) {
@@ -243,15 +251,8 @@ func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddres
 	user, dev := peer.UserID, peer.DeviceID
 	var damage store.PeerDamage
 	err := s.withTx(ctx, func(q *db.Queries) error {
-		var sealed store.PeerState
-		var err error
-		if sealed.Session, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: user, DeviceID: dev})); err != nil {
-			return err
-		}
-		if sealed.Initiation, err = optional(q.GetSessionInitiation(ctx, db.GetSessionInitiationParams{UserID: user, DeviceID: dev})); err != nil {
-			return err
-		}
-		if sealed.Pin, err = optional(q.GetIdentityPin(ctx, db.GetIdentityPinParams{UserID: user, DeviceID: dev})); err != nil {
+		sealed, err := sealedPeer(ctx, q, peer)
+		if err != nil {
 			return err
 		}
 		damage = rowseal.DiscardablePeerParts(s.keys, peer, sealed, check)
