@@ -199,10 +199,17 @@ func (s *Session) archivePrevious(prev *Session) {
 	}
 	s.boundArchivedSkipped()
 	s.rejected = slices.Clone(prev.rejected)
-	s.retired = append(dropped, prev.retired...)
-	if len(s.retired) > MaxRetiredInitiations {
-		s.retired = s.retired[:MaxRetiredInitiations]
+	s.retired = retire(dropped, prev.retired)
+}
+
+// retire returns the retired base keys after dropped (newest first) join
+// the ones remembered already, keeping the newest MaxRetiredInitiations.
+func retire(dropped, remembered [][KeySize]byte) [][KeySize]byte {
+	out := append(dropped, remembered...)
+	if len(out) > MaxRetiredInitiations {
+		out = out[:MaxRetiredInitiations]
 	}
+	return out
 }
 
 // Retire returns a record for s's device without a current state: it
@@ -280,10 +287,7 @@ func (s *Session) Trusting(trusted PublicIdentity) *Session {
 			dropped = append(dropped, a.init.Ephemeral)
 		}
 	}
-	c.retired = append(dropped, s.retired...)
-	if len(c.retired) > MaxRetiredInitiations {
-		c.retired = c.retired[:MaxRetiredInitiations]
-	}
+	c.retired = retire(dropped, s.retired)
 	return c
 }
 
