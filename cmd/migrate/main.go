@@ -327,7 +327,7 @@ func readTarget[T any](ctx context.Context, env *cmdEnv, read func(m *migration.
 // (immediate write transactions, busy timeout, foreign keys), creating the
 // file if absent; the journal mode is left as the file has it (up switches
 // a database to WAL once it has migrated). Read-only commands use
-// migration.ReadOnlyDSN instead.
+// migration.ReadStable instead.
 func createDSN(path string) string {
 	return "file:" + migration.URIPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
 }
