@@ -426,7 +426,7 @@ func countLines(b *bench) ([]result, error) {
 		return nil, err
 	}
 	rs := []result{ratioLE(fmt.Sprintf("count, all recipients: %s / %s pending (warm)", b.L, b.S), a, c, 2,
-		", in-memory count checked against PRAGMA data_version in one transaction")}
+		", in-memory count checked against PRAGMA data_version")}
 
 	// One recipient: in each round a recipient of the small database
 	// drawn in proportion to its share (the recipient of a random

@@ -82,8 +82,11 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 	var n, version int64
 	var on any
 	fresh := false
-	err := s.withConnTx(ctx, func(conn any, q *db.Queries) error {
+	err := s.withConn(ctx, func(conn any, q *db.Queries, inTx func(func(q *db.Queries) error) error) error {
 		on = conn
+		// The fast path needs no transaction: c.mu keeps the store's own
+		// writers out, and a data_version equal to the one n was taken
+		// with means no other connection committed since.
 		var err error
 		if version, err = q.PendingOutboundDataVersion(ctx); err != nil {
 			return err
@@ -92,9 +95,17 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 			n = c.n
 			return nil
 		}
+		// Recount: the number and the version it goes with are read in
+		// one transaction.
 		fresh = true
-		n, err = q.CountPendingOutbound(ctx)
-		return err
+		return inTx(func(q *db.Queries) error {
+			var err error
+			if version, err = q.PendingOutboundDataVersion(ctx); err != nil {
+				return err
+			}
+			n, err = q.CountPendingOutbound(ctx)
+			return err
+		})
 	})
 	if err != nil {
 		c.known, c.conn = false, nil

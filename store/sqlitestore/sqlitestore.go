@@ -296,7 +296,7 @@ func (s *Store) DB() *sql.DB { return s.conn }
 // Keyring returns the keyring the store seals with.
 func (s *Store) Keyring() *seal.Keyring { return s.keys }
 
-// withTx is the store's way into a transaction (withConnTx the same on a
+// withTx is the store's way into a transaction (withConn for one
 // held connection): every call that touches the database runs fn with the
 // generated queries bound to one transaction, committed if fn returns nil
 // and rolled back otherwise.
@@ -307,10 +307,12 @@ func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error 
 	return sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
 }
 
-// withConnTx is withTx on a connection held for the whole call, whose
-// identity it passes to fn: the driver connection (comparable with ==), so
-// that fn knows which connection its statements run on (see pendingCount).
-func (s *Store) withConnTx(ctx context.Context, fn func(conn any, q *db.Queries) error) error {
+// withConn runs fn on a connection held for the whole call, passing its
+// identity: the driver connection (comparable with ==), so that fn knows
+// which connection its statements run on (see pendingCount). q runs
+// statements on that connection outside any transaction; inTx runs a
+// function in one transaction on it (internal/sqltx).
+func (s *Store) withConn(ctx context.Context, fn func(conn any, q *db.Queries, inTx func(func(q *db.Queries) error) error) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -323,7 +325,10 @@ func (s *Store) withConnTx(ctx context.Context, fn func(conn any, q *db.Queries)
 	if err := c.Raw(func(dc any) error { conn = dc; return nil }); err != nil {
 		return fmt.Errorf("get connection: %w", err)
 	}
-	return sqltx.Run(ctx, c, func(tx *sql.Tx) error { return fn(conn, s.q.WithTx(tx)) })
+	inTx := func(f func(q *db.Queries) error) error {
+		return sqltx.Run(ctx, c, func(tx *sql.Tx) error { return f(s.q.WithTx(tx)) })
+	}
+	return fn(conn, db.New(c), inTx)
 }
 
 // InsertPending implements store.Pending.
