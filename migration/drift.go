@@ -221,10 +221,11 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrDirectory, err)
 			}
-			// A baseline revision records no hash: nothing of it ran. Any
-			// other row must carry the file's hash, so a blanked hash is
-			// drift too.
-			baseline := migrate.RevisionType(r.Type) == migrate.RevisionTypeBaseline
+			// A baseline revision records no hash: nothing of it ran. Only
+			// the adopted legacy baseline is one; any other row must carry
+			// the file's hash, so a blanked hash, or a row retyped as a
+			// baseline, is drift too.
+			baseline := migrate.RevisionType(r.Type) == migrate.RevisionTypeBaseline && r.Version == LegacyBaselineVersion && r.Hash == ""
 			if !baseline && r.Hash != want {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryHash, Recorded: r.Hash, Expected: want, File: f.Name()})
 			}

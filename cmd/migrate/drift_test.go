@@ -85,6 +85,14 @@ func TestDrift(t *testing.T) {
 			not:  []string{"-- schema drift", "version 14"},
 		},
 		{
+			// Only the adopted legacy baseline may go without a hash.
+			name: "revision retyped as a baseline, hash blanked",
+			db:   headWith("UPDATE schema_revision SET type = 1, hash = '' WHERE version = '15'"),
+			code: 1,
+			want: []string{"-- version 15: recorded hash , but 15_pending_outbound_recipient_index.sql hashes to "},
+			not:  []string{"-- schema drift", "version 14"},
+		},
+		{
 			name: "deleted revision row",
 			db:   headWith("DELETE FROM schema_revision WHERE version = '14'"),
 			code: 1,
