@@ -142,9 +142,11 @@ func readQueries(dir, queriesDir string) ([]sqlcQuery, error) {
 // planDB creates the planning database in dir: head, seeded with
 // deterministic rows through the generated queries (placeholder bytes
 // where a sealed record would be: the planner never reads them), then
-// ANALYZEd.
+// ANALYZEd. It is opened confined (migration.ConfinedDriver): the schema
+// files it runs are read from disk, so they must not reach another
+// database.
 func planDB(ctx context.Context, m *migration.Migrator, path string) (*sql.DB, error) {
-	conn, err := sql.Open("sqlite3", createDSN(path))
+	conn, err := sql.Open(migration.ConfinedDriver, createDSN(path))
 	if err != nil {
 		return nil, err
 	}
