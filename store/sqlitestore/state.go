@@ -213,7 +213,7 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 		}
 	}
 	var n int64
-	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
+	apply := func(q *db.Queries) (int64, error) {
 		if err := savePeer(ctx, q, peer, update); err != nil {
 			return 0, err
 		}
@@ -223,11 +223,16 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 			}
 		}
 		var err error
-		if n, err = op(q); err != nil || !deletesPending {
-			return 0, err
-		}
-		return -n, nil
-	})
+		n, err = op(q)
+		return -n, err
+	}
+	if !deletesPending {
+		// No pending row changes: the in-memory count is neither moved
+		// nor dropped if this fails.
+		err = s.withTx(ctx, func(q *db.Queries) error { _, err := apply(q); return err })
+		return n, err
+	}
+	err = s.writePending(ctx, apply)
 	return n, err
 }
 
