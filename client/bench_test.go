@@ -121,7 +121,7 @@ func BenchmarkAbandon(b *testing.B) {
 		must(b, err)
 		must(b, c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}))
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			v := benchseed.NewVictims(cfg, 4096)
+			v := benchseed.NewVictims(cfg, cfg.N)
 			for b.Loop() {
 				slot, r, id := v.Next()
 				st, err := c.AbandonPending(ctx, r, id)

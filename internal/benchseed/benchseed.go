@@ -29,6 +29,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
@@ -393,7 +394,11 @@ type victim struct {
 }
 
 // NewVictims returns count victim slots spread over the rows of a database
-// seeded with cfg (even layout; count is capped at cfg.N).
+// seeded with cfg (even layout; count is capped at cfg.N), handed out in
+// a shuffled order (fixed seed), so that consecutive deletes land at
+// unrelated places of the table. Once every slot was used, Next starts
+// again on the replacements, which sit at the table's end: give count
+// as cfg.N to keep every delete on a seeded row for as long as possible.
 func NewVictims(cfg Config, count int) *Victims {
 	cfg = cfg.withDefaults()
 	count = max(1, min(count, cfg.N))
@@ -403,6 +408,8 @@ func NewVictims(cfg Config, count int) *Victims {
 		r, id := cfg.Row(row)
 		v.slots[j] = victim{recipient: r, id: id, row: row}
 	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.N), uint64(count)))
+	rng.Shuffle(len(v.slots), func(i, j int) { v.slots[i], v.slots[j] = v.slots[j], v.slots[i] })
 	return v
 }
 

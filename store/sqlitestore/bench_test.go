@@ -53,7 +53,7 @@ func benchDBs(b *testing.B) []*benchDB {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		out = append(out, &benchDB{name: fmt.Sprintf("N=%d", n), cfg: cfg, s: s, keys: keys, victims: benchseed.NewVictims(cfg, 4096)})
+		out = append(out, &benchDB{name: fmt.Sprintf("N=%d", n), cfg: cfg, s: s, keys: keys, victims: benchseed.NewVictims(cfg, cfg.N)})
 	}
 	return out
 }
