@@ -183,8 +183,10 @@ func MigratePlaintext(ctx context.Context, conn *sql.DB, keys *seal.Keyring) (in
 // no such table) and no migration under way it changes nothing and
 // returns 0, so it is safe to run on every start.
 //
-// It returns an error wrapping store.ErrInvalidArgument for a nil database
-// or keyring or a negative batch, ErrUnknownLayout for a table it does not
+// conn must be limited to one connection (sql.DB.SetMaxOpenConns(1), as
+// sqlitestore's is). It returns an error wrapping store.ErrInvalidArgument
+// for a nil database or keyring, a database allowed more connections, or
+// a negative batch, ErrUnknownLayout for a table it does not
 // recognise, ErrKeyNotRecorded if storage_key records active keys and
 // keys' current key is not one of them, ids.ErrInvalid for a row whose
 // logical id or recipient is malformed, or the context's error. An error
@@ -193,6 +195,11 @@ func MigratePlaintext(ctx context.Context, conn *sql.DB, keys *seal.Keyring) (in
 func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys *seal.Keyring, opts Options) (int, error) {
 	if conn == nil || keys == nil {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w: nil database or keyring", store.ErrInvalidArgument)
+	}
+	// The page cache it raises, the batches and the erase step must run
+	// on one connection: PRAGMA cache_size is a connection's setting.
+	if n := conn.Stats().MaxOpenConnections; n != 1 {
+		return 0, fmt.Errorf("legacy: migrate plaintext: %w: the database must be limited to one connection (SetMaxOpenConns(1)), has %d", store.ErrInvalidArgument, n)
 	}
 	if opts.Batch < 0 {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w: batch %d below 0", store.ErrInvalidArgument, opts.Batch)

@@ -275,6 +275,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	require.NoError(t, version14.Load(ctx, path))
 	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
 	require.NoError(t, err)
+	conn.SetMaxOpenConns(1)
 	defer conn.Close()
 	before := state(t, conn)
 	n, err := legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
@@ -285,6 +286,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	// An empty database has no table: nothing to do either.
 	empty, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "empty.db")))
 	require.NoError(t, err)
+	empty.SetMaxOpenConns(1)
 	defer empty.Close()
 	n, err = legacy.MigratePlaintext(ctx, empty, fixtureKeyring(t))
 	require.NoError(t, err)
@@ -377,6 +379,7 @@ func TestLegacyUnknownLayout(t *testing.T) {
 	ctx := context.Background()
 	conn, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "odd.db")))
 	require.NoError(t, err)
+	conn.SetMaxOpenConns(1)
 	defer conn.Close()
 	_, err = conn.Exec("CREATE TABLE pending_outbound_message (sequence INTEGER PRIMARY KEY AUTOINCREMENT, body BLOB, plaintext BLOB)")
 	require.NoError(t, err)

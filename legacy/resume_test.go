@@ -183,15 +183,20 @@ func TestLegacyEraseResumes(t *testing.T) {
 
 func TestLegacyOptionsInvalid(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		opts legacy.Options
+		name  string
+		opts  legacy.Options
+		conns int // SetMaxOpenConns, if not 0
 	}{
-		{"negative batch", legacy.Options{Batch: -1}},
-		{"negative read chunk", legacy.Options{ReadChunk: -1}},
+		{"negative batch", legacy.Options{Batch: -1}, 0},
+		{"negative read chunk", legacy.Options{ReadChunk: -1}, 0},
+		{"a pool of several connections", legacy.Options{}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, conn := loadLegacy(t)
+			if tc.conns != 0 {
+				conn.SetMaxOpenConns(tc.conns)
+			}
 			before := state(t, conn)
 			_, err := legacy.MigratePlaintextWith(context.Background(), conn, fixtureKeyring(t), tc.opts)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
