@@ -773,13 +773,15 @@ func messageWalker(
 	read func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error),
 	write func(ctx context.Context, q *db.Queries, seq int64, v []byte) error,
 ) *rotationWalker {
-	// From the smallest sequence: only a damaged database holds one at or
-	// below 0, and its rows must not stay under the old key.
-	from, done := int64(math.MinInt64), false
+	// From the smallest sequence (a nil cursor): only a damaged database
+	// holds one at or below 0, and its rows must not stay under the old
+	// key.
+	var after *int64
 	return &rotationWalker{
 		count: count,
 		batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-			if done {
+			from, more := store.FirstSequence(after)
+			if !more {
 				return nil, nil
 			}
 			rows, err := read(ctx, q, from, limit)
@@ -788,11 +790,8 @@ func messageWalker(
 			}
 			out := make([]sealedRow, 0, len(rows))
 			for _, r := range rows {
-				if r.seq == math.MaxInt64 {
-					done = true
-				}
-				from = r.seq + 1
 				seq := r.seq
+				after = &seq
 				out = append(out, sealedRow{
 					id:  SkippedRow{Table: table, Address: r.addr, Sequence: seq, ID: r.id},
 					bad: r.bad, rt: rt, ad: store.MessageAD(r.addr, r.id), sealed: r.sealed,
