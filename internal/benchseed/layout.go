@@ -108,9 +108,6 @@ func skewedShares(n, recipients int, s float64) []int {
 // N is the number of rows.
 func (l *Layout) N() int { return l.cfg.N }
 
-// Config is the configuration the layout was made from.
-func (l *Layout) Config() Config { return l.cfg }
-
 // Recipients is the number of recipients holding at least one row.
 func (l *Layout) Recipients() int { return len(l.rows) }
 

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// sample is a set of timings of one side of a comparison.
+type sample []time.Duration
+
+func (s sample) median() time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
+	c := slices.Clone(s)
+	slices.Sort(c)
+	if len(c)%2 == 1 {
+		return c[len(c)/2]
+	}
+	return (c[len(c)/2-1] + c[len(c)/2]) / 2
+}
+
+// spread is the range between the 10th and the 90th percentile.
+func (s sample) spread() string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	if len(c) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("p10-p90 %s-%s", fmtDur(c[len(c)/10]), fmtDur(c[len(c)*9/10]))
+}
+
+// timed runs f once and returns how long it took.
+func timed(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+// interleave times a and b iters times each, alternating which side goes
+// first, so that drift on the shared machine hits both sides alike. Each
+// side gets its round number.
+func interleave(iters int, a, b func(round int) error) (sa, sb sample, err error) {
+	return interleaveWith(iters, nil, a, b)
+}
+
+// interleaveWith is interleave with between (if not nil) run, untimed,
+// before every round: the place to drain mailboxes and the like.
+func interleaveWith(iters int, between func(round int) error, a, b func(round int) error) (sa, sb sample, err error) {
+	timedSide := func(f func(int) error) func(int) (time.Duration, error) {
+		return func(r int) (time.Duration, error) { return timed(func() error { return f(r) }) }
+	}
+	return alternate(iters, between, timedSide(a), timedSide(b))
+}
+
+// alternate is the loop under interleaveWith for sides that time
+// themselves (each returns how long its timed part took, so that it can
+// do untimed work around it).
+func alternate(iters int, between func(round int) error, a, b func(round int) (time.Duration, error)) (sa, sb sample, err error) {
+	sa, sb = make(sample, 0, iters), make(sample, 0, iters)
+	for r := range iters {
+		if between != nil {
+			if err := between(r); err != nil {
+				return nil, nil, err
+			}
+		}
+		first, second := a, b
+		if r%2 == 1 {
+			first, second = b, a
+		}
+		d1, err := first(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		d2, err := second(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r%2 == 1 {
+			d1, d2 = d2, d1
+		}
+		sa, sb = append(sa, d1), append(sb, d2)
+	}
+	return sa, sb, nil
+}
