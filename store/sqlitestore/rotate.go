@@ -2,19 +2,14 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -43,25 +38,10 @@ type RotationProgress struct {
 	Pass int
 }
 
-// rotationTables lists the tables RotateKey walks, in order.
-var rotationTables = []string{
-	"local_identity",
-	"identity_pin",
-	"session",
-	"session_initiation",
-	"pending_outbound_message",
-	"pending_inbound_message",
-	"storage_key",
-}
-
 // maxRotationPasses bounds the walks over every table: the first re-seals,
 // the second should find nothing left. A third pass that still finds rows
 // under another key means something keeps sealing with it.
 const maxRotationPasses = 3
-
-// rotateMu serialises rotations in this process: two rotations of the same
-// database at once would fight over which key is active.
-var rotateMu sync.Mutex
 
 // ErrRowsSkipped means a key rotation finished but left rows it could not
 // open as they were. It is matched by the *RotationError RotateKey
@@ -72,11 +52,10 @@ var ErrRowsSkipped = errors.New("store: key rotation skipped rows it could not o
 // values the schema never stores, and therefore left byte for byte as it
 // was: it is neither re-sealed nor deleted.
 type SkippedRow struct {
-	// Table is the row's table: local_identity, identity_pin, session,
-	// session_initiation, pending_outbound_message or
-	// pending_inbound_message. (A storage_key verifier that does not open
-	// is not reported: it is left as it is and goes with its key, deleted
-	// when the key is dropped.)
+	// Table is the row's table, one of those RotateKey walks but
+	// storage_key (a verifier that does not open is not reported: it is
+	// left as it is and goes with its key, deleted when the key is
+	// dropped).
 	Table string
 	// Address is the row's device: the peer of an identity_pin, session or
 	// session_initiation row, the recipient of a pending_outbound_message
@@ -128,9 +107,7 @@ func (r SkippedRow) String() string {
 // gives the rows.
 type RotationError struct {
 	// Skipped are the rows left as they were, in walk order: table by
-	// table (local_identity, identity_pin, session, session_initiation,
-	// pending_outbound_message, pending_inbound_message), in key order
-	// within a table.
+	// table in RotateKey's order, in key order within a table.
 	Skipped []SkippedRow
 	// Kept are the old keys the rotation did not drop, ascending: the keys
 	// named by the header of a skipped row whose cause is
@@ -232,8 +209,11 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	if batch < 1 {
 		return fmt.Errorf("store: rotate key: %w: batch %d below 1", store.ErrInvalidArgument, batch)
 	}
-	rotateMu.Lock()
-	defer rotateMu.Unlock()
+	// Two rotations of one database at once would fight over which key
+	// is active; the store holds its file alone, so its lock is the
+	// database's.
+	s.rotateMu.Lock()
+	defer s.rotateMu.Unlock()
 
 	// The sealer holds only newKey, so every re-sealed value carries its id
 	// whatever happens to the store's keyring meanwhile.
@@ -256,13 +236,13 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	for pass := 1; ; pass++ {
 		resealed := int64(0)
 		skipped = nil
-		for _, table := range rotationTables {
-			n, sk, err := s.resealTable(ctx, table, sealer, batch, pass, progress)
+		for _, t := range sealedTables {
+			n, sk, err := s.resealTable(ctx, t, sealer, batch, pass, progress)
 			if err != nil {
-				return fmt.Errorf("store: rotate key: %s: %w", table, err)
+				return fmt.Errorf("store: rotate key: %s: %w", t.name, err)
 			}
 			resealed += n
-			if table != "storage_key" {
+			if t.reportSkipped {
 				skipped = append(skipped, sk...)
 			}
 		}
@@ -406,23 +386,13 @@ func (r sealedRow) skip(cause error) SkippedRow {
 	return sk
 }
 
-// rotationWalker walks one table in key order, batch by batch. batch
-// returns up to limit rows after the walker's cursor and advances it.
-type rotationWalker struct {
-	count func(ctx context.Context, q *db.Queries) (int64, error)
-	batch func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error)
-}
-
 // resealTable walks table once, re-sealing with sealer every row not
 // already under its key, and returns how many it re-sealed and the rows it
 // skipped: rows that do not decode or do not open are left untouched.
-func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyring, batch, pass int, progress func(RotationProgress)) (int64, []SkippedRow, error) {
-	w, err := newRotationWalker(table)
-	if err != nil {
-		return 0, nil, err
-	}
+func (s *Store) resealTable(ctx context.Context, t sealedTable, sealer *seal.Keyring, batch, pass int, progress func(RotationProgress)) (int64, []SkippedRow, error) {
+	next := t.walk()
 	newID := sealer.Current()
-	p := RotationProgress{Table: table, Pass: pass}
+	p := RotationProgress{Table: t.name, Pass: pass}
 	var skipped []SkippedRow
 	first := true
 	for {
@@ -430,13 +400,13 @@ func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyr
 		var sk []SkippedRow
 		err := s.withTx(ctx, func(q *db.Queries) error {
 			if first {
-				total, err := w.count(ctx, q)
+				total, err := t.count(ctx, q)
 				if err != nil {
 					return fmt.Errorf("count rows: %w", err)
 				}
 				p.Total = total
 			}
-			rows, err := w.batch(ctx, q, int64(batch))
+			rows, err := next(ctx, q, int64(batch))
 			if err != nil {
 				return fmt.Errorf("read batch: %w", err)
 			}
@@ -482,323 +452,5 @@ func (s *Store) resealTable(ctx context.Context, table string, sealer *seal.Keyr
 		if n < int64(batch) {
 			return p.Resealed, skipped, nil
 		}
-	}
-}
-
-func newRotationWalker(table string) (*rotationWalker, error) {
-	switch table {
-	case "local_identity":
-		done := false
-		return &rotationWalker{
-			count: func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountLocalIdentityRows(ctx) },
-			batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-				if done {
-					return nil, nil
-				}
-				row, err := q.GetLocalIdentity(ctx)
-				if errors.Is(err, sql.ErrNoRows) {
-					done = true
-					return nil, nil
-				}
-				if err != nil {
-					return nil, err
-				}
-				done = true
-				addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
-				return []sealedRow{{
-					id: SkippedRow{Table: "local_identity", Address: addr}, rt: seal.RecordLocalIdentity, ad: store.AddressAD(addr), sealed: row.Sealed,
-					update: func(ctx context.Context, q *db.Queries, v []byte) error { return q.UpdateLocalIdentitySealed(ctx, v) },
-				}}, nil
-			},
-		}, nil
-
-	case "identity_pin":
-		return addressWalker(table, seal.RecordIdentityPin,
-			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountIdentityPinRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
-				return addressRows(q.RotationIdentityPinBatch(ctx, db.RotationIdentityPinBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
-			},
-			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
-				return q.UpdateIdentityPinSealed(ctx, db.UpdateIdentityPinSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
-			}), nil
-
-	case "session":
-		return addressWalker(table, seal.RecordSession,
-			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
-				return addressRows(q.RotationSessionBatch(ctx, db.RotationSessionBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
-			},
-			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
-				return q.UpdateSessionSealed(ctx, db.UpdateSessionSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
-			}), nil
-
-	case "session_initiation":
-		return addressWalker(table, seal.RecordSessionInitiation,
-			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountSessionInitiationRows(ctx) },
-			func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
-				return addressRows(q.RotationSessionInitiationBatch(ctx, db.RotationSessionInitiationBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
-			},
-			func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
-				return q.UpdateSessionInitiationSealed(ctx, db.UpdateSessionInitiationSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
-			}), nil
-
-	case "pending_outbound_message":
-		return messageWalker(table, seal.RecordPendingOutbound,
-			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingOutbound(ctx) },
-			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
-				rows, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{FromSequence: from, RowLimit: limit})
-				out := make([]messageModel, len(rows))
-				for i, r := range rows {
-					// The columns come with their storage class, checked as
-					// a page checks them: a corrupt row is never opened.
-					to, id, sealed, bad := decodePending(pendingRow(r))
-					if bad == nil {
-						if err := to.Validate(); err != nil {
-							bad = rowseal.Corrupt(r.Sequence, to, id, "recipient %q: %v", to, err)
-						}
-					}
-					out[i] = messageModel{seq: r.Sequence, addr: to, id: id, sealed: sealed}
-					if bad != nil {
-						out[i].bad = bad.Cause
-					}
-				}
-				return out, err
-			},
-			func(ctx context.Context, q *db.Queries, seq int64, v []byte) error {
-				return q.UpdatePendingOutboundSealed(ctx, db.UpdatePendingOutboundSealedParams{Sealed: v, Sequence: seq})
-			}), nil
-
-	case "pending_inbound_message":
-		return messageWalker(table, seal.RecordPendingInbound,
-			func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingInboundRows(ctx) },
-			func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error) {
-				rows, err := q.RotationPendingInboundBatch(ctx, db.RotationPendingInboundBatchParams{FromSequence: from, RowLimit: limit})
-				out := make([]messageModel, len(rows))
-				for i, r := range rows {
-					var c columns
-					from := ids.DeviceAddress{UserID: c.text("sender_user_id", r.SenderUserID), DeviceID: c.integer("sender_device_id", r.SenderDeviceID)}
-					lid := c.blob("logical_id", r.LogicalID)
-					sealed := c.blob("sealed", r.Sealed)
-					id, idErr := ids.ParseLogicalMessageID(lid)
-					if idErr != nil {
-						c.problems = append(c.problems, fmt.Sprintf("logical_id: %v", idErr))
-					}
-					out[i] = messageModel{seq: r.Sequence, addr: from, id: id, sealed: sealed, bad: c.err()}
-				}
-				return out, err
-			},
-			func(ctx context.Context, q *db.Queries, seq int64, v []byte) error {
-				return q.UpdatePendingInboundSealed(ctx, db.UpdatePendingInboundSealedParams{Sealed: v, Sequence: seq})
-			}), nil
-
-	case "storage_key":
-		after := int64(-1)
-		return &rotationWalker{
-			count: func(ctx context.Context, q *db.Queries) (int64, error) {
-				rows, err := q.ListStorageKeys(ctx)
-				return int64(len(rows)), err
-			},
-			// storage_key holds a handful of rows: it is listed whole and
-			// cut into batches here.
-			batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-				rows, err := q.ListStorageKeys(ctx)
-				if err != nil {
-					return nil, err
-				}
-				var out []sealedRow
-				for _, r := range rows {
-					if r.KeyID <= after || int64(len(out)) == limit {
-						continue
-					}
-					after = r.KeyID
-					keyID := r.KeyID
-					out = append(out, sealedRow{
-						id: SkippedRow{Table: "storage_key"}, rt: seal.RecordKeyVerifier,
-						ad: verifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
-						update: func(ctx context.Context, q *db.Queries, v []byte) error {
-							return q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: keyID})
-						},
-					})
-				}
-				return out, nil
-			},
-		}, nil
-	}
-	return nil, fmt.Errorf("no rotation walker for table %q", table)
-}
-
-// addressRow is a row keyed by a device address (pin, session,
-// initiation), each value as the driver returned it, with its storage
-// class.
-type addressRow struct {
-	userID, deviceID, sealed any
-}
-
-// addressCursor is the key of the last row walked, as stored: a cursor of
-// the stored classes resumes right after that row in SQLite's order (which
-// sorts numbers before text before blobs) whatever the row holds.
-type addressCursor struct {
-	userID, deviceID any
-}
-
-// addressModel is a generated rotation batch row of a table keyed by
-// (user_id, device_id) with one sealed column: the three share one shape.
-type addressModel interface {
-	db.RotationIdentityPinBatchRow | db.RotationSessionBatchRow | db.RotationSessionInitiationBatchRow
-}
-
-// addressRows converts a batch of such rows (and its error, passed
-// through) to addressRows.
-func addressRows[T addressModel](rows []T, err error) ([]addressRow, error) {
-	out := make([]addressRow, len(rows))
-	for i, r := range rows {
-		m := db.RotationSessionBatchRow(r)
-		out[i] = addressRow{m.UserID, m.DeviceID, m.Sealed}
-	}
-	return out, err
-}
-
-// columns decodes a walked row's values, noting every value of another
-// storage class than the schema declares: such a row is reported
-// (store.ErrCorruptRow) and never opened, as a page treats a pending row.
-type columns struct{ problems []string }
-
-func (c *columns) wrong(col string, v any, want string) {
-	c.problems = append(c.problems, fmt.Sprintf("%s is %s, not %s", col, storageClass(v), want))
-}
-
-// text returns a TEXT value (a BLOB's bytes, for the report).
-func (c *columns) text(col string, v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case []byte:
-		c.wrong(col, v, "TEXT")
-		return string(v)
-	}
-	c.wrong(col, v, "TEXT")
-	return ""
-}
-
-// integer returns an INTEGER value (the number a BLOB spells, for the
-// report).
-func (c *columns) integer(col string, v any) int64 {
-	switch v := v.(type) {
-	case int64:
-		return v
-	case []byte:
-		c.wrong(col, v, "INTEGER")
-		n, _ := strconv.ParseInt(string(v), 10, 64)
-		return n
-	}
-	c.wrong(col, v, "INTEGER")
-	return 0
-}
-
-// blob returns a BLOB value (a TEXT's bytes, for the report and a sealed
-// value's header only).
-func (c *columns) blob(col string, v any) []byte {
-	switch v := v.(type) {
-	case []byte:
-		return v
-	case string:
-		c.wrong(col, v, "BLOB")
-		return []byte(v)
-	}
-	c.wrong(col, v, "BLOB")
-	return nil
-}
-
-// err returns nil, or an error matching store.ErrCorruptRow saying what
-// is wrong.
-func (c *columns) err() error {
-	if len(c.problems) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", store.ErrCorruptRow, strings.Join(c.problems, "; "))
-}
-
-// addressWalker walks a table keyed by (user_id, device_id) in key order.
-func addressWalker(
-	table string,
-	rt seal.RecordType,
-	count func(ctx context.Context, q *db.Queries) (int64, error),
-	read func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error),
-	write func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error,
-) *rotationWalker {
-	// Minus infinity sorts before every value but NULL (user_id is NOT
-	// NULL), whatever its storage class.
-	after := addressCursor{userID: math.Inf(-1), deviceID: int64(-1)}
-	return &rotationWalker{
-		count: count,
-		batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-			rows, err := read(ctx, q, after, limit)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]sealedRow, 0, len(rows))
-			for _, r := range rows {
-				after = addressCursor{r.userID, r.deviceID}
-				var c columns
-				addr := ids.DeviceAddress{UserID: c.text("user_id", r.userID), DeviceID: c.integer("device_id", r.deviceID)}
-				sealed := c.blob("sealed", r.sealed)
-				out = append(out, sealedRow{
-					id: SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: store.AddressAD(addr), sealed: sealed,
-					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
-				})
-			}
-			return out, nil
-		},
-	}
-}
-
-// messageModel is one row of a message table (pending outbound or
-// inbound): its sequence, the remote device, the logical id and the
-// sealed message, or bad (matching store.ErrCorruptRow) if its columns do
-// not decode.
-type messageModel struct {
-	seq    int64
-	addr   ids.DeviceAddress
-	id     ids.LogicalMessageID
-	sealed []byte
-	bad    error
-}
-
-// messageWalker walks a message table keyed by sequence, in sequence
-// order.
-func messageWalker(
-	table string,
-	rt seal.RecordType,
-	count func(ctx context.Context, q *db.Queries) (int64, error),
-	read func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageModel, error),
-	write func(ctx context.Context, q *db.Queries, seq int64, v []byte) error,
-) *rotationWalker {
-	// From the smallest sequence (a nil cursor): only a damaged database
-	// holds one at or below 0, and its rows must not stay under the old
-	// key.
-	var after *int64
-	return &rotationWalker{
-		count: count,
-		batch: func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-			from, more := store.FirstSequence(after)
-			if !more {
-				return nil, nil
-			}
-			rows, err := read(ctx, q, from, limit)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]sealedRow, 0, len(rows))
-			for _, r := range rows {
-				seq := r.seq
-				after = &seq
-				out = append(out, sealedRow{
-					id:  SkippedRow{Table: table, Address: r.addr, Sequence: seq, ID: r.id},
-					bad: r.bad, rt: rt, ad: store.MessageAD(r.addr, r.id), sealed: r.sealed,
-					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) },
-				})
-			}
-			return out, nil
-		},
 	}
 }

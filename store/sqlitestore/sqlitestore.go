@@ -51,6 +51,9 @@ type Store struct {
 	// once a rotation has started walking the tables.
 	sealMu sync.RWMutex
 
+	// rotateMu serialises this store's key rotations (RotateKey).
+	rotateMu sync.Mutex
+
 	// count is the number of pending outbound rows (count.go).
 	count pendingCount
 }
@@ -565,108 +568,6 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePending{*bad}}
 	}
 	return m, nil
-}
-
-// pendingRow is a pending row as the page and next queries read it: each
-// column as the driver returned it (string for TEXT, int64 for INTEGER,
-// []byte for BLOB, float64 for REAL, nil for NULL), so that its storage
-// class is checked in Go before the row is believed, at no cost in SQL.
-type pendingRow struct {
-	Sequence          int64
-	RecipientUserID   any
-	RecipientDeviceID any
-	LogicalID         any
-	Sealed            any
-}
-
-// storageClass names the storage class of a value the driver returned.
-func storageClass(v any) string {
-	switch v.(type) {
-	case nil:
-		return "NULL"
-	case int64:
-		return "INTEGER"
-	case float64:
-		return "REAL"
-	case string:
-		return "TEXT"
-	case []byte:
-		return "BLOB"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// openPending opens r, or reports it unreadable: with store.ErrCorruptRow
-// if a column holds another storage class than the schema declares (the
-// recipient as a BLOB, say, which the per-recipient index, the counts and
-// the retry would never find under that recipient) or a logical id of the
-// wrong length; with the seal error if its sealed value does not open.
-// The recipient and id are reported as far as they decode: a BLOB user id
-// or logical id by its bytes, a BLOB device id by the number its bytes
-// spell (so that AbandonPending finds the row, as DeletePendingOutbound
-// matches such twins).
-func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
-	to, id, sealed, bad := decodePending(r)
-	if bad != nil {
-		return store.PendingMessage{}, bad
-	}
-	return rowseal.OpenPending(s.keys, r.Sequence, to, id, sealed)
-}
-
-// decodePending checks r's storage classes and logical id, as openPending
-// describes, and returns its recipient, id and sealed value, and for a
-// corrupt row also its unreadable entry (store.ErrCorruptRow): the sealed
-// value is then only for reading its header (which key it names), never
-// to be opened.
-func decodePending(r pendingRow) (ids.DeviceAddress, ids.LogicalMessageID, []byte, *store.UnreadablePending) {
-	var problems []string
-	wrong := func(col string, v any, want string) {
-		problems = append(problems, fmt.Sprintf("%s is %s, not %s", col, storageClass(v), want))
-	}
-	var to ids.DeviceAddress
-	switch v := r.RecipientUserID.(type) {
-	case string:
-		to.UserID = v
-	case []byte:
-		to.UserID = string(v)
-		wrong("recipient_user_id", v, "TEXT")
-	default:
-		wrong("recipient_user_id", v, "TEXT")
-	}
-	switch v := r.RecipientDeviceID.(type) {
-	case int64:
-		to.DeviceID = v
-	case []byte:
-		to.DeviceID, _ = strconv.ParseInt(string(v), 10, 64)
-		wrong("recipient_device_id", v, "INTEGER")
-	default:
-		wrong("recipient_device_id", v, "INTEGER")
-	}
-	var lid []byte
-	switch v := r.LogicalID.(type) {
-	case []byte:
-		lid = v
-	case string:
-		lid = []byte(v)
-		wrong("logical_id", v, "BLOB")
-	default:
-		wrong("logical_id", v, "BLOB")
-	}
-	sealed, ok := r.Sealed.([]byte)
-	if !ok {
-		wrong("sealed", r.Sealed, "BLOB")
-		if v, isText := r.Sealed.(string); isText {
-			sealed = []byte(v) // returned for its header only: the row is corrupt
-		}
-	}
-	id, err := ids.ParseLogicalMessageID(lid)
-	if err != nil {
-		problems = append(problems, fmt.Sprintf("logical_id: %v", err))
-	}
-	if len(problems) > 0 {
-		return to, id, sealed, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(problems, "; "))
-	}
-	return to, id, sealed, nil
 }
 
 // SequenceHighWater returns the largest pending sequence ever handed out,

@@ -1,0 +1,151 @@
+package sqlitestore
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/store"
+)
+
+// A row read from disk is checked before it is believed: the queries that
+// feed a page, a retry or a rotation return their key and sealed columns
+// as the driver read them (string for TEXT, int64 for INTEGER, []byte for
+// BLOB, float64 for REAL, nil for NULL), and columns checks each one's
+// storage class in Go, at no cost in SQL. A row holding a class the schema
+// never stores (a recipient as a BLOB, say, which the per-recipient index,
+// the counts and the retry would never find under that recipient) is
+// reported with store.ErrCorruptRow and never opened.
+
+// columns decodes a raw row's values, noting every value of another
+// storage class than the schema declares.
+type columns struct{ problems []string }
+
+func (c *columns) wrong(col string, v any, want string) {
+	c.problems = append(c.problems, fmt.Sprintf("%s is %s, not %s", col, storageClass(v), want))
+}
+
+// text returns a TEXT value (a BLOB's bytes, for the report).
+func (c *columns) text(col string, v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case []byte:
+		c.wrong(col, v, "TEXT")
+		return string(v)
+	}
+	c.wrong(col, v, "TEXT")
+	return ""
+}
+
+// integer returns an INTEGER value (the number a BLOB spells, for the
+// report, so that a delete by the reported recipient finds the row, as
+// DeletePendingOutbound matches such twins).
+func (c *columns) integer(col string, v any) int64 {
+	switch v := v.(type) {
+	case int64:
+		return v
+	case []byte:
+		c.wrong(col, v, "INTEGER")
+		n, _ := strconv.ParseInt(string(v), 10, 64)
+		return n
+	}
+	c.wrong(col, v, "INTEGER")
+	return 0
+}
+
+// blob returns a BLOB value (a TEXT's bytes, for the report and a sealed
+// value's header only).
+func (c *columns) blob(col string, v any) []byte {
+	switch v := v.(type) {
+	case []byte:
+		return v
+	case string:
+		c.wrong(col, v, "BLOB")
+		return []byte(v)
+	}
+	c.wrong(col, v, "BLOB")
+	return nil
+}
+
+// address returns the device address held by a user id and a device id
+// column.
+func (c *columns) address(userCol string, user any, deviceCol string, device any) ids.DeviceAddress {
+	return ids.DeviceAddress{UserID: c.text(userCol, user), DeviceID: c.integer(deviceCol, device)}
+}
+
+// logicalID parses the bytes of a logical id column (read with blob),
+// noting a value of the wrong length.
+func (c *columns) logicalID(col string, b []byte) ids.LogicalMessageID {
+	id, err := ids.ParseLogicalMessageID(b)
+	if err != nil {
+		c.problems = append(c.problems, fmt.Sprintf("%s: %v", col, err))
+	}
+	return id
+}
+
+// err returns nil, or an error matching store.ErrCorruptRow saying what
+// is wrong.
+func (c *columns) err() error {
+	if len(c.problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", store.ErrCorruptRow, strings.Join(c.problems, "; "))
+}
+
+// storageClass names the storage class of a value the driver returned.
+func storageClass(v any) string {
+	switch v.(type) {
+	case nil:
+		return "NULL"
+	case int64:
+		return "INTEGER"
+	case float64:
+		return "REAL"
+	case string:
+		return "TEXT"
+	case []byte:
+		return "BLOB"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// pendingRow is a pending outbound row as the page, next and rotation
+// queries read it, each column raw.
+type pendingRow struct {
+	Sequence          int64
+	RecipientUserID   any
+	RecipientDeviceID any
+	LogicalID         any
+	Sealed            any
+}
+
+// openPending opens r, or reports it unreadable: with store.ErrCorruptRow
+// if a column holds another storage class than the schema declares or a
+// logical id of the wrong length; with the seal error if its sealed value
+// does not open. The recipient and id are reported as far as they decode.
+func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
+	to, id, sealed, bad := decodePending(r)
+	if bad != nil {
+		return store.PendingMessage{}, bad
+	}
+	return rowseal.OpenPending(s.keys, r.Sequence, to, id, sealed)
+}
+
+// decodePending checks r's columns, as openPending describes, and returns
+// its recipient, id and sealed value, and for a corrupt row also its
+// unreadable entry (store.ErrCorruptRow): the sealed value is then only
+// for reading its header (which key it names), never to be opened.
+func decodePending(r pendingRow) (ids.DeviceAddress, ids.LogicalMessageID, []byte, *store.UnreadablePending) {
+	var c columns
+	to := c.address("recipient_user_id", r.RecipientUserID, "recipient_device_id", r.RecipientDeviceID)
+	lid := c.blob("logical_id", r.LogicalID)
+	sealed := c.blob("sealed", r.Sealed)
+	id := c.logicalID("logical_id", lid)
+	if len(c.problems) > 0 {
+		return to, id, sealed, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(c.problems, "; "))
+	}
+	return to, id, sealed, nil
+}
