@@ -34,13 +34,44 @@ func TestRunTiny(t *testing.T) {
 	require.Equal(t, total-met, strings.Count(text, "\nFAIL: "), "every failing line is listed\n%s", text)
 	for _, want := range []string{
 		"page of 100, all recipients", "page of 100, one recipient", "OFFSET", "count, all recipients: ", "count, one recipient",
-		"records opened by count", "raw select", "abandon", "ACK-delete", "delete (store DeletePending)",
+		"records opened by count", "abandon", "ACK-delete", "delete (store DeletePending)",
 		"send (client.Send)", "send throughput", "heap retained", "bytes allocated per page", "allocations per page",
 		"cold", "fan-out to 5 devices",
 	} {
 		require.Contains(t, text, want, "no %q line", want)
 	}
 	require.NotContains(t, text, "raw SELECT count(*)", "the count is not compared with the same SQL")
+
+	// The one-recipient page at large / small is information (the schema
+	// bounds it); what the store adds to the same query is judged.
+	for _, tc := range []struct{ prefix, target, result string }{
+		{"page of 100, one recipient: 900 / 600 pending", "-", "info"},
+		{"floor: page of 100, one recipient, all in memory", "-", "info"},
+		{"page of 100, all recipients / same query raw + 100 Keyring.Open at 900", "<= 1.5", ""},
+		{"page of 100, one recipient / same query raw + 100 Keyring.Open at 900", "<= 1.3", ""},
+	} {
+		cols := regexp.MustCompile(`\s{2,}`).Split(tableLine(t, text, tc.prefix), -1)
+		require.GreaterOrEqual(t, len(cols), 4, cols)
+		require.Equal(t, tc.target, cols[2], cols)
+		if tc.result != "" {
+			require.Equal(t, tc.result, cols[3], cols)
+		} else {
+			require.Contains(t, []string{"pass", "FAIL"}, cols[3], cols)
+		}
+	}
+}
+
+// tableLine returns the one line of text that starts with prefix.
+func tableLine(t *testing.T, text, prefix string) string {
+	t.Helper()
+	var found []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			found = append(found, l)
+		}
+	}
+	require.Len(t, found, 1, "lines starting with %q in\n%s", prefix, text)
+	return found[0]
 }
 
 func TestValidate(t *testing.T) {
