@@ -8,16 +8,11 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// PendingMessage is a sent message not yet acknowledged by its recipient.
-type PendingMessage struct {
-	Recipient ids.DeviceAddress
-	ID        ids.LogicalMessageID
-	// Sequence is the message's place in the one global pending sequence,
-	// strictly increasing and never reused: the page cursor.
-	Sequence int64
-	// Plaintext is a copy the caller may change.
-	Plaintext []byte
-}
+// PendingMessage is a sent message not yet acknowledged by its
+// recipient: its Sequence is its place in the one global pending sequence,
+// strictly increasing and never reused (the page cursor), its Plaintext a
+// copy the caller may change.
+type PendingMessage = store.PendingMessage
 
 // UnreadablePendingMessage is a pending message the store holds but
 // cannot open: damaged, tampered with, sealed with a key the keyring does
@@ -52,20 +47,10 @@ type PendingMessagePage struct {
 	NextAfterSequence *int64
 }
 
-// PageRequest selects a page of pending messages.
-type PageRequest struct {
-	// After is the cursor: only messages with a greater sequence are
-	// returned. Nil starts before every stored sequence (also one at or
-	// below zero, which only a damaged database holds). A negative cursor
-	// is invalid unless such a sequence is stored (it is then the
-	// NextAfterSequence of a page that ended on it).
-	After *int64
-	// Limit is the page size, 1..MaxPageSize.
-	Limit int
-	// Recipient, if set, keeps only messages to that device. The cursor is
-	// the same global sequence, so a filtered walk can start anywhere.
-	Recipient *ids.DeviceAddress
-}
+// PageRequest selects a page of pending messages: After is the cursor
+// (nil for the first page, then the NextAfterSequence of the page before),
+// Limit the page size (1..MaxPageSize), Recipient an optional filter.
+type PageRequest = store.PageRequest
 
 // AbandonStatus is the outcome of abandoning a pending message.
 type AbandonStatus int
@@ -101,19 +86,11 @@ func (c *Client) PendingMessages(ctx context.Context, req PageRequest) (PendingM
 	if err := c.checkInitialized(); err != nil {
 		return PendingMessagePage{}, err
 	}
-	sreq := store.PageRequest{Limit: req.Limit, Recipient: req.Recipient, FromStart: req.After == nil}
-	if req.After != nil {
-		sreq.After = *req.After
-	}
-	page, err := c.cfg.Store.PagePending(ctx, sreq)
+	page, err := c.cfg.Store.PagePending(ctx, req)
 	if err != nil {
 		return PendingMessagePage{}, fmt.Errorf("client: pending messages: %w", err)
 	}
-	out := PendingMessagePage{Messages: make([]PendingMessage, len(page.Messages)), Unreadable: page.Unreadable, NextAfterSequence: page.Next}
-	for i, m := range page.Messages {
-		out.Messages[i] = PendingMessage{Recipient: m.Recipient, ID: m.ID, Sequence: m.Sequence, Plaintext: m.Plaintext}
-	}
-	return out, nil
+	return PendingMessagePage{Messages: page.Messages, Unreadable: page.Unreadable, NextAfterSequence: page.Next}, nil
 }
 
 // PendingMessageCount counts pending messages, all of them or those to

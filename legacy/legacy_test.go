@@ -160,7 +160,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 		if p.Next == nil {
 			break
 		}
-		req.After = *p.Next
+		req.After = p.Next
 	}
 	require.Len(t, got, len(before))
 	for i, w := range before {

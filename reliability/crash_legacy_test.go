@@ -326,7 +326,7 @@ func TestCrashLegacyMigration(t *testing.T) {
 			if p.Next == nil {
 				break
 			}
-			req.After = *p.Next
+			req.After = p.Next
 		}
 		require.Equal(t, len(want), got, "%s: every row once", when)
 		n, err := s.SequenceHighWater(ctx)

@@ -75,7 +75,7 @@ func pageStores(tb testing.TB) (map[string]store.Store, pageModel) {
 func (m pageModel) expect(req store.PageRequest) store.Page {
 	var match []store.PendingMessage
 	for _, x := range m {
-		if x.Sequence > req.After && (req.Recipient == nil || x.Recipient == *req.Recipient) {
+		if (req.After == nil || x.Sequence > *req.After) && (req.Recipient == nil || x.Recipient == *req.Recipient) {
 			match = append(match, x)
 		}
 	}
@@ -132,7 +132,7 @@ func FuzzPageRequest(f *testing.F) {
 	f.Add(int64(0), 10, true, string(make([]byte, ids.MaxUserIDLen+1)), int64(1))
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, after int64, limit int, filter bool, user string, device int64) {
-		req := store.PageRequest{After: after, Limit: limit}
+		req := store.PageRequest{After: &after, Limit: limit}
 		addr := ids.DeviceAddress{UserID: user, DeviceID: device}
 		if filter {
 			req.Recipient = &addr
@@ -160,7 +160,7 @@ func FuzzPageRequest(f *testing.F) {
 			require.Equal(t, model.count(req.Recipient), n, name)
 			if filter {
 				m, err := s.NextPending(ctx, addr, &after)
-				want := model.expect(store.PageRequest{After: after, Limit: 1, Recipient: &addr})
+				want := model.expect(store.PageRequest{After: &after, Limit: 1, Recipient: &addr})
 				if len(want.Messages) == 0 {
 					require.ErrorIs(t, err, store.ErrNotFound, name)
 				} else {

@@ -114,31 +114,28 @@ type Page struct {
 	Next *int64
 }
 
-// PageRequest selects a page: the rows with a sequence greater than
-// After (or every row if FromStart), at most Limit of them, optionally for
-// one recipient only.
+// PageRequest selects a page of pending messages.
 type PageRequest struct {
-	// After is the cursor: the Next of an earlier page, or 0.
-	After int64
-	// FromStart starts the page before every stored sequence, also before
-	// sequences at or below zero (which the store never hands out, but a
-	// damaged database may hold): no row is left out of a walk from the
-	// start. After must then be 0.
-	FromStart bool
-	Limit     int
+	// After is the cursor: only messages with a greater sequence are
+	// returned. Nil starts before every stored sequence (also one at or
+	// below zero, which the store never hands out but a damaged database
+	// may hold: no row is left out of a walk from the start). A negative
+	// cursor is invalid unless such a sequence is stored (it is then the
+	// Next of a page that ended on it).
+	After *int64
+	// Limit is the page size, 1..MaxPageSize.
+	Limit int
+	// Recipient, if set, keeps only messages to that device. The cursor is
+	// the same global sequence, so a filtered walk can start anywhere.
 	Recipient *ids.DeviceAddress
 }
 
 // Validate returns an error wrapping ErrInvalidArgument if Limit is
-// outside 1..MaxPageSize, FromStart is set together with a cursor, or
-// Recipient is malformed. A negative After is checked by the store against
-// what it holds (see CheckCursor).
+// outside 1..MaxPageSize or Recipient is malformed. A negative After is
+// checked by the store against what it holds (see CheckCursor).
 func (r PageRequest) Validate() error {
 	if r.Limit < 1 || r.Limit > MaxPageSize {
 		return fmt.Errorf("%w: page limit %d outside 1..%d", ErrInvalidArgument, r.Limit, MaxPageSize)
-	}
-	if r.FromStart && r.After != 0 {
-		return fmt.Errorf("%w: a page from the start with cursor %d", ErrInvalidArgument, r.After)
 	}
 	if r.Recipient != nil {
 		return ValidateAddress(*r.Recipient)

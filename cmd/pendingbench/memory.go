@@ -29,7 +29,7 @@ func heapLines(b *bench) ([]result, error) {
 		before := heapAfterGC()
 		pages, total := 0, 0
 		for after := int64(0); ; {
-			p, err := e.s.PagePending(b.ctx, store.PageRequest{After: after, Limit: store.MaxPageSize})
+			p, err := e.s.PagePending(b.ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
 			if err != nil {
 				return nil, err
 			}

@@ -70,7 +70,7 @@ func TestSeedOpens(t *testing.T) {
 
 	seen := 0
 	for after := int64(0); ; {
-		page, err := s.PagePending(ctx, store.PageRequest{After: after, Limit: store.MaxPageSize})
+		page, err := s.PagePending(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
 		require.NoError(t, err)
 		for _, m := range page.Messages {
 			r, id := cfg.Row(seen)

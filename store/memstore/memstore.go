@@ -193,10 +193,7 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 	if err := req.Validate(); err != nil {
 		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	after := &req.After
-	if req.FromStart {
-		after = nil
-	}
+	after := req.After
 	from, more := store.FirstSequence(after)
 	var rows []pendingRow
 	err := s.locked(ctx, func() error {

@@ -103,7 +103,7 @@ func benchPage(b *testing.B, d *benchDB, cursors []int, recipient *ids.DeviceAdd
 	for b.Loop() {
 		after := int64(cursors[i%len(cursors)]) + 1
 		i++
-		p, err := d.s.PagePending(ctx, store.PageRequest{After: after, Limit: store.MaxPageSize, Recipient: recipient})
+		p, err := d.s.PagePending(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize, Recipient: recipient})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -226,7 +226,7 @@ func rotatePending(t *testing.T, s *sqlitestore.Store) []int64 {
 		if p.Next == nil {
 			return seqs
 		}
-		req.After = *p.Next
+		req.After = p.Next
 	}
 }
 
@@ -407,7 +407,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 	// firstPending returns the first pending outbound row (it opens).
 	firstPending := func(t *testing.T, s *sqlitestore.Store) store.PendingMessage {
 		t.Helper()
-		p, err := s.PagePending(context.Background(), store.PageRequest{FromStart: true, Limit: 1})
+		p, err := s.PagePending(context.Background(), store.PageRequest{Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, p.Messages, 1)
 		return p.Messages[0]
@@ -661,7 +661,7 @@ func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
 	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
 	s := rotateOpen(t, path, oldKey)
 	want := rotateFill(t, s)
-	p, err := s.PagePending(ctx, store.PageRequest{FromStart: true, Limit: store.MaxPageSize})
+	p, err := s.PagePending(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
 	m := p.Messages[len(p.Messages)-1] // walked after the interruption
 	_, err = s.DB().ExecContext(ctx, "UPDATE pending_outbound_message SET recipient_device_id = recipient_device_id + 1 WHERE sequence = ?", m.Sequence)
@@ -754,7 +754,7 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 	n := 0
 	var after int64
 	for {
-		page, err := s2.PagePending(ctx, store.PageRequest{After: after, Limit: store.MaxPageSize})
+		page, err := s2.PagePending(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
 		require.NoError(t, err, "every pending message opens with the new key alone")
 		n += len(page.Messages)
 		if page.Next == nil {
@@ -800,7 +800,7 @@ func TestRotateKeyRowsAtOrBelowZero(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	s2 := rotateOpen(t, path, newKey)
-	p, err := s2.PagePending(ctx, store.PageRequest{FromStart: true, Limit: 10})
+	p, err := s2.PagePending(ctx, store.PageRequest{Limit: 10})
 	require.NoError(t, err)
 	require.Empty(t, p.Unreadable, "every row was re-sealed under the new key")
 	require.Len(t, p.Messages, 4)

@@ -65,7 +65,7 @@ func all(tb testing.TB, s store.Store) []store.PendingMessage {
 		if p.Next == nil {
 			return out
 		}
-		req.After = *p.Next
+		req.After = p.Next
 	}
 }
 
@@ -343,10 +343,10 @@ func TestTamper(t *testing.T) {
 				want []store.PendingMessage
 				next *int64
 			}{
-				{store.PageRequest{Limit: 10, FromStart: true}, []store.PendingMessage{a, b}, nil},
+				{store.PageRequest{Limit: 10}, []store.PendingMessage{a, b}, nil},
 				{store.PageRequest{Limit: 10}, []store.PendingMessage{a, b}, nil},
 				{store.PageRequest{Limit: 1}, []store.PendingMessage{a}, &a.Sequence},
-				{store.PageRequest{After: a.Sequence, Limit: 10}, []store.PendingMessage{b}, nil},
+				{store.PageRequest{After: &a.Sequence, Limit: 10}, []store.PendingMessage{b}, nil},
 				{store.PageRequest{Limit: 10, Recipient: &alice}, []store.PendingMessage{a}, nil},
 				{store.PageRequest{Limit: 10, Recipient: &bob}, []store.PendingMessage{b}, nil},
 			} {

@@ -209,7 +209,7 @@ func (h *harness) page(req store.PageRequest) store.Page {
 func (h *harness) all(recipient *ids.DeviceAddress) []store.PendingMessage {
 	h.t.Helper()
 	var out []store.PendingMessage
-	req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient, FromStart: true}
+	req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
 	for i := 0; ; i++ {
 		require.Less(h.t, i, 1000, "enumeration does not end")
 		p := h.page(req)
@@ -218,7 +218,7 @@ func (h *harness) all(recipient *ids.DeviceAddress) []store.PendingMessage {
 		if p.Next == nil {
 			return out
 		}
-		req.FromStart, req.After = false, *p.Next
+		req.After = p.Next
 	}
 }
 
@@ -316,7 +316,7 @@ func testPageAll(t *testing.T, h *harness) {
 		{"everything", 0, store.MaxPageSize, ms, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := h.page(store.PageRequest{After: tc.after, Limit: tc.limit})
+			got := h.page(store.PageRequest{After: ptr(tc.after), Limit: tc.limit})
 			requirePage(t, pendings(tc.want...), tc.next, got)
 		})
 	}
@@ -346,7 +346,7 @@ func testPageRecipient(t *testing.T, h *harness) {
 		{"same device other user", ids.DeviceAddress{UserID: "bobby", DeviceID: 7}, 0, 10, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := h.page(store.PageRequest{After: tc.after, Limit: tc.limit, Recipient: ptr(tc.to)})
+			got := h.page(store.PageRequest{After: ptr(tc.after), Limit: tc.limit, Recipient: ptr(tc.to)})
 			requirePage(t, pendings(tc.want...), tc.next, got)
 		})
 	}
@@ -374,7 +374,7 @@ func testPageExactLimitLastPage(t *testing.T, h *harness) {
 			// none.
 			p1 := h.page(store.PageRequest{Limit: half, Recipient: tc.recipient})
 			requirePage(t, pendings(tc.want[:half]...), &tc.want[half-1].seq, p1)
-			p2 := h.page(store.PageRequest{After: *p1.Next, Limit: n - half, Recipient: tc.recipient})
+			p2 := h.page(store.PageRequest{After: p1.Next, Limit: n - half, Recipient: tc.recipient})
 			requirePage(t, pendings(tc.want[half:]...), nil, p2)
 			// One page of exactly everything.
 			requirePage(t, pendings(tc.want...), nil, h.page(store.PageRequest{Limit: n, Recipient: tc.recipient}))
@@ -388,15 +388,15 @@ func testPageAfterCursor(t *testing.T, h *harness) {
 	ms := h.seed(5, alice)
 	for i, m := range ms {
 		// Sequence > After: the message at the cursor is excluded.
-		got := h.page(store.PageRequest{After: m.seq, Limit: store.MaxPageSize})
+		got := h.page(store.PageRequest{After: ptr(m.seq), Limit: store.MaxPageSize})
 		requirePage(t, pendings(ms[i+1:]...), nil, got)
 		// A cursor between two sequences (where a deleted message was)
 		// behaves like the one before it.
-		got = h.page(store.PageRequest{After: m.seq - 1, Limit: store.MaxPageSize})
+		got = h.page(store.PageRequest{After: ptr(m.seq - 1), Limit: store.MaxPageSize})
 		requirePage(t, pendings(ms[i:]...), nil, got)
 	}
 	// A cursor past every sequence ever handed out yields an empty last page.
-	got := h.page(store.PageRequest{After: ms[4].seq + 1000, Limit: 10})
+	got := h.page(store.PageRequest{After: ptr(ms[4].seq + 1000), Limit: 10})
 	requirePage(t, nil, nil, got)
 }
 
@@ -412,16 +412,16 @@ func testPageFilteredFromAnySequence(t *testing.T, h *harness) {
 				want = append(want, a)
 			}
 		}
-		got := h.page(store.PageRequest{After: m.seq, Limit: store.MaxPageSize, Recipient: ptr(alice)})
+		got := h.page(store.PageRequest{After: ptr(m.seq), Limit: store.MaxPageSize, Recipient: ptr(alice)})
 		requirePage(t, pendings(want...), nil, got, "from ms[%d]", i)
 	}
 	// And switch filters mid-enumeration: an unfiltered page's cursor
 	// continues bob's.
 	p := h.page(store.PageRequest{Limit: 4})
 	require.Equal(t, ms[3].seq, *p.Next)
-	got := h.page(store.PageRequest{After: *p.Next, Limit: 1, Recipient: ptr(bob)})
+	got := h.page(store.PageRequest{After: p.Next, Limit: 1, Recipient: ptr(bob)})
 	requirePage(t, pendings(ms[4]), &ms[4].seq, got)
-	got = h.page(store.PageRequest{After: *got.Next, Limit: 1, Recipient: ptr(bob)})
+	got = h.page(store.PageRequest{After: got.Next, Limit: 1, Recipient: ptr(bob)})
 	requirePage(t, pendings(ms[7]), nil, got)
 }
 
@@ -465,7 +465,7 @@ func testOpenCounts(t *testing.T, h *harness) {
 			require.Len(t, h.page(store.PageRequest{Limit: 1}).Messages, 1)
 		}, 1},
 		{"last page of 2 rows with limit 5 opens 2", func() {
-			p := h.page(store.PageRequest{After: ms[7].seq, Limit: 5})
+			p := h.page(store.PageRequest{After: ptr(ms[7].seq), Limit: 5})
 			requirePage(t, pendings(ms[8:]...), nil, p)
 		}, 2},
 		{"exact last page opens its rows", func() {
@@ -475,10 +475,10 @@ func testOpenCounts(t *testing.T, h *harness) {
 			requirePage(t, pendings(as[:2]...), &as[1].seq, h.page(store.PageRequest{Limit: 2, Recipient: ptr(alice)}))
 		}, 2},
 		{"recipient last page opens k", func() {
-			requirePage(t, pendings(as[3:]...), nil, h.page(store.PageRequest{After: as[2].seq, Limit: 100, Recipient: ptr(alice)}))
+			requirePage(t, pendings(as[3:]...), nil, h.page(store.PageRequest{After: ptr(as[2].seq), Limit: 100, Recipient: ptr(alice)}))
 		}, 2},
 		{"empty page opens none", func() {
-			requirePage(t, nil, nil, h.page(store.PageRequest{After: ms[9].seq, Limit: 100}))
+			requirePage(t, nil, nil, h.page(store.PageRequest{After: ptr(ms[9].seq), Limit: 100}))
 		}, 0},
 		{"count all opens none", func() { require.Equal(t, int64(10), h.count(nil)) }, 0},
 		{"count one opens none", func() { require.Equal(t, int64(5), h.count(ptr(bob))) }, 0},
@@ -669,7 +669,7 @@ func testSequencesNeverReused(t *testing.T, h *harness) {
 	require.Greater(t, next.seq, again.seq)
 	require.Equal(t, pendings(next), h.all(nil))
 	// A cursor from before the deletions finds only the new message.
-	requirePage(t, pendings(next), nil, h.page(store.PageRequest{After: ms[0].seq, Limit: 5}))
+	requirePage(t, pendings(next), nil, h.page(store.PageRequest{After: ptr(ms[0].seq), Limit: 5}))
 }
 
 func testInvalidArgument(t *testing.T, h *harness) {
@@ -698,11 +698,11 @@ func testInvalidArgument(t *testing.T, h *harness) {
 		}, false},
 		{"page limit -1", func() error { _, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: -1}); return err }, false},
 		{"page negative cursor", func() error {
-			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: -1, Limit: 10})
+			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: ptr(int64(-1)), Limit: 10})
 			return err
 		}, false},
 		{"recipient page negative cursor", func() error {
-			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: -1, Limit: 10, Recipient: ptr(alice)})
+			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: ptr(int64(-1)), Limit: 10, Recipient: ptr(alice)})
 			return err
 		}, false},
 		{"next pending negative cursor", func() error { _, err := h.s.NextPending(h.ctx, alice, ptr(int64(-1))); return err }, false},
@@ -825,7 +825,7 @@ func testPagesUnderMutation(t *testing.T, h *harness) {
 			extra := base + 100
 			for page := 0; ; page++ {
 				require.Less(t, page, 100)
-				p := h.page(store.PageRequest{After: after, Limit: 2, Recipient: tc.recipient})
+				p := h.page(store.PageRequest{After: ptr(after), Limit: 2, Recipient: tc.recipient})
 				for _, m := range p.Messages {
 					require.False(t, seen[m.Sequence], "no repeat: %d", m.Sequence)
 					require.Greater(t, m.Sequence, after)

@@ -44,7 +44,7 @@ func entries(p store.Page) []entry {
 func (h *harness) walk(limit int, recipient *ids.DeviceAddress) []entry {
 	h.t.Helper()
 	var out []entry
-	req := store.PageRequest{FromStart: true, Limit: limit, Recipient: recipient}
+	req := store.PageRequest{Limit: limit, Recipient: recipient}
 	for i := 0; ; i++ {
 		require.Less(h.t, i, 1000, "the walk does not end")
 		p := h.page(req)
@@ -66,7 +66,7 @@ func (h *harness) walk(limit int, recipient *ids.DeviceAddress) []entry {
 			last = max(last, e.seq)
 		}
 		require.Equal(h.t, last, *p.Next, "the cursor is the page's last sequence, readable or not")
-		req.FromStart, req.After = false, *p.Next
+		req.After = p.Next
 	}
 }
 
@@ -167,7 +167,7 @@ func testUnreadableRows(t *testing.T, h *harness) {
 			// One page: the readable rows as messages, the damaged one
 			// in place as unreadable; only the returned rows are opened.
 			var p store.Page
-			opened := h.opens(func() { p = h.page(store.PageRequest{FromStart: true, Limit: store.MaxPageSize}) })
+			opened := h.opens(func() { p = h.page(store.PageRequest{Limit: store.MaxPageSize}) })
 			require.Equal(t, pendings(good...), p.Messages)
 			require.Nil(t, p.Next)
 			require.Len(t, p.Unreadable, 1)
@@ -234,7 +234,7 @@ func testUnreadableCursorWalk(t *testing.T, h *harness) {
 		want = append(want, entry{m.seq, true})
 	}
 	require.Equal(t, want, h.walk(1, nil))
-	p := h.page(store.PageRequest{FromStart: true, Limit: 1})
+	p := h.page(store.PageRequest{Limit: 1})
 	require.Empty(t, p.Messages)
 	require.Equal(t, &ms[0].seq, p.Next)
 	for _, m := range ms {
@@ -243,7 +243,7 @@ func testUnreadableCursorWalk(t *testing.T, h *harness) {
 		require.True(t, ok)
 	}
 	require.Zero(t, h.count(nil))
-	requirePage(t, nil, nil, h.page(store.PageRequest{FromStart: true, Limit: 10}))
+	requirePage(t, nil, nil, h.page(store.PageRequest{Limit: 10}))
 }
 
 // testSequenceAtOrBelowZero: a row moved to sequence 0 or below (never
@@ -270,19 +270,18 @@ func testSequenceAtOrBelowZero(t *testing.T, h *harness) {
 	require.Equal(t, []entry{{math.MinInt64, false}, {-5, false}, {ms[0].seq, false}}, h.nextWalk(alice))
 	require.Equal(t, []entry{{0, false}, {ms[1].seq, false}}, h.nextWalk(bob))
 	require.Equal(t, []entry{{math.MinInt64, false}, {-5, false}, {ms[0].seq, false}}, h.walk(1, ptr(alice)))
-	// A cursor of 0 (the old start) is after the rows at or below zero.
-	requirePage(t, pendings(ms[0], ms[1]), nil, h.page(store.PageRequest{Limit: 10}))
+	// A cursor of 0 is after the rows at or below zero.
+	requirePage(t, pendings(ms[0], ms[1]), nil, h.page(store.PageRequest{After: ptr(int64(0)), Limit: 10}))
 }
 
 // testNegativeCursor: a negative cursor is refused unless a row with a
 // negative sequence is stored (it is then the cursor of a page that
-// ended on one); FromStart takes no cursor.
+// ended on one).
 func testNegativeCursor(t *testing.T, h *harness) {
 	ms := h.seed(3, alice, bob)
 	for _, req := range []store.PageRequest{
-		{After: -1, Limit: 10},
-		{After: math.MinInt64, Limit: 10, Recipient: ptr(alice)},
-		{After: 5, FromStart: true, Limit: 10},
+		{After: ptr(int64(-1)), Limit: 10},
+		{After: ptr(int64(math.MinInt64)), Limit: 10, Recipient: ptr(alice)},
 	} {
 		_, err := h.s.PagePending(h.ctx, req)
 		require.ErrorIs(t, err, store.ErrInvalidArgument, "%+v", req)
@@ -291,21 +290,21 @@ func testNegativeCursor(t *testing.T, h *harness) {
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 
 	h.tamper.SetSequence(t, h.s, ms[0].seq, -3)
-	p := h.page(store.PageRequest{FromStart: true, Limit: 1})
+	p := h.page(store.PageRequest{Limit: 1})
 	require.Equal(t, ptr(int64(-3)), p.Next)
 	moved := ms[0]
 	moved.seq = -3
 	requirePage(t, pendings(moved), ptr(int64(-3)), p)
-	requirePage(t, pendings(ms[1], ms[2]), nil, h.page(store.PageRequest{After: -3, Limit: 10}))
+	requirePage(t, pendings(ms[1], ms[2]), nil, h.page(store.PageRequest{After: ptr(int64(-3)), Limit: 10}))
 	m, err := h.s.NextPending(h.ctx, alice, ptr(int64(-3)))
 	require.NoError(t, err)
 	require.Equal(t, ms[2].pending(), m)
-	requirePage(t, pendings(moved, ms[1], ms[2]), nil, h.page(store.PageRequest{After: -10, Limit: 10}))
+	requirePage(t, pendings(moved, ms[1], ms[2]), nil, h.page(store.PageRequest{After: ptr(int64(-10)), Limit: 10}))
 
 	// Once no negative sequence is stored, a negative cursor is a mistake again.
 	ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = h.s.PagePending(h.ctx, store.PageRequest{After: -3, Limit: 10})
+	_, err = h.s.PagePending(h.ctx, store.PageRequest{After: ptr(int64(-3)), Limit: 10})
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 }
