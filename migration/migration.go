@@ -13,15 +13,10 @@
 // PRAGMA user_version = 14 and no history) is adopted at version 14 as a
 // baseline: nothing of version 14 is run again on it.
 //
-// Drift compares a database, read only, with head: its schema through
-// Atlas's inspector and differ, its schema_revision rows against the
-// directory and atlas.sum.
-//
-// ReadStable is how the read-only tools read a database file: without a
-// lock, creating nothing beside it, and never reporting from a file that
-// changed while they read it. Replay runs migration files statement by
-// statement on a private in-memory database for the tools that look at
-// what each statement changes.
+// This package is what an application links to open its database: it
+// registers no database/sql driver and has no init side effects. What
+// only tools need (drift, the read-only reader, replay, lint) is in
+// package migration/pipeline.
 //
 // Package migration never changes a landed migration, never reads or
 // writes sealed data and never drops user data.
@@ -123,7 +118,7 @@ func (m *Migrator) Versions() []string {
 }
 
 // Dir returns the validated migration directory, for Atlas tools such as
-// the analyzers run by cmd/migrate lint.
+// the analyzers of package migration/pipeline.
 func (m *Migrator) Dir() migrate.Dir { return m.dir }
 
 // Status says where a database stands.
@@ -145,7 +140,7 @@ type PendingFile struct {
 // it. It returns an error wrapping ErrNewerDatabase or ErrUnknownState.
 func (m *Migrator) Status(ctx context.Context, conn *sql.DB) (Status, error) {
 	var st Status
-	err := readOnly(ctx, conn, func(tx *sql.Tx) error {
+	err := sqltx.ReadOnly(ctx, conn, func(tx *sql.Tx) error {
 		current, pending, err := m.position(ctx, tx)
 		st = Status{Current: current}
 		for _, f := range pending {
@@ -160,7 +155,7 @@ func (m *Migrator) Status(ctx context.Context, conn *sql.DB) (Status, error) {
 // It returns the same errors as Status.
 func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error) {
 	var out []PendingFile
-	err := readOnly(ctx, conn, func(tx *sql.Tx) error {
+	err := sqltx.ReadOnly(ctx, conn, func(tx *sql.Tx) error {
 		_, pending, err := m.position(ctx, tx)
 		if err != nil {
 			return err
@@ -294,22 +289,6 @@ func versionLess(a, b string) bool {
 	return x < y
 }
 
-// readOnly runs fn in a transaction that is always rolled back, so that
-// Status and Plan can never change the database.
-func readOnly(ctx context.Context, conn *sql.DB, fn func(*sql.Tx) error) error {
-	errReadOnly := errors.New("read only")
-	err := sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errReadOnly
-	})
-	if errors.Is(err, errReadOnly) {
-		return nil
-	}
-	return err
-}
-
 // fsDir is a read-only migrate.Dir over an fs.FS (the embedded directory),
 // ordering files by numeric version rather than by name.
 type fsDir struct{ fsys fs.FS }
@@ -422,4 +401,10 @@ func toRevision(row db.SchemaRevision) *migrate.Revision {
 		PartialHashes:   partial,
 		OperatorVersion: row.OperatorVersion,
 	}
+}
+
+// URIPath escapes what SQLite would read as URI syntax in a file name, for
+// a "file:" DSN of the database at path.
+func URIPath(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }

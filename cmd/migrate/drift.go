@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // driftDoc is drift's JSON document.
@@ -17,10 +18,10 @@ type driftDoc struct {
 	// OK is true when the database has no drift at all.
 	OK bool `json:"ok"`
 	// Schema lists the statements that would bring the schema to head.
-	Schema []migration.SchemaChange `json:"schema"`
+	Schema []pipeline.SchemaChange `json:"schema"`
 	// History lists the schema_revision rows that disagree with the
 	// embedded directory.
-	History []migration.HistoryDrift `json:"history"`
+	History []pipeline.HistoryDrift `json:"history"`
 }
 
 // errDrift is drift's failure: the differences are on stdout.
@@ -35,8 +36,8 @@ func (e errDrift) Error() string {
 // would bring it to head (never run), and the history rows against the
 // embedded directory. Exit 0 when identical, 1 on drift.
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
-	path, m, d, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (migration.Drift, error) {
-		return m.Drift(ctx, conn)
+	path, m, d, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (pipeline.Differences, error) {
+		return pipeline.Drift(ctx, m, conn)
 	})
 	if err != nil {
 		return err

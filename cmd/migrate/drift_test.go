@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/migrationtest"
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 func TestDrift(t *testing.T) {
@@ -201,7 +201,7 @@ func TestDriftJSON(t *testing.T) {
 	require.Contains(t, sqls, "DROP TABLE `session`")
 	require.Contains(t, sqls, "CREATE INDEX `pending_outbound_message_recipient` ON `pending_outbound_message` (`recipient_user_id`, `recipient_device_id`, `sequence`)")
 	require.Len(t, doc.History, 1)
-	require.Equal(t, migration.HistoryHash, doc.History[0].Kind)
+	require.Equal(t, pipeline.HistoryHash, doc.History[0].Kind)
 	require.Equal(t, "15", doc.History[0].Version)
 	require.Equal(t, "h1:edited", doc.History[0].Recorded)
 

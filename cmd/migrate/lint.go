@@ -17,6 +17,7 @@ import (
 	"ariga.io/atlas/sql/sqlclient"
 
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // frozenBaseline is the newest version whose findings are informational:
@@ -180,7 +181,7 @@ func modifyNotNull(p *datadepend.ColumnPass) ([]sqlcheck.Diagnostic, error) {
 }
 
 // lint replays dir, oldest version first, on a fresh dev database
-// (migration.Replay). For each file it takes the schema changes of every
+// (pipeline.Replay). For each file it takes the schema changes of every
 // statement (the realm inspected before and after it, diffed) and runs
 // the analyzers over them, as `atlas migrate lint` does. It returns the
 // findings and the number of files linted.
@@ -198,7 +199,7 @@ func lint(ctx context.Context, dir migrate.Dir) ([]finding, int, error) {
 		return nil, 0, fmt.Errorf("%w: no migration files", migration.ErrDirectory)
 	}
 	var findings []finding
-	err = migration.Replay(ctx, files, func(ctx context.Context, dev *sqlclient.Client, rf *migration.ReplayedFile) error {
+	err = pipeline.Replay(ctx, files, func(ctx context.Context, dev *sqlclient.Client, rf *pipeline.ReplayedFile) error {
 		f := rf.File
 		var changes []*sqlcheck.Change
 		for _, s := range rf.Statements {
@@ -227,7 +228,7 @@ func lint(ctx context.Context, dir migrate.Dir) ([]finding, int, error) {
 					}
 					for _, d := range r.Diagnostics {
 						fd := base
-						fd.Text, fd.Code, fd.Line = d.Text, d.Code, migration.Line(f, d.Pos)
+						fd.Text, fd.Code, fd.Line = d.Text, d.Code, pipeline.Line(f, d.Pos)
 						findings = append(findings, fd)
 					}
 				}),

@@ -52,6 +52,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -84,7 +85,7 @@ type cmdEnv struct {
 	json           bool   // -json
 	// emitted is set once the command has written its JSON document.
 	emitted bool
-	// readStable reads a database file read-only: migration.ReadStable,
+	// readStable reads a database file read-only: pipeline.ReadStable,
 	// replaced by tests that commit a write between the open and the read.
 	readStable func(ctx context.Context, path string, read func(*sql.DB) error) error
 }
@@ -190,7 +191,7 @@ func (e *usageError) Error() string { return e.msg }
 
 // run is main without the process: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	return runEnv(args, &cmdEnv{stdout: stdout, stderr: stderr, readStable: migration.ReadStable})
+	return runEnv(args, &cmdEnv{stdout: stdout, stderr: stderr, readStable: pipeline.ReadStable})
 }
 
 // runEnv is run in env, whose writers and reader the command uses.
@@ -308,7 +309,7 @@ func (env *cmdEnv) target() (string, *migration.Migrator, error) {
 
 // readTarget runs read on the target database (target), read read-only
 // (readExisting): it fails on a missing file or one that is not a SQLite
-// database. read may run more than once (migration.ReadStable) and must
+// database. read may run more than once (pipeline.ReadStable) and must
 // only read; what it returns on the last, stable run is returned.
 func readTarget[T any](ctx context.Context, env *cmdEnv, read func(m *migration.Migrator, conn *sql.DB) (T, error)) (path string, m *migration.Migrator, v T, err error) {
 	path, m, err = env.target()
@@ -327,14 +328,14 @@ func readTarget[T any](ctx context.Context, env *cmdEnv, read func(m *migration.
 // (immediate write transactions, busy timeout, foreign keys), creating the
 // file if absent; the journal mode is left as the file has it (up switches
 // a database to WAL once it has migrated). Read-only commands use
-// migration.ReadStable instead.
+// pipeline.ReadStable instead.
 func createDSN(path string) string {
 	return "file:" + migration.URIPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
 }
 
 // readExisting runs read on the database at path, opened read-only
-// (migration.ReadStable: read runs again if the file changed meanwhile,
-// and the command fails with migration.ErrChanged if it keeps changing).
+// (pipeline.ReadStable: read runs again if the file changed meanwhile,
+// and the command fails with pipeline.ErrChanged if it keeps changing).
 // It fails rather than create a missing file, and says so when the file is
 // not a SQLite database.
 func (env *cmdEnv) readExisting(ctx context.Context, path string, read func(*sql.DB) error) error {
@@ -378,7 +379,7 @@ func explainOpen(path string, err error) error {
 	if errors.As(err, &se) {
 		switch {
 		case se.ExtendedCode == sqlite3.ErrReadonlyRollback:
-			// A hot journal, not a permission: migration.ReadStable says
+			// A hot journal, not a permission: pipeline.ReadStable says
 			// so with ErrNeedsRecovery.
 			return fmt.Errorf("open %s: %w", path, err)
 		case se.Code == sqlite3.ErrNotADB:
@@ -562,7 +563,7 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist):
 		// Plan against an empty in-memory database; create nothing.
-		conn, err := migration.OpenMemory(ctx)
+		conn, err := pipeline.OpenMemory(ctx)
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 	"github.com/securemsg/storage/schema"
 )
 
@@ -117,11 +118,10 @@ func runUnchanged(t *testing.T, path, cmd string) (stdout string) {
 
 func query[T any](t *testing.T, path, q string) T {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", migration.ReadOnlyDSN(path))
-	require.NoError(t, err)
-	defer conn.Close()
 	var v T
-	require.NoError(t, conn.QueryRow(q).Scan(&v))
+	require.NoError(t, pipeline.ReadStable(context.Background(), path, func(conn *sql.DB) error {
+		return conn.QueryRow(q).Scan(&v)
+	}))
 	return v
 }
 

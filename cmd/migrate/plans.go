@@ -25,6 +25,7 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // plansPath is where plans writes, relative to the repository.
@@ -142,20 +143,17 @@ func readQueries(dir, queriesDir string) ([]sqlcQuery, error) {
 // planDB creates the planning database in dir: head, seeded with
 // deterministic rows through the generated queries (placeholder bytes
 // where a sealed record would be: the planner never reads them), then
-// ANALYZEd. It is opened confined (migration.ConfinedDriver): the schema
+// ANALYZEd. It is opened confined (pipeline.OpenConfined): the schema
 // files it runs are read from disk, so they must not reach another
 // database.
 func planDB(ctx context.Context, m *migration.Migrator, path string) (*sql.DB, error) {
-	conn, err := sql.Open(migration.ConfinedDriver, createDSN(path))
-	if err != nil {
-		return nil, err
-	}
+	conn := pipeline.OpenConfined(createDSN(path))
 	conn.SetMaxOpenConns(1)
 	if _, err := m.Up(ctx, conn); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	err = sqltx.Run(ctx, conn, func(tx *sql.Tx) error { return seedPlanRows(ctx, db.New(tx)) })
+	err := sqltx.Run(ctx, conn, func(tx *sql.Tx) error { return seedPlanRows(ctx, db.New(tx)) })
 	if err == nil {
 		// The statistics the planner reads (sqlite_stat1), from the rows.
 		_, err = conn.ExecContext(ctx, "ANALYZE")
@@ -226,7 +224,7 @@ func seedPlanRows(ctx context.Context, q *db.Queries) error {
 // files declare, except those SQLite provides itself (its pragma_ table
 // functions and sqlite_ tables, which sqlc needs declared and a real table
 // would shadow). Which table a statement creates is found by replaying the
-// files on a private dev database (migration.Replay) and diffing Atlas's
+// files on a private dev database (pipeline.Replay) and diffing Atlas's
 // inspection.
 func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []string) error {
 	var replay []migrate.File
@@ -237,7 +235,7 @@ func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []stri
 		}
 		replay = append(replay, migrate.NewLocalFile(rel, b))
 	}
-	return migration.Replay(ctx, replay, func(ctx context.Context, _ *sqlclient.Client, rf *migration.ReplayedFile) error {
+	return pipeline.Replay(ctx, replay, func(ctx context.Context, _ *sqlclient.Client, rf *pipeline.ReplayedFile) error {
 		for _, s := range rf.Statements {
 			skip := false
 			for _, name := range created(s.Changes) {

@@ -13,7 +13,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // readOnly makes path (a file or directory) read-only for the rest of the
@@ -163,28 +163,28 @@ func mustOpenRW(tb testing.TB, path string) *sql.DB {
 	return conn
 }
 
-// TestReadOnlyDSNWritesNothing holds a read-only connection open on a WAL
-// database and checks, while it is open (when a read-write or query-only
-// connection has its -wal and -shm), that nothing was created beside the
-// file and that a write is refused. Unlike the file modes, this holds as
-// root too.
-func TestReadOnlyDSNWritesNothing(t *testing.T) {
+// TestReadStableWritesNothing reads a WAL database through
+// pipeline.ReadStable and checks, while its connection is open (when a
+// read-write or query-only connection has its -wal and -shm), that
+// nothing was created beside the file and that a write is refused.
+// Unlike the file modes, this holds as root too.
+func TestReadStableWritesNothing(t *testing.T) {
 	path := headDB(t)
 	require.True(t, walHeader(t, path))
 	before := snapshot(t, filepath.Dir(path))
-	conn, err := sql.Open("sqlite3", migration.ReadOnlyDSN(path))
+	err := pipeline.ReadStable(context.Background(), path, func(conn *sql.DB) error {
+		var n int
+		require.NoError(t, conn.QueryRow("SELECT count(*) FROM schema_revision").Scan(&n))
+		require.Equal(t, 2, n)
+		require.NoFileExists(t, path+"-wal")
+		require.NoFileExists(t, path+"-shm")
+		_, err := conn.Exec("DELETE FROM schema_revision")
+		var se sqlite3.Error
+		require.ErrorAs(t, err, &se)
+		require.Equal(t, sqlite3.ErrReadonly, se.Code)
+		return nil
+	})
 	require.NoError(t, err)
-	defer conn.Close()
-	var n int
-	require.NoError(t, conn.QueryRow("SELECT count(*) FROM schema_revision").Scan(&n))
-	require.Equal(t, 2, n)
-	require.NoFileExists(t, path+"-wal")
-	require.NoFileExists(t, path+"-shm")
-	_, err = conn.Exec("DELETE FROM schema_revision")
-	var se sqlite3.Error
-	require.ErrorAs(t, err, &se)
-	require.Equal(t, sqlite3.ErrReadonly, se.Code)
-	require.NoError(t, conn.Close())
 	require.Equal(t, before, snapshot(t, filepath.Dir(path)))
 }
 
@@ -216,7 +216,7 @@ func meetWriter(t *testing.T, path string, times int, stmt string) (reader func(
 	t.Cleanup(func() { writer.Close() })
 	reads = new(int)
 	reader = func(ctx context.Context, path string, read func(*sql.DB) error) error {
-		return migration.ReadStable(ctx, path, func(conn *sql.DB) error {
+		return pipeline.ReadStable(ctx, path, func(conn *sql.DB) error {
 			*reads++
 			var v int
 			if err := conn.QueryRow("PRAGMA schema_version").Scan(&v); err != nil {

@@ -14,6 +14,7 @@ import (
 	"ariga.io/atlas/sql/sqlite"
 
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 	schemafiles "github.com/securemsg/storage/schema"
 )
 
@@ -48,12 +49,12 @@ type objectNotes struct {
 }
 
 // readNotes replays files, oldest first, on a private dev database
-// (migration.Replay) and attributes each statement's comments (as Atlas's
+// (pipeline.Replay) and attributes each statement's comments (as Atlas's
 // lexer attaches them) to what the statement created, found by diffing
 // Atlas's inspection before and after it.
 func readNotes(ctx context.Context, files []migrate.File) (*objectNotes, error) {
 	notes := &objectNotes{comments: map[string][]string{}}
-	err := migration.Replay(ctx, files, func(_ context.Context, _ *sqlclient.Client, rf *migration.ReplayedFile) error {
+	err := pipeline.Replay(ctx, files, func(_ context.Context, _ *sqlclient.Client, rf *pipeline.ReplayedFile) error {
 		stmts := make([]*migrate.Stmt, len(rf.Statements))
 		for i, s := range rf.Statements {
 			stmts[i] = s.Stmt
@@ -159,7 +160,7 @@ func schemaDoc(ctx context.Context, m *migration.Migrator) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := m.OpenHead(ctx)
+	conn, err := pipeline.OpenHead(ctx, m)
 	if err != nil {
 		return nil, err
 	}

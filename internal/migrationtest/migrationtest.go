@@ -1,7 +1,7 @@
-// Package migrationtest builds what tests of package migration and of
-// cmd/migrate need to exercise migration directories: in-memory
-// directories with an atlas.sum computed over them, and the frozen
-// version 14 baseline as text. Only tests import it; it never writes a
+// Package migrationtest builds what tests of packages migration and
+// migration/pipeline and of cmd/migrate need to exercise migration
+// directories: in-memory directories with an atlas.sum computed over
+// them, and the frozen version 14 baseline as text. Only tests import it; it never writes a
 // file or opens a database.
 package migrationtest
 

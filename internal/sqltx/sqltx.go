@@ -37,6 +37,24 @@ func Run(ctx context.Context, db Beginner, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
+// ReadOnly runs fn inside one transaction on db that is always rolled
+// back, so that what fn does is never committed: fn reads one consistent
+// snapshot. It returns fn's error, or the error of beginning the
+// transaction, matching ctx's error too if ctx ended meanwhile.
+func ReadOnly(ctx context.Context, db Beginner, fn func(tx *sql.Tx) error) error {
+	errRollback := errors.New("read only")
+	err := Run(ctx, db, func(tx *sql.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		return nil
+	}
+	return err
+}
+
 // withCause makes err match ctx's error too if ctx ended: database/sql
 // rolls a transaction back as soon as its context is cancelled, and a
 // statement or Commit racing that rollback reports only sql.ErrTxDone.

@@ -1,5 +1,5 @@
 // Package victimdb gives tests a database file that code under test must
-// not reach: a confined connection (migration.ConfinedDriver) replaying a
+// not reach: a confined connection (pipeline.OpenConfined) replaying a
 // hostile migration or fixture file that ATTACHes it, drops its table or
 // copies itself beside it. Only tests import it.
 package victimdb

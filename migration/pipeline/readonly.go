@@ -1,4 +1,4 @@
-package migration
+package pipeline
 
 import (
 	"bytes"
@@ -9,10 +9,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
+
+	"github.com/securemsg/storage/migration"
 )
 
 // ErrChanged means the database file changed while it was being read
@@ -36,7 +37,7 @@ const (
 	readBackoff  = 50 * time.Millisecond
 )
 
-// ReadOnlyDSN returns a mattn/go-sqlite3 DSN that opens the database file
+// readOnlyDSN returns a mattn/go-sqlite3 DSN that opens the database file
 // at path read-only and writes nothing, not even beside it, so that status,
 // plan, drift and freeze work on a file or in a directory they cannot
 // write and leave no -wal or -shm file behind.
@@ -54,17 +55,7 @@ const (
 //
 // Immutable means SQLite assumes the file never changes: a writer that
 // opens the database while the connection reads can make it read stale or
-// torn pages. Read through ReadStable, which notices such a change and
-// reads again, rather than with this DSN alone.
-func ReadOnlyDSN(path string) string {
-	// SQLite keeps the -wal and -journal beside the file a symlink points
-	// to: look for them there.
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
-	}
-	return readOnlyDSN(path, !exists(path+"-wal") && !exists(path+"-journal"))
-}
-
+// torn pages. ReadStable notices such a change and reads again.
 func readOnlyDSN(path string, immutable bool) string {
 	// readonly_shm: SQLite never opens the -shm for writing, so never
 	// creates one.
@@ -72,10 +63,10 @@ func readOnlyDSN(path string, immutable bool) string {
 	if immutable {
 		params += "&immutable=1"
 	}
-	return "file:" + URIPath(path) + params
+	return "file:" + migration.URIPath(path) + params
 }
 
-// ReadStable opens the database at path read-only (as ReadOnlyDSN), runs
+// ReadStable opens the database at path read-only (see readOnlyDSN), runs
 // read on it, closes it and returns read's error, but only if the file
 // did not change meanwhile: before the open and after the close it
 // records the database file (identity, size, modification time and its
@@ -214,11 +205,6 @@ func (s fileState) immutable() bool { return s.wal.fi == nil && s.journal.fi == 
 
 func (s fileState) equal(o fileState) bool {
 	return s.main.equal(o.main) && s.wal.equal(o.wal) && s.journal.equal(o.journal) && bytes.Equal(s.header, o.header)
-}
-
-// URIPath escapes what SQLite would read as URI syntax in a file name.
-func URIPath(path string) string {
-	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 func exists(path string) bool {

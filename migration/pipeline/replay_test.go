@@ -1,4 +1,4 @@
-package migration_test
+package pipeline_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/securemsg/storage/internal/victimdb"
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // replayFiles returns the files of a directory built with sumFS.
@@ -47,8 +48,8 @@ func tableNames(r *schema.Realm) []string {
 	return out
 }
 
-func record(t *testing.T, got *[]replayed) migration.ReplayFunc {
-	return func(ctx context.Context, dev *sqlclient.Client, rf *migration.ReplayedFile) error {
+func record(t *testing.T, got *[]replayed) pipeline.ReplayFunc {
+	return func(ctx context.Context, dev *sqlclient.Client, rf *pipeline.ReplayedFile) error {
 		r := replayed{file: rf.File.Name(), from: tableNames(rf.From), to: tableNames(rf.To)}
 		realm, err := dev.InspectRealm(ctx, nil)
 		require.NoError(t, err)
@@ -89,7 +90,7 @@ func TestReplay(t *testing.T) {
 		"2_b.sql": "CREATE TABLE b (y INTEGER);\nALTER TABLE a ADD COLUMN z TEXT;\n",
 	})
 	var got []replayed
-	require.NoError(t, migration.Replay(ctx, files, record(t, &got)))
+	require.NoError(t, pipeline.Replay(ctx, files, record(t, &got)))
 	require.Equal(t, []replayed{
 		{
 			file:  "1_a.sql",
@@ -110,7 +111,7 @@ func TestReplay(t *testing.T) {
 
 	// Every Replay starts from its own empty database: table a, made by
 	// the replay above, is not there.
-	err := migration.Replay(ctx, files[1:2], func(context.Context, *sqlclient.Client, *migration.ReplayedFile) error { return nil })
+	err := pipeline.Replay(ctx, files[1:2], func(context.Context, *sqlclient.Client, *pipeline.ReplayedFile) error { return nil })
 	require.ErrorContains(t, err, "2_b.sql: line 2: replay on the dev database: no such table: a")
 }
 
@@ -122,7 +123,7 @@ func TestReplayEmbeddedEndsAtHead(t *testing.T) {
 	require.NoError(t, err)
 	var last *schema.Realm
 	n := 0
-	require.NoError(t, migration.Replay(ctx, files, func(_ context.Context, _ *sqlclient.Client, rf *migration.ReplayedFile) error {
+	require.NoError(t, pipeline.Replay(ctx, files, func(_ context.Context, _ *sqlclient.Client, rf *pipeline.ReplayedFile) error {
 		n++
 		require.NotEmpty(t, rf.Statements, rf.File.Name())
 		if last != nil {
@@ -133,7 +134,7 @@ func TestReplayEmbeddedEndsAtHead(t *testing.T) {
 	}))
 	require.Equal(t, len(files), n)
 
-	head, err := m.OpenHead(ctx)
+	head, err := pipeline.OpenHead(ctx, m)
 	require.NoError(t, err)
 	defer head.Close()
 	drv, err := sqlite.Open(head)
@@ -184,7 +185,7 @@ func TestReplayStops(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var called []string
-			err := migration.Replay(ctx, replayFiles(t, tt.files), func(_ context.Context, _ *sqlclient.Client, rf *migration.ReplayedFile) error {
+			err := pipeline.Replay(ctx, replayFiles(t, tt.files), func(_ context.Context, _ *sqlclient.Client, rf *pipeline.ReplayedFile) error {
 				called = append(called, rf.File.Name())
 				if rf.File.Name() == tt.stopAt {
 					return errStop
@@ -225,7 +226,7 @@ func TestReplayIsConfined(t *testing.T) {
 			dir := filepath.Dir(victim)
 
 			files := replayFiles(t, map[string]string{"1_a.sql": tt.file(dir, victim)})
-			err := migration.Replay(ctx, files, func(context.Context, *sqlclient.Client, *migration.ReplayedFile) error { return nil })
+			err := pipeline.Replay(ctx, files, func(context.Context, *sqlclient.Client, *pipeline.ReplayedFile) error { return nil })
 			require.Error(t, err)
 			require.Regexp(t, "not authorized|authorization denied", err.Error())
 			victimdb.RequireUntouched(t, victim)

@@ -1,12 +1,15 @@
-package migration
+package pipeline
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -16,11 +19,14 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/migration"
 )
 
-// Drift is how a database differs from the head of a migration directory.
-// The zero Drift (no Schema, no History) means the database is at head.
-type Drift struct {
+// Differences is how a database differs from the head of a migration
+// directory. The zero Differences (no Schema, no History) means the
+// database is at head.
+type Differences struct {
 	// Schema lists the changes that would bring the database's schema to
 	// head, as SQL a reviewer can read. Nothing runs them.
 	Schema []SchemaChange
@@ -30,7 +36,7 @@ type Drift struct {
 }
 
 // Empty reports whether d holds no difference.
-func (d Drift) Empty() bool { return len(d.Schema) == 0 && len(d.History) == 0 }
+func (d Differences) Empty() bool { return len(d.Schema) == 0 && len(d.History) == 0 }
 
 // SchemaChange is one statement of the plan that would bring a database
 // to head, with Atlas's description of it.
@@ -86,15 +92,15 @@ func (h HistoryDrift) String() string {
 	}
 }
 
-// Drift compares the database behind conn with head: its schema, inspected
+// Drift compares the database behind conn with the head of m: its schema, inspected
 // with Atlas and diffed against a private in-memory database migrated to
 // head, its views and triggers (which Atlas does not inspect) by their SQL
 // text, and its schema_revision rows against the directory's files and
 // atlas.sum. It only reads conn (open it read-only). It returns an error
 // only when the database cannot be read; differences are the Drift.
-func (m *Migrator) Drift(ctx context.Context, conn *sql.DB) (Drift, error) {
-	var d Drift
-	headConn, err := m.OpenHead(ctx)
+func Drift(ctx context.Context, m *migration.Migrator, conn *sql.DB) (Differences, error) {
+	var d Differences
+	headConn, err := OpenHead(ctx, m)
 	if err != nil {
 		return d, err
 	}
@@ -125,7 +131,7 @@ func (m *Migrator) Drift(ctx context.Context, conn *sql.DB) (Drift, error) {
 		return d, err
 	}
 	d.Schema = append(d.Schema, objects...)
-	d.History, err = m.historyDrift(ctx, conn)
+	d.History, err = historyDrift(ctx, m, conn)
 	return d, err
 }
 
@@ -181,13 +187,17 @@ func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, e
 }
 
 // historyDrift checks every schema_revision row against the directory.
-func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDrift, error) {
-	sum, err := m.dir.Checksum()
+func historyDrift(ctx context.Context, m *migration.Migrator, conn *sql.DB) ([]HistoryDrift, error) {
+	sum, err := m.Dir().Checksum()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDirectory, err)
+		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+	}
+	files, err := m.Dir().Files()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
 	}
 	var out []HistoryDrift
-	err = readOnly(ctx, conn, func(tx *sql.Tx) error {
+	err = sqltx.ReadOnly(ctx, conn, func(tx *sql.Tx) error {
 		q := db.New(tx)
 		n, err := q.RevisionTableExists(ctx)
 		if err != nil || n == 0 {
@@ -198,34 +208,28 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 			return fmt.Errorf("migration: read schema_revision: %w", err)
 		}
 		slices.SortFunc(revs, func(a, b db.SchemaRevision) int {
-			switch {
-			case versionLess(a.Version, b.Version):
-				return -1
-			case versionLess(b.Version, a.Version):
-				return 1
-			}
-			return strings.Compare(a.Version, b.Version)
+			return compareVersions(a.Version, b.Version)
 		})
 		recorded := map[string]bool{}
-		latest := -1 // index in m.files of the latest recorded version
+		latest := -1 // index in files of the latest recorded version
 		for _, r := range revs {
-			i := slices.IndexFunc(m.files, func(f migrate.File) bool { return f.Version() == r.Version })
+			i := slices.IndexFunc(files, func(f migrate.File) bool { return f.Version() == r.Version })
 			recorded[r.Version] = true
 			latest = max(latest, i)
 			if i < 0 {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryUnknown, Recorded: r.Hash})
 				continue
 			}
-			f := m.files[i]
+			f := files[i]
 			want, err := sum.SumByName(f.Name())
 			if err != nil {
-				return fmt.Errorf("%w: %v", ErrDirectory, err)
+				return fmt.Errorf("%w: %v", migration.ErrDirectory, err)
 			}
 			// A baseline revision records no hash: nothing of it ran. Only
 			// the adopted legacy baseline is one; any other row must carry
 			// the file's hash, so a blanked hash, or a row retyped as a
 			// baseline, is drift too.
-			baseline := migrate.RevisionType(r.Type) == migrate.RevisionTypeBaseline && r.Version == LegacyBaselineVersion && r.Hash == ""
+			baseline := migrate.RevisionType(r.Type) == migrate.RevisionTypeBaseline && r.Version == migration.LegacyBaselineVersion && r.Hash == ""
 			if !baseline && r.Hash != want {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryHash, Recorded: r.Hash, Expected: want, File: f.Name()})
 			}
@@ -238,11 +242,11 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 		}
 		// Every version up to the latest recorded one has a row (the
 		// adopted baseline has its own): a hole is a deleted row.
-		for _, f := range m.files[:latest+1] {
+		for _, f := range files[:latest+1] {
 			if !recorded[f.Version()] {
 				want, err := sum.SumByName(f.Name())
 				if err != nil {
-					return fmt.Errorf("%w: %v", ErrDirectory, err)
+					return fmt.Errorf("%w: %v", migration.ErrDirectory, err)
 				}
 				out = append(out, HistoryDrift{Version: f.Version(), Kind: HistoryMissing, Expected: want, File: f.Name()})
 			}
@@ -250,10 +254,10 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 		// The versions after it are not recorded: the history is not at
 		// head, whatever the schema says (with the newest row deleted,
 		// the schema matches head and up would fail re-running it).
-		for _, f := range m.files[latest+1:] {
+		for _, f := range files[latest+1:] {
 			want, err := sum.SumByName(f.Name())
 			if err != nil {
-				return fmt.Errorf("%w: %v", ErrDirectory, err)
+				return fmt.Errorf("%w: %v", migration.ErrDirectory, err)
 			}
 			out = append(out, HistoryDrift{Version: f.Version(), Kind: HistoryPending, Expected: want, File: f.Name()})
 		}
@@ -262,11 +266,20 @@ func (m *Migrator) historyDrift(ctx context.Context, conn *sql.DB) ([]HistoryDri
 	return out, err
 }
 
+// compareVersions orders migration versions by number, then as text (a
+// recorded version need not be a number).
+func compareVersions(a, b string) int {
+	x, _ := strconv.Atoi(a)
+	y, _ := strconv.Atoi(b)
+	return cmp.Or(cmp.Compare(x, y), strings.Compare(a, b))
+}
+
 var memSeq atomic.Int64
 
 // OpenHead returns a private in-memory database (OpenMemory) migrated to
-// head. It lives until the returned handle is closed.
-func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
+// the head of m. It lives until the returned handle is closed. It returns
+// Up's error if the directory does not apply to an empty database.
+func OpenHead(ctx context.Context, m *migration.Migrator) (*sql.DB, error) {
 	conn, err := OpenMemory(ctx)
 	if err != nil {
 		return nil, err
@@ -289,10 +302,7 @@ func (m *Migrator) OpenHead(ctx context.Context) (*sql.DB, error) {
 // It returns an error only when SQLite cannot open it.
 func OpenMemory(ctx context.Context) (*sql.DB, error) {
 	name := fmt.Sprintf("file:migration-mem-%d-%d?mode=memory&cache=shared&_foreign_keys=on&_txlock=immediate", os.Getpid(), memSeq.Add(1))
-	conn, err := sql.Open(ConfinedDriver, name)
-	if err != nil {
-		return nil, err
-	}
+	conn := OpenConfined(name)
 	// One connection: the in-memory database lives as long as it does.
 	conn.SetMaxOpenConns(1)
 	if err := conn.PingContext(ctx); err != nil {
@@ -359,13 +369,41 @@ func primaryKeyOrigin(attrs []schema.Attr) bool {
 	return false
 }
 
-// ConfinedDriver is the database/sql driver name of mattn/go-sqlite3
-// connections that refuse ATTACH (and VACUUM INTO, which attaches its
-// output) with SQLite's authorization error, through an authorizer set on
-// every connection: for running SQL text read from files (migration
-// files, fixture dumps) without letting it create, change or drop any
-// database file but the one opened. OpenMemory uses it.
-const ConfinedDriver = "sqlite3-confined"
+// OpenConfined opens dsn, a mattn/go-sqlite3 DSN, on connections that
+// refuse ATTACH (and VACUUM INTO, which attaches its output) with
+// SQLite's authorization error, through an authorizer set on every
+// connection: for running SQL text read from files (migration files,
+// fixture dumps) without letting it create, change or drop any database
+// file but the one opened. OpenMemory uses it. It registers no driver:
+// nothing changes for the rest of the program. Like sql.Open it only
+// validates its arguments; the first use connects, and returns SQLite's
+// error if the file cannot be opened.
+func OpenConfined(dsn string) *sql.DB {
+	return sql.OpenDB(confinedConnector{dsn: dsn})
+}
+
+// confinedDriver is mattn/go-sqlite3's driver with the authorizer of
+// OpenConfined on every connection it opens.
+var confinedDriver = &sqlite3.SQLiteDriver{
+	ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		c.RegisterAuthorizer(func(action int, _, _, _ string) int {
+			if action == sqliteAttach {
+				return sqliteDeny
+			}
+			return sqliteOK
+		})
+		return nil
+	},
+}
+
+// confinedConnector opens confinedDriver connections to one DSN.
+type confinedConnector struct{ dsn string }
+
+func (c confinedConnector) Connect(context.Context) (driver.Conn, error) {
+	return confinedDriver.Open(c.dsn)
+}
+
+func (c confinedConnector) Driver() driver.Driver { return confinedDriver }
 
 // SQLite's authorizer action code for ATTACH and its "deny" answer
 // (sqlite3.h), spelled here because the driver's names for them exist
@@ -375,17 +413,3 @@ const (
 	sqliteOK     = 0
 	sqliteDeny   = 1
 )
-
-func init() {
-	sql.Register(ConfinedDriver, &sqlite3.SQLiteDriver{
-		ConnectHook: func(c *sqlite3.SQLiteConn) error {
-			c.RegisterAuthorizer(func(action int, _, _, _ string) int {
-				if action == sqliteAttach {
-					return sqliteDeny
-				}
-				return sqliteOK
-			})
-			return nil
-		},
-	})
-}

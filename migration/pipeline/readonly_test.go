@@ -1,4 +1,4 @@
-package migration_test
+package pipeline_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // closedDB creates a database file with table t holding rows 1..3 in the
@@ -88,7 +88,7 @@ func TestReadStable(t *testing.T) {
 		{name: "WAL, writer closes", journal: "WAL", writes: 1, runs: 2, want: 2},
 		{name: "rollback journal, writer closes", journal: "DELETE", writes: 1, runs: 2, want: 2},
 		{name: "rollback journal, writer stays open", journal: "DELETE", keep: true, writes: 1, runs: 2, want: 2},
-		{name: "a writer on every attempt", journal: "WAL", writes: 3, runs: 3, wantErr: migration.ErrChanged},
+		{name: "a writer on every attempt", journal: "WAL", writes: 3, runs: 3, wantErr: pipeline.ErrChanged},
 		{name: "read fails, nothing changed", journal: "WAL", readErr: 1, runs: 1, wantErr: errRead},
 		{name: "read fails while the file changed", journal: "WAL", writes: 1, readErr: 1, runs: 2, want: 2},
 	}
@@ -96,7 +96,7 @@ func TestReadStable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := closedDB(t, tt.journal)
 			attempt, got := 0, 0
-			err := migration.ReadStable(ctx, path, func(conn *sql.DB) error {
+			err := pipeline.ReadStable(ctx, path, func(conn *sql.DB) error {
 				attempt++
 				var v int
 				require.NoError(t, conn.QueryRow("PRAGMA schema_version").Scan(&v), "the open")
@@ -132,7 +132,7 @@ func TestReadStableCreatesNothing(t *testing.T) {
 	require.NoError(t, os.Chmod(dir, 0o555))
 	t.Cleanup(func() { os.Chmod(dir, 0o755) })
 	var n int
-	err := migration.ReadStable(context.Background(), path, func(conn *sql.DB) error {
+	err := pipeline.ReadStable(context.Background(), path, func(conn *sql.DB) error {
 		var err error
 		n, err = count(conn)
 		require.Equal(t, []string{"client.db"}, dirNames(t, dir), "while open")
@@ -142,7 +142,7 @@ func TestReadStableCreatesNothing(t *testing.T) {
 	require.Equal(t, 3, n)
 	require.Equal(t, []string{"client.db"}, dirNames(t, dir))
 
-	err = migration.ReadStable(context.Background(), filepath.Join(dir, "missing.db"), func(*sql.DB) error {
+	err = pipeline.ReadStable(context.Background(), filepath.Join(dir, "missing.db"), func(*sql.DB) error {
 		t.Fatal("read ran on a missing file")
 		return nil
 	})
@@ -153,7 +153,7 @@ func TestReadStableStopsWithContext(t *testing.T) {
 	path := closedDB(t, "WAL")
 	ctx, cancel := context.WithCancel(context.Background())
 	attempts := 0
-	err := migration.ReadStable(ctx, path, func(conn *sql.DB) error {
+	err := pipeline.ReadStable(ctx, path, func(conn *sql.DB) error {
 		attempts++
 		_, err := count(conn)
 		write(t, path, false, "INSERT INTO t VALUES (9)")
@@ -193,11 +193,11 @@ func TestReadStableNeedsRecovery(t *testing.T) {
 		wantErr error
 	}{
 		{name: "-wal without -shm", journal: "WAL", setup: []string{"PRAGMA wal_autocheckpoint = 0", "INSERT INTO t VALUES (4)"},
-			copy: []string{"-wal"}, wantErr: migration.ErrNeedsRecovery},
+			copy: []string{"-wal"}, wantErr: pipeline.ErrNeedsRecovery},
 		{name: "hot journal", journal: "DELETE",
 			setup: []string{"PRAGMA cache_size = 1", "BEGIN", "DELETE FROM t",
 				"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO t SELECT x FROM n"},
-			copy: []string{"-journal"}, runs: 1, wantErr: migration.ErrNeedsRecovery},
+			copy: []string{"-journal"}, runs: 1, wantErr: pipeline.ErrNeedsRecovery},
 		{name: "-wal and -shm left by a crash", journal: "WAL", setup: []string{"PRAGMA wal_autocheckpoint = 0", "INSERT INTO t VALUES (4)"},
 			copy: []string{"-wal", "-shm"}, runs: 1, want: 4},
 	}
@@ -216,7 +216,7 @@ func TestReadStableNeedsRecovery(t *testing.T) {
 			require.NoError(t, err)
 
 			runs, got := 0, 0
-			readErr := migration.ReadStable(context.Background(), path, func(conn *sql.DB) error {
+			readErr := pipeline.ReadStable(context.Background(), path, func(conn *sql.DB) error {
 				runs++
 				n, err := count(conn)
 				got = n
@@ -249,7 +249,7 @@ func TestReadStableThroughSymlink(t *testing.T) {
 	require.FileExists(t, path+"-wal")
 
 	runs, got := 0, 0
-	err := migration.ReadStable(context.Background(), link, func(conn *sql.DB) error {
+	err := pipeline.ReadStable(context.Background(), link, func(conn *sql.DB) error {
 		runs++
 		var v int
 		require.NoError(t, conn.QueryRow("PRAGMA schema_version").Scan(&v), "the open")
