@@ -38,7 +38,7 @@ func (tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
 	require.True(t, s.(*memstore.Store).TamperUserID(seq, user), "row %d", seq)
 }
 
-func (tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part storetest.PeerPart, sealed []byte) {
+func (tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
 	t.Helper()
-	require.True(t, s.(*memstore.Store).TamperPeer(peer, string(part), sealed), "%s of %s", part, peer)
+	require.True(t, s.(*memstore.Store).TamperPeer(peer, part, sealed), "%s of %s", part, peer)
 }

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // The Tamper* methods change a pending row behind the store's back, as a
@@ -40,15 +41,15 @@ func (s *Store) tamper(seq int64, fn func(*pendingRow)) bool {
 }
 
 // TamperPeer replaces the sealed value of one stored part of peer's state:
-// part is "session", "session_initiation" or "identity_pin".
-func (s *Store) TamperPeer(peer ids.DeviceAddress, part string, sealed []byte) bool {
+// false if peer has no such part.
+func (s *Store) TamperPeer(peer ids.DeviceAddress, part store.PeerPart, sealed []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.peers[peer]
 	if p == nil {
 		return false
 	}
-	v := map[string]*[]byte{"session": &p.Session, "session_initiation": &p.Initiation, "identity_pin": &p.Pin}[part]
+	v := map[store.PeerPart]*[]byte{store.PeerSession: &p.Session, store.PeerInitiation: &p.Initiation, store.PeerPin: &p.Pin}[part]
 	if v == nil || *v == nil {
 		return false
 	}

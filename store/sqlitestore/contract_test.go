@@ -48,6 +48,8 @@ func (tp tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) 
 	tp.exec(t, s, `UPDATE pending_outbound_message SET recipient_user_id = ? WHERE sequence = ?`, user, seq)
 }
 
-func (tp tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part storetest.PeerPart, sealed []byte) {
-	tp.exec(t, s, `UPDATE `+string(part)+` SET sealed = ? WHERE user_id = ? AND device_id = ?`, sealed, peer.UserID, peer.DeviceID)
+func (tp tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
+	table := map[store.PeerPart]string{store.PeerSession: "session", store.PeerInitiation: "session_initiation", store.PeerPin: "identity_pin"}[part]
+	require.NotEmpty(t, table, "%s", part)
+	tp.exec(t, s, `UPDATE `+table+` SET sealed = ? WHERE user_id = ? AND device_id = ?`, sealed, peer.UserID, peer.DeviceID)
 }

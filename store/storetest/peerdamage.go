@@ -13,17 +13,6 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// PeerPart names one part of a remote device's stored state, for
-// Tamper.SetPeerSealed. Its value is the SQLite table that holds it.
-type PeerPart string
-
-// The parts of a remote device's stored state.
-const (
-	PartSession    PeerPart = "session"
-	PartInitiation PeerPart = "session_initiation"
-	PartPin        PeerPart = "identity_pin"
-)
-
 // peerSealSentinels are the causes a part that does not open may have;
 // a damaged part must match exactly one of them.
 var peerSealSentinels = []error{
@@ -47,17 +36,17 @@ func requireCauseOnly(t *testing.T, cause, want error) {
 // its place (built from the harness's keyring) and the cause it gives.
 type peerDamageCase struct {
 	name  string
-	part  PeerPart
+	part  store.PeerPart
 	value func(t *testing.T, h *harness) []byte
 	want  error
 }
 
 // recordType returns the record type a part is sealed as.
-func (p PeerPart) recordType() seal.RecordType {
+func recordType(p store.PeerPart) seal.RecordType {
 	switch p {
-	case PartSession:
+	case store.PeerSession:
 		return seal.RecordSession
-	case PartInitiation:
+	case store.PeerInitiation:
 		return seal.RecordSessionInitiation
 	}
 	return seal.RecordIdentityPin
@@ -65,27 +54,27 @@ func (p PeerPart) recordType() seal.RecordType {
 
 func peerDamageCases() []peerDamageCase {
 	var out []peerDamageCase
-	for _, part := range []PeerPart{PartSession, PartInitiation, PartPin} {
+	for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
 		out = append(out,
-			peerDamageCase{string(part) + " moved from bob", part, func(t *testing.T, h *harness) []byte {
-				v, err := h.keys.Seal(part.recordType(), store.AddressAD(bob), []byte("bob's value"))
+			peerDamageCase{part.String() + " moved from bob", part, func(t *testing.T, h *harness) []byte {
+				v, err := h.keys.Seal(recordType(part), store.AddressAD(bob), []byte("bob's value"))
 				require.NoError(t, err)
 				return v
 			}, seal.ErrAuthentication},
-			peerDamageCase{string(part) + " under a key the keyring does not hold", part, func(t *testing.T, h *harness) []byte {
-				v, err := NewKeyring(t).Seal(part.recordType(), store.AddressAD(alice), []byte("other key"))
+			peerDamageCase{part.String() + " under a key the keyring does not hold", part, func(t *testing.T, h *harness) []byte {
+				v, err := NewKeyring(t).Seal(recordType(part), store.AddressAD(alice), []byte("other key"))
 				require.NoError(t, err)
 				return v
 			}, seal.ErrWrongKey},
-			peerDamageCase{string(part) + " truncated", part, func(t *testing.T, h *harness) []byte {
-				v, err := h.keys.Seal(part.recordType(), store.AddressAD(alice), []byte("cut"))
+			peerDamageCase{part.String() + " truncated", part, func(t *testing.T, h *harness) []byte {
+				v, err := h.keys.Seal(recordType(part), store.AddressAD(alice), []byte("cut"))
 				require.NoError(t, err)
 				return v[:20]
 			}, seal.ErrTruncated},
 		)
 	}
 	// A value of another part's record type, bound to the right row.
-	out = append(out, peerDamageCase{"pin copied into the session", PartSession, func(t *testing.T, h *harness) []byte {
+	out = append(out, peerDamageCase{"pin copied into the session", store.PeerSession, func(t *testing.T, h *harness) []byte {
 		v, err := h.keys.Seal(seal.RecordIdentityPin, store.AddressAD(alice), []byte("alice pin"))
 		require.NoError(t, err)
 		return v
@@ -95,14 +84,14 @@ func peerDamageCases() []peerDamageCase {
 
 // damage returns the PeerDamage a part damaged with cause gives, with the
 // cause as a stand-in (compared with requirePeerDamage).
-func damageOf(part PeerPart, cause error) store.PeerDamage {
+func damageOf(part store.PeerPart, cause error) store.PeerDamage {
 	var d store.PeerDamage
 	switch part {
-	case PartSession:
+	case store.PeerSession:
 		d.Session = cause
-	case PartInitiation:
+	case store.PeerInitiation:
 		d.Initiation = cause
-	case PartPin:
+	case store.PeerPin:
 		d.Pin = cause
 	}
 	return d
@@ -125,13 +114,13 @@ func requirePeerDamage(t *testing.T, want, got store.PeerDamage) {
 }
 
 // without returns st with part absent.
-func without(st store.PeerState, part PeerPart) store.PeerState {
+func without(st store.PeerState, part store.PeerPart) store.PeerState {
 	switch part {
-	case PartSession:
+	case store.PeerSession:
 		st.Session = nil
-	case PartInitiation:
+	case store.PeerInitiation:
 		st.Initiation = nil
-	case PartPin:
+	case store.PeerPin:
 		st.Pin = nil
 	}
 	return st
@@ -197,8 +186,8 @@ func testPeerUnreadable(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
 		other := NewKeyring(t)
-		for _, part := range []PeerPart{PartSession, PartInitiation, PartPin} {
-			v, err := other.Seal(part.recordType(), store.AddressAD(alice), []byte("x"))
+		for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
+			v, err := other.Seal(recordType(part), store.AddressAD(alice), []byte("x"))
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
@@ -231,7 +220,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 				requirePeerDamage(t, damageOf(tc.part, tc.want), got)
 
 				want := without(st, tc.part)
-				if tc.part == PartPin && pin != nil {
+				if tc.part == store.PeerPin && pin != nil {
 					want.Pin = pin
 				}
 				after, err := h.s.Peer(h.ctx, alice)
@@ -246,8 +235,8 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 	t.Run("every part damaged", func(t *testing.T) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
-		for _, part := range []PeerPart{PartSession, PartInitiation, PartPin} {
-			v, err := h.keys.Seal(part.recordType(), store.AddressAD(bob), []byte("moved"))
+		for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
+			v, err := h.keys.Seal(recordType(part), store.AddressAD(bob), []byte("moved"))
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
@@ -316,13 +305,13 @@ func refusingCheck() (store.PeerCheck, *[]checkCall) {
 }
 
 // with returns st with part set to v.
-func with(st store.PeerState, part PeerPart, v []byte) store.PeerState {
+func with(st store.PeerState, part store.PeerPart, v []byte) store.PeerState {
 	switch part {
-	case PartSession:
+	case store.PeerSession:
 		st.Session = v
-	case PartInitiation:
+	case store.PeerInitiation:
 		st.Initiation = v
-	case PartPin:
+	case store.PeerPin:
 		st.Pin = v
 	}
 	return st
@@ -336,16 +325,16 @@ func with(st store.PeerState, part PeerPart, v []byte) store.PeerState {
 // does not judge plaintexts.
 func testDiscardRefusedPeer(t *testing.T, h *harness) {
 	replacement := []byte("replacement pin")
-	for _, part := range []PeerPart{PartSession, PartInitiation, PartPin} {
+	for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
 		for _, pin := range [][]byte{nil, replacement} {
-			name := string(part)
+			name := part.String()
 			if pin != nil {
 				name += ", with a replacement pin"
 			}
 			t.Run(name, func(t *testing.T) {
 				h := h.fresh(t)
 				st, ms := h.peerSetup()
-				bad := []byte("bad " + string(part) + " of a newer encoding")
+				bad := []byte("bad " + part.String() + " of a newer encoding")
 				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(store.PeerState{}, part, bad)))
 				stored := with(st, part, bad)
 				got, err := h.s.Peer(h.ctx, alice)
@@ -363,7 +352,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 				}, *calls, "every part that opens is checked, once")
 
 				want := without(st, part)
-				if part == PartPin && pin != nil {
+				if part == store.PeerPin && pin != nil {
 					want.Pin = pin
 				}
 				after, err := h.s.Peer(h.ctx, alice)
@@ -382,7 +371,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 		require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Pin: []byte("bad pin")}))
 		v, err := NewKeyring(t).Seal(seal.RecordSession, store.AddressAD(alice), []byte("alice session"))
 		require.NoError(t, err)
-		h.tamper.SetPeerSealed(t, h.s, alice, PartSession, v)
+		h.tamper.SetPeerSealed(t, h.s, alice, store.PeerSession, v)
 
 		check, calls := refusingCheck()
 		d, err := h.s.DiscardUnreadablePeer(h.ctx, alice, replacement, check)

@@ -53,7 +53,7 @@ type Tamper interface {
 	SetUserID(t *testing.T, s store.Store, seq int64, user string)
 	// SetPeerSealed replaces the sealed value of part of peer's stored
 	// state (the part is stored).
-	SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part PeerPart, sealed []byte)
+	SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte)
 }
 
 // Run runs the contract suite against the stores open returns, damaging
