@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // decode parses stdout as exactly one JSON document.
@@ -77,7 +79,7 @@ func TestLintJSON(t *testing.T) {
 	require.False(t, doc.OK)
 	require.Equal(t, 3, doc.Files)
 	require.Equal(t, 1, doc.Blocking)
-	require.Equal(t, []finding{{Version: "16", File: "16_drop_session.sql", Line: 1, Analyzer: "destructive", Code: "DS102", Text: `Dropping table "session"`, Blocking: true}}, doc.Findings)
+	require.Equal(t, []pipeline.Finding{{Version: "16", File: "16_drop_session.sql", Line: 1, Analyzer: "destructive", Code: "DS102", Text: `Dropping table "session"`, Blocking: true}}, doc.Findings)
 }
 
 func TestLintAndHashMissingDirectory(t *testing.T) {

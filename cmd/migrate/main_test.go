@@ -430,7 +430,7 @@ ALTER TABLE new_session RENAME TO session;
 			m, err := migration.New(tt.fsys(t), ".")
 			require.NoError(t, err)
 			var out bytes.Buffer
-			err = lintDir(context.Background(), m.Dir(), &out)
+			err = lintDir(context.Background(), m, &out)
 			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 			require.NotEmpty(t, lines)
 			summary := lines[len(lines)-1]

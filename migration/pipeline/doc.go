@@ -3,7 +3,8 @@
 // compares a database with head (Drift), reads a database file without a
 // lock and without creating anything beside it (ReadStable), replays
 // migration files statement by statement on a private in-memory database
-// (Replay), and opens connections that cannot ATTACH another database
+// (Replay), lints the directory with Atlas's analyzers (Lint), and opens
+// connections that cannot ATTACH another database
 // file (OpenConfined, OpenMemory).
 //
 // An application does not link it: sqlitestore.Open needs only package

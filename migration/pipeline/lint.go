@@ -1,0 +1,182 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"ariga.io/atlas/sql/migrate"
+	"ariga.io/atlas/sql/sqlcheck"
+	"ariga.io/atlas/sql/sqlcheck/datadepend"
+	"ariga.io/atlas/sql/sqlcheck/destructive"
+	"ariga.io/atlas/sql/sqlcheck/incompatible"
+	"ariga.io/atlas/sql/sqlclient"
+
+	"github.com/securemsg/storage/migration"
+)
+
+// LintBaseline is the newest version whose findings are informational:
+// version 14 landed before linting and is never edited again.
+const LintBaseline = migration.LegacyBaselineVersion
+
+// Finding is one diagnostic of one analyzer on one migration file.
+type Finding struct {
+	Version  string `json:"version"`
+	File     string `json:"file"`
+	Line     int    `json:"line"` // 0 when Atlas gives no position
+	Analyzer string `json:"analyzer"`
+	Code     string `json:"code"` // Atlas's diagnostic code, e.g. DS102
+	Text     string `json:"text"`
+	// Blocking is false for findings at or below LintBaseline.
+	Blocking bool `json:"blocking"`
+}
+
+// String describes the finding in one line, as cmd/migrate lint prints it.
+func (f Finding) String() string {
+	s := fmt.Sprintf("%s %s: %s: %s", f.Version, f.File, f.Analyzer, f.Text)
+	switch {
+	case f.Code != "" && f.Line > 0:
+		s += fmt.Sprintf(" [%s, line %d]", f.Code, f.Line)
+	case f.Line > 0:
+		s += fmt.Sprintf(" [line %d]", f.Line)
+	}
+	if !f.Blocking {
+		s += " (informational: version " + LintBaseline + " is the frozen baseline)"
+	}
+	return s
+}
+
+// LintReport is what Lint found in one migration directory.
+type LintReport struct {
+	// Files is the number of migration files linted.
+	Files int
+	// Findings lists every finding, oldest version first.
+	Findings []Finding
+}
+
+// Blocking returns the number of findings in versions above LintBaseline:
+// a pipeline fails the directory when it is not 0.
+func (r LintReport) Blocking() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Blocking {
+			n++
+		}
+	}
+	return n
+}
+
+// Lint replays the directory of m, oldest version first, on a fresh dev
+// database (Replay) and runs Atlas's destructive, data-dependent and
+// backward-incompatible analyzers over each file, as `atlas migrate lint`
+// does: for each file it takes the schema changes of every statement (the
+// realm inspected before and after it, diffed), with renames and SQLite's
+// table rebuilds recognised from the statement text. Findings are the
+// report, not an error: Lint returns an error only when the directory
+// cannot be replayed or analysed (wrapping migration.ErrDirectory when it
+// holds no migration file).
+func Lint(ctx context.Context, m *migration.Migrator) (LintReport, error) {
+	var report LintReport
+	azs, err := analyzers()
+	if err != nil {
+		return report, err
+	}
+	all, err := m.Dir().Files()
+	if err != nil {
+		return report, fmt.Errorf("read migration directory: %w", err)
+	}
+	files := migrate.SkipCheckpointFiles(all)
+	if len(files) == 0 {
+		return report, fmt.Errorf("%w: no migration files", migration.ErrDirectory)
+	}
+	base, _ := strconv.Atoi(LintBaseline)
+	err = Replay(ctx, files, func(ctx context.Context, dev *sqlclient.Client, rf *ReplayedFile) error {
+		f := rf.File
+		var changes []*sqlcheck.Change
+		for _, s := range rf.Statements {
+			changes = append(changes, &sqlcheck.Change{Stmt: s.Stmt, Changes: fixRenames(s.Stmt, s.Changes)})
+		}
+		changes = foldRebuilds(dev, changes)
+		sum, err := dev.RealmDiff(rf.From, rf.To)
+		if err != nil {
+			return fmt.Errorf("%s: diff: %w", f.Name(), err)
+		}
+		file := &sqlcheck.File{File: f, Changes: changes, Sum: sum, From: rf.From, To: rf.To}
+		blocking := true
+		if v, err := strconv.Atoi(f.Version()); err == nil {
+			blocking = v > base
+		}
+		for _, az := range azs {
+			pass := &sqlcheck.Pass{
+				File: file,
+				Dev:  dev,
+				Reporter: sqlcheck.ReportWriterFunc(func(r sqlcheck.Report) {
+					fd := Finding{Version: f.Version(), File: f.Name(), Analyzer: az.Name(), Blocking: blocking}
+					if len(r.Diagnostics) == 0 {
+						fd.Text = r.Text
+						report.Findings = append(report.Findings, fd)
+					}
+					for _, d := range r.Diagnostics {
+						fd := fd
+						fd.Text, fd.Code, fd.Line = d.Text, d.Code, Line(f, d.Pos)
+						report.Findings = append(report.Findings, fd)
+					}
+				}),
+			}
+			if err := az.Analyze(ctx, pass); err != nil {
+				return fmt.Errorf("%s: analyzer %s: %w", f.Name(), az.Name(), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return LintReport{}, err
+	}
+	report.Files = len(files)
+	return report, nil
+}
+
+// analyzers returns Atlas's destructive, data-dependent and
+// backward-incompatible analyzers, with the SQLite handlers for
+// data-dependent NOT NULL changes. Their "error" option is off: the
+// caller decides what fails from the findings, not from the analyzer's
+// verdict.
+func analyzers() ([]sqlcheck.NamedAnalyzer, error) {
+	off := false
+	ds, err := destructive.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	ds.Error = &off
+	dd, err := datadepend.New(nil, datadepend.Handler{AddNotNull: addNotNull, ModifyNotNull: modifyNotNull})
+	if err != nil {
+		return nil, err
+	}
+	dd.Error = &off
+	bc, err := incompatible.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	bc.Error = &off
+	return []sqlcheck.NamedAnalyzer{ds, dd, bc}, nil
+}
+
+// addNotNull reports a NOT NULL column without default added to an
+// existing table (SQLite refuses it on a non-empty table).
+func addNotNull(p *datadepend.ColumnPass) ([]sqlcheck.Diagnostic, error) {
+	return []sqlcheck.Diagnostic{{
+		Pos:  p.Change.Stmt.Pos,
+		Text: fmt.Sprintf("Adding a non-nullable column %q without default will fail in case table %q is not empty", p.Column.Name, p.Table.Name),
+	}}, nil
+}
+
+// modifyNotNull reports a nullable column made NOT NULL without default.
+func modifyNotNull(p *datadepend.ColumnPass) ([]sqlcheck.Diagnostic, error) {
+	if p.Column.Default != nil {
+		return nil, nil
+	}
+	return []sqlcheck.Diagnostic{{
+		Pos:  p.Change.Stmt.Pos,
+		Text: fmt.Sprintf("Modifying nullable column %q to non-nullable without default value might fail in case it contains NULL values", p.Column.Name),
+	}}, nil
+}
