@@ -1,6 +1,9 @@
 package client
 
-import "github.com/securemsg/storage/session"
+import (
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+)
 
 // MaxBody is the largest plaintext Send accepts.
 const MaxBody = maxBody
@@ -17,3 +20,8 @@ var CheckPeerPart = checkPeerPart
 
 // DiscardedPinIdentity is the identity a discarded pin trusts.
 var DiscardedPinIdentity = discardedPinIdentity
+
+// MessageFrame is the frame a MESSAGE with id and body is encrypted as.
+func MessageFrame(id ids.LogicalMessageID, body []byte) []byte {
+	return encodeFrame(frameMessage, id, body)
+}

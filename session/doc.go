@@ -35,25 +35,32 @@
 //     root key || chain key. KDF_CK(ck): message key = HMAC-SHA256(ck,
 //     0x01), next chain key = HMAC-SHA256(ck, 0x02). A message key is
 //     expanded by HKDF-SHA256(salt = 32 zero bytes, info =
-//     "securemsg/session/v1 message keys") into a 32-byte
-//     XChaCha20-Poly1305 key and a 24-byte nonce.
+//     "securemsg/session/v2 message key") into a 32-byte
+//     XChaCha20-Poly1305 key. The 24-byte nonce is not derived: every
+//     Encrypt draws it at random and the envelope carries it, so a
+//     message key used twice (a session state put back by a database
+//     writer, two clients on one state) still never repeats a key and
+//     nonce pair, and a relay holding both envelopes learns nothing of
+//     the plaintexts from them (random 192-bit nonces do not collide).
+//     Version 1 envelopes derived the nonce from the message key too;
+//     they are refused (ErrMalformedEnvelope).
 //   - Associated data: "securemsg/session/v1 envelope\x00" || initiator
 //     identity (64) || responder identity (64) || the envelope bytes up to
 //     and excluding the ciphertext length, so addresses, the initiation
-//     header and the ratchet header are all authenticated.
+//     header, the ratchet header and the nonce are all authenticated.
 //   - Out-of-order messages: at most MaxSkip keys skipped per chain step
 //     (ErrTooManySkipped beyond, session unchanged), at most
 //     MaxSkippedKeys stored by the current state and
 //     MaxArchivedSkippedKeys by all archived states together (oldest
 //     evicted, of the oldest archived state first).
 //
-// # Envelope layout (version 1)
+// # Envelope layout (version 2)
 //
 // All integers are big-endian. An address is u16 user id length (1..256),
 // the user id bytes, u64 device id (must be a non-negative int64).
 //
 //	offset  size  field
-//	0       1     version = 1
+//	0       1     version = 2
 //	1       1     flags: bit 0 initiation header present, bit 1 one-time
 //	              prekey used (only with bit 0); other bits must be 0
 //	2       var   sender address
@@ -69,11 +76,16 @@
 //	        32      sender ratchet public key (DH)
 //	        4       PN, length of the previous sending chain
 //	        4       N, message number in the current chain
+//	        24    nonce, random for every encryption
 //	        4     ciphertext length L (>= 16)
 //	        L     XChaCha20-Poly1305 ciphertext with tag
 //
 // The whole encoding is at most MaxEnvelopeSize bytes with no trailing
-// data; anything else is rejected with ErrMalformedEnvelope.
+// data; anything else is rejected with ErrMalformedEnvelope, as is
+// version 1 (the same layout without the nonce field). Nothing stores
+// envelopes: a pending message is kept as plaintext and encrypted again by
+// every retry, so refusing version 1 loses no message once its sender
+// upgrades.
 //
 // # Receiving
 //

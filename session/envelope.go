@@ -14,12 +14,25 @@ const (
 	// UnmarshalEnvelope and produced by Encrypt (64 KiB).
 	MaxEnvelopeSize = 64 << 10
 	// MaxPlaintextSize is the largest plaintext Encrypt accepts. It leaves
-	// 1 KiB for the largest possible header (two 256-byte user ids and an
-	// initiation header: 698 bytes) and the 16-byte authentication tag.
+	// 1 KiB for the largest possible header (two 256-byte user ids, an
+	// initiation header and the nonce: 722 bytes) and the 16-byte
+	// authentication tag.
 	MaxPlaintextSize = MaxEnvelopeSize - 1024
-	// EnvelopeVersion is the version byte of the envelope format.
-	EnvelopeVersion = 1
+	// EnvelopeVersion is the version byte of the envelope format: 2, the
+	// format that carries a random nonce. Version 1 envelopes, whose nonce
+	// was derived from the message key, are refused (see
+	// UnmarshalEnvelope).
+	EnvelopeVersion = 2
+	// NonceSize is the size of the random XChaCha20-Poly1305 nonce an
+	// envelope carries.
+	NonceSize = 24
 )
+
+// envelopeVersion1 is the refused format whose AEAD nonce was derived from
+// the message key alongside the AEAD key: a message key used twice (a
+// session state put back, two clients on one state) repeated the key and
+// the nonce, hence the keystream.
+const envelopeVersion1 = 1
 
 const (
 	flagInitiation    = 1 << 0
@@ -62,6 +75,10 @@ type Envelope struct {
 	Recipient  ids.DeviceAddress
 	Initiation *InitiationHeader // nil once the session is confirmed
 	Header     RatchetHeader
+	// Nonce is the XChaCha20-Poly1305 nonce, drawn at random by every
+	// Encrypt: two encryptions never share key and nonce, even under one
+	// message key (a session state used twice).
+	Nonce      [NonceSize]byte
 	Ciphertext []byte // AEAD ciphertext including the 16-byte tag
 }
 
@@ -101,6 +118,7 @@ func (e *Envelope) appendHeader(w *writer) {
 	w.key(e.Header.DH)
 	w.u32(e.Header.PN)
 	w.u32(e.Header.N)
+	w.raw(e.Nonce[:])
 }
 
 func (e *Envelope) validate() error {
@@ -141,7 +159,12 @@ func (e Envelope) MarshalBinary() ([]byte, error) {
 // MaxEnvelopeSize), trailing or otherwise malformed input returns an error
 // wrapping ErrMalformedEnvelope; it never panics. The ciphertext is copied.
 // Decoding checks structure only: authenticity is checked by Decrypt and
-// Respond.
+// Respond. A version 1 envelope (nonce derived from the message key) is
+// refused with ErrMalformedEnvelope, also for decryption: nothing stores
+// envelopes (a pending message is kept as plaintext and encrypted again by
+// every retry), so an upgraded sender's retry replaces it, and accepting
+// it would keep a format alive whose every reused message key repeats the
+// keystream.
 func UnmarshalEnvelope(b []byte) (Envelope, error) {
 	e, err := unmarshalEnvelope(b)
 	if err != nil {
@@ -155,7 +178,11 @@ func unmarshalEnvelope(b []byte) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("%d bytes exceeds MaxEnvelopeSize %d", len(b), MaxEnvelopeSize)
 	}
 	r := reader{b: b}
-	if v := r.u8(); r.err == nil && v != EnvelopeVersion {
+	switch v := r.u8(); {
+	case r.err != nil:
+	case v == envelopeVersion1:
+		return Envelope{}, fmt.Errorf("version 1 is refused (its nonce is derived from the message key): the sender must upgrade to version %d", EnvelopeVersion)
+	case v != EnvelopeVersion:
 		return Envelope{}, fmt.Errorf("unknown version %d", v)
 	}
 	flags := r.u8()
@@ -185,6 +212,7 @@ func unmarshalEnvelope(b []byte) (Envelope, error) {
 	e.Header.DH = r.key()
 	e.Header.PN = r.u32()
 	e.Header.N = r.u32()
+	copy(e.Nonce[:], r.take(NonceSize))
 	n := r.u32()
 	e.Ciphertext = slices.Clone(r.take(int(n)))
 	if err := r.finish(); err != nil {

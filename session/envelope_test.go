@@ -54,19 +54,21 @@ func TestEnvelopeLayout(t *testing.T) {
 		Sender:     ids.DeviceAddress{UserID: "a", DeviceID: 1},
 		Recipient:  ids.DeviceAddress{UserID: "bc", DeviceID: 2},
 		Header:     session.RatchetHeader{DH: [32]byte{0: 0xAA, 31: 0xBB}, PN: 3, N: 4},
+		Nonce:      [session.NonceSize]byte{0: 0xDD, 23: 0xEE},
 		Ciphertext: bytes.Repeat([]byte{0xCC}, 16),
 	}
 	raw, err := e.MarshalBinary()
 	require.NoError(t, err)
 	var want []byte
-	want = append(want, 1, 0)                     // version, flags
+	want = append(want, 2, 0)                     // version, flags
 	want = append(want, 0, 1, 'a')                // sender user id
 	want = binary.BigEndian.AppendUint64(want, 1) // sender device
 	want = append(want, 0, 2, 'b', 'c')
 	want = binary.BigEndian.AppendUint64(want, 2)
 	want = append(want, e.Header.DH[:]...)
 	want = append(want, 0, 0, 0, 3, 0, 0, 0, 4) // PN, N
-	want = append(want, 0, 0, 0, 16)            // ciphertext length
+	want = append(want, e.Nonce[:]...)
+	want = append(want, 0, 0, 0, 16) // ciphertext length
 	want = append(want, e.Ciphertext...)
 	require.Equal(t, want, raw)
 
@@ -107,7 +109,7 @@ func TestUnmarshalEnvelopeRejects(t *testing.T) {
 	negDevice := bytes.Clone(plain)
 	negDevice[2+2+len(pe.Sender.UserID)] = 0x80 // high byte of the sender device id
 	// Sender bytes written twice: sender == recipient.
-	sameAddr := append([]byte{1, 0}, plain[2:2+senderLen]...)
+	sameAddr := append([]byte{session.EnvelopeVersion, 0}, plain[2:2+senderLen]...)
 	sameAddr = append(sameAddr, plain[2:2+senderLen]...)
 	sameAddr = append(sameAddr, plain[2+senderLen+recipientLen:]...)
 	same := pe.Clone()
@@ -125,7 +127,8 @@ func TestUnmarshalEnvelopeRejects(t *testing.T) {
 		{"oversized valid prefix", append(bytes.Clone(plain), make([]byte, session.MaxEnvelopeSize)...), "exceeds MaxEnvelopeSize"},
 		{"trailing byte", append(bytes.Clone(plain), 0), "trailing data"},
 		{"version 0", set(plain, 0, 0), "unknown version 0"},
-		{"version 2", set(plain, 0, 2), "unknown version 2"},
+		{"version 1", set(plain, 0, 1), "version 1 is refused"},
+		{"version 3", set(plain, 0, 3), "unknown version 3"},
 		{"unknown flag", set(plain, 1, 4), "unknown flags"},
 		{"one-time flag without initiation", set(plain, 1, 2), "without initiation"},
 		{"empty user id", set(set(plain, userLenAt, 0), userLenAt+1, 0), "empty user id"},
@@ -151,7 +154,7 @@ func TestUnmarshalEnvelopeRejects(t *testing.T) {
 			b[i] = byte(rng.Uint32())
 		}
 		if rng.IntN(2) == 0 && len(b) > 2 {
-			b[0], b[1] = 1, byte(rng.IntN(4))
+			b[0], b[1] = session.EnvelopeVersion, byte(rng.IntN(4))
 		}
 		_, err := session.UnmarshalEnvelope(b)
 		require.ErrorIs(t, err, session.ErrMalformedEnvelope)
@@ -164,8 +167,8 @@ func FuzzUnmarshalEnvelope(f *testing.F) {
 		f.Add(raw[:len(raw)/2])
 	}
 	f.Add([]byte{})
-	f.Add([]byte{1, 0, 0, 1, 'a'})
-	f.Add([]byte{1, 3})
+	f.Add([]byte{session.EnvelopeVersion, 0, 0, 1, 'a'})
+	f.Add([]byte{session.EnvelopeVersion, 3})
 	f.Add(bytes.Repeat([]byte{0xFF}, 100))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		e, err := session.UnmarshalEnvelope(in)

@@ -65,10 +65,9 @@ func TestKDFRootKnownAnswers(t *testing.T) {
 
 func TestMessageKeyExpansionKnownAnswer(t *testing.T) {
 	mk := unhex32(t, "1111111111111111111111111111111111111111111111111111111111111111")
-	key, nonce := messageKeys(mk)
-	want := hkdfSHA256(t, mk[:], make([]byte, 32), "securemsg/session/v1 message keys", 56)
-	require.Equal(t, want[:32], key[:])
-	require.Equal(t, want[32:], nonce[:])
+	key := messageKey(mk)
+	want := hkdfSHA256(t, mk[:], make([]byte, 32), "securemsg/session/v2 message key", 32)
+	require.Equal(t, want, key[:])
 }
 
 func TestX3DHSecretKnownAnswer(t *testing.T) {

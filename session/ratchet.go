@@ -56,7 +56,7 @@ const (
 const (
 	infoX3DH    = "securemsg/session/v1 X3DH"
 	infoRoot    = "securemsg/session/v1 root chain"
-	infoMessage = "securemsg/session/v1 message keys"
+	infoMessage = "securemsg/session/v2 message key"
 	adDomain    = "securemsg/session/v1 envelope\x00"
 )
 
@@ -89,15 +89,14 @@ func kdfCK(ck [32]byte) (nextCK, mk [32]byte) {
 	return nextCK, mk
 }
 
-// messageKeys expands a message key with HKDF-SHA256 (zero salt) into an
-// XChaCha20-Poly1305 key and nonce.
-func messageKeys(mk [32]byte) (key [chacha20poly1305.KeySize]byte, nonce [chacha20poly1305.NonceSizeX]byte) {
-	var out [chacha20poly1305.KeySize + chacha20poly1305.NonceSizeX]byte
+// messageKey expands a message key with HKDF-SHA256 (zero salt) into an
+// XChaCha20-Poly1305 key. The nonce is not derived: every encryption draws
+// its own at random and sends it in the envelope, so a message key used
+// twice (a state put back) never repeats a keystream.
+func messageKey(mk [32]byte) (key [chacha20poly1305.KeySize]byte) {
 	var salt [32]byte
-	_, _ = io.ReadFull(hkdf.New(sha256.New, mk[:], salt[:], []byte(infoMessage)), out[:])
-	copy(key[:], out[:chacha20poly1305.KeySize])
-	copy(nonce[:], out[chacha20poly1305.KeySize:])
-	return key, nonce
+	_, _ = io.ReadFull(hkdf.New(sha256.New, mk[:], salt[:], []byte(infoMessage)), key[:])
+	return key
 }
 
 // x3dhSecret derives SK = HKDF(F || DH1 || DH2 || DH3 [|| DH4]) with F = 32
@@ -115,14 +114,14 @@ func x3dhSecret(dhs ...[]byte) [32]byte {
 	return sk
 }
 
-func seal(mk [32]byte, plaintext, ad []byte) []byte {
-	key, nonce := messageKeys(mk)
+func seal(mk [32]byte, nonce *[NonceSize]byte, plaintext, ad []byte) []byte {
+	key := messageKey(mk)
 	aead, _ := chacha20poly1305.NewX(key[:]) // the key size is always right
 	return aead.Seal(nil, nonce[:], plaintext, ad)
 }
 
-func open(mk [32]byte, ciphertext, ad []byte) ([]byte, error) {
-	key, nonce := messageKeys(mk)
+func open(mk [32]byte, nonce *[NonceSize]byte, ciphertext, ad []byte) ([]byte, error) {
+	key := messageKey(mk)
 	aead, _ := chacha20poly1305.NewX(key[:])
 	pt, err := aead.Open(nil, nonce[:], ciphertext, ad)
 	if err != nil {
@@ -253,9 +252,14 @@ func (s *Session) associatedData(e *Envelope) []byte {
 
 // Encrypt encrypts plaintext into an envelope for the remote device and
 // advances the sending chain. While Initiating, the envelope carries the
-// initiation header. A plaintext above MaxPlaintextSize returns
-// ErrMessageTooLarge and leaves the session unchanged; a record without a
-// current state (HasState false) returns ErrNoState.
+// initiation header. The nonce is drawn from the session's randomness
+// (crypto/rand unless Initiate was given another reader), so two
+// encryptions never share key and nonce, even with a message key used
+// twice because the session state was put back or used by two writers. A
+// plaintext above MaxPlaintextSize returns ErrMessageTooLarge and leaves
+// the session unchanged; a record without a current state (HasState
+// false) returns ErrNoState; a failure to read randomness is returned
+// with the session unchanged.
 func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 	if len(plaintext) > MaxPlaintextSize {
 		return Envelope{}, fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(plaintext), MaxPlaintextSize)
@@ -278,8 +282,11 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 		ih := s.init
 		e.Initiation = &ih
 	}
+	if _, err := io.ReadFull(s.random(), e.Nonce[:]); err != nil {
+		return Envelope{}, fmt.Errorf("session: encrypt for %s: nonce: %w", s.remote, err)
+	}
 	next, mk := kdfCK(s.cks)
-	e.Ciphertext = seal(mk, plaintext, s.associatedData(&e))
+	e.Ciphertext = seal(mk, &e.Nonce, plaintext, s.associatedData(&e))
 	s.cks = next
 	s.ns++
 	if s.initiating {
@@ -369,7 +376,7 @@ func (s *Session) decrypt(e *Envelope) ([]byte, error) {
 	h := e.Header
 	for i, k := range s.skipped {
 		if k.dh == h.DH && k.n == h.N {
-			pt, err := open(k.mk, e.Ciphertext, ad)
+			pt, err := open(k.mk, &e.Nonce, e.Ciphertext, ad)
 			if err != nil {
 				return nil, err
 			}
@@ -402,7 +409,7 @@ func (s *Session) decrypt(e *Envelope) ([]byte, error) {
 	next, mk := kdfCK(s.ckr)
 	s.ckr = next
 	s.nr++
-	pt, err := open(mk, e.Ciphertext, ad)
+	pt, err := open(mk, &e.Nonce, e.Ciphertext, ad)
 	if err != nil {
 		return nil, err
 	}
