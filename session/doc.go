@@ -106,7 +106,16 @@
 // for the client to store in one transaction. The rule:
 //
 //   - no initiation header: the current state, or failing that an
-//     archived one, decrypts it (a late message of a replaced session);
+//     archived one, decrypts it (a late message of a replaced session).
+//     Which states try it is decided from its ratchet header before any
+//     key is derived, so that a forged envelope costs at most four trial
+//     decryptions: the state that has seen its ratchet key is the only
+//     one tried; a ratchet key no state has seen (a new receiving chain)
+//     is tried by the current state and by the newest three archived
+//     states that sent with their ratchet key (the peer makes a new one
+//     only in answer to one of ours). A late message that starts a new
+//     chain in an older archived state fails with ErrDecrypt: its sender
+//     keeps it pending and re-sends it on the current session;
 //   - an initiation whose base key (ephemeral key) is that of the current
 //     or an archived state this device answered goes to that state: a
 //     late copy decrypts, a replay fails with ErrReplay and changes

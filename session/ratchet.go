@@ -80,13 +80,26 @@ func kdfRK(rk [32]byte, dhOut []byte) (newRK, ck [32]byte) {
 // kdfCK is KDF_CK: message key = HMAC-SHA256(ck, 0x01), next chain key =
 // HMAC-SHA256(ck, 0x02).
 func kdfCK(ck [32]byte) (nextCK, mk [32]byte) {
-	m := hmac.New(sha256.New, ck[:])
-	m.Write([]byte{messageKeyConstant})
-	copy(mk[:], m.Sum(nil))
-	m.Reset()
-	m.Write([]byte{chainKeyConstant})
-	copy(nextCK[:], m.Sum(nil))
-	return nextCK, mk
+	return hmacByte(ck, chainKeyConstant), hmacByte(ck, messageKeyConstant)
+}
+
+// chainMessageKey returns the message key steps messages along the
+// receiving chain whose key is ck, deriving only the chain keys on the
+// way (half of kdfCK's work per step): what authenticating an envelope
+// needs, before any skipped key is kept.
+func chainMessageKey(ck [32]byte, steps uint32) [32]byte {
+	for range steps {
+		ck = hmacByte(ck, chainKeyConstant)
+	}
+	return hmacByte(ck, messageKeyConstant)
+}
+
+// hmacByte is HMAC-SHA256(key, c).
+func hmacByte(key [32]byte, c byte) (out [32]byte) {
+	m := hmac.New(sha256.New, key[:])
+	m.Write([]byte{c})
+	m.Sum(out[:0])
+	return out
 }
 
 // messageKey expands a message key with HKDF-SHA256 (zero salt) into an
@@ -305,9 +318,12 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 // unchanged; a record without a current state returns ErrNoState.
 // Envelopes may arrive out of order (see MaxSkip, MaxSkippedKeys,
 // MaxArchivedSkippedKeys). An envelope with an initiation header is
-// accepted only by the state of that initiation, as its responder. On
-// failure the error is the current state's, or the first archived
-// state's that is not ErrWrongSession.
+// accepted only by the state of that initiation, as its responder.
+//
+// Which states try it is decided from its header before any key is
+// derived (see decrypted); on failure the error is that of the state that
+// has seen its ratchet key, or else the current state's, or the first
+// archived state's tried that is not ErrWrongSession.
 func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 	next, pt, err := s.decrypted(env)
 	if err != nil {
@@ -317,40 +333,113 @@ func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 	return pt, nil
 }
 
+// maxRatchetTrials is how many archived states, besides the current one,
+// try an envelope whose ratchet key no state of the record has seen.
+// Each try costs a key agreement and up to MaxSkip chain steps, and an
+// envelope is tried before anything authenticates it, so this bounds what
+// a forged one costs. Only an archived state whose ratchet key was sent
+// can be answered by a new ratchet key (see takesRatchetKey); a late
+// message that starts a new chain in an older one, after more than
+// maxRatchetTrials newer such states, fails with ErrDecrypt and is
+// re-sent by its sender, which keeps it pending until acknowledged.
+const maxRatchetTrials = 3
+
 // decrypted is Decrypt without the commit: it returns the advanced record
 // and leaves s unchanged, so that Receive needs no copy of its own.
+//
+// Ratchet keys are fresh random keys, so the state that has seen env's
+// ratchet key (its receiving chain, a finished chain, or skipped keys of
+// one) is the only one env can belong to, and the only one that tries it.
+// A ratchet key no state has seen starts a new receiving chain: the
+// current state tries it, then the newest maxRatchetTrials archived
+// states that can take one.
 func (s *Session) decrypted(env Envelope) (*Session, []byte, error) {
+	dh := env.Header.DH
+	if s.accepts(env) == nil && s.knows(dh) {
+		return s.decryptState(env)
+	}
+	for i, a := range s.archive {
+		if a.accepts(env) == nil && a.knows(dh) {
+			return s.decryptArchived(i, env)
+		}
+	}
 	next, pt, err := s.decryptState(env)
 	if err == nil {
 		return next, pt, nil
 	}
+	tried := 0
 	for i, a := range s.archive {
-		na, pt, aerr := a.decryptState(env)
+		if tried == maxRatchetTrials {
+			break
+		}
+		if !a.takesRatchetKey() || a.accepts(env) != nil {
+			continue
+		}
+		tried++
+		c, pt, aerr := s.decryptArchived(i, env)
 		if aerr == nil {
-			c := s.clone() // its archive slice is its own
-			c.archive[i] = na
-			c.boundArchivedSkipped() // na may have stored skipped keys
 			return c, pt, nil
 		}
-		if errors.Is(err, ErrWrongSession) && !errors.Is(aerr, ErrWrongSession) {
+		if errors.Is(err, ErrWrongSession) {
 			err = aerr
 		}
 	}
 	return nil, nil, err
 }
 
+// decryptArchived decrypts env with the archived state s.archive[i] and
+// returns a copy of the record holding the advanced state; s is unchanged.
+func (s *Session) decryptArchived(i int, env Envelope) (*Session, []byte, error) {
+	na, pt, err := s.archive[i].decryptState(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := s.clone() // its archive slice is its own
+	c.archive[i] = na
+	c.boundArchivedSkipped() // na may have stored skipped keys
+	return c, pt, nil
+}
+
+// knows reports whether s's state has seen the ratchet key dh: its
+// receiving chain's, a finished chain's, or one it holds skipped keys of.
+func (s *Session) knows(dh [KeySize]byte) bool {
+	return (s.hasDHr && s.dhr == dh) || slices.Contains(s.prevDHr, dh) || s.skippedOf(dh)
+}
+
+// skippedOf reports whether s holds skipped keys of the chain of dh.
+func (s *Session) skippedOf(dh [KeySize]byte) bool {
+	return slices.ContainsFunc(s.skipped, func(k skippedKey) bool { return k.dh == dh })
+}
+
+// takesRatchetKey reports whether the peer can answer s's ratchet key
+// with a new one of its own: only if s sent with it. A DH ratchet step
+// makes a new ratchet key that nobody has seen (Ns 0), and the peer makes
+// a new ratchet key only on receiving one of ours.
+func (s *Session) takesRatchetKey() bool { return s.ns > 0 }
+
+// accepts returns the error of the checks that need no key: env goes from
+// s's remote device to its local one (ErrWrongSession), s has a state
+// (ErrNoState), and an initiation header is that of s's initiation, as
+// its responder (ErrWrongSession).
+func (s *Session) accepts(env Envelope) error {
+	if err := s.checkPair(env); err != nil {
+		return err
+	}
+	if s.stateless {
+		return fmt.Errorf("session: decrypt from %s: %w", s.remote, ErrNoState)
+	}
+	if ih := env.Initiation; ih != nil && (s.initiator || ih.ID != s.init.ID) {
+		return fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)
+	}
+	return nil
+}
+
 // decryptState decrypts env with s's current state alone, on a copy: it
 // returns the advanced copy and leaves s (possibly an archived state
 // shared with copies of the record) unchanged.
 func (s *Session) decryptState(env Envelope) (*Session, []byte, error) {
-	if err := s.checkPair(env); err != nil {
+	if err := s.accepts(env); err != nil {
 		return nil, nil, err
-	}
-	if s.stateless {
-		return nil, nil, fmt.Errorf("session: decrypt from %s: %w", s.remote, ErrNoState)
-	}
-	if ih := env.Initiation; ih != nil && (s.initiator || ih.ID != s.init.ID) {
-		return nil, nil, fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)
 	}
 	c := s.clone()
 	pt, err := c.decrypt(&env)
@@ -370,7 +459,11 @@ func (s *Session) checkPair(env Envelope) error {
 }
 
 // decrypt is RatchetDecrypt of the Double Ratchet spec, applied to s (a
-// copy the caller discards on error).
+// copy the caller discards on error). The envelope is authenticated
+// before any key is kept: the checks that need no key come first, then
+// only the chain keys up to its message are derived, and the skipped
+// message keys, the DH ratchet step and the new sending chain are made
+// only once it decrypted.
 func (s *Session) decrypt(e *Envelope) ([]byte, error) {
 	ad := s.associatedData(e)
 	h := e.Header
@@ -385,46 +478,72 @@ func (s *Session) decrypt(e *Envelope) ([]byte, error) {
 			return pt, nil
 		}
 	}
-	if s.hasDHr && h.DH == s.dhr {
+	ratchet := !s.hasDHr || h.DH != s.dhr
+	var (
+		ck    [32]byte // the receiving chain key at message from
+		from  uint32
+		dhOut []byte
+	)
+	if !ratchet {
 		if !s.hasCKr {
 			return nil, fmt.Errorf("%w: no receiving chain for this ratchet key", ErrDecrypt)
 		}
 		if h.N < s.nr {
 			return nil, fmt.Errorf("%w: message %d of the current chain", ErrReplay, h.N)
 		}
+		if err := checkSkip(s.nr, h.N); err != nil {
+			return nil, err
+		}
+		ck, from = s.ckr, s.nr
 	} else {
-		if slices.Contains(s.prevDHr, h.DH) {
+		if slices.Contains(s.prevDHr, h.DH) || s.skippedOf(h.DH) {
 			return nil, fmt.Errorf("%w: message %d of a finished chain", ErrReplay, h.N)
 		}
-		if err := s.skipTo(h.PN); err != nil {
+		if s.hasCKr {
+			if err := checkSkip(s.nr, h.PN); err != nil {
+				return nil, err
+			}
+		}
+		if err := checkSkip(0, h.N); err != nil {
 			return nil, err
 		}
-		if err := s.dhRatchet(h.DH); err != nil {
-			return nil, err
+		var err error
+		if dhOut, err = dh(s.dhs.priv, h.DH); err != nil {
+			return nil, fmt.Errorf("%w: ratchet key: %w", ErrDecrypt, err)
 		}
+		_, ck = kdfRK(s.rk, dhOut)
 	}
-	if err := s.skipTo(h.N); err != nil {
-		return nil, err
-	}
-	next, mk := kdfCK(s.ckr)
-	s.ckr = next
-	s.nr++
-	pt, err := open(mk, &e.Nonce, e.Ciphertext, ad)
+	pt, err := open(chainMessageKey(ck, h.N-from), &e.Nonce, e.Ciphertext, ad)
 	if err != nil {
 		return nil, err
 	}
+	if ratchet {
+		s.skipTo(h.PN)
+		if err := s.dhRatchet(h.DH, dhOut); err != nil {
+			return nil, err
+		}
+	}
+	s.skipTo(h.N)
+	s.ckr, _ = kdfCK(s.ckr)
+	s.nr++
 	s.initiating = false
 	return pt, nil
 }
 
-// skipTo stores the message keys of the current receiving chain up to (not
-// including) message number until.
-func (s *Session) skipTo(until uint32) error {
-	if !s.hasCKr || until <= s.nr {
-		return nil
+// checkSkip returns ErrTooManySkipped if reaching message number until
+// from from would skip more than MaxSkip message keys.
+func checkSkip(from, until uint32) error {
+	if until > from && until-from > MaxSkip {
+		return fmt.Errorf("%w: %d messages skipped, at most %d", ErrTooManySkipped, until-from, MaxSkip)
 	}
-	if until-s.nr > MaxSkip {
-		return fmt.Errorf("%w: %d messages skipped, at most %d", ErrTooManySkipped, until-s.nr, MaxSkip)
+	return nil
+}
+
+// skipTo stores the message keys of the current receiving chain up to (not
+// including) message number until; checkSkip bounded how many.
+func (s *Session) skipTo(until uint32) {
+	if !s.hasCKr {
+		return
 	}
 	for s.nr < until {
 		next, mk := kdfCK(s.ckr)
@@ -435,7 +554,6 @@ func (s *Session) skipTo(until uint32) error {
 	if over := len(s.skipped) - MaxSkippedKeys; over > 0 {
 		s.skipped = slices.Delete(s.skipped, 0, over)
 	}
-	return nil
 }
 
 // archivedSkipped returns how many skipped message keys the archived
@@ -469,8 +587,9 @@ func (s *Session) boundArchivedSkipped() {
 }
 
 // dhRatchet performs a DH ratchet step on receiving a new remote ratchet
-// key: a new receiving chain, a new ratchet key pair, a new sending chain.
-func (s *Session) dhRatchet(remote [KeySize]byte) error {
+// key: a new receiving chain from dhOut, the key agreement of s's ratchet
+// key with remote, a new ratchet key pair, a new sending chain.
+func (s *Session) dhRatchet(remote [KeySize]byte, dhOut []byte) error {
 	if s.hasDHr {
 		s.prevDHr = append(s.prevDHr, s.dhr)
 		if over := len(s.prevDHr) - maxPrevRatchetKeys; over > 0 {
@@ -479,18 +598,14 @@ func (s *Session) dhRatchet(remote [KeySize]byte) error {
 	}
 	s.pn, s.ns, s.nr = s.ns, 0, 0
 	s.dhr, s.hasDHr = remote, true
-	out, err := dh(s.dhs.priv, s.dhr)
-	if err != nil {
-		return fmt.Errorf("%w: ratchet key: %w", ErrDecrypt, err)
-	}
-	s.rk, s.ckr = kdfRK(s.rk, out)
+	s.rk, s.ckr = kdfRK(s.rk, dhOut)
 	s.hasCKr = true
 	kp, err := generateKeyPair(s.random())
 	if err != nil {
 		return err
 	}
 	s.dhs = kp
-	out, err = dh(s.dhs.priv, s.dhr)
+	out, err := dh(s.dhs.priv, s.dhr)
 	if err != nil {
 		return fmt.Errorf("%w: ratchet key: %w", ErrDecrypt, err)
 	}
