@@ -55,6 +55,11 @@ var (
 	ErrUnknownState = errors.New("migration: database has no recognisable schema history")
 	// ErrDirectory means the migration directory itself is malformed.
 	ErrDirectory = errors.New("migration: malformed migration directory")
+	// ErrOutOfOrder means the directory holds a migration file whose
+	// version is at or below the database's current version but is not
+	// in its history: it was added below the last applied version, so it
+	// would never run on this database while a new one gets it.
+	ErrOutOfOrder = errors.New("migration: migration file added below the database's version")
 )
 
 // LegacyBaselineVersion is the version a database without schema_revision
@@ -127,6 +132,11 @@ type Status struct {
 	Current string
 	// Pending lists the versions Up would apply, oldest first.
 	Pending []string
+	// OutOfOrder lists the migration files (by name, oldest first) whose
+	// version is at or below Current but which the database's history
+	// does not hold. Up refuses to run while there is one
+	// (ErrOutOfOrder).
+	OutOfOrder []string
 }
 
 // PendingFile is one migration file Up would run, with its statements.
@@ -136,15 +146,19 @@ type PendingFile struct {
 	Statements  []string
 }
 
-// Status reports the current and pending versions of db without changing
-// it. It returns an error wrapping ErrNewerDatabase or ErrUnknownState.
+// Status reports the current and pending versions of db, and the files
+// added out of order, without changing it. It returns an error wrapping
+// ErrNewerDatabase or ErrUnknownState.
 func (m *Migrator) Status(ctx context.Context, conn *sql.DB) (Status, error) {
 	var st Status
 	err := sqltx.ReadOnly(ctx, conn, func(tx *sql.Tx) error {
-		current, pending, err := m.position(ctx, tx)
-		st = Status{Current: current}
-		for _, f := range pending {
+		p, err := m.position(ctx, tx)
+		st = Status{Current: p.current}
+		for _, f := range p.pending {
 			st.Pending = append(st.Pending, f.Version())
+		}
+		for _, f := range p.outOfOrder {
+			st.OutOfOrder = append(st.OutOfOrder, f.Name())
 		}
 		return err
 	})
@@ -152,15 +166,19 @@ func (m *Migrator) Status(ctx context.Context, conn *sql.DB) (Status, error) {
 }
 
 // Plan returns the statements Up would run on db, without running them.
-// It returns the same errors as Status.
+// It returns the same errors as Status, and one wrapping ErrOutOfOrder
+// (naming the files) when Up would refuse to run.
 func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error) {
 	var out []PendingFile
 	err := sqltx.ReadOnly(ctx, conn, func(tx *sql.Tx) error {
-		_, pending, err := m.position(ctx, tx)
+		p, err := m.position(ctx, tx)
+		if err == nil {
+			err = p.refuseOutOfOrder()
+		}
 		if err != nil {
 			return err
 		}
-		for _, f := range pending {
+		for _, f := range p.pending {
 			stmts, err := f.Stmts()
 			if err != nil {
 				return fmt.Errorf("%w: %s: %v", ErrDirectory, f.Name(), err)
@@ -175,14 +193,20 @@ func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error
 // Up migrates db to the head version in one transaction and returns the
 // versions it applied (none if db was already at head). On any error
 // nothing is applied. It returns an error wrapping ErrNewerDatabase or
-// ErrUnknownState for a database it cannot place.
+// ErrUnknownState for a database it cannot place, and one wrapping
+// ErrOutOfOrder, naming the files, when the directory holds a file added
+// below the database's version (Status.OutOfOrder).
 func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 	var applied []string
 	err := sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
-		current, pending, err := m.position(ctx, tx)
+		p, err := m.position(ctx, tx)
+		if err == nil {
+			err = p.refuseOutOfOrder()
+		}
 		if err != nil {
 			return err
 		}
+		current, pending := p.current, p.pending
 		if len(pending) == 0 {
 			return nil
 		}
@@ -225,62 +249,95 @@ func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 	return applied, nil
 }
 
-// position finds the current version of the database behind tx and the
-// files still to apply.
-func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (string, []migrate.File, error) {
+// position is where a database stands against the directory.
+type position struct {
+	// current is the newest applied version, "" for an empty database.
+	current string
+	// pending are the files above current, which Up runs.
+	pending []migrate.File
+	// outOfOrder are the files at or below current that the history does
+	// not hold.
+	outOfOrder []migrate.File
+}
+
+// refuseOutOfOrder returns an error wrapping ErrOutOfOrder naming the
+// files added below the database's version, nil if there is none.
+func (p position) refuseOutOfOrder() error {
+	if len(p.outOfOrder) == 0 {
+		return nil
+	}
+	names := make([]string, len(p.outOfOrder))
+	for i, f := range p.outOfOrder {
+		names[i] = f.Name()
+	}
+	return fmt.Errorf("%w: %s at or below version %s, the database's newest, but not in its history: it would never run on this database while a new one gets it; give it a version above %s",
+		ErrOutOfOrder, strings.Join(names, ", "), p.current, p.current)
+}
+
+// position finds the current version of the database behind tx, the
+// files still to apply and those added below it.
+func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
+	var p position
 	q := db.New(tx)
 	hasHistory, err := q.RevisionTableExists(ctx)
 	if err != nil {
-		return "", nil, fmt.Errorf("migration: read schema: %w", err)
+		return p, fmt.Errorf("migration: read schema: %w", err)
 	}
-	var current string
+	recorded := map[string]bool{}
 	if hasHistory > 0 {
 		revs, err := q.ListRevisions(ctx)
 		if err != nil {
-			return "", nil, fmt.Errorf("migration: read schema_revision: %w", err)
+			return p, fmt.Errorf("migration: read schema_revision: %w", err)
 		}
 		for _, r := range revs {
 			if !slices.Contains(m.Versions(), r.Version) {
-				return "", nil, fmt.Errorf("%w: it records version %s, this code knows up to %s", ErrNewerDatabase, r.Version, m.Head())
+				return p, fmt.Errorf("%w: it records version %s, this code knows up to %s", ErrNewerDatabase, r.Version, m.Head())
 			}
 			if r.Applied != r.Total {
-				return "", nil, fmt.Errorf("%w: version %s is only partly applied (%d of %d statements)", ErrUnknownState, r.Version, r.Applied, r.Total)
+				return p, fmt.Errorf("%w: version %s is only partly applied (%d of %d statements)", ErrUnknownState, r.Version, r.Applied, r.Total)
 			}
-			current = r.Version
+			recorded[r.Version] = true
+			if p.current == "" || versionLess(p.current, r.Version) {
+				p.current = r.Version
+			}
 		}
 	}
 	var userVersion int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion); err != nil {
-		return "", nil, fmt.Errorf("migration: read user_version: %w", err)
+		return p, fmt.Errorf("migration: read user_version: %w", err)
 	}
 	head, _ := strconv.Atoi(m.Head())
 	if userVersion > head {
-		return "", nil, fmt.Errorf("%w: user_version %d, this code knows up to %s", ErrNewerDatabase, userVersion, m.Head())
+		return p, fmt.Errorf("%w: user_version %d, this code knows up to %s", ErrNewerDatabase, userVersion, m.Head())
 	}
-	if current == "" {
+	if p.current == "" {
 		tables, err := q.UserTableCount(ctx)
 		if err != nil {
-			return "", nil, fmt.Errorf("migration: read schema: %w", err)
+			return p, fmt.Errorf("migration: read schema: %w", err)
 		}
 		switch {
 		case tables == 0:
 		case strconv.Itoa(userVersion) == LegacyBaselineVersion:
-			current = LegacyBaselineVersion
+			// The adopted baseline stands for everything up to it.
+			p.current = LegacyBaselineVersion
+			recorded[LegacyBaselineVersion] = true
 		default:
 			noun := "tables"
 			if tables == 1 {
 				noun = "table"
 			}
-			return "", nil, fmt.Errorf("%w: %d %s, user_version %d and no schema_revision", ErrUnknownState, tables, noun, userVersion)
+			return p, fmt.Errorf("%w: %d %s, user_version %d and no schema_revision", ErrUnknownState, tables, noun, userVersion)
 		}
 	}
-	var pending []migrate.File
 	for _, f := range m.files {
-		if current == "" || versionLess(current, f.Version()) {
-			pending = append(pending, f)
+		switch {
+		case p.current == "" || versionLess(p.current, f.Version()):
+			p.pending = append(p.pending, f)
+		case !recorded[f.Version()]:
+			p.outOfOrder = append(p.outOfOrder, f)
 		}
 	}
-	return current, pending, nil
+	return p, nil
 }
 
 func versionLess(a, b string) bool {

@@ -672,3 +672,61 @@ func TestConcurrentUp(t *testing.T) {
 func TestRegistersNoDriver(t *testing.T) {
 	require.Equal(t, []string{"sqlite3"}, sql.Drivers())
 }
+
+// A migration file added below the database's version (13_late.sql, under
+// the landed 14 and 15, rehashed) is never run on an existing database
+// while a new one gets it: Status names it, Up and Plan refuse it naming
+// the file, and nothing changes. A new database gets every file.
+func TestOutOfOrderMigration(t *testing.T) {
+	ctx := context.Background()
+	m, err := migration.New(migrationtest.WithMigrations(t, migrationtest.LateMigration), ".")
+	require.NoError(t, err)
+	require.Equal(t, []string{"13", "14", "15"}, m.Versions())
+	// at14 has the history of version 14 only.
+	at14 := func(tb testing.TB) *sql.DB {
+		tb.Helper()
+		conn := mustOpen(tb)
+		first, err := migration.New(migrationtest.SumFS(tb, map[string]string{"14_baseline.sql": baselineSQL(tb)}), ".")
+		require.NoError(tb, err)
+		_, err = first.Up(ctx, conn)
+		require.NoError(tb, err)
+		return conn
+	}
+	tests := []struct {
+		name    string
+		setup   func(tb testing.TB) *sql.DB
+		current string
+		pending []string
+	}{
+		{name: "at head", setup: atHead, current: "15"},
+		{name: "at 14", setup: at14, current: "14", pending: []string{"15"}},
+		{name: "legacy v14 without history", setup: openV14, current: "14", pending: []string{"15"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := tt.setup(t)
+			before := dump(t, conn)
+
+			st, err := m.Status(ctx, conn)
+			require.NoError(t, err)
+			require.Equal(t, migration.Status{Current: tt.current, Pending: tt.pending, OutOfOrder: []string{"13_late.sql"}}, st)
+
+			applied, err := m.Up(ctx, conn)
+			require.ErrorIs(t, err, migration.ErrOutOfOrder)
+			require.ErrorContains(t, err, "13_late.sql at or below version "+tt.current)
+			require.Empty(t, applied)
+			_, err = m.Plan(ctx, conn)
+			require.ErrorIs(t, err, migration.ErrOutOfOrder)
+			require.Equal(t, before, dump(t, conn), "nothing changed")
+		})
+	}
+	t.Run("new database", func(t *testing.T) {
+		conn := mustOpen(t)
+		applied, err := m.Up(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, []string{"13", "14", "15"}, applied)
+		st, err := m.Status(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, migration.Status{Current: "15"}, st)
+	})
+}

@@ -27,11 +27,11 @@ func TestStatusJSON(t *testing.T) {
 	code, stdout, stderr := runCmd(t, "status", "-db", v14DB(t), "-json")
 	require.Equal(t, 0, code, stderr)
 	doc := decode[statusDoc](t, stdout)
-	require.Equal(t, statusDoc{Command: "status", DB: doc.DB, OK: true, Current: "14", Head: "15", Pending: []string{"15"}}, doc)
+	require.Equal(t, statusDoc{Command: "status", DB: doc.DB, OK: true, Current: "14", Head: "15", Pending: []string{"15"}, OutOfOrder: []string{}}, doc)
 
 	code, stdout, _ = runCmd(t, "status", "-db", headDB(t), "-json")
 	require.Equal(t, 0, code)
-	require.JSONEq(t, `{"command":"status","db":`+jsonString(decode[statusDoc](t, stdout).DB)+`,"ok":true,"current":"15","head":"15","pending":[]}`, stdout)
+	require.JSONEq(t, `{"command":"status","db":`+jsonString(decode[statusDoc](t, stdout).DB)+`,"ok":true,"current":"15","head":"15","pending":[],"out_of_order":[]}`, stdout)
 
 	// A failure is one document too, with the error, and exit 1.
 	missing := filepath.Join(t.TempDir(), "missing.db")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 		err error
 	)
 	if env.dir == "" {
-		m, err = migration.Default()
+		m, err = env.embedded()
 	} else {
 		if err := checkDir(env.dir); err != nil {
 			return err
@@ -31,20 +32,34 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	if !env.json {
-		return lintDir(ctx, m, env.stdout)
-	}
 	r, err := pipeline.Lint(ctx, m)
 	if err != nil {
 		return err
 	}
-	doc := lintDoc{Command: "lint", Files: r.Files, Baseline: frozenBaseline, Blocking: r.Blocking(), Findings: nonNil(r.Findings)}
-	doc.OK = doc.Blocking == 0
-	if err := env.emit(doc); err != nil {
-		return err
+	if env.db != "" {
+		// The directory against a database's history: a file added
+		// below the version it is at.
+		var st migration.Status
+		err := env.readExisting(ctx, env.db, func(conn *sql.DB) (err error) {
+			st, err = m.Status(ctx, conn)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		r.Findings = append(r.Findings, pipeline.OrderFindings(st)...)
 	}
-	if !doc.OK {
-		return fmt.Errorf("%d finding(s) in versions above %s", doc.Blocking, frozenBaseline)
+	blocking := r.Blocking()
+	if env.json {
+		doc := lintDoc{Command: "lint", OK: blocking == 0, Files: r.Files, Baseline: frozenBaseline, Blocking: blocking, Findings: nonNil(r.Findings)}
+		if err := env.emit(doc); err != nil {
+			return err
+		}
+	} else {
+		printLint(env.stdout, r)
+	}
+	if blocking > 0 {
+		return fmt.Errorf("%d finding(s) in versions above %s", blocking, frozenBaseline)
 	}
 	return nil
 }
@@ -82,13 +97,17 @@ func lintDir(ctx context.Context, m *migration.Migrator, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range r.Findings {
-		fmt.Fprintln(w, f)
-	}
-	blocking := r.Blocking()
-	fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d above version %s\n", r.Files, len(r.Findings), blocking, frozenBaseline)
-	if blocking > 0 {
+	printLint(w, r)
+	if blocking := r.Blocking(); blocking > 0 {
 		return fmt.Errorf("%d finding(s) in versions above %s", blocking, frozenBaseline)
 	}
 	return nil
+}
+
+// printLint prints every finding of r, one a line, and a summary line.
+func printLint(w io.Writer, r pipeline.LintReport) {
+	for _, f := range r.Findings {
+		fmt.Fprintln(w, f)
+	}
+	fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d above version %s\n", r.Files, len(r.Findings), r.Blocking(), frozenBaseline)
 }

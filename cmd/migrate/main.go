@@ -88,6 +88,9 @@ type cmdEnv struct {
 	// readStable reads a database file read-only: pipeline.ReadStable,
 	// replaced by tests that commit a write between the open and the read.
 	readStable func(ctx context.Context, path string, read func(*sql.DB) error) error
+	// embedded returns the Migrator of the directory embedded in the
+	// binary: migration.Default, replaced by tests that add a migration.
+	embedded func() (*migration.Migrator, error)
 }
 
 // emit writes v as the command's one JSON document on stdout.
@@ -126,9 +129,10 @@ var commands = []*command{
 		flags: withJSON(dbFlag("existing database `FILE`")), run: cmdDrift,
 	},
 	{
-		name: "lint", args: "[-dir DIR]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
+		name: "lint", args: "[-dir DIR] [-db FILE]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
 		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			fs.StringVar(&env.dir, "dir", "", "migration `DIR` to lint (default: the directory embedded in this binary)")
+			fs.StringVar(&env.db, "db", "", "also check the directory against the history of database `FILE` (read only): a file added below its version is a finding")
 		}),
 		run: cmdLint,
 	},
@@ -191,11 +195,18 @@ func (e *usageError) Error() string { return e.msg }
 
 // run is main without the process: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	return runEnv(args, &cmdEnv{stdout: stdout, stderr: stderr, readStable: pipeline.ReadStable})
+	return runEnv(args, &cmdEnv{stdout: stdout, stderr: stderr})
 }
 
-// runEnv is run in env, whose writers and reader the command uses.
+// runEnv is run in env, whose writers, reader and directory the command
+// uses (pipeline.ReadStable and migration.Default where env has none).
 func runEnv(args []string, env *cmdEnv) int {
+	if env.readStable == nil {
+		env.readStable = pipeline.ReadStable
+	}
+	if env.embedded == nil {
+		env.embedded = migration.Default
+	}
 	stdout, stderr := env.stdout, env.stderr
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "migrate: no command")
@@ -300,7 +311,7 @@ func (env *cmdEnv) target() (string, *migration.Migrator, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	m, err := migration.Default()
+	m, err := env.embedded()
 	if err != nil {
 		return "", nil, err
 	}
@@ -489,6 +500,9 @@ type statusDoc struct {
 	Current string   `json:"current"` // "" for an empty database
 	Head    string   `json:"head"`
 	Pending []string `json:"pending"` // versions up would apply, oldest first
+	// OutOfOrder lists the files at or below current that the history
+	// does not hold: up refuses to run.
+	OutOfOrder []string `json:"out_of_order"`
 }
 
 func cmdStatus(ctx context.Context, env *cmdEnv) error {
@@ -499,10 +513,24 @@ func cmdStatus(ctx context.Context, env *cmdEnv) error {
 		return err
 	}
 	if env.json {
-		return env.emit(statusDoc{Command: "status", DB: path, OK: true, Current: st.Current, Head: m.Head(), Pending: nonNil(st.Pending)})
+		doc := statusDoc{Command: "status", DB: path, OK: len(st.OutOfOrder) == 0, Current: st.Current, Head: m.Head(), Pending: nonNil(st.Pending), OutOfOrder: nonNil(st.OutOfOrder)}
+		if err := env.emit(doc); err != nil {
+			return err
+		}
+	} else {
+		writeStatus(env.stdout, st)
 	}
-	writeStatus(env.stdout, st)
-	return nil
+	return outOfOrder(st)
+}
+
+// outOfOrder returns the finding of the files added below the database's
+// version (migration.ErrOutOfOrder), nil if there is none.
+func outOfOrder(st migration.Status) error {
+	if len(st.OutOfOrder) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s at or below version %s, not in its history: up refuses to run; give it a version above %s",
+		migration.ErrOutOfOrder, strings.Join(st.OutOfOrder, ", "), st.Current, st.Current)
 }
 
 func nonNil[T any](s []T) []T {
@@ -521,6 +549,9 @@ func writeStatus(w io.Writer, st migration.Status) {
 		pending = strings.Join(st.Pending, " ")
 	}
 	fmt.Fprintf(w, "current: %s\npending: %s\n", current, pending)
+	if len(st.OutOfOrder) > 0 {
+		fmt.Fprintf(w, "out of order: %s (at or below the current version, not in its history: up refuses to run)\n", strings.Join(st.OutOfOrder, " "))
+	}
 }
 
 // planDoc is plan's JSON document.
@@ -533,6 +564,9 @@ type planDoc struct {
 	Current  string        `json:"current"`
 	Head     string        `json:"head"`
 	Versions []planVersion `json:"versions"` // what up would run, in order, in one transaction
+	// OutOfOrder lists the files at or below current that the history
+	// does not hold: up refuses to run, Versions is empty.
+	OutOfOrder []string `json:"out_of_order"`
 }
 
 type planVersion struct {
@@ -553,7 +587,7 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	// Status and Plan read in two transactions: ReadStable makes sure no
 	// writer came between them.
 	read := func(conn *sql.DB) (err error) {
-		if st, err = m.Status(ctx, conn); err != nil {
+		if st, err = m.Status(ctx, conn); err != nil || len(st.OutOfOrder) > 0 {
 			return err
 		}
 		plan, err = m.Plan(ctx, conn)
@@ -579,11 +613,14 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	}
 	missing := errors.Is(statErr, fs.ErrNotExist)
 	if env.json {
-		doc := planDoc{Command: "plan", DB: path, OK: true, Exists: !missing, Current: st.Current, Head: m.Head(), Versions: []planVersion{}}
+		doc := planDoc{Command: "plan", DB: path, OK: len(st.OutOfOrder) == 0, Exists: !missing, Current: st.Current, Head: m.Head(), Versions: []planVersion{}, OutOfOrder: nonNil(st.OutOfOrder)}
 		for _, f := range plan {
 			doc.Versions = append(doc.Versions, planVersion{Version: f.Version, Description: f.Description, Statements: nonNil(f.Statements)})
 		}
-		return env.emit(doc)
+		if err := env.emit(doc); err != nil {
+			return err
+		}
+		return outOfOrder(st)
 	}
 	if missing {
 		fmt.Fprintf(env.stdout, "-- %s does not exist: planned as an empty database\n", path)
@@ -591,6 +628,11 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	current := st.Current
 	if current == "" {
 		current = "none"
+	}
+	if len(st.OutOfOrder) > 0 {
+		fmt.Fprintf(env.stdout, "-- current version %s, head %s: up refuses to run: %s at or below the current version, not in its history\n",
+			current, m.Head(), strings.Join(st.OutOfOrder, " "))
+		return outOfOrder(st)
 	}
 	if len(plan) == 0 {
 		fmt.Fprintf(env.stdout, "-- current version %s, head %s: nothing to apply\n", current, m.Head())

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/migration/pipeline"
-	"github.com/securemsg/storage/schema"
 )
 
 // runCmd runs the command line args and returns its exit code and output.
@@ -317,23 +315,7 @@ func TestLintRealDirectory(t *testing.T) {
 
 // withFiles returns the real migration directory plus extra files, with
 // atlas.sum recomputed over all of them.
-func withFiles(t *testing.T, extra map[string]string) fstest.MapFS {
-	t.Helper()
-	files := map[string]string{}
-	entries, err := fs.ReadDir(schema.Migrations, schema.MigrationsDir)
-	require.NoError(t, err)
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".sql") {
-			b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/"+e.Name())
-			require.NoError(t, err)
-			files[e.Name()] = string(b)
-		}
-	}
-	for n, s := range extra {
-		files[n] = s
-	}
-	return sumFS(t, files)
-}
+var withFiles = migrationtest.WithMigrations
 
 // sumFS returns a directory holding files and an atlas.sum over them.
 var sumFS = migrationtest.SumFS

@@ -7,6 +7,7 @@ package migrationtest
 
 import (
 	"io/fs"
+	"path"
 	"sort"
 	"testing"
 	"testing/fstest"
@@ -47,6 +48,31 @@ func SumFS(tb testing.TB, files map[string]string) fstest.MapFS {
 	fsys[migrate.HashFileName] = &fstest.MapFile{Data: sum}
 	return fsys
 }
+
+// WithMigrations returns a copy of the embedded migration directory
+// (schema.Migrations) with files (name to content) added or replaced and
+// atlas.sum computed again over the result, as `migrate hash` does after
+// a new migration is added. It fails tb if the embedded directory cannot
+// be read.
+func WithMigrations(tb testing.TB, files map[string]string) fstest.MapFS {
+	tb.Helper()
+	all := map[string]string{}
+	names, err := fs.Glob(schema.Migrations, schema.MigrationsDir+"/*.sql")
+	require.NoError(tb, err)
+	for _, n := range names {
+		b, err := fs.ReadFile(schema.Migrations, n)
+		require.NoError(tb, err)
+		all[path.Base(n)] = string(b)
+	}
+	for n, c := range files {
+		all[n] = c
+	}
+	return SumFS(tb, all)
+}
+
+// LateMigration is a migration file added below the landed head: version
+// 13, under the version-14 baseline every database already has.
+var LateMigration = map[string]string{"13_late.sql": "CREATE TABLE late_note (id INTEGER PRIMARY KEY);\n"}
 
 // BaselineSQL returns the frozen version 14 migration file, which tests
 // apply by hand to build a database as version-14 code left it.

@@ -54,7 +54,8 @@ const (
 	// HistoryPartial: the version was only partly applied or failed.
 	HistoryPartial = "partial"
 	// HistoryMissing: the directory's version has no row, though a later
-	// version is recorded (a row was deleted).
+	// version is recorded: the file was added out of order (below the
+	// database's version; up refuses it) or its row was deleted.
 	HistoryMissing = "missing"
 	// HistoryPending: the directory's version has no row and no later one
 	// is recorded: up would run it (the database is behind head, or its
@@ -84,7 +85,7 @@ func (h HistoryDrift) String() string {
 	case HistoryUnknown:
 		return fmt.Sprintf("version %s: recorded, but this binary's migration directory has no such version", h.Version)
 	case HistoryMissing:
-		return fmt.Sprintf("version %s: no schema_revision row for %s, though a later version is recorded", h.Version, h.File)
+		return fmt.Sprintf("version %s: %s is at or below the database's version but not in its history: added out of order (up refuses it), or its row was deleted", h.Version, h.File)
 	case HistoryPending:
 		return fmt.Sprintf("version %s: no schema_revision row for %s: up would run it", h.Version, h.File)
 	default:
@@ -131,9 +132,33 @@ func Drift(ctx context.Context, m *migration.Migrator, conn *sql.DB) (Difference
 		return d, err
 	}
 	d.Schema = append(d.Schema, objects...)
-	d.History, err = historyDrift(ctx, m, conn)
-	return d, err
+	if d.History, err = historyDrift(ctx, m, conn); err != nil {
+		return d, err
+	}
+	// A database adopted at the legacy baseline has no history rows to
+	// compare, yet a file below the baseline is as much out of order.
+	if st, err := m.Status(ctx, conn); err == nil && len(st.OutOfOrder) > 0 {
+		sum, err := m.Dir().Checksum()
+		if err != nil {
+			return d, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+		}
+		for _, name := range st.OutOfOrder {
+			if slices.ContainsFunc(d.History, func(h HistoryDrift) bool { return h.File == name }) {
+				continue
+			}
+			want, err := sum.SumByName(name)
+			if err != nil {
+				return d, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+			}
+			d.History = append(d.History, HistoryDrift{Version: versionOf(name), Kind: HistoryMissing, Expected: want, File: name})
+		}
+	}
+	return d, nil
 }
+
+// versionOf returns the version of the migration file name, as Atlas
+// reads it: what precedes the first underscore.
+func versionOf(name string) string { return strings.SplitN(name, "_", 2)[0] }
 
 // objectDrift compares the views and triggers of conn with head's, which
 // Atlas's open-source inspection leaves out: a trigger added by hand can

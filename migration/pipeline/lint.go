@@ -136,6 +136,24 @@ func Lint(ctx context.Context, m *migration.Migrator) (LintReport, error) {
 	return report, nil
 }
 
+// OrderAnalyzer is the Analyzer of OrderFindings.
+const OrderAnalyzer = "order"
+
+// OrderFindings returns one blocking finding per migration file added
+// below a database's version (st.OutOfOrder, from the database's
+// migration.Status against the directory linted): such a file never runs
+// on that database while a new one gets it, and Up refuses it.
+func OrderFindings(st migration.Status) []Finding {
+	var out []Finding
+	for _, name := range st.OutOfOrder {
+		out = append(out, Finding{
+			Version: versionOf(name), File: name, Analyzer: OrderAnalyzer, Blocking: true,
+			Text: fmt.Sprintf("version %s is at or below version %s, the database's newest, but not in its history: it would never run there while a new database gets it (up refuses); give it a version above %s", versionOf(name), st.Current, st.Current),
+		})
+	}
+	return out
+}
+
 // analyzers returns Atlas's destructive, data-dependent and
 // backward-incompatible analyzers, with the SQLite handlers for
 // data-dependent NOT NULL changes. Their "error" option is off: the
