@@ -14,6 +14,7 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 var repo = filepath.Join("..", "..")
@@ -54,7 +55,7 @@ func TestPlansListEveryQuery(t *testing.T) {
 		{"internal/db", "queries", reflect.TypeFor[db.Querier]()},
 		{"internal/db/legacydb", "queries/legacy", reflect.TypeFor[legacydb.Querier]()},
 	} {
-		qs, err := readQueries(filepath.Join(repo, tt.dir), tt.queries)
+		qs, err := pipeline.ReadQueries(filepath.Join(repo, tt.dir), tt.queries)
 		require.NoError(t, err)
 		var got, want []string
 		for _, q := range qs {
@@ -81,7 +82,7 @@ func TestPlansListEveryQuery(t *testing.T) {
 }
 
 func TestReadQueriesEmptyDirectory(t *testing.T) {
-	_, err := readQueries(t.TempDir(), "queries")
+	_, err := pipeline.ReadQueries(t.TempDir(), "queries")
 	require.ErrorContains(t, err, "no sqlc output")
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,19 +68,28 @@ func TestPlanJSON(t *testing.T) {
 }
 
 func TestLintJSON(t *testing.T) {
+	queries, err := pipeline.ReadQueries(filepath.Join(repo, "internal", "db"), "queries")
+	require.NoError(t, err)
 	code, stdout, stderr := runCmd(t, "lint", "-json")
 	require.Equal(t, 0, code, stderr)
-	require.JSONEq(t, `{"command":"lint","ok":true,"files":2,"baseline":"14","blocking":0,"findings":[]}`, stdout)
+	require.JSONEq(t, fmt.Sprintf(`{"command":"lint","ok":true,"files":2,"baseline":"14","blocking":0,"query_plans":%d,"findings":[]}`, len(queries)), stdout)
 
 	dir := writeDir(t, withFiles(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"}))
 	code, stdout, stderr = runCmd(t, "lint", "-dir", dir, "-json")
 	require.Equal(t, 1, code)
-	require.Equal(t, "migrate: lint: 1 finding(s) in versions above 14\n", stderr)
 	doc := decode[lintDoc](t, stdout)
+	require.Equal(t, fmt.Sprintf("migrate: lint: %d finding(s) in versions above 14\n", len(doc.Findings)), stderr)
 	require.False(t, doc.OK)
 	require.Equal(t, 3, doc.Files)
-	require.Equal(t, 1, doc.Blocking)
-	require.Equal(t, []pipeline.Finding{{Version: "16", File: "16_drop_session.sql", Line: 1, Analyzer: "destructive", Code: "DS102", Text: `Dropping table "session"`, Blocking: true}}, doc.Findings)
+	require.Equal(t, len(doc.Findings), doc.Blocking)
+	require.Equal(t, pipeline.Finding{Version: "16", File: "16_drop_session.sql", Line: 1, Analyzer: "destructive", Code: "DS102", Text: `Dropping table "session"`, Blocking: true}, doc.Findings[0])
+	// Every query that reads session no longer prepares.
+	require.Greater(t, len(doc.Findings), 1)
+	for _, f := range doc.Findings[1:] {
+		require.Equal(t, "queryplans", f.Analyzer, f.Text)
+		require.Equal(t, pipeline.CodePlanWorse, f.Code)
+		require.Contains(t, f.Text, "no longer prepares (no such table: session)")
+	}
 }
 
 func TestLintAndHashMissingDirectory(t *testing.T) {

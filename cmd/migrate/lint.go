@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/migration/pipeline"
@@ -32,7 +33,8 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	r, err := pipeline.Lint(ctx, m)
+	queries, note := storeQueries()
+	r, err := pipeline.Lint(ctx, m, pipeline.WithQueries(queries))
 	if err != nil {
 		return err
 	}
@@ -51,12 +53,12 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	}
 	blocking := r.Blocking()
 	if env.json {
-		doc := lintDoc{Command: "lint", OK: blocking == 0, Files: r.Files, Baseline: frozenBaseline, Blocking: blocking, Findings: nonNil(r.Findings)}
+		doc := lintDoc{Command: "lint", OK: blocking == 0, Files: r.Files, Baseline: frozenBaseline, Blocking: blocking, QueryPlans: r.QueryPlans, Findings: nonNil(r.Findings)}
 		if err := env.emit(doc); err != nil {
 			return err
 		}
 	} else {
-		printLint(env.stdout, r)
+		printLint(env.stdout, r, note)
 	}
 	if blocking > 0 {
 		return fmt.Errorf("%d finding(s) in versions above %s", blocking, frozenBaseline)
@@ -68,11 +70,29 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 type lintDoc struct {
 	Command string `json:"command"` // "lint"
 	// OK is false when a finding is in a version above Baseline.
-	OK       bool               `json:"ok"`
-	Files    int                `json:"files"`
-	Baseline string             `json:"baseline"` // findings at or below it are informational
-	Blocking int                `json:"blocking"`
-	Findings []pipeline.Finding `json:"findings"`
+	OK       bool   `json:"ok"`
+	Files    int    `json:"files"`
+	Baseline string `json:"baseline"` // findings at or below it are informational
+	Blocking int    `json:"blocking"`
+	// QueryPlans is how many of the store's queries were planned before
+	// and after each file (0 outside a checkout: see storeQueries).
+	QueryPlans int                `json:"query_plans"`
+	Findings   []pipeline.Finding `json:"findings"`
+}
+
+// storeQueries returns the store's queries (internal/db, generated from
+// queries/) for the query-plan analyzer, read from the checkout lint runs
+// in; outside a checkout it returns none and says why.
+func storeQueries() ([]pipeline.Query, string) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, "query plans not checked: not run inside a checkout of the module"
+	}
+	qs, err := pipeline.ReadQueries(filepath.Join(root, "internal", "db"), "queries")
+	if err != nil {
+		return nil, fmt.Sprintf("query plans not checked: %v", err)
+	}
+	return qs, ""
 }
 
 // checkDir says plainly when a -dir flag names no directory.
@@ -89,23 +109,27 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// lintDir lints the directory of m (pipeline.Lint), prints every finding
-// to w, one a line, and returns an error if a finding is in a version
-// above the frozen baseline.
-func lintDir(ctx context.Context, m *migration.Migrator, w io.Writer) error {
-	r, err := pipeline.Lint(ctx, m)
+// lintDir lints the directory of m (pipeline.Lint, planning queries),
+// prints note (if any) and every finding to w, one a line, and returns an
+// error if a finding is in a version above the frozen baseline.
+func lintDir(ctx context.Context, m *migration.Migrator, queries []pipeline.Query, note string, w io.Writer) error {
+	r, err := pipeline.Lint(ctx, m, pipeline.WithQueries(queries))
 	if err != nil {
 		return err
 	}
-	printLint(w, r)
+	printLint(w, r, note)
 	if blocking := r.Blocking(); blocking > 0 {
 		return fmt.Errorf("%d finding(s) in versions above %s", blocking, frozenBaseline)
 	}
 	return nil
 }
 
-// printLint prints every finding of r, one a line, and a summary line.
-func printLint(w io.Writer, r pipeline.LintReport) {
+// printLint prints note (if any), every finding of r, one a line, and a
+// summary line.
+func printLint(w io.Writer, r pipeline.LintReport, note string) {
+	if note != "" {
+		fmt.Fprintln(w, "lint: "+note)
+	}
 	for _, f := range r.Findings {
 		fmt.Fprintln(w, f)
 	}

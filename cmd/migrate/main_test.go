@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -380,7 +381,17 @@ ALTER TABLE new_session RENAME TO session;
 			fails: true,
 		},
 		{
-			name: "table rebuild keeping every column",
+			name: "table rebuild keeping every column and constraint",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
+INSERT INTO new_session SELECT user_id, device_id, sealed FROM session;
+DROP TABLE session;
+ALTER TABLE new_session RENAME TO session;
+`})
+			},
+		},
+		{
+			name: "table rebuild losing a CHECK",
 			fsys: func(t *testing.T) fstest.MapFS {
 				return withFiles(t, map[string]string{"16_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL, sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
 INSERT INTO new_session SELECT user_id, device_id, sealed FROM session;
@@ -388,6 +399,72 @@ DROP TABLE session;
 ALTER TABLE new_session RENAME TO session;
 `})
 			},
+			lines: []string{`16 16_rebuild.sql: schemaloss: table "session" loses CHECK (device_id >= 0) [SL101, line 1]`},
+			fails: true,
+		},
+		{
+			name: "table rebuild losing a UNIQUE constraint and an index",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rebuild.sql": `CREATE TABLE new_pending_outbound_message (
+  sequence            INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
+  recipient_user_id   TEXT    NOT NULL,
+  recipient_device_id INTEGER NOT NULL CHECK (recipient_device_id >= 0),
+  logical_id          BLOB    NOT NULL CHECK (length(logical_id) = 16),
+  sealed              BLOB    NOT NULL
+);
+INSERT INTO new_pending_outbound_message SELECT * FROM pending_outbound_message;
+DROP TABLE pending_outbound_message;
+ALTER TABLE new_pending_outbound_message RENAME TO pending_outbound_message;
+`})
+			},
+			lines: []string{
+				`16 16_rebuild.sql: schemaloss: table "pending_outbound_message" loses UNIQUE (recipient_user_id, recipient_device_id, logical_id) [SL102, line 1]`,
+				`16 16_rebuild.sql: schemaloss: table "pending_outbound_message" loses index "pending_outbound_message_recipient" on (recipient_user_id, recipient_device_id, sequence) [SL103, line 1]`,
+			},
+			fails: true,
+		},
+		{
+			name: "table rebuild copying some rows",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
+INSERT INTO new_session SELECT user_id, device_id, sealed
+  FROM session WHERE device_id < 100;
+DROP TABLE session;
+ALTER TABLE new_session RENAME TO session;
+`})
+			},
+			lines: []string{`16 16_rebuild.sql: schemaloss: rows of "session" are copied with a WHERE: the rows it does not select are lost when "session" is dropped [SL106, line 1]`},
+			fails: true,
+		},
+		{
+			name: "table rebuild copying with OR IGNORE",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
+INSERT OR IGNORE INTO new_session SELECT user_id, device_id, sealed FROM session;
+DROP TABLE session;
+ALTER TABLE new_session RENAME TO session;
+`})
+			},
+			lines: []string{`16 16_rebuild.sql: schemaloss: rows of "session" are copied with INSERT OR IGNORE: a row the new table refuses is lost when "session" is dropped [SL106, line 1]`},
+			fails: true,
+		},
+		{
+			name: "a filtered copy into a side table is no finding",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_copy.sql": "CREATE TABLE session_archive (user_id TEXT NOT NULL, device_id INTEGER NOT NULL);\nINSERT INTO session_archive SELECT user_id, device_id FROM session WHERE device_id > 1;\n"})
+			},
+		},
+		{
+			name: "table rebuild changing a column's type",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return withFiles(t, map[string]string{"16_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id TEXT NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
+INSERT INTO new_session SELECT user_id, device_id, sealed FROM session;
+DROP TABLE session;
+ALTER TABLE new_session RENAME TO session;
+`})
+			},
+			lines: []string{`16 16_rebuild.sql: schemaloss: column "device_id" of table "session" changes type from INTEGER NOT NULL to TEXT NOT NULL [SL105, line 1]`},
+			fails: true,
 		},
 		{
 			name: "new index and table",
@@ -412,7 +489,7 @@ ALTER TABLE new_session RENAME TO session;
 			m, err := migration.New(tt.fsys(t), ".")
 			require.NoError(t, err)
 			var out bytes.Buffer
-			err = lintDir(context.Background(), m, &out)
+			err = lintDir(context.Background(), m, nil, "", &out)
 			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 			require.NotEmpty(t, lines)
 			summary := lines[len(lines)-1]
@@ -450,7 +527,9 @@ func TestLintCommandFinding(t *testing.T) {
 	code, stdout, stderr := runCmd(t, "lint", "-dir", dir)
 	require.Equal(t, 1, code)
 	require.Contains(t, stdout, `16 16_drop_session.sql: destructive: Dropping table "session"`)
-	require.Equal(t, "migrate: lint: 1 finding(s) in versions above 14\n", stderr)
+	require.Contains(t, stdout, `16 16_drop_session.sql: queryplans: query GetSession (queries/local_state.sql) gets a worse plan: it no longer prepares (no such table: session)`)
+	findings := strings.Count(stdout, "\n16 16_drop_session.sql: ") + 1
+	require.Equal(t, fmt.Sprintf("migrate: lint: %d finding(s) in versions above 14\n", findings), stderr)
 }
 
 func TestLintCommandTamperedDirectory(t *testing.T) {
@@ -518,4 +597,39 @@ func TestHashMissingDirectory(t *testing.T) {
 	code, _, stderr := runCmd(t, "hash", "-dir", filepath.Join(t.TempDir(), "nope"))
 	require.Equal(t, 1, code)
 	require.True(t, strings.HasPrefix(stderr, "migrate: hash: "), stderr)
+}
+
+// TestLintQueryPlans plans the store's queries before and after a file:
+// dropping the index the per-recipient page walks is a finding naming the
+// query and both plans; a new index no query loses by is none.
+func TestLintQueryPlans(t *testing.T) {
+	queries, err := pipeline.ReadQueries(filepath.Join(repo, "internal", "db"), "queries")
+	require.NoError(t, err)
+	lintLines := func(t *testing.T, extra map[string]string) ([]string, error) {
+		m, err := migration.New(withFiles(t, extra), ".")
+		require.NoError(t, err)
+		var out bytes.Buffer
+		err = lintDir(context.Background(), m, queries, "", &out)
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		return lines[:len(lines)-1], err
+	}
+
+	lines, err := lintLines(t, map[string]string{"16_more.sql": "CREATE TABLE note (id INTEGER PRIMARY KEY);\nCREATE INDEX session_device ON session (device_id);\n"})
+	require.NoError(t, err)
+	require.Empty(t, lines)
+
+	lines, err = lintLines(t, map[string]string{"16_drop_index.sql": "DROP INDEX pending_outbound_message_recipient;\n"})
+	require.Error(t, err)
+	var page string
+	for _, l := range lines {
+		require.Contains(t, l, "16 16_drop_index.sql: queryplans: query ")
+		if strings.Contains(l, "query PagePendingOutboundForRecipient ") {
+			page = l
+		}
+	}
+	require.NotEmpty(t, page, "%q", lines)
+	require.Contains(t, page, "gets a worse plan: it sorts in a temporary b-tree, index pending_outbound_message_recipient is gone")
+	require.Contains(t, page, "before: [SEARCH pending_outbound_message USING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id=? AND sequence>?)]")
+	require.Contains(t, page, "after: [SEARCH pending_outbound_message USING INDEX sqlite_autoindex_pending_outbound_message_1 (recipient_user_id=? AND recipient_device_id=?); USE TEMP B-TREE FOR ORDER BY]")
+	require.Contains(t, page, "[QP101, line 1]")
 }

@@ -4,18 +4,10 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
 	"ariga.io/atlas/sql/migrate"
@@ -63,11 +55,6 @@ const (
 	planInitiations       = 20
 )
 
-// sqlcQuery is one query of a generated package.
-type sqlcQuery struct {
-	Name, Kind, Source, SQL string
-}
-
 func cmdPlans(ctx context.Context, env *cmdEnv) error {
 	out, err := repoPath(env.out, plansPath)
 	if err != nil {
@@ -86,58 +73,6 @@ func cmdPlans(ctx context.Context, env *cmdEnv) error {
 		return err
 	}
 	return writeGenerated(env, out, doc)
-}
-
-// readQueries reads every query sqlc generated into the Go package in dir:
-// the string constants that start with sqlc's "-- name: Name :kind" line.
-func readQueries(dir, queriesDir string) ([]sqlcQuery, error) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.sql.go"))
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no sqlc output (*.sql.go); run 'go tool sqlc generate'", dir)
-	}
-	var out []sqlcQuery
-	for _, path := range files {
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return nil, err
-		}
-		source := queriesDir + "/" + strings.TrimSuffix(filepath.Base(path), ".go")
-		for _, d := range f.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				for _, v := range spec.(*ast.ValueSpec).Values {
-					lit, ok := v.(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue
-					}
-					s, err := strconv.Unquote(lit.Value)
-					if err != nil || !strings.HasPrefix(s, "-- name: ") {
-						continue
-					}
-					head, body, _ := strings.Cut(s, "\n")
-					f := strings.Fields(strings.TrimPrefix(head, "-- name: "))
-					if len(f) != 2 {
-						return nil, fmt.Errorf("%s: unexpected sqlc name line %q", path, head)
-					}
-					out = append(out, sqlcQuery{Name: f[0], Kind: f[1], Source: source, SQL: strings.TrimSpace(body)})
-				}
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Source != out[j].Source {
-			return out[i].Source < out[j].Source
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out, nil
 }
 
 // planDB creates the planning database in dir: head, seeded with
@@ -254,62 +189,6 @@ func addSchemaFiles(ctx context.Context, conn *sql.DB, root string, files []stri
 	})
 }
 
-// explain returns SQLite's EXPLAIN QUERY PLAN of query as the sqlite3
-// shell draws it. Parameters are left unbound (NULL): the plan does not
-// depend on their values.
-func explain(ctx context.Context, conn *sql.DB, query string) ([]string, error) {
-	c, err := conn.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	type row struct {
-		id, parent int64
-		detail     string
-	}
-	var rows []row
-	err = c.Raw(func(dc any) error {
-		sc, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("unexpected driver connection %T", dc)
-		}
-		st, err := sc.Prepare("EXPLAIN QUERY PLAN " + query)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		rs, err := st.Query(make([]driver.Value, st.NumInput())) //nolint:staticcheck // the driver-level call is what exposes NumInput
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		vals := make([]driver.Value, 4)
-		for {
-			if err := rs.Next(vals); err != nil {
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				return err
-			}
-			id, _ := vals[0].(int64)
-			parent, _ := vals[1].(int64)
-			detail, _ := vals[3].(string)
-			rows = append(rows, row{id: id, parent: parent, detail: detail})
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	depth := map[int64]int{0: -1}
-	var out []string
-	for _, r := range rows {
-		d := depth[r.parent] + 1
-		depth[r.id] = d
-		out = append(out, strings.Repeat("   ", d)+r.detail)
-	}
-	return out, nil
-}
-
 // plansDoc renders queries/PLANS.md.
 func plansDoc(ctx context.Context, m *migration.Migrator, root string) ([]byte, error) {
 	tmp, err := os.MkdirTemp("", "migrate-plans-")
@@ -346,7 +225,7 @@ func plansDoc(ctx context.Context, m *migration.Migrator, root string) ([]byte, 
 	fmt.Fprintf(&b, "\nPending outbound messages go to %d recipients, skewed: three quarters of them to a\nquarter of the recipients.\n", planRecipients)
 
 	for i, pkg := range queryPackages {
-		queries, err := readQueries(filepath.Join(root, filepath.FromSlash(pkg.dir)), pkg.queries)
+		queries, err := pipeline.ReadQueries(filepath.Join(root, filepath.FromSlash(pkg.dir)), pkg.queries)
 		if err != nil {
 			return nil, err
 		}
@@ -363,7 +242,7 @@ func plansDoc(ctx context.Context, m *migration.Migrator, root string) ([]byte, 
 			fmt.Fprintf(&b, "\nOn the same database plus the tables of %s.\n", "`"+strings.Join(pkg.schema, "`, `")+"`")
 		}
 		for _, q := range queries {
-			plan, err := explain(ctx, conn, q.SQL)
+			plan, err := pipeline.Explain(ctx, conn, q.SQL)
 			if err != nil {
 				conn.Close()
 				return nil, fmt.Errorf("%s (%s): explain: %w", q.Name, q.Source, err)

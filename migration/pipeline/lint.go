@@ -50,6 +50,9 @@ func (f Finding) String() string {
 type LintReport struct {
 	// Files is the number of migration files linted.
 	Files int
+	// QueryPlans is the number of queries QueryPlans planned before and
+	// after each file (0 without WithQueries).
+	QueryPlans int
 	// Findings lists every finding, oldest version first.
 	Findings []Finding
 }
@@ -66,18 +69,33 @@ func (r LintReport) Blocking() int {
 	return n
 }
 
+// LintOption configures Lint.
+type LintOption func(*lintOptions)
+
+type lintOptions struct{ queries []Query }
+
+// WithQueries has Lint run QueryPlans over queries (ReadQueries): each
+// is planned before and after every file.
+func WithQueries(queries []Query) LintOption {
+	return func(o *lintOptions) { o.queries = queries }
+}
+
 // Lint replays the directory of m, oldest version first, on a fresh dev
 // database (Replay) and runs Atlas's destructive, data-dependent and
 // backward-incompatible analyzers over each file, as `atlas migrate lint`
-// does: for each file it takes the schema changes of every statement (the
+// does, then SchemaLoss and, with WithQueries, QueryPlans: for each file it takes the schema changes of every statement (the
 // realm inspected before and after it, diffed), with renames and SQLite's
 // table rebuilds recognised from the statement text. Findings are the
 // report, not an error: Lint returns an error only when the directory
 // cannot be replayed or analysed (wrapping migration.ErrDirectory when it
 // holds no migration file).
-func Lint(ctx context.Context, m *migration.Migrator) (LintReport, error) {
-	var report LintReport
-	azs, err := analyzers()
+func Lint(ctx context.Context, m *migration.Migrator, opts ...LintOption) (LintReport, error) {
+	var o lintOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	report := LintReport{QueryPlans: len(o.queries)}
+	azs, err := analyzers(o.queries)
 	if err != nil {
 		return report, err
 	}
@@ -156,10 +174,11 @@ func OrderFindings(st migration.Status) []Finding {
 
 // analyzers returns Atlas's destructive, data-dependent and
 // backward-incompatible analyzers, with the SQLite handlers for
-// data-dependent NOT NULL changes. Their "error" option is off: the
-// caller decides what fails from the findings, not from the analyzer's
-// verdict.
-func analyzers() ([]sqlcheck.NamedAnalyzer, error) {
+// data-dependent NOT NULL changes, then SchemaLoss and, if queries is not
+// empty, QueryPlans over them. The "error" option of Atlas's analyzers is
+// off: the caller decides what fails from the findings, not from the
+// analyzer's verdict.
+func analyzers(queries []Query) ([]sqlcheck.NamedAnalyzer, error) {
 	off := false
 	ds, err := destructive.New(nil)
 	if err != nil {
@@ -176,7 +195,11 @@ func analyzers() ([]sqlcheck.NamedAnalyzer, error) {
 		return nil, err
 	}
 	bc.Error = &off
-	return []sqlcheck.NamedAnalyzer{ds, dd, bc}, nil
+	azs := []sqlcheck.NamedAnalyzer{ds, dd, bc, SchemaLoss{}}
+	if len(queries) > 0 {
+		azs = append(azs, &QueryPlans{Queries: queries})
+	}
+	return azs, nil
 }
 
 // addNotNull reports a NOT NULL column without default added to an
