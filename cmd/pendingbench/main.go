@@ -13,6 +13,14 @@
 //
 //	go run ./cmd/pendingbench                  # 1,000 / 100,000 / 1,000,000 pending
 //	go run ./cmd/pendingbench -large 200000 -iters 101
+//	go run ./cmd/pendingbench -sweep           # 1k to 1M: docs/bench/sweep.json and charts
+//	go run ./cmd/pendingbench -charts          # redraw the charts from docs/bench/sweep.json
+//
+// -sweep seeds each size of -sizes once and times the table's operations
+// at every size in the same rounds (absolute medians and the 10th and
+// 90th percentiles, not ratios), writes them to the data file (-data)
+// and draws the charts beside it. -charts draws them from the data file
+// alone, so a chart never shows a figure no run produced.
 //
 // The exit status is 0 whatever the figures (non-zero only if the
 // benchmark itself fails); the last line is "N of M targets met", after
@@ -28,6 +36,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -51,15 +60,76 @@ func main() {
 	flag.StringVar(&o.Only, "only", "", "comma-separated words: run only the measurements whose name contains one (e.g. pages,cold); the summary then covers those")
 	flag.StringVar(&o.Dir, "dir", "", "parent of the temporary directory (default: the system temp dir)")
 	flag.BoolVar(&o.Quiet, "q", false, "no progress on stderr")
+	flag.BoolVar(&o.Sweep, "sweep", false, "measure every size of -sizes and write -data and the charts beside it, instead of the table")
+	flag.BoolVar(&o.Charts, "charts", false, "only draw the charts from -data (no measurement)")
+	flag.StringVar(&o.Sizes, "sizes", defaultSweepSizes, "comma-separated pending counts of -sweep, ascending")
+	flag.StringVar(&o.Data, "data", "docs/bench/sweep.json", "the data file -sweep writes and -charts reads; the charts go beside it")
+	flag.IntVar(&o.HeapWalks, "heap-walks", 3, "walks of every page per size for the heap line of -sweep")
 	flag.Parse()
+	o.Command = commandLine()
 	progress := io.Writer(os.Stderr)
 	if o.Quiet {
 		progress = io.Discard
 	}
-	if _, _, err := run(context.Background(), o, os.Stdout, progress); err != nil {
+	if err := runMode(context.Background(), o, os.Stdout, progress); err != nil {
 		fmt.Fprintln(os.Stderr, "pendingbench:", err)
 		os.Exit(1)
 	}
+}
+
+// runMode runs what the flags ask for: the table, the sweep, or the
+// charts alone.
+func runMode(ctx context.Context, o options, out, progress io.Writer) error {
+	switch {
+	case o.Charts:
+		d, err := readSweep(o.Data)
+		if err != nil {
+			return err
+		}
+		return writeCharts(filepath.Dir(o.Data), d)
+	case o.Sweep:
+		if err := o.validate(); err != nil {
+			return err
+		}
+		d, err := sweep(ctx, o, progress)
+		if err != nil {
+			return err
+		}
+		printSweep(out, d)
+		if err := writeSweep(o.Data, d); err != nil {
+			return err
+		}
+		if err := writeCharts(filepath.Dir(o.Data), d); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote %s and %d charts beside it\n", o.Data, len(charts))
+		return nil
+	}
+	_, _, err := run(ctx, o, out, progress)
+	return err
+}
+
+// commandLine is the command as run, for the data file: the flags that
+// were set, in flag order, without those that change no figure.
+func commandLine() string {
+	parts := []string{"go run ./cmd/pendingbench"}
+	for _, mode := range []string{"sweep", "charts"} {
+		if f := flag.Lookup(mode); f != nil && f.Value.String() == "true" {
+			parts = append(parts, "-"+mode)
+		}
+	}
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "q", "dir", "data", "sweep", "charts":
+			return
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() && f.Value.String() == "true" {
+			parts = append(parts, "-"+f.Name)
+			return
+		}
+		parts = append(parts, "-"+f.Name, f.Value.String())
+	})
+	return strings.Join(parts, " ")
 }
 
 // options are the command's flags.
@@ -77,6 +147,12 @@ type options struct {
 	OffsetAt          float64
 	Dir               string
 	Quiet             bool
+	// Sweep, Charts, Sizes, Data and HeapWalks are the sweep's flags;
+	// Command is the command line, recorded in its data file.
+	Sweep, Charts bool
+	Sizes, Data   string
+	HeapWalks     int
+	Command       string
 }
 
 func (o options) validate() error {
@@ -87,7 +163,7 @@ func (o options) validate() error {
 		return fmt.Errorf("need -cold-iters <= -small/8")
 	case o.Recipients < 2:
 		return fmt.Errorf("need -recipients >= 2")
-	case o.Iters < 1 || o.DMLIters < 1 || o.SlowIters < 1 || o.ColdIters < 1:
+	case o.Iters < 1 || o.DMLIters < 1 || o.SlowIters < 1 || o.ColdIters < 1 || (o.Sweep && o.HeapWalks < 1):
 		return fmt.Errorf("need positive iteration counts")
 	case o.OffsetAt <= 0 || o.OffsetAt >= 1:
 		return fmt.Errorf("need 0 < -offset-at < 1")

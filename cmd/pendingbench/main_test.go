@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"strings"
@@ -134,4 +135,38 @@ func TestInterleaveWith(t *testing.T) {
 		return nil
 	}, side("a", 0), side("b", 0))
 	require.EqualError(t, err, "drain failed")
+}
+
+// TestShuffled: every round times every side once, after between, in an
+// order that changes from round to round; each side's timings come back
+// on its own side.
+func TestShuffled(t *testing.T) {
+	var calls []string
+	side := func(name string, d time.Duration) func(int) (time.Duration, error) {
+		return func(r int) (time.Duration, error) {
+			calls = append(calls, name)
+			return d, nil
+		}
+	}
+	between := func(r int) error { calls = append(calls, "-"); return nil }
+	got, err := shuffled(20, rand.New(rand.NewPCG(1, 2)), between, side("a", 1), side("b", 2), side("c", 3))
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for i, s := range got {
+		require.Len(t, s, 20)
+		for _, d := range s {
+			require.Equal(t, time.Duration(i+1), d)
+		}
+	}
+	orders := map[string]bool{}
+	for r := range 20 {
+		round := calls[4*r : 4*r+4]
+		require.Equal(t, "-", round[0])
+		require.ElementsMatch(t, []string{"a", "b", "c"}, round[1:])
+		orders[strings.Join(round[1:], "")] = true
+	}
+	require.Greater(t, len(orders), 3, "the order is drawn anew each round")
+
+	_, err = shuffled(3, rand.New(rand.NewPCG(1, 2)), nil, side("a", 0), func(int) (time.Duration, error) { return 0, errors.New("side failed") })
+	require.EqualError(t, err, "side failed")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -21,14 +22,23 @@ func (s sample) median() time.Duration {
 	return (c[len(c)/2-1] + c[len(c)/2]) / 2
 }
 
-// spread is the range between the 10th and the 90th percentile.
-func (s sample) spread() string {
+// quantile is the q-quantile (0 <= q < 1) of s, the element at
+// index len*q of the sorted timings.
+func (s sample) quantile(q float64) time.Duration {
+	if len(s) == 0 {
+		return 0
+	}
 	c := slices.Clone(s)
 	slices.Sort(c)
-	if len(c) == 0 {
+	return c[int(float64(len(c))*q)]
+}
+
+// spread is the range between the 10th and the 90th percentile.
+func (s sample) spread() string {
+	if len(s) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("p10-p90 %s-%s", fmtDur(c[len(c)/10]), fmtDur(c[len(c)*9/10]))
+	return fmt.Sprintf("p10-p90 %s-%s", fmtDur(s.quantile(0.1)), fmtDur(s.quantile(0.9)))
 }
 
 // timed runs f once and returns how long it took.
@@ -83,4 +93,32 @@ func alternate(iters int, between func(round int) error, a, b func(round int) (t
 		sa, sb = append(sa, d1), append(sb, d2)
 	}
 	return sa, sb, nil
+}
+
+// shuffled is alternate for any number of sides: every round times each
+// side once, in an order drawn anew from rng, so that drift on the shared
+// machine and whatever one side leaves in the caches for the next hit
+// every side alike (in a fixed cyclic order each side would always
+// follow the same other side). between (if not nil) runs, untimed,
+// before every round. It returns each side's timings.
+func shuffled(iters int, rng *rand.Rand, between func(round int) error, sides ...func(round int) (time.Duration, error)) ([]sample, error) {
+	out := make([]sample, len(sides))
+	for i := range out {
+		out[i] = make(sample, 0, iters)
+	}
+	for r := range iters {
+		if between != nil {
+			if err := between(r); err != nil {
+				return nil, err
+			}
+		}
+		for _, i := range rng.Perm(len(sides)) {
+			d, err := sides[i](r)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = append(out[i], d)
+		}
+	}
+	return out, nil
 }
