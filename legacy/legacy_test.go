@@ -6,22 +6,26 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"github.com/securemsg/storage/legacy"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/fixtures/frozen"
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -97,7 +101,7 @@ func state(t *testing.T, conn *sql.DB) string {
 	}
 	require.NoError(t, rows.Err())
 	rows.Close()
-	snap, err := version14.TakeSnapshot(ctx, conn)
+	snap, err := frozen.Dump(ctx, conn)
 	require.NoError(t, err)
 	fmt.Fprintf(&b, "%v\n%v\n", snap.Rows, snap.Sequence)
 	return b.String()
@@ -120,11 +124,11 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	assert.Zero(t, leftovers)
 
 	// The version-15 index, exactly, and a schema equal to a fresh head.
-	require.NoError(t, version14.CheckRecipientIndex(ctx, conn))
-	require.NoError(t, version14.CheckSchemaMatchesHead(ctx, conn))
+	require.NoError(t, recipientIndex(ctx, conn))
+	requireNoDrift(t, conn)
 
 	// Every row sealed (record type 5, the fixture key), nothing else touched.
-	snap, err := version14.TakeSnapshot(ctx, conn)
+	snap, err := frozen.Dump(ctx, conn)
 	require.NoError(t, err)
 	for table, rows := range otherTables {
 		assert.Equal(t, rows, snap.Rows[table], "%s untouched", table)
@@ -180,7 +184,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 // otherTables returns the rows of every table but pending_outbound_message.
 func otherTables(t *testing.T, conn *sql.DB) map[string][]string {
 	t.Helper()
-	snap, err := version14.TakeSnapshot(context.Background(), conn)
+	snap, err := frozen.Dump(context.Background(), conn)
 	require.NoError(t, err)
 	delete(snap.Rows, "pending_outbound_message")
 	return snap.Rows
@@ -205,10 +209,10 @@ func TestLegacyFixture(t *testing.T) {
 	rows := readLegacyRows(t, conn)
 	require.Len(t, rows, 9)
 	assert.Equal(t, int64(10), rows[len(rows)-1].seq)
-	snap, err := version14.TakeSnapshot(context.Background(), conn)
+	snap, err := frozen.Dump(context.Background(), conn)
 	require.NoError(t, err)
 	assert.Equal(t, int64(11), snap.Sequence["pending_outbound_message"], "gap at the top")
-	assert.Error(t, version14.CheckRecipientIndex(context.Background(), conn), "no version-15 index")
+	assert.Error(t, recipientIndex(context.Background(), conn), "no version-15 index")
 }
 
 // The documented client order: schema migrations (adopting the legacy
@@ -225,7 +229,7 @@ func TestLegacyMigrateAfterUp(t *testing.T) {
 	applied, err := m.Up(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, []string{"15"}, applied)
-	require.NoError(t, version14.CheckRecipientIndex(ctx, conn), "migration 15 indexed the legacy table")
+	require.NoError(t, recipientIndex(ctx, conn), "migration 15 indexed the legacy table")
 
 	n, err := legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
 	require.NoError(t, err)
@@ -252,7 +256,7 @@ func TestLegacyMigrateBeforeUp(t *testing.T) {
 	n, err := legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
 	require.NoError(t, err)
 	assert.Equal(t, len(before), n)
-	assert.Error(t, version14.CheckRecipientIndex(ctx, conn), "version 14: the index is migration 15's")
+	assert.Error(t, recipientIndex(ctx, conn), "version 14: the index is migration 15's")
 
 	again := state(t, conn)
 	n, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
@@ -272,7 +276,7 @@ func TestLegacyMigrateBeforeUp(t *testing.T) {
 func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v14.db")
-	require.NoError(t, version14.Load(ctx, path))
+	require.NoError(t, frozen.Load(ctx, path, version14.FixtureSQL()))
 	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
@@ -476,4 +480,71 @@ func TestLegacyOpenedByStore(t *testing.T) {
 			require.False(t, bytes.Contains(raw, r.plaintext), "%s still holds the plaintext of sequence %d", filepath.Base(f), r.seq)
 		}
 	}
+}
+
+// recipientIndexColumns is the column list of the version-15 index.
+var recipientIndexColumns = []string{"recipient_user_id", "recipient_device_id", "sequence"}
+
+// recipientIndex checks that pending_outbound_message_recipient exists on
+// pending_outbound_message with exactly recipientIndexColumns, in order.
+func recipientIndex(ctx context.Context, conn *sql.DB) error {
+	var table string
+	err := conn.QueryRowContext(ctx, "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'pending_outbound_message_recipient'").Scan(&table)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errors.New("index pending_outbound_message_recipient does not exist")
+	}
+	if err != nil {
+		return err
+	}
+	if table != "pending_outbound_message" {
+		return fmt.Errorf("index pending_outbound_message_recipient is on %s", table)
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT name FROM pragma_index_info('pending_outbound_message_recipient') ORDER BY seqno")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return err
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if !slices.Equal(cols, recipientIndexColumns) {
+		return fmt.Errorf("index columns %v, want %v", cols, recipientIndexColumns)
+	}
+	return nil
+}
+
+// requireNoDrift checks that conn's schema and history equal head's.
+func requireNoDrift(t *testing.T, conn *sql.DB) {
+	t.Helper()
+	m, err := migration.Default()
+	require.NoError(t, err)
+	d, err := pipeline.Drift(context.Background(), m, conn)
+	require.NoError(t, err)
+	require.True(t, d.Empty(), "drift from head: %+v", d)
+}
+
+// recipientIndex fails on a missing index and on one with other columns.
+func TestRecipientIndexCheck(t *testing.T) {
+	ctx := context.Background()
+	conn, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "v14.db")))
+	require.NoError(t, err)
+	conn.SetMaxOpenConns(1)
+	defer conn.Close()
+	_, err = conn.Exec("CREATE TABLE pending_outbound_message (sequence INTEGER PRIMARY KEY, recipient_user_id TEXT, recipient_device_id INTEGER)")
+	require.NoError(t, err)
+	require.ErrorContains(t, recipientIndex(ctx, conn), "does not exist")
+	_, err = conn.Exec("CREATE INDEX pending_outbound_message_recipient ON pending_outbound_message (recipient_user_id, recipient_device_id)")
+	require.NoError(t, err)
+	require.ErrorContains(t, recipientIndex(ctx, conn), "columns")
+	_, err = conn.Exec("DROP INDEX pending_outbound_message_recipient; CREATE INDEX pending_outbound_message_recipient ON pending_outbound_message (recipient_user_id, recipient_device_id, sequence)")
+	require.NoError(t, err)
+	require.NoError(t, recipientIndex(ctx, conn))
 }

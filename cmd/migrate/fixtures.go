@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/securemsg/storage/fixtures/frozen"
-	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/migration"
 )
 
@@ -33,11 +32,9 @@ type fixtureTestDoc struct {
 	Fixtures []fixtureDoc `json:"fixtures"`
 }
 
-// cmdFixtureTest runs every fixtures/versionNN directory against head:
-// version 14, which predates package frozen, through its own proof
-// (version14.ProveFS on the directory's fixture.sql and expected.json),
-// every other through frozen.Prove. Each works on its own temporary copy,
-// never on the frozen files.
+// cmdFixtureTest proves every fixtures/versionNN directory against head
+// with frozen.Prove, the version-14 fixture like any other. Each proof
+// works on its own temporary copy, never on the frozen files.
 func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	root, err := repoPath(env.fixtures, fixturesPath)
 	if err != nil {
@@ -65,14 +62,7 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 			fmt.Fprintf(env.stdout, "== %s (version %s)\n", d.Path, d.Version)
 			w = env.stdout
 		}
-		var checks []frozen.Check
-		if d.Version == migration.LegacyBaselineVersion {
-			var v14 []version14.Check
-			v14, err = version14.ProveFS(ctx, os.DirFS(d.Path), w)
-			checks = fromVersion14(v14)
-		} else {
-			checks, err = frozen.Prove(ctx, m, d.Path, w)
-		}
+		checks, err := frozen.Prove(ctx, m, d.Path, w)
 		fd := fixtureDoc{Dir: d.Path, Version: d.Version, OK: err == nil, Checks: nonNil(checks)}
 		if err != nil {
 			failed++
@@ -113,16 +103,6 @@ func allOK(cs []frozen.Check) bool {
 		}
 	}
 	return true
-}
-
-// fromVersion14 renders the version-14 proof's checks as every other
-// fixture's are.
-func fromVersion14(cs []version14.Check) []frozen.Check {
-	out := make([]frozen.Check, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, frozen.Check{Name: c.Name, OK: c.OK, Error: c.Detail})
-	}
-	return out
 }
 
 // cmdFreeze freezes a head database sealed with the fixture test key into

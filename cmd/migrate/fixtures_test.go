@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 func sealedHeadDB(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "head.db")
-	require.NoError(t, version14.Load(context.Background(), path))
+	require.NoError(t, frozen.Load(context.Background(), path, version14.FixtureSQL()))
 	code, _, stderr := runCmd(t, "up", "-db", path)
 	require.Equal(t, 0, code, stderr)
 	return path
@@ -234,7 +235,7 @@ func TestFreezeRefuses(t *testing.T) {
 func copyVersion14(t *testing.T, dir string, edit func(name, s string) string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	for _, name := range version14.FixtureFiles {
+	for _, name := range []string{frozen.FixtureFile, frozen.ExpectedFile} {
 		b, err := fs.ReadFile(version14.Files, name)
 		require.NoError(t, err)
 		s := string(b)
@@ -249,7 +250,9 @@ func copyVersion14(t *testing.T, dir string, edit func(name, s string) string) {
 // proof's results: a broken copy of the fixture fails exactly the check
 // for its defect, with the reason, in the JSON document and in the text.
 func TestFixtureTestVersion14Checks(t *testing.T) {
-	pristine, err := version14.ProveChecks(context.Background())
+	m, err := migration.Default()
+	require.NoError(t, err)
+	pristine, err := frozen.Prove(context.Background(), m, "../../fixtures/version14", io.Discard)
 	require.NoError(t, err)
 	tests := []struct {
 		name   string
