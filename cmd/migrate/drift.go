@@ -17,6 +17,8 @@ type driftDoc struct {
 	Head    string `json:"head"`
 	// OK is true when the database has no drift at all.
 	OK bool `json:"ok"`
+	// Differences lists each schema difference in words.
+	Differences []pipeline.Difference `json:"differences"`
 	// Schema lists the statements that would bring the schema to head.
 	Schema []pipeline.SchemaChange `json:"schema"`
 	// History lists the schema_revision rows that disagree with the
@@ -44,7 +46,7 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 	}
 	n := len(d.Schema) + len(d.History)
 	if env.json {
-		doc := driftDoc{Command: "drift", DB: path, Head: m.Head(), OK: d.Empty(), Schema: nonNil(d.Schema), History: nonNil(d.History)}
+		doc := driftDoc{Command: "drift", DB: path, Head: m.Head(), OK: d.Empty(), Differences: nonNil(d.Found), Schema: nonNil(d.Schema), History: nonNil(d.History)}
 		if err := env.emit(doc); err != nil {
 			return err
 		}
@@ -52,6 +54,9 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		w := env.stdout
 		if len(d.Schema) > 0 {
 			fmt.Fprintf(w, "-- schema drift: %d statement(s) would bring %s to head %s (not run)\n", len(d.Schema), path, m.Head())
+			for _, f := range d.Found {
+				fmt.Fprintf(w, "-- %s\n", f)
+			}
 			for _, c := range d.Schema {
 				if c.Comment != "" {
 					fmt.Fprintf(w, "-- %s\n", c.Comment)

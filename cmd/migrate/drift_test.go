@@ -33,6 +33,7 @@ func TestDrift(t *testing.T) {
 			code: 1,
 			want: []string{
 				"-- schema drift: 6 statement(s) would bring",
+				"-- table session: column note is in the database, not at head: TEXT",
 				"CREATE TABLE `new_session` (`user_id` text NOT NULL, `device_id` integer NOT NULL, `sealed` blob NOT NULL, PRIMARY KEY (`user_id`, `device_id`), CHECK (device_id >= 0));",
 				"DROP TABLE `session`;",
 				"ALTER TABLE `new_session` RENAME TO `session`;",
@@ -40,11 +41,27 @@ func TestDrift(t *testing.T) {
 			not: []string{"-- history drift", "pending_outbound_message_recipient"},
 		},
 		{
+			name: "changed CHECK and added column",
+			db: headWith(
+				"DROP TABLE session",
+				"CREATE TABLE session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL CHECK (device_id >= 1), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id))",
+				"ALTER TABLE pending_outbound_message ADD COLUMN extra BLOB",
+			),
+			code: 1,
+			want: []string{
+				"-- table pending_outbound_message: column extra is in the database, not at head: BLOB",
+				"-- table session: check is in the database, not at head: CHECK (device_id >= 1)",
+				"-- table session: check is at head, missing from the database: CHECK (device_id >= 0)",
+			},
+			not: []string{"-- history drift"},
+		},
+		{
 			name: "dropped index",
 			db:   headWith("DROP INDEX pending_outbound_message_recipient"),
 			code: 1,
 			want: []string{
 				"-- schema drift: 1 statement(s) would bring",
+				"-- table pending_outbound_message: index pending_outbound_message_recipient is at head, missing from the database: (recipient_user_id, recipient_device_id, sequence)",
 				"CREATE INDEX `pending_outbound_message_recipient` ON `pending_outbound_message` (`recipient_user_id`, `recipient_device_id`, `sequence`);",
 			},
 			not: []string{"-- history drift", "session"},
@@ -55,6 +72,7 @@ func TestDrift(t *testing.T) {
 			code: 1,
 			want: []string{
 				"-- schema drift: 1 statement(s) would bring",
+				"-- table session: trigger copy_session is in the database, not at head",
 				`-- drop trigger "copy_session" on "session": not in head as it is`,
 				"DROP TRIGGER `copy_session`;",
 			},
@@ -233,4 +251,19 @@ func TestDriftRefusesWhatIsNotADatabase(t *testing.T) {
 	code, _, stderr := runCmd(t, "drift")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "-db is required")
+}
+
+// TestDriftJSONDifferences: -json carries each difference as structured
+// fields beside the SQL.
+func TestDriftJSONDifferences(t *testing.T) {
+	path := headWith("ALTER TABLE session ADD COLUMN note TEXT", "DROP INDEX pending_outbound_message_recipient")(t)
+	code, stdout, _ := runCmd(t, "drift", "-db", path, "-json")
+	require.Equal(t, 1, code)
+	doc := decode[driftDoc](t, stdout)
+	require.False(t, doc.OK)
+	require.ElementsMatch(t, []pipeline.Difference{
+		{Kind: "column", Table: "session", Name: "note", Where: pipeline.InDatabase, Database: "TEXT"},
+		{Kind: "index", Table: "pending_outbound_message", Name: "pending_outbound_message_recipient", Where: pipeline.AtHead, Head: "(recipient_user_id, recipient_device_id, sequence)"},
+	}, doc.Differences)
+	require.NotEmpty(t, doc.Schema)
 }

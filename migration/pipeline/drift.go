@@ -27,6 +27,10 @@ import (
 // directory. The zero Differences (no Schema, no History) means the
 // database is at head.
 type Differences struct {
+	// Found lists each schema difference in words, one per table,
+	// column, index, check, foreign key, view or trigger, in the order of
+	// Schema.
+	Found []Difference
 	// Schema lists the changes that would bring the database's schema to
 	// head, as SQL a reviewer can read. Nothing runs them.
 	Schema []SchemaChange
@@ -119,6 +123,7 @@ func Drift(ctx context.Context, m *migration.Migrator, conn *sql.DB) (Difference
 		return d, fmt.Errorf("migration: diff with head: %w", err)
 	}
 	if len(changes) > 0 {
+		d.Found = describeChanges(changes)
 		plan, err := sqlite.DefaultPlan.PlanChanges(ctx, "drift", changes)
 		if err != nil {
 			return d, fmt.Errorf("migration: plan the difference with head: %w", err)
@@ -127,11 +132,12 @@ func Drift(ctx context.Context, m *migration.Migrator, conn *sql.DB) (Difference
 			d.Schema = append(d.Schema, SchemaChange{Comment: c.Comment, SQL: c.Cmd})
 		}
 	}
-	objects, err := objectDrift(ctx, conn, headConn)
+	objects, found, err := objectDrift(ctx, conn, headConn)
 	if err != nil {
 		return d, err
 	}
 	d.Schema = append(d.Schema, objects...)
+	d.Found = append(d.Found, found...)
 	if d.History, err = historyDrift(ctx, m, conn); err != nil {
 		return d, err
 	}
@@ -163,8 +169,8 @@ func versionOf(name string) string { return strings.SplitN(name, "_", 2)[0] }
 // objectDrift compares the views and triggers of conn with head's, which
 // Atlas's open-source inspection leaves out: a trigger added by hand can
 // copy or change rows unseen. One that differs in SQL text is dropped and
-// created again.
-func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, error) {
+// created again. It returns the statements and the differences in words.
+func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, []Difference, error) {
 	list := func(c *sql.DB) (map[string]db.ListViewsAndTriggersRow, error) {
 		rows, err := db.New(c).ListViewsAndTriggers(ctx)
 		if err != nil {
@@ -178,11 +184,11 @@ func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, e
 	}
 	got, err := list(conn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	want, err := list(headConn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keys := slices.Collect(maps.Keys(got))
 	for k := range want {
@@ -192,11 +198,20 @@ func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, e
 	}
 	slices.Sort(keys)
 	var out []SchemaChange
+	var found []Difference
 	for _, k := range keys {
 		g, inGot := got[k]
 		w, inWant := want[k]
 		if inGot && inWant && g.Sql == w.Sql {
 			continue
+		}
+		switch {
+		case inGot && inWant:
+			found = append(found, Difference{Kind: g.Type, Table: g.TblName, Name: g.Name, Where: InBoth, Database: oneLine(g.Sql), Head: oneLine(w.Sql)})
+		case inGot:
+			found = append(found, Difference{Kind: g.Type, Table: g.TblName, Name: g.Name, Where: InDatabase})
+		default:
+			found = append(found, Difference{Kind: w.Type, Table: w.TblName, Name: w.Name, Where: AtHead})
 		}
 		if inGot {
 			out = append(out, SchemaChange{
@@ -208,8 +223,11 @@ func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, e
 			out = append(out, SchemaChange{Comment: fmt.Sprintf("create %s %q on %q", w.Type, w.Name, w.TblName), SQL: w.Sql})
 		}
 	}
-	return out, nil
+	return out, found, nil
 }
+
+// oneLine returns sql with its whitespace runs as single spaces.
+func oneLine(sql string) string { return strings.Join(strings.Fields(sql), " ") }
 
 // historyDrift checks every schema_revision row against the directory.
 func historyDrift(ctx context.Context, m *migration.Migrator, conn *sql.DB) ([]HistoryDrift, error) {

@@ -37,7 +37,7 @@ func TestObjectDrift(t *testing.T) {
 	_, err = head.ExecContext(ctx, "CREATE VIEW only_head AS SELECT 2")
 	require.NoError(t, err)
 
-	changes, err := objectDrift(ctx, got, head)
+	changes, found, err := objectDrift(ctx, got, head)
 	require.NoError(t, err)
 	var sqls []string
 	for _, c := range changes {
@@ -50,8 +50,18 @@ func TestObjectDrift(t *testing.T) {
 		"CREATE VIEW only_head AS SELECT 2",
 		"DROP VIEW `only_here`",
 	}, sqls)
+	var words []string
+	for _, f := range found {
+		words = append(words, f.String())
+	}
+	require.Equal(t, []string{
+		"table t: trigger changed differs: database CREATE TRIGGER changed AFTER INSERT ON t BEGIN SELECT 1; END, head CREATE TRIGGER changed AFTER INSERT ON t BEGIN SELECT 2; END",
+		"table only_head: view only_head is at head, missing from the database",
+		"table only_here: view only_here is in the database, not at head",
+	}, words)
 
-	none, err := objectDrift(ctx, head, head)
+	none, noneFound, err := objectDrift(ctx, head, head)
 	require.NoError(t, err)
 	require.Empty(t, none)
+	require.Empty(t, noneFound)
 }

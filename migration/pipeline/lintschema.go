@@ -192,14 +192,18 @@ func checks(t *schema.Table) []string {
 	var out []string
 	for _, a := range t.Attrs {
 		if c, ok := a.(*schema.Check); ok {
-			e := strings.Join(strings.Fields(c.Expr), " ")
-			if strings.HasPrefix(e, "(") && strings.HasSuffix(e, ")") && balanced(e[1:len(e)-1]) {
-				e = e[1 : len(e)-1]
-			}
-			out = append(out, e)
+			out = append(out, trimParens(strings.Join(strings.Fields(c.Expr), " ")))
 		}
 	}
 	return out
+}
+
+// trimParens removes the parentheses around the whole of e.
+func trimParens(e string) string {
+	if strings.HasPrefix(e, "(") && strings.HasSuffix(e, ")") && balanced(e[1:len(e)-1]) {
+		return e[1 : len(e)-1]
+	}
+	return e
 }
 
 // balanced reports whether no closing parenthesis of s comes before its
