@@ -1,12 +1,14 @@
 package client_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -126,6 +128,46 @@ func TestCollisionAcrossRestart(t *testing.T) {
 	require.Equal(t, []string{"b2"}, messages(t, a.poll()))
 	b.poll()
 	require.Zero(t, b.count(nil))
+	converse(t, a, b)
+	converse(t, b, a)
+}
+
+// TestForgedCopyOfRejectedInitiation: a copy of bob's initiation that
+// lost the collision, with a ciphertext of the forger's, fails with
+// ErrDecrypt as any forged envelope does, instead of passing for the
+// rejected initiation; it changes no row of alice's database, and the
+// genuine copy is still rejected without a write.
+func TestForgedCopyOfRejectedInitiation(t *testing.T) {
+	ctx := context.Background()
+	net, a, b := openPair(t, sqliteKind)
+	a.send(bob, "a1")
+	b.send(alice, "b1")
+	genuine := lastSent(t, net, alice)
+	res := a.poll()
+	require.Len(t, res, 1)
+	require.IsType(t, &client.Rejected{}, res[0])
+
+	env, err := session.UnmarshalEnvelope(genuine)
+	require.NoError(t, err)
+	require.NotNil(t, env.Initiation)
+	env.Ciphertext[0] ^= 1
+	forged, err := env.MarshalBinary()
+	require.NoError(t, err)
+
+	before := dumpTables(t, a.sql.DB())
+	_, err = a.c.Receive(ctx, forged)
+	require.ErrorIs(t, err, session.ErrDecrypt)
+	require.Equal(t, before, dumpTables(t, a.sql.DB()), "a forged copy changes no row")
+	r, err := a.c.Receive(ctx, genuine)
+	require.NoError(t, err)
+	require.Equal(t, &client.Rejected{From: bob, InitiationID: env.Initiation.ID}, r)
+	require.Equal(t, before, dumpTables(t, a.sql.DB()), "a genuine copy changes no row")
+
+	require.Equal(t, []string{"a1"}, messages(t, b.poll()))
+	a.poll()
+	b.retry(alice)
+	require.Equal(t, []string{"b1"}, messages(t, a.poll()))
+	b.poll()
 	converse(t, a, b)
 	converse(t, b, a)
 }

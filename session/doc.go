@@ -122,7 +122,9 @@
 //     nothing. A replay never builds a new session;
 //   - an initiation whose base key is a retired one fails with ErrReplay
 //     and changes nothing;
-//   - a copy of an initiation rejected before is rejected again;
+//   - a copy of an initiation rejected before is authenticated as below
+//     (a forged copy fails with ErrDecrypt, one whose prekey is gone
+//     since with ErrUnknownPrekey), then rejected again;
 //   - any other initiation is authenticated first, on a copy of the
 //     prekeys: its X3DH agreement and first message must decrypt, or its
 //     error is returned and nothing changes (a forged initiation fails

@@ -84,7 +84,10 @@ type Receipt struct {
 //  3. An initiation whose base key the record retired (answered by a
 //     state it no longer holds, see Session.Retire) fails with ErrReplay.
 //     A copy of an initiation rejected before by the collision rule is
-//     rejected again (Receipt.Rejected, Session nil).
+//     authenticated as in 4, then rejected again (Receipt.Rejected,
+//     Session and Initiator nil): a forged copy fails with ErrDecrypt,
+//     and a copy whose prekey is gone since (a consumed one-time prekey,
+//     an expired signed prekey) with ErrUnknownPrekey.
 //  4. Any other initiation is authenticated first, on a copy of the
 //     prekeys: X3DH and the decryption of its message must succeed
 //     (otherwise its error is returned, e.g. ErrDecrypt for a forgery,
@@ -131,15 +134,17 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	if current != nil && slices.Contains(current.retired, ih.Ephemeral) {
 		return Receipt{}, fmt.Errorf("session: receive from %s: %w: initiation %s was answered by a state no longer held", env.Sender, ErrReplay, ih.ID)
 	}
-	if current != nil && slices.Contains(current.rejected, ih.Ephemeral) {
-		id := ih.ID
-		return Receipt{Rejected: &id}, nil
-	}
 	prekeys := local.Prekeys.clone()
 	prekeys.Expire(local.Now)
 	s, pt, err := Respond(local.Identity, local.Address, prekeys, env)
 	if err != nil {
 		return Receipt{}, err
+	}
+	if current != nil && slices.Contains(current.rejected, ih.Ephemeral) {
+		// Authenticated as its first copy was, so that a forged copy
+		// fails as any forgery does instead of passing for a rejection.
+		id := ih.ID
+		return Receipt{Rejected: &id}, nil
 	}
 	initiator := s.remoteIdentity
 	r := Receipt{Session: s, Plaintext: pt, Prekeys: prekeys, Initiator: &initiator}

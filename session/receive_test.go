@@ -163,6 +163,39 @@ func TestRejectedInitiationIsRemembered(t *testing.T) {
 	talk(t, as, bs, 2)
 }
 
+// TestRejectedInitiationCopiesAreAuthenticated: a copy of a rejected
+// initiation is authenticated before it is rejected again, as its first
+// copy was: a forged copy (the rejected base key, a ciphertext of the
+// forger's) fails with ErrDecrypt, and a copy whose one-time prekey was
+// consumed since fails with ErrUnknownPrekey; neither changes anything,
+// and a genuine copy is still rejected.
+func TestRejectedInitiationCopiesAreAuthenticated(t *testing.T) {
+	alice := newDevice(t, "alice", 1, 2)
+	bob := newDevice(t, "bob", 1, 2)
+	as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
+	require.NoError(t, err)
+	bsInit, err := session.Initiate(rand.Reader, bob.id, bob.addr, alice.bundle())
+	require.NoError(t, err)
+	fromBob := encrypt(t, bsInit, "loses")
+	r := receive(t, alice, as, fromBob)
+	require.NotNil(t, r.Rejected)
+	as = roundTrip(t, r.Session)
+
+	forged := fromBob.Clone()
+	forged.Ciphertext[0] ^= 1
+	require.ErrorIs(t, receiveErr(t, alice, as, forged), session.ErrDecrypt)
+	again := receive(t, alice, as, fromBob)
+	require.NotNil(t, again.Rejected)
+	require.Nil(t, again.Session)
+
+	// carol's initiation uses the one-time prekey bob's used.
+	carol := newDevice(t, "carol", 1, 0)
+	cs, err := session.Initiate(rand.Reader, carol.id, carol.addr, alice.bundle())
+	require.NoError(t, err)
+	receive(t, alice, nil, encrypt(t, cs, "hi"))
+	require.ErrorIs(t, receiveErr(t, alice, as, fromBob), session.ErrUnknownPrekey)
+}
+
 // TestReinitiationAfterStateLoss: the peer that lost its session starts a
 // new one; whichever address is smaller and whoever started the lost
 // session, the survivor accepts the new authenticated initiation (the old
