@@ -36,10 +36,6 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// OpenFunc opens a fresh, empty store sealing with keys. It registers any
-// cleanup (closing the store, removing files) on t.
-type OpenFunc func(t *testing.T, keys *seal.Keyring) store.Store
-
 // Tamper changes a store's pending rows behind its back, as disk damage
 // or an attacker with write access to the storage would. Each store's
 // tests implement it with what only they can reach.
@@ -57,7 +53,9 @@ type Tamper interface {
 }
 
 // Run runs the contract suite against the stores open returns, damaging
-// rows through tamper where a test needs it.
+// rows through tamper where a test needs it. open returns a fresh, empty
+// store sealing with keys and registers its cleanup (closing the store,
+// removing files) on t.
 func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, tamper Tamper) {
 	t.Helper()
 	for _, tc := range []struct {
