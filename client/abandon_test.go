@@ -185,8 +185,10 @@ func TestAbandonFailedRemoval(t *testing.T) {
 			fs := &failingStore{Store: a.st, fail: errStoreBroken}
 			cfg := a.config()
 			cfg.Store = fs
+			require.NoError(t, a.c.Close())
 			c, err := client.Open(ctx, cfg)
 			require.NoError(t, err)
+			a.c = c
 			st, err := c.AbandonPending(ctx, bob, id)
 			require.ErrorIs(t, err, errStoreBroken)
 			require.NotEqual(t, client.Abandoned, st)

@@ -118,6 +118,7 @@ func (d *device) loseSession(peer ids.DeviceAddress) {
 	d.tb.Helper()
 	ctx := context.Background()
 	require.NoError(d.tb, d.st.SavePeer(ctx, peer, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
+	require.NoError(d.tb, d.c.Close())
 	c, err := client.Open(ctx, d.config())
 	require.NoError(d.tb, err)
 	d.c = c

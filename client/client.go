@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/securemsg/storage/ids"
@@ -77,6 +78,13 @@ var (
 	// ErrDirectoryAnswer means the directory answered something no
 	// directory can hold (a negative prekey count); nothing was changed.
 	ErrDirectoryAnswer = errors.New("client: impossible directory answer")
+	// ErrStoreInUse means the store already serves another client (New,
+	// Open), or its database file is held by another open store. It is
+	// store.ErrInUse.
+	ErrStoreInUse = store.ErrInUse
+	// ErrClosed means Close was called on the client: its store may serve
+	// another client now.
+	ErrClosed = errors.New("client: closed")
 )
 
 // Config is what a client is built on.
@@ -135,6 +143,10 @@ type Client struct {
 	// peers caches what the client holds about each remote device; only
 	// touched under sendMu (see peerFor).
 	peers map[ids.DeviceAddress]*peer
+	// release gives up the client's claim on its store (Close); closed is
+	// set, under sendMu, by Close, after which peerFor and local fail.
+	release func()
+	closed  atomic.Bool
 
 	mu       sync.RWMutex // guards the fields below
 	addr     ids.DeviceAddress
@@ -143,10 +155,13 @@ type Client struct {
 }
 
 // New returns a client over cfg that is not initialized: every call but
-// Initialize returns ErrNotInitialized until Initialize succeeds. It
-// returns ErrInvalidArgument if a required part of cfg is missing, or
-// OneTimePrekeyThreshold is negative or above OneTimePrekeys, or
-// SignedPrekeyGrace is negative.
+// Initialize returns ErrNotInitialized until Initialize succeeds. The
+// client claims its store (store.Store.Claim) until Close: one store
+// serves one client, since each client caches the sessions and two would
+// encrypt under the same message keys. It returns ErrStoreInUse if the
+// store already serves a client, ErrInvalidArgument if a required part of
+// cfg is missing, or OneTimePrekeyThreshold is negative or above
+// OneTimePrekeys, or SignedPrekeyGrace is negative.
 func New(cfg Config) (*Client, error) {
 	if cfg.Store == nil || cfg.Transport == nil || cfg.Directory == nil {
 		return nil, fmt.Errorf("client: new: %w: Store, Transport and Directory are required", ErrInvalidArgument)
@@ -171,12 +186,32 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	return &Client{cfg: cfg}, nil
+	release, err := cfg.Store.Claim()
+	if err != nil {
+		return nil, fmt.Errorf("client: new: %w", err)
+	}
+	return &Client{cfg: cfg, release: release}, nil
+}
+
+// Close gives up the client's claim on its store, so that another client
+// can be opened on it (a restart on the same store); it waits for a send,
+// receive or other call holding the send mutex to finish, and does not
+// close the store. After Close, every call that would use a session or the
+// local identity returns ErrClosed. Close always returns nil.
+func (c *Client) Close() error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if c.closed.CompareAndSwap(false, true) {
+		c.peers = nil
+		c.release()
+	}
+	return nil
 }
 
 // Open returns a client over cfg, initialized from the identity already in
-// the store if there is one (a restart), else not initialized. It returns
-// the store's errors (for example seal.ErrWrongKey).
+// the store if there is one (a restart), else not initialized; it claims
+// the store as New does. It returns ErrStoreInUse if the store already
+// serves a client, and the store's errors (for example seal.ErrWrongKey).
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	c, err := New(cfg)
 	if err != nil {
@@ -187,10 +222,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		return c, nil
 	}
 	if err != nil {
+		c.release()
 		return nil, fmt.Errorf("client: open: %w", err)
 	}
 	id, pk, err := decodeLocal(li.Secret)
 	if err != nil {
+		c.release()
 		return nil, fmt.Errorf("client: open: %w", err)
 	}
 	c.mu.Lock()
@@ -212,6 +249,9 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 	defer c.sendMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed.Load() {
+		return ErrClosed
+	}
 	if c.identity != nil && c.addr != addr {
 		return fmt.Errorf("client: initialize as %s: %w as %s", addr, ErrAlreadyInitialized, c.addr)
 	}
@@ -253,6 +293,9 @@ func (c *Client) Address() (ids.DeviceAddress, error) {
 func (c *Client) local() (*session.Identity, *session.Prekeys, ids.DeviceAddress, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.closed.Load() {
+		return nil, nil, ids.DeviceAddress{}, ErrClosed
+	}
 	if c.identity == nil {
 		return nil, nil, ids.DeviceAddress{}, ErrNotInitialized
 	}

@@ -396,6 +396,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 		damageBoth(t, s)
 		// Bob starts over too: his next message is a new initiation.
 		require.NoError(t, s.b.st.SavePeer(s.ctx, alice, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
+		require.NoError(t, s.b.c.Close())
 		c, err := client.Open(s.ctx, s.b.config())
 		require.NoError(t, err)
 		s.b.c = c
@@ -610,6 +611,7 @@ func TestForgottenKeyPeerStateBothStores(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, a.st.SaveLocalIdentity(ctx, li))
 			require.NoError(t, a.kr.Forget(old))
+			require.NoError(t, a.c.Close())
 			c, err := client.Open(ctx, a.config()) // a restart: nothing cached
 			require.NoError(t, err)
 			a.c = c
@@ -681,6 +683,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 					newer.Pin = newerEncoding(t, seal.RecordIdentityPin, before.Pin)
 				}
 				require.NoError(t, a.st.SavePeer(ctx, bob, newer))
+				require.NoError(t, a.c.Close())
 				c, err := client.Open(ctx, a.config()) // a restart: nothing cached
 				require.NoError(t, err)
 				a.c = c

@@ -43,6 +43,7 @@ func (d *device) withClock(clk *clock) {
 	d.tb.Helper()
 	cfg := d.config()
 	cfg.Now, cfg.SignedPrekeyGrace = clk.Now, testGrace
+	require.NoError(d.tb, d.c.Close())
 	c, err := client.Open(context.Background(), cfg)
 	require.NoError(d.tb, err)
 	d.c = c
@@ -243,6 +244,7 @@ func TestReplenishRefusesImpossibleCount(t *testing.T) {
 	require.Len(t, bundle.OneTimePrekeys, 1)
 	cfg := b.config()
 	cfg.Directory = lyingDirectory{Network: net, count: -995}
+	require.NoError(t, b.c.Close())
 	c, err := client.Open(ctx, cfg)
 	require.NoError(t, err)
 	b.c = c
@@ -304,6 +306,7 @@ func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
 func TestNewRefusesBadPrekeySettings(t *testing.T) {
 	net := transport.NewNetwork()
 	d := mustOpen(t, net, bob)
+	require.NoError(t, d.c.Close()) // each New below claims the store
 	tests := []struct {
 		name   string
 		change func(*client.Config)
@@ -319,9 +322,10 @@ func TestNewRefusesBadPrekeySettings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := d.config()
 			tt.change(&cfg)
-			_, err := client.New(cfg)
+			c, err := client.New(cfg)
 			if tt.ok {
 				require.NoError(t, err)
+				require.NoError(t, c.Close())
 				return
 			}
 			require.ErrorIs(t, err, client.ErrInvalidArgument)

@@ -186,6 +186,7 @@ func BenchmarkSendSessionRecord(b *testing.B) {
 		b.Run(fmt.Sprintf("%s/warm", shape.name), func(b *testing.B) {
 			c, err := client.Open(ctx, cfg)
 			must(b, err)
+			b.Cleanup(func() { c.Close() })
 			_, err = c.Send(ctx, peer, pt) // load the record
 			must(b, err)
 			b.ReportAllocs()
@@ -216,6 +217,9 @@ func BenchmarkSendSessionRecord(b *testing.B) {
 				if _, err := c.Send(ctx, peer, pt); err != nil {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				c.Close()
+				b.StartTimer()
 			}
 			report(b)
 		})

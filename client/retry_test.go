@@ -69,8 +69,10 @@ func TestRetryOrderAndStop(t *testing.T) {
 			// The third hand-off fails: two sent, then the stop.
 			h := &countingFailTransport{Transport: net, failAt: 3}
 			a.tr = h
+			require.NoError(t, a.c.Close())
 			c, err := client.Open(ctx, a.config())
 			require.NoError(t, err)
+			a.c = c
 			net.ResetCalls()
 			sent, err := c.RetryPendingMessages(ctx, bob)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)

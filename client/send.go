@@ -48,7 +48,13 @@ func (c *Client) peerFor(ctx context.Context, addr ids.DeviceAddress) (*peer, er
 // never used: the next call reloads what the store holds.
 func (c *Client) forget(addr ids.DeviceAddress) { delete(c.peers, addr) }
 
+// loadPeer reads and decodes addr's stored state. It fails with ErrClosed
+// once Close has run (which also empties the cache peerFor keeps): another
+// client may own the store's sessions by then.
 func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, error) {
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
 	st, err := c.cfg.Store.Peer(ctx, addr)
 	if err != nil {
 		return nil, err

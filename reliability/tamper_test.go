@@ -499,6 +499,7 @@ func TestTamperPeerState(t *testing.T) {
 			// After a restart (the running client caches peer state),
 			// sending to that peer fails with the same error and hands
 			// nothing off, but the message is kept pending for a retry.
+			require.NoError(t, s.a.c.Close())
 			c, err := client.Open(s.ctx, client.Config{Store: s.a.store, Transport: s.net, Directory: s.net})
 			require.NoError(t, err)
 			s.net.ResetCalls()
@@ -539,12 +540,14 @@ func TestTamperKeys(t *testing.T) {
 		s := newTamperSetup(t)
 		v := s.sealed(t, "SELECT sealed FROM local_identity")
 		s.exec(t, "UPDATE local_identity SET sealed = ?", flip(v, 40, 0x01))
+		require.NoError(t, s.a.c.Close())
 		_, err := client.Open(s.ctx, client.Config{Store: s.a.store, Transport: s.net, Directory: s.net})
 		requireOnly(t, err, seal.ErrAuthentication)
 	})
 	t.Run("local identity moved to another address", func(t *testing.T) {
 		s := newTamperSetup(t)
 		s.exec(t, "UPDATE local_identity SET user_id = 'mallory'")
+		require.NoError(t, s.a.c.Close())
 		_, err := client.Open(s.ctx, client.Config{Store: s.a.store, Transport: s.net, Directory: s.net})
 		requireOnly(t, err, seal.ErrAuthentication)
 	})

@@ -48,6 +48,12 @@ var (
 	ErrDuplicate = errors.New("duplicate pending message")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrInUse means the store, or its database file, already serves
+	// another user: a second client on one store (Claim), or a second
+	// open of a database file that an open store holds (sqlitestore.Open).
+	// Nothing was changed. Two users of one state would each cache the
+	// sessions and encrypt under the same message keys.
+	ErrInUse = errors.New("store in use")
 	// ErrUnreadable means pending rows could not be opened; it is matched
 	// by an *UnreadableError, which lists them.
 	ErrUnreadable = errors.New("unreadable pending message")
@@ -493,6 +499,12 @@ func (u PeerState) ValidateUpdate() error {
 type Store interface {
 	Pending
 	State
+	// Claim reserves the store for one client (package client claims the
+	// store it runs on): until release is called or the store is closed,
+	// another Claim fails with ErrInUse, so that two clients never hold
+	// the same sessions. release may be called more than once. Returns
+	// ErrClosed after Close.
+	Claim() (release func(), err error)
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error
 }

@@ -24,7 +24,11 @@
 // on stdout (shapes in the README's "In a pipeline").
 //
 // status, plan and drift open the database read-only and never change it or
-// create anything beside it. A failing command prints one line, "migrate:
+// create anything beside it: they work beside an application that has the
+// database open. up writes, so it takes the database's writer lock (the
+// file FILE-lock, which an open store holds) and refuses a database an
+// application has open (it removes FILE-lock again if it created it).
+// A failing command prints one line, "migrate:
 // command: reason", on stderr, exits 1 and leaves the database as it found
 // it; drift exits 1 on any drift. A usage error (no or unknown command,
 // unknown flag, missing -db) prints the usage on stderr and exits 2.
@@ -51,6 +55,7 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/migration/pipeline"
 )
@@ -450,8 +455,26 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 		fmt.Fprintf(env.stdout, "%s is an empty file: creating the database in it\n", path)
 	}
 
+	// up writes: it holds the database file's writer lock, as an open
+	// store does, and refuses a file an application has open.
+	lockPath := dblock.Path(path)
+	_, lockErr := os.Stat(lockPath)
+	lockCreated := errors.Is(lockErr, fs.ErrNotExist)
+	lock, err := dblock.Acquire(path)
+	if errors.Is(err, dblock.ErrHeld) {
+		// An application is opening or has opened the file: it is its
+		// file now, even if up created it a moment ago.
+		return fmt.Errorf("%s is open in an application (%w): close it and run up again; nothing changed", path, err)
+	}
+	if err != nil {
+		if created {
+			os.Remove(path)
+		}
+		return err
+	}
 	conn, err := sql.Open("sqlite3", createDSN(path))
 	if err != nil {
+		lock.Release()
 		return err
 	}
 	defer func() {
@@ -465,6 +488,14 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 				os.Remove(path + suffix)
 			}
 		}
+		if lockCreated {
+			// up leaves nothing of its own beside the database. Removed
+			// while still held, after the last write: an opener that found
+			// the file before is refused, one that comes after makes a new
+			// one.
+			os.Remove(lockPath)
+		}
+		lock.Release()
 	}()
 	if err := checkDatabase(conn, path); err != nil {
 		return err

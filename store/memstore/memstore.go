@@ -38,6 +38,7 @@ type Store struct {
 
 	mu        sync.Mutex
 	closed    bool
+	claim     *byte // the client's claim (Claim), nil when unclaimed; never zero-size, so each is distinct
 	highWater int64
 	pending   []pendingRow // ascending by seq
 	bySeqKey  map[pendingKey]int64
@@ -69,6 +70,27 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	return nil
+}
+
+// Claim implements store.Store.
+func (s *Store) Claim() (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("store: claim: %w", store.ErrClosed)
+	}
+	if s.claim != nil {
+		return nil, fmt.Errorf("store: claim: %w: the store already serves a client", store.ErrInUse)
+	}
+	c := new(byte)
+	s.claim = c
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.claim == c { // a release of an earlier claim frees no later one
+			s.claim = nil
+		}
+	}, nil
 }
 
 // locked runs fn under the store's mutex, unless the store is closed or

@@ -30,6 +30,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/legacy"
@@ -44,6 +45,10 @@ type Store struct {
 	q      *db.Queries
 	keys   *seal.Keyring
 	closed atomic.Bool
+	// lock is the database file's writer lock (lock.go), nil for an
+	// in-memory database; claim is the client's claim (Claim).
+	lock  *dblock.Lock
+	claim atomic.Pointer[byte] // a byte, not a zero-size value: each claim distinct
 
 	// sealMu is held shared by every write from the moment it seals until
 	// its transaction ends, and exclusively by RotateKey while it switches
@@ -122,8 +127,18 @@ func WithLegacyBatch(n int) Option {
 // An existing database file (and its -wal and -shm) readable or writable
 // by group or others has those permission bits removed.
 //
+// The store holds the database file while it is open: a second Open of
+// the same file, in this process or another (an app extension, say),
+// fails at once with an error wrapping store.ErrInUse that names the
+// file, until the store is closed or its process ends (a killed process
+// leaves no stale hold). The hold is an exclusive flock on the sidecar
+// file path+"-lock", created 0600 beside the database and left in place;
+// migrate up takes it too, while the read-only migrate commands (status,
+// plan, drift) do not and work beside an open store.
+//
 // Open records keys' current key as the storage key only for a database
 // that records none and holds no sealed value. It returns an error
+// wrapping store.ErrInUse if another store holds the file, an error
 // wrapping seal.ErrWrongKey if the database was sealed with a key keys
 // does not hold, ErrNoKeyRecord if it records no active key but holds
 // sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
@@ -149,19 +164,26 @@ func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Key
 	if o.legacy.Batch < 0 {
 		return nil, fmt.Errorf("store: open: %w: legacy batch %d below 0", store.ErrInvalidArgument, o.legacy.Batch)
 	}
+	lock, err := holdFile(path)
+	if err != nil {
+		return nil, err
+	}
 	if err := privateFiles(path); err != nil {
+		lock.Release()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	conn, err := sql.Open(driverName, DSN(path))
 	if err != nil {
+		lock.Release()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	// One connection: the client is the database's only user, and a single
 	// connection turns would-be SQLITE_BUSY contention into Go-side waits.
 	conn.SetMaxOpenConns(1)
-	s := &Store{conn: conn, q: db.New(conn), keys: keys}
+	s := &Store{conn: conn, q: db.New(conn), keys: keys, lock: lock}
 	if err := s.init(ctx, o); err != nil {
 		conn.Close()
+		lock.Release()
 		return nil, err
 	}
 	return s, nil
@@ -173,7 +195,7 @@ func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Key
 // group and other permissions from an existing database file and its
 // -wal and -shm.
 func privateFiles(path string) error {
-	if path == "" || path == ":memory:" {
+	if inMemory(path) {
 		return nil // no file
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
@@ -281,12 +303,30 @@ const verifierText = "securemsg storage key verifier"
 
 func verifierAD(id seal.KeyID) []byte { return seal.AD([]byte("storage_key"), []byte(fmt.Sprint(id))) }
 
-// Close closes the database. Calls after Close return store.ErrClosed.
+// Close closes the database and then releases its file (see Open). Calls
+// after Close return store.ErrClosed.
 func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	return s.conn.Close()
+	err := s.conn.Close()
+	if lerr := s.lock.Release(); err == nil && lerr != nil {
+		err = fmt.Errorf("store: release lock: %w", lerr)
+	}
+	return err
+}
+
+// Claim implements store.Store.
+func (s *Store) Claim() (func(), error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("store: claim: %w", store.ErrClosed)
+	}
+	c := new(byte)
+	if !s.claim.CompareAndSwap(nil, c) {
+		return nil, fmt.Errorf("store: claim: %w: the store already serves a client", store.ErrInUse)
+	}
+	// A release of an earlier claim frees no later one.
+	return func() { s.claim.CompareAndSwap(c, nil) }, nil
 }
 
 // DB returns the underlying database, for read-only inspection in tests,

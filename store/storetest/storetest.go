@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -88,6 +89,8 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, 
 		{"CommitSendMany", testCommitSendMany},
 		{"CommitInboundAtomic", testCommitInboundAtomic},
 		{"Closed", testClosed},
+		{"Claim", testClaim},
+		{"ConcurrentClaim", testConcurrentClaim},
 		{"ConcurrentDelete", testConcurrentDelete},
 		{"ConcurrentInsert", testConcurrentInsert},
 		{"ConcurrentSendMany", testConcurrentSendMany},
@@ -1282,6 +1285,7 @@ func testClosed(t *testing.T, h *harness) {
 			_, err := h.s.CommitSendMany(h.ctx, ID(9), []byte("x"), []store.PeerUpdate{{Peer: alice, Update: store.PeerState{Session: []byte("s")}}})
 			return err
 		}},
+		{"claim", func() error { _, err := h.s.Claim(); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opens := h.opens(func() { require.ErrorIs(t, tc.fn(), store.ErrClosed) })
@@ -1289,6 +1293,60 @@ func testClosed(t *testing.T, h *harness) {
 		})
 	}
 	require.NoError(t, h.s.Close(), "closing twice is harmless")
+}
+
+// A store serves one client: a second Claim fails with ErrInUse until the
+// first is released, a release frees only its own claim (a late second
+// call does not free a later claim), and the claim changes no row.
+func testClaim(t *testing.T, h *harness) {
+	ms := h.seed(2, alice)
+	release, err := h.s.Claim()
+	require.NoError(t, err)
+	for range 2 {
+		_, err = h.s.Claim()
+		require.ErrorIs(t, err, store.ErrInUse)
+	}
+	release()
+	second, err := h.s.Claim()
+	require.NoError(t, err, "free again after release")
+	release() // the first claim's release, again: frees nothing
+	_, err = h.s.Claim()
+	require.ErrorIs(t, err, store.ErrInUse, "a stale release freed a later claim")
+	second()
+	second()
+	again, err := h.s.Claim()
+	require.NoError(t, err)
+	again()
+	require.Equal(t, []store.PendingMessage{ms[0].pending(), ms[1].pending()}, h.all(nil))
+}
+
+// Of clients claiming one store at the same moment, exactly one gets it.
+func testConcurrentClaim(t *testing.T, h *harness) {
+	const n = 16
+	var (
+		wg    sync.WaitGroup
+		won   atomic.Int32
+		inUse atomic.Int32
+	)
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := h.s.Claim()
+			switch {
+			case err == nil:
+				won.Add(1)
+			case errors.Is(err, store.ErrInUse):
+				inUse.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	require.EqualValues(t, 1, won.Load())
+	require.EqualValues(t, n-1, inUse.Load())
 }
 
 func testConcurrentDelete(t *testing.T, h *harness) {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/store/storetest"
+)
+
+// The read-only commands work beside an application's open store (its
+// writer lock held, its -wal and -shm live) and change nothing; up, which
+// writes, refuses the held file and leaves it as it was, and migrates it
+// once the store is closed.
+func TestCommandsBesideOpenStore(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	kr := storetest.NewKeyring(t)
+	s, err := sqlitestore.Open(ctx, path, kr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	_, err = s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("in the WAL"))
+	require.NoError(t, err)
+
+	// Every file but the -shm, the wal-index in shared memory where a
+	// reader of a live WAL database marks what it reads.
+	files := func() map[string][32]byte {
+		m := snapshot(t, filepath.Dir(path))
+		require.Contains(t, m, "client.db-shm")
+		delete(m, "client.db-shm")
+		return m
+	}
+	before := files()
+	require.ElementsMatch(t, []string{"client.db", "client.db-lock", "client.db-wal"}, keys(before))
+	for _, args := range [][]string{
+		{"status", "-db", path},
+		{"status", "-db", path, "-json"},
+		{"plan", "-db", path},
+		{"drift", "-db", path},
+		{"drift", "-db", path, "-json"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, args...)
+			require.Equal(t, 0, code, stderr)
+			require.Empty(t, stderr)
+			require.NotEmpty(t, stdout)
+			require.Equal(t, before, files())
+		})
+	}
+	t.Run("up refuses", func(t *testing.T) {
+		code, stdout, stderr := runCmd(t, "up", "-db", path)
+		require.Equal(t, 1, code)
+		require.Empty(t, stdout)
+		require.Equal(t, "migrate: up: "+path+" is open in an application ("+path+"-lock: database lock held by another writer): close it and run up again; nothing changed\n", stderr)
+		require.Equal(t, before, files())
+		n, err := s.CountPending(ctx, nil)
+		require.NoError(t, err, "the store still works")
+		require.EqualValues(t, 1, n)
+	})
+	t.Run("up after close", func(t *testing.T) {
+		require.NoError(t, s.Close())
+		code, stdout, stderr := runCmd(t, "up", "-db", path)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, "already at version 15\n", stdout)
+	})
+}

@@ -1,0 +1,80 @@
+// Package dblock holds a database file's writer lock: an exclusive lock
+// on a sidecar file beside it, Path(db) ("<database>-lock"), which
+// sqlitestore.Open takes for as long as the store is open and cmd/migrate's
+// up for the length of its run, so that one writer at a time uses a file.
+//
+// The lock is on a sidecar, never on the database file itself. SQLite
+// locks the database with POSIX advisory (fcntl) locks, which the
+// operating system drops for the whole process as soon as any descriptor
+// of that file is closed: opening and closing the database file beside a
+// live connection would silently undo SQLite's own locking. The sidecar
+// is locked with flock (LockFileEx on Windows), which conflicts between
+// any two open descriptions of the file, in one process or in two, and
+// ends when its descriptor is closed: on Release, or when the process
+// dies, so a killed process leaves no stale lock. The sidecar is left in
+// place after Release (removing it would let a second opener lock a new
+// file while the first still holds the old one); it holds nothing.
+//
+// flock is advisory: it keeps out writers that take the lock (the store,
+// migrate up), not a program that opens the database with SQLite alone.
+// On a network file system that emulates flock with POSIX locks, a second
+// open in the same process is not refused.
+package dblock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ErrHeld means another open description of the lock file (another store,
+// in this process or another, or a running migrate up) holds the lock.
+var ErrHeld = errors.New("database lock held by another writer")
+
+// Path returns the lock file of the database file at db: db with "-lock"
+// appended, beside the file a symlink at db points to (where SQLite keeps
+// the -wal and -shm), so that two paths to one file share one lock.
+func Path(db string) string {
+	if real, err := filepath.EvalSymlinks(db); err == nil {
+		db = real
+	}
+	return db + "-lock"
+}
+
+// Lock is a held writer lock.
+type Lock struct {
+	f *os.File
+}
+
+// Acquire takes the writer lock of the database file at db without
+// waiting: it creates the lock file (mode 0600) if absent and locks it.
+// Returns an error wrapping ErrHeld, and naming the lock file, if the lock
+// is held; the file system's error if the lock file cannot be created or
+// locked.
+func Acquire(db string) (*Lock, error) {
+	p := Path(db)
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := lock(f); err != nil {
+		f.Close()
+		if errors.Is(err, errWouldBlock) {
+			return nil, fmt.Errorf("%s: %w", p, ErrHeld)
+		}
+		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Release gives the lock up by closing the lock file. Releasing a nil or
+// already released Lock does nothing.
+func (l *Lock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	f := l.f
+	l.f = nil
+	return f.Close()
+}
