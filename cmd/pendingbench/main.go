@@ -56,7 +56,7 @@ func main() {
 	flag.Float64Var(&o.Skew, "skew", 1.5, "recipient r holds a share proportional to (r+1)^-skew")
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the random cursors and victims")
 	flag.StringVar(&o.Pragmas, "pragmas", "", "comma-separated PRAGMAs applied to every store connection after open, to measure settings other than the store's (e.g. cache_size=-65536,mmap_size=1073741824)")
-	flag.Float64Var(&o.OffsetAt, "offset-at", 0.9, "OFFSET pages are drawn from the eighth of -large below this fraction of it")
+	flag.Float64Var(&o.OffsetAt, "offset-at", 0.9, "OFFSET pages are drawn from the eighth of the table (-large; under -sweep each size) below this fraction of it")
 	flag.StringVar(&o.Only, "only", "", "comma-separated words: run only the measurements whose name contains one (e.g. pages,cold); the summary then covers those")
 	flag.StringVar(&o.Dir, "dir", "", "parent of the temporary directory (default: the system temp dir)")
 	flag.BoolVar(&o.Quiet, "q", false, "no progress on stderr")

@@ -169,10 +169,19 @@ func sweep(ctx context.Context, o options, progress io.Writer) (*sweepData, erro
 		Command: o.Command, Machine: machine(), Date: start.UTC().Format(time.DateOnly),
 		Load:        fmt.Sprintf("%s at the start, %s at the end (1, 5, 15 min)", load0, loadAverage()),
 		WallSeconds: float64(wall.Round(time.Second) / time.Second),
-		Settings: fmt.Sprintf("store settings as shipped; recipients=%d skew=%g seed=%d iters=%d dml-iters=%d slow-iters=%d cold-iters=%d heap-walks=%d offset-at=%g",
-			o.Recipients, o.Skew, o.Seed, o.Iters, sw.dmlIters(), o.SlowIters, o.ColdIters, o.HeapWalks, o.OffsetAt),
+		Settings: fmt.Sprintf("%s; recipients=%d skew=%g seed=%d iters=%d dml-iters=%d slow-iters=%d cold-iters=%d heap-walks=%d offset-at=%g",
+			settingsNote(o), o.Recipients, o.Skew, o.Seed, o.Iters, sw.dmlIters(), o.SlowIters, o.ColdIters, o.HeapWalks, o.OffsetAt),
 		Pending: sizes, Series: sw.series(),
 	}, nil
+}
+
+// settingsNote says which connection settings the figures were taken
+// with.
+func settingsNote(o options) string {
+	if o.Pragmas != "" {
+		return "store settings + " + o.Pragmas
+	}
+	return "store settings as shipped"
 }
 
 // labels name the series in the data file and the charts.
