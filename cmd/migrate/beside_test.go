@@ -54,7 +54,7 @@ func TestCommandsBesideOpenStore(t *testing.T) {
 	}
 	t.Run("up refuses", func(t *testing.T) {
 		code, stdout, stderr := runCmd(t, "up", "-db", path)
-		require.Equal(t, 1, code)
+		require.Equal(t, exitError, code)
 		require.Empty(t, stdout)
 		require.Equal(t, "migrate: up: "+path+" is open in an application ("+path+"-lock: database lock held by another writer): close it and run up again; nothing changed\n", stderr)
 		require.Equal(t, before, files())

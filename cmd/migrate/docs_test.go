@@ -148,6 +148,6 @@ func TestRepoRootFromSubdirectory(t *testing.T) {
 	_, err = repoRoot()
 	require.ErrorIs(t, err, errNotInRepo)
 	code, _, stderr := runCmd(t, "plans")
-	require.Equal(t, 1, code)
+	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, "not inside a checkout of github.com/securemsg/storage")
 }

@@ -12,11 +12,7 @@ import (
 
 // driftDoc is drift's JSON document.
 type driftDoc struct {
-	Command string `json:"command"` // "drift"
-	DB      string `json:"db"`
-	Head    string `json:"head"`
-	// OK is true when the database has no drift at all.
-	OK bool `json:"ok"`
+	docHeader // command "drift"; OK is true when there is no drift at all
 	// Differences lists each schema difference in words.
 	Differences []pipeline.Difference `json:"differences"`
 	// Schema lists the statements that would bring the schema to head.
@@ -26,18 +22,13 @@ type driftDoc struct {
 	History []pipeline.HistoryDrift `json:"history"`
 }
 
-// errDrift is drift's failure: the differences are on stdout.
-type errDrift struct{ schema, history int }
-
-func (e errDrift) Error() string {
-	return fmt.Sprintf("drift from head: %d schema statement(s), %d history row(s)", e.schema, e.history)
-}
-
 // cmdDrift compares a real database, opened read-only, with head: the
 // schema through Atlas's inspector and differ, printed as the SQL that
 // would bring it to head (never run), and the history rows against the
 // embedded directory. Exit 0 when identical, 1 on drift.
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
+	doc := &driftDoc{docHeader: docHeader{Command: "drift", DB: env.db}, Differences: []pipeline.Difference{}, Schema: []pipeline.SchemaChange{}, History: []pipeline.HistoryDrift{}}
+	env.doc = doc
 	path, m, d, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (pipeline.Differences, error) {
 		return pipeline.Drift(ctx, m, conn)
 	})
@@ -45,12 +36,8 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		return err
 	}
 	n := len(d.Schema) + len(d.History)
-	if env.json {
-		doc := driftDoc{Command: "drift", DB: path, Head: m.Head(), OK: d.Empty(), Differences: nonNil(d.Found), Schema: nonNil(d.Schema), History: nonNil(d.History)}
-		if err := env.emit(doc); err != nil {
-			return err
-		}
-	} else {
+	doc.Differences, doc.Schema, doc.History = nonNil(d.Found), nonNil(d.Schema), nonNil(d.History)
+	if !env.json {
 		w := env.stdout
 		if len(d.Schema) > 0 {
 			fmt.Fprintf(w, "-- schema drift: %d statement(s) would bring %s to head %s (not run)\n", len(d.Schema), path, m.Head())
@@ -75,7 +62,7 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		}
 	}
 	if n > 0 {
-		return errDrift{schema: len(d.Schema), history: len(d.History)}
+		return findingf("drift from head: %d schema statement(s), %d history row(s)", len(d.Schema), len(d.History))
 	}
 	return nil
 }

@@ -241,7 +241,7 @@ func TestDriftRefusesWhatIsNotADatabase(t *testing.T) {
 	for _, cmd := range []string{"drift", "status", "plan", "up"} {
 		t.Run(cmd, func(t *testing.T) {
 			code, stdout, stderr := runCmd(t, cmd, "-db", text)
-			require.Equal(t, 1, code)
+			require.Equal(t, exitError, code)
 			require.Empty(t, stdout)
 			require.Contains(t, stderr, "migrate: "+cmd+": "+text+" is not a SQLite database (nothing changed)")
 			require.Equal(t, 1, strings.Count(stderr, "\n"))

@@ -35,7 +35,7 @@ func TestFixtureTest(t *testing.T) {
 	require.Contains(t, stderr, "flag provided but not defined")
 
 	code, stdout, _ = runCmd(t, "fixture-test", "-fixtures", t.TempDir(), "-json")
-	require.Equal(t, 1, code)
+	require.Equal(t, exitError, code)
 	require.Contains(t, stdout, `"error": "`)
 	require.Contains(t, stdout, "no versionNN fixture directory")
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/securemsg/storage/fixtures/frozen"
-	"github.com/securemsg/storage/migration"
 )
 
 // fixturesPath is where the frozen fixtures live, relative to the
@@ -26,24 +25,25 @@ type fixtureDoc struct {
 
 // fixtureTestDoc is fixture-test's JSON document.
 type fixtureTestDoc struct {
-	Command  string       `json:"command"` // "fixture-test"
-	Head     string       `json:"head"`
-	OK       bool         `json:"ok"`
-	Fixtures []fixtureDoc `json:"fixtures"`
+	docHeader              // command "fixture-test"
+	Fixtures  []fixtureDoc `json:"fixtures"`
 }
 
 // cmdFixtureTest proves every fixtures/versionNN directory against head
 // with frozen.Prove, the version-14 fixture like any other. Each proof
 // works on its own temporary copy, never on the frozen files.
 func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
+	doc := &fixtureTestDoc{docHeader: docHeader{Command: "fixture-test"}, Fixtures: []fixtureDoc{}}
+	env.doc = doc
 	root, err := repoPath(env.fixtures, fixturesPath)
 	if err != nil {
 		return err
 	}
-	m, err := migration.Default()
+	m, err := env.embedded()
 	if err != nil {
 		return err
 	}
+	doc.Head = m.Head()
 	dirs, err := frozen.Find(root)
 	if err != nil {
 		return err
@@ -51,7 +51,6 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	if len(dirs) == 0 {
 		return fmt.Errorf("%s: no versionNN fixture directory", root)
 	}
-	doc := fixtureTestDoc{Command: "fixture-test", Head: m.Head(), OK: true}
 	failed := 0
 	for _, d := range dirs {
 		if rel, err := relToWD(d.Path); err == nil && !filepath.IsAbs(env.fixtures) {
@@ -66,7 +65,6 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 		fd := fixtureDoc{Dir: d.Path, Version: d.Version, OK: err == nil, Checks: nonNil(checks)}
 		if err != nil {
 			failed++
-			doc.OK = false
 			if len(checks) == 0 || allOK(checks) {
 				fd.Checks = append(fd.Checks, frozen.Check{Name: "run the proof", Error: err.Error()})
 				if !env.json {
@@ -76,13 +74,8 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 		}
 		doc.Fixtures = append(doc.Fixtures, fd)
 	}
-	if env.json {
-		if err := env.emit(doc); err != nil {
-			return err
-		}
-	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d fixture(s) failed", failed, len(dirs))
+		return findingf("%d of %d fixture(s) failed", failed, len(dirs))
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func TestFreezeAndProve(t *testing.T) {
 	// Refuses to overwrite the fixture it just wrote, and leaves it as it is.
 	frozenFiles := snapshot(t, out)
 	code, _, stderr = runCmd(t, "freeze", "-db", src, "-out", out)
-	require.Equal(t, 1, code)
+	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, "fixture directory already exists (fixtures are never overwritten)")
 	require.Equal(t, frozenFiles, snapshot(t, out))
 
@@ -219,7 +219,7 @@ func TestFreezeRefuses(t *testing.T) {
 			before := snapshot(t, filepath.Dir(src))
 			parent := t.TempDir()
 			code, stdout, stderr := runCmd(t, "freeze", "-db", src, "-out", filepath.Join(parent, tt.out))
-			require.Equal(t, 1, code, stdout)
+			require.Equal(t, exitError, code, stdout)
 			require.Contains(t, stderr, tt.want)
 			require.Empty(t, snapshot(t, parent), "nothing written")
 			require.Equal(t, before, snapshot(t, filepath.Dir(src)), "the database changed")

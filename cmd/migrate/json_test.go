@@ -25,29 +25,36 @@ func decode[T any](t *testing.T, stdout string) T {
 }
 
 func TestStatusJSON(t *testing.T) {
+	// A pending version is a finding: exit 1, ok false.
 	code, stdout, stderr := runCmd(t, "status", "-db", v14DB(t), "-json")
-	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 1, code, stderr)
+	require.Equal(t, "migrate: status: 1 version(s) pending (15): run up\n", stderr)
 	doc := decode[statusDoc](t, stdout)
-	require.Equal(t, statusDoc{Command: "status", DB: doc.DB, OK: true, Current: "14", Head: "15", Pending: []string{"15"}, OutOfOrder: []string{}}, doc)
+	require.Equal(t, statusDoc{
+		docHeader: docHeader{Command: "status", DB: doc.DB, Head: "15", Error: "1 version(s) pending (15): run up"},
+		Current:   "14", Pending: []string{"15"}, OutOfOrder: []string{},
+	}, doc)
 
 	code, stdout, _ = runCmd(t, "status", "-db", headDB(t), "-json")
 	require.Equal(t, 0, code)
 	require.JSONEq(t, `{"command":"status","db":`+jsonString(decode[statusDoc](t, stdout).DB)+`,"ok":true,"current":"15","head":"15","pending":[],"out_of_order":[]}`, stdout)
 
-	// A failure is one document too, with the error, and exit 1.
+	// An error is one document too, with the fields a success has, the
+	// error, and exit 2.
 	missing := filepath.Join(t.TempDir(), "missing.db")
 	code, stdout, stderr = runCmd(t, "status", "-db", missing, "-json")
-	require.Equal(t, 1, code)
-	e := decode[errorDoc](t, stdout)
-	require.Equal(t, errorDoc{Command: "status", Error: missing + ": no such database file"}, e)
+	require.Equal(t, 2, code)
+	require.JSONEq(t, `{"command":"status","db":`+jsonString(missing)+`,"ok":false,"head":"15","error":`+jsonString(missing+": no such database file")+`,"current":"","pending":[],"out_of_order":[]}`, stdout)
 	require.Equal(t, "migrate: status: "+missing+": no such database file\n", stderr)
 }
 
 func TestPlanJSON(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCmd(t, "plan", "-db", filepath.Join(dir, "new.db"), "-json")
-	require.Equal(t, 0, code, stderr)
+	require.Equal(t, 1, code, "pending versions are a finding: %s", stderr)
 	doc := decode[planDoc](t, stdout)
+	require.False(t, doc.OK)
+	require.Equal(t, "2 version(s) pending (14 15): run up", doc.Error)
 	require.False(t, doc.Exists)
 	require.Equal(t, "", doc.Current)
 	require.Equal(t, "15", doc.Head)
@@ -62,6 +69,8 @@ func TestPlanJSON(t *testing.T) {
 	code, stdout, _ = runCmd(t, "plan", "-db", headDB(t), "-json")
 	require.Equal(t, 0, code)
 	doc = decode[planDoc](t, stdout)
+	require.True(t, doc.OK)
+	require.Empty(t, doc.Error)
 	require.True(t, doc.Exists)
 	require.Equal(t, "15", doc.Current)
 	require.Equal(t, []planVersion{}, doc.Versions)
@@ -72,7 +81,7 @@ func TestLintJSON(t *testing.T) {
 	require.NoError(t, err)
 	code, stdout, stderr := runCmd(t, "lint", "-json")
 	require.Equal(t, 0, code, stderr)
-	require.JSONEq(t, fmt.Sprintf(`{"command":"lint","ok":true,"files":2,"baseline":"14","blocking":0,"query_plans":%d,"findings":[]}`, len(queries)), stdout)
+	require.JSONEq(t, fmt.Sprintf(`{"command":"lint","head":"15","ok":true,"files":2,"baseline":"14","blocking":0,"query_plans":%d,"findings":[]}`, len(queries)), stdout)
 
 	dir := writeDir(t, withFiles(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"}))
 	code, stdout, stderr = runCmd(t, "lint", "-dir", dir, "-json")
@@ -96,7 +105,7 @@ func TestLintAndHashMissingDirectory(t *testing.T) {
 	nope := filepath.Join(t.TempDir(), "nope")
 	for _, cmd := range []string{"lint", "hash"} {
 		code, _, stderr := runCmd(t, cmd, "-dir", nope)
-		require.Equal(t, 1, code)
+		require.Equal(t, 2, code)
 		require.Equal(t, "migrate: "+cmd+": "+nope+": directory does not exist\n", stderr)
 	}
 	require.NoDirExists(t, nope)

@@ -18,6 +18,8 @@ import (
 const frozenBaseline = pipeline.LintBaseline
 
 func cmdLint(ctx context.Context, env *cmdEnv) error {
+	doc := &lintDoc{docHeader: docHeader{Command: "lint", DB: env.db}, Baseline: frozenBaseline, Findings: []pipeline.Finding{}}
+	env.doc = doc
 	var (
 		m   *migration.Migrator
 		err error
@@ -33,6 +35,7 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
+	doc.Head = m.Head()
 	queries, note := storeQueries()
 	r, err := pipeline.Lint(ctx, m, pipeline.WithQueries(queries))
 	if err != nil {
@@ -52,28 +55,22 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 		r.Findings = append(r.Findings, pipeline.OrderFindings(st)...)
 	}
 	blocking := r.Blocking()
-	if env.json {
-		doc := lintDoc{Command: "lint", OK: blocking == 0, Files: r.Files, Baseline: frozenBaseline, Blocking: blocking, QueryPlans: r.QueryPlans, Findings: nonNil(r.Findings)}
-		if err := env.emit(doc); err != nil {
-			return err
-		}
-	} else {
+	doc.Files, doc.Blocking, doc.QueryPlans, doc.Findings = r.Files, blocking, r.QueryPlans, nonNil(r.Findings)
+	if !env.json {
 		printLint(env.stdout, r, note)
 	}
 	if blocking > 0 {
-		return fmt.Errorf("%d finding(s) in versions above %s", blocking, frozenBaseline)
+		return findingf("%d finding(s) in versions above %s", blocking, frozenBaseline)
 	}
 	return nil
 }
 
 // lintDoc is lint's JSON document.
 type lintDoc struct {
-	Command string `json:"command"` // "lint"
-	// OK is false when a finding is in a version above Baseline.
-	OK       bool   `json:"ok"`
-	Files    int    `json:"files"`
-	Baseline string `json:"baseline"` // findings at or below it are informational
-	Blocking int    `json:"blocking"`
+	docHeader        // command "lint"; OK is false when a finding is in a version above Baseline
+	Files     int    `json:"files"`
+	Baseline  string `json:"baseline"` // findings at or below it are informational
+	Blocking  int    `json:"blocking"`
 	// QueryPlans is how many of the store's queries were planned before
 	// and after each file (0 outside a checkout: see storeQueries).
 	QueryPlans int                `json:"query_plans"`
@@ -119,7 +116,7 @@ func lintDir(ctx context.Context, m *migration.Migrator, queries []pipeline.Quer
 	}
 	printLint(w, r, note)
 	if blocking := r.Blocking(); blocking > 0 {
-		return fmt.Errorf("%d finding(s) in versions above %s", blocking, frozenBaseline)
+		return findingf("%d finding(s) in versions above %s", blocking, frozenBaseline)
 	}
 	return nil
 }

@@ -12,7 +12,8 @@
 //	migrate status -db FILE       print the current and pending versions
 //	migrate plan -db FILE         print the statements up would run
 //	migrate drift -db FILE        print FILE's schema and history drift from head
-//	migrate lint [-dir DIR]       run Atlas's analyzers over the directory
+//	migrate lint [-dir DIR] [-db FILE]
+//	                              run Atlas's analyzers over the directory
 //	migrate fixture-test          migrate a temporary copy of every frozen
 //	                              fixtures/versionNN to head and check it
 //	migrate plans                 write queries/PLANS.md (EXPLAIN QUERY PLAN)
@@ -28,10 +29,19 @@
 // database open. up writes, so it takes the database's writer lock (the
 // file FILE-lock, which an open store holds) and refuses a database an
 // application has open (it removes FILE-lock again if it created it).
-// A failing command prints one line, "migrate:
-// command: reason", on stderr, exits 1 and leaves the database as it found
-// it; drift exits 1 on any drift. A usage error (no or unknown command,
-// unknown flag, missing -db) prints the usage on stderr and exits 2.
+//
+// Exit codes, one convention on every command (like diff's):
+//
+//	0  clean: at head, no drift, no finding
+//	1  a finding: drift, pending or out-of-order migrations, lint
+//	   findings, a failed fixture check
+//	2  an error: usage, a missing or unreadable file, not a database, a
+//	   database it cannot place or that needs recovery, a database an
+//	   application has open (up)
+//
+// A non-zero exit prints one line, "migrate: command: reason", on stderr
+// and leaves the database as it found it; with -json the document keeps
+// every field of a success and adds "error".
 //
 // up, status, plan and drift use the migration directory embedded in the
 // binary: a database is migrated with exactly the files the binary was
@@ -62,12 +72,39 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// Exit codes.
+// Exit codes, one convention on every command (as diff's): 0 clean, 1 a
+// finding, 2 an error.
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	// exitOK: the command did what it was asked and found nothing.
+	exitOK = 0
+	// exitFinding: the command ran and found something a pipeline must
+	// act on: drift, pending or out-of-order migrations, lint findings,
+	// a failed fixture check, or up refusing a database whose schema is
+	// not what its history says.
+	exitFinding = 1
+	// exitError: the command could not do its work: a usage error, a
+	// missing or unreadable file, a file that is not a database, a
+	// database it cannot place or that needs recovery, a damaged
+	// migration directory.
+	exitError = 2
 )
+
+// finding is an error that is a finding (exit 1): the command ran to its
+// end and reports what it found.
+type finding struct{ msg string }
+
+func (f *finding) Error() string { return f.msg }
+
+// findingf returns a finding with a formatted message.
+func findingf(format string, args ...any) error {
+	return &finding{msg: fmt.Sprintf(format, args...)}
+}
+
+// isFinding reports whether err is a finding rather than an error.
+func isFinding(err error) bool {
+	var f *finding
+	return errors.As(err, &f) || errors.Is(err, migration.ErrOutOfOrder)
+}
 
 // command is one subcommand.
 type command struct {
@@ -88,8 +125,10 @@ type cmdEnv struct {
 	out            string // -out
 	fixtures       string // -fixtures
 	json           bool   // -json
-	// emitted is set once the command has written its JSON document.
-	emitted bool
+	// doc is the command's JSON document with -json, set as soon as the
+	// command starts and filled as it goes: written once it returns, so
+	// that a failure is reported with the fields a success has.
+	doc jsonDoc
 	// readStable reads a database file read-only: pipeline.ReadStable,
 	// replaced by tests that commit a write between the open and the read.
 	readStable func(ctx context.Context, path string, read func(*sql.DB) error) error
@@ -100,20 +139,32 @@ type cmdEnv struct {
 
 // emit writes v as the command's one JSON document on stdout.
 func (env *cmdEnv) emit(v any) error {
-	env.emitted = true
 	enc := json.NewEncoder(env.stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // SQL reads better with its < and > as they are
 	return enc.Encode(v)
 }
 
-// errorDoc is the JSON document of a command that failed before it had a
-// result to report.
-type errorDoc struct {
+// docHeader is what every command's JSON document holds, on success and
+// on failure alike.
+type docHeader struct {
 	Command string `json:"command"`
-	OK      bool   `json:"ok"`
-	Error   string `json:"error"`
+	DB      string `json:"db,omitempty"` // the -db file
+	Head    string `json:"head"`         // "" if the migration directory is unreadable
+	// OK is true when the command exits 0: no finding, no error.
+	OK bool `json:"ok"`
+	// Error is the one line printed on stderr, "" when the command exits 0.
+	Error string `json:"error,omitempty"`
 }
+
+func (h *docHeader) header() *docHeader { return h }
+
+// jsonDoc is a command's JSON document.
+type jsonDoc interface{ header() *docHeader }
+
+// errorDoc is the JSON document of a command without a document of its
+// own that failed.
+type errorDoc = docHeader
 
 // commands lists the subcommands in usage order.
 var commands = []*command{
@@ -216,7 +267,7 @@ func runEnv(args []string, env *cmdEnv) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "migrate: no command")
 		usage(stderr)
-		return exitUsage
+		return exitError
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "-help" || name == "--help" {
@@ -232,7 +283,7 @@ func runEnv(args []string, env *cmdEnv) int {
 	if cmd == nil {
 		fmt.Fprintf(stderr, "migrate: unknown command %q\n", name)
 		usage(stderr)
-		return exitUsage
+		return exitError
 	}
 
 	fset := flag.NewFlagSet("migrate "+cmd.name, flag.ContinueOnError)
@@ -240,6 +291,7 @@ func runEnv(args []string, env *cmdEnv) int {
 	fset.Usage = func() {
 		fmt.Fprintf(fset.Output(), "usage: migrate %s %s\n\n%s.\n\n", cmd.name, cmd.args, cmd.summary)
 		fset.PrintDefaults()
+		fmt.Fprintf(fset.Output(), "\n%s", exitCodes)
 	}
 	if cmd.flags != nil {
 		cmd.flags(fset, env)
@@ -249,18 +301,30 @@ func runEnv(args []string, env *cmdEnv) int {
 			return exitOK
 		}
 		// flag has already printed the error and the usage.
-		return exitUsage
+		return exitError
 	}
 	if fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "migrate %s: unexpected argument %q\n", cmd.name, fset.Arg(0))
 		fset.Usage()
-		return exitUsage
+		return exitError
 	}
 
 	err := cmd.run(context.Background(), env)
 	var ue *usageError
-	if err != nil && env.json && !env.emitted && !errors.As(err, &ue) {
-		env.emit(errorDoc{Command: cmd.name, Error: oneLine(describe(err))}) //nolint:errcheck
+	if env.json && !errors.As(err, &ue) {
+		// One document, success or not, with the same fields.
+		doc := env.doc
+		if doc == nil {
+			doc = &errorDoc{Command: cmd.name}
+		}
+		h := doc.header()
+		h.OK = err == nil
+		if err != nil {
+			h.Error = oneLine(describe(err))
+		}
+		if eerr := env.emit(doc); eerr != nil && err == nil {
+			err = eerr
+		}
 	}
 	switch {
 	case err == nil:
@@ -268,10 +332,13 @@ func runEnv(args []string, env *cmdEnv) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "migrate %s: %s\n", cmd.name, ue.msg)
 		fset.Usage()
-		return exitUsage
+		return exitError
+	case isFinding(err):
+		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, oneLine(describe(err)))
+		return exitFinding
 	default:
 		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, oneLine(describe(err)))
-		return exitFailure
+		return exitError
 	}
 }
 
@@ -283,8 +350,19 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-13s %-11s %s\n", c.name, c.args, c.summary)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprint(w, exitCodes)
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, `run "migrate <command> -h" for a command's flags`)
 }
+
+// exitCodes is the exit-code convention, as -h prints it.
+const exitCodes = `exit codes (every command):
+  0  clean: at head, no drift, no finding
+  1  a finding: drift, pending or out-of-order migrations, lint findings,
+     a failed fixture check
+  2  an error: usage, a missing or unreadable file, not a database, a
+     database it cannot place or that needs recovery
+`
 
 // describe returns err's message, naming the file Atlas found at fault
 // when atlas.sum does not match.
@@ -319,6 +397,9 @@ func (env *cmdEnv) target() (string, *migration.Migrator, error) {
 	m, err := env.embedded()
 	if err != nil {
 		return "", nil, err
+	}
+	if env.doc != nil {
+		env.doc.header().Head = m.Head()
 	}
 	return path, m, nil
 }
@@ -525,33 +606,43 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 
 // statusDoc is status's JSON document.
 type statusDoc struct {
-	Command string   `json:"command"` // "status"
-	DB      string   `json:"db"`
-	OK      bool     `json:"ok"`
-	Current string   `json:"current"` // "" for an empty database
-	Head    string   `json:"head"`
-	Pending []string `json:"pending"` // versions up would apply, oldest first
+	docHeader        // command "status"
+	Current   string `json:"current"` // "" for an empty database
+	// Pending lists the versions up would apply, oldest first.
+	Pending []string `json:"pending"`
 	// OutOfOrder lists the files at or below current that the history
 	// does not hold: up refuses to run.
 	OutOfOrder []string `json:"out_of_order"`
 }
 
+// cmdStatus prints where the database stands. Pending and out-of-order
+// migrations are findings (exit 1).
 func cmdStatus(ctx context.Context, env *cmdEnv) error {
-	path, m, st, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (migration.Status, error) {
+	doc := &statusDoc{docHeader: docHeader{Command: "status", DB: env.db}, Pending: []string{}, OutOfOrder: []string{}}
+	env.doc = doc
+	_, _, st, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (migration.Status, error) {
 		return m.Status(ctx, conn)
 	})
 	if err != nil {
 		return err
 	}
-	if env.json {
-		doc := statusDoc{Command: "status", DB: path, OK: len(st.OutOfOrder) == 0, Current: st.Current, Head: m.Head(), Pending: nonNil(st.Pending), OutOfOrder: nonNil(st.OutOfOrder)}
-		if err := env.emit(doc); err != nil {
-			return err
-		}
-	} else {
+	doc.Current, doc.Pending, doc.OutOfOrder = st.Current, nonNil(st.Pending), nonNil(st.OutOfOrder)
+	if !env.json {
 		writeStatus(env.stdout, st)
 	}
-	return outOfOrder(st)
+	if err := outOfOrder(st); err != nil {
+		return err
+	}
+	return pending(st.Pending)
+}
+
+// pending returns the finding of versions up would apply, nil if there is
+// none.
+func pending(versions []string) error {
+	if len(versions) == 0 {
+		return nil
+	}
+	return findingf("%d version(s) pending (%s): run up", len(versions), strings.Join(versions, " "))
 }
 
 // outOfOrder returns the finding of the files added below the database's
@@ -587,14 +678,12 @@ func writeStatus(w io.Writer, st migration.Status) {
 
 // planDoc is plan's JSON document.
 type planDoc struct {
-	Command string `json:"command"` // "plan"
-	DB      string `json:"db"`
-	OK      bool   `json:"ok"`
+	docHeader // command "plan"
 	// Exists is false for a missing file, planned as an empty database.
-	Exists   bool          `json:"exists"`
-	Current  string        `json:"current"`
-	Head     string        `json:"head"`
-	Versions []planVersion `json:"versions"` // what up would run, in order, in one transaction
+	Exists  bool   `json:"exists"`
+	Current string `json:"current"`
+	// Versions is what up would run, in order, in one transaction.
+	Versions []planVersion `json:"versions"`
 	// OutOfOrder lists the files at or below current that the history
 	// does not hold: up refuses to run, Versions is empty.
 	OutOfOrder []string `json:"out_of_order"`
@@ -606,7 +695,11 @@ type planVersion struct {
 	Statements  []string `json:"statements"`
 }
 
+// cmdPlan prints what up would run. Pending and out-of-order migrations
+// are findings (exit 1).
 func cmdPlan(ctx context.Context, env *cmdEnv) error {
+	doc := &planDoc{docHeader: docHeader{Command: "plan", DB: env.db}, Versions: []planVersion{}, OutOfOrder: []string{}}
+	env.doc = doc
 	path, m, err := env.target()
 	if err != nil {
 		return err
@@ -643,15 +736,17 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 		return err
 	}
 	missing := errors.Is(statErr, fs.ErrNotExist)
+	doc.Exists, doc.Current, doc.OutOfOrder = !missing, st.Current, nonNil(st.OutOfOrder)
+	var versions []string
+	for _, f := range plan {
+		doc.Versions = append(doc.Versions, planVersion{Version: f.Version, Description: f.Description, Statements: nonNil(f.Statements)})
+		versions = append(versions, f.Version)
+	}
 	if env.json {
-		doc := planDoc{Command: "plan", DB: path, OK: len(st.OutOfOrder) == 0, Exists: !missing, Current: st.Current, Head: m.Head(), Versions: []planVersion{}, OutOfOrder: nonNil(st.OutOfOrder)}
-		for _, f := range plan {
-			doc.Versions = append(doc.Versions, planVersion{Version: f.Version, Description: f.Description, Statements: nonNil(f.Statements)})
-		}
-		if err := env.emit(doc); err != nil {
+		if err := outOfOrder(st); err != nil {
 			return err
 		}
-		return outOfOrder(st)
+		return pending(versions)
 	}
 	if missing {
 		fmt.Fprintf(env.stdout, "-- %s does not exist: planned as an empty database\n", path)
@@ -669,6 +764,7 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 		fmt.Fprintf(env.stdout, "-- current version %s, head %s: nothing to apply\n", current, m.Head())
 		return nil
 	}
+
 	fmt.Fprintf(env.stdout, "-- current version %s, head %s: %d version(s) to apply, in one transaction\n",
 		current, m.Head(), len(plan))
 	for _, f := range plan {
@@ -685,5 +781,5 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 			fmt.Fprintln(env.stdout, s)
 		}
 	}
-	return nil
+	return pending(versions)
 }

@@ -104,13 +104,13 @@ func snapshot(t *testing.T, dir string) map[string][32]byte {
 }
 
 // runUnchanged runs the command cmd -db path and returns its output; the
-// command must succeed and leave the directory of path byte for byte as
-// it found it.
-func runUnchanged(t *testing.T, path, cmd string) (stdout string) {
+// command must exit with want (0 clean, 1 a finding) and leave the
+// directory of path byte for byte as it found it.
+func runUnchanged(t *testing.T, path, cmd string, want int) (stdout string) {
 	t.Helper()
 	before := snapshot(t, filepath.Dir(path))
 	code, stdout, stderr := runCmd(t, cmd, "-db", path)
-	require.Equal(t, 0, code, stderr)
+	require.Equal(t, want, code, stderr)
 	require.Equal(t, before, snapshot(t, filepath.Dir(path)), "%s changed the database", cmd)
 	return stdout
 }
@@ -152,7 +152,7 @@ func TestUpCreatesAndMigrates(t *testing.T) {
 }
 
 func TestUpTwice(t *testing.T) {
-	require.Equal(t, "already at version 15\n", runUnchanged(t, headDB(t), "up"))
+	require.Equal(t, "already at version 15\n", runUnchanged(t, headDB(t), "up", exitOK))
 }
 
 func TestUpAdoptsLegacyV14(t *testing.T) {
@@ -171,18 +171,20 @@ func TestStatus(t *testing.T) {
 		name string
 		db   func(t *testing.T) string
 		want string
+		code int // pending versions are a finding
 	}{
-		{name: "head", db: headWith(), want: "current: 15\npending: none\n"},
-		{name: "empty file", db: func(t *testing.T) string { return newDB(t) }, want: "current: none (empty database)\npending: 14 15\n"},
+		{name: "head", db: headWith(), want: "current: 15\npending: none\n", code: exitOK},
+		{name: "empty file", db: func(t *testing.T) string { return newDB(t) }, want: "current: none (empty database)\npending: 14 15\n", code: exitFinding},
 		{
 			name: "legacy v14",
 			db:   v14With(),
 			want: "current: 14\npending: 15\n",
+			code: exitFinding,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, runUnchanged(t, tt.db(t), "status"))
+			require.Equal(t, tt.want, runUnchanged(t, tt.db(t), "status", tt.code))
 		})
 	}
 }
@@ -191,7 +193,7 @@ func TestStatusMissingFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "missing.db")
 	code, stdout, stderr := runCmd(t, "status", "-db", path)
-	require.Equal(t, 1, code)
+	require.Equal(t, exitError, code)
 	require.Empty(t, stdout)
 	require.Equal(t, "migrate: status: "+path+": no such database file\n", stderr)
 	require.NoFileExists(t, path)
@@ -202,7 +204,8 @@ func TestPlanFreshPath(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "new.db")
 	code, stdout, stderr := runCmd(t, "plan", "-db", path)
-	require.Equal(t, 0, code, stderr)
+	require.Equal(t, exitFinding, code, stderr)
+	require.Equal(t, "migrate: plan: 2 version(s) pending (14 15): run up\n", stderr)
 	require.Empty(t, snapshot(t, dir), "plan created nothing")
 
 	for _, want := range []string{
@@ -219,14 +222,14 @@ func TestPlanFreshPath(t *testing.T) {
 }
 
 func TestPlanLegacyV14(t *testing.T) {
-	stdout := runUnchanged(t, v14DB(t), "plan")
+	stdout := runUnchanged(t, v14DB(t), "plan", exitFinding)
 	require.NotContains(t, stdout, "-- version 14")
 	require.NotContains(t, stdout, "CREATE TABLE")
 	require.Contains(t, stdout, "-- version 15:")
 }
 
 func TestPlanHead(t *testing.T) {
-	require.Equal(t, "-- current version 15, head 15: nothing to apply\n", runUnchanged(t, headDB(t), "plan"))
+	require.Equal(t, "-- current version 15, head 15: nothing to apply\n", runUnchanged(t, headDB(t), "plan", exitOK))
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -292,7 +295,7 @@ func TestFailureLeavesDatabaseUnchanged(t *testing.T) {
 			before := snapshot(t, filepath.Dir(path))
 			for _, cmd := range []string{"up", "status", "plan"} {
 				code, stdout, stderr := runCmd(t, cmd, "-db", path)
-				require.Equal(t, 1, code, cmd)
+				require.Equal(t, exitError, code, cmd)
 				require.Empty(t, stdout, cmd)
 				require.True(t, strings.HasPrefix(stderr, "migrate: "+cmd+": "), stderr)
 				require.Contains(t, stderr, tt.want)
@@ -536,7 +539,7 @@ func TestLintCommandTamperedDirectory(t *testing.T) {
 	fsys := withFiles(t, nil)
 	fsys["16_unsummed.sql"] = &fstest.MapFile{Data: []byte("DROP TABLE session;\n")}
 	code, stdout, stderr := runCmd(t, "lint", "-dir", writeDir(t, fsys))
-	require.Equal(t, 1, code)
+	require.Equal(t, exitError, code)
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, "does not match atlas.sum")
 	require.Contains(t, stderr, "16_unsummed.sql added")
@@ -576,7 +579,7 @@ func TestHash(t *testing.T) {
 	before := snapshot(t, dir)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "next_bad.sql"), []byte("SELECT 1;\n"), 0o644))
 	code, _, stderr = runCmd(t, "hash", "-dir", dir)
-	require.Equal(t, 1, code)
+	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, "not written")
 	after := snapshot(t, dir)
 	require.Equal(t, before[migrate.HashFileName], after[migrate.HashFileName])
@@ -588,14 +591,14 @@ func TestHashRefusesVersionsOfDifferentWidths(t *testing.T) {
 		"10_b.sql": {Data: []byte("CREATE TABLE b (x INTEGER);\n")},
 	})
 	code, _, stderr := runCmd(t, "hash", "-dir", dir)
-	require.Equal(t, 1, code)
+	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, "differ in width")
 	require.NoFileExists(t, filepath.Join(dir, migrate.HashFileName))
 }
 
 func TestHashMissingDirectory(t *testing.T) {
 	code, _, stderr := runCmd(t, "hash", "-dir", filepath.Join(t.TempDir(), "nope"))
-	require.Equal(t, 1, code)
+	require.Equal(t, exitError, code)
 	require.True(t, strings.HasPrefix(stderr, "migrate: hash: "), stderr)
 }
 

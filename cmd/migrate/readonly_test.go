@@ -95,7 +95,7 @@ func TestUpCannotCreate(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "nope")
 		path := filepath.Join(dir, "x.db")
 		code, stdout, stderr := runCmd(t, "up", "-db", path)
-		require.Equal(t, 1, code)
+		require.Equal(t, exitError, code)
 		require.Empty(t, stdout)
 		require.Equal(t, "migrate: up: cannot create "+path+": directory "+dir+" does not exist\n", stderr)
 		require.NoDirExists(t, dir)
@@ -197,7 +197,7 @@ func TestUnknownStateCountsTables(t *testing.T) {
 		{[]string{"CREATE TABLE a (x)", "CREATE TABLE b (x)"}, "2 tables, user_version 0 and no schema_revision"},
 	} {
 		code, _, stderr := runCmd(t, "status", "-db", newDB(t, tt.stmts...))
-		require.Equal(t, 1, code)
+		require.Equal(t, exitError, code)
 		require.Contains(t, stderr, tt.want)
 	}
 }
@@ -256,22 +256,22 @@ func TestReadOnlyNoticesWriter(t *testing.T) {
 		{
 			name: "status sees a deleted revision", args: []string{"status"},
 			stmt: "DELETE FROM schema_revision WHERE version = '15'", times: 1,
-			code: 0, stdout: "current: 14\npending: 15\n", reads: 2,
+			code: exitFinding, stdout: "current: 14\npending: 15\n", reads: 2,
 		},
 		{
 			name: "plan sees a deleted revision", args: []string{"plan", "-json"},
 			stmt: "DELETE FROM schema_revision WHERE version = '15'", times: 1,
-			code: 0, stdout: `"version": "15"`, reads: 2,
+			code: exitFinding, stdout: `"version": "15"`, reads: 2,
 		},
 		{
 			name: "a writer on every read", args: []string{"status"},
 			stmt: "CREATE TABLE IF NOT EXISTS w (x); INSERT INTO w VALUES (1)", times: 3,
-			code: 1, stderr: "migrate: status: migration: database changed during read; retry", reads: 3,
+			code: exitError, stderr: "migrate: status: migration: database changed during read; retry", reads: 3,
 		},
 		{
 			name: "a writer on every read, JSON", args: []string{"drift", "-json"},
 			stmt: "CREATE TABLE IF NOT EXISTS w (x); INSERT INTO w VALUES (1)", times: 3,
-			code: 1, stdout: `"error": "migration: database changed during read; retry`, reads: 3,
+			code: exitError, stdout: `"error": "migration: database changed during read; retry`, reads: 3,
 		},
 	}
 	for _, tt := range tests {
@@ -339,16 +339,18 @@ func TestReadOnlyNeedsRecovery(t *testing.T) {
 			before := snapshot(t, dir)
 			for _, cmd := range []string{"status", "plan", "drift"} {
 				code, stdout, stderr := runCmd(t, cmd, "-db", path)
-				require.Equal(t, 1, code, cmd)
+				require.Equal(t, exitError, code, cmd)
 				require.Empty(t, stdout, cmd)
 				require.Contains(t, stderr, "migrate: "+cmd+": migration: database needs recovery by a read-write open", cmd)
 				require.NotContains(t, stderr, "permission denied", cmd)
 
 				code, stdout, _ = runCmd(t, cmd, "-db", path, "-json")
-				require.Equal(t, 1, code, cmd)
+				require.Equal(t, exitError, code, cmd)
 				var doc errorDoc
 				require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
 				require.False(t, doc.OK)
+				require.Equal(t, path, doc.DB, "the error document has the fields a success has")
+				require.Equal(t, "15", doc.Head)
 				require.Contains(t, doc.Error, "needs recovery", cmd)
 				require.Equal(t, before, snapshot(t, dir), "%s changed the directory", cmd)
 			}
