@@ -83,6 +83,7 @@ func drawChart(d *sweepData, c chart) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = c.title
 	p.Title.TextStyle.Font = font.From(sansFont, 11)
+	p.Title.Padding = vg.Points(8)
 	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
 		ax.Label.TextStyle.Font = font.From(sansFont, 9)
 		ax.Tick.Label.Font = font.From(sansFont, 8)
@@ -158,7 +159,9 @@ func drawChart(d *sweepData, c chart) ([]byte, error) {
 	if c.logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.TickerFunc(logTicks)
-		p.Y.Min, p.Y.Max = max(lo, 0.01)/1.5, hi*1.5
+		// From the power of ten below the lowest figure, so that the
+		// bottom of the axis is labelled.
+		p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(max(lo, 0.01)))), hi*1.5
 		// No y label: on a log axis the plotting library places the
 		// label's box at the arithmetic mean of the range (near the top)
 		// and pads the plot for it. The tick labels carry the unit.
@@ -249,10 +252,12 @@ func wrap(sty text.Style, s string, width vg.Length) []string {
 	return lines
 }
 
-// logTicks are the ticks of a log-scale time axis in microseconds: a
-// labelled tick at each power of ten, unlabelled ones between.
+// logTicks are the ticks of a log-scale time axis in microseconds:
+// labelled at each power of ten (and at 2 and 5 times it on a short
+// axis), unlabelled between.
 func logTicks(lo, hi float64) []plot.Tick {
 	var ts []plot.Tick
+	few := hi/lo <= 1e3 // up to three decades: 2 and 5 labelled too
 	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
 		base := math.Pow(10, e)
 		for m := 1; m < 10; m++ {
@@ -261,7 +266,7 @@ func logTicks(lo, hi float64) []plot.Tick {
 				continue
 			}
 			t := plot.Tick{Value: v}
-			if m == 1 {
+			if m == 1 || (few && (m == 2 || m == 5)) {
 				t.Label = fmtMicros(v)
 			}
 			ts = append(ts, t)
