@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 )
 
 // coldLines time, at each size, the first call after the store was closed,
@@ -44,10 +42,6 @@ func coldLines(b *bench) ([]result, error) {
 		}},
 		{"abandon", nil},
 	}
-	abandon := func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-		st, err := e.client.AbandonPending(ctx, r, id)
-		return st == client.Abandoned, err
-	}
 	var rs []result
 	medians := map[string]time.Duration{}
 	for _, op := range ops {
@@ -65,7 +59,7 @@ func coldLines(b *bench) ([]result, error) {
 					if e.client, err = client.Open(ctx, client.Config{Store: e.s, Transport: e.net, Directory: e.net}); err != nil {
 						return nil, err
 					}
-					d, err = deleteOnce(ctx, e, victims[e], abandon)
+					d, err = deleteOnce(ctx, e, victims[e], abandonPending)
 				} else {
 					d, err = timed(func() error { return op.fn(e, r) })
 				}

@@ -42,6 +42,23 @@ func (v *victimSet) take() (int, error) {
 // deleteOp deletes one pending message and reports whether it was pending.
 type deleteOp func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
 
+// abandonPending abandons one message through e's client
+// (client.AbandonPending).
+func abandonPending(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+	c, err := e.theClient(ctx)
+	if err != nil {
+		return false, err
+	}
+	st, err := c.AbandonPending(ctx, r, id)
+	return st == client.Abandoned, err
+}
+
+// ackDelete deletes one message as an ACK does, with the session update
+// the ACK carries (store CommitAck).
+func ackDelete(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+	return e.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: ackSession}})
+}
+
 func deleteLines(b *bench) ([]result, error) {
 	iters := min(b.o.DMLIters, (b.o.Small/2-b.o.ColdIters)/3) // three lines here, one cold; at most half the rows
 	vs := b.victims
@@ -50,17 +67,8 @@ func deleteLines(b *bench) ([]result, error) {
 		name string
 		fn   deleteOp
 	}{
-		{"abandon (client.AbandonPending)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			c, err := e.theClient(ctx)
-			if err != nil {
-				return false, err
-			}
-			st, err := c.AbandonPending(ctx, r, id)
-			return st == client.Abandoned, err
-		}},
-		{"ACK-delete (store CommitAck)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return e.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: ackSession}})
-		}},
+		{"abandon (client.AbandonPending)", abandonPending},
+		{"ACK-delete (store CommitAck)", ackDelete},
 		{"delete (store DeletePending)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
 			return e.s.DeletePending(ctx, r, id)
 		}},

@@ -16,8 +16,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -244,21 +242,21 @@ func timedAt(f func(round int) error) func(int) (time.Duration, error) {
 	return func(r int) (time.Duration, error) { return timed(func() error { return f(r) }) }
 }
 
-// measure times each of ids (one side per series and env, all in the
-// same rounds) and records the timings.
-func (sw *sweeper) measure(iters int, between func(int) error, ids []string, side func(id string, e *env) func(int) (time.Duration, error)) error {
+// measure times each series of names at every size (one side per
+// series and env, all in the same rounds) and records the timings.
+func (sw *sweeper) measure(iters int, between func(int) error, names []string, side func(name string, e *env) func(int) (time.Duration, error)) error {
 	var sides []func(int) (time.Duration, error)
-	for _, id := range ids {
+	for _, name := range names {
 		for _, e := range sw.envs {
-			sides = append(sides, side(id, e))
+			sides = append(sides, side(name, e))
 		}
 	}
 	got, err := shuffled(iters, sw.rng, between, sides...)
 	if err != nil {
 		return err
 	}
-	for k, id := range ids {
-		sw.samples[id] = got[k*len(sw.envs) : (k+1)*len(sw.envs)]
+	for k, name := range names {
+		sw.samples[name] = got[k*len(sw.envs) : (k+1)*len(sw.envs)]
 	}
 	return nil
 }
@@ -281,8 +279,8 @@ func (sw *sweeper) heapWalks() error {
 // floor of the latter, each side at cursors drawn for it alone.
 func (sw *sweeper) pages() error {
 	k := sw.o.Iters
-	return sw.measure(k, nil, []string{seriesPageAll, seriesPageOne, seriesPageOneRaw}, func(id string, e *env) func(int) (time.Duration, error) {
-		switch id {
+	return sw.measure(k, nil, []string{seriesPageAll, seriesPageOne, seriesPageOneRaw}, func(name string, e *env) func(int) (time.Duration, error) {
+		switch name {
 		case seriesPageAll:
 			return timedAt(e.pageAt(sw.ctx, e.globalCursors(sw.rng, k)))
 		case seriesPageOne:
@@ -371,15 +369,10 @@ func (sw *sweeper) deletes() error {
 			return err
 		}
 	}
-	return sw.measure(sw.dmlIters(), nil, []string{seriesAbandon, seriesAckDelete}, func(id string, e *env) func(int) (time.Duration, error) {
-		del := func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return e.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: ackSession}})
-		}
-		if id == seriesAbandon {
-			del = func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-				st, err := e.client.AbandonPending(ctx, r, id)
-				return st == client.Abandoned, err
-			}
+	return sw.measure(sw.dmlIters(), nil, []string{seriesAbandon, seriesAckDelete}, func(name string, e *env) func(int) (time.Duration, error) {
+		del := ackDelete
+		if name == seriesAbandon {
+			del = abandonPending
 		}
 		return func(int) (time.Duration, error) { return deleteOnce(sw.ctx, e, sw.victims[e], del) }
 	})
