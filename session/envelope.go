@@ -158,7 +158,7 @@ func (e Envelope) MarshalBinary() ([]byte, error) {
 // UnmarshalEnvelope decodes an envelope. Truncated, oversized (above
 // MaxEnvelopeSize), trailing or otherwise malformed input returns an error
 // wrapping ErrMalformedEnvelope; it never panics. The ciphertext is copied.
-// Decoding checks structure only: authenticity is checked by Decrypt and
+// Decoding checks structure only: authenticity is checked by Receive and
 // Respond. A version 1 envelope (nonce derived from the message key) is
 // refused with ErrMalformedEnvelope, also for decryption: nothing stores
 // envelopes (a pending message is kept as plaintext and encrypted again by

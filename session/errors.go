@@ -57,8 +57,8 @@ var (
 	// ErrNoIdentityChange is returned by Pin.Accept when there is no pending
 	// identity change to accept.
 	ErrNoIdentityChange = errors.New("session: no identity change to accept")
-	// ErrNoState is returned by Encrypt and Decrypt on a record without a
-	// current state (see Session.Retire): start a new session with
+	// ErrNoState is returned by Encrypt on a record without a current
+	// state (see Session.Retire): start a new session with
 	// Initiate and Supersede, or wait for the peer's initiation.
 	ErrNoState = errors.New("session: record has no current state")
 )

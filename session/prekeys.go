@@ -298,9 +298,6 @@ func (p *Prekeys) signedPair(id uint32) (keyPair, bool) {
 	return keyPair{}, false
 }
 
-// OneTimeCount returns how many one-time prekeys are left.
-func (p *Prekeys) OneTimeCount() int { return len(p.oneTime) }
-
 // SignedPrekeyID returns the id of the signed prekey.
 func (p *Prekeys) SignedPrekeyID() uint32 { return p.signedID }
 

@@ -20,7 +20,7 @@ import (
 const (
 	// MaxSkip is the largest number of message keys one envelope may make
 	// the receiver skip in a single receiving chain (for the previous chain
-	// on a ratchet step and again for the new one). Beyond it Decrypt
+	// on a ratchet step and again for the new one). Beyond it Receive
 	// fails with ErrTooManySkipped and the session is unchanged.
 	MaxSkip = 1000
 	// MaxSkippedKeys caps the skipped message keys a state stores over
@@ -152,10 +152,11 @@ type skippedKey struct {
 // Session is one end of a Double Ratchet session with one remote device:
 // the current state, plus the archived previous states and rejected
 // initiations of the session record (see Receive).
-// Encrypt and Decrypt move its state forward only; a failed Decrypt leaves
-// it unchanged. The caller persists it with MarshalBinary after every
-// successful Encrypt or Decrypt (sealed: it holds secret keys). A Session is
-// not safe for concurrent use; the caller serialises access.
+// Encrypt moves its state forward; Receive returns a new record and
+// leaves the one it is given unchanged. The caller persists the record
+// with MarshalBinary after every successful Encrypt or Receive (sealed:
+// it holds secret keys). A Session is not safe for concurrent use; the
+// caller serialises access.
 type Session struct {
 	local, remote                 ids.DeviceAddress
 	localIdentity, remoteIdentity PublicIdentity
@@ -180,7 +181,7 @@ type Session struct {
 	// archive holds previous states with the same device, newest first, at
 	// most MaxArchivedStates, with at most MaxArchivedSkippedKeys skipped
 	// keys together; archived states have no archive or rejected keys of
-	// their own and are never modified in place (see Decrypt).
+	// their own and are never modified in place (see decrypted).
 	archive []*Session
 	// rejected holds the base keys of initiations this record rejected
 	// by the collision rule, newest first, at most MaxRejectedInitiations.
@@ -308,31 +309,6 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 	return e, nil
 }
 
-// Decrypt authenticates and decrypts an envelope from the remote device,
-// with the current state or, failing that, with an archived previous
-// state (a late message of a session the peer replaced, see Receive); the
-// state that decrypts it advances, the current one stays current. It
-// works on copies and commits only on success, so a replayed (ErrReplay),
-// tampered or forged (ErrDecrypt), too far ahead (ErrTooManySkipped) or
-// misdirected (ErrWrongSession) envelope leaves the session byte-for-byte
-// unchanged; a record without a current state returns ErrNoState.
-// Envelopes may arrive out of order (see MaxSkip, MaxSkippedKeys,
-// MaxArchivedSkippedKeys). An envelope with an initiation header is
-// accepted only by the state of that initiation, as its responder.
-//
-// Which states try it is decided from its header before any key is
-// derived (see decrypted); on failure the error is that of the state that
-// has seen its ratchet key, or else the current state's, or the first
-// archived state's tried that is not ErrWrongSession.
-func (s *Session) Decrypt(env Envelope) ([]byte, error) {
-	next, pt, err := s.decrypted(env)
-	if err != nil {
-		return nil, err
-	}
-	*s = *next
-	return pt, nil
-}
-
 // maxRatchetTrials is how many archived states, besides the current one,
 // try an envelope whose ratchet key no state of the record has seen.
 // Each try costs a key agreement and up to MaxSkip chain steps, and an
@@ -344,8 +320,20 @@ func (s *Session) Decrypt(env Envelope) ([]byte, error) {
 // re-sent by its sender, which keeps it pending until acknowledged.
 const maxRatchetTrials = 3
 
-// decrypted is Decrypt without the commit: it returns the advanced record
-// and leaves s unchanged, so that Receive needs no copy of its own.
+// decrypted authenticates and decrypts an envelope from the remote
+// device, with the current state or, failing that, with an archived
+// previous state (a late message of a session the peer replaced, see
+// Receive), and returns the record in which the state that decrypted it
+// advanced (the current one stays current). s is unchanged whatever
+// happens, so a replayed (ErrReplay), tampered or forged (ErrDecrypt),
+// too far ahead (ErrTooManySkipped) or misdirected (ErrWrongSession)
+// envelope changes nothing; a record without a current state returns
+// ErrNoState. Envelopes may arrive out of order (see MaxSkip,
+// MaxSkippedKeys, MaxArchivedSkippedKeys). An envelope with an
+// initiation header is accepted only by the state of that initiation, as
+// its responder. On failure the error is that of the state that has seen
+// its ratchet key, or else the current state's, or the first archived
+// state's tried that is not ErrWrongSession.
 //
 // Ratchet keys are fresh random keys, so the state that has seen env's
 // ratchet key (its receiving chain, a finished chain, or skipped keys of

@@ -107,7 +107,8 @@ type Receipt struct {
 // Errors: ErrInvalidArgument (nil identity or prekeys), ErrWrongSession
 // (not addressed to local, or current belongs to another pair), ErrNoInitiation
 // (no session, or no current state, and no initiation header), ErrReplay,
-// and those of Decrypt and Respond.
+// ErrDecrypt (tampered or forged), ErrTooManySkipped (more than MaxSkip
+// messages skipped in a chain), and those of Respond.
 func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	if local.Identity == nil || local.Prekeys == nil {
 		return Receipt{}, fmt.Errorf("%w: nil identity or prekeys", ErrInvalidArgument)
@@ -226,8 +227,8 @@ func retire(dropped, remembered [][KeySize]byte) [][KeySize]byte {
 // record fails with ErrReplay (or is rejected again) instead of being
 // taken for a new initiation. This is what to keep when the sessions with
 // a device must go but replays of its initiations must still be
-// recognised, as after an accepted identity change. Encrypt and Decrypt
-// on it return ErrNoState; Receive accepts a new initiation on it, and
+// recognised, as after an accepted identity change. Encrypt on it
+// returns ErrNoState; Receive accepts a new initiation on it, and
 // Supersede puts a new session of this device's own on it. s is unchanged.
 func (s *Session) Retire() *Session {
 	r := &Session{local: s.local, remote: s.remote, stateless: true, rand: s.rand}
@@ -310,23 +311,6 @@ func (s *Session) lost() *LostInitiation {
 		l.MessageNumbers = append(l.MessageNumbers, n)
 	}
 	return l
-}
-
-// ArchivedStates returns how many previous states the record keeps.
-func (s *Session) ArchivedStates() int { return len(s.archive) }
-
-// SkippedKeys returns how many skipped message keys the record keeps, for
-// the current state (at most MaxSkippedKeys) and for all the archived
-// states together (at most MaxArchivedSkippedKeys).
-func (s *Session) SkippedKeys() (current, archived int) {
-	return len(s.skipped), s.archivedSkipped()
-}
-
-// RememberedInitiations returns how many base keys of initiations the
-// record remembers without a state for them: rejected by the collision
-// rule, and answered by states no longer held (see Retire).
-func (s *Session) RememberedInitiations() (rejected, retired int) {
-	return len(s.rejected), len(s.retired)
 }
 
 // prepend puts k first in keys, keeping at most limit keys.

@@ -57,20 +57,16 @@ func (p *peer) receive(tr transport.Transport) []string {
 	for _, raw := range raws {
 		e, err := session.UnmarshalEnvelope(raw)
 		require.NoError(p.t, err)
-		s := p.sessions[e.Sender]
-		var pt []byte
-		if s == nil {
-			s, pt, err = session.Respond(p.id, p.addr, p.pk, e)
-			require.NoError(p.t, err)
-			p.sessions[e.Sender] = s
-		} else {
-			pt, err = s.Decrypt(e)
-			if errors.Is(err, session.ErrReplay) {
-				continue
-			}
-			require.NoError(p.t, err)
+		r, err := session.Receive(session.Local{Identity: p.id, Address: p.addr, Prekeys: p.pk}, p.sessions[e.Sender], e)
+		if errors.Is(err, session.ErrReplay) {
+			continue
 		}
-		out = append(out, string(pt))
+		require.NoError(p.t, err)
+		p.sessions[e.Sender] = r.Session
+		if r.Prekeys != nil {
+			p.pk = r.Prekeys
+		}
+		out = append(out, string(r.Plaintext))
 	}
 	return out
 }
