@@ -151,14 +151,6 @@ func (kr *Keyring) Current() KeyID {
 	return kr.current
 }
 
-// Has reports whether the keyring holds the key with id.
-func (kr *Keyring) Has(id KeyID) bool {
-	kr.mu.RLock()
-	defer kr.mu.RUnlock()
-	_, ok := kr.keys[id]
-	return ok
-}
-
 // KeyIDs returns the ids of every key held, in ascending order.
 func (kr *Keyring) KeyIDs() []KeyID {
 	kr.mu.RLock()
