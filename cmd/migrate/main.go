@@ -169,7 +169,7 @@ type errorDoc = docHeader
 // commands lists the subcommands in usage order.
 var commands = []*command{
 	{
-		name: "up", args: "-db FILE", summary: "create FILE if absent and migrate it to head",
+		name: "up", args: "-db FILE", summary: "create FILE if absent and migrate it to head, after checking it is what its history says",
 		flags: dbFlag("database `FILE`, created if absent"), run: cmdUp,
 	},
 	{
@@ -581,6 +581,9 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	if err := checkDatabase(conn, path); err != nil {
 		return err
 	}
+	if err := verifyBeforeUp(ctx, env, m, conn, path); err != nil {
+		return err
+	}
 
 	applied, err := m.Up(ctx, conn)
 	if err != nil {
@@ -602,6 +605,42 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	fmt.Fprintf(env.stdout, "applied: %s\n", strings.Join(applied, " "))
 	fmt.Fprintf(env.stdout, "now at version %s\n", m.Head())
 	return nil
+}
+
+// verifyBeforeUp refuses, as a finding, a database whose schema or
+// history is not what its history says (pipeline.Verify): up would build
+// on a schema it does not know, or adopt a legacy baseline that is not
+// the version-14 schema. Each difference is printed on stdout, one a
+// line; nothing is changed.
+func verifyBeforeUp(ctx context.Context, env *cmdEnv, m *migration.Migrator, conn *sql.DB, path string) error {
+	d, err := pipeline.Verify(ctx, m, conn)
+	if err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) {
+			return explainOpen(path, err)
+		}
+		return err
+	}
+	if d.Empty() {
+		return nil
+	}
+	st, err := m.Status(ctx, conn)
+	if err != nil {
+		return err
+	}
+	w := env.stdout
+	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): nothing applied\n", path, st.Current)
+	for _, f := range d.Found {
+		fmt.Fprintf(w, "-- %s\n", strings.Replace(f.String(), "at head", "at version "+st.Current, 1))
+	}
+	if len(d.Found) == 0 && len(d.Schema) > 0 {
+		fmt.Fprintf(w, "-- %d schema statement(s) differ (run drift for the SQL)\n", len(d.Schema))
+	}
+	for _, h := range d.History {
+		fmt.Fprintf(w, "-- %s\n", h)
+	}
+	return findingf("%s differs from version %s, what its history says: %d schema difference(s), %d history row(s); nothing applied",
+		path, st.Current, max(len(d.Found), len(d.Schema)), len(d.History))
 }
 
 // statusDoc is status's JSON document.

@@ -21,6 +21,7 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/migration"
+	dbschema "github.com/securemsg/storage/schema"
 )
 
 // Differences is how a database differs from the head of a migration
@@ -104,40 +105,15 @@ func (h HistoryDrift) String() string {
 // atlas.sum. It only reads conn (open it read-only). It returns an error
 // only when the database cannot be read; differences are the Drift.
 func Drift(ctx context.Context, m *migration.Migrator, conn *sql.DB) (Differences, error) {
-	var d Differences
 	headConn, err := OpenHead(ctx, m)
 	if err != nil {
-		return d, err
+		return Differences{}, err
 	}
 	defer headConn.Close()
-	head, err := InspectRealm(ctx, headConn)
+	d, err := schemaDrift(ctx, conn, headConn)
 	if err != nil {
 		return d, err
 	}
-	got, err := InspectRealm(ctx, conn)
-	if err != nil {
-		return d, err
-	}
-	changes, err := sqlite.DefaultDiff.RealmDiff(got, head)
-	if err != nil {
-		return d, fmt.Errorf("migration: diff with head: %w", err)
-	}
-	if len(changes) > 0 {
-		d.Found = describeChanges(changes)
-		plan, err := sqlite.DefaultPlan.PlanChanges(ctx, "drift", changes)
-		if err != nil {
-			return d, fmt.Errorf("migration: plan the difference with head: %w", err)
-		}
-		for _, c := range plan.Changes {
-			d.Schema = append(d.Schema, SchemaChange{Comment: c.Comment, SQL: c.Cmd})
-		}
-	}
-	objects, found, err := objectDrift(ctx, conn, headConn)
-	if err != nil {
-		return d, err
-	}
-	d.Schema = append(d.Schema, objects...)
-	d.Found = append(d.Found, found...)
 	if d.History, err = historyDrift(ctx, m, conn); err != nil {
 		return d, err
 	}
@@ -165,6 +141,121 @@ func Drift(ctx context.Context, m *migration.Migrator, conn *sql.DB) (Difference
 // versionOf returns the version of the migration file name, as Atlas
 // reads it: what precedes the first underscore.
 func versionOf(name string) string { return strings.SplitN(name, "_", 2)[0] }
+
+// schemaDrift compares the schema of conn with want's: tables, columns,
+// indexes and constraints through Atlas's inspector and differ, views and
+// triggers by their SQL text (objectDrift).
+func schemaDrift(ctx context.Context, conn, want *sql.DB) (Differences, error) {
+	var d Differences
+	head, err := InspectRealm(ctx, want)
+	if err != nil {
+		return d, err
+	}
+	got, err := InspectRealm(ctx, conn)
+	if err != nil {
+		return d, err
+	}
+	changes, err := sqlite.DefaultDiff.RealmDiff(got, head)
+	if err != nil {
+		return d, fmt.Errorf("migration: diff with head: %w", err)
+	}
+	if len(changes) > 0 {
+		d.Found = describeChanges(changes)
+		plan, err := sqlite.DefaultPlan.PlanChanges(ctx, "drift", changes)
+		if err != nil {
+			return d, fmt.Errorf("migration: plan the difference with head: %w", err)
+		}
+		for _, c := range plan.Changes {
+			d.Schema = append(d.Schema, SchemaChange{Comment: c.Comment, SQL: c.Cmd})
+		}
+	}
+	objects, found, err := objectDrift(ctx, conn, want)
+	if err != nil {
+		return d, err
+	}
+	d.Schema = append(d.Schema, objects...)
+	d.Found = append(d.Found, found...)
+	return d, nil
+}
+
+// Verify compares the database behind conn with what its own history
+// says it is, as up does before it applies anything: its schema against
+// the directory's files up to its current version, run on a private
+// in-memory database (for a database adopted at the legacy baseline,
+// without schema_revision, the version-14 schema alone), and its
+// schema_revision rows against the directory and atlas.sum (versions not
+// applied yet aside: up runs them). An empty database has nothing to
+// verify. Differences in words are in Found (their Head side is the
+// database's own version), the SQL in Schema, history rows in History.
+// It only reads conn. It returns Status's errors (wrapping
+// migration.ErrNewerDatabase or migration.ErrUnknownState) and an error
+// when the database cannot be read; differences are the Differences.
+func Verify(ctx context.Context, m *migration.Migrator, conn *sql.DB) (Differences, error) {
+	st, err := m.Status(ctx, conn)
+	if err != nil || st.Current == "" {
+		return Differences{}, err
+	}
+	hasHistory, err := db.New(conn).RevisionTableExists(ctx)
+	if err != nil {
+		return Differences{}, fmt.Errorf("migration: read schema: %w", err)
+	}
+	want, err := openAt(ctx, m, st, hasHistory > 0)
+	if err != nil {
+		return Differences{}, err
+	}
+	defer want.Close()
+	d, err := schemaDrift(ctx, conn, want)
+	if err != nil {
+		return d, err
+	}
+	history, err := historyDrift(ctx, m, conn)
+	for _, h := range history {
+		if h.Kind != HistoryPending {
+			d.History = append(d.History, h)
+		}
+	}
+	return d, err
+}
+
+// openAt returns a private in-memory database holding the schema the
+// directory of m gives a database at st.Current: every file up to it that
+// its history holds, run statement by statement, and schema_revision if
+// withHistory.
+func openAt(ctx context.Context, m *migration.Migrator, st migration.Status, withHistory bool) (*sql.DB, error) {
+	files, err := m.Dir().Files()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+	}
+	conn, err := OpenMemory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	current, _ := strconv.Atoi(st.Current)
+	for _, f := range files {
+		v, _ := strconv.Atoi(f.Version())
+		if v > current || slices.Contains(st.OutOfOrder, f.Name()) {
+			continue
+		}
+		stmts, err := f.Stmts()
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%w: %s: %v", migration.ErrDirectory, f.Name(), err)
+		}
+		for _, stmt := range stmts {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				conn.Close()
+				return nil, fmt.Errorf("migration: build the schema of version %s: %s: %w", st.Current, f.Name(), err)
+			}
+		}
+	}
+	if withHistory {
+		if _, err := conn.ExecContext(ctx, dbschema.RevisionTable); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("migration: build the schema of version %s: %w", st.Current, err)
+		}
+	}
+	return conn, nil
+}
 
 // objectDrift compares the views and triggers of conn with head's, which
 // Atlas's open-source inspection leaves out: a trigger added by hand can

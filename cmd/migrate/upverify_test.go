@@ -1,0 +1,87 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// changedCheck rebuilds storage_key with another CHECK on state, the way
+// SQLite changes a table (create, copy, drop, rename).
+var changedCheck = []string{
+	`CREATE TABLE storage_key_new (
+  key_id     INTEGER NOT NULL PRIMARY KEY,
+  state      TEXT    NOT NULL CHECK (state IN ('active', 'retiring', 'lost')),
+  verifier   BLOB    NOT NULL,
+  created_at INTEGER NOT NULL
+)`,
+	"INSERT INTO storage_key_new SELECT * FROM storage_key",
+	"DROP TABLE storage_key",
+	"ALTER TABLE storage_key_new RENAME TO storage_key",
+}
+
+// TestUpVerifiesFirst runs up on databases whose schema or history is not
+// what their history says: up refuses with each difference named (exit
+// 1), and the database and its directory are byte for byte unchanged. A
+// v14 database without history is adopted only if its schema is the
+// frozen version-14 schema.
+func TestUpVerifiesFirst(t *testing.T) {
+	tests := []struct {
+		name string
+		db   func(t *testing.T) string
+		want []string // on stdout
+	}{
+		{
+			name: "dropped index at head",
+			db:   headWith("DROP INDEX pending_outbound_message_recipient"),
+			want: []string{"index pending_outbound_message_recipient is at version 15, missing from the database"},
+		},
+		{
+			name: "changed CHECK at head",
+			db:   headWith(changedCheck...),
+			want: []string{"table storage_key: check", "'lost'"},
+		},
+		{
+			name: "edited revision hash",
+			db:   headWith("UPDATE schema_revision SET hash = 'h1:AAAA' WHERE version = '15'"),
+			want: []string{"version 15: recorded hash h1:AAAA"},
+		},
+		{
+			name: "legacy v14 with a table missing",
+			db:   v14With("DROP TABLE identity_pin"),
+			want: []string{"identity_pin"},
+		},
+		{
+			name: "legacy v14 with a column added",
+			db:   v14With("ALTER TABLE session ADD COLUMN note TEXT"),
+			want: []string{"table session: column note is in the database"},
+		},
+		{
+			name: "legacy v14 with a changed CHECK",
+			db:   v14With(changedCheck...),
+			want: []string{"table storage_key: check"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.db(t)
+			before := snapshot(t, filepath.Dir(path))
+			code, stdout, stderr := runCmd(t, "up", "-db", path)
+			require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.Contains(t, stdout, "is not what its history says it is")
+			for _, w := range tt.want {
+				require.Contains(t, stdout, w)
+			}
+			require.Contains(t, stderr, "nothing applied")
+			require.Equal(t, before, snapshot(t, filepath.Dir(path)), "up changed the database")
+		})
+	}
+
+	t.Run("clean databases still migrate", func(t *testing.T) {
+		for _, path := range []string{v14DB(t), headDB(t)} {
+			code, _, stderr := runCmd(t, "up", "-db", path)
+			require.Equal(t, exitOK, code, stderr)
+		}
+	})
+}
