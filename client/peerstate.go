@@ -141,7 +141,9 @@ func decodePeer(addr ids.DeviceAddress, st store.PeerState) (*peer, store.PeerDa
 		if err := decodeInitiation(st.Initiation); err != nil {
 			damage.Initiation = undecodable(err)
 		}
-		p.initiation = true
+		var id session.InitiationID
+		copy(id[:], st.Initiation)
+		p.initiation = &id
 	}
 	if st.Pin != nil {
 		if pin, err := session.UnmarshalPin(st.Pin); err != nil {

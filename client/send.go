@@ -13,10 +13,12 @@ import (
 // peer is what the client holds about one remote device while it works
 // with it under the send mutex.
 type peer struct {
-	addr       ids.DeviceAddress
-	sess       *session.Session
-	pin        *session.Pin
-	initiation bool // a session_initiation row is stored
+	addr ids.DeviceAddress
+	sess *session.Session
+	pin  *session.Pin
+	// initiation is the id of the unanswered initiation the stored
+	// session_initiation row names, nil if there is none.
+	initiation *session.InitiationID
 
 	// what changed since loading, to be saved
 	pinDirty bool
@@ -128,12 +130,17 @@ func (c *Client) savePeer(ctx context.Context, p *peer) error {
 // saved records that p's state, as update returned it, is stored.
 func (p *peer) saved() {
 	p.pinDirty = false
-	p.initiation = p.sess != nil && p.sess.Initiating()
+	p.initiation = nil
+	if p.sess != nil && p.sess.Initiating() {
+		id := p.sess.InitiationID()
+		p.initiation = &id
+	}
 }
 
 // update is the store update that brings the stored state to p: the
-// session, the pin if it changed, and the initiation marker if it appeared
-// or ended.
+// session, the pin if it changed, and the initiation marker if it
+// appeared, ended, or names another initiation (a new session replaced an
+// unanswered one).
 func (p *peer) update() (store.PeerState, error) {
 	var u store.PeerState
 	if p.sess != nil {
@@ -142,11 +149,10 @@ func (p *peer) update() (store.PeerState, error) {
 			return u, err
 		}
 		u.Session = b
-		switch initiating := p.sess.Initiating(); {
-		case initiating && !p.initiation:
-			id := p.sess.InitiationID()
+		switch id := p.sess.InitiationID(); {
+		case p.sess.Initiating() && (p.initiation == nil || *p.initiation != id):
 			u.Initiation = id[:]
-		case !initiating && p.initiation:
+		case !p.sess.Initiating() && p.initiation != nil:
 			u.Initiation = []byte{} // answered: the initiation is over
 		}
 	}
@@ -160,13 +166,19 @@ func (p *peer) update() (store.PeerState, error) {
 	return u, nil
 }
 
-// ensureSession gives p a session, fetching the remote bundle only when
-// there is none (no record, or a record without a current state after an
-// accepted identity change). It makes a directory call only in that case.
-// A new session supersedes the record held, so the initiations it
-// remembers are still recognised as replays.
+// ensureSession gives p a session to encrypt with, fetching the remote
+// bundle only when there is none (no record, or a record without a
+// current state after an accepted identity change) or when the current
+// one's sending chain is full (session.Session.SendingChainFull: MaxSkip+1
+// messages sent since p last answered, as when a relay dropped every
+// retry of a message, so p may refuse the next one for skipping too far).
+// It makes a directory call only in those cases. A new session supersedes
+// the record held: its states stay archived, so p's late messages on them
+// still decrypt, and the initiations it remembers are still recognised as
+// replays; p accepts the new initiation as starting over, whatever it
+// missed before.
 func (c *Client) ensureSession(ctx context.Context, p *peer) error {
-	if p.sess != nil && p.sess.HasState() {
+	if p.sess != nil && p.sess.HasState() && !p.sess.SendingChainFull() {
 		return nil
 	}
 	identity, _, addr, err := c.local()
@@ -265,7 +277,8 @@ func (c *Client) handOff(ctx context.Context, to ids.DeviceAddress, raw []byte) 
 const maxBody = session.MaxPlaintextSize - frameHeaderSize
 
 // Send encrypts plaintext for to (fetching a bundle only if there is no
-// session), stores it as pending (sealed) together with the advanced
+// session, or its sending chain is full: see ensureSession), stores it as
+// pending (sealed) together with the advanced
 // session in one transaction, then hands the envelope to the transport,
 // and returns the message's logical id. No transaction spans the hand-off.
 // If encryption or the hand-off fails it returns the id with an error
@@ -337,9 +350,12 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // pending for remote, and returns the ids it handed off. It reads one
 // pending message per storage transaction (the next after the last one
 // seen), so a message acknowledged or abandoned meanwhile is skipped; it
-// fetches a bundle only when a message waits and there is no session, and
-// stops at the first failure, returning what it sent with an error
-// matching ErrMessageNotSent.
+// fetches a bundle only when a message waits and there is no session, or
+// the session's sending chain is full (session.Session.SendingChainFull:
+// MaxSkip+1 envelopes sent since remote last answered, as when a relay
+// dropped every retry; a new session then starts, which remote accepts
+// whatever it missed), and stops at the first failure, returning what it
+// sent with an error matching ErrMessageNotSent.
 //
 // A pending message that cannot be opened (see UnreadablePendingMessage)
 // is skipped, never sent, and the ones after it are still sent. If it

@@ -53,6 +53,16 @@
 //     MaxSkippedKeys stored by the current state and
 //     MaxArchivedSkippedKeys by all archived states together (oldest
 //     evicted, of the oldest archived state first).
+//   - Lost messages: a sender learns nothing of what the receiver got
+//     until it answers, so after MaxSkip+1 messages on one sending chain
+//     (Session.SendingChainFull) the next could be refused for skipping
+//     too far, and every later one too, if all were lost. The sender
+//     then starts a new session (Initiate, Supersede) instead, which the
+//     receiver accepts as starting over whatever it missed; the client
+//     does so. A chain of at most MaxSkip+1 messages is always accepted:
+//     the receiver skips at most MaxSkip keys of it, and when the next
+//     chain begins (after an answer, so after the receiver got at least
+//     one message of this one) at most MaxSkip of it remain.
 //
 // # Envelope layout (version 2)
 //

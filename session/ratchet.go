@@ -309,6 +309,20 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 	return e, nil
 }
 
+// SendingChainFull reports whether the current sending chain holds
+// MaxSkip+1 messages. The next envelope Encrypt makes could then be
+// refused by the peer with ErrTooManySkipped if it received none of them
+// (a relay that dropped them, a message retried while undeliverable), and
+// every later one as well: the sender cannot know which it received,
+// and a new chain starts only when the peer answers. A sender should
+// start a new session (Initiate, then Supersede with this record) instead
+// of encrypting with a full chain: the peer accepts the new initiation as
+// starting over, and its first message whatever was lost before. A
+// record without a current state returns false (see HasState).
+func (s *Session) SendingChainFull() bool {
+	return !s.stateless && s.hasCKs && s.ns > MaxSkip
+}
+
 // maxRatchetTrials is how many archived states, besides the current one,
 // try an envelope whose ratchet key no state of the record has seen.
 // Each try costs a key agreement and up to MaxSkip chain steps, and an
