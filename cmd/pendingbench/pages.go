@@ -80,14 +80,31 @@ func rawPageLines(b *bench) ([]result, error) {
 		// Each side draws its own cursors: with one cursor for both, the
 		// side going second would read the pages the first just cached.
 		cs, raw := kind.cursors(b.o.Iters), kind.cursors(b.o.Iters)
-		a, c, err := interleave(b.o.Iters, b.large.pageAt(b.ctx, cs), func(r int) error {
+		// Each side counts the records it opens: the two must open the
+		// same number for the ratio to compare what it claims to.
+		var opened [2]int64
+		counted := func(side int, f func(int) error) func(int) error {
+			return func(r int) error {
+				before := b.large.keys.Opens()
+				err := f(r)
+				opened[side] += b.large.keys.Opens() - before
+				return err
+			}
+		}
+		a, c, err := interleave(b.o.Iters, counted(0, b.large.pageAt(b.ctx, cs)), counted(1, func(r int) error {
 			return rawPage(b.ctx, b.large, raw[r%len(raw)])
-		})
+		}))
 		if err != nil {
 			return nil, err
 		}
-		rs = append(rs, ratioLE(fmt.Sprintf("page of 100, %s / same query raw + 100 Keyring.Open at %s", kind.name, b.L), a, c, kind.limit,
-			fmt.Sprintf(", %s, drawn apart for each side; the generated query on the store's connection, no transaction", kind.detail)))
+		res := ratioLE(fmt.Sprintf("page of 100, %s / same query raw + 100 Keyring.Open at %s", kind.name, b.L), a, c, kind.limit,
+			fmt.Sprintf(", %s, drawn apart for each side; the generated query on the store's connection, no transaction; %d / %d records opened",
+				kind.detail, opened[0], opened[1]))
+		if opened[0] != opened[1] {
+			res.Pass = false
+			res.Detail += " (not the same: FAIL)"
+		}
+		rs = append(rs, res)
 	}
 	return rs, nil
 }
