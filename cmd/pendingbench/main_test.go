@@ -130,7 +130,9 @@ func TestInterleaveWith(t *testing.T) {
 	require.Len(t, sa, 4)
 	require.Len(t, sb, 4)
 	for r := range 4 {
-		require.Greater(t, sb[r], sa[r], "round %d: b's sleep timed on b's side", r)
+		// A sleep lasts at least as long as asked, whatever the load; a's
+		// side has no sleep to show, so only b's is checked.
+		require.GreaterOrEqual(t, sb[r], 5*time.Millisecond, "round %d: b's sleep timed on b's side", r)
 	}
 	_, _, err = interleaveWith(3, func(r int) error {
 		if r == 1 {
