@@ -39,11 +39,10 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	m, err := env.embedded()
+	m, err := env.migrations()
 	if err != nil {
 		return err
 	}
-	doc.Head = m.Head()
 	dirs, err := frozen.Find(root)
 	if err != nil {
 		return err

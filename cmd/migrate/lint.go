@@ -20,22 +20,10 @@ const frozenBaseline = pipeline.LintBaseline
 func cmdLint(ctx context.Context, env *cmdEnv) error {
 	doc := &lintDoc{docHeader: docHeader{Command: "lint", DB: env.db}, Baseline: frozenBaseline, Findings: []pipeline.Finding{}}
 	env.doc = doc
-	var (
-		m   *migration.Migrator
-		err error
-	)
-	if env.dir == "" {
-		m, err = env.embedded()
-	} else {
-		if err := checkDir(env.dir); err != nil {
-			return err
-		}
-		m, err = migration.New(os.DirFS(env.dir), ".")
-	}
+	m, err := env.migrations()
 	if err != nil {
 		return err
 	}
-	doc.Head = m.Head()
 	queries, note := storeQueries()
 	r, err := pipeline.Lint(ctx, m, pipeline.WithQueries(queries))
 	if err != nil {

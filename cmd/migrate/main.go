@@ -8,21 +8,22 @@
 //
 // Usage:
 //
-//	migrate up -db FILE           create FILE if absent and migrate it to head
-//	migrate status -db FILE       print the current and pending versions
-//	migrate plan -db FILE         print the statements up would run
-//	migrate drift -db FILE        print FILE's schema and history drift from head
-//	migrate lint [-dir DIR] [-db FILE]
-//	                              run Atlas's analyzers over the directory
-//	migrate fixture-test          migrate a temporary copy of every frozen
-//	                              fixtures/versionNN to head and check it
-//	migrate plans                 write queries/PLANS.md (EXPLAIN QUERY PLAN)
-//	migrate schema-doc            write schema/SCHEMA.md (Atlas inspection)
-//	migrate hash [-dir DIR]       recompute DIR/atlas.sum (like atlas migrate hash)
-//	migrate freeze -db FILE       freeze a head database into a new fixture
+//	migrate up -db FILE [-dir DIR]             create FILE if absent and migrate it to head
+//	migrate status -db FILE [-dir DIR] [-json] print the current and pending versions
+//	migrate plan -db FILE [-dir DIR] [-json]   print the statements up would run
+//	migrate drift -db FILE [-dir DIR] [-json]  print FILE's schema and history drift from head
+//	migrate lint [-dir DIR] [-db FILE] [-json] run Atlas's analyzers over the directory
+//	migrate fixture-test [-dir DIR] [-fixtures DIR] [-json]
+//	                                           migrate a temporary copy of every frozen
+//	                                           fixtures/versionNN to head and check it
+//	migrate plans [-dir DIR] [-out FILE]       write queries/PLANS.md (EXPLAIN QUERY PLAN)
+//	migrate schema-doc [-dir DIR] [-out FILE]  write schema/SCHEMA.md (Atlas inspection)
+//	migrate hash [-dir DIR]                    recompute DIR/atlas.sum (like atlas migrate hash)
+//	migrate freeze -db FILE [-dir DIR] [-out DIR]
+//	                                           freeze a head database into a new fixture
 //
-// status, plan, drift, lint and fixture-test take -json: one JSON document
-// on stdout (shapes in the README's "In a pipeline").
+// -json writes one JSON document on stdout (shapes in the README's "In a
+// pipeline").
 //
 // status, plan and drift open the database read-only and never change it or
 // create anything beside it: they work beside an application that has the
@@ -43,10 +44,15 @@
 // and leaves the database as it found it; with -json the document keeps
 // every field of a success and adds "error".
 //
-// up, status, plan and drift use the migration directory embedded in the
-// binary: a database is migrated with exactly the files the binary was
-// built with. hash, plans, schema-doc, freeze and fixture-test work on the
-// repository's files, found from any directory of the checkout.
+// Every command but hash reads the migration directory embedded in the
+// binary (a database is migrated with exactly the files the binary was
+// built with), or the one -dir names. Each run says which, and its head:
+// first on stderr in text ("migrate: migrations embedded, head 15"), as
+// "migrations" and "head" in its JSON document; run inside a checkout
+// whose schema/migrations differs from the embedded copy, it warns on
+// stderr. hash, and the default outputs of plans, schema-doc, freeze and
+// fixture-test's fixtures, are the repository's files, found from any
+// directory of the checkout.
 package main
 
 import (
@@ -149,8 +155,11 @@ func (env *cmdEnv) emit(v any) error {
 // on failure alike.
 type docHeader struct {
 	Command string `json:"command"`
-	DB      string `json:"db,omitempty"` // the -db file
-	Head    string `json:"head"`         // "" if the migration directory is unreadable
+	// Migrations is the migration directory read: "embedded" or the -dir
+	// path ("" if the command failed before reading one).
+	Migrations string `json:"migrations,omitempty"`
+	DB         string `json:"db,omitempty"` // the -db file
+	Head       string `json:"head"`         // "" if the migration directory is unreadable
 	// OK is true when the command exits 0: no finding, no error.
 	OK bool `json:"ok"`
 	// Error is the one line printed on stderr, "" when the command exits 0.
@@ -169,36 +178,36 @@ type errorDoc = docHeader
 // commands lists the subcommands in usage order.
 var commands = []*command{
 	{
-		name: "up", args: "-db FILE", summary: "create FILE if absent and migrate it to head, after checking it is what its history says",
-		flags: dbFlag("database `FILE`, created if absent"), run: cmdUp,
+		name: "up", args: "-db FILE [-dir DIR]", summary: "create FILE if absent and migrate it to head, after checking it is what its history says",
+		flags: withDir(dbFlag("database `FILE`, created if absent")), run: cmdUp,
 	},
 	{
-		name: "status", args: "-db FILE", summary: "print the current and pending versions (read only)",
-		flags: withJSON(dbFlag("existing database `FILE`")), run: cmdStatus,
+		name: "status", args: "-db FILE [-dir DIR] [-json]", summary: "print the current and pending versions (read only)",
+		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdStatus,
 	},
 	{
-		name: "plan", args: "-db FILE", summary: "print the statements up would run (read only; a missing FILE is planned as empty)",
-		flags: withJSON(dbFlag("database `FILE`; a missing file is planned as an empty database and not created")), run: cmdPlan,
+		name: "plan", args: "-db FILE [-dir DIR] [-json]", summary: "print the statements up would run (read only; a missing FILE is planned as empty)",
+		flags: withJSON(withDir(dbFlag("database `FILE`; a missing file is planned as an empty database and not created"))), run: cmdPlan,
 	},
 	{
-		name: "drift", args: "-db FILE", summary: "compare FILE's schema and history with head (read only); exit 1 on drift",
-		flags: withJSON(dbFlag("existing database `FILE`")), run: cmdDrift,
+		name: "drift", args: "-db FILE [-dir DIR] [-json]", summary: "compare FILE's schema and history with head (read only); exit 1 on drift",
+		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdDrift,
 	},
 	{
-		name: "lint", args: "[-dir DIR] [-db FILE]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
+		name: "lint", args: "[-dir DIR] [-db FILE] [-json]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
 		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
-			fs.StringVar(&env.dir, "dir", "", "migration `DIR` to lint (default: the directory embedded in this binary)")
+			dirFlag(fs, env)
 			fs.StringVar(&env.db, "db", "", "also check the directory against the history of database `FILE` (read only): a file added below its version is a finding")
 		}),
 		run: cmdLint,
 	},
 	{
-		name: "plans", args: "[-out FILE]", summary: "write every sqlc query's EXPLAIN QUERY PLAN at head (" + plansPath + ")",
-		flags: outFlag(plansPath), run: cmdPlans,
+		name: "plans", args: "[-dir DIR] [-out FILE]", summary: "write every sqlc query's EXPLAIN QUERY PLAN at head (" + plansPath + ")",
+		flags: withDir(outFlag(plansPath)), run: cmdPlans,
 	},
 	{
-		name: "schema-doc", args: "[-out FILE]", summary: "write the schema reference (" + schemaDocPath + ") from Atlas's inspection of head",
-		flags: outFlag(schemaDocPath), run: cmdSchemaDoc,
+		name: "schema-doc", args: "[-dir DIR] [-out FILE]", summary: "write the schema reference (" + schemaDocPath + ") from Atlas's inspection of head",
+		flags: withDir(outFlag(schemaDocPath)), run: cmdSchemaDoc,
 	},
 	{
 		name: "hash", args: "[-dir DIR]", summary: "recompute DIR/atlas.sum from the files on disk",
@@ -208,15 +217,17 @@ var commands = []*command{
 		run: cmdHash,
 	},
 	{
-		name: "fixture-test", args: "[-fixtures DIR]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
+		name: "fixture-test", args: "[-dir DIR] [-fixtures DIR] [-json]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
 		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
+			dirFlag(fs, env)
 			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
 		}),
 		run: cmdFixtureTest,
 	},
 	{
-		name: "freeze", args: "-db FILE [-out DIR]", summary: "freeze a head database sealed with the fixture test key into a new fixtures/versionNN",
+		name: "freeze", args: "-db FILE [-dir DIR] [-out DIR]", summary: "freeze a head database sealed with the fixture test key into a new fixtures/versionNN",
 		flags: func(fs *flag.FlagSet, env *cmdEnv) {
+			dirFlag(fs, env)
 			fs.StringVar(&env.db, "db", "", "head database `FILE`, sealed with the fixture test key (read, never changed)")
 			fs.StringVar(&env.out, "out", "", "new fixture `DIR`, named version<head> (default: fixtures/version<head> in the repository; never overwritten)")
 		},
@@ -231,6 +242,14 @@ func dbFlag(usage string) func(*flag.FlagSet, *cmdEnv) {
 func outFlag(def string) func(*flag.FlagSet, *cmdEnv) {
 	return func(fs *flag.FlagSet, env *cmdEnv) {
 		fs.StringVar(&env.out, "out", "", "output `FILE` (default: "+def+" in the repository)")
+	}
+}
+
+// withDir adds -dir (dirFlag) to a command's flags.
+func withDir(flags func(*flag.FlagSet, *cmdEnv)) func(*flag.FlagSet, *cmdEnv) {
+	return func(fs *flag.FlagSet, env *cmdEnv) {
+		flags(fs, env)
+		dirFlag(fs, env)
 	}
 }
 
@@ -394,12 +413,9 @@ func (env *cmdEnv) target() (string, *migration.Migrator, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	m, err := env.embedded()
+	m, err := env.migrations()
 	if err != nil {
 		return "", nil, err
-	}
-	if env.doc != nil {
-		env.doc.header().Head = m.Head()
 	}
 	return path, m, nil
 }

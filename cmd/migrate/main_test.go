@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -25,8 +26,16 @@ func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code = run(args, &out, &errOut)
-	return code, out.String(), errOut.String()
+	return code, out.String(), withoutSource(errOut.String())
 }
+
+// sourceLine is the line a text-mode run prints first on stderr, naming
+// the migration directory it read and its head.
+var sourceLine = regexp.MustCompile(`^migrate: migrations \S+, head [0-9]+\n`)
+
+// withoutSource returns stderr without its sourceLine, which
+// TestMigrationsSource checks; the other tests check what follows it.
+func withoutSource(stderr string) string { return sourceLine.ReplaceAllString(stderr, "") }
 
 // newDB creates a database file in a temporary directory, runs stmts on
 // it and closes it.
@@ -241,7 +250,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "no command", args: nil, want: "migrate: no command"},
 		{name: "unknown command", args: []string{"frobnicate"}, want: `migrate: unknown command "frobnicate"`},
 		{name: "unknown flag", args: []string{"up", "-bogus"}, want: "flag provided but not defined: -bogus"},
-		{name: "flag of another command", args: []string{"status", "-dir", "x"}, want: "flag provided but not defined: -dir"},
+		{name: "flag of another command", args: []string{"status", "-fixtures", "x"}, want: "flag provided but not defined: -fixtures"},
 		{name: "missing -db", args: []string{"status"}, want: "-db is required"},
 		{name: "stray argument", args: []string{"lint", "extra"}, want: `unexpected argument "extra"`},
 	}

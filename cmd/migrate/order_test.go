@@ -19,7 +19,7 @@ func runWith(t *testing.T, dir fs.FS, args ...string) (code int, stdout, stderr 
 	var out, errOut bytes.Buffer
 	env := &cmdEnv{stdout: &out, stderr: &errOut, embedded: func() (*migration.Migrator, error) { return migration.New(dir, ".") }}
 	code = runEnv(args, env)
-	return code, out.String(), errOut.String()
+	return code, out.String(), withoutSource(errOut.String())
 }
 
 // TestOutOfOrderCommands adds 13_late.sql below the landed 14 and 15 and

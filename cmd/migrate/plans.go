@@ -64,7 +64,7 @@ func cmdPlans(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	m, err := migration.Default()
+	m, err := env.migrations()
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func cmdSchemaDoc(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	m, err := migration.Default()
+	m, err := env.migrations()
 	if err != nil {
 		return err
 	}

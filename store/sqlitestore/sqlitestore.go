@@ -99,7 +99,17 @@ var ErrNoKeyRecord = errors.New("store: database holds sealed values but records
 type Option func(*options)
 
 type options struct {
-	legacy legacy.Options
+	legacy   legacy.Options
+	migrator *migration.Migrator
+}
+
+// WithMigrator makes Open migrate the database with m instead of the
+// directory embedded in package schema. It is for tools that prove a
+// migration directory under review, before it is built into the
+// application (cmd/migrate fixture-test -dir): an application opens its
+// database with the embedded directory, the default.
+func WithMigrator(m *migration.Migrator) Option {
+	return func(o *options) { o.migrator = m }
 }
 
 // WithLegacyProgress makes Open report the progress of a legacy plaintext
@@ -234,9 +244,12 @@ func (s *Store) init(ctx context.Context, o options) error {
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
 		return fmt.Errorf("store: enable foreign keys: %v (foreign_keys=%d)", err, fk)
 	}
-	m, err := migration.Default()
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
+	m := o.migrator
+	if m == nil {
+		var err error
+		if m, err = migration.Default(); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
 	}
 	if _, err := m.Up(ctx, s.conn); err != nil {
 		return fmt.Errorf("store: %w", err)

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// benignV16 is a migration that adds a table and an index, and nothing
+// else: a later version no tool should trip over.
+var benignV16 = map[string]string{
+	"16_message_note.sql": "CREATE TABLE message_note (id INTEGER PRIMARY KEY, note TEXT NOT NULL);\nCREATE INDEX message_note_note ON message_note (note);\n",
+}
+
+// runRaw runs the command line and returns stderr as printed, source line
+// included.
+func runRaw(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// TestMigrationsSource checks that every command that reads migrations
+// says, first on stderr in text mode and as "migrations" in its JSON
+// document, which directory it read and its head: the embedded one by
+// default, the -dir one when named.
+func TestMigrationsSource(t *testing.T) {
+	v16 := writeDir(t, withFiles(t, benignV16))
+	db := headDB(t)
+	tests := []struct {
+		name       string
+		args       []string
+		want       string // the source line
+		code       int
+		stdoutHave string
+	}{
+		{"status, embedded", []string{"status", "-db", db}, "migrate: migrations embedded, head 15\n", 0, "pending: none"},
+		{"status, -dir", []string{"status", "-db", db, "-dir", v16}, "migrate: migrations " + v16 + ", head 16\n", 1, "pending: 16"},
+		{"plan, -dir", []string{"plan", "-db", db, "-dir", v16}, "migrate: migrations " + v16 + ", head 16\n", 1, "CREATE TABLE message_note"},
+		{"lint, -dir", []string{"lint", "-dir", v16}, "migrate: migrations " + v16 + ", head 16\n", 0, "lint: 3 file(s)"},
+		{"fixture-test, -dir", []string{"fixture-test", "-dir", v16}, "migrate: migrations " + v16 + ", head 16\n", 0, "exactly the versions above 14 applied [15 16]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runRaw(tt.args...)
+			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.True(t, strings.HasPrefix(stderr, tt.want), stderr)
+			require.Contains(t, stdout, tt.stdoutHave)
+		})
+	}
+
+	// JSON: the document names it; nothing on stderr.
+	code, stdout, stderr := runRaw("status", "-db", db, "-dir", v16, "-json")
+	require.Equal(t, 1, code, stderr, "16 is pending")
+	stderr = strings.TrimPrefix(stderr, "migrate: status: 1 version(s) pending (16): run up\n")
+	require.Empty(t, stderr)
+	doc := decode[statusDoc](t, stdout)
+	require.Equal(t, v16, doc.Migrations)
+	require.Equal(t, "16", doc.Head)
+	require.Equal(t, []string{"16"}, doc.Pending)
+
+	code, stdout, _ = runRaw("status", "-db", db, "-json")
+	require.Equal(t, 0, code)
+	require.Equal(t, "embedded", decode[statusDoc](t, stdout).Migrations)
+
+	// A -dir that is not there is an error naming it, before any database
+	// is touched.
+	nope := filepath.Join(t.TempDir(), "nope")
+	out := filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"up", "-db", db}, {"status", "-db", db}, {"plan", "-db", db}, {"drift", "-db", db},
+		{"lint"}, {"freeze", "-db", db, "-out", out}, {"fixture-test"}, {"plans", "-out", out}, {"schema-doc", "-out", out},
+	} {
+		code, _, stderr := runRaw(append(args, "-dir", nope)...)
+		require.Equal(t, 2, code, "%s: %s", args[0], stderr)
+		require.Equal(t, "migrate: "+args[0]+": "+nope+": directory does not exist\n", stderr, args[0])
+	}
+	require.NoFileExists(t, out)
+}
+
+// TestCheckoutDiffersWarning runs the embedded directory from inside a
+// checkout whose schema/migrations holds a v16: the run uses the embedded
+// directory, says so, and warns that the checkout's differs, naming -dir.
+// With -dir, or in a checkout that matches, there is no warning.
+func TestCheckoutDiffersWarning(t *testing.T) {
+	db := headDB(t)
+	checkout := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(checkout, "go.mod"), []byte("module "+modulePath+"\n\ngo 1.24\n"), 0o644))
+	migrations := filepath.Join(checkout, "schema", "migrations")
+	require.NoError(t, os.MkdirAll(migrations, 0o755))
+	for name, f := range withFiles(t, benignV16) {
+		require.NoError(t, os.WriteFile(filepath.Join(migrations, name), f.Data, 0o644))
+	}
+	t.Chdir(checkout)
+
+	code, stdout, stderr := runRaw("status", "-db", db)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "current: 15\npending: none\n", stdout, "the embedded directory is used")
+	require.Equal(t, "migrate: migrations embedded, head 15\n"+
+		"migrate: warning: schema/migrations (head 16) differs from the migrations embedded in this binary (head 15), which this run uses; pass -dir schema/migrations to use the checkout's\n", stderr)
+
+	code, stdout, stderr = runRaw("status", "-db", db, "-dir", "schema/migrations")
+	require.Equal(t, 1, code, stderr, "16 is pending")
+	require.Equal(t, "current: 15\npending: 16\n", stdout)
+	require.Equal(t, "migrate: migrations schema/migrations, head 16\nmigrate: status: 1 version(s) pending (16): run up\n", stderr, "no warning when the directory is named")
+
+	// A checkout whose directory is the embedded one: no warning.
+	require.NoError(t, os.Remove(filepath.Join(migrations, "16_message_note.sql")))
+	for name, f := range withFiles(t, nil) {
+		require.NoError(t, os.WriteFile(filepath.Join(migrations, name), f.Data, 0o644))
+	}
+	code, _, stderr = runRaw("status", "-db", db)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "migrate: migrations embedded, head 15\n", stderr)
+}
