@@ -95,7 +95,11 @@ type Config struct {
 	Transport transport.Transport
 	// Directory publishes and fetches prekey bundles. Required.
 	Directory transport.Directory
-	// Rand supplies randomness for keys; nil means crypto/rand.
+	// Rand supplies randomness for keys, and for the envelope nonces of
+	// the sessions this client starts until they are next loaded from the
+	// store (then crypto/rand); nil means crypto/rand. It must be a
+	// cryptographically secure source: a repeated nonce under a message
+	// key used twice would repeat a keystream.
 	Rand io.Reader
 	// OneTimePrekeys is how many one-time prekeys Initialize publishes,
 	// and how many the directory holds again after ReplenishPrekeys; zero
