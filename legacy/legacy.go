@@ -1,45 +1,62 @@
-// Package legacy migrates the legacy plaintext layout of the pending
-// outbound queue (the spec's LegacyPlaintextMigration): databases written
-// before records were sealed, whose pending_outbound_message has a
-// plaintext BLOB column where version 14 has sealed.
+// Package legacy seals a pending outbound queue left in the legacy
+// plaintext layout: databases written before records were sealed, whose
+// pending_outbound_message has a plaintext BLOB column where version 14
+// has sealed. sqlitestore.Open runs it on every open, after the schema
+// migrations (migration.Up) and before it checks the storage key; an
+// application does not call this package.
 //
-// MigratePlaintext rebuilds that table sealed, in batches that each commit,
-// so that a migration interrupted by a kill, an error or a cancelled
-// context resumes where it stopped:
+// A migration starts only on a database that was never sealed: one that
+// records no storage key, holds no local identity and no row in any table
+// with a sealed column. A legacy layout anywhere else is refused with
+// ErrPlaintextRefused and nothing is changed, so that someone who can
+// write the file but does not hold the storage key cannot have rows of
+// their own sealed as the user's messages.
 //
-//  1. one transaction checks every legacy row's recipient and logical id
-//     (a malformed row: nothing is changed), sets the legacy table aside as
+// MigratePlaintextWith rebuilds the table sealed, in batches that each
+// commit, so that a migration interrupted by a kill, an error or a
+// cancelled context resumes where it stopped:
+//
+//  1. one transaction sets the legacy table aside as
 //     pending_outbound_message_plaintext (with its version-15 index
-//     pending_outbound_message_recipient, if the database had it), and
-//     creates the table exactly as the version-14 DDL (AUTOINCREMENT
-//     included);
+//     pending_outbound_message_recipient, if the database had it), erases
+//     every malformed row (a column NULL or of the wrong storage class, a
+//     malformed recipient or logical id; each is reported through
+//     Options.Progress), creates the table exactly as the version-14 DDL
+//     (AUTOINCREMENT included), and records the keyring's current key in
+//     storage_key with a verifier that also seals a SHA-256 digest of the
+//     rows set aside: the proof that this package set them aside, with
+//     this key;
 //  2. each batch transaction copies the next Options.Batch rows in
 //     sequence order, with their sequence and their plaintext sealed
 //     (record type 5, bound by store.MessageAD to recipient and logical
 //     id): the largest sealed sequence is the durable cursor;
-//  3. once every row is sealed, one transaction empties the legacy table,
-//     restores the sqlite_sequence high-water mark that a rebuild would
-//     otherwise reset (the set-aside table keeps the legacy mark), and
-//     moves the version-15 index, if the set-aside table has it, to the
-//     sealed table (built once, over every row);
+//  3. once every row is sealed, one transaction empties the set-aside
+//     table, makes the proof name no rows, restores the sqlite_sequence
+//     high-water mark that a rebuild would otherwise reset (the set-aside
+//     table keeps the legacy mark), and moves the version-15 index, if the
+//     set-aside table has it, to the sealed table (built once, over every
+//     row);
 //  4. the erase step: VACUUM rewrites the file without the free pages that
 //     held plaintext, a TRUNCATE checkpoint empties the WAL, and only then
-//     is the emptied legacy table dropped.
+//     is the emptied set-aside table dropped, in the transaction that
+//     gives the storage key its plain verifier.
 //
-// The set-aside table is the durable resume marker: while it exists, the
-// next MigratePlaintext (run by every sqlitestore.Open) continues with the
-// batches or, once it is empty, with the erase step. So after a crash at
+// The set-aside table marks a migration under way: the next run continues
+// with the batches or, once it is empty, with the erase step, but only if
+// the proof opens with the keyring's current key, is the only storage key
+// record, nothing but the pending queue is sealed, and the rows in the
+// set-aside table are exactly the rows the proof names. A set-aside table
+// without that proof (planted, or changed since it was set aside) is
+// refused with ErrPlaintextRefused, nothing changed. So after a crash at
 // any point, the next successful run leaves no legacy plaintext in the
 // database file, its free pages or its WAL.
 //
-// Order. A client runs the schema migrations first and this data migration
-// after (migration.Up, then MigratePlaintext, then sqlitestore.Open), as the
-// Kotlin client ran SQLDelight's migrations before LegacyPlaintextMigration.
-// Both orders end in the same state: on a version-14 legacy database that
-// was not migrated yet, the index does not exist, MigratePlaintext does not
-// create it, and migration 15 adds it afterwards (creating it here would
-// make migration 15 fail on an existing index). On a database migrated to
-// 15 the index moves from the legacy table to the sealed one in step 3.
+// Order. sqlitestore.Open runs the schema migrations first. On a
+// version-14 legacy database that was not migrated yet, the index does not
+// exist, this package does not create it, and migration 15 adds it
+// afterwards (creating it here would make migration 15 fail on an
+// existing index). On a database migrated to 15 the index moves from the
+// legacy table to the sealed one in step 3.
 //
 // Every data statement is a sqlc-generated query (queries/legacy/ compiled
 // into internal/db/legacydb against the head schema plus
@@ -48,19 +65,26 @@
 // the reviewed files in sql/, embedded and executed in order. Every
 // transaction is the project's one helper, internal/sqltx.Run.
 //
-// Package legacy never deletes a message, never renumbers a sequence,
-// never writes plaintext anywhere, and never touches any other table.
+// Package legacy never renumbers a sequence and never writes plaintext
+// anywhere. Besides the pending queue it writes only the storage key
+// record of the key it seals with; the only rows it deletes are the
+// malformed legacy rows it reports.
 package legacy
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db/legacydb"
@@ -69,14 +93,24 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// Errors returned (wrapped) by MigratePlaintext.
+// Errors returned (wrapped) by MigratePlaintextWith.
 var (
 	// ErrUnknownLayout means pending_outbound_message has neither the
 	// legacy plaintext layout nor the sealed one.
 	ErrUnknownLayout = errors.New("legacy: unknown pending_outbound_message layout")
-	// ErrKeyNotRecorded means the keyring's current key is not the
-	// database's active storage key: rows sealed with it would not open.
+	// ErrKeyNotRecorded means a migration under way recorded a storage
+	// key that is not the keyring's current key: the rows left would be
+	// sealed with another key than the rows before them.
 	ErrKeyNotRecorded = errors.New("legacy: keyring's current key is not the database's active storage key")
+	// ErrPlaintextRefused means the database holds a plaintext pending
+	// table this package may not seal: the legacy layout in a database
+	// that was sealed (it records a storage key, holds a local identity or
+	// a row in another table with a sealed column), a set-aside
+	// pending_outbound_message_plaintext without the proof that this
+	// package set it aside with the keyring's current key (or whose rows
+	// changed since), or both tables at once. The message names the
+	// table. Nothing is changed, sealed or listed.
+	ErrPlaintextRefused = errors.New("legacy: plaintext table refused")
 )
 
 // The DDL steps, in order (see the files for what each does).
@@ -98,7 +132,7 @@ const table = "pending_outbound_message"
 var legacyColumns = []string{"sequence", "recipient_user_id", "recipient_device_id", "logical_id", "plaintext"}
 
 // setAside is the name the legacy table is set aside under while it is
-// migrated (the resume marker).
+// migrated.
 const setAside = "pending_outbound_message_plaintext"
 
 // DefaultBatch is the number of rows a batch transaction seals when
@@ -110,10 +144,12 @@ const setAside = "pending_outbound_message_plaintext"
 // reported as often.
 const DefaultBatch = 50_000
 
-// DefaultReadChunk is how many legacy rows a batch reads at a time unless
-// Options.ReadChunk says otherwise, so that a batch holds at most that
-// many plaintexts in memory whatever its size.
-const DefaultReadChunk = 256
+// readChunk is how many legacy rows a read returns, so that a batch holds
+// at most that many plaintexts in memory whatever its size.
+const readChunk = 256
+
+// shapeChunk is how many rows a storage-class read returns (no values).
+const shapeChunk = 4096
 
 // Phase is the step of the migration a Progress report belongs to.
 type Phase int
@@ -124,22 +160,28 @@ const (
 	// PhaseErase: every row is sealed; the file and its WAL are being
 	// rewritten without the legacy plaintext (VACUUM, checkpoint).
 	PhaseErase
+	// PhaseSetAside: the legacy table was set aside (step 1 committed),
+	// its malformed rows erased; nothing is sealed yet.
+	PhaseSetAside
 )
 
-// String returns "seal" or "erase".
+// String returns "seal", "erase" or "set-aside".
 func (p Phase) String() string {
 	switch p {
 	case PhaseSeal:
 		return "seal"
 	case PhaseErase:
 		return "erase"
+	case PhaseSetAside:
+		return "set-aside"
 	}
 	return fmt.Sprintf("Phase(%d)", int(p))
 }
 
-// Progress reports how far a legacy migration has come. MigratePlaintext
-// sends one after every committed batch (PhaseSeal) and one when the erase
-// step starts (PhaseErase).
+// Progress reports how far a legacy migration has come. MigratePlaintextWith
+// sends one when it has set the legacy table aside (PhaseSetAside, only
+// in the run that does it), one after every committed batch (PhaseSeal)
+// and one when the erase step starts (PhaseErase).
 type Progress struct {
 	// Phase is the step under way.
 	Phase Phase
@@ -147,8 +189,24 @@ type Progress struct {
 	// by the interrupted runs before it.
 	Sealed int64
 	// Total is the number of legacy rows of the whole migration (sealed
-	// before this run plus left to seal when it started).
+	// before this run plus left to seal when it started), erased rows not
+	// included.
 	Total int64
+	// Erased lists the malformed rows erased instead of sealed, in
+	// sequence order; set in the PhaseSetAside report only.
+	Erased []ErasedRow
+}
+
+// ErasedRow is a legacy row that could not be sealed as a pending message
+// and was erased when the legacy table was set aside: its plaintext is
+// deleted with it, and the erase step removes it from the file.
+type ErasedRow struct {
+	// Sequence is the row's sequence.
+	Sequence int64
+	// Reason wraps store.ErrCorruptRow (a column NULL or of the wrong
+	// storage class) or ids.ErrInvalid (a malformed recipient or logical
+	// id).
+	Reason error
 }
 
 // Options tunes MigratePlaintextWith. The zero value is the default.
@@ -156,24 +214,29 @@ type Options struct {
 	// Batch is the number of rows sealed per transaction; 0 means
 	// DefaultBatch.
 	Batch int
-	// Progress, if not nil, is called after every committed batch and when
-	// the erase step starts, on the migrating goroutine.
+	// Progress, if not nil, is called when the table is set aside, after
+	// every committed batch and when the erase step starts, on the
+	// migrating goroutine.
 	Progress func(Progress)
-	// ReadChunk is the number of legacy rows a batch reads (and holds in
-	// memory) at a time; 0 means DefaultReadChunk. It bounds memory, not
-	// the batch: a batch reads as many chunks as it seals rows.
-	ReadChunk int
-
-	// afterRow, if not nil, runs after each row is copied, with the rows
-	// copied so far by this call; afterRead, after each read of legacy
-	// rows, with the number read. Set by this package's tests only.
-	afterRow  func(copied int)
-	afterRead func(rows int)
 }
 
-// MigratePlaintext is MigratePlaintextWith with the default options.
-func MigratePlaintext(ctx context.Context, conn *sql.DB, keys *seal.Keyring) (int, error) {
-	return MigratePlaintextWith(ctx, conn, keys, Options{})
+// Validate returns an error wrapping store.ErrInvalidArgument if o cannot
+// be used (a negative Batch), nil otherwise.
+func (o Options) Validate() error {
+	if o.Batch < 0 {
+		return fmt.Errorf("%w: legacy batch %d below 0", store.ErrInvalidArgument, o.Batch)
+	}
+	return nil
+}
+
+// hooks are the test seams of a run (set from this package's tests, see
+// export_test.go): afterRow runs after each row is copied, with the rows
+// copied so far by the call; afterRead after each read of legacy rows by
+// a batch, with the number read; chunk, if not 0, replaces readChunk.
+type hooks struct {
+	afterRow  func(copied int)
+	afterRead func(rows int)
+	chunk     int
 }
 
 // MigratePlaintextWith seals a legacy plaintext pending_outbound_message
@@ -186,13 +249,19 @@ func MigratePlaintext(ctx context.Context, conn *sql.DB, keys *seal.Keyring) (in
 // conn must be limited to one connection (sql.DB.SetMaxOpenConns(1), as
 // sqlitestore's is). It returns an error wrapping store.ErrInvalidArgument
 // for a nil database or keyring, a database allowed more connections, or
-// a negative batch, ErrUnknownLayout for a table it does not
-// recognise, ErrKeyNotRecorded if storage_key records active keys and
-// keys' current key is not one of them, ids.ErrInvalid for a row whose
-// logical id or recipient is malformed, or the context's error. An error
-// before the first batch (layout, key, malformed row) changes nothing; an
-// error later keeps the committed batches, and the next call resumes.
+// invalid options (Options.Validate), ErrPlaintextRefused for a plaintext
+// table on a database that was sealed or a set-aside table without its
+// proof, ErrUnknownLayout for a table it does not recognise,
+// ErrKeyNotRecorded or seal.ErrWrongKey / seal.ErrAuthentication if a
+// migration under way was started with another key than keys' current
+// one, or the context's error. An error before the first batch changes
+// nothing; an error later keeps the committed batches, and the next call
+// resumes.
 func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys *seal.Keyring, opts Options) (int, error) {
+	return migrate(ctx, conn, keys, opts, hooks{})
+}
+
+func migrate(ctx context.Context, conn *sql.DB, keys *seal.Keyring, opts Options, h hooks) (int, error) {
 	if conn == nil || keys == nil {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w: nil database or keyring", store.ErrInvalidArgument)
 	}
@@ -201,19 +270,16 @@ func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys *seal.Keyring,
 	if n := conn.Stats().MaxOpenConnections; n != 1 {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w: the database must be limited to one connection (SetMaxOpenConns(1)), has %d", store.ErrInvalidArgument, n)
 	}
-	if opts.Batch < 0 {
-		return 0, fmt.Errorf("legacy: migrate plaintext: %w: batch %d below 0", store.ErrInvalidArgument, opts.Batch)
-	}
-	if opts.ReadChunk < 0 {
-		return 0, fmt.Errorf("legacy: migrate plaintext: %w: read chunk %d below 0", store.ErrInvalidArgument, opts.ReadChunk)
+	if err := opts.Validate(); err != nil {
+		return 0, fmt.Errorf("legacy: migrate plaintext: %w", err)
 	}
 	if opts.Batch == 0 {
 		opts.Batch = DefaultBatch
 	}
-	if opts.ReadChunk == 0 {
-		opts.ReadChunk = DefaultReadChunk
+	if h.chunk <= 0 {
+		h.chunk = readChunk
 	}
-	m := &migrator{conn: conn, keys: keys, opts: opts}
+	m := &migrator{conn: conn, keys: keys, opts: opts, hooks: h}
 	if err := m.run(ctx); err != nil {
 		return m.copied, fmt.Errorf("legacy: migrate plaintext: %w", err)
 	}
@@ -224,10 +290,13 @@ type migrator struct {
 	conn   *sql.DB
 	keys   *seal.Keyring
 	opts   Options
+	hooks  hooks
 	copied int // rows sealed by this call
 
 	after         int64 // the last sequence sealed: the next batch starts above it
 	sealed, total int64 // for Progress
+	erased        []ErasedRow
+	began         bool // this call set the legacy table aside
 }
 
 // migrationCacheKiB is the page cache the migration runs with (SQLite's
@@ -242,6 +311,9 @@ func (m *migrator) run(ctx context.Context) error {
 	started, err := m.start(ctx)
 	if err != nil || !started {
 		return err
+	}
+	if m.began {
+		m.report(PhaseSetAside)
 	}
 	restore, err := setCache(ctx, m.conn, migrationCacheKiB)
 	if err != nil {
@@ -263,10 +335,10 @@ func (m *migrator) run(ctx context.Context) error {
 	return m.erase(ctx)
 }
 
-// start finds where the database stands. On a legacy layout it checks the
-// key and every row and sets the table aside (step 1, one transaction); on
-// a migration under way it checks the key. It reports whether there is
-// anything to do.
+// start finds where the database stands: it begins a migration on a
+// legacy layout in a database that was never sealed (step 1, one
+// transaction), resumes one under way whose proof holds, and refuses any
+// other plaintext table. It reports whether there is anything to do.
 func (m *migrator) start(ctx context.Context) (bool, error) {
 	var started bool
 	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
@@ -279,40 +351,26 @@ func (m *migrator) start(ctx context.Context) (bool, error) {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", setAside, err)
 		}
+		legacyLayout := slices.Equal(cols, legacyColumns)
 		sealedLayout := !slices.Contains(cols, "plaintext") && slices.Contains(cols, "sealed")
 		switch {
-		case len(cols) == 0 && underway == 0:
-			return nil // no such table: nothing to do
-		case sealedLayout && underway == 0:
-			return nil // already sealed: nothing to do
+		case underway == 0 && (len(cols) == 0 || sealedLayout):
+			return nil // nothing to do
+		case underway == 0 && legacyLayout:
+			err = m.begin(ctx, tx, q)
+		case underway == 0:
+			return fmt.Errorf("%w: columns %v", ErrUnknownLayout, cols)
 		case sealedLayout:
-			// A migration under way: resume it.
-		case slices.Equal(cols, legacyColumns) && underway == 0:
-			// A legacy table: set it aside, below.
+			err = m.resume(ctx, q)
+		case legacyLayout:
+			return refused(setAside+" and "+table, "both the legacy table and a set-aside one")
 		default:
-			return fmt.Errorf("%w: columns %v, %s present: %v", ErrUnknownLayout, cols, setAside, underway > 0)
+			return fmt.Errorf("%w: columns %v, %s present", ErrUnknownLayout, cols, setAside)
 		}
-		if err := checkKey(ctx, q, m.keys); err != nil {
+		if err != nil {
 			return err
 		}
 		started = true
-		if underway == 0 {
-			if err := setAsideLegacy(ctx, tx, q); err != nil {
-				return err
-			}
-		}
-		done, err := q.SealedPendingCount(ctx)
-		if err != nil {
-			return fmt.Errorf("count sealed rows: %w", err)
-		}
-		if m.after, err = q.SealedPendingMaxSequence(ctx); err != nil {
-			return fmt.Errorf("read the last sealed sequence: %w", err)
-		}
-		left, err := q.LegacyPendingCountAfter(ctx, m.after)
-		if err != nil {
-			return fmt.Errorf("count legacy rows: %w", err)
-		}
-		m.sealed, m.total = done, done+left
 		return nil
 	})
 	if err != nil {
@@ -321,52 +379,227 @@ func (m *migrator) start(ctx context.Context) (bool, error) {
 	return started, nil
 }
 
-func checkKey(ctx context.Context, q *legacydb.Queries, keys *seal.Keyring) error {
-	active, err := q.ActiveStorageKeyIDs(ctx)
+func refused(tables, why string) error {
+	return fmt.Errorf("%w: %s: %s", ErrPlaintextRefused, tables, why)
+}
+
+// neverSealed returns nil if the database holds no sealed state besides
+// the pending queue and at most keys storage key records, or the reason
+// it is refused.
+func neverSealed(ctx context.Context, q *legacydb.Queries, tables string, keys int64) error {
+	st, err := q.SealedState(ctx)
 	if err != nil {
-		return fmt.Errorf("read storage keys: %w", err)
+		return fmt.Errorf("read sealed state: %w", err)
 	}
-	if len(active) > 0 && !slices.Contains(active, int64(keys.Current())) {
-		return fmt.Errorf("%w: current key %d, active %v", ErrKeyNotRecorded, keys.Current(), active)
+	if st.StorageKeys > keys || st.LocalIdentities > 0 || st.SealedRows > 0 {
+		return refused(tables, fmt.Sprintf("the database was sealed (%d storage key records, %d local identity, %d rows in other sealed tables)",
+			st.StorageKeys, st.LocalIdentities, st.SealedRows))
 	}
 	return nil
 }
 
-// setAsideLegacy is step 1: it renames the legacy table (its
-// sqlite_sequence mark and its index go with it), checks every row's
-// identity, and creates the sealed table.
-func setAsideLegacy(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) error {
+// begin is step 1, on a legacy layout: it refuses a database that was
+// sealed, sets the legacy table aside (its sqlite_sequence mark and its
+// index go with it), erases the malformed rows, creates the sealed table
+// and records the key with the proof naming the rows set aside.
+func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) error {
+	if err := neverSealed(ctx, q, table, 0); err != nil {
+		return err
+	}
 	if err := execStep(ctx, tx, stepSetAside); err != nil {
 		return err
 	}
-	if err := checkRows(ctx, q); err != nil {
+	sum, n, err := m.scanRows(ctx, q, true)
+	if err != nil {
 		return err
 	}
-	return execStep(ctx, tx, stepCreateSealed)
+	if err := execStep(ctx, tx, stepCreateSealed); err != nil {
+		return err
+	}
+	id := m.keys.Current()
+	v, err := m.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), proofText(sum))
+	if err != nil {
+		return fmt.Errorf("seal the migration's proof: %w", err)
+	}
+	if err := q.InsertStorageKey(ctx, legacydb.InsertStorageKeyParams{KeyID: int64(id), Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
+		return fmt.Errorf("record storage key: %w", err)
+	}
+	m.began = true
+	m.after, m.sealed, m.total = math.MinInt64, 0, n
+	return nil
 }
 
-// checkRows validates every legacy row's recipient and logical id (not its
-// plaintext, which is not read), so that a malformed row is reported before
-// any batch commits.
-func checkRows(ctx context.Context, q *legacydb.Queries) error {
-	after := int64(math.MinInt64)
-	for {
-		rows, err := q.LegacyPendingIdentityBatch(ctx, legacydb.LegacyPendingIdentityBatchParams{AfterSequence: after, RowLimit: 4096})
+// resume checks the proof of a migration under way: the only storage key
+// record, the keyring's current key, with a verifier that opens and names
+// exactly the rows of the set-aside table; nothing but the pending queue
+// sealed.
+func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
+	if err := neverSealed(ctx, q, setAside, 1); err != nil {
+		return err
+	}
+	keys, err := q.StorageKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("read storage keys: %w", err)
+	}
+	if len(keys) != 1 || keys[0].State != "active" {
+		return refused(setAside, fmt.Sprintf("no proof that this library set it aside (%d storage key records)", len(keys)))
+	}
+	k := keys[0]
+	if k.KeyID != int64(m.keys.Current()) {
+		return fmt.Errorf("%w: current key %d, recorded %d", ErrKeyNotRecorded, m.keys.Current(), k.KeyID)
+	}
+	text, err := m.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(k.KeyID)), k.Verifier)
+	if err != nil {
+		return fmt.Errorf("storage key %d: %w", k.KeyID, err)
+	}
+	want, ok := proofSum(text)
+	if !ok {
+		return refused(setAside, "no proof that this library set it aside with this key")
+	}
+	sum, _, err := m.scanRows(ctx, q, false)
+	if err != nil {
+		return err
+	}
+	if sum != want {
+		return refused(setAside, "its rows are not the rows that were set aside")
+	}
+	done, err := q.SealedPendingCount(ctx)
+	if err != nil {
+		return fmt.Errorf("count sealed rows: %w", err)
+	}
+	if m.after, err = q.SealedPendingMaxSequence(ctx); err != nil {
+		return fmt.Errorf("read the last sealed sequence: %w", err)
+	}
+	left, err := q.LegacyPendingCountAfter(ctx, m.after)
+	if err != nil {
+		return fmt.Errorf("count legacy rows: %w", err)
+	}
+	m.sealed, m.total = done, done+left
+	return nil
+}
+
+// proofTag separates the verifier's known value from the digest of the
+// rows set aside while a migration is under way.
+const proofTag = "\x00legacy migration rows\x00"
+
+func proofText(sum [sha256.Size]byte) []byte {
+	return append([]byte(store.KeyVerifierText+proofTag), sum[:]...)
+}
+
+// proofSum returns the digest a verifier's plaintext carries, if it is a
+// migration's proof.
+func proofSum(text []byte) (sum [sha256.Size]byte, ok bool) {
+	rest, found := strings.CutPrefix(string(text), store.KeyVerifierText+proofTag)
+	if !found || len(rest) != sha256.Size {
+		return sum, false
+	}
+	copy(sum[:], rest)
+	return sum, true
+}
+
+// rowsDigest is the SHA-256 of the set-aside rows, in sequence order, each
+// column length-prefixed or fixed-size: what the proof names.
+type rowsDigest struct{ h hash.Hash }
+
+func newRowsDigest() rowsDigest {
+	d := rowsDigest{sha256.New()}
+	d.h.Write([]byte("securemsg legacy migration rows v1\x00"))
+	return d
+}
+
+func (d rowsDigest) add(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) {
+	b := binary.BigEndian.AppendUint64(nil, uint64(seq))
+	b = binary.AppendUvarint(b, uint64(len(to.UserID)))
+	b = append(b, to.UserID...)
+	b = binary.BigEndian.AppendUint64(b, uint64(to.DeviceID))
+	b = append(b, id[:]...)
+	b = binary.AppendUvarint(b, uint64(len(plaintext)))
+	d.h.Write(b)
+	d.h.Write(plaintext)
+}
+
+func (d rowsDigest) sum() (s [sha256.Size]byte) {
+	copy(s[:], d.h.Sum(nil))
+	return s
+}
+
+// The storage class each legacy column must have.
+var wantClass = [...]struct{ column, class string }{
+	{"recipient_user_id", "text"}, {"recipient_device_id", "integer"}, {"logical_id", "blob"}, {"plaintext", "blob"},
+}
+
+func classReason(r legacydb.LegacyPendingShapeBatchRow) error {
+	for i, got := range []string{r.UserClass, r.DeviceClass, r.LogicalIDClass, r.PlaintextClass} {
+		if w := wantClass[i]; got != w.class {
+			return fmt.Errorf("%w: %s is %s, want %s", store.ErrCorruptRow, w.column, strings.ToUpper(got), strings.ToUpper(w.class))
+		}
+	}
+	return nil
+}
+
+// scanRows reads every set-aside row, storage classes first and then
+// values, and returns the digest of the well-formed rows and their count.
+// With erase (step 1), a malformed row is deleted and listed in m.erased;
+// without (a resumed migration, whose rows were all checked when set
+// aside), it is refused.
+func (m *migrator) scanRows(ctx context.Context, q *legacydb.Queries, erase bool) ([sha256.Size]byte, int64, error) {
+	bad := func(seq int64, reason error) error {
+		if !erase {
+			return refused(setAside, fmt.Sprintf("sequence %d: %v", seq, reason))
+		}
+		if err := q.DeleteLegacyPending(ctx, seq); err != nil {
+			return fmt.Errorf("erase legacy sequence %d: %w", seq, err)
+		}
+		m.erased = append(m.erased, ErasedRow{Sequence: seq, Reason: reason})
+		return nil
+	}
+	for after := int64(math.MinInt64); ; {
+		rows, err := q.LegacyPendingShapeBatch(ctx, legacydb.LegacyPendingShapeBatchParams{AfterSequence: after, RowLimit: shapeChunk})
 		if err != nil {
-			return fmt.Errorf("read legacy rows: %w", err)
+			return [sha256.Size]byte{}, 0, fmt.Errorf("read legacy rows: %w", err)
 		}
 		for _, r := range rows {
 			after = r.Sequence
-			if _, _, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID); err != nil {
-				return err
+			if reason := classReason(r); reason != nil {
+				if err := bad(r.Sequence, reason); err != nil {
+					return [sha256.Size]byte{}, 0, err
+				}
 			}
 		}
-		if len(rows) < 4096 {
-			return nil
+		if len(rows) < shapeChunk {
+			break
 		}
 	}
+	d := newRowsDigest()
+	var n int64
+	for after := int64(math.MinInt64); ; {
+		rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: after, RowLimit: readChunk})
+		if err != nil {
+			return [sha256.Size]byte{}, 0, fmt.Errorf("read legacy rows: %w", err)
+		}
+		for _, r := range rows {
+			after = r.Sequence
+			to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
+			if err != nil {
+				clear(r.Plaintext)
+				if err := bad(r.Sequence, err); err != nil {
+					return [sha256.Size]byte{}, 0, err
+				}
+				continue
+			}
+			d.add(r.Sequence, to, id, r.Plaintext)
+			clear(r.Plaintext)
+			n++
+		}
+		if len(rows) < readChunk {
+			break
+		}
+	}
+	return d.sum(), n, nil
 }
 
+// rowIdentity returns a legacy row's recipient and logical id, or an error
+// wrapping ids.ErrInvalid.
 func rowIdentity(seq int64, user string, device int64, logicalID []byte) (ids.DeviceAddress, ids.LogicalMessageID, error) {
 	to := ids.DeviceAddress{UserID: user, DeviceID: device}
 	if err := to.Validate(); err != nil {
@@ -390,16 +623,16 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
 		n, last = 0, m.after
 		q := legacydb.New(tx)
-		// Read in chunks, so that memory stays bounded by ReadChunk
+		// Read in chunks, so that memory stays bounded by readChunk
 		// messages whatever the batch size.
 		for n < m.opts.Batch {
-			limit := min(m.opts.ReadChunk, m.opts.Batch-n)
+			limit := min(m.hooks.chunk, m.opts.Batch-n)
 			rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: last, RowLimit: int64(limit)})
 			if err != nil {
 				return fmt.Errorf("read legacy rows: %w", err)
 			}
-			if m.opts.afterRead != nil {
-				m.opts.afterRead(len(rows))
+			if m.hooks.afterRead != nil {
+				m.hooks.afterRead(len(rows))
 			}
 			for _, r := range rows {
 				to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
@@ -419,8 +652,8 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 				}
 				last = r.Sequence
 				n++
-				if m.opts.afterRow != nil {
-					m.opts.afterRow(m.copied + n)
+				if m.hooks.afterRow != nil {
+					m.hooks.afterRow(m.copied + n)
 				}
 			}
 			if len(rows) < limit {
@@ -442,13 +675,19 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 }
 
 func (m *migrator) report(p Phase) {
-	if m.opts.Progress != nil {
-		m.opts.Progress(Progress{Phase: p, Sealed: m.sealed, Total: m.total})
+	if m.opts.Progress == nil {
+		return
 	}
+	r := Progress{Phase: p, Sealed: m.sealed, Total: m.total}
+	if p == PhaseSetAside {
+		r.Erased = m.erased
+	}
+	m.opts.Progress(r)
 }
 
-// finish is step 3: with every row sealed, it empties the set-aside table
-// and restores the high-water mark. Inserting explicit sequences set the
+// finish is step 3: with every row sealed, it empties the set-aside table,
+// makes the proof name no rows (what the set-aside table now holds), and
+// restores the high-water mark. Inserting explicit sequences set the
 // sealed table's mark to max(sequence); the legacy table's mark (kept by
 // the set-aside table) may be higher, its highest rows deleted. Never hand
 // out a sequence twice. It is idempotent, as a resumed erase step runs it
@@ -465,6 +704,9 @@ func (m *migrator) finish(ctx context.Context) error {
 		}
 		if err := q.DeleteAllLegacyPending(ctx); err != nil {
 			return fmt.Errorf("empty %s: %w", setAside, err)
+		}
+		if err := m.setVerifier(ctx, q, proofText(newRowsDigest().sum())); err != nil {
+			return err
 		}
 		legacyMark, err := q.SequenceHighWater(ctx, setAside)
 		if err != nil {
@@ -499,8 +741,9 @@ func (m *migrator) finish(ctx context.Context) error {
 // the moved rows' plaintext are gone, and the TRUNCATE checkpoint copies
 // the rewrite into the file and empties the WAL, which held those pages
 // too. Only once both have succeeded is the (empty, freshly rewritten)
-// set-aside table dropped: a crash before that leaves the marker, and the
-// next run erases again.
+// set-aside table dropped and the proof replaced by the plain verifier: a
+// crash before that leaves the marker and its proof, and the next run
+// erases again.
 func (m *migrator) erase(ctx context.Context) error {
 	m.report(PhaseErase)
 	if err := execStep(ctx, m.conn, stepVacuum); err != nil {
@@ -510,8 +753,25 @@ func (m *migrator) erase(ctx context.Context) error {
 		return fmt.Errorf("erase: %w", err)
 	}
 	return sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
-		return execStep(ctx, tx, stepDropPlaintext)
+		if err := execStep(ctx, tx, stepDropPlaintext); err != nil {
+			return err
+		}
+		return m.setVerifier(ctx, legacydb.New(tx), []byte(store.KeyVerifierText))
 	})
+}
+
+// setVerifier replaces the verifier of the key the migration seals with
+// by one sealing text.
+func (m *migrator) setVerifier(ctx context.Context, q *legacydb.Queries, text []byte) error {
+	id := m.keys.Current()
+	v, err := m.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), text)
+	if err != nil {
+		return fmt.Errorf("seal storage key verifier: %w", err)
+	}
+	if err := q.UpdateStorageKeyVerifier(ctx, legacydb.UpdateStorageKeyVerifierParams{KeyID: int64(id), Verifier: v}); err != nil {
+		return fmt.Errorf("update storage key verifier: %w", err)
+	}
+	return nil
 }
 
 // setCache sets the page cache of conn's connection (the store runs one)

@@ -42,9 +42,26 @@ func fixtureKeyring(t testing.TB) *seal.Keyring {
 	return kr
 }
 
-// loadLegacy creates a database from the legacy fixture and returns its
-// path and a connection opened as the store opens it.
+// neverSealed deletes the legacy fixture's sealed rows (storage key,
+// identity, pin, session): a legacy migration starts only on a database
+// that was never sealed. Its plaintext pending rows and its processed id
+// stay.
+const neverSealed = "DELETE FROM storage_key; DELETE FROM local_identity; DELETE FROM identity_pin; DELETE FROM session;"
+
+// loadLegacy creates a never-sealed legacy database from the legacy
+// fixture and returns its path and a connection opened as the store opens
+// it.
 func loadLegacy(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	path, conn := loadFrozenLegacy(t)
+	_, err := conn.Exec(neverSealed)
+	require.NoError(t, err)
+	return path, conn
+}
+
+// loadFrozenLegacy creates a database from the legacy fixture as it is:
+// its other tables sealed with the fixture key.
+func loadFrozenLegacy(t *testing.T) (string, *sql.DB) {
 	t.Helper()
 	text, err := os.ReadFile(legacyFixture)
 	require.NoError(t, err)
@@ -133,6 +150,20 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	for table, rows := range otherTables {
 		assert.Equal(t, rows, snap.Rows[table], "%s untouched", table)
 	}
+	// The one key record: the key it sealed with, with the plain verifier
+	// (the migration's proof is gone with the set-aside table).
+	var (
+		keyID    int64
+		state    string
+		verifier []byte
+	)
+	require.NoError(t, conn.QueryRow("SELECT key_id, state, verifier FROM storage_key").Scan(&keyID, &state, &verifier))
+	assert.Equal(t, int64(version14.Key().ID()), keyID)
+	assert.Equal(t, "active", state)
+	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(keyID)), verifier)
+	require.NoError(t, err)
+	assert.Equal(t, store.KeyVerifierText, string(text))
+	assert.Equal(t, int64(1), count(t, conn, "SELECT count(*) FROM storage_key"))
 	assert.Equal(t, int64(11), snap.Sequence["pending_outbound_message"], "high-water mark kept")
 	var sealedRows int
 	rows, err := conn.Query("SELECT sealed FROM pending_outbound_message")
@@ -181,12 +212,14 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	assert.Equal(t, int64(12), seq, "the next sequence is above the kept high-water mark")
 }
 
-// otherTables returns the rows of every table but pending_outbound_message.
+// otherTables returns the rows of every table but pending_outbound_message
+// and storage_key (where the migration records its key).
 func otherTables(t *testing.T, conn *sql.DB) map[string][]string {
 	t.Helper()
 	snap, err := frozen.Dump(context.Background(), conn)
 	require.NoError(t, err)
 	delete(snap.Rows, "pending_outbound_message")
+	delete(snap.Rows, "storage_key")
 	return snap.Rows
 }
 
@@ -215,9 +248,10 @@ func TestLegacyFixture(t *testing.T) {
 	assert.Error(t, recipientIndex(context.Background(), conn), "no version-15 index")
 }
 
-// The documented client order: schema migrations (adopting the legacy
-// database as baseline 14 and creating the version-15 index on the legacy
-// table), then the plaintext migration, which must recreate the index.
+// The order sqlitestore.Open runs them in: schema migrations (adopting the
+// legacy database as baseline 14 and creating the version-15 index on the
+// legacy table), then the plaintext migration, which must recreate the
+// index.
 func TestLegacyMigrateAfterUp(t *testing.T) {
 	ctx := context.Background()
 	path, conn := loadLegacy(t)
@@ -297,88 +331,6 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	assert.Zero(t, n)
 }
 
-// A failure found before the first batch commits (a malformed row, a
-// keyring that is not the database's) changes nothing: the legacy table,
-// its rows, sqlite_sequence and the index are as before, and a later run
-// succeeds. (An interruption after batches committed resumes instead:
-// TestLegacyInterruptedResumes.)
-func TestLegacyFailureRollsBack(t *testing.T) {
-	ctx := context.Background()
-	m, err := migration.Default()
-	require.NoError(t, err)
-
-	for _, tc := range []struct {
-		name    string
-		upFirst bool
-		setup   func(t *testing.T, conn *sql.DB) (context.Context, *seal.Keyring)
-		cleanup func(t *testing.T, conn *sql.DB)
-		want    error
-	}{
-		{
-			name: "malformed last row (empty recipient user id)",
-			setup: func(t *testing.T, conn *sql.DB) (context.Context, *seal.Keyring) {
-				_, err := conn.Exec("INSERT INTO pending_outbound_message (sequence, recipient_user_id, recipient_device_id, logical_id, plaintext) VALUES (11, '', 1, X'00112233445566778899AABBCCDDEEFF', X'00')")
-				require.NoError(t, err)
-				return ctx, fixtureKeyring(t)
-			},
-			cleanup: func(t *testing.T, conn *sql.DB) {
-				_, err := conn.Exec("DELETE FROM pending_outbound_message WHERE sequence = 11")
-				require.NoError(t, err)
-			},
-			want: ids.ErrInvalid,
-		},
-		{
-			name: "keyring of another key",
-			setup: func(t *testing.T, _ *sql.DB) (context.Context, *seal.Keyring) {
-				other, err := seal.GenerateKey()
-				require.NoError(t, err)
-				kr, err := seal.NewKeyring(other)
-				require.NoError(t, err)
-				return ctx, kr
-			},
-			want: legacy.ErrKeyNotRecorded,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path, conn := loadLegacy(t)
-			if tc.upFirst {
-				_, err := m.Up(ctx, conn)
-				require.NoError(t, err)
-			}
-			before := readLegacyRows(t, conn)
-			others := otherTables(t, conn)
-			runCtx, kr := tc.setup(t, conn)
-			snapshot := state(t, conn)
-
-			n, err := legacy.MigratePlaintext(runCtx, conn, kr)
-			require.ErrorIs(t, err, tc.want)
-			assert.Zero(t, n)
-			assert.Equal(t, snapshot, state(t, conn), "nothing changed")
-			assert.Equal(t, len(before)+boolInt(tc.cleanup != nil), len(readLegacyRows(t, conn)), "the legacy rows are all there")
-
-			// Fixed, it runs through.
-			if tc.cleanup != nil {
-				tc.cleanup(t, conn)
-			}
-			n, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
-			require.NoError(t, err)
-			assert.Equal(t, len(before), n)
-			if !tc.upFirst {
-				_, err := m.Up(ctx, conn)
-				require.NoError(t, err)
-			}
-			checkMigrated(t, path, conn, before, others)
-		})
-	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func TestLegacyUnknownLayout(t *testing.T) {
 	ctx := context.Background()
 	conn, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "odd.db")))
@@ -447,6 +399,7 @@ func TestLegacyOpenedByStore(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.Equal(t, []legacy.Progress{
+		{Phase: legacy.PhaseSetAside, Sealed: 0, Total: 9},
 		{Phase: legacy.PhaseSeal, Sealed: 4, Total: 9},
 		{Phase: legacy.PhaseSeal, Sealed: 8, Total: 9},
 		{Phase: legacy.PhaseSeal, Sealed: 9, Total: 9},

@@ -65,7 +65,7 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 		{name: "batch 4, cancelled in the last batch, index present", upFirst: true, batch: 4, stopAt: 9, want: 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // the hook and the chunk are options of this call, not globals
+			t.Parallel() // the hook and the chunk are seams of this call, not globals
 			path, conn := loadLegacy(t)
 			if tc.upFirst {
 				_, err := m.Up(ctx, conn)
@@ -77,13 +77,12 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			copied := 0
-			opts := legacy.WithAfterRow(legacy.Options{Batch: tc.batch, ReadChunk: tc.chunk}, func(n int) {
+			n, err := legacy.MigrateHooked(cctx, conn, fixtureKeyring(t), legacy.Options{Batch: tc.batch}, legacy.Hooks{ReadChunk: tc.chunk, AfterRow: func(n int) {
 				copied = n
 				if n == tc.stopAt {
 					cancel()
 				}
-			})
-			n, err := legacy.MigratePlaintextWith(cctx, conn, fixtureKeyring(t), opts)
+			}})
 			require.ErrorIs(t, err, context.Canceled)
 			assert.Equal(t, tc.want, int64(n), "rows of the committed batches")
 			assert.Equal(t, tc.stopAt, copied, "the hook saw every row up to the cancel")
@@ -147,6 +146,7 @@ func TestLegacyEraseResumes(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, len(before), n)
 	assert.Equal(t, []legacy.Progress{
+		{Phase: legacy.PhaseSetAside, Sealed: 0, Total: 9},
 		{Phase: legacy.PhaseSeal, Sealed: 4, Total: 9},
 		{Phase: legacy.PhaseSeal, Sealed: 8, Total: 9},
 		{Phase: legacy.PhaseSeal, Sealed: 9, Total: 9},
@@ -188,7 +188,6 @@ func TestLegacyOptionsInvalid(t *testing.T) {
 		conns int // SetMaxOpenConns, if not 0
 	}{
 		{"negative batch", legacy.Options{Batch: -1}, 0},
-		{"negative read chunk", legacy.Options{ReadChunk: -1}, 0},
 		{"a pool of several connections", legacy.Options{}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,7 +204,7 @@ func TestLegacyOptionsInvalid(t *testing.T) {
 	}
 }
 
-// TestLegacyReadChunk: a batch reads its rows ReadChunk at a time (the
+// TestLegacyReadChunk: a batch reads its rows a chunk at a time (the
 // default if 0), never more, and the migration ends as with any chunk.
 func TestLegacyReadChunk(t *testing.T) {
 	for _, tc := range []struct {
@@ -223,8 +222,8 @@ func TestLegacyReadChunk(t *testing.T) {
 			before := readLegacyRows(t, conn)
 			others := otherTables(t, conn)
 			var reads []int
-			opts := legacy.WithAfterRead(legacy.Options{Batch: tc.batch, ReadChunk: tc.chunk}, func(n int) { reads = append(reads, n) })
-			n, err := legacy.MigratePlaintextWith(context.Background(), conn, fixtureKeyring(t), opts)
+			n, err := legacy.MigrateHooked(context.Background(), conn, fixtureKeyring(t), legacy.Options{Batch: tc.batch},
+				legacy.Hooks{ReadChunk: tc.chunk, AfterRead: func(n int) { reads = append(reads, n) }})
 			require.NoError(t, err)
 			require.Equal(t, len(before), n)
 
@@ -268,13 +267,14 @@ func TestLegacyReadChunk(t *testing.T) {
 }
 
 // A database holding both a legacy-layout table and the set-aside table is
-// not a state the migration produces: refused, nothing changed.
+// not a state the migration produces: refused, nothing changed, also on a
+// database that was never sealed.
 func TestLegacyBothTablesRefused(t *testing.T) {
 	_, conn := loadLegacy(t)
 	_, err := conn.Exec("CREATE TABLE pending_outbound_message_plaintext (sequence INTEGER PRIMARY KEY, plaintext BLOB)")
 	require.NoError(t, err)
 	before := state(t, conn)
 	_, err = legacy.MigratePlaintext(context.Background(), conn, fixtureKeyring(t))
-	require.ErrorIs(t, err, legacy.ErrUnknownLayout)
+	require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
 	assert.Equal(t, before, state(t, conn))
 }

@@ -521,3 +521,16 @@ func AddressAD(a ids.DeviceAddress) []byte {
 func MessageAD(a ids.DeviceAddress, id ids.LogicalMessageID) []byte {
 	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)), id[:])
 }
+
+// KeyVerifierText is the known value a storage key's verifier seals
+// (record type seal.RecordKeyVerifier, associated data KeyVerifierAD):
+// opening it proves a keyring holds the key before anything else is opened
+// with it. A verifier may seal more after this prefix (package legacy
+// carries its migration's proof there); opening it is the proof of the key.
+const KeyVerifierText = "securemsg storage key verifier"
+
+// KeyVerifierAD is the associated data binding a storage key's verifier to
+// its storage_key row (the key id).
+func KeyVerifierAD(id seal.KeyID) []byte {
+	return seal.AD([]byte("storage_key"), []byte(fmt.Sprint(id)))
+}

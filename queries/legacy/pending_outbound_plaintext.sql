@@ -39,9 +39,36 @@ DELETE FROM sqlite_sequence WHERE name = sqlc.arg(table_name);
 -- sqlite_sequence has no unique constraint: DeleteSequenceHighWater first.
 INSERT INTO sqlite_sequence (name, seq) VALUES (sqlc.arg(table_name), sqlc.arg(seq));
 
--- name: ActiveStorageKeyIDs :many
--- The keys recorded as active: rows must be sealed with one of them.
-SELECT key_id FROM storage_key WHERE state = 'active' ORDER BY key_id;
+-- name: StorageKeys :many
+-- The storage key records. A migration's first step records the one key
+-- it seals with, its verifier carrying the proof that this package set the
+-- legacy table aside (see package legacy).
+SELECT key_id, state, verifier FROM storage_key ORDER BY key_id;
+
+-- name: InsertStorageKey :exec
+-- Records the key a migration seals with, in the transaction that sets the
+-- legacy table aside (the database records no key before it).
+INSERT INTO storage_key (key_id, state, verifier, created_at)
+VALUES (sqlc.arg(key_id), 'active', sqlc.arg(verifier), sqlc.arg(created_at));
+
+-- name: UpdateStorageKeyVerifier :exec
+-- Replaces the verifier of the key a migration seals with: its proof names
+-- the set-aside rows, then none once they are emptied, and the plain
+-- verifier once the set-aside table is dropped.
+UPDATE storage_key SET verifier = sqlc.arg(verifier) WHERE key_id = sqlc.arg(key_id);
+
+-- name: SealedState :one
+-- What makes a database sealed besides its pending outbound queue: the
+-- storage key records, the local identity, and the rows of every other
+-- table with a sealed column (every sealed column is NOT NULL, so a row is
+-- a sealed value). A migration starts only where all three are 0.
+SELECT
+  CAST((SELECT count(*) FROM storage_key) AS INTEGER) AS storage_keys,
+  CAST((SELECT count(*) FROM local_identity) AS INTEGER) AS local_identities,
+  CAST((SELECT count(*) FROM identity_pin)
+     + (SELECT count(*) FROM session)
+     + (SELECT count(*) FROM session_initiation)
+     + (SELECT count(*) FROM pending_inbound_message) AS INTEGER) AS sealed_rows;
 
 -- name: PlaintextTableCount :one
 -- 1 while a migration is under way: the legacy table set aside and not
@@ -71,14 +98,25 @@ SELECT count(*) FROM pending_outbound_message;
 SELECT CAST(coalesce(max(sequence), -9223372036854775808) AS INTEGER) AS max_sequence
 FROM pending_outbound_message;
 
--- name: LegacyPendingIdentityBatch :many
--- The identity columns of the legacy rows, without their plaintext: checked
--- before the first batch commits, so a malformed row changes nothing.
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id
+-- name: LegacyPendingShapeBatch :many
+-- The storage class of each column of the set-aside rows (the legacy table
+-- declares types but SQLite does not enforce them), read before their
+-- values so that a row of the wrong class is found without scanning it.
+SELECT sequence,
+  CAST(typeof(recipient_user_id) AS TEXT) AS user_class,
+  CAST(typeof(recipient_device_id) AS TEXT) AS device_class,
+  CAST(typeof(logical_id) AS TEXT) AS logical_id_class,
+  CAST(typeof(plaintext) AS TEXT) AS plaintext_class
 FROM pending_outbound_message_plaintext
 WHERE sequence > sqlc.arg(after_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
+
+-- name: DeleteLegacyPending :exec
+-- Erases one malformed row from the set-aside table, in the transaction
+-- that sets it aside (the erase step later removes its pages from the
+-- file).
+DELETE FROM pending_outbound_message_plaintext WHERE sequence = sqlc.arg(sequence);
 
 -- name: DeleteAllLegacyPending :exec
 -- Empties the set-aside table once every row is sealed, in the transaction

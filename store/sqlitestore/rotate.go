@@ -267,7 +267,7 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 // recordRotationKey records newID as the active key, with a verifier
 // sealed by sealer, and every other key as retiring.
 func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, newID seal.KeyID) error {
-	verifier, err := sealer.Seal(seal.RecordKeyVerifier, verifierAD(newID), []byte(verifierText))
+	verifier, err := sealer.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(newID), []byte(store.KeyVerifierText))
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func walkStorageKeys() rowBatches {
 			keyID := r.KeyID
 			out = append(out, sealedRow{
 				id: SkippedRow{Table: "storage_key"}, rt: seal.RecordKeyVerifier,
-				ad: verifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
+				ad: store.KeyVerifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
 				update: func(ctx context.Context, q *db.Queries, v []byte) error {
 					return q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: keyID})
 				},

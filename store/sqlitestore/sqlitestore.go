@@ -113,9 +113,11 @@ func WithMigrator(m *migration.Migrator) Option {
 }
 
 // WithLegacyProgress makes Open report the progress of a legacy plaintext
-// migration (package legacy) to fn: after every committed batch and when
-// the erase step starts. fn runs on the goroutine calling Open. On a
-// database with nothing to migrate it is never called.
+// migration (package legacy) to fn: when the legacy table is set aside
+// (with the malformed rows erased instead of sealed, each with its
+// sequence and reason), after every committed batch and when the erase
+// step starts. fn runs on the goroutine calling Open. On a database with
+// nothing to migrate it is never called.
 func WithLegacyProgress(fn func(legacy.Progress)) Option {
 	return func(o *options) { o.legacy.Progress = fn }
 }
@@ -128,9 +130,10 @@ func WithLegacyBatch(n int) Option {
 }
 
 // Open opens (creating if absent) the database at path, migrates it to the
-// head schema, checks that keys holds the database's storage key, and
-// seals a pending queue left in the legacy plaintext layout (resuming an
-// interrupted legacy migration, including its erase step).
+// head schema, seals a pending queue left in the legacy plaintext layout
+// by a database that was never sealed (resuming an interrupted legacy
+// migration, including its erase step; see package legacy), and checks
+// that keys holds the database's storage key.
 //
 // A new database file is created with mode 0600 (owner only) before SQLite
 // opens it; SQLite gives its -wal and -shm files the database file's mode.
@@ -152,8 +155,10 @@ func WithLegacyBatch(n int) Option {
 // wrapping seal.ErrWrongKey if the database was sealed with a key keys
 // does not hold, ErrNoKeyRecord if it records no active key but holds
 // sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
-// option, a legacy migration error (legacy.ErrUnknownLayout, ...), or a
-// migration error (migration.ErrChecksum, migration.ErrNewerDatabase,
+// option, a legacy migration error (legacy.ErrPlaintextRefused for a
+// plaintext table in a database that was sealed or a set-aside table
+// without its proof, legacy.ErrUnknownLayout, ...), or a migration error
+// (migration.ErrChecksum, migration.ErrNewerDatabase,
 // migration.ErrUnknownState).
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
 	return OpenWithDriver(ctx, "sqlite3", path, keys, opts...)
@@ -171,8 +176,8 @@ func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Key
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.legacy.Batch < 0 {
-		return nil, fmt.Errorf("store: open: %w: legacy batch %d below 0", store.ErrInvalidArgument, o.legacy.Batch)
+	if err := o.legacy.Validate(); err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
 	}
 	lock, err := holdFile(path)
 	if err != nil {
@@ -254,15 +259,14 @@ func (s *Store) init(ctx context.Context, o options) error {
 	if _, err := m.Up(ctx, s.conn); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if err := s.checkKey(ctx); err != nil {
-		return err
-	}
 	// A database from before sealing keeps its pending queue in plaintext:
-	// seal it now (a no-op on a sealed database).
+	// seal it now (a no-op on a sealed database). Before the key check,
+	// which would record a key: the migration starts only on a database
+	// that records none, and records the key itself.
 	if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	return nil
+	return s.checkKey(ctx)
 }
 
 // checkKey proves the keyring holds the database's active storage key by
@@ -282,7 +286,7 @@ func (s *Store) checkKey(ctx context.Context) error {
 			if r.State != "active" {
 				continue
 			}
-			if _, err := s.keys.Open(seal.RecordKeyVerifier, verifierAD(seal.KeyID(r.KeyID)), r.Verifier); err != nil {
+			if _, err := s.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(r.KeyID)), r.Verifier); err != nil {
 				return fmt.Errorf("store: storage key %d: %w", r.KeyID, err)
 			}
 			active++
@@ -302,7 +306,7 @@ func (s *Store) checkKey(ctx context.Context) error {
 }
 
 func (s *Store) addKey(ctx context.Context, q *db.Queries, id seal.KeyID, state string) error {
-	v, err := s.keys.Seal(seal.RecordKeyVerifier, verifierAD(id), []byte(verifierText))
+	v, err := s.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(store.KeyVerifierText))
 	if err != nil {
 		return err
 	}
@@ -311,10 +315,6 @@ func (s *Store) addKey(ctx context.Context, q *db.Queries, id seal.KeyID, state 
 	}
 	return nil
 }
-
-const verifierText = "securemsg storage key verifier"
-
-func verifierAD(id seal.KeyID) []byte { return seal.AD([]byte("storage_key"), []byte(fmt.Sprint(id))) }
 
 // Close closes the database and then releases its file (see Open). Calls
 // after Close return store.ErrClosed.

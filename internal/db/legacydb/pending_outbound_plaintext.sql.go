@@ -9,34 +9,6 @@ import (
 	"context"
 )
 
-const activeStorageKeyIDs = `-- name: ActiveStorageKeyIDs :many
-SELECT key_id FROM storage_key WHERE state = 'active' ORDER BY key_id
-`
-
-// The keys recorded as active: rows must be sealed with one of them.
-func (q *Queries) ActiveStorageKeyIDs(ctx context.Context) ([]int64, error) {
-	rows, err := q.db.QueryContext(ctx, activeStorageKeyIDs)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var key_id int64
-		if err := rows.Scan(&key_id); err != nil {
-			return nil, err
-		}
-		items = append(items, key_id)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const deleteAllLegacyPending = `-- name: DeleteAllLegacyPending :exec
 DELETE FROM pending_outbound_message_plaintext
 `
@@ -47,6 +19,18 @@ DELETE FROM pending_outbound_message_plaintext
 // erase step is owed.
 func (q *Queries) DeleteAllLegacyPending(ctx context.Context) error {
 	_, err := q.db.ExecContext(ctx, deleteAllLegacyPending)
+	return err
+}
+
+const deleteLegacyPending = `-- name: DeleteLegacyPending :exec
+DELETE FROM pending_outbound_message_plaintext WHERE sequence = ?1
+`
+
+// Erases one malformed row from the set-aside table, in the transaction
+// that sets it aside (the erase step later removes its pages from the
+// file).
+func (q *Queries) DeleteLegacyPending(ctx context.Context, sequence int64) error {
+	_, err := q.db.ExecContext(ctx, deleteLegacyPending, sequence)
 	return err
 }
 
@@ -96,6 +80,24 @@ type InsertSequenceHighWaterParams struct {
 // sqlite_sequence has no unique constraint: DeleteSequenceHighWater first.
 func (q *Queries) InsertSequenceHighWater(ctx context.Context, arg InsertSequenceHighWaterParams) error {
 	_, err := q.db.ExecContext(ctx, insertSequenceHighWater, arg.TableName, arg.Seq)
+	return err
+}
+
+const insertStorageKey = `-- name: InsertStorageKey :exec
+INSERT INTO storage_key (key_id, state, verifier, created_at)
+VALUES (?1, 'active', ?2, ?3)
+`
+
+type InsertStorageKeyParams struct {
+	KeyID     int64
+	Verifier  []byte
+	CreatedAt int64
+}
+
+// Records the key a migration seals with, in the transaction that sets the
+// legacy table aside (the database records no key before it).
+func (q *Queries) InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error {
+	_, err := q.db.ExecContext(ctx, insertStorageKey, arg.KeyID, arg.Verifier, arg.CreatedAt)
 	return err
 }
 
@@ -167,42 +169,61 @@ func (q *Queries) LegacyPendingCountAfter(ctx context.Context, afterSequence int
 	return count, err
 }
 
-const legacyPendingIdentityBatch = `-- name: LegacyPendingIdentityBatch :many
-SELECT sequence, recipient_user_id, recipient_device_id, logical_id
+const legacyPendingMaxSequence = `-- name: LegacyPendingMaxSequence :one
+SELECT CAST(coalesce(max(sequence), 0) AS INTEGER) AS max_sequence
+FROM pending_outbound_message_plaintext
+`
+
+func (q *Queries) LegacyPendingMaxSequence(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, legacyPendingMaxSequence)
+	var max_sequence int64
+	err := row.Scan(&max_sequence)
+	return max_sequence, err
+}
+
+const legacyPendingShapeBatch = `-- name: LegacyPendingShapeBatch :many
+SELECT sequence,
+  CAST(typeof(recipient_user_id) AS TEXT) AS user_class,
+  CAST(typeof(recipient_device_id) AS TEXT) AS device_class,
+  CAST(typeof(logical_id) AS TEXT) AS logical_id_class,
+  CAST(typeof(plaintext) AS TEXT) AS plaintext_class
 FROM pending_outbound_message_plaintext
 WHERE sequence > ?1
 ORDER BY sequence
 LIMIT ?2
 `
 
-type LegacyPendingIdentityBatchParams struct {
+type LegacyPendingShapeBatchParams struct {
 	AfterSequence int64
 	RowLimit      int64
 }
 
-type LegacyPendingIdentityBatchRow struct {
-	Sequence          int64
-	RecipientUserID   string
-	RecipientDeviceID int64
-	LogicalID         []byte
+type LegacyPendingShapeBatchRow struct {
+	Sequence       int64
+	UserClass      string
+	DeviceClass    string
+	LogicalIDClass string
+	PlaintextClass string
 }
 
-// The identity columns of the legacy rows, without their plaintext: checked
-// before the first batch commits, so a malformed row changes nothing.
-func (q *Queries) LegacyPendingIdentityBatch(ctx context.Context, arg LegacyPendingIdentityBatchParams) ([]LegacyPendingIdentityBatchRow, error) {
-	rows, err := q.db.QueryContext(ctx, legacyPendingIdentityBatch, arg.AfterSequence, arg.RowLimit)
+// The storage class of each column of the set-aside rows (the legacy table
+// declares types but SQLite does not enforce them), read before their
+// values so that a row of the wrong class is found without scanning it.
+func (q *Queries) LegacyPendingShapeBatch(ctx context.Context, arg LegacyPendingShapeBatchParams) ([]LegacyPendingShapeBatchRow, error) {
+	rows, err := q.db.QueryContext(ctx, legacyPendingShapeBatch, arg.AfterSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []LegacyPendingIdentityBatchRow
+	var items []LegacyPendingShapeBatchRow
 	for rows.Next() {
-		var i LegacyPendingIdentityBatchRow
+		var i LegacyPendingShapeBatchRow
 		if err := rows.Scan(
 			&i.Sequence,
-			&i.RecipientUserID,
-			&i.RecipientDeviceID,
-			&i.LogicalID,
+			&i.UserClass,
+			&i.DeviceClass,
+			&i.LogicalIDClass,
+			&i.PlaintextClass,
 		); err != nil {
 			return nil, err
 		}
@@ -215,18 +236,6 @@ func (q *Queries) LegacyPendingIdentityBatch(ctx context.Context, arg LegacyPend
 		return nil, err
 	}
 	return items, nil
-}
-
-const legacyPendingMaxSequence = `-- name: LegacyPendingMaxSequence :one
-SELECT CAST(coalesce(max(sequence), 0) AS INTEGER) AS max_sequence
-FROM pending_outbound_message_plaintext
-`
-
-func (q *Queries) LegacyPendingMaxSequence(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, legacyPendingMaxSequence)
-	var max_sequence int64
-	err := row.Scan(&max_sequence)
-	return max_sequence, err
 }
 
 const pendingOutboundColumns = `-- name: PendingOutboundColumns :many
@@ -315,6 +324,33 @@ func (q *Queries) SealedPendingMaxSequence(ctx context.Context) (int64, error) {
 	return max_sequence, err
 }
 
+const sealedState = `-- name: SealedState :one
+SELECT
+  CAST((SELECT count(*) FROM storage_key) AS INTEGER) AS storage_keys,
+  CAST((SELECT count(*) FROM local_identity) AS INTEGER) AS local_identities,
+  CAST((SELECT count(*) FROM identity_pin)
+     + (SELECT count(*) FROM session)
+     + (SELECT count(*) FROM session_initiation)
+     + (SELECT count(*) FROM pending_inbound_message) AS INTEGER) AS sealed_rows
+`
+
+type SealedStateRow struct {
+	StorageKeys     int64
+	LocalIdentities int64
+	SealedRows      int64
+}
+
+// What makes a database sealed besides its pending outbound queue: the
+// storage key records, the local identity, and the rows of every other
+// table with a sealed column (every sealed column is NOT NULL, so a row is
+// a sealed value). A migration starts only where all three are 0.
+func (q *Queries) SealedState(ctx context.Context) (SealedStateRow, error) {
+	row := q.db.QueryRowContext(ctx, sealedState)
+	var i SealedStateRow
+	err := row.Scan(&i.StorageKeys, &i.LocalIdentities, &i.SealedRows)
+	return i, err
+}
+
 const sequenceHighWater = `-- name: SequenceHighWater :one
 SELECT CAST(coalesce(max(seq), 0) AS INTEGER) AS high_water
 FROM sqlite_sequence
@@ -343,4 +379,57 @@ func (q *Queries) SetAsideIndexCount(ctx context.Context) (int64, error) {
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const storageKeys = `-- name: StorageKeys :many
+SELECT key_id, state, verifier FROM storage_key ORDER BY key_id
+`
+
+type StorageKeysRow struct {
+	KeyID    int64
+	State    string
+	Verifier []byte
+}
+
+// The storage key records. A migration's first step records the one key
+// it seals with, its verifier carrying the proof that this package set the
+// legacy table aside (see package legacy).
+func (q *Queries) StorageKeys(ctx context.Context) ([]StorageKeysRow, error) {
+	rows, err := q.db.QueryContext(ctx, storageKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StorageKeysRow
+	for rows.Next() {
+		var i StorageKeysRow
+		if err := rows.Scan(&i.KeyID, &i.State, &i.Verifier); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const updateStorageKeyVerifier = `-- name: UpdateStorageKeyVerifier :exec
+UPDATE storage_key SET verifier = ?1 WHERE key_id = ?2
+`
+
+type UpdateStorageKeyVerifierParams struct {
+	Verifier []byte
+	KeyID    int64
+}
+
+// Replaces the verifier of the key a migration seals with: its proof names
+// the set-aside rows, then none once they are emptied, and the plain
+// verifier once the set-aside table is dropped.
+func (q *Queries) UpdateStorageKeyVerifier(ctx context.Context, arg UpdateStorageKeyVerifierParams) error {
+	_, err := q.db.ExecContext(ctx, updateStorageKeyVerifier, arg.Verifier, arg.KeyID)
+	return err
 }

@@ -9,28 +9,34 @@ import (
 )
 
 type Querier interface {
-	// The keys recorded as active: rows must be sealed with one of them.
-	ActiveStorageKeyIDs(ctx context.Context) ([]int64, error)
 	// Empties the set-aside table once every row is sealed, in the transaction
 	// that restores the high-water mark (a DELETE without WHERE drops the
 	// table's pages at once); the empty table stays as the marker that the
 	// erase step is owed.
 	DeleteAllLegacyPending(ctx context.Context) error
+	// Erases one malformed row from the set-aside table, in the transaction
+	// that sets it aside (the erase step later removes its pages from the
+	// file).
+	DeleteLegacyPending(ctx context.Context, sequence int64) error
 	DeleteSequenceHighWater(ctx context.Context, tableName string) error
 	// Copies one row into the sealed table, keeping its sequence.
 	InsertSealedPendingWithSequence(ctx context.Context, arg InsertSealedPendingWithSequenceParams) error
 	// sqlite_sequence has no unique constraint: DeleteSequenceHighWater first.
 	InsertSequenceHighWater(ctx context.Context, arg InsertSequenceHighWaterParams) error
+	// Records the key a migration seals with, in the transaction that sets the
+	// legacy table aside (the database records no key before it).
+	InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error
 	LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatchParams) ([]PendingOutboundMessagePlaintext, error)
 	// The rows of the set-aside table: 0 once the migration has emptied it and
 	// only the erase step is owed.
 	LegacyPendingCount(ctx context.Context) (int64, error)
 	// The legacy rows left to seal: those above the last sequence sealed.
 	LegacyPendingCountAfter(ctx context.Context, afterSequence int64) (int64, error)
-	// The identity columns of the legacy rows, without their plaintext: checked
-	// before the first batch commits, so a malformed row changes nothing.
-	LegacyPendingIdentityBatch(ctx context.Context, arg LegacyPendingIdentityBatchParams) ([]LegacyPendingIdentityBatchRow, error)
 	LegacyPendingMaxSequence(ctx context.Context) (int64, error)
+	// The storage class of each column of the set-aside rows (the legacy table
+	// declares types but SQLite does not enforce them), read before their
+	// values so that a row of the wrong class is found without scanning it.
+	LegacyPendingShapeBatch(ctx context.Context, arg LegacyPendingShapeBatchParams) ([]LegacyPendingShapeBatchRow, error)
 	// The columns of pending_outbound_message, in order: a legacy table has
 	// plaintext where version 14 has sealed.
 	PendingOutboundColumns(ctx context.Context) ([]string, error)
@@ -46,12 +52,25 @@ type Querier interface {
 	// The last sequence sealed: batches copy in sequence order, so every
 	// legacy row at or below it is sealed, and the next batch starts above it.
 	SealedPendingMaxSequence(ctx context.Context) (int64, error)
+	// What makes a database sealed besides its pending outbound queue: the
+	// storage key records, the local identity, and the rows of every other
+	// table with a sealed column (every sealed column is NOT NULL, so a row is
+	// a sealed value). A migration starts only where all three are 0.
+	SealedState(ctx context.Context) (SealedStateRow, error)
 	// The AUTOINCREMENT high-water mark recorded for a table, 0 if none.
 	SequenceHighWater(ctx context.Context, tableName string) (int64, error)
 	// 1 if the version-15 index is on the set-aside legacy table (the database
 	// was migrated to 15 before the legacy migration started): it must be moved
 	// to the sealed table when the sealing completes.
 	SetAsideIndexCount(ctx context.Context) (int64, error)
+	// The storage key records. A migration's first step records the one key
+	// it seals with, its verifier carrying the proof that this package set the
+	// legacy table aside (see package legacy).
+	StorageKeys(ctx context.Context) ([]StorageKeysRow, error)
+	// Replaces the verifier of the key a migration seals with: its proof names
+	// the set-aside rows, then none once they are emptied, and the plain
+	// verifier once the set-aside table is dropped.
+	UpdateStorageKeyVerifier(ctx context.Context, arg UpdateStorageKeyVerifierParams) error
 }
 
 var _ Querier = (*Queries)(nil)
