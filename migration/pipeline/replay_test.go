@@ -233,3 +233,45 @@ func TestReplayIsConfined(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayNoPhantomIndexChanges replays the embedded directory: the
+// baseline only creates tables (their UNIQUE constraints' indexes with
+// them), so no statement drops an index, and 15 adds exactly its one
+// index; the UNIQUE indexes are named as Atlas's differ names them.
+func TestReplayNoPhantomIndexChanges(t *testing.T) {
+	m, err := migration.Default()
+	require.NoError(t, err)
+	files, err := m.Dir().Files()
+	require.NoError(t, err)
+	var added []string
+	var last *schema.Realm
+	err = pipeline.Replay(context.Background(), files, func(_ context.Context, _ *sqlclient.Client, rf *pipeline.ReplayedFile) error {
+		for _, s := range rf.Statements {
+			for _, c := range s.Changes {
+				mt, ok := c.(*schema.ModifyTable)
+				if !ok {
+					continue
+				}
+				for _, tc := range mt.Changes {
+					switch tc := tc.(type) {
+					case *schema.DropIndex:
+						t.Errorf("%s line %d: drops index %s of %s", rf.File.Name(), s.Line, tc.I.Name, mt.T.Name)
+					case *schema.AddIndex:
+						added = append(added, rf.File.Version()+" "+tc.I.Name)
+					}
+				}
+			}
+		}
+		last = rf.To
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"15 pending_outbound_message_recipient"}, added)
+	pending, ok := last.Schemas[0].Table("pending_outbound_message")
+	require.True(t, ok)
+	var names []string
+	for _, idx := range pending.Indexes {
+		names = append(names, idx.Name)
+	}
+	require.ElementsMatch(t, []string{"pending_outbound_message_recipient_user_id_recipient_device_id_logical_id", "pending_outbound_message_recipient"}, names)
+}
