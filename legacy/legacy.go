@@ -51,12 +51,12 @@
 // any point, the next successful run leaves no legacy plaintext in the
 // database file, its free pages or its WAL.
 //
-// Order. sqlitestore.Open runs the schema migrations first. On a
-// version-14 legacy database that was not migrated yet, the index does not
-// exist, this package does not create it, and migration 15 adds it
-// afterwards (creating it here would make migration 15 fail on an
-// existing index). On a database migrated to 15 the index moves from the
-// legacy table to the sealed one in step 3.
+// Order. sqlitestore.Open runs the schema migrations first, so on a
+// version-14 legacy database migration 15 has indexed the legacy table,
+// and step 3 moves the index to the sealed one. Run before migration 15
+// (this package's tests run both orders), the index does not exist, this
+// package does not create it, and migration 15 adds it afterwards
+// (creating it here would make migration 15 fail on an existing index).
 //
 // Every data statement is a sqlc-generated query (queries/legacy/ compiled
 // into internal/db/legacydb against the head schema plus
@@ -67,8 +67,8 @@
 //
 // Package legacy never renumbers a sequence and never writes plaintext
 // anywhere. Besides the pending queue it writes only the storage key
-// record of the key it seals with; the only rows it deletes are the
-// malformed legacy rows it reports.
+// record of the key it seals with; the only legacy rows it deletes without
+// sealing them are the malformed ones it reports.
 package legacy
 
 import (
