@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -33,7 +35,7 @@ var ErrNeedsRecovery = errors.New("migration: database needs recovery by a read-
 // ErrChanged; readBackoff is the wait before the second attempt, doubled
 // for each later one, so that a writer's commit can finish.
 const (
-	readAttempts = 3
+	readAttempts = 5
 	readBackoff  = 50 * time.Millisecond
 )
 
@@ -67,29 +69,37 @@ func readOnlyDSN(path string, immutable bool) string {
 }
 
 // ReadStable opens the database at path read-only (see readOnlyDSN), runs
-// read on it, closes it and returns read's error, but only if the file
-// did not change meanwhile: before the open and after the close it
-// records the database file (identity, size, modification time and its
-// 100-byte header, whose change counter at offset 24 every rollback-mode
-// commit moves) and whether a -wal or -journal file is beside it, with
-// its size and modification time (beside the file a symlink at path
-// points to, where SQLite keeps them). If anything differs a writer was at
-// work, so whatever read saw (or the error it met, such as
-// SQLITE_CORRUPT from a torn page) is discarded and read runs again on a
-// new connection, opened through the -wal if one is now there. After
-// three changed attempts it returns an error wrapping ErrChanged.
+// read on it, closes it and returns read's error. read's statements all
+// run on one connection holding one read transaction, so they see one
+// snapshot of the database, and a transaction read begins is a savepoint
+// within it.
+//
+// A database with a -wal or -journal beside it (one an application has
+// open) is read through them: the snapshot is consistent however often a
+// writer commits meanwhile, and is kept unless the file is replaced or
+// its -wal or -journal comes or goes. A quiet database (nothing beside
+// it) is opened immutable, which creates nothing but takes no lock, so
+// ReadStable records the database file (identity, size, modification
+// time and its 100-byte header, whose change counter at offset 24 every
+// rollback-mode commit moves) and whether a -wal or -journal is beside
+// it, with its size and modification time, before the open and after the
+// close (beside the file a symlink at path points to, where SQLite keeps
+// them). If a writer came meanwhile, whatever read saw (or the error it
+// met, such as SQLITE_CORRUPT from a torn page) is discarded and read
+// runs again on a new connection, through the -wal if one is now there.
+// After five changed attempts it returns an error wrapping ErrChanged.
 //
 // read may thus run more than once: it must only read, and keep nothing
 // from a previous run. ReadStable opens and closes the database file
 // itself to record it; on POSIX systems closing any descriptor of a file
 // drops the process's locks on it, so do not call ReadStable on a
 // database the same process holds open through SQLite (the migrate
-// command runs as a process of its own). ReadStable creates nothing beside the file. It
-// returns an error wrapping fs.ErrNotExist if path does not exist;
-// ErrNeedsRecovery, without running read, if a -wal is beside it without
-// a -shm; ErrNeedsRecovery and read's error if SQLite met a hot journal
-// it may not roll back; and ctx's error if ctx ends while it waits to
-// retry.
+// command runs as a process of its own). ReadStable creates nothing
+// beside the file. It returns an error wrapping fs.ErrNotExist if path
+// does not exist; ErrNeedsRecovery, without running read, if a -wal is
+// beside it without a -shm; ErrNeedsRecovery and read's error if SQLite
+// met a hot journal it may not roll back; and ctx's error if ctx ends
+// while it waits to retry.
 func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) error {
 	// SQLite keeps the -wal and -journal beside the file a symlink points
 	// to: the state is recorded there, and that file is opened.
@@ -106,9 +116,10 @@ func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) erro
 		if before.wal.fi != nil && !before.shm {
 			return fmt.Errorf("%w: %s-wal has no -shm beside it", ErrNeedsRecovery, path)
 		}
-		readErr := readOnce(path, before.immutable(), read)
+		immutable := before.immutable()
+		readErr := readOnce(path, immutable, read)
 		after, err := stateOf(path)
-		if err == nil && after.equal(before) {
+		if err == nil && after.stableFor(before, immutable) {
 			var se sqlite3.Error
 			if errors.As(readErr, &se) && se.ExtendedCode == sqlite3.ErrReadonlyRollback {
 				return fmt.Errorf("%w: %s-journal is a hot journal: %w", ErrNeedsRecovery, path, readErr)
@@ -127,14 +138,14 @@ func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) erro
 	}
 }
 
-// readOnce runs read on a new read-only connection pool, closed before it
+// readOnce runs read on a new read-only connection pool of one connection
+// that holds one read transaction (snapshotConnector), closed before it
 // returns so that no read can happen after the state is recorded again.
 func readOnce(path string, immutable bool, read func(*sql.DB) error) error {
-	conn, err := sql.Open("sqlite3", readOnlyDSN(path, immutable))
-	if err != nil {
-		return err
-	}
-	err = read(conn)
+	conn := sql.OpenDB(snapshotConnector{dsn: readOnlyDSN(path, immutable)})
+	conn.SetMaxOpenConns(1)
+	conn.SetMaxIdleConns(1)
+	err := read(conn)
 	if cerr := conn.Close(); err == nil {
 		err = cerr
 	}
@@ -203,8 +214,126 @@ func stateOf(path string) (fileState, error) {
 // beside it holds content of its own.
 func (s fileState) immutable() bool { return s.wal.fi == nil && s.journal.fi == nil }
 
-func (s fileState) equal(o fileState) bool {
-	return s.main.equal(o.main) && s.wal.equal(o.wal) && s.journal.equal(o.journal) && bytes.Equal(s.header, o.header)
+// stableFor reports whether what was read on a connection opened with
+// before's state is valid now that the files are in state s. An immutable
+// connection takes no lock and assumes nothing changes: any change to the
+// file, or a -wal or -journal appearing, may have made it read stale or
+// torn pages. A connection through the -wal or journal reads one
+// snapshot in its read transaction, whatever a writer commits or
+// checkpoints meanwhile: only the file being replaced, or the -wal or
+// journal coming or going (the connection may then have failed to open,
+// or opened the file in another mode), counts.
+func (s fileState) stableFor(before fileState, immutable bool) bool {
+	if immutable {
+		return s.main.equal(before.main) && s.wal.equal(before.wal) && s.journal.equal(before.journal) && bytes.Equal(s.header, before.header)
+	}
+	return os.SameFile(s.main.fi, before.main.fi) &&
+		(s.wal.fi == nil) == (before.wal.fi == nil) && (s.journal.fi == nil) == (before.journal.fi == nil)
+}
+
+// CopyTo writes a copy of the database behind conn, a connection read
+// runs on in ReadStable, to a new file at dst, through SQLite's backup
+// API: the copy is of the snapshot read sees, -wal content included, and
+// nothing is written to the source. (VACUUM INTO cannot run inside the
+// read transaction ReadStable holds.) It returns an error if conn is not
+// one of ReadStable's, dst exists or cannot be written, or SQLite fails.
+func CopyTo(ctx context.Context, conn *sql.DB, dst string) error {
+	if _, err := os.Lstat(dst); err == nil {
+		return fmt.Errorf("pipeline: copy to %s: %w", dst, fs.ErrExist)
+	}
+	c, err := conn.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Raw(func(dc any) error {
+		src, ok := dc.(*snapshotConn)
+		if !ok {
+			return errors.New("pipeline: CopyTo needs a connection of ReadStable")
+		}
+		d, err := snapshotDriver.Open("file:" + migration.URIPath(dst) + "?mode=rwc")
+		if err != nil {
+			return fmt.Errorf("pipeline: copy to %s: %w", dst, err)
+		}
+		dconn := d.(*sqlite3.SQLiteConn)
+		defer dconn.Close()
+		b, err := dconn.Backup("main", src.SQLiteConn, "main")
+		if err != nil {
+			return fmt.Errorf("pipeline: copy to %s: %w", dst, err)
+		}
+		if _, err := b.Step(-1); err != nil {
+			b.Finish()
+			return fmt.Errorf("pipeline: copy to %s: %w", dst, err)
+		}
+		if err := b.Finish(); err != nil {
+			return fmt.Errorf("pipeline: copy to %s: %w", dst, err)
+		}
+		return dconn.Close()
+	})
+}
+
+// snapshotConnector opens connections to dsn that hold a read
+// transaction from the moment they connect until they close: every
+// statement run on one reads the same snapshot of the database, however
+// often a writer commits meanwhile (a WAL reader keeps its snapshot; in
+// rollback mode the shared lock keeps writers out). A transaction begun
+// on one (Status and Drift begin theirs) is a savepoint inside it. It
+// registers no driver.
+type snapshotConnector struct{ dsn string }
+
+// snapshotSavepoint names the savepoint of a transaction begun on a
+// snapshot connection.
+const snapshotSavepoint = "pipeline_snapshot"
+
+func (c snapshotConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, err := snapshotDriver.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	sc := dc.(*sqlite3.SQLiteConn)
+	// BEGIN is deferred: the read of sqlite_master starts the read
+	// transaction, and fails here on a file that is not a database.
+	if _, err := sc.ExecContext(ctx, "BEGIN", nil); err != nil {
+		sc.Close()
+		return nil, err
+	}
+	if _, err := sc.ExecContext(ctx, "SELECT count(*) FROM sqlite_master", nil); err != nil {
+		sc.Close()
+		return nil, err
+	}
+	return &snapshotConn{SQLiteConn: sc}, nil
+}
+
+func (c snapshotConnector) Driver() driver.Driver { return snapshotDriver }
+
+var snapshotDriver = &sqlite3.SQLiteDriver{}
+
+// snapshotConn is a connection holding its read transaction; closing it
+// ends the transaction.
+type snapshotConn struct{ *sqlite3.SQLiteConn }
+
+func (c *snapshotConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *snapshotConn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, error) {
+	if _, err := c.ExecContext(ctx, "SAVEPOINT "+snapshotSavepoint, nil); err != nil {
+		return nil, err
+	}
+	return savepointTx{c}, nil
+}
+
+// savepointTx is a transaction begun on a snapshotConn.
+type savepointTx struct{ c *snapshotConn }
+
+func (t savepointTx) Commit() error {
+	_, err := t.c.ExecContext(context.Background(), "RELEASE "+snapshotSavepoint, nil)
+	return err
+}
+
+func (t savepointTx) Rollback() error {
+	_, err := t.c.ExecContext(context.Background(), "ROLLBACK TO "+snapshotSavepoint+"; RELEASE "+snapshotSavepoint, nil)
+	return err
 }
 
 func exists(path string) bool {

@@ -1,17 +1,23 @@
 package pipeline_test
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/migration/pipeline"
 )
 
@@ -76,6 +82,7 @@ func TestReadStable(t *testing.T) {
 		keep    bool // the writer stays open
 		writes  int  // attempts on which the writer commits
 		readErr int  // attempts on which read fails after its query
+		insert  bool // the writer inserts a row rather than deleting one
 		runs    int  // how often read runs
 		want    int  // the rows ReadStable's caller gets
 		wantErr error
@@ -88,7 +95,8 @@ func TestReadStable(t *testing.T) {
 		{name: "WAL, writer closes", journal: "WAL", writes: 1, runs: 2, want: 2},
 		{name: "rollback journal, writer closes", journal: "DELETE", writes: 1, runs: 2, want: 2},
 		{name: "rollback journal, writer stays open", journal: "DELETE", keep: true, writes: 1, runs: 2, want: 2},
-		{name: "a writer on every attempt", journal: "WAL", writes: 3, runs: 3, wantErr: pipeline.ErrChanged},
+		{name: "a writer on three attempts", journal: "WAL", writes: 3, runs: 4, want: 0},
+		{name: "a writer on every attempt", journal: "WAL", writes: 5, insert: true, runs: 5, wantErr: pipeline.ErrChanged},
 		{name: "read fails, nothing changed", journal: "WAL", readErr: 1, runs: 1, wantErr: errRead},
 		{name: "read fails while the file changed", journal: "WAL", writes: 1, readErr: 1, runs: 2, want: 2},
 	}
@@ -101,7 +109,11 @@ func TestReadStable(t *testing.T) {
 				var v int
 				require.NoError(t, conn.QueryRow("PRAGMA schema_version").Scan(&v), "the open")
 				if attempt <= tt.writes {
-					write(t, path, tt.keep, "DELETE FROM t WHERE x = (SELECT max(x) FROM t)")
+					stmt := "DELETE FROM t WHERE x = (SELECT max(x) FROM t)"
+					if tt.insert {
+						stmt = "INSERT INTO t VALUES (9)"
+					}
+					write(t, path, tt.keep, stmt)
 				}
 				n, err := count(conn)
 				if err != nil {
@@ -240,7 +252,8 @@ func TestReadStableNeedsRecovery(t *testing.T) {
 // TestReadStableThroughSymlink reads a WAL database through a symlink
 // while a writer holds it open with a commit only in its -wal, which
 // SQLite keeps beside the link's target: the commit is seen, as through
-// the real path, and a writer committing during the read is noticed.
+// the real path, and a writer committing during the read does not upset
+// it: the read is of one snapshot, taken when it opened.
 func TestReadStableThroughSymlink(t *testing.T) {
 	path := closedDB(t, "WAL")
 	link := filepath.Join(t.TempDir(), "link.db")
@@ -261,7 +274,185 @@ func TestReadStableThroughSymlink(t *testing.T) {
 		return err
 	})
 	require.NoError(t, err)
-	require.Equal(t, 2, runs, "the commit during the first read is noticed")
-	require.Equal(t, 5, got, "the rows committed to the -wal are seen")
+	require.Equal(t, 1, runs, "a read through the -wal is of one snapshot")
+	require.Equal(t, 4, got, "the rows committed to the -wal before the open are seen, the later commit is not")
 	require.Equal(t, []string{"link.db"}, dirNames(t, filepath.Dir(link)), "nothing created beside the link")
+}
+
+// headFile creates a database file migrated to head, in WAL mode as the
+// client runs it, and closes it cleanly.
+func headFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "client.db")
+	conn, err := sql.Open("sqlite3", "file:"+path+"?_txlock=immediate&_foreign_keys=on&_journal_mode=WAL")
+	require.NoError(t, err)
+	_, err = mustDefault(t).Up(context.Background(), conn)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	return path
+}
+
+// fileBytes returns the content of every file in dir by name.
+func fileBytes(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, n := range dirNames(t, dir) {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		require.NoError(t, err)
+		out[n] = string(b)
+	}
+	return out
+}
+
+// driftOf is what the migrate drift command reads, checked for a
+// consistent snapshot: the row count read before the drift check and
+// after it are the same.
+func driftOf(ctx context.Context, m *migration.Migrator) func(*sql.DB) error {
+	return func(conn *sql.DB) error {
+		var before, after int
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM processed_inbound_message").Scan(&before); err != nil {
+			return err
+		}
+		d, err := pipeline.Drift(ctx, m, conn)
+		if err != nil {
+			return err
+		}
+		if !d.Empty() {
+			return fmt.Errorf("drift beside a writer: %+v", d)
+		}
+		if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM processed_inbound_message").Scan(&after); err != nil {
+			return err
+		}
+		if before != after {
+			return fmt.Errorf("read %d rows, then %d: not one snapshot", before, after)
+		}
+		return nil
+	}
+}
+
+// writerEnv names the database a child process of the test binary
+// writes to (TestWriterProcess); writerPauseEnv, if set, makes it commit
+// once and then hold the database open without committing.
+const (
+	writerEnv      = "PIPELINE_TEST_WRITER_DB"
+	writerPauseEnv = "PIPELINE_TEST_WRITER_PAUSE"
+)
+
+// TestWriterProcess is not a test: run as a child process with writerEnv
+// set, it is an application's connection committing as fast as it can
+// until its stdin closes. It prints "ready" once it has committed.
+func TestWriterProcess(t *testing.T) {
+	path := os.Getenv(writerEnv)
+	if path == "" {
+		t.Skip("only run as the writer process of TestReadStableBeside*")
+	}
+	writer, err := sql.Open("sqlite3", "file:"+path+"?mode=rw&_busy_timeout=5000&_txlock=immediate&_journal_mode=WAL")
+	require.NoError(t, err)
+	writer.SetMaxOpenConns(1)
+	defer writer.Close()
+	exec(t, writer, "PRAGMA wal_autocheckpoint = 100", "INSERT INTO processed_inbound_message VALUES ('bob', 2, randomblob(16), 1)")
+	fmt.Println("ready")
+	stopped := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(stopped)
+	}()
+	pause := os.Getenv(writerPauseEnv) != ""
+	for n := 0; ; n++ {
+		select {
+		case <-stopped:
+			fmt.Println("commits", n)
+			return
+		default:
+		}
+		if pause {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		exec(t, writer, "INSERT INTO processed_inbound_message VALUES ('bob', 2, randomblob(16), 1)")
+	}
+}
+
+// startWriter starts the test binary as a writer process on path
+// (TestWriterProcess) and returns once it has committed; stop ends it and
+// returns how often it committed.
+func startWriter(t *testing.T, path string, pause bool) (stop func() int) {
+	t.Helper()
+	cmd := osexec.Command(os.Args[0], "-test.run=^TestWriterProcess$")
+	cmd.Env = append(os.Environ(), writerEnv+"="+path)
+	if pause {
+		cmd.Env = append(cmd.Env, writerPauseEnv+"=1")
+	}
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "the writer started")
+	require.Equal(t, "ready", lines.Text())
+	stopped := false
+	stop = func() int {
+		if stopped {
+			return 0
+		}
+		stopped = true
+		stdin.Close()
+		n := 0
+		for lines.Scan() {
+			fmt.Sscanf(lines.Text(), "commits %d", &n)
+		}
+		require.NoError(t, cmd.Wait())
+		return n
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// TestReadStableBesideLiveWriter runs the drift check 100 times (20 under
+// the race detector) while an
+// application in another process commits as fast as it can: every run
+// succeeds, each on one snapshot, and the reader creates nothing beside
+// the file.
+func TestReadStableBesideLiveWriter(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	path := headFile(t)
+	stop := startWriter(t, path, false)
+	names := dirNames(t, filepath.Dir(path))
+	require.Equal(t, []string{"client.db", "client.db-shm", "client.db-wal"}, names)
+
+	failed := 0
+	for range driftRuns {
+		if err := pipeline.ReadStable(ctx, path, driftOf(ctx, m)); err != nil {
+			failed++
+			t.Log(err)
+		}
+	}
+	require.Equal(t, names, dirNames(t, filepath.Dir(path)), "the reader created or removed nothing")
+	commits := stop()
+	require.Zero(t, failed, "drift runs that failed beside the writer")
+	require.Greater(t, commits, driftRuns, "the writer committed throughout")
+}
+
+// TestReadStableBesideOpenWriterChangesNothing reads a database an
+// application in another process holds open, with commits in its -wal:
+// the database file, its -wal and its -shm are byte for byte as they
+// were.
+func TestReadStableBesideOpenWriterChangesNothing(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	path := headFile(t)
+	startWriter(t, path, true)
+	before := fileBytes(t, filepath.Dir(path))
+	require.Len(t, before, 3, "the file, its -wal and its -shm")
+	for range 3 {
+		require.NoError(t, pipeline.ReadStable(ctx, path, driftOf(ctx, m)))
+	}
+	after := fileBytes(t, filepath.Dir(path))
+	for name, b := range before {
+		require.True(t, b == after[name], "the reader changed %s", name)
+	}
+	require.Len(t, after, len(before), "the reader created a file")
 }
