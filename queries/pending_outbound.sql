@@ -106,6 +106,24 @@ SELECT CAST(coalesce(max(seq), 0) AS INTEGER) AS high_water
 FROM sqlite_sequence
 WHERE name = 'pending_outbound_message';
 
+-- name: RaisePendingOutboundSequence :execrows
+-- Open repairs a high-water mark below the highest stored sequence (lowered
+-- by a writer other than the store): raised to it, so that once the highest
+-- rows are deleted the next insert does not hand out their sequences again.
+UPDATE sqlite_sequence
+SET seq = (SELECT max(sequence) FROM pending_outbound_message)
+WHERE name = 'pending_outbound_message'
+  AND seq < (SELECT max(sequence) FROM pending_outbound_message);
+
+-- name: RestorePendingOutboundSequence :execrows
+-- The same repair for a high-water mark whose row was deleted: recorded
+-- again as the highest stored sequence (if any row is stored).
+INSERT INTO sqlite_sequence (name, seq)
+SELECT 'pending_outbound_message', high
+FROM (SELECT max(sequence) AS high FROM pending_outbound_message)
+WHERE high IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'pending_outbound_message');
+
 -- name: SealedPendingOutboundBatch :many
 -- Key rotation walks the table in sequence order, in batches, from
 -- from_sequence on (the smallest integer at first, so that a row a damaged

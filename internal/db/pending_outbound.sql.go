@@ -344,6 +344,42 @@ func (q *Queries) PendingOutboundSequenceHighWater(ctx context.Context) (int64, 
 	return high_water, err
 }
 
+const raisePendingOutboundSequence = `-- name: RaisePendingOutboundSequence :execrows
+UPDATE sqlite_sequence
+SET seq = (SELECT max(sequence) FROM pending_outbound_message)
+WHERE name = 'pending_outbound_message'
+  AND seq < (SELECT max(sequence) FROM pending_outbound_message)
+`
+
+// Open repairs a high-water mark below the highest stored sequence (lowered
+// by a writer other than the store): raised to it, so that once the highest
+// rows are deleted the next insert does not hand out their sequences again.
+func (q *Queries) RaisePendingOutboundSequence(ctx context.Context) (int64, error) {
+	result, err := q.db.ExecContext(ctx, raisePendingOutboundSequence)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const restorePendingOutboundSequence = `-- name: RestorePendingOutboundSequence :execrows
+INSERT INTO sqlite_sequence (name, seq)
+SELECT 'pending_outbound_message', high
+FROM (SELECT max(sequence) AS high FROM pending_outbound_message)
+WHERE high IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'pending_outbound_message')
+`
+
+// The same repair for a high-water mark whose row was deleted: recorded
+// again as the highest stored sequence (if any row is stored).
+func (q *Queries) RestorePendingOutboundSequence(ctx context.Context) (int64, error) {
+	result, err := q.db.ExecContext(ctx, restorePendingOutboundSequence)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const sealedPendingOutboundBatch = `-- name: SealedPendingOutboundBatch :many
 SELECT sequence,
        likely(recipient_user_id) AS recipient_user_id,

@@ -90,6 +90,13 @@ type Querier interface {
 	PendingOutboundNegativeSequence(ctx context.Context) ([]int64, error)
 	// The AUTOINCREMENT high-water mark: the largest sequence ever handed out.
 	PendingOutboundSequenceHighWater(ctx context.Context) (int64, error)
+	// Open repairs a high-water mark below the highest stored sequence (lowered
+	// by a writer other than the store): raised to it, so that once the highest
+	// rows are deleted the next insert does not hand out their sequences again.
+	RaisePendingOutboundSequence(ctx context.Context) (int64, error)
+	// The same repair for a high-water mark whose row was deleted: recorded
+	// again as the highest stored sequence (if any row is stored).
+	RestorePendingOutboundSequence(ctx context.Context) (int64, error)
 	RevisionTableExists(ctx context.Context) (int64, error)
 	// Key rotation's walk of identity_pin, in key order, in batches. Columns
 	// and cursor are wrapped in likely (a no-op the code generator removes) so

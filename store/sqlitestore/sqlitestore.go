@@ -266,7 +266,10 @@ func (s *Store) init(ctx context.Context, o options) error {
 	if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	return s.checkKey(ctx)
+	if err := s.checkKey(ctx); err != nil {
+		return err
+	}
+	return s.repairSequence(ctx)
 }
 
 // checkKey proves the keyring holds the database's active storage key by
