@@ -14,6 +14,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -64,7 +65,7 @@ func (g *countRig) reopen() {
 	if g.s != nil {
 		require.NoError(g.t, g.s.Close())
 	}
-	s, err := sqlitestore.OpenWithDriver(g.ctx, g.drv, g.path, g.keys)
+	s, err := sqlitestore.Open(sqlitedriver.With(g.ctx, g.drv), g.path, g.keys)
 	require.NoError(g.t, err)
 	g.t.Cleanup(func() { _ = s.Close() })
 	g.s = s

@@ -9,6 +9,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -61,7 +62,7 @@ func (d *device) reopen(t testing.TB, net *transport.Network, driverName string)
 	if d.sql != nil {
 		require.NoError(t, d.sql.Close())
 	}
-	s, err := sqlitestore.OpenWithDriver(ctx, driverName, d.path, d.keys)
+	s, err := sqlitestore.Open(sqlitedriver.With(ctx, driverName), d.path, d.keys)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	d.sql, d.store = s, s

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -177,4 +178,15 @@ func TestOpenHoldEndsWithKilledProcess(t *testing.T) {
 	got := all(t, s)
 	require.Len(t, got, 1)
 	require.Equal(t, []byte("from the child"), got[0].Plaintext)
+}
+
+// Open uses the driver its context names (internal/sqlitedriver, how the
+// reliability tests inject faults); a failure to open through it releases
+// the file.
+func TestOpenThroughContextDriver(t *testing.T) {
+	path := dbPath(t)
+	kr := storetest.NewKeyring(t)
+	_, err := sqlitestore.Open(sqlitedriver.With(context.Background(), "no-such-driver"), path, kr)
+	require.ErrorContains(t, err, `unknown driver "no-such-driver"`)
+	mustOpenAt(t, path, kr)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/legacy"
 	"github.com/securemsg/storage/migration"
@@ -95,7 +96,7 @@ const PageCacheKiB = 2000
 // rather than adopting whatever key it is given; nothing is changed.
 var ErrNoKeyRecord = errors.New("store: database holds sealed values but records no active storage key")
 
-// Option configures Open and OpenWithDriver.
+// Option configures Open.
 type Option func(*options)
 
 type options struct {
@@ -161,14 +162,6 @@ func WithLegacyBatch(n int) Option {
 // (migration.ErrChecksum, migration.ErrNewerDatabase,
 // migration.ErrUnknownState).
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
-	return OpenWithDriver(ctx, "sqlite3", path, keys, opts...)
-}
-
-// OpenWithDriver is Open through the database/sql driver registered as
-// driverName instead of "sqlite3". The driver must be go-sqlite3 or wrap
-// it (passing its errors through unchanged); tests use it to inject
-// storage faults (failing statements, commits, a full disk).
-func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("store: open: %w: nil keyring", store.ErrInvalidArgument)
 	}
@@ -187,7 +180,9 @@ func OpenWithDriver(ctx context.Context, driverName, path string, keys *seal.Key
 		lock.Release()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	conn, err := sql.Open(driverName, DSN(path))
+	// go-sqlite3, or in this module's tests a driver wrapping it that
+	// injects faults (internal/sqlitedriver).
+	conn, err := sql.Open(sqlitedriver.Name(ctx), DSN(path))
 	if err != nil {
 		lock.Release()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
