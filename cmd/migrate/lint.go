@@ -29,6 +29,17 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
+	if env.dir != "" {
+		// The directory against the one this binary was built with: a
+		// file added below what it shipped.
+		if base, err := env.embedded(); err == nil {
+			below, err := pipeline.AddedBelow(base, m)
+			if err != nil {
+				return err
+			}
+			r.Findings = append(r.Findings, below...)
+		}
+	}
 	if env.db != "" {
 		// The directory against a database's history: a file added
 		// below the version it is at.

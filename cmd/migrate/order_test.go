@@ -50,6 +50,20 @@ func TestOutOfOrderCommands(t *testing.T) {
 			})
 		}
 	}
+	// Without a database: lint -dir against the directory the binary was
+	// built with, and fixture-test, whose version-14 fixture up refuses.
+	t.Run("lint -dir against the shipped directory", func(t *testing.T) {
+		code, stdout, stderr := runCmd(t, "lint", "-dir", lateDir)
+		require.Equal(t, exitFinding, code, stderr)
+		require.Contains(t, stdout, "13 13_late.sql: order: version 13 is at or below version 15, the head already shipped")
+		code, _, stderr = runCmd(t, "lint", "-dir", writeDir(t, withFiles(t, nil)))
+		require.Equal(t, exitOK, code, "the shipped directory itself: %s", stderr)
+	})
+	t.Run("fixture-test", func(t *testing.T) {
+		code, stdout, stderr := runWith(t, late, "fixture-test")
+		require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		require.Contains(t, stdout, "13_late.sql")
+	})
 	t.Run("new database", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "client.db")
 		code, stdout, stderr := runWith(t, late, "up", "-db", path)

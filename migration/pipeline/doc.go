@@ -4,8 +4,8 @@
 //
 //   - Lint runs Atlas's analyzers, and its own for what a table rebuild
 //     loses and for query plans that get worse, over a
-//     migration directory; OrderFindings adds the files a database's
-//     history says were added out of order (migration.Status.OutOfOrder).
+//     migration directory; AddedBelow and OrderFindings add the files
+//     added below what was shipped or what a database's history holds.
 //   - Drift compares a database with head, schema and history; Verify
 //     compares it with what its own history says it is, as up does before
 //     it applies anything.

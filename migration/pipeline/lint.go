@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"ariga.io/atlas/sql/migrate"
@@ -170,6 +171,36 @@ func OrderFindings(st migration.Status) []Finding {
 		})
 	}
 	return out
+}
+
+// AddedBelow returns one blocking finding per migration file of m that
+// base does not hold and whose version is at or below base's head: a file
+// added below what base (the directory a fleet was migrated with, such as
+// the one a released binary embeds) already shipped, which would never
+// run on a database base migrated while a new one gets it. It returns an
+// error if either directory cannot be read.
+func AddedBelow(base, m *migration.Migrator) ([]Finding, error) {
+	files, err := m.Dir().Files()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+	}
+	shipped, err := base.Dir().Files()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+	}
+	head, _ := strconv.Atoi(base.Head())
+	var out []Finding
+	for _, f := range files {
+		v, _ := strconv.Atoi(f.Version())
+		if v > head || slices.ContainsFunc(shipped, func(s migrate.File) bool { return s.Name() == f.Name() }) {
+			continue
+		}
+		out = append(out, Finding{
+			Version: f.Version(), File: f.Name(), Analyzer: OrderAnalyzer, Blocking: true,
+			Text: fmt.Sprintf("version %s is at or below version %s, the head already shipped, but not in that directory: it would never run on a database migrated to %s while a new database gets it; give it a version above %s", f.Version(), base.Head(), base.Head(), base.Head()),
+		})
+	}
+	return out, nil
 }
 
 // analyzers returns Atlas's destructive, data-dependent and
