@@ -326,7 +326,11 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 			if tables == 1 {
 				noun = "table"
 			}
-			return p, fmt.Errorf("%w: %d %s, user_version %d and no schema_revision", ErrUnknownState, tables, noun, userVersion)
+			history := "no schema_revision"
+			if hasHistory > 0 {
+				history = "an empty schema_revision"
+			}
+			return p, fmt.Errorf("%w: %d %s, user_version %d and %s", ErrUnknownState, tables, noun, userVersion, history)
 		}
 	}
 	for _, f := range m.files {

@@ -159,6 +159,13 @@ func TestDrift(t *testing.T) {
 			want: []string{"-- version 15: applied 0/1 statements (15_pending_outbound_recipient_index.sql)"},
 		},
 		{
+			name: "revision row recording an error",
+			db:   headWith("UPDATE schema_revision SET error = 'near \"x\": syntax error' WHERE version = '15'"),
+			code: 1,
+			want: []string{`-- version 15: schema_revision records that 15_pending_outbound_recipient_index.sql failed: near "x": syntax error`},
+			not:  []string{"applied 1/1"},
+		},
+		{
 			name: "legacy v14 without history",
 			db:   v14With(),
 			code: 1,

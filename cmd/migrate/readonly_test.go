@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/schema"
 )
 
 // readOnly makes path (a file or directory) read-only for the rest of the
@@ -195,10 +196,14 @@ func TestUnknownStateCountsTables(t *testing.T) {
 	}{
 		{[]string{"CREATE TABLE notes (id INTEGER PRIMARY KEY)"}, "1 table, user_version 0 and no schema_revision"},
 		{[]string{"CREATE TABLE a (x)", "CREATE TABLE b (x)"}, "2 tables, user_version 0 and no schema_revision"},
+		{[]string{schema.RevisionTable, "CREATE TABLE a (x)"}, "1 table, user_version 0 and an empty schema_revision"},
 	} {
 		code, _, stderr := runCmd(t, "status", "-db", newDB(t, tt.stmts...))
 		require.Equal(t, exitError, code)
 		require.Contains(t, stderr, tt.want)
+		if strings.Contains(tt.want, "empty") {
+			require.NotContains(t, stderr, "no schema_revision")
+		}
 	}
 }
 

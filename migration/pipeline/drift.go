@@ -58,6 +58,9 @@ const (
 	HistoryUnknown = "unknown_version"
 	// HistoryPartial: the version was only partly applied or failed.
 	HistoryPartial = "partial"
+	// HistoryError: the row records an error: the version failed,
+	// whatever its count of applied statements says.
+	HistoryError = "error"
 	// HistoryMissing: the directory's version has no row, though a later
 	// version is recorded: the file was added out of order (below the
 	// database's version; up refuses it) or its row was deleted.
@@ -72,9 +75,9 @@ const (
 // migration directory.
 type HistoryDrift struct {
 	Version string `json:"version"`
-	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown, HistoryPartial, HistoryMissing or HistoryPending
-	// Recorded is what the database holds (the hash, "applied/total", or
-	// "" for HistoryMissing and HistoryPending).
+	Kind    string `json:"kind"` // HistoryHash, HistoryUnknown, HistoryPartial, HistoryError, HistoryMissing or HistoryPending
+	// Recorded is what the database holds (the hash, "applied/total", the
+	// recorded error, or "" for HistoryMissing and HistoryPending).
 	Recorded string `json:"recorded"`
 	// Expected is what the directory says ("" for HistoryUnknown).
 	Expected string `json:"expected,omitempty"`
@@ -93,6 +96,8 @@ func (h HistoryDrift) String() string {
 		return fmt.Sprintf("version %s: %s is at or below the database's version but not in its history: added out of order (up refuses it), or its row was deleted", h.Version, h.File)
 	case HistoryPending:
 		return fmt.Sprintf("version %s: no schema_revision row for %s: up would run it", h.Version, h.File)
+	case HistoryError:
+		return fmt.Sprintf("version %s: schema_revision records that %s failed: %s", h.Version, h.File, h.Recorded)
 	default:
 		return fmt.Sprintf("version %s: applied %s statements (%s)", h.Version, h.Recorded, h.File)
 	}
@@ -367,7 +372,10 @@ func historyDrift(ctx context.Context, m *migration.Migrator, conn *sql.DB) ([]H
 			if !baseline && r.Hash != want {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryHash, Recorded: r.Hash, Expected: want, File: f.Name()})
 			}
-			if r.Applied != r.Total || r.Error != "" {
+			switch {
+			case r.Error != "":
+				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryError, File: f.Name(), Recorded: r.Error})
+			case r.Applied != r.Total:
 				out = append(out, HistoryDrift{
 					Version: r.Version, Kind: HistoryPartial, File: f.Name(),
 					Recorded: fmt.Sprintf("%d/%d", r.Applied, r.Total),
