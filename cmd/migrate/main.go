@@ -8,7 +8,7 @@
 //
 // Usage:
 //
-//	migrate up -db FILE [-dir DIR]             create FILE if absent and migrate it to head
+//	migrate up -db FILE [-dir DIR] [-json]     create FILE if absent and migrate it to head
 //	migrate status -db FILE [-dir DIR] [-json] print the current and pending versions
 //	migrate plan -db FILE [-dir DIR] [-json]   print the statements up would run
 //	migrate drift -db FILE [-dir DIR] [-json]  print FILE's schema and history drift from head
@@ -178,8 +178,8 @@ type errorDoc = docHeader
 // commands lists the subcommands in usage order.
 var commands = []*command{
 	{
-		name: "up", args: "-db FILE [-dir DIR]", summary: "create FILE if absent and migrate it to head, after checking it is what its history says",
-		flags: withDir(dbFlag("database `FILE`, created if absent")), run: cmdUp,
+		name: "up", args: "-db FILE [-dir DIR] [-json]", summary: "create FILE if absent and migrate it to head, after checking it is what its history says",
+		flags: withJSON(withDir(dbFlag("database `FILE`, created if absent"))), run: cmdUp,
 	},
 	{
 		name: "status", args: "-db FILE [-dir DIR] [-json]", summary: "print the current and pending versions (read only)",
@@ -398,10 +398,38 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // requireDB returns the -db flag or a usage error.
 func (env *cmdEnv) requireDB() (string, error) {
-	if env.db == "" {
+	switch {
+	case env.db == "":
 		return "", &usageError{msg: "-db is required"}
+	case env.db == ":memory:" || strings.HasPrefix(env.db, "file:"):
+		// SQLite would read these as its in-memory database or a URI,
+		// not as the file a pipeline means to check.
+		return "", &usageError{msg: fmt.Sprintf("-db %s is not a database file: give the file's path", env.db)}
 	}
 	return env.db, nil
+}
+
+// text is where a command writes its text report: stdout, or nowhere
+// with -json (the JSON document is the report).
+func (env *cmdEnv) text() io.Writer {
+	if env.json {
+		return io.Discard
+	}
+	return env.stdout
+}
+
+// danglingLink returns an error naming path and its target when path is a
+// symbolic link to nothing, nil otherwise.
+func danglingLink(path string) error {
+	li, err := os.Lstat(path)
+	if err != nil || li.Mode()&os.ModeSymlink == 0 {
+		return nil
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	target, _ := os.Readlink(path)
+	return fmt.Errorf("%s is a symbolic link to %s, which does not exist: nothing created", path, target)
 }
 
 // target returns what a command on one database starts from: the -db
@@ -455,6 +483,9 @@ func (env *cmdEnv) readExisting(ctx context.Context, path string, read func(*sql
 	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if err := danglingLink(path); err != nil {
+				return err
+			}
 			return fmt.Errorf("%s: no such database file", path)
 		}
 		return err
@@ -530,26 +561,58 @@ func prepareCreate(path string) error {
 	return f.Close()
 }
 
+// upDoc is up's JSON document.
+type upDoc struct {
+	docHeader        // command "up"
+	Created   bool   `json:"created"` // up created the file
+	Current   string `json:"current"` // the version found ("" for an empty database)
+	// Applied lists the versions up applied, oldest first.
+	Applied []string `json:"applied"`
+}
+
 func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
+	doc := &upDoc{docHeader: docHeader{Command: "up", DB: env.db}, Applied: []string{}}
+	env.doc = doc
 	path, m, err := env.target()
 	if err != nil {
 		return err
 	}
+	w := env.text()
 	fi, statErr := os.Stat(path)
 	switch {
 	case statErr == nil && fi.IsDir():
 		return fmt.Errorf("%s is a directory, not a database file", path)
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
 		return statErr
+	case statErr != nil:
+		if err := danglingLink(path); err != nil {
+			return err
+		}
 	}
 	created := statErr != nil
+	// Nothing to do is success, without a write: a database at head is
+	// checked through a read-only open first, so a read-only file or
+	// directory at head passes.
+	upToDate := func() (bool, error) {
+		if created || fi.Size() == 0 {
+			return false, nil
+		}
+		current, err := atHead(ctx, env, m, path)
+		if err != nil || current == "" {
+			return false, err
+		}
+		doc.Current = current
+		fmt.Fprintf(w, "already at version %s\n", m.Head())
+		return true, nil
+	}
 	if created {
 		if err := prepareCreate(path); err != nil {
 			return err
 		}
-		fmt.Fprintf(env.stdout, "creating new database %s\n", path)
+		doc.Created = true
+		fmt.Fprintf(w, "creating new database %s\n", path)
 	} else if fi.Size() == 0 {
-		fmt.Fprintf(env.stdout, "%s is an empty file: creating the database in it\n", path)
+		fmt.Fprintf(w, "%s is an empty file: creating the database in it\n", path)
 	}
 
 	// up writes: it holds the database file's writer lock, as an open
@@ -566,6 +629,10 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	if err != nil {
 		if created {
 			os.Remove(path)
+		} else if done, uerr := upToDate(); uerr != nil || done {
+			// The lock file cannot be made (a read-only directory), but
+			// there is nothing to write.
+			return uerr
 		}
 		return err
 	}
@@ -594,12 +661,20 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 		}
 		lock.Release()
 	}()
+	if done, err := upToDate(); err != nil || done {
+		return err
+	}
 	if err := checkDatabase(conn, path); err != nil {
 		return err
 	}
 	if err := verifyBeforeUp(ctx, env, m, conn, path); err != nil {
 		return err
 	}
+	st, err := m.Status(ctx, conn)
+	if err != nil {
+		return err
+	}
+	doc.Current = st.Current
 
 	applied, err := m.Up(ctx, conn)
 	if err != nil {
@@ -614,13 +689,49 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	if _, err := conn.ExecContext(ctx, "PRAGMA journal_mode = WAL"); err != nil {
 		return fmt.Errorf("set WAL journal mode: %w", err)
 	}
+	doc.Applied = nonNil(applied)
 	if len(applied) == 0 {
-		fmt.Fprintf(env.stdout, "already at version %s\n", m.Head())
+		fmt.Fprintf(w, "already at version %s\n", m.Head())
 		return nil
 	}
-	fmt.Fprintf(env.stdout, "applied: %s\n", strings.Join(applied, " "))
-	fmt.Fprintf(env.stdout, "now at version %s\n", m.Head())
+	fmt.Fprintf(w, "applied: %s\n", strings.Join(applied, " "))
+	fmt.Fprintf(w, "now at version %s\n", m.Head())
 	return nil
+}
+
+// atHead reads the database at path read-only (readExisting) and returns
+// its version when there is nothing for up to do: it is at m's head with
+// no out-of-order file, no drift from what its history says
+// (verifyBeforeUp, whose finding it returns), and in WAL mode. It returns
+// "" when up has work to do.
+func atHead(ctx context.Context, env *cmdEnv, m *migration.Migrator, path string) (string, error) {
+	var current string
+	err := env.readExisting(ctx, path, func(conn *sql.DB) error {
+		current = ""
+		st, err := m.Status(ctx, conn)
+		if err != nil || st.Current != m.Head() || len(st.Pending) > 0 || len(st.OutOfOrder) > 0 {
+			return nil // up places the database and says why it cannot
+		}
+		if err := verifyBeforeUp(ctx, env, m, conn, path); err != nil {
+			return err
+		}
+		current = st.Current
+		return nil
+	})
+	if err != nil || current == "" {
+		return "", err
+	}
+	// The header's read and write versions are 2 in WAL mode.
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var header [20]byte
+	if _, err := io.ReadFull(f, header[:]); err != nil || header[18] != 2 || header[19] != 2 {
+		return "", nil // up switches it to WAL
+	}
+	return current, nil
 }
 
 // verifyBeforeUp refuses, as a finding, a database whose schema or
@@ -644,7 +755,7 @@ func verifyBeforeUp(ctx context.Context, env *cmdEnv, m *migration.Migrator, con
 	if err != nil {
 		return err
 	}
-	w := env.stdout
+	w := env.text()
 	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): nothing applied\n", path, st.Current)
 	for _, f := range d.Found {
 		fmt.Fprintf(w, "-- %s\n", strings.Replace(f.String(), "at head", "at version "+st.Current, 1))
