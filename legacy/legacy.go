@@ -406,6 +406,7 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 	if err := neverSealed(ctx, q, table, 0); err != nil {
 		return err
 	}
+	m.erased = nil
 	if err := execStep(ctx, tx, stepSetAside); err != nil {
 		return err
 	}
