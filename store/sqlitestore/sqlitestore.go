@@ -160,7 +160,8 @@ func WithLegacyBatch(n int) Option {
 // plaintext table in a database that was sealed or a set-aside table
 // without its proof, legacy.ErrUnknownLayout, ...), or a migration error
 // (migration.ErrChecksum, migration.ErrNewerDatabase,
-// migration.ErrUnknownState).
+// migration.ErrUnknownState, migration.ErrOutOfOrder for a migration file
+// added below the database's version).
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("store: open: %w: nil keyring", store.ErrInvalidArgument)
