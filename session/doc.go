@@ -84,6 +84,10 @@
 //	        4       responder one-time prekey id, only if flag bit 1
 //	              ratchet header:
 //	        32      sender ratchet public key (DH)
+//	        32      receiver ratchet public key the sending chain
+//	                answers (Answers): the remote key of the key
+//	                agreement that started it; the responder's signed
+//	                prekey on the initiator's first chain
 //	        4       PN, length of the previous sending chain
 //	        4       N, message number in the current chain
 //	        24    nonce, random for every encryption
@@ -92,7 +96,10 @@
 //
 // The whole encoding is at most MaxEnvelopeSize bytes with no trailing
 // data; anything else is rejected with ErrMalformedEnvelope, as is
-// version 1 (the same layout without the nonce field). Nothing stores
+// version 1 (the same layout without the Answers and nonce fields).
+// Answers carries no secret and links nothing a relay does not see
+// already: it is a ratchet key the receiver sent in clear in its own
+// envelopes (or its published signed prekey). Nothing stores
 // envelopes: a pending message is kept as plaintext and encrypted again by
 // every retry, so refusing version 1 loses no message once its sender
 // upgrades.
@@ -117,15 +124,15 @@
 //
 //   - no initiation header: the current state, or failing that an
 //     archived one, decrypts it (a late message of a replaced session).
-//     Which states try it is decided from its ratchet header before any
-//     key is derived, so that a forged envelope costs at most four trial
-//     decryptions: the state that has seen its ratchet key is the only
+//     Which state tries it is decided from its ratchet header before any
+//     key is derived, so that a forged envelope costs at most one trial
+//     decryption: the state that has seen its ratchet key is the only
 //     one tried; a ratchet key no state has seen (a new receiving chain)
-//     is tried by the current state and by the newest three archived
-//     states that sent with their ratchet key (the peer makes a new one
-//     only in answer to one of ours). A late message that starts a new
-//     chain in an older archived state fails with ErrDecrypt: its sender
-//     keeps it pending and re-sends it on the current session;
+//     is tried by the one state whose own ratchet key it answers
+//     (RatchetHeader.Answers: the peer makes a new ratchet key only in
+//     answer to one of ours), however old that archived state is. If no
+//     state holds the key it answers, it fails with ErrDecrypt without
+//     any key agreement;
 //   - an initiation whose base key (ephemeral key) is that of the current
 //     or an archived state this device answered goes to that state: a
 //     late copy decrypts, a replay fails with ErrReplay and changes
@@ -138,7 +145,8 @@
 //   - any other initiation is authenticated first, on a copy of the
 //     prekeys: its X3DH agreement and first message must decrypt, or its
 //     error is returned and nothing changes (a forged initiation fails
-//     with ErrDecrypt). Only then is its identity (Receipt.Initiator)
+//     with ErrDecrypt, before any key agreement if its ratchet header
+//     does not answer the signed prekey it names). Only then is its identity (Receipt.Initiator)
 //     known; the client checks it against the pin (Pin) before storing
 //     anything, so a pin is written, and an identity change reported,
 //     only for an initiator that proved it holds the identity's X25519

@@ -15,7 +15,7 @@ const (
 	MaxEnvelopeSize = 64 << 10
 	// MaxPlaintextSize is the largest plaintext Encrypt accepts. It leaves
 	// 1 KiB for the largest possible header (two 256-byte user ids, an
-	// initiation header and the nonce: 722 bytes) and the 16-byte
+	// initiation header and the nonce: 754 bytes) and the 16-byte
 	// authentication tag.
 	MaxPlaintextSize = MaxEnvelopeSize - 1024
 	// EnvelopeVersion is the version byte of the envelope format: 2, the
@@ -60,12 +60,21 @@ type InitiationHeader struct {
 }
 
 // RatchetHeader is the Double Ratchet message header: the sender's current
-// ratchet public key, the length of its previous sending chain and the
-// message number in the current chain.
+// ratchet public key, the receiver's ratchet public key that the sender's
+// current sending chain answers, the length of its previous sending chain
+// and the message number in the current chain.
 type RatchetHeader struct {
 	DH [KeySize]byte
-	PN uint32
-	N  uint32
+	// Answers is the receiver's ratchet public key of the key agreement
+	// that started the sender's current sending chain: the last ratchet
+	// key the sender received, or, on the first chain of an initiator,
+	// the receiver's signed prekey named by the initiation header. It
+	// tells the receiver which one of its states can take a ratchet key
+	// none of them has seen yet (see the package documentation,
+	// Receiving).
+	Answers [KeySize]byte
+	PN      uint32
+	N       uint32
 }
 
 // Envelope is one encrypted message between two devices. Everything except
@@ -116,6 +125,7 @@ func (e *Envelope) appendHeader(w *writer) {
 		}
 	}
 	w.key(e.Header.DH)
+	w.key(e.Header.Answers)
 	w.u32(e.Header.PN)
 	w.u32(e.Header.N)
 	w.raw(e.Nonce[:])
@@ -210,6 +220,7 @@ func unmarshalEnvelope(b []byte) (Envelope, error) {
 		e.Initiation = ih
 	}
 	e.Header.DH = r.key()
+	e.Header.Answers = r.key()
 	e.Header.PN = r.u32()
 	e.Header.N = r.u32()
 	copy(e.Nonce[:], r.take(NonceSize))

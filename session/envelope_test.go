@@ -53,7 +53,7 @@ func TestEnvelopeLayout(t *testing.T) {
 	e := session.Envelope{
 		Sender:     ids.DeviceAddress{UserID: "a", DeviceID: 1},
 		Recipient:  ids.DeviceAddress{UserID: "bc", DeviceID: 2},
-		Header:     session.RatchetHeader{DH: [32]byte{0: 0xAA, 31: 0xBB}, PN: 3, N: 4},
+		Header:     session.RatchetHeader{DH: [32]byte{0: 0xAA, 31: 0xBB}, Answers: [32]byte{0: 0xA1, 31: 0xB1}, PN: 3, N: 4},
 		Nonce:      [session.NonceSize]byte{0: 0xDD, 23: 0xEE},
 		Ciphertext: bytes.Repeat([]byte{0xCC}, 16),
 	}
@@ -66,6 +66,7 @@ func TestEnvelopeLayout(t *testing.T) {
 	want = append(want, 0, 2, 'b', 'c')
 	want = binary.BigEndian.AppendUint64(want, 2)
 	want = append(want, e.Header.DH[:]...)
+	want = append(want, e.Header.Answers[:]...)
 	want = append(want, 0, 0, 0, 3, 0, 0, 0, 4) // PN, N
 	want = append(want, e.Nonce[:]...)
 	want = append(want, 0, 0, 0, 16) // ciphertext length

@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -281,7 +280,7 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 	if s.stateless {
 		return Envelope{}, fmt.Errorf("session: encrypt for %s: %w", s.remote, ErrNoState)
 	}
-	if !s.hasCKs {
+	if !s.hasCKs || !s.hasDHr {
 		return Envelope{}, fmt.Errorf("%w: no sending chain", ErrMalformedState)
 	}
 	if s.ns == math.MaxUint32 {
@@ -290,7 +289,7 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 	e := Envelope{
 		Sender:    s.local,
 		Recipient: s.remote,
-		Header:    RatchetHeader{DH: s.dhs.pub, PN: s.pn, N: s.ns},
+		Header:    RatchetHeader{DH: s.dhs.pub, Answers: s.dhr, PN: s.pn, N: s.ns},
 	}
 	if s.initiating {
 		ih := s.init
@@ -323,17 +322,6 @@ func (s *Session) SendingChainFull() bool {
 	return !s.stateless && s.hasCKs && s.ns > MaxSkip
 }
 
-// maxRatchetTrials is how many archived states, besides the current one,
-// try an envelope whose ratchet key no state of the record has seen.
-// Each try costs a key agreement and up to MaxSkip chain steps, and an
-// envelope is tried before anything authenticates it, so this bounds what
-// a forged one costs. Only an archived state whose ratchet key was sent
-// can be answered by a new ratchet key (see takesRatchetKey); a late
-// message that starts a new chain in an older one, after more than
-// maxRatchetTrials newer such states, fails with ErrDecrypt and is
-// re-sent by its sender, which keeps it pending until acknowledged.
-const maxRatchetTrials = 3
-
 // decrypted authenticates and decrypts an envelope from the remote
 // device, with the current state or, failing that, with an archived
 // previous state (a late message of a session the peer replaced, see
@@ -345,48 +333,42 @@ const maxRatchetTrials = 3
 // ErrNoState. Envelopes may arrive out of order (see MaxSkip,
 // MaxSkippedKeys, MaxArchivedSkippedKeys). An envelope with an
 // initiation header is accepted only by the state of that initiation, as
-// its responder. On failure the error is that of the state that has seen
-// its ratchet key, or else the current state's, or the first archived
-// state's tried that is not ErrWrongSession.
+// its responder.
 //
-// Ratchet keys are fresh random keys, so the state that has seen env's
-// ratchet key (its receiving chain, a finished chain, or skipped keys of
-// one) is the only one env can belong to, and the only one that tries it.
-// A ratchet key no state has seen starts a new receiving chain: the
-// current state tries it, then the newest maxRatchetTrials archived
-// states that can take one.
+// One state at most tries env, chosen from its ratchet header before any
+// key is derived. Ratchet keys are fresh random keys, so the state that
+// has seen env's ratchet key (its receiving chain, a finished chain, or
+// skipped keys of one) is the only one env can belong to. A ratchet key
+// no state has seen starts a new receiving chain, which answers the
+// ratchet key of one state (RatchetHeader.Answers): that state alone
+// tries it. An envelope that no state can take fails with the current
+// state's error of the checks that need no key (see accepts), or else
+// ErrDecrypt, without a key agreement.
 func (s *Session) decrypted(env Envelope) (*Session, []byte, error) {
-	dh := env.Header.DH
-	if s.accepts(env) == nil && s.knows(dh) {
+	h := env.Header
+	// A state that has seen the ratchet key is the only one the envelope
+	// can belong to, whatever its Answers says.
+	if s.accepts(env) == nil && s.knows(h.DH) {
 		return s.decryptState(env)
 	}
 	for i, a := range s.archive {
-		if a.accepts(env) == nil && a.knows(dh) {
+		if a.accepts(env) == nil && a.knows(h.DH) {
 			return s.decryptArchived(i, env)
 		}
 	}
-	next, pt, err := s.decryptState(env)
-	if err == nil {
-		return next, pt, nil
+	answered := func(a *Session) bool { return a.accepts(env) == nil && a.dhs.pub == h.Answers }
+	if answered(s) {
+		return s.decryptState(env)
 	}
-	tried := 0
 	for i, a := range s.archive {
-		if tried == maxRatchetTrials {
-			break
-		}
-		if !a.takesRatchetKey() || a.accepts(env) != nil {
-			continue
-		}
-		tried++
-		c, pt, aerr := s.decryptArchived(i, env)
-		if aerr == nil {
-			return c, pt, nil
-		}
-		if errors.Is(err, ErrWrongSession) {
-			err = aerr
+		if answered(a) {
+			return s.decryptArchived(i, env)
 		}
 	}
-	return nil, nil, err
+	if err := s.accepts(env); err != nil {
+		return nil, nil, err
+	}
+	return nil, nil, fmt.Errorf("%w: the ratchet key is new and answers no ratchet key of the session", ErrDecrypt)
 }
 
 // decryptArchived decrypts env with the archived state s.archive[i] and
@@ -412,12 +394,6 @@ func (s *Session) knows(dh [KeySize]byte) bool {
 func (s *Session) skippedOf(dh [KeySize]byte) bool {
 	return slices.ContainsFunc(s.skipped, func(k skippedKey) bool { return k.dh == dh })
 }
-
-// takesRatchetKey reports whether the peer can answer s's ratchet key
-// with a new one of its own: only if s sent with it. A DH ratchet step
-// makes a new ratchet key that nobody has seen (Ns 0), and the peer makes
-// a new ratchet key only on receiving one of ours.
-func (s *Session) takesRatchetKey() bool { return s.ns > 0 }
 
 // accepts returns the error of the checks that need no key: env goes from
 // s's remote device to its local one (ErrWrongSession), s has a state
@@ -500,6 +476,10 @@ func (s *Session) decrypt(e *Envelope) ([]byte, error) {
 	} else {
 		if slices.Contains(s.prevDHr, h.DH) || s.skippedOf(h.DH) {
 			return nil, fmt.Errorf("%w: message %d of a finished chain", ErrReplay, h.N)
+		}
+		if h.Answers != s.dhs.pub {
+			// A new chain answers s's ratchet key, or it is not s's.
+			return nil, fmt.Errorf("%w: the new ratchet key does not answer this state's", ErrDecrypt)
 		}
 		if s.hasCKr {
 			if err := checkSkip(s.nr, h.PN); err != nil {

@@ -75,8 +75,9 @@ type Receipt struct {
 // is the receiving rule of the client, and changes nothing it is given:
 //
 //  1. No initiation header: current (or one of its archived states)
-//     decrypts it; nothing else may. The states tried are chosen from the
-//     ratchet header (see the package documentation, Receiving).
+//     decrypts it; nothing else may. The one state that tries it is
+//     chosen from the ratchet header (see the package documentation,
+//     Receiving).
 //  2. An initiation whose base key (ephemeral key) is that of the current
 //     or an archived state this device answered is routed to that state:
 //     a late message decrypts, a replay fails with ErrReplay. It never

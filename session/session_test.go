@@ -121,6 +121,8 @@ func TestRespondErrors(t *testing.T) {
 	unknownOPK.Initiation.OneTimePrekeyID = 999
 	otherIdentity := env.Clone()
 	otherIdentity.Initiation.Identity = carol.id.Public()
+	otherAnswer := env.Clone()
+	otherAnswer.Header.Answers = carol.bundle().SignedPrekey
 
 	tests := []struct {
 		name string
@@ -132,6 +134,7 @@ func TestRespondErrors(t *testing.T) {
 		{"stale signed prekey", bob, staleSPK, session.ErrUnknownPrekey},
 		{"unknown one-time prekey", bob, unknownOPK, session.ErrUnknownPrekey},
 		{"forged initiator identity", bob, otherIdentity, session.ErrDecrypt},
+		{"answers another key than the signed prekey", bob, otherAnswer, session.ErrDecrypt},
 		{"not addressed to me", carol, env, session.ErrWrongSession},
 	}
 	for _, tt := range tests {

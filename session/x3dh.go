@@ -15,7 +15,8 @@ import (
 // initiator with the signed prekey as the remote's first ratchet key.
 // rand supplies all randomness of the session (nil means crypto/rand).
 // Until it decrypts a reply, the session's envelopes carry the initiation
-// header. Initiate makes no network or storage call.
+// header, and their ratchet header answers the signed prekey
+// (RatchetHeader.Answers). Initiate makes no network or storage call.
 func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remote Bundle) (*Session, error) {
 	if local == nil {
 		return nil, fmt.Errorf("%w: nil identity", ErrInvalidArgument)
@@ -92,7 +93,9 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 // persists both prekeys and the session. Errors: ErrNoInitiation,
 // ErrWrongSession (env not addressed to localAddr), ErrUnknownPrekey (a
 // signed prekey neither current nor retired and still held, see
-// Prekeys.Rotate; an unknown or already consumed one-time prekey), ErrDecrypt,
+// Prekeys.Rotate; an unknown or already consumed one-time prekey), ErrDecrypt
+// (also, before any key agreement, for a ratchet header that does not
+// answer the signed prekey named, see RatchetHeader.Answers),
 // ErrTooManySkipped. Respond does not check the initiator's identity
 // against a pin: the caller does, with Session.RemoteIdentity.
 func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
@@ -115,6 +118,11 @@ func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env
 	spk, ok := prekeys.signedPair(ih.SignedPrekeyID)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: signed prekey %d (current %d)", ErrUnknownPrekey, ih.SignedPrekeyID, prekeys.signedID)
+	}
+	if env.Header.Answers != spk.pub {
+		// The initiator's first sending chain answers the signed prekey
+		// it names; checked before any key agreement.
+		return nil, nil, fmt.Errorf("session: respond to %s: %w: the ratchet header does not answer signed prekey %d", env.Sender, ErrDecrypt, ih.SignedPrekeyID)
 	}
 	dh1, err1 := dh(spk.priv, ih.Identity.DHKey)
 	dh2, err2 := dh(local.dhPriv, ih.Ephemeral)
