@@ -31,8 +31,8 @@ func TestGeneratedDocsCurrent(t *testing.T) {
 		path string
 		gen  func() ([]byte, error)
 	}{
-		{plansPath, func() ([]byte, error) { return plansDoc(ctx, m, repo) }},
-		{schemaDocPath, func() ([]byte, error) { return schemaDoc(ctx, m) }},
+		{plansPath, func() ([]byte, error) { return pipeline.PlansDoc(ctx, m, repo) }},
+		{schemaDocPath, func() ([]byte, error) { return pipeline.SchemaDoc(ctx, m) }},
 	} {
 		t.Run(tt.path, func(t *testing.T) {
 			want, err := os.ReadFile(filepath.Join(repo, tt.path))
@@ -84,42 +84,6 @@ func TestPlansListEveryQuery(t *testing.T) {
 func TestReadQueriesEmptyDirectory(t *testing.T) {
 	_, err := pipeline.ReadQueries(t.TempDir(), "queries")
 	require.ErrorContains(t, err, "no sqlc output")
-}
-
-// TestSchemaDocSealedColumns builds the reference of a small directory:
-// a column is marked sealed only where a comment says so.
-func TestSchemaDocSealedColumns(t *testing.T) {
-	fsys := sumFS(t, map[string]string{
-		"1_init.sql": `-- Every column named "secret" holds a sealed record.
-
--- Notes, nothing sealed here, although a column is called sealed.
-CREATE TABLE note (id INTEGER PRIMARY KEY, sealed BLOB, body TEXT NOT NULL DEFAULT 'x' CHECK (length(body) < 10));
-
--- Tokens: token is a sealed value bound to the owner.
-CREATE TABLE token (owner TEXT NOT NULL PRIMARY KEY, token BLOB NOT NULL, secret BLOB);
-`,
-		"2_index.sql": "-- Owners are looked up by body.\nCREATE INDEX note_body ON note (body);\n",
-	})
-	m, err := migration.New(fsys, ".")
-	require.NoError(t, err)
-	doc, err := schemaDoc(context.Background(), m)
-	require.NoError(t, err)
-	s := string(doc)
-	for _, want := range []string{
-		"# Schema reference (version 2)\n",
-		"| [`note`](#note) | 3 | none |\n",
-		"| [`token`](#token) | 3 | `token`, `secret` |\n",
-		"Notes, nothing sealed here, although a column is called sealed.\n",
-		"| `sealed` | BLOB | NULL |  |  |  |\n",
-		"| `body` | TEXT | NOT NULL | `'x'` | `(length(body) < 10)` |  |\n",
-		"| `token` | BLOB | NOT NULL |  |  | **sealed** |\n",
-		"| `secret` | BLOB | NULL |  |  | **sealed** |\n",
-		"| `note_body` | no | (`body`) |  | Owners are looked up by body. |\n",
-		"\n## schema_revision\n",
-	} {
-		require.Contains(t, s, want)
-	}
-	require.NotContains(t, s, `Every column named "secret"`, "the file header is a rule, not a table's description")
 }
 
 func TestSchemaDocWritesOnlyWhenChanged(t *testing.T) {

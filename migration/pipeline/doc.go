@@ -12,6 +12,8 @@
 //   - ReadStable reads a database file read-only on one snapshot, beside
 //     a live writer, creating nothing beside it; CopyTo copies that
 //     snapshot.
+//   - SchemaDoc and PlansDoc render the reviewable artifacts
+//     (schema/SCHEMA.md, queries/PLANS.md) that CI diff-checks.
 //   - Replay runs migration files statement by statement on a private
 //     in-memory database; OpenConfined and OpenMemory open connections
 //     that cannot ATTACH another database file.
