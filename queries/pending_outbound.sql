@@ -118,10 +118,11 @@ WHERE name = 'pending_outbound_message'
 -- name: RestorePendingOutboundSequence :execrows
 -- The same repair for a high-water mark whose row was deleted: recorded
 -- again as the highest stored sequence (if any row is stored).
+-- max(sequence) is a scalar subquery, the rowid's last entry: in a FROM
+-- clause SQLite flattens it and scans an index of the whole table.
 INSERT INTO sqlite_sequence (name, seq)
-SELECT 'pending_outbound_message', high
-FROM (SELECT max(sequence) AS high FROM pending_outbound_message)
-WHERE high IS NOT NULL
+SELECT 'pending_outbound_message', (SELECT max(sequence) FROM pending_outbound_message)
+WHERE (SELECT max(sequence) FROM pending_outbound_message) IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'pending_outbound_message');
 
 -- name: SealedPendingOutboundBatch :many

@@ -364,14 +364,15 @@ func (q *Queries) RaisePendingOutboundSequence(ctx context.Context) (int64, erro
 
 const restorePendingOutboundSequence = `-- name: RestorePendingOutboundSequence :execrows
 INSERT INTO sqlite_sequence (name, seq)
-SELECT 'pending_outbound_message', high
-FROM (SELECT max(sequence) AS high FROM pending_outbound_message)
-WHERE high IS NOT NULL
+SELECT 'pending_outbound_message', (SELECT max(sequence) FROM pending_outbound_message)
+WHERE (SELECT max(sequence) FROM pending_outbound_message) IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'pending_outbound_message')
 `
 
 // The same repair for a high-water mark whose row was deleted: recorded
 // again as the highest stored sequence (if any row is stored).
+// max(sequence) is a scalar subquery, the rowid's last entry: in a FROM
+// clause SQLite flattens it and scans an index of the whole table.
 func (q *Queries) RestorePendingOutboundSequence(ctx context.Context) (int64, error) {
 	result, err := q.db.ExecContext(ctx, restorePendingOutboundSequence)
 	if err != nil {

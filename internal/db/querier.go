@@ -96,6 +96,8 @@ type Querier interface {
 	RaisePendingOutboundSequence(ctx context.Context) (int64, error)
 	// The same repair for a high-water mark whose row was deleted: recorded
 	// again as the highest stored sequence (if any row is stored).
+	// max(sequence) is a scalar subquery, the rowid's last entry: in a FROM
+	// clause SQLite flattens it and scans an index of the whole table.
 	RestorePendingOutboundSequence(ctx context.Context) (int64, error)
 	RevisionTableExists(ctx context.Context) (int64, error)
 	// Key rotation's walk of identity_pin, in key order, in batches. Columns

@@ -543,6 +543,13 @@ func TestQueryPlans(t *testing.T) {
 	for name := range fragments {
 		require.Contains(t, queries, name, "query %s not found in queries/pending_outbound.sql", name)
 	}
+	// The sequence repair runs on every Open: its max(sequence) must be
+	// the rowid's last entry, never a pass over the table or an index of it.
+	for _, name := range []string{"RaisePendingOutboundSequence", "RestorePendingOutboundSequence"} {
+		plan := strings.Join(explain(t, s, name, queries[name]), "\n")
+		require.Contains(t, plan, "SEARCH pending_outbound_message", name)
+		require.NotContains(t, plan, "SCAN pending_outbound_message", "%s reads the whole queue on every open:\n%s", name, plan)
+	}
 	checked := map[string]string{}
 	for name := range queries {
 		if _, ok := exempt[name]; !ok {
@@ -553,22 +560,7 @@ func TestQueryPlans(t *testing.T) {
 	for name, want := range checked {
 		t.Run(name, func(t *testing.T) {
 			q := queries[name]
-			require.Equal(t, len(q.args), strings.Count(q.sql, "?"), "%s: only sqlc.arg parameters can be given dummy values", name)
-			args := make([]any, 0, len(q.args))
-			for _, a := range q.args {
-				args = append(args, dummyArg(t, a))
-			}
-			rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+q.sql, args...)
-			require.NoError(t, err, q.sql)
-			var plan []string
-			for rows.Next() {
-				var id, parent, notUsed int
-				var detail string
-				require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
-				plan = append(plan, detail)
-			}
-			require.NoError(t, rows.Err())
-			require.NoError(t, rows.Close())
+			plan := explain(t, s, name, q)
 			t.Logf("%s:\n  %s\nplan:\n  %s", name, strings.ReplaceAll(q.sql, "\n", "\n  "), strings.Join(plan, "\n  "))
 			require.NotEmpty(t, plan)
 			for _, d := range plan {
@@ -585,6 +577,29 @@ func TestQueryPlans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// explain returns the lines of EXPLAIN QUERY PLAN of q, its parameters
+// given dummy values.
+func explain(t *testing.T, s *sqlitestore.Store, name string, q pendingQuery) []string {
+	t.Helper()
+	require.Equal(t, len(q.args), strings.Count(q.sql, "?"), "%s: only sqlc.arg parameters can be given dummy values", name)
+	args := make([]any, 0, len(q.args))
+	for _, a := range q.args {
+		args = append(args, dummyArg(t, a))
+	}
+	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+q.sql, args...)
+	require.NoError(t, err, q.sql)
+	var plan []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	return plan
 }
 
 // TestDeleteStorageClassTwins: a copy of a pending row with its recipient
