@@ -34,21 +34,6 @@ func mustOpen(tb testing.TB) *sql.DB {
 	return conn
 }
 
-func mustDefault(tb testing.TB) *migration.Migrator {
-	tb.Helper()
-	m, err := migration.Default()
-	require.NoError(tb, err)
-	return m
-}
-
-func exec(tb testing.TB, conn *sql.DB, stmts ...string) {
-	tb.Helper()
-	for _, s := range stmts {
-		_, err := conn.Exec(s)
-		require.NoError(tb, err, s)
-	}
-}
-
 // state is everything a migration could change: user_version, and
 // through tabledump the schema in sqlite_master and the rows of every
 // table (schema_revision included).
@@ -181,6 +166,11 @@ const futureRevision = migrationtest.FutureRevision
 
 // sumFS returns a directory holding files and an atlas.sum over them.
 var sumFS = migrationtest.SumFS
+
+var (
+	mustDefault = migrationtest.Default
+	exec        = migrationtest.Exec
+)
 
 func TestUpFreshDatabase(t *testing.T) {
 	ctx := context.Background()

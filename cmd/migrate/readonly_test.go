@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/migration/pipeline"
 	"github.com/securemsg/storage/schema"
 )
@@ -301,20 +302,6 @@ func TestReadOnlyNoticesWriter(t *testing.T) {
 	}
 }
 
-// copyWhileOpen copies path and its companions (suffixes such as "-wal")
-// to a new directory while writer holds them open, as a crash or a backup
-// of some of the files leaves them.
-func copyWhileOpen(t *testing.T, path string, suffixes ...string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "client.db")
-	for _, s := range append([]string{""}, suffixes...) {
-		b, err := os.ReadFile(path + s)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(dst+s, b, 0o600))
-	}
-	return dst
-}
-
 // TestReadOnlyNeedsRecovery runs the read-only commands on a head
 // database left with a hot rollback journal, and on one whose -wal lies
 // without its -shm: each fails, exit 1, says the database needs a
@@ -330,7 +317,7 @@ func TestReadOnlyNeedsRecovery(t *testing.T) {
 			require.NoError(t, err, s)
 		}
 		require.FileExists(t, path+"-journal")
-		return copyWhileOpen(t, path, "-journal")
+		return migrationtest.CopyFiles(t, path, "-journal")
 	}
 	walWithoutShm := func(t *testing.T) string {
 		path := headDB(t)
@@ -338,7 +325,7 @@ func TestReadOnlyNeedsRecovery(t *testing.T) {
 		_, err := w.Exec("DELETE FROM schema_revision WHERE version = '15'")
 		require.NoError(t, err)
 		require.FileExists(t, path+"-wal")
-		return copyWhileOpen(t, path, "-wal")
+		return migrationtest.CopyFiles(t, path, "-wal")
 	}
 	for name, setup := range map[string]func(*testing.T) string{"hot journal": hotJournal, "-wal without -shm": walWithoutShm} {
 		t.Run(name, func(t *testing.T) {

@@ -1,13 +1,18 @@
 // Package migrationtest builds what tests of packages migration and
 // migration/pipeline and of cmd/migrate need to exercise migration
-// directories: in-memory directories with an atlas.sum computed over
-// them, and the frozen version 14 baseline as text. Only tests import it; it never writes a
-// file or opens a database.
+// directories and database files: in-memory directories with an atlas.sum
+// computed over them, the frozen version 14 baseline as text, the
+// embedded Migrator, statements run on a test's database, and copies of
+// a database file with its companions. Only tests import it; it writes
+// files only in a test's temporary directories.
 package migrationtest
 
 import (
+	"database/sql"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"testing"
 	"testing/fstest"
@@ -15,6 +20,7 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/schema"
 )
 
@@ -81,4 +87,37 @@ func BaselineSQL(tb testing.TB) string {
 	b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
 	require.NoError(tb, err)
 	return string(b)
+}
+
+// Default returns the Migrator of the embedded directory, failing tb if it
+// is damaged.
+func Default(tb testing.TB) *migration.Migrator {
+	tb.Helper()
+	m, err := migration.Default()
+	require.NoError(tb, err)
+	return m
+}
+
+// Exec runs stmts on conn in order, failing tb on the first that fails.
+func Exec(tb testing.TB, conn *sql.DB, stmts ...string) {
+	tb.Helper()
+	for _, s := range stmts {
+		_, err := conn.Exec(s)
+		require.NoError(tb, err, s)
+	}
+}
+
+// CopyFiles copies the database file at path and the given companions
+// (suffixes such as "-wal") to client.db in a new temporary directory of
+// tb, while a writer may hold them open: what a crash, or a backup of
+// some of the files, leaves behind. It returns the copy's path.
+func CopyFiles(tb testing.TB, path string, suffixes ...string) string {
+	tb.Helper()
+	dst := filepath.Join(tb.TempDir(), "client.db")
+	for _, s := range append([]string{""}, suffixes...) {
+		b, err := os.ReadFile(path + s)
+		require.NoError(tb, err)
+		require.NoError(tb, os.WriteFile(dst+s, b, 0o600))
+	}
+	return dst
 }

@@ -176,20 +176,6 @@ func TestReadStableStopsWithContext(t *testing.T) {
 	require.Equal(t, 1, attempts)
 }
 
-// crashCopy copies path and the given companions (suffixes such as
-// "-wal") to a new directory while a writer has them open: what a crash,
-// or a backup of some of the files, leaves behind.
-func crashCopy(t *testing.T, path string, suffixes ...string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), "client.db")
-	for _, s := range append([]string{""}, suffixes...) {
-		b, err := os.ReadFile(path + s)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(dst+s, b, 0o600))
-	}
-	return dst
-}
-
 // TestReadStableNeedsRecovery reads files a read-write open would have to
 // recover: ReadStable creates nothing beside them, changes nothing and
 // says so with ErrNeedsRecovery. A -wal with its -shm, as a crash leaves
