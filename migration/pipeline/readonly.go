@@ -117,7 +117,7 @@ func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) erro
 			return fmt.Errorf("%w: %s-wal has no -shm beside it", ErrNeedsRecovery, path)
 		}
 		immutable := before.immutable()
-		readErr := readOnce(path, immutable, read)
+		readErr := readOnce(path, immutable, before.wal.fi != nil, read)
 		after, err := stateOf(path)
 		if err == nil && after.stableFor(before, immutable) {
 			var se sqlite3.Error
@@ -141,8 +141,12 @@ func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) erro
 // readOnce runs read on a new read-only connection pool of one connection
 // that holds one read transaction (snapshotConnector), closed before it
 // returns so that no read can happen after the state is recorded again.
-func readOnce(path string, immutable bool, read func(*sql.DB) error) error {
-	conn := sql.OpenDB(snapshotConnector{dsn: readOnlyDSN(path, immutable)})
+func readOnce(path string, immutable, throughWAL bool, read func(*sql.DB) error) error {
+	c := snapshotConnector{dsn: readOnlyDSN(path, immutable)}
+	if throughWAL {
+		c.wal = path + "-wal"
+	}
+	conn := sql.OpenDB(c)
 	conn.SetMaxOpenConns(1)
 	conn.SetMaxIdleConns(1)
 	err := read(conn)
@@ -279,13 +283,28 @@ func CopyTo(ctx context.Context, conn *sql.DB, dst string) error {
 // rollback mode the shared lock keeps writers out). A transaction begun
 // on one (Status and Drift begin theirs) is a savepoint inside it. It
 // registers no driver.
-type snapshotConnector struct{ dsn string }
+type snapshotConnector struct {
+	dsn string
+	// wal, if set, is the -wal the connection reads through: if it is
+	// gone (the application closed the database since ReadStable looked),
+	// Connect fails rather than open the file, which would create an
+	// empty -wal beside a database that is now quiet. ReadStable then
+	// sees the change and reads again, immutable.
+	wal string
+}
+
+// errWALGone is Connect's error when the -wal it was to read through is
+// gone.
+var errWALGone = errors.New("pipeline: the -wal is gone")
 
 // snapshotSavepoint names the savepoint of a transaction begun on a
 // snapshot connection.
 const snapshotSavepoint = "pipeline_snapshot"
 
 func (c snapshotConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	if c.wal != "" && !exists(c.wal) {
+		return nil, errWALGone
+	}
 	dc, err := snapshotDriver.Open(c.dsn)
 	if err != nil {
 		return nil, err
