@@ -2,8 +2,11 @@
 // migration/pipeline and of cmd/migrate need to exercise migration
 // directories and database files: in-memory directories with an atlas.sum
 // computed over them, the frozen version 14 baseline as text, the
-// embedded Migrator, statements run on a test's database, and copies of
-// a database file with its companions. Only tests import it; it writes
+// embedded Migrator, statements run on a test's database, copies of a
+// database file with its companions, and a victim database that code
+// under test must not reach (a confined connection replaying a hostile
+// migration or fixture file that ATTACHes it, drops its table or copies
+// itself beside it). Only tests import it; it writes
 // files only in a test's temporary directories.
 package migrationtest
 
@@ -18,6 +21,7 @@ import (
 	"testing/fstest"
 
 	"ariga.io/atlas/sql/migrate"
+	_ "github.com/mattn/go-sqlite3" // the sqlite3 driver
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/migration"
@@ -120,4 +124,38 @@ func CopyFiles(tb testing.TB, path string, suffixes ...string) string {
 		require.NoError(tb, os.WriteFile(dst+s, b, 0o600))
 	}
 	return dst
+}
+
+// Victim creates victim.db, alone in a new temporary directory of tb, with
+// one table peers holding one row, and returns its path.
+func Victim(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "victim.db")
+	conn, err := sql.Open("sqlite3", path)
+	require.NoError(tb, err)
+	defer conn.Close()
+	_, err = conn.Exec("CREATE TABLE peers (x INTEGER); INSERT INTO peers VALUES (1)")
+	require.NoError(tb, err)
+	require.NoError(tb, conn.Close())
+	return path
+}
+
+// RequireVictimUntouched fails tb unless the database at path (made by
+// Victim)
+// still holds its table and row and nothing was created beside it.
+func RequireVictimUntouched(tb testing.TB, path string) {
+	tb.Helper()
+	es, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(tb, err)
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	require.Equal(tb, []string{filepath.Base(path)}, names, "nothing created beside the other database")
+	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	require.NoError(tb, err)
+	defer conn.Close()
+	var n int
+	require.NoError(tb, conn.QueryRow("SELECT count(*) FROM peers").Scan(&n))
+	require.Equal(tb, 1, n, "the other database is untouched")
 }

@@ -12,7 +12,7 @@ import (
 	"ariga.io/atlas/sql/sqlite"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/victimdb"
+	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/migration/pipeline"
 )
@@ -222,14 +222,14 @@ func TestReplayIsConfined(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			victim := victimdb.New(t)
+			victim := migrationtest.Victim(t)
 			dir := filepath.Dir(victim)
 
 			files := replayFiles(t, map[string]string{"1_a.sql": tt.file(dir, victim)})
 			err := pipeline.Replay(ctx, files, func(context.Context, *sqlclient.Client, *pipeline.ReplayedFile) error { return nil })
 			require.Error(t, err)
 			require.Regexp(t, "not authorized|authorization denied", err.Error())
-			victimdb.RequireUntouched(t, victim)
+			migrationtest.RequireVictimUntouched(t, victim)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package victimdb
+package migrationtest
 
 import (
 	"database/sql"
@@ -26,14 +26,14 @@ func untouched(t *testing.T, path string) (failed bool) {
 		}
 		failed = f.failed
 	}()
-	RequireUntouched(f, path)
+	RequireVictimUntouched(f, path)
 	return f.failed
 }
 
 // TestRequireUntouched: a fresh victim passes; a dropped row, a dropped
 // table or a file created beside it fails.
 func TestRequireUntouched(t *testing.T) {
-	require.False(t, untouched(t, New(t)))
+	require.False(t, untouched(t, Victim(t)))
 	for name, harm := range map[string]func(t *testing.T, path string){
 		"row deleted":   func(t *testing.T, path string) { exec(t, path, "DELETE FROM peers") },
 		"table dropped": func(t *testing.T, path string) { exec(t, path, "DROP TABLE peers") },
@@ -42,7 +42,7 @@ func TestRequireUntouched(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			path := New(t)
+			path := Victim(t)
 			harm(t, path)
 			require.True(t, untouched(t, path))
 		})

@@ -1,4 +1,9 @@
-package dbcheck
+package sqlitestore_test
+
+// Checks of the sqlc-generated code in internal/db (and its subpackages),
+// which the store runs, and of the SQL in queries/ it is generated from:
+// no unexpanded sqlc macro or named parameter left in a generated
+// statement, only generated files in internal/db, and no OFFSET anywhere.
 
 import (
 	"go/ast"
@@ -16,7 +21,7 @@ import (
 )
 
 var (
-	genDir     = filepath.Join("..", "db")
+	genDir     = filepath.Join("..", "..", "internal", "db")
 	queriesDir = filepath.Join("..", "..", "queries")
 
 	generatedHeader = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
