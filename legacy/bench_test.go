@@ -31,8 +31,8 @@ const legacyBenchEnv = "LEGACY_BENCH_ROWS"
 // legacy.DefaultBatch), to compare batch sizes.
 const legacyBatchEnv = "LEGACY_BENCH_BATCH"
 
-// buildLegacyBench writes a never-sealed legacy plaintext database of n
-// pending rows: the frozen fixture (its 9 rows; its sealed rows deleted) plus
+// buildLegacyBench writes a legacy plaintext database of n pending rows:
+// the frozen fixture (its 9 rows, keys, identity, pin, session) plus
 // n-9 rows of 200-byte plaintexts to 1,000 recipients with a skewed spread
 // (recipient r drawn as a squared uniform: a few recipients hold most of
 // the queue), in transactions of 100,000.
@@ -46,10 +46,7 @@ func buildLegacyBench(b *testing.B, path string, n int) {
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
 	require.NoError(b, sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, string(text)); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, neverSealed)
+		_, err := tx.ExecContext(ctx, string(text))
 		return err
 	}))
 	rng := rand.New(rand.NewPCG(uint64(n), 13))

@@ -5,12 +5,37 @@
 // migrations (migration.Up) and before it checks the storage key; an
 // application does not call this package.
 //
-// A migration starts only on a database that was never sealed: one that
-// records no storage key, holds no local identity and no row in any table
-// with a sealed column. A legacy layout anywhere else is refused with
+// A migration starts only on a database whose pending queue this library
+// never sealed, which it tells by the storage key verifier (only a holder
+// of the key can write one):
+//
+//   - a database that was never sealed: it records no storage key, holds
+//     no local identity and no row in any other table with a sealed
+//     column; or
+//   - a database sealed before its pending queue was (a legacy client
+//     sealed its keys, identity, pins and sessions but not the queue, as
+//     fixtures/legacy): it records storage keys, every verifier opens with
+//     the keyring and seals exactly store.KeyVerifierText, the unmarked
+//     legacy-era text, and the keyring's current key is the active one.
+//
+// Every verifier this library records seals store.KeyVerifierSealedQueue
+// instead, the text marked "the pending queue is sealed by this library":
+// a new database's, a key rotation's, and this package's own once a
+// migration ends; sqlitestore.Open marks the unmarked verifier of a
+// database sealed by an earlier build on its first open. A legacy layout
+// anywhere else (no key record beside sealed rows, a marked verifier, a
+// migration's proof, a verifier that does not open) is refused with
 // ErrPlaintextRefused and nothing is changed, so that someone who can
 // write the file but does not hold the storage key cannot have rows of
 // their own sealed as the user's messages.
+//
+// What this does not cover: a writer holding a copy of the file's own
+// unmarked verifier, taken before the database was first opened by a
+// build that marks it (or the whole storage_key row from a backup of that
+// time), can put it back and plant a legacy layout; it is then migrated.
+// That is a rollback of the storage key record, which no value stored in
+// the file can detect; the same holds for a database sealed by an earlier
+// build and never opened since.
 //
 // MigratePlaintextWith rebuilds the table sealed, in batches that each
 // commit, so that a migration interrupted by a kill, an error or a
@@ -23,9 +48,10 @@
 //     malformed recipient or logical id; each is reported through
 //     Options.Progress), creates the table exactly as the version-14 DDL
 //     (AUTOINCREMENT included), and records the keyring's current key in
-//     storage_key with a verifier that also seals a SHA-256 digest of the
-//     rows set aside: the proof that this package set them aside, with
-//     this key;
+//     storage_key (or, on a database sealed before its pending queue,
+//     gives the recorded one a new verifier) with a verifier that also
+//     seals a SHA-256 digest of the rows set aside: the proof that this
+//     package set them aside, with this key;
 //  2. each batch transaction copies the next Options.Batch rows in
 //     sequence order, with their sequence and their plaintext sealed
 //     (record type 5, bound by store.MessageAD to recipient and logical
@@ -39,13 +65,16 @@
 //  4. the erase step: VACUUM rewrites the file without the free pages that
 //     held plaintext, a TRUNCATE checkpoint empties the WAL, and only then
 //     is the emptied set-aside table dropped, in the transaction that
-//     gives the storage key its plain verifier.
+//     gives the storage key the marked verifier
+//     (store.KeyVerifierSealedQueue).
 //
 // The set-aside table marks a migration under way: the next run continues
 // with the batches or, once it is empty, with the erase step, but only if
-// the proof opens with the keyring's current key, is the only storage key
-// record, nothing but the pending queue is sealed, and the rows in the
-// set-aside table are exactly the rows the proof names. A set-aside table
+// the proof is the verifier of the active storage key record of the
+// keyring's current key, opens with it, and names exactly the rows in the
+// set-aside table (the other tables, sealed before the pending queue in a
+// legacy database or not, are not looked at: only a holder of the key
+// could write the proof). A set-aside table
 // without that proof (planted, or changed since it was set aside) is
 // refused with ErrPlaintextRefused, nothing changed. So after a crash at
 // any point, the next successful run leaves no legacy plaintext in the
@@ -67,8 +96,9 @@
 //
 // Package legacy never renumbers a sequence and never writes plaintext
 // anywhere. Besides the pending queue it writes only the storage key
-// record of the key it seals with; the only legacy rows it deletes without
-// sealing them are the malformed ones it reports.
+// record of the key it seals with (inserted, or its verifier replaced);
+// the only legacy rows it deletes without sealing them are the malformed
+// ones it reports.
 package legacy
 
 import (
@@ -98,17 +128,24 @@ var (
 	// ErrUnknownLayout means pending_outbound_message has neither the
 	// legacy plaintext layout nor the sealed one.
 	ErrUnknownLayout = errors.New("legacy: unknown pending_outbound_message layout")
-	// ErrKeyNotRecorded means a migration under way recorded a storage
-	// key that is not the keyring's current key: the rows left would be
-	// sealed with another key than the rows before them.
+	// ErrKeyNotRecorded means the keyring's current key is not the
+	// database's active storage key: a migration under way recorded
+	// another key (the rows left would be sealed with another key than
+	// the rows before them), or a legacy database sealed before its
+	// pending queue records another key as active (or none). Nothing is
+	// changed.
 	ErrKeyNotRecorded = errors.New("legacy: keyring's current key is not the database's active storage key")
 	// ErrPlaintextRefused means the database holds a plaintext pending
 	// table this package may not seal: the legacy layout in a database
-	// that was sealed (it records a storage key, holds a local identity or
-	// a row in another table with a sealed column), a set-aside
+	// whose pending queue this library sealed (a storage key verifier
+	// carries the mark store.KeyVerifierSealedQueue or a migration's
+	// proof), whose verifier does not open with the keyring (the error
+	// then also wraps the seal error, seal.ErrWrongKey or
+	// seal.ErrAuthentication), or that holds a local identity or sealed
+	// rows but records no storage key; a set-aside
 	// pending_outbound_message_plaintext without the proof that this
 	// package set it aside with the keyring's current key (or whose rows
-	// changed since), or both tables at once. The message names the
+	// changed since); or both tables at once. The message names the
 	// table. Nothing is changed, sealed or listed.
 	ErrPlaintextRefused = errors.New("legacy: plaintext table refused")
 )
@@ -250,13 +287,14 @@ type hooks struct {
 // sqlitestore's is). It returns an error wrapping store.ErrInvalidArgument
 // for a nil database or keyring, a database allowed more connections, or
 // invalid options (Options.Validate), ErrPlaintextRefused for a plaintext
-// table on a database that was sealed or a set-aside table without its
-// proof, ErrUnknownLayout for a table it does not recognise,
-// ErrKeyNotRecorded or seal.ErrWrongKey / seal.ErrAuthentication if a
-// migration under way was started with another key than keys' current
-// one, or the context's error. An error before the first batch changes
-// nothing; an error later keeps the committed batches, and the next call
-// resumes.
+// table on a database whose pending queue this library sealed (or whose
+// verifier does not open) or a set-aside table without its proof,
+// ErrUnknownLayout for a table it does not recognise, ErrKeyNotRecorded if
+// keys' current key is not the database's active one, seal.ErrWrongKey /
+// seal.ErrAuthentication if a migration under way was started with
+// another key than keys' current one, or the context's error. An error
+// before the first batch changes nothing; an error later keeps the
+// committed batches, and the next call resumes.
 func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys *seal.Keyring, opts Options) (int, error) {
 	return migrate(ctx, conn, keys, opts, hooks{})
 }
@@ -336,9 +374,9 @@ func (m *migrator) run(ctx context.Context) error {
 }
 
 // start finds where the database stands: it begins a migration on a
-// legacy layout in a database that was never sealed (step 1, one
-// transaction), resumes one under way whose proof holds, and refuses any
-// other plaintext table. It reports whether there is anything to do.
+// legacy layout in a database whose pending queue was never sealed (step
+// 1, one transaction), resumes one under way whose proof holds, and
+// refuses any other plaintext table. It reports whether there is anything to do.
 func (m *migrator) start(ctx context.Context) (bool, error) {
 	var started bool
 	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
@@ -383,27 +421,60 @@ func refused(tables, why string) error {
 	return fmt.Errorf("%w: %s: %s", ErrPlaintextRefused, tables, why)
 }
 
-// neverSealed returns nil if the database holds no sealed state besides
-// the pending queue and at most keys storage key records, or the reason
-// it is refused.
-func neverSealed(ctx context.Context, q *legacydb.Queries, tables string, keys int64) error {
+// mayBegin returns nil if a migration may start on the legacy layout: the
+// database was never sealed (no storage key record, local identity or row
+// in another sealed table; then record is true: step 1 records the key),
+// or it was sealed before the pending queue was, by a client that never
+// sealed a pending row (every storage key verifier opens with the keyring
+// and seals exactly store.KeyVerifierText, none the mark
+// store.KeyVerifierSealedQueue or a migration's proof; the keyring's
+// current key is the active one). Otherwise it returns the reason it is
+// refused.
+func (m *migrator) mayBegin(ctx context.Context, q *legacydb.Queries) (record bool, err error) {
 	st, err := q.SealedState(ctx)
 	if err != nil {
-		return fmt.Errorf("read sealed state: %w", err)
+		return false, fmt.Errorf("read sealed state: %w", err)
 	}
-	if st.StorageKeys > keys || st.LocalIdentities > 0 || st.SealedRows > 0 {
-		return refused(tables, fmt.Sprintf("the database was sealed (%d storage key records, %d local identity, %d rows in other sealed tables)",
-			st.StorageKeys, st.LocalIdentities, st.SealedRows))
+	if st.StorageKeys == 0 {
+		if st.LocalIdentities > 0 || st.SealedRows > 0 {
+			return false, refused(table, fmt.Sprintf("the database was sealed (%d local identity, %d rows in other sealed tables) and records no storage key",
+				st.LocalIdentities, st.SealedRows))
+		}
+		return true, nil
 	}
-	return nil
+	keys, err := q.StorageKeys(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read storage keys: %w", err)
+	}
+	current := false
+	for _, k := range keys {
+		text, err := m.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(k.KeyID)), k.Verifier)
+		if err != nil {
+			// Whoever wrote it does not hold this keyring's keys: a wrong
+			// keyring, or a verifier put in place of the database's own.
+			return false, fmt.Errorf("%w: %s: storage key %d's verifier does not open with this keyring: %w", ErrPlaintextRefused, table, k.KeyID, err)
+		}
+		if string(text) != store.KeyVerifierText {
+			return false, refused(table, fmt.Sprintf("the database's pending queue was sealed by this library (storage key %d's verifier is marked or carries a migration's proof)", k.KeyID))
+		}
+		if k.State == "active" && k.KeyID == int64(m.keys.Current()) {
+			current = true
+		}
+	}
+	if !current {
+		return false, fmt.Errorf("%w: current key %d is not an active storage key record", ErrKeyNotRecorded, m.keys.Current())
+	}
+	return false, nil
 }
 
-// begin is step 1, on a legacy layout: it refuses a database that was
-// sealed, sets the legacy table aside (its sqlite_sequence mark and its
-// index go with it), erases the malformed rows, creates the sealed table
-// and records the key with the proof naming the rows set aside.
+// begin is step 1, on a legacy layout: it refuses a database whose
+// pending queue was sealed (mayBegin), sets the legacy table aside (its
+// sqlite_sequence mark and its index go with it), erases the malformed
+// rows, creates the sealed table and records the key (or gives the
+// recorded one a new verifier) with the proof naming the rows set aside.
 func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) error {
-	if err := neverSealed(ctx, q, table, 0); err != nil {
+	record, err := m.mayBegin(ctx, q)
+	if err != nil {
 		return err
 	}
 	m.erased = nil
@@ -417,37 +488,52 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 	if err := execStep(ctx, tx, stepCreateSealed); err != nil {
 		return err
 	}
-	id := m.keys.Current()
-	v, err := m.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), proofText(sum))
-	if err != nil {
-		return fmt.Errorf("seal the migration's proof: %w", err)
-	}
-	if err := q.InsertStorageKey(ctx, legacydb.InsertStorageKeyParams{KeyID: int64(id), Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
-		return fmt.Errorf("record storage key: %w", err)
+	if record {
+		id := m.keys.Current()
+		v, err := m.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), proofText(sum))
+		if err != nil {
+			return fmt.Errorf("seal the migration's proof: %w", err)
+		}
+		if err := q.InsertStorageKey(ctx, legacydb.InsertStorageKeyParams{KeyID: int64(id), Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
+			return fmt.Errorf("record storage key: %w", err)
+		}
+	} else if err := m.setVerifier(ctx, q, proofText(sum)); err != nil {
+		return err
 	}
 	m.began = true
 	m.after, m.sealed, m.total = math.MinInt64, 0, n
 	return nil
 }
 
-// resume checks the proof of a migration under way: the only storage key
-// record, the keyring's current key, with a verifier that opens and names
-// exactly the rows of the set-aside table; nothing but the pending queue
-// sealed.
+// resume checks the proof of a migration under way: the active storage
+// key record of the keyring's current key, with a verifier that opens and
+// names exactly the rows of the set-aside table. Only a holder of the key
+// can write that verifier, so the other tables (sealed before the pending
+// queue in a legacy database, or not) need no check.
 func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
-	if err := neverSealed(ctx, q, setAside, 1); err != nil {
-		return err
-	}
 	keys, err := q.StorageKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("read storage keys: %w", err)
 	}
-	if len(keys) != 1 || keys[0].State != "active" {
-		return refused(setAside, fmt.Sprintf("no proof that this library set it aside (%d storage key records)", len(keys)))
+	var (
+		k      legacydb.StorageKeysRow
+		found  bool
+		active []int64
+	)
+	for _, r := range keys {
+		if r.State != "active" {
+			continue
+		}
+		active = append(active, r.KeyID)
+		if r.KeyID == int64(m.keys.Current()) {
+			k, found = r, true
+		}
 	}
-	k := keys[0]
-	if k.KeyID != int64(m.keys.Current()) {
-		return fmt.Errorf("%w: current key %d, recorded %d", ErrKeyNotRecorded, m.keys.Current(), k.KeyID)
+	if len(active) == 0 {
+		return refused(setAside, fmt.Sprintf("no proof that this library set it aside (%d storage key records, none active)", len(keys)))
+	}
+	if !found {
+		return fmt.Errorf("%w: current key %d, recorded %v", ErrKeyNotRecorded, m.keys.Current(), active)
 	}
 	text, err := m.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(k.KeyID)), k.Verifier)
 	if err != nil {
@@ -742,7 +828,7 @@ func (m *migrator) finish(ctx context.Context) error {
 // the moved rows' plaintext are gone, and the TRUNCATE checkpoint copies
 // the rewrite into the file and empties the WAL, which held those pages
 // too. Only once both have succeeded is the (empty, freshly rewritten)
-// set-aside table dropped and the proof replaced by the plain verifier: a
+// set-aside table dropped and the proof replaced by the marked verifier: a
 // crash before that leaves the marker and its proof, and the next run
 // erases again.
 func (m *migrator) erase(ctx context.Context) error {
@@ -757,7 +843,7 @@ func (m *migrator) erase(ctx context.Context) error {
 		if err := execStep(ctx, tx, stepDropPlaintext); err != nil {
 			return err
 		}
-		return m.setVerifier(ctx, legacydb.New(tx), []byte(store.KeyVerifierText))
+		return m.setVerifier(ctx, legacydb.New(tx), []byte(store.KeyVerifierSealedQueue))
 	})
 }
 

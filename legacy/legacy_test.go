@@ -43,25 +43,27 @@ func fixtureKeyring(t testing.TB) *seal.Keyring {
 }
 
 // neverSealed deletes the legacy fixture's sealed rows (storage key,
-// identity, pin, session): a legacy migration starts only on a database
-// that was never sealed. Its plaintext pending rows and its processed id
-// stay.
+// identity, pin, session), leaving a database that was never sealed: its
+// plaintext pending rows and its processed id stay. The migration then
+// records the key itself.
 const neverSealed = "DELETE FROM storage_key; DELETE FROM local_identity; DELETE FROM identity_pin; DELETE FROM session;"
 
-// loadLegacy creates a never-sealed legacy database from the legacy
-// fixture and returns its path and a connection opened as the store opens
-// it.
-func loadLegacy(t *testing.T) (string, *sql.DB) {
+// loadNeverSealed creates a never-sealed legacy database from the legacy
+// fixture (neverSealed) and returns its path and a connection opened as
+// the store opens it.
+func loadNeverSealed(t *testing.T) (string, *sql.DB) {
 	t.Helper()
-	path, conn := loadFrozenLegacy(t)
+	path, conn := loadLegacy(t)
 	_, err := conn.Exec(neverSealed)
 	require.NoError(t, err)
 	return path, conn
 }
 
-// loadFrozenLegacy creates a database from the legacy fixture as it is:
-// its other tables sealed with the fixture key.
-func loadFrozenLegacy(t *testing.T) (string, *sql.DB) {
+// loadLegacy creates a database from the legacy fixture as it is (its
+// key record, identity, pin and session sealed with the fixture key, its
+// verifier the unmarked legacy-era one) and returns its path and a
+// connection opened as the store opens it.
+func loadLegacy(t *testing.T) (string, *sql.DB) {
 	t.Helper()
 	text, err := os.ReadFile(legacyFixture)
 	require.NoError(t, err)
@@ -150,7 +152,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	for table, rows := range otherTables {
 		assert.Equal(t, rows, snap.Rows[table], "%s untouched", table)
 	}
-	// The one key record: the key it sealed with, with the plain verifier
+	// The one key record: the key it sealed with, with the marked verifier
 	// (the migration's proof is gone with the set-aside table).
 	var (
 		keyID    int64
@@ -162,7 +164,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	assert.Equal(t, "active", state)
 	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(keyID)), verifier)
 	require.NoError(t, err)
-	assert.Equal(t, store.KeyVerifierText, string(text))
+	assert.Equal(t, store.KeyVerifierSealedQueue, string(text))
 	assert.Equal(t, int64(1), count(t, conn, "SELECT count(*) FROM storage_key"))
 	assert.Equal(t, int64(11), snap.Sequence["pending_outbound_message"], "high-water mark kept")
 	var sealedRows int
@@ -252,31 +254,45 @@ func TestLegacyFixture(t *testing.T) {
 // legacy database as baseline 14 and creating the version-15 index on the
 // legacy table), then the plaintext migration, which must recreate the
 // index.
+// Both kinds of legacy database migrate: the fixture as it stands (its
+// other tables sealed before the pending queue was) and a never-sealed
+// one (the migration records the key).
 func TestLegacyMigrateAfterUp(t *testing.T) {
-	ctx := context.Background()
-	path, conn := loadLegacy(t)
-	before := readLegacyRows(t, conn)
-	others := otherTables(t, conn)
+	for _, tc := range []struct {
+		name string
+		load func(t *testing.T) (string, *sql.DB)
+	}{
+		{"the fixture as it stands", loadLegacy},
+		{"never sealed", loadNeverSealed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			path, conn := tc.load(t)
+			before := readLegacyRows(t, conn)
+			others := otherTables(t, conn)
 
-	m, err := migration.Default()
-	require.NoError(t, err)
-	applied, err := m.Up(ctx, conn)
-	require.NoError(t, err)
-	require.Equal(t, []string{"15"}, applied)
-	require.NoError(t, recipientIndex(ctx, conn), "migration 15 indexed the legacy table")
+			m, err := migration.Default()
+			require.NoError(t, err)
+			applied, err := m.Up(ctx, conn)
+			require.NoError(t, err)
+			require.Equal(t, []string{"15"}, applied)
+			require.NoError(t, recipientIndex(ctx, conn), "migration 15 indexed the legacy table")
 
-	n, err := legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
-	require.NoError(t, err)
-	assert.Equal(t, len(before), n)
+			n, err := legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
+			require.NoError(t, err)
+			assert.Equal(t, len(before), n)
 
-	// Running it again is a no-op.
-	again := state(t, conn)
-	n, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
-	require.NoError(t, err)
-	assert.Zero(t, n)
-	assert.Equal(t, again, state(t, conn))
+			// Running it again is a no-op.
+			again := state(t, conn)
+			n, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
+			require.NoError(t, err)
+			assert.Zero(t, n)
+			assert.Equal(t, again, state(t, conn))
 
-	checkMigrated(t, path, conn, before, others)
+			checkMigrated(t, path, conn, before, others)
+		})
+	}
 }
 
 // The other order: the plaintext migration on the version-14 legacy layout,

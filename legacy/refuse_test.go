@@ -202,27 +202,131 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 	}
 }
 
-// The frozen legacy fixture as it stands (its identity, pin, session and
-// key record sealed) is a database that was sealed: its plaintext table is
-// refused, nothing changed. (The other tests migrate it with those rows
-// deleted: a database that was never sealed.)
-func TestLegacyFrozenFixtureRefused(t *testing.T) {
-	path, conn := loadFrozenLegacy(t)
+// The frozen legacy fixture as it stands (its key record, identity, pin
+// and session sealed before the pending queue was, its verifier the
+// unmarked legacy-era one) migrates through Open: every row sealed, the
+// other tables untouched, the verifier marked afterwards, so the same
+// file refuses a legacy layout planted later.
+func TestLegacyFrozenFixtureMigrates(t *testing.T) {
+	ctx := context.Background()
+	path, conn := loadLegacy(t)
+	before := readLegacyRows(t, conn)
+	others := otherTables(t, conn)
+	require.NotEmpty(t, others["local_identity"])
+	require.NotEmpty(t, others["identity_pin"])
+	require.NotEmpty(t, others["session"])
+	require.Equal(t, store.KeyVerifierText, verifierText(t, conn))
 	require.NoError(t, conn.Close())
-	before := dump(t, path)
-	_, err := sqlitestore.Open(context.Background(), path, fixtureKeyring(t))
+
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	conn, err = sql.Open("sqlite3", sqlitestore.DSN(path))
+	require.NoError(t, err)
+	conn.SetMaxOpenConns(1)
+	assert.Equal(t, store.KeyVerifierSealedQueue, verifierText(t, conn), "marked")
+	checkMigrated(t, path, conn, before, others)
+	assert.Empty(t, onDisk(t, path, before), "no legacy plaintext left")
+
+	exec(t, path, dropSealed, plantLegacy, plantLegacyRow)
+	snapshot := dump(t, path)
+	_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t))
 	require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
-	assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database was sealed")
-	// migration.Up adopted it as baseline 14 and applied 15 (the schema
-	// migrations run first); the migration itself changed nothing.
-	after := dump(t, path)
-	assert.NotEqual(t, before, after)
-	_, err = sqlitestore.Open(context.Background(), path, fixtureKeyring(t))
-	require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
-	assert.Equal(t, after, dump(t, path), "nothing changed")
+	assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database's pending queue was sealed by this library")
+	assert.Equal(t, snapshot, dump(t, path), "nothing changed")
 }
 
-// relaxLegacy rebuilds the legacy table of a never-sealed legacy database
+// verifierText opens the one storage key record's verifier with the
+// fixture key.
+func verifierText(t *testing.T, conn *sql.DB) string {
+	t.Helper()
+	var (
+		keyID    int64
+		verifier []byte
+	)
+	require.NoError(t, conn.QueryRow("SELECT key_id, verifier FROM storage_key").Scan(&keyID, &verifier))
+	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(keyID)), verifier)
+	require.NoError(t, err)
+	return string(text)
+}
+
+// A database sealed by a build that did not mark its verifier (the test
+// seals the unmarked text with the key) is marked by its first Open, and
+// from then on refuses a planted legacy layout. A verifier put in place of
+// the database's by a writer without the key (an unmarked one sealed with
+// another key, for the database's key id or for the writer's own) does not
+// open, and the planted layout is refused: nothing changed.
+func TestLegacyVerifierMark(t *testing.T) {
+	ctx := context.Background()
+	other, err := seal.GenerateKey()
+	require.NoError(t, err)
+	otherKeys, err := seal.NewKeyring(other)
+	require.NoError(t, err)
+	unmarked := func(t *testing.T, kr *seal.Keyring, id seal.KeyID) []byte {
+		v, err := kr.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(store.KeyVerifierText))
+		require.NoError(t, err)
+		return v
+	}
+	plant := []string{dropSealed, plantLegacy, plantLegacyRow}
+
+	t.Run("an earlier build's database is marked on open", func(t *testing.T) {
+		t.Parallel()
+		path := sealedDatabase(t)
+		v := unmarked(t, fixtureKeyring(t), version14.Key().ID())
+		rewrite(t, path, "UPDATE storage_key SET verifier = ?", v)
+		s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+		require.NoError(t, err)
+		assert.Equal(t, store.KeyVerifierSealedQueue, verifierText(t, s.DB()), "marked on open")
+		own := listAll(t, s)
+		require.NoError(t, s.Close())
+
+		exec(t, path, plant...)
+		snapshot := dump(t, path)
+		_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t))
+		require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+		assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database's pending queue was sealed by this library")
+		assert.Equal(t, snapshot, dump(t, path), "nothing changed")
+		assert.NotContains(t, fmt.Sprint(own), forged)
+	})
+	for _, tc := range []struct {
+		name  string
+		stmts func(t *testing.T) []any // statement, then its arguments
+	}{
+		{"an unmarked verifier sealed with another key for the database's key id", func(t *testing.T) []any {
+			return []any{"UPDATE storage_key SET verifier = ?", unmarked(t, otherKeys, version14.Key().ID())}
+		}},
+		{"the key record replaced by one of another key", func(t *testing.T) []any {
+			return []any{"UPDATE storage_key SET key_id = ?, verifier = ?", int64(other.ID()), unmarked(t, otherKeys, other.ID())}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := sealedDatabase(t)
+			args := tc.stmts(t)
+			rewrite(t, path, args[0].(string), args[1:]...)
+			exec(t, path, plant...)
+			snapshot := dump(t, path)
+			_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+			require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+			assert.ErrorIs(t, err, seal.ErrWrongKey, "the verifier does not open")
+			assert.Contains(t, err.Error(), "refused: pending_outbound_message: ")
+			assert.Equal(t, snapshot, dump(t, path), "nothing changed")
+		})
+	}
+}
+
+// rewrite runs one statement with arguments on the database file at path
+// through a plain connection.
+func rewrite(t *testing.T, path, stmt string, args ...any) {
+	t.Helper()
+	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Exec(stmt, args...)
+	require.NoError(t, err, stmt)
+}
+
+// relaxLegacy rebuilds the legacy table of a legacy database
 // without its constraints (SQLite's types are not enforced, and a legacy
 // client may have written anything), keeping its rows and its
 // high-water mark.
@@ -299,10 +403,11 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 	}
 }
 
-// An interrupted migration resumes only with its proof: the key record it
-// wrote, with the keyring's current key, naming exactly the rows set
-// aside, on a database where nothing else was sealed since. Anything else
-// is refused, nothing changed; an untouched one still resumes.
+// An interrupted migration resumes only with its proof: the verifier it
+// wrote for the keyring's current key, active, naming exactly the rows set
+// aside. Anything else is refused, nothing changed; an untouched one
+// still resumes, its identity, pin and session (sealed before the pending
+// queue) untouched.
 func TestLegacyResumeNeedsProof(t *testing.T) {
 	ctx := context.Background()
 	other, err := seal.GenerateKey()
@@ -337,20 +442,27 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
 		}},
+		{name: "the proof replaced by a marked verifier", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+			id := version14.Key().ID()
+			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(store.KeyVerifierSealedQueue))
+			require.NoError(t, err)
+			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
+			require.NoError(t, err)
+		}},
+		{name: "the proof replaced by one sealed with another key", want: seal.ErrWrongKey, tamper: func(t *testing.T, conn *sql.DB) {
+			kr, err := seal.NewKeyring(other)
+			require.NoError(t, err)
+			v, err := kr.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(version14.Key().ID()), []byte(store.KeyVerifierText))
+			require.NoError(t, err)
+			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
+			require.NoError(t, err)
+		}},
 		{name: "the key record deleted", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec(deleteKeys)
 			require.NoError(t, err)
 		}},
-		{name: "a second key record", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
-			_, err := conn.Exec("INSERT INTO storage_key VALUES (7, 'retiring', X'00', 0)")
-			require.NoError(t, err)
-		}},
-		{name: "a local identity added", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
-			_, err := conn.Exec("INSERT INTO local_identity VALUES (1, 'alice', 1, X'00')")
-			require.NoError(t, err)
-		}},
-		{name: "a session added", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
-			_, err := conn.Exec("INSERT INTO session VALUES ('bob', 1, X'00')")
+		{name: "the key record marked retiring", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+			_, err := conn.Exec("UPDATE storage_key SET state = 'retiring'")
 			require.NoError(t, err)
 		}},
 		{name: "resumed with another current key", want: legacy.ErrKeyNotRecorded, keys: func(t *testing.T) *seal.Keyring {

@@ -57,16 +57,24 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 		stopAt  int // cancel after this many rows copied
 		chunk   int // rows read at a time, if not the default
 		want    int64
+		// neverSealed: the fixture's sealed rows deleted (the migration
+		// records the key), not the fixture as it stands.
+		neverSealed bool
 	}{
 		{name: "batch 5 read 2 at a time, cancelled in the second batch", batch: 5, chunk: 2, stopAt: 7, want: 5},
 		{name: "batch 2, cancelled in the third batch", batch: 2, stopAt: 5, want: 4},
 		{name: "batch 2, cancelled in the third batch, index present", upFirst: true, batch: 2, stopAt: 5, want: 4},
 		{name: "batch 3, cancelled in the first batch", batch: 3, stopAt: 1, want: 0},
 		{name: "batch 4, cancelled in the last batch, index present", upFirst: true, batch: 4, stopAt: 9, want: 8},
+		{name: "never sealed, batch 2, cancelled in the third batch, index present", upFirst: true, batch: 2, stopAt: 5, want: 4, neverSealed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // the hook and the chunk are seams of this call, not globals
-			path, conn := loadLegacy(t)
+			load := loadLegacy
+			if tc.neverSealed {
+				load = loadNeverSealed
+			}
+			path, conn := load(t)
 			if tc.upFirst {
 				_, err := m.Up(ctx, conn)
 				require.NoError(t, err)
@@ -268,7 +276,7 @@ func TestLegacyReadChunk(t *testing.T) {
 
 // A database holding both a legacy-layout table and the set-aside table is
 // not a state the migration produces: refused, nothing changed, also on a
-// database that was never sealed.
+// genuine legacy database.
 func TestLegacyBothTablesRefused(t *testing.T) {
 	_, conn := loadLegacy(t)
 	_, err := conn.Exec("CREATE TABLE pending_outbound_message_plaintext (sequence INTEGER PRIMARY KEY, plaintext BLOB)")

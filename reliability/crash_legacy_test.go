@@ -51,11 +51,11 @@ type legacyWant struct {
 	plaintext []byte
 }
 
-// buildLegacyTemplate loads the frozen legacy fixture, deletes its sealed
-// rows (storage key, identity, pin, session: a legacy migration starts
-// only on a database that was never sealed), adds legacyExtraRows
-// plaintext rows (and deletes the highest, so that the high-water mark is
-// above max(sequence)), and returns the rows and the high-water mark.
+// buildLegacyTemplate loads the frozen legacy fixture as it stands (its
+// key record, identity, pin and session sealed before the pending queue
+// was), adds legacyExtraRows plaintext rows (and deletes the highest, so
+// that the high-water mark is above max(sequence)), and returns the rows
+// and the high-water mark.
 func buildLegacyTemplate(t *testing.T, path string) (map[int64]legacyWant, int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -67,9 +67,6 @@ func buildLegacyTemplate(t *testing.T, path string) (map[int64]legacyWant, int64
 	conn.SetMaxOpenConns(1)
 	require.NoError(t, sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, string(text)); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, neverSealed); err != nil {
 			return err
 		}
 		users := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}}
@@ -109,10 +106,6 @@ func buildLegacyTemplate(t *testing.T, path string) (map[int64]legacyWant, int64
 	require.NoError(t, err)
 	return want, hw
 }
-
-// neverSealed deletes the legacy fixture's sealed rows, leaving a database
-// that was never sealed (plaintext pending rows, a processed id).
-const neverSealed = "DELETE FROM storage_key; DELETE FROM local_identity; DELETE FROM identity_pin; DELETE FROM session;"
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()

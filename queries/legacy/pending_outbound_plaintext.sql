@@ -40,20 +40,22 @@ DELETE FROM sqlite_sequence WHERE name = sqlc.arg(table_name);
 INSERT INTO sqlite_sequence (name, seq) VALUES (sqlc.arg(table_name), sqlc.arg(seq));
 
 -- name: StorageKeys :many
--- The storage key records. A migration's first step records the one key
--- it seals with, its verifier carrying the proof that this package set the
--- legacy table aside (see package legacy).
+-- The storage key records. A migration starts beside them only if every
+-- verifier is the unmarked legacy-era one; its first step records the key
+-- it seals with (or replaces that key's verifier), the verifier carrying
+-- the proof that this package set the legacy table aside (see package
+-- legacy).
 SELECT key_id, state, verifier FROM storage_key ORDER BY key_id;
 
 -- name: InsertStorageKey :exec
 -- Records the key a migration seals with, in the transaction that sets the
--- legacy table aside (the database records no key before it).
+-- legacy table aside, on a database that records no key before it.
 INSERT INTO storage_key (key_id, state, verifier, created_at)
 VALUES (sqlc.arg(key_id), 'active', sqlc.arg(verifier), sqlc.arg(created_at));
 
 -- name: UpdateStorageKeyVerifier :exec
 -- Replaces the verifier of the key a migration seals with: its proof names
--- the set-aside rows, then none once they are emptied, and the plain
+-- the set-aside rows, then none once they are emptied, and the marked
 -- verifier once the set-aside table is dropped.
 UPDATE storage_key SET verifier = sqlc.arg(verifier) WHERE key_id = sqlc.arg(key_id);
 
@@ -61,7 +63,8 @@ UPDATE storage_key SET verifier = sqlc.arg(verifier) WHERE key_id = sqlc.arg(key
 -- What makes a database sealed besides its pending outbound queue: the
 -- storage key records, the local identity, and the rows of every other
 -- table with a sealed column (every sealed column is NOT NULL, so a row is
--- a sealed value). A migration starts only where all three are 0.
+-- a sealed value). Where the database records no storage key, a migration
+-- starts only if the other two are 0.
 SELECT
   CAST((SELECT count(*) FROM storage_key) AS INTEGER) AS storage_keys,
   CAST((SELECT count(*) FROM local_identity) AS INTEGER) AS local_identities,

@@ -265,9 +265,12 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 }
 
 // recordRotationKey records newID as the active key, with a verifier
-// sealed by sealer, and every other key as retiring.
+// sealed by sealer, and every other key as retiring. The verifier is
+// marked (store.KeyVerifierSealedQueue): an open store's pending queue is
+// sealed. The old keys' verifiers are re-sealed by the walk with the text
+// they hold, mark included.
 func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, newID seal.KeyID) error {
-	verifier, err := sealer.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(newID), []byte(store.KeyVerifierText))
+	verifier, err := sealer.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(newID), []byte(store.KeyVerifierSealedQueue))
 	if err != nil {
 		return err
 	}

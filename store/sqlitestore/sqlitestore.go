@@ -132,9 +132,15 @@ func WithLegacyBatch(n int) Option {
 
 // Open opens (creating if absent) the database at path, migrates it to the
 // head schema, seals a pending queue left in the legacy plaintext layout
-// by a database that was never sealed (resuming an interrupted legacy
-// migration, including its erase step; see package legacy), and checks
-// that keys holds the database's storage key.
+// by a database whose pending queue was never sealed (resuming an
+// interrupted legacy migration, including its erase step; see package
+// legacy), and checks that keys holds the database's storage key.
+//
+// Every storage key verifier the store records seals
+// store.KeyVerifierSealedQueue, the mark that tells package legacy to
+// refuse a plaintext pending table found later. On a database sealed by a
+// build that did not mark it, Open gives the active verifier of keys'
+// current key the mark (one transaction, nothing else changed).
 //
 // A new database file is created with mode 0600 (owner only) before SQLite
 // opens it; SQLite gives its -wal and -shm files the database file's mode.
@@ -157,8 +163,9 @@ func WithLegacyBatch(n int) Option {
 // does not hold, ErrNoKeyRecord if it records no active key but holds
 // sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
 // option, a legacy migration error (legacy.ErrPlaintextRefused for a
-// plaintext table in a database that was sealed or a set-aside table
-// without its proof, legacy.ErrUnknownLayout, ...), or a migration error
+// plaintext table in a database whose pending queue was sealed or a
+// set-aside table without its proof, legacy.ErrUnknownLayout,
+// legacy.ErrKeyNotRecorded, ...), or a migration error
 // (migration.ErrChecksum, migration.ErrNewerDatabase,
 // migration.ErrUnknownState, migration.ErrOutOfOrder for a migration file
 // added below the database's version).
@@ -257,8 +264,9 @@ func (s *Store) init(ctx context.Context, o options) error {
 	}
 	// A database from before sealing keeps its pending queue in plaintext:
 	// seal it now (a no-op on a sealed database). Before the key check,
-	// which would record a key: the migration starts only on a database
-	// that records none, and records the key itself.
+	// which would record a marked key on a database that records none
+	// (the migration records the key itself there) and marks an unmarked
+	// verifier: either would make the migration refuse the database.
 	if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
@@ -274,6 +282,12 @@ func (s *Store) init(ctx context.Context, o options) error {
 // values without an active key record is refused (ErrNoKeyRecord): adopting
 // the given key would make a wrong key the database's, and the right one
 // fail from then on.
+//
+// It runs after the legacy migration, so the pending queue is sealed: an
+// active verifier of the keyring's current key that seals the unmarked
+// store.KeyVerifierText (written by a build that did not mark it) is
+// given the marked store.KeyVerifierSealedQueue in the same transaction,
+// so that package legacy refuses a plaintext table planted from then on.
 func (s *Store) checkKey(ctx context.Context) error {
 	return s.withTx(ctx, func(q *db.Queries) error {
 		rows, err := q.ListStorageKeys(ctx)
@@ -285,8 +299,17 @@ func (s *Store) checkKey(ctx context.Context) error {
 			if r.State != "active" {
 				continue
 			}
-			if _, err := s.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(r.KeyID)), r.Verifier); err != nil {
+			text, err := s.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(r.KeyID)), r.Verifier)
+			if err != nil {
 				return fmt.Errorf("store: storage key %d: %w", r.KeyID, err)
+			}
+			// Keyring.Seal seals with the current key: a verifier must be
+			// sealed with its own key, so another key's waits until it is
+			// current (or a rotation records it anew).
+			if string(text) == store.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
+				if err := s.markKey(ctx, q, seal.KeyID(r.KeyID)); err != nil {
+					return err
+				}
 			}
 			active++
 		}
@@ -304,8 +327,22 @@ func (s *Store) checkKey(ctx context.Context) error {
 	})
 }
 
+// markKey gives key id's record the marked verifier.
+func (s *Store) markKey(ctx context.Context, q *db.Queries, id seal.KeyID) error {
+	v, err := s.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(store.KeyVerifierSealedQueue))
+	if err != nil {
+		return fmt.Errorf("store: storage key %d: mark verifier: %w", id, err)
+	}
+	if err := q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: int64(id)}); err != nil {
+		return fmt.Errorf("store: storage key %d: mark verifier: %w", id, err)
+	}
+	return nil
+}
+
+// addKey records key id with the marked verifier (the store keeps its
+// pending queue sealed).
 func (s *Store) addKey(ctx context.Context, q *db.Queries, id seal.KeyID, state string) error {
-	v, err := s.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(store.KeyVerifierText))
+	v, err := s.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(store.KeyVerifierSealedQueue))
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ type InsertStorageKeyParams struct {
 }
 
 // Records the key a migration seals with, in the transaction that sets the
-// legacy table aside (the database records no key before it).
+// legacy table aside, on a database that records no key before it.
 func (q *Queries) InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error {
 	_, err := q.db.ExecContext(ctx, insertStorageKey, arg.KeyID, arg.Verifier, arg.CreatedAt)
 	return err
@@ -343,7 +343,8 @@ type SealedStateRow struct {
 // What makes a database sealed besides its pending outbound queue: the
 // storage key records, the local identity, and the rows of every other
 // table with a sealed column (every sealed column is NOT NULL, so a row is
-// a sealed value). A migration starts only where all three are 0.
+// a sealed value). Where the database records no storage key, a migration
+// starts only if the other two are 0.
 func (q *Queries) SealedState(ctx context.Context) (SealedStateRow, error) {
 	row := q.db.QueryRowContext(ctx, sealedState)
 	var i SealedStateRow
@@ -391,9 +392,11 @@ type StorageKeysRow struct {
 	Verifier []byte
 }
 
-// The storage key records. A migration's first step records the one key
-// it seals with, its verifier carrying the proof that this package set the
-// legacy table aside (see package legacy).
+// The storage key records. A migration starts beside them only if every
+// verifier is the unmarked legacy-era one; its first step records the key
+// it seals with (or replaces that key's verifier), the verifier carrying
+// the proof that this package set the legacy table aside (see package
+// legacy).
 func (q *Queries) StorageKeys(ctx context.Context) ([]StorageKeysRow, error) {
 	rows, err := q.db.QueryContext(ctx, storageKeys)
 	if err != nil {
@@ -427,7 +430,7 @@ type UpdateStorageKeyVerifierParams struct {
 }
 
 // Replaces the verifier of the key a migration seals with: its proof names
-// the set-aside rows, then none once they are emptied, and the plain
+// the set-aside rows, then none once they are emptied, and the marked
 // verifier once the set-aside table is dropped.
 func (q *Queries) UpdateStorageKeyVerifier(ctx context.Context, arg UpdateStorageKeyVerifierParams) error {
 	_, err := q.db.ExecContext(ctx, updateStorageKeyVerifier, arg.Verifier, arg.KeyID)

@@ -24,7 +24,7 @@ type Querier interface {
 	// sqlite_sequence has no unique constraint: DeleteSequenceHighWater first.
 	InsertSequenceHighWater(ctx context.Context, arg InsertSequenceHighWaterParams) error
 	// Records the key a migration seals with, in the transaction that sets the
-	// legacy table aside (the database records no key before it).
+	// legacy table aside, on a database that records no key before it.
 	InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error
 	LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatchParams) ([]PendingOutboundMessagePlaintext, error)
 	// The rows of the set-aside table: 0 once the migration has emptied it and
@@ -55,7 +55,8 @@ type Querier interface {
 	// What makes a database sealed besides its pending outbound queue: the
 	// storage key records, the local identity, and the rows of every other
 	// table with a sealed column (every sealed column is NOT NULL, so a row is
-	// a sealed value). A migration starts only where all three are 0.
+	// a sealed value). Where the database records no storage key, a migration
+	// starts only if the other two are 0.
 	SealedState(ctx context.Context) (SealedStateRow, error)
 	// The AUTOINCREMENT high-water mark recorded for a table, 0 if none.
 	SequenceHighWater(ctx context.Context, tableName string) (int64, error)
@@ -63,12 +64,14 @@ type Querier interface {
 	// was migrated to 15 before the legacy migration started): it must be moved
 	// to the sealed table when the sealing completes.
 	SetAsideIndexCount(ctx context.Context) (int64, error)
-	// The storage key records. A migration's first step records the one key
-	// it seals with, its verifier carrying the proof that this package set the
-	// legacy table aside (see package legacy).
+	// The storage key records. A migration starts beside them only if every
+	// verifier is the unmarked legacy-era one; its first step records the key
+	// it seals with (or replaces that key's verifier), the verifier carrying
+	// the proof that this package set the legacy table aside (see package
+	// legacy).
 	StorageKeys(ctx context.Context) ([]StorageKeysRow, error)
 	// Replaces the verifier of the key a migration seals with: its proof names
-	// the set-aside rows, then none once they are emptied, and the plain
+	// the set-aside rows, then none once they are emptied, and the marked
 	// verifier once the set-aside table is dropped.
 	UpdateStorageKeyVerifier(ctx context.Context, arg UpdateStorageKeyVerifierParams) error
 }
