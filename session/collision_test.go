@@ -239,10 +239,7 @@ func TestInitiationsThatAreNoCollision(t *testing.T) {
 func TestCollisionLoserFailureChangesNothing(t *testing.T) {
 	amy := newDevice(t, "amy", 1, 1)
 	zed := newDevice(t, "zed", 1, 1)
-	zs, err := session.Initiate(rand.Reader, zed.id, zed.addr, amy.bundle())
-	require.NoError(t, err)
-	as, err := session.Initiate(rand.Reader, amy.id, amy.addr, zed.bundle())
-	require.NoError(t, err)
+	zs, as := crossInitiate(t, zed, amy)
 	env := encrypt(t, as, "hi")
 	tampered := env.Clone()
 	tampered.Ciphertext[0] ^= 1

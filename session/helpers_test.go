@@ -110,3 +110,14 @@ func mustUnmarshal(t testing.TB, raw []byte) session.Envelope {
 	require.NoError(t, err)
 	return e
 }
+
+// crossInitiate has a and b initiate to each other at once (a collision)
+// and returns a's and b's unanswered sessions.
+func crossInitiate(t testing.TB, a, b *device) (*session.Session, *session.Session) {
+	t.Helper()
+	as, err := session.Initiate(rand.Reader, a.id, a.addr, b.bundle())
+	require.NoError(t, err)
+	bs, err := session.Initiate(rand.Reader, b.id, b.addr, a.bundle())
+	require.NoError(t, err)
+	return as, bs
+}

@@ -124,15 +124,12 @@ func TestArchiveIsBounded(t *testing.T) {
 func TestRejectedInitiationIsRemembered(t *testing.T) {
 	alice := newDevice(t, "alice", 1, 2)
 	bob := newDevice(t, "bob", 1, 2)
-	as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
-	require.NoError(t, err)
-	bsInit, err := session.Initiate(rand.Reader, bob.id, bob.addr, alice.bundle())
-	require.NoError(t, err)
+	as, bsInit := crossInitiate(t, alice, bob)
 	fromBob := encrypt(t, bsInit, "loses")
 
 	forged := fromBob.Clone()
 	forged.Initiation.Ephemeral[0] ^= 1
-	_, err = session.Receive(session.Local{Identity: alice.id, Address: alice.addr, Prekeys: alice.pk}, as, forged)
+	_, err := session.Receive(session.Local{Identity: alice.id, Address: alice.addr, Prekeys: alice.pk}, as, forged)
 	require.ErrorIs(t, err, session.ErrDecrypt)
 
 	r := receive(t, alice, as, fromBob)
@@ -172,10 +169,7 @@ func TestRejectedInitiationIsRemembered(t *testing.T) {
 func TestRejectedInitiationCopiesAreAuthenticated(t *testing.T) {
 	alice := newDevice(t, "alice", 1, 2)
 	bob := newDevice(t, "bob", 1, 2)
-	as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())
-	require.NoError(t, err)
-	bsInit, err := session.Initiate(rand.Reader, bob.id, bob.addr, alice.bundle())
-	require.NoError(t, err)
+	as, bsInit := crossInitiate(t, alice, bob)
 	fromBob := encrypt(t, bsInit, "loses")
 	r := receive(t, alice, as, fromBob)
 	require.NotNil(t, r.Rejected)
@@ -282,10 +276,7 @@ func TestRecordWithArchiveRejectsGarbage(t *testing.T) {
 	// A collision amy wins: her record remembers zed's base key.
 	amy := newDevice(t, "amy", 1, 0)
 	zed := newDevice(t, "zed", 1, 0)
-	as, err := session.Initiate(rand.Reader, amy.id, amy.addr, zed.bundle())
-	require.NoError(t, err)
-	zs, err := session.Initiate(rand.Reader, zed.id, zed.addr, amy.bundle())
-	require.NoError(t, err)
+	as, zs := crossInitiate(t, amy, zed)
 	r := receive(t, amy, as, encrypt(t, zs, "loses"))
 	require.NotNil(t, r.Rejected)
 

@@ -48,10 +48,7 @@ func newRetiredFixture(t *testing.T) retiredFixture {
 	t.Helper()
 	bob := newDevice(t, "bob", 1, 0)
 	zed := newDevice(t, "zed", 1, 0)
-	own, err := session.Initiate(rand.Reader, bob.id, bob.addr, zed.bundle())
-	require.NoError(t, err)
-	z1, err := session.Initiate(rand.Reader, zed.id, zed.addr, bob.bundle())
-	require.NoError(t, err)
+	own, z1 := crossInitiate(t, bob, zed)
 	rejected := encrypt(t, z1, "z1 loses")
 	r := receive(t, bob, own, rejected)
 	require.NotNil(t, r.Rejected)
@@ -64,6 +61,7 @@ func newRetiredFixture(t *testing.T) retiredFixture {
 
 	var answered []session.Envelope
 	var zs *session.Session
+	var err error
 	for _, text := range []string{"z2", "z3"} {
 		zs, err = session.Initiate(rand.Reader, zed.id, zed.addr, bob.bundle())
 		require.NoError(t, err)
