@@ -48,24 +48,51 @@ type Lock struct {
 }
 
 // Acquire takes the writer lock of the database file at db without
-// waiting: it creates the lock file (mode 0600) if absent and locks it.
+// waiting: it creates the lock file (mode 0600) if absent and locks it;
+// if the file was removed or replaced meanwhile, it locks the one now at
+// the path instead (a lock on a removed file would keep nobody out).
 // Returns an error wrapping ErrHeld, and naming the lock file, if the lock
 // is held; the file system's error if the lock file cannot be created or
 // locked.
 func Acquire(db string) (*Lock, error) {
 	p := Path(db)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open lock file: %w", err)
-	}
-	if err := lock(f); err != nil {
-		f.Close()
-		if errors.Is(err, errWouldBlock) {
-			return nil, fmt.Errorf("%s: %w", p, ErrHeld)
+	for attempt := 1; ; attempt++ {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open lock file: %w", err)
 		}
-		return nil, fmt.Errorf("lock %s: %w", p, err)
+		if err := lock(f); err != nil {
+			f.Close()
+			if errors.Is(err, errWouldBlock) {
+				return nil, fmt.Errorf("%s: %w", p, ErrHeld)
+			}
+			return nil, fmt.Errorf("lock %s: %w", p, err)
+		}
+		// migrate up removes a lock file it created while it still holds
+		// it: a lock taken on that file after it was removed would keep
+		// out nobody who opens the path now. Lock the file at the path.
+		if current(f, p) {
+			return &Lock{f: f}, nil
+		}
+		f.Close()
+		if attempt == maxAttempts {
+			return nil, fmt.Errorf("lock %s: the lock file was replaced %d times while being locked", p, attempt)
+		}
 	}
-	return &Lock{f: f}, nil
+}
+
+// maxAttempts bounds how often Acquire locks a lock file that was removed
+// or replaced meanwhile before it gives up.
+const maxAttempts = 3
+
+// current reports whether f is still the file at path p.
+func current(f *os.File, p string) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(p)
+	return err == nil && os.SameFile(held, now)
 }
 
 // Release gives the lock up by closing the lock file. Releasing a nil or
