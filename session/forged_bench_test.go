@@ -76,6 +76,7 @@ func buildWorstRecord(tb testing.TB) worstRecord {
 
 func BenchmarkForgedEnvelope(b *testing.B) {
 	w := buildWorstRecord(b)
+	local := session.Local{Identity: w.bob.id, Address: w.bob.addr, Prekeys: w.bob.pk}
 	// forge returns an envelope of alice's with the header h and a
 	// ciphertext no key authenticates.
 	forge := func(h session.RatchetHeader) session.Envelope {
@@ -91,30 +92,61 @@ func BenchmarkForgedEnvelope(b *testing.B) {
 	// The receiving chains are at message 2·MaxSkip+1: a previous chain
 	// length MaxSkip beyond it makes every state skip as far as allowed.
 	farPN := uint32(3*session.MaxSkip + 1)
+	initLocal, initiation := forgeInitiation(b, w)
 	cases := []struct {
-		name string
-		env  session.Envelope
+		name  string
+		local session.Local
+		env   session.Envelope
 	}{
 		// A ratchet key no state has seen, answering the current state's
 		// (which anyone reading bob's envelopes knows), as far ahead as
 		// allowed in both chains: the state it answers tries it.
-		{"new-ratchet-key", forge(session.RatchetHeader{DH: fresh, Answers: w.bobKey, PN: farPN, N: session.MaxSkip})},
+		{"new-ratchet-key", local, forge(session.RatchetHeader{DH: fresh, Answers: w.bobKey, PN: farPN, N: session.MaxSkip})},
 		// The same, answering a ratchet key no state holds: no state
 		// tries it.
-		{"new-ratchet-key-answering-none", forge(session.RatchetHeader{DH: fresh, Answers: fresh, PN: farPN, N: session.MaxSkip})},
+		{"new-ratchet-key-answering-none", local, forge(session.RatchetHeader{DH: fresh, Answers: fresh, PN: farPN, N: session.MaxSkip})},
 		// The current state's ratchet key, MaxSkip ahead.
-		{"current-chain", forge(session.RatchetHeader{DH: w.last.Header.DH, N: w.last.Header.N + session.MaxSkip})},
+		{"current-chain", local, forge(session.RatchetHeader{DH: w.last.Header.DH, N: w.last.Header.N + session.MaxSkip})},
 		// The oldest archived state's ratchet key, MaxSkip ahead.
-		{"oldest-archived-chain", forge(session.RatchetHeader{DH: w.old.Header.DH, N: w.old.Header.N + session.MaxSkip})},
+		{"oldest-archived-chain", local, forge(session.RatchetHeader{DH: w.old.Header.DH, N: w.old.Header.N + session.MaxSkip})},
+		// A new initiation from alice's address (see forgeInitiation).
+		{"initiation", initLocal, initiation},
 	}
-	local := session.Local{Identity: w.bob.id, Address: w.bob.addr, Prekeys: w.bob.pk}
 	for _, c := range cases {
+		// Each fails at the tag, after all the work its header allows.
+		_, err := session.Receive(c.local, w.rec, c.env)
+		require.ErrorIs(b, err, session.ErrDecrypt, c.name)
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := session.Receive(local, w.rec, c.env); err == nil {
+				if _, err := session.Receive(c.local, w.rec, c.env); err == nil {
 					b.Fatal("a forged envelope was accepted")
 				}
 			}
 		})
 	}
+}
+
+// forgeInitiation returns bob's Local with as many one-time prekeys as he
+// may hold (Receive copies them) and a made-up initiation from alice's
+// address: it names bob's signed prekey and one of his one-time prekeys
+// (both in any bundle a directory hands out) and is MaxSkip ahead in its
+// first chain, so that it costs every key agreement of X3DH, that of the
+// first ratchet step and the chain keys up to its message before its tag
+// fails. An initiation is answered before anything authenticates it.
+func forgeInitiation(tb testing.TB, w worstRecord) (session.Local, session.Envelope) {
+	tb.Helper()
+	pk, err := session.NewPrekeys(rand.Reader, w.bob.id, session.MaxOneTimePrekeys)
+	require.NoError(tb, err)
+	bundle := pk.Bundle(w.bob.addr)
+	bundle.OneTimePrekeys = bundle.OneTimePrekeys[len(bundle.OneTimePrekeys)-1:]
+	stranger := newDevice(tb, w.last.Sender.UserID, w.last.Sender.DeviceID, 0)
+	is, err := session.Initiate(rand.Reader, stranger.id, stranger.addr, bundle)
+	require.NoError(tb, err)
+	env := encrypt(tb, is, "forged")
+	require.NotNil(tb, env.Initiation)
+	require.True(tb, env.Initiation.HasOneTimePrekey)
+	env.Header.N = session.MaxSkip
+	_, err = rand.Read(env.Ciphertext)
+	require.NoError(tb, err)
+	return session.Local{Identity: w.bob.id, Address: w.bob.addr, Prekeys: pk}, env
 }
