@@ -2,11 +2,15 @@ package client_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -61,5 +65,89 @@ func TestOneClientPerStore(t *testing.T) {
 			b.send(alice, "reply")
 			require.Equal(t, []string{"reply"}, messages(t, a.poll()))
 		})
+	}
+}
+
+// storeSnapshot is what a call could change in d's store about peer, read
+// from the store alone (a closed client answers nothing): every table of
+// a SQLite device, the peer's stored state and the pending count of a
+// memstore device.
+func storeSnapshot(tb testing.TB, d *device, peer ids.DeviceAddress) any {
+	tb.Helper()
+	if d.sql != nil {
+		return dumpTables(tb, d.sql.DB())
+	}
+	ctx := context.Background()
+	st, err := d.st.Peer(ctx, peer)
+	require.NoError(tb, err)
+	n, err := d.st.CountPending(ctx, nil)
+	require.NoError(tb, err)
+	return []any{st, n}
+}
+
+// waitForMutexWaiter returns once a goroutine whose stack names fn waits
+// for a sync.Mutex.
+func waitForMutexWaiter(tb testing.TB, fn string) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	buf := make([]byte, 1<<20)
+	for time.Now().Before(deadline) {
+		for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "[sync.Mutex.Lock") && strings.Contains(g, fn) {
+				return
+			}
+		}
+		runtime.Gosched()
+	}
+	tb.Fatalf("no goroutine in %s waits for a mutex", fn)
+}
+
+// A call that passed its early checks and then waited for Close (which
+// holds the send mutex) fails with ErrClosed and writes nothing to the
+// store, which may serve another client by then, and hands nothing off.
+func TestCallWaitingForCloseWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		fn   string // the function that waits, as a stack names it
+		call func(c *client.Client, pending ids.LogicalMessageID) error
+	}{
+		{"Send", "(*Client).Send(", func(c *client.Client, _ ids.LogicalMessageID) error {
+			_, err := c.Send(ctx, bob, []byte("after close"))
+			return err
+		}},
+		{"SendToDevices", "(*Client).SendToDevices(", func(c *client.Client, _ ids.LogicalMessageID) error {
+			_, err := c.SendToDevices(ctx, []ids.DeviceAddress{bob}, ids.NewLogicalMessageID(), []byte("after close"))
+			return err
+		}},
+		{"RetryPendingMessages", "(*Client).RetryPendingMessages(", func(c *client.Client, _ ids.LogicalMessageID) error {
+			_, err := c.RetryPendingMessages(ctx, bob)
+			return err
+		}},
+		{"AbandonPending", "(*Client).AbandonPending(", func(c *client.Client, pending ids.LogicalMessageID) error {
+			_, err := c.AbandonPending(ctx, bob, pending)
+			return err
+		}},
+	} {
+		for _, kind := range bothStores {
+			t.Run(tt.name+"/"+string(kind), func(t *testing.T) {
+				net, a, b := openPair(t, kind)
+				pending := a.send(bob, "pending") // bob does not acknowledge it
+				require.Equal(t, []string{"pending"}, messages(t, b.poll()))
+				before := storeSnapshot(t, a, bob)
+				net.ResetCalls()
+
+				release := client.HoldSendMutex(a.c)
+				done := make(chan error, 1)
+				go func() { done <- tt.call(a.c, pending) }()
+				waitForMutexWaiter(t, tt.fn)
+				client.CloseHeld(a.c)
+				release()
+
+				require.ErrorIs(t, <-done, client.ErrClosed)
+				require.Equal(t, before, storeSnapshot(t, a, bob), "the closed client changed its store")
+				require.Empty(t, net.Calls(), "the closed client used the network")
+			})
+		}
 	}
 }

@@ -148,7 +148,7 @@ type Client struct {
 	// touched under sendMu (see peerFor).
 	peers map[ids.DeviceAddress]*peer
 	// release gives up the client's claim on its store (Close); closed is
-	// set, under sendMu, by Close, after which peerFor and local fail.
+	// set, under sendMu, by Close, after which lockSend and local fail.
 	release func()
 	closed  atomic.Bool
 
@@ -205,9 +205,28 @@ func New(cfg Config) (*Client, error) {
 func (c *Client) Close() error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	c.closeLocked()
+	return nil
+}
+
+// closeLocked is Close under the send mutex.
+func (c *Client) closeLocked() {
 	if c.closed.CompareAndSwap(false, true) {
 		c.peers = nil
 		c.release()
+	}
+}
+
+// lockSend takes the send mutex for a call that reads or writes the
+// store's sessions, prekeys or pending messages, or returns ErrClosed
+// (the mutex not held) if Close has run. Checked under the mutex, so that
+// a call that passed its early checks and then waited for Close writes
+// nothing to a store that may serve another client by now.
+func (c *Client) lockSend() error {
+	c.sendMu.Lock()
+	if c.closed.Load() {
+		c.sendMu.Unlock()
+		return ErrClosed
 	}
 	return nil
 }
@@ -249,13 +268,12 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 	if err := store.ValidateAddress(addr); err != nil {
 		return fmt.Errorf("client: initialize: %w", err)
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return err
+	}
 	defer c.sendMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed.Load() {
-		return ErrClosed
-	}
 	if c.identity != nil && c.addr != addr {
 		return fmt.Errorf("client: initialize as %s: %w as %s", addr, ErrAlreadyInitialized, c.addr)
 	}

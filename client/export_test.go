@@ -25,3 +25,13 @@ var DiscardedPinIdentity = discardedPinIdentity
 func MessageFrame(id ids.LogicalMessageID, body []byte) []byte {
 	return encodeFrame(frameMessage, id, body)
 }
+
+// HoldSendMutex takes c's send mutex, so that a call made meanwhile waits
+// for it, and returns its release.
+func HoldSendMutex(c *Client) (release func()) {
+	c.sendMu.Lock()
+	return c.sendMu.Unlock
+}
+
+// CloseHeld is Close for a caller holding the send mutex (HoldSendMutex).
+func CloseHeld(c *Client) { c.closeLocked() }

@@ -44,7 +44,9 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 	if err := c.checkSendable(recipients, plaintext); err != nil {
 		return nil, fmt.Errorf("client: send to devices: %w", err)
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return nil, fmt.Errorf("client: send to devices: %w", err)
+	}
 	defer c.sendMu.Unlock()
 	frame := encodeFrame(frameMessage, id, plaintext)
 	out := make([]DeviceOutcome, len(recipients))

@@ -112,7 +112,9 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 	if err != nil {
 		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
+	}
 	defer c.sendMu.Unlock()
 	// The cached state was loaded before the damage was found (or holds
 	// none): the next call reloads what the store holds.

@@ -130,7 +130,9 @@ func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress
 	if err := store.ValidateAddress(recipient); err != nil {
 		return 0, fmt.Errorf("client: abandon: %w", err)
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return 0, fmt.Errorf("client: abandon %s to %s: %w", id, recipient, err)
+	}
 	defer c.sendMu.Unlock()
 	removed, err := c.cfg.Store.DeletePending(ctx, recipient, id)
 	if err != nil {
@@ -153,7 +155,9 @@ func (c *Client) AbandonUnreadable(ctx context.Context, u UnreadablePendingMessa
 	if err := c.checkInitialized(); err != nil {
 		return 0, err
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return 0, fmt.Errorf("client: abandon unreadable sequence %d: %w", u.Sequence, err)
+	}
 	defer c.sendMu.Unlock()
 	removed, err := c.cfg.Store.DeletePendingSequence(ctx, u.Sequence)
 	if err != nil {

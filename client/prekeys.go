@@ -85,7 +85,9 @@ const (
 // change says the bundle changed (the one-time prekeys or the signed
 // prekey).
 func (c *Client) changePrekeys(ctx context.Context, what string, change func(*session.Identity, *session.Prekeys) (prekeyChange, error)) error {
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return fmt.Errorf("client: %s: %w", what, err)
+	}
 	defer c.sendMu.Unlock()
 	identity, prekeys, self, err := c.local()
 	if err != nil {

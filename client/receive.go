@@ -94,7 +94,9 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err 
 	if env.Recipient != self {
 		return nil, fmt.Errorf("client: receive: %w: %s", ErrMisdirected, env.Recipient)
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return nil, fmt.Errorf("client: receive: %w", err)
+	}
 	defer c.sendMu.Unlock()
 	// The prekeys are read under the send mutex: an initiation answered or
 	// a rotation while this call waited for it changed them.

@@ -50,13 +50,8 @@ func (c *Client) peerFor(ctx context.Context, addr ids.DeviceAddress) (*peer, er
 // never used: the next call reloads what the store holds.
 func (c *Client) forget(addr ids.DeviceAddress) { delete(c.peers, addr) }
 
-// loadPeer reads and decodes addr's stored state. It fails with ErrClosed
-// once Close has run (which also empties the cache peerFor keeps): another
-// client may own the store's sessions by then.
+// loadPeer reads and decodes addr's stored state.
 func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
 	st, err := c.cfg.Store.Peer(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -294,7 +289,9 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	if err := c.checkSendable([]ids.DeviceAddress{to}, plaintext); err != nil {
 		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+	}
 	defer c.sendMu.Unlock()
 	defer func() {
 		if err != nil {
@@ -372,7 +369,9 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 	if err := store.ValidateAddress(remote); err != nil {
 		return nil, fmt.Errorf("client: retry: %w", err)
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return nil, fmt.Errorf("client: retry %s: %w", remote, err)
+	}
 	defer c.sendMu.Unlock()
 	sent, skipped, err := c.retry(ctx, remote)
 	if err != nil {
@@ -497,7 +496,9 @@ func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote i
 	if err := store.ValidateAddress(remote); err != nil {
 		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
-	c.sendMu.Lock()
+	if err := c.lockSend(); err != nil {
+		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
+	}
 	defer c.sendMu.Unlock()
 	// The stored state changes below, outside the cached peer: reload it next.
 	defer c.forget(remote)
