@@ -72,14 +72,20 @@ func (e *env) applyPragmas(ctx context.Context) error {
 // opens it again: the next call meets a cold SQLite page cache and a cold
 // OS cache, as the first call after an app start does.
 func (e *env) coldOpen(ctx context.Context) error {
+	if err := e.closeEvicted(); err != nil {
+		return err
+	}
+	return e.open(ctx)
+}
+
+// closeEvicted closes the store and evicts its files from the OS page
+// cache: the next open reads every page it needs from the disk.
+func (e *env) closeEvicted() error {
 	if err := e.s.Close(); err != nil {
 		return err
 	}
 	e.s, e.client = nil, nil
-	if err := evict(e.path); err != nil {
-		return err
-	}
-	return e.open(ctx)
+	return evict(e.path)
 }
 
 // theClient returns the client over e's store, initialized as self.

@@ -21,31 +21,43 @@ const floorCacheKiB = 1 << 20 // 1 GiB, allocated only as pages are read
 // disk and the OS are out of the way. It is reported without a target.
 func floorLines(b *bench) ([]result, error) {
 	ctx, o := b.ctx, b.o
-	envs := []*env{b.large, b.small}
-	for _, e := range envs {
-		if err := e.preRead(ctx); err != nil {
-			return nil, err
-		}
-	}
-	// Give the memory back whatever happens below.
-	defer func() {
-		for _, e := range envs {
-			_ = e.restoreCache(ctx)
-		}
-	}()
-	before := readSyscalls()
-	a, c, err := interleave(o.Iters, b.large.pageAt(ctx, b.large.recipientCursors(b.rng, o.Iters)), b.small.pageAt(ctx, b.small.recipientCursors(b.rng, o.Iters)))
+	var a, c sample
+	var before, after int64
+	err := inMemory(ctx, []*env{b.large, b.small}, func() error {
+		before = readSyscalls()
+		var err error
+		a, c, err = interleave(o.Iters, b.large.pageAt(ctx, b.large.recipientCursors(b.rng, o.Iters)), b.small.pageAt(ctx, b.small.recipientCursors(b.rng, o.Iters)))
+		after = readSyscalls()
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	reads := "read syscalls not counted on this system"
-	if after := readSyscalls(); before >= 0 && after >= 0 {
+	if before >= 0 && after >= 0 {
 		reads = fmt.Sprintf("%.1f read syscalls per page", float64(after-before)/float64(2*o.Iters))
 	}
 	r := ratioLE(fmt.Sprintf("floor: page of 100, one recipient, all in memory: %s / %s", b.L, b.S), a, c, 0,
 		fmt.Sprintf(", every page in SQLite's cache (pre-read, %d MiB cache), %s", floorCacheKiB>>10, reads))
 	r.Info, r.Target, r.Pass = true, "-", false
 	return []result{r}, nil
+}
+
+// inMemory runs fn with every page of every database of envs in its
+// connection's page cache (preRead), and gives the memory back after it,
+// whatever happens.
+func inMemory(ctx context.Context, envs []*env, fn func() error) error {
+	defer func() {
+		for _, e := range envs {
+			_ = e.restoreCache(ctx)
+		}
+	}()
+	for _, e := range envs {
+		if err := e.preRead(ctx); err != nil {
+			return err
+		}
+	}
+	return fn()
 }
 
 // preRead raises e's page cache to floorCacheKiB and reads every page of

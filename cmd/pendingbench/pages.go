@@ -44,11 +44,10 @@ func pageLines(b *bench) ([]result, error) {
 }
 
 func offsetLines(b *bench) ([]result, error) {
-	// Each round and side draws its own position in the eighth of the
-	// table below -offset-at: at one fixed position the keyset page would
-	// read the same few pages every round, always cached.
-	pos := int(float64(b.o.Large) * b.o.OffsetAt)
-	lo := pos - pos/8
+	// Each round and side draws its own position: at one fixed position
+	// the keyset page would read the same few pages every round, always
+	// cached.
+	lo, pos := offsetRange(b.large.n, b.o.OffsetAt)
 	draw := func() int { return lo + b.rng.IntN(pos-lo+1) }
 	a, c, err := interleave(b.o.SlowIters, func(int) error { return offsetPage(b.ctx, b.large, draw()) },
 		func(int) error { return b.large.page(b.ctx, cursor{after: int64(draw())}) })
@@ -57,6 +56,14 @@ func offsetLines(b *bench) ([]result, error) {
 	}
 	return []result{ratioGE(fmt.Sprintf("OFFSET page / keyset page at position %s", human(pos)), a, c, 50,
 		fmt.Sprintf(", both 101 rows read, 100 opened, each at a random position in %d-%d", lo, pos))}, nil
+}
+
+// offsetRange is where the OFFSET pages of a table of n rows are drawn:
+// the eighth of the table below the fraction at of it, ending at most a
+// page and its probe row before the end.
+func offsetRange(n int, at float64) (lo, hi int) {
+	hi = min(int(float64(n)*at), n-store.MaxPageSize-1)
+	return hi - hi/8, hi
 }
 
 // rawPageLines compare the store's page with its floor on the large

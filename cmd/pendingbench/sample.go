@@ -10,27 +10,34 @@ import (
 // sample is a set of timings of one side of a comparison.
 type sample []time.Duration
 
-func (s sample) median() time.Duration {
+func (s sample) median() time.Duration { return medianOf(s) }
+
+// quantile is the q-quantile (0 <= q < 1) of s (see quantileOf).
+func (s sample) quantile(q float64) time.Duration { return quantileOf(s, q) }
+
+// figure is what medians and quantiles are taken of: timings, and the
+// MiB of the heap line.
+type figure interface{ ~int64 | ~float64 }
+
+// medianOf is the median of s (0 if s is empty); s is not changed.
+func medianOf[T figure](s []T) T {
 	if len(s) == 0 {
 		return 0
 	}
-	c := slices.Clone(s)
-	slices.Sort(c)
+	c := slices.Sorted(slices.Values(s))
 	if len(c)%2 == 1 {
 		return c[len(c)/2]
 	}
 	return (c[len(c)/2-1] + c[len(c)/2]) / 2
 }
 
-// quantile is the q-quantile (0 <= q < 1) of s, the element at
-// index len*q of the sorted timings.
-func (s sample) quantile(q float64) time.Duration {
+// quantileOf is the q-quantile (0 <= q < 1) of s, the element at index
+// len*q of s sorted (0 if s is empty); s is not changed.
+func quantileOf[T figure](s []T, q float64) T {
 	if len(s) == 0 {
 		return 0
 	}
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return c[int(float64(len(c))*q)]
+	return slices.Sorted(slices.Values(s))[int(float64(len(s))*q)]
 }
 
 // spread is the range between the 10th and the 90th percentile.
@@ -58,10 +65,13 @@ func interleave(iters int, a, b func(round int) error) (sa, sb sample, err error
 // interleaveWith is interleave with between (if not nil) run, untimed,
 // before every round: the place to drain mailboxes and the like.
 func interleaveWith(iters int, between func(round int) error, a, b func(round int) error) (sa, sb sample, err error) {
-	timedSide := func(f func(int) error) func(int) (time.Duration, error) {
-		return func(r int) (time.Duration, error) { return timed(func() error { return f(r) }) }
-	}
-	return alternate(iters, between, timedSide(a), timedSide(b))
+	return alternate(iters, between, timedAt(a), timedAt(b))
+}
+
+// timedAt makes a side that times itself (for alternate and shuffled)
+// out of f: all of f is timed.
+func timedAt(f func(round int) error) func(int) (time.Duration, error) {
+	return func(r int) (time.Duration, error) { return timed(func() error { return f(r) }) }
 }
 
 // alternate is the loop under interleaveWith for sides that time

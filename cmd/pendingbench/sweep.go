@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -214,8 +213,8 @@ func (sw *sweeper) series() []series {
 		s := series{ID: id, Label: labels[id].label, Unit: labels[id].unit}
 		for i, e := range sw.envs {
 			if id == seriesHeap {
-				h := slices.Sorted(slices.Values(sw.heap[i]))
-				s.Points = append(s.Points, point{Pending: e.n, N: len(h), Median: median(h), P10: h[len(h)/10], P90: h[len(h)*9/10]})
+				h := sw.heap[i]
+				s.Points = append(s.Points, point{Pending: e.n, N: len(h), Median: medianOf(h), P10: quantileOf(h, 0.1), P90: quantileOf(h, 0.9)})
 				continue
 			}
 			if sw.samples[id] == nil {
@@ -229,19 +228,6 @@ func (sw *sweeper) series() []series {
 		}
 	}
 	return out
-}
-
-func median(sorted []float64) float64 {
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
-}
-
-// timedAt makes a side of shuffled out of f.
-func timedAt(f func(round int) error) func(int) (time.Duration, error) {
-	return func(r int) (time.Duration, error) { return timed(func() error { return f(r) }) }
 }
 
 // measure times each series of names at every size (one side per
@@ -296,28 +282,18 @@ func (sw *sweeper) pages() error {
 // memFloor is the page of one recipient with every page of every size in
 // SQLite's cache (see floorLines).
 func (sw *sweeper) memFloor() error {
-	defer func() {
-		for _, e := range sw.envs {
-			_ = e.restoreCache(sw.ctx)
-		}
-	}()
-	for _, e := range sw.envs {
-		if err := e.preRead(sw.ctx); err != nil {
-			return err
-		}
-	}
 	k := sw.o.Iters
-	return sw.measure(k, nil, []string{seriesPageOneMem}, func(_ string, e *env) func(int) (time.Duration, error) {
-		return timedAt(e.pageAt(sw.ctx, e.recipientCursors(sw.rng, k)))
+	return inMemory(sw.ctx, sw.envs, func() error {
+		return sw.measure(k, nil, []string{seriesPageOneMem}, func(_ string, e *env) func(int) (time.Duration, error) {
+			return timedAt(e.pageAt(sw.ctx, e.recipientCursors(sw.rng, k)))
+		})
 	})
 }
 
-// offset is the OFFSET page at a random position in the eighth of the
-// table below -offset-at (at most a page and its probe row from the end).
+// offset is the OFFSET page at a random position of offsetRange.
 func (sw *sweeper) offset() error {
 	return sw.measure(sw.o.SlowIters, nil, []string{seriesOffset}, func(_ string, e *env) func(int) (time.Duration, error) {
-		pos := min(int(float64(e.n)*sw.o.OffsetAt), e.n-store.MaxPageSize-1)
-		lo := pos - pos/8
+		lo, pos := offsetRange(e.n, sw.o.OffsetAt)
 		return timedAt(func(int) error { return offsetPage(sw.ctx, e, lo+sw.rng.IntN(pos-lo+1)) })
 	})
 }
@@ -326,14 +302,14 @@ func (sw *sweeper) offset() error {
 // SELECT count(*) through the generated query on the raw connection.
 func (sw *sweeper) count() error {
 	for _, e := range sw.envs {
-		if err := checkCount(sw.ctx, e); err != nil {
+		if err := countIs(sw.ctx, e, nil, e.n); err != nil {
 			return err
 		}
 	}
 	// Apart: a call of a few microseconds timed right after a scan of
 	// milliseconds would measure what the scan left in the CPU caches.
 	err := sw.measure(sw.o.Iters, nil, []string{seriesCountWarm}, func(_ string, e *env) func(int) (time.Duration, error) {
-		return timedAt(func(int) error { return checkCount(sw.ctx, e) })
+		return timedAt(func(int) error { return countIs(sw.ctx, e, nil, e.n) })
 	})
 	if err != nil {
 		return err
@@ -347,15 +323,6 @@ func (sw *sweeper) count() error {
 			return err
 		})
 	})
-}
-
-// checkCount counts e's pending messages through the store.
-func checkCount(ctx context.Context, e *env) error {
-	n, err := e.s.CountPending(ctx, nil)
-	if err == nil && n != int64(e.n) {
-		err = fmt.Errorf("%s: count %d, want %d", e.name, n, e.n)
-	}
-	return err
 }
 
 // dmlIters is the rounds of each of the two deleting series: at most
@@ -391,11 +358,7 @@ func (sw *sweeper) cold() error {
 	}
 	err := sw.measure(sw.o.ColdIters, nil, []string{seriesOpenCold}, func(_ string, e *env) func(int) (time.Duration, error) {
 		return func(int) (time.Duration, error) {
-			if err := e.s.Close(); err != nil {
-				return 0, err
-			}
-			e.s, e.client = nil, nil
-			if err := evict(e.path); err != nil {
+			if err := e.closeEvicted(); err != nil {
 				return 0, err
 			}
 			return timed(func() error { return e.open(sw.ctx) })
@@ -409,7 +372,7 @@ func (sw *sweeper) cold() error {
 			if err := e.coldOpen(sw.ctx); err != nil {
 				return 0, err
 			}
-			return timed(func() error { return checkCount(sw.ctx, e) })
+			return timed(func() error { return countIs(sw.ctx, e, nil, e.n) })
 		}
 	})
 	if err != nil {
