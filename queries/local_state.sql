@@ -120,6 +120,15 @@ UPDATE pending_inbound_message SET sealed = ? WHERE sequence = ?;
 -- name: UpdateStorageKeyVerifier :exec
 UPDATE storage_key SET verifier = ? WHERE key_id = ?;
 
+-- name: RotationLocalIdentity :many
+-- Key rotation's read of the local_identity row, its columns with their
+-- storage class (likely, as RotationIdentityPinBatch): a row of another
+-- class than the schema declares is reported and left alone, like a
+-- corrupt row of any other sealed table, instead of failing the rotation.
+SELECT likely(user_id) AS user_id, likely(device_id) AS device_id, likely(sealed) AS sealed
+FROM local_identity
+WHERE id = 1;
+
 -- name: RotationIdentityPinBatch :many
 -- Key rotation's walk of identity_pin, in key order, in batches. Columns
 -- and cursor are wrapped in likely (a no-op the code generator removes) so

@@ -320,6 +320,45 @@ func (q *Queries) RotationIdentityPinBatch(ctx context.Context, arg RotationIden
 	return items, nil
 }
 
+const rotationLocalIdentity = `-- name: RotationLocalIdentity :many
+SELECT likely(user_id) AS user_id, likely(device_id) AS device_id, likely(sealed) AS sealed
+FROM local_identity
+WHERE id = 1
+`
+
+type RotationLocalIdentityRow struct {
+	UserID   interface{}
+	DeviceID interface{}
+	Sealed   interface{}
+}
+
+// Key rotation's read of the local_identity row, its columns with their
+// storage class (likely, as RotationIdentityPinBatch): a row of another
+// class than the schema declares is reported and left alone, like a
+// corrupt row of any other sealed table, instead of failing the rotation.
+func (q *Queries) RotationLocalIdentity(ctx context.Context) ([]RotationLocalIdentityRow, error) {
+	rows, err := q.db.QueryContext(ctx, rotationLocalIdentity)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RotationLocalIdentityRow
+	for rows.Next() {
+		var i RotationLocalIdentityRow
+		if err := rows.Scan(&i.UserID, &i.DeviceID, &i.Sealed); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const rotationPendingInboundBatch = `-- name: RotationPendingInboundBatch :many
 SELECT sequence,
        likely(sender_user_id) AS sender_user_id,

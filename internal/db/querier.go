@@ -108,6 +108,11 @@ type Querier interface {
 	// cursor resumes after it in SQLite's own order instead of failing the
 	// batch or walking in circles.
 	RotationIdentityPinBatch(ctx context.Context, arg RotationIdentityPinBatchParams) ([]RotationIdentityPinBatchRow, error)
+	// Key rotation's read of the local_identity row, its columns with their
+	// storage class (likely, as RotationIdentityPinBatch): a row of another
+	// class than the schema declares is reported and left alone, like a
+	// corrupt row of any other sealed table, instead of failing the rotation.
+	RotationLocalIdentity(ctx context.Context) ([]RotationLocalIdentityRow, error)
 	// Key rotation's walk of pending_inbound_message, as
 	// SealedPendingOutboundBatch: columns with their storage class.
 	RotationPendingInboundBatch(ctx context.Context, arg RotationPendingInboundBatchParams) ([]RotationPendingInboundBatchRow, error)

@@ -833,3 +833,68 @@ func TestRotationErrorMessageIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestRotateKeySkipsCorruptLocalIdentity: a local_identity row with a
+// column of another storage class than the schema declares is reported
+// and left as it was, its key kept, like a corrupt row of any other table;
+// it does not stop the rotation of the other tables. Once it is repaired a
+// last run re-seals it and drops the old key.
+func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+	me := ids.DeviceAddress{UserID: "alice", DeviceID: 1} // rotateFill's
+	tests := []struct {
+		name   string
+		damage string
+		args   []any
+		// reported is the address the skipped row names, as far as it
+		// decodes.
+		reported ids.DeviceAddress
+	}{
+		{"TEXT device id", "UPDATE local_identity SET device_id = ?", []any{"one"}, ids.DeviceAddress{UserID: me.UserID}},
+		{"REAL device id", "UPDATE local_identity SET device_id = ?", []any{1.5}, ids.DeviceAddress{UserID: me.UserID}},
+		{"BLOB user id", "UPDATE local_identity SET user_id = CAST(user_id AS BLOB)", nil, me},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
+			want := rotateFill(t, s)
+			var before []byte
+			require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT sealed FROM local_identity").Scan(&before))
+			_, err := s.DB().ExecContext(ctx, tc.damage, tc.args...)
+			require.NoError(t, err)
+
+			err = s.RotateKey(ctx, newKey, 2, nil)
+			require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+			require.ErrorIs(t, err, store.ErrCorruptRow)
+			var re *sqlitestore.RotationError
+			require.ErrorAs(t, err, &re)
+			require.Len(t, re.Skipped, 1)
+			got := re.Skipped[0]
+			got.Cause = nil
+			assert.Equal(t, sqlitestore.SkippedRow{Table: "local_identity", Address: tc.reported, SealedWith: oldKey.ID(), HasHeader: true}, got)
+			assert.Equal(t, []seal.KeyID{oldKey.ID()}, re.Kept, "never opened: its key stays")
+
+			// Repaired by hand: the row is byte-identical, every other row
+			// is under the new key alone.
+			_, err = s.DB().ExecContext(ctx, "UPDATE local_identity SET user_id = ?, device_id = ?", me.UserID, me.DeviceID)
+			require.NoError(t, err)
+			only, err := seal.NewKeyring(newKey)
+			require.NoError(t, err)
+			sealed := rotateSealed(t, s)
+			require.Len(t, sealed, len(want))
+			for name, w := range want {
+				if strings.HasPrefix(name, "local_identity/") {
+					assert.Equal(t, before, sealed[name], "the corrupt row is left as it was")
+					continue
+				}
+				pt, err := only.Open(w.rt, w.ad, sealed[name])
+				require.NoError(t, err, name)
+				assert.Equal(t, w.plaintext, pt, name)
+			}
+
+			require.NoError(t, s.RotateKey(ctx, newKey, 2, nil))
+			rotateCheck(t, s, newKey, want)
+		})
+	}
+}

@@ -2,8 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"math"
 
 	"github.com/securemsg/storage/ids"
@@ -109,27 +107,27 @@ func countLocalIdentity(ctx context.Context, q *db.Queries) (int64, error) {
 	return q.CountLocalIdentityRows(ctx)
 }
 
-// walkLocalIdentity walks the one local_identity row.
+// walkLocalIdentity walks the one local_identity row, checked as a row of
+// the tables keyed by a device address is.
 func walkLocalIdentity() rowBatches {
 	done := false
+	write := func(ctx context.Context, q *db.Queries, _ ids.DeviceAddress, v []byte) error {
+		return q.UpdateLocalIdentitySealed(ctx, v)
+	}
 	return func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
 		if done {
 			return nil, nil
 		}
-		row, err := q.GetLocalIdentity(ctx)
-		if errors.Is(err, sql.ErrNoRows) {
-			done = true
-			return nil, nil
-		}
+		rows, err := addressRows(q.RotationLocalIdentity(ctx))
 		if err != nil {
 			return nil, err
 		}
 		done = true
-		addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
-		return []sealedRow{{
-			id: SkippedRow{Table: "local_identity", Address: addr}, rt: seal.RecordLocalIdentity, ad: store.AddressAD(addr), sealed: row.Sealed,
-			update: func(ctx context.Context, q *db.Queries, v []byte) error { return q.UpdateLocalIdentitySealed(ctx, v) },
-		}}, nil
+		out := make([]sealedRow, len(rows))
+		for i, r := range rows {
+			out[i] = r.sealedRow("local_identity", seal.RecordLocalIdentity, write)
+		}
+		return out, nil
 	}
 }
 
@@ -179,10 +177,22 @@ type addressCursor struct {
 	userID, deviceID any
 }
 
-// addressModel is a generated rotation batch row of a table keyed by
-// (user_id, device_id) with one sealed column: the three share one shape.
+// sealedRow checks r's columns and returns it as the rotation walks it,
+// bound to its address and written back by write.
+func (r addressRow) sealedRow(table string, rt seal.RecordType, write func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error) sealedRow {
+	var c columns
+	addr := c.address("user_id", r.userID, "device_id", r.deviceID)
+	sealed := c.blob("sealed", r.sealed)
+	return sealedRow{
+		id: SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: store.AddressAD(addr), sealed: sealed,
+		update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
+	}
+}
+
+// addressModel is a generated rotation row of a table keyed by
+// (user_id, device_id) with one sealed column: the four share one shape.
 type addressModel interface {
-	db.RotationIdentityPinBatchRow | db.RotationSessionBatchRow | db.RotationSessionInitiationBatchRow
+	db.RotationLocalIdentityRow | db.RotationIdentityPinBatchRow | db.RotationSessionBatchRow | db.RotationSessionInitiationBatchRow
 }
 
 // addressRows converts a batch of such rows (and its error, passed
@@ -217,13 +227,7 @@ func addressTable(
 			out := make([]sealedRow, 0, len(rows))
 			for _, r := range rows {
 				after = addressCursor{r.userID, r.deviceID}
-				var c columns
-				addr := c.address("user_id", r.userID, "device_id", r.deviceID)
-				sealed := c.blob("sealed", r.sealed)
-				out = append(out, sealedRow{
-					id: SkippedRow{Table: name, Address: addr}, bad: c.err(), rt: rt, ad: store.AddressAD(addr), sealed: sealed,
-					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
-				})
+				out = append(out, r.sealedRow(name, rt, write))
 			}
 			return out, nil
 		}
