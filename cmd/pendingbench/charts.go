@@ -33,7 +33,7 @@ type chart struct {
 
 // charts are the sweep's charts, drawn by -sweep and -charts.
 var charts = []chart{
-	{file: "pages.svg", title: "A keyset page of 100 costs the same at any queue size; OFFSET grows with it",
+	{file: "pages.svg", title: "A keyset page of 100 against OFFSET; one recipient's page grows as its floors do",
 		series: []string{seriesOffset, seriesPageOne, seriesPageOneRaw, seriesPageOneMem, seriesPageAll}, logY: true},
 	{file: "count.svg", title: "Count: kept in memory, against SELECT count(*); and a cold Open",
 		series: []string{seriesCountCold, seriesCountSQL, seriesCountWarm, seriesOpenCold}, logY: true},
