@@ -92,7 +92,7 @@ func allocsPer(k int, f func(i int) error) (allocs, error) {
 // allocLines compare the bytes and allocations of a page at the large
 // and the small size, for pages of all recipients and of one, at random
 // cursors: the same at any N means no per-queue work hides in a page.
-// The small database allocates ~2% fewer objects: Go boxes an int64
+// The small database allocates ~1% fewer objects: Go boxes an int64
 // below 256 into an interface without allocating, and a quarter of its
 // sequences are below 256.
 func allocLines(b *bench) ([]result, error) {
