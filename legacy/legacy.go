@@ -118,6 +118,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db/legacydb"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -448,7 +449,7 @@ func (m *migrator) mayBegin(ctx context.Context, q *legacydb.Queries) (record bo
 	}
 	current := false
 	for _, k := range keys {
-		text, err := m.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(k.KeyID)), k.Verifier)
+		text, err := rowseal.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
 		if err != nil {
 			// Whoever wrote it does not hold this keyring's keys: a wrong
 			// keyring, or a verifier put in place of the database's own.
@@ -489,8 +490,7 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 		return err
 	}
 	if record {
-		id := m.keys.Current()
-		v, err := m.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), proofText(sum))
+		id, v, err := rowseal.SealKeyVerifier(m.keys, proofText(sum))
 		if err != nil {
 			return fmt.Errorf("seal the migration's proof: %w", err)
 		}
@@ -535,7 +535,7 @@ func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
 	if !found {
 		return fmt.Errorf("%w: current key %d, recorded %v", ErrKeyNotRecorded, m.keys.Current(), active)
 	}
-	text, err := m.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(k.KeyID)), k.Verifier)
+	text, err := rowseal.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
 	if err != nil {
 		return fmt.Errorf("storage key %d: %w", k.KeyID, err)
 	}
@@ -850,8 +850,7 @@ func (m *migrator) erase(ctx context.Context) error {
 // setVerifier replaces the verifier of the key the migration seals with
 // by one sealing text.
 func (m *migrator) setVerifier(ctx context.Context, q *legacydb.Queries, text []byte) error {
-	id := m.keys.Current()
-	v, err := m.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), text)
+	id, v, err := rowseal.SealKeyVerifier(m.keys, text)
 	if err != nil {
 		return fmt.Errorf("seal storage key verifier: %w", err)
 	}

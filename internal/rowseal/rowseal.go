@@ -1,7 +1,8 @@
 // Package rowseal seals and opens the values the stores write, each bound
 // to its row (record type and store.AddressAD / store.MessageAD). The
 // SQLite and in-memory stores both use it, so that they seal identically
-// and open exactly the same records.
+// and open exactly the same records; the SQLite store and package legacy
+// seal and open the storage key verifiers with it.
 //
 // Package rowseal never touches storage.
 package rowseal
@@ -209,4 +210,26 @@ func DiscardablePeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed sto
 		}
 	}
 	return damage
+}
+
+// SealKeyVerifier seals text as the storage key verifier of keys' current
+// key and returns that key's id (the storage_key row the verifier belongs
+// to) with the sealed value: a verifier is always sealed by the key it
+// names, which only its holder can do. text is store.KeyVerifierText, or
+// starts with it (store.KeyVerifierSealedQueue, package legacy's proof).
+// It returns the keyring's sealing error.
+func SealKeyVerifier(keys *seal.Keyring, text []byte) (seal.KeyID, []byte, error) {
+	id := keys.Current()
+	v, err := keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), text)
+	if err != nil {
+		return 0, nil, err
+	}
+	return id, v, nil
+}
+
+// OpenKeyVerifier opens the verifier recorded for storage key id and
+// returns the text it seals; the keyring's error (seal.ErrWrongKey,
+// seal.ErrAuthentication, ...) if it does not open.
+func OpenKeyVerifier(keys *seal.Keyring, id seal.KeyID, verifier []byte) ([]byte, error) {
+	return keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(id), verifier)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -270,7 +271,8 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 // sealed. The old keys' verifiers are re-sealed by the walk with the text
 // they hold, mark included.
 func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, newID seal.KeyID) error {
-	verifier, err := sealer.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(newID), []byte(store.KeyVerifierSealedQueue))
+	// sealer holds newID's key alone: the verifier is newID's.
+	_, verifier, err := rowseal.SealKeyVerifier(sealer, []byte(store.KeyVerifierSealedQueue))
 	if err != nil {
 		return err
 	}

@@ -299,15 +299,15 @@ func (s *Store) checkKey(ctx context.Context) error {
 			if r.State != "active" {
 				continue
 			}
-			text, err := s.keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(r.KeyID)), r.Verifier)
+			text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
 			if err != nil {
 				return fmt.Errorf("store: storage key %d: %w", r.KeyID, err)
 			}
-			// Keyring.Seal seals with the current key: a verifier must be
-			// sealed with its own key, so another key's waits until it is
-			// current (or a rotation records it anew).
+			// A verifier is sealed by its own key, which seals only while
+			// current: another key's waits until it is current (or a
+			// rotation records it anew).
 			if string(text) == store.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
-				if err := s.markKey(ctx, q, seal.KeyID(r.KeyID)); err != nil {
+				if err := s.markKey(ctx, q); err != nil {
 					return err
 				}
 			}
@@ -323,13 +323,13 @@ func (s *Store) checkKey(ctx context.Context) error {
 		if len(rows) > 0 || sealed != 0 {
 			return fmt.Errorf("store: %d storage key rows, none active: %w", len(rows), ErrNoKeyRecord)
 		}
-		return s.addKey(ctx, q, s.keys.Current(), "active")
+		return s.addKey(ctx, q)
 	})
 }
 
-// markKey gives key id's record the marked verifier.
-func (s *Store) markKey(ctx context.Context, q *db.Queries, id seal.KeyID) error {
-	v, err := s.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(store.KeyVerifierSealedQueue))
+// markKey gives the record of keys' current key the marked verifier.
+func (s *Store) markKey(ctx context.Context, q *db.Queries) error {
+	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(store.KeyVerifierSealedQueue))
 	if err != nil {
 		return fmt.Errorf("store: storage key %d: mark verifier: %w", id, err)
 	}
@@ -339,14 +339,14 @@ func (s *Store) markKey(ctx context.Context, q *db.Queries, id seal.KeyID) error
 	return nil
 }
 
-// addKey records key id with the marked verifier (the store keeps its
-// pending queue sealed).
-func (s *Store) addKey(ctx context.Context, q *db.Queries, id seal.KeyID, state string) error {
-	v, err := s.keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(store.KeyVerifierSealedQueue))
+// addKey records keys' current key as the active one, with the marked
+// verifier (the store keeps its pending queue sealed).
+func (s *Store) addKey(ctx context.Context, q *db.Queries) error {
+	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(store.KeyVerifierSealedQueue))
 	if err != nil {
-		return err
+		return fmt.Errorf("store: record storage key: %w", err)
 	}
-	if err := q.InsertStorageKey(ctx, db.InsertStorageKeyParams{KeyID: int64(id), State: state, Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
+	if err := q.InsertStorageKey(ctx, db.InsertStorageKeyParams{KeyID: int64(id), State: "active", Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
 		return fmt.Errorf("store: record storage key: %w", err)
 	}
 	return nil
