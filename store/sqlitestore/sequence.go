@@ -15,15 +15,12 @@ import (
 // is the one cursor pages and retries resume from. A mark lowered below
 // sequences that were handed out and deleted is not detectable: those can
 // still be reused (SECURITY.md). On an intact database it changes nothing.
-func (s *Store) repairSequence(ctx context.Context) error {
-	err := s.withTx(ctx, func(q *db.Queries) error {
-		if _, err := q.RaisePendingOutboundSequence(ctx); err != nil {
-			return err
-		}
-		_, err := q.RestorePendingOutboundSequence(ctx)
-		return err
-	})
-	if err != nil {
+// It runs in Open's transaction that checks the storage key.
+func repairSequence(ctx context.Context, q *db.Queries) error {
+	if _, err := q.RaisePendingOutboundSequence(ctx); err != nil {
+		return fmt.Errorf("store: repair pending sequence high-water mark: %w", err)
+	}
+	if _, err := q.RestorePendingOutboundSequence(ctx); err != nil {
 		return fmt.Errorf("store: repair pending sequence high-water mark: %w", err)
 	}
 	return nil

@@ -270,10 +270,13 @@ func (s *Store) init(ctx context.Context, o options) error {
 	if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if err := s.checkKey(ctx); err != nil {
-		return err
-	}
-	return s.repairSequence(ctx)
+	// One transaction for what every open checks on a sealed database.
+	return s.withTx(ctx, func(q *db.Queries) error {
+		if err := s.checkKey(ctx, q); err != nil {
+			return err
+		}
+		return repairSequence(ctx, q)
+	})
 }
 
 // checkKey proves the keyring holds the database's active storage key by
@@ -288,43 +291,41 @@ func (s *Store) init(ctx context.Context, o options) error {
 // store.KeyVerifierText (written by a build that did not mark it) is
 // given the marked store.KeyVerifierSealedQueue in the same transaction,
 // so that package legacy refuses a plaintext table planted from then on.
-func (s *Store) checkKey(ctx context.Context) error {
-	return s.withTx(ctx, func(q *db.Queries) error {
-		rows, err := q.ListStorageKeys(ctx)
+func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
+	rows, err := q.ListStorageKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("store: read storage keys: %w", err)
+	}
+	active := 0
+	for _, r := range rows {
+		if r.State != "active" {
+			continue
+		}
+		text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
 		if err != nil {
-			return fmt.Errorf("store: read storage keys: %w", err)
+			return fmt.Errorf("store: storage key %d: %w", r.KeyID, err)
 		}
-		active := 0
-		for _, r := range rows {
-			if r.State != "active" {
-				continue
+		// A verifier is sealed by its own key, which seals only while
+		// current: another key's waits until it is current (or a
+		// rotation records it anew).
+		if string(text) == store.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
+			if err := s.markKey(ctx, q); err != nil {
+				return err
 			}
-			text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
-			if err != nil {
-				return fmt.Errorf("store: storage key %d: %w", r.KeyID, err)
-			}
-			// A verifier is sealed by its own key, which seals only while
-			// current: another key's waits until it is current (or a
-			// rotation records it anew).
-			if string(text) == store.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
-				if err := s.markKey(ctx, q); err != nil {
-					return err
-				}
-			}
-			active++
 		}
-		if active > 0 {
-			return nil
-		}
-		sealed, err := q.AnySealedValue(ctx)
-		if err != nil {
-			return fmt.Errorf("store: look for sealed values: %w", err)
-		}
-		if len(rows) > 0 || sealed != 0 {
-			return fmt.Errorf("store: %d storage key rows, none active: %w", len(rows), ErrNoKeyRecord)
-		}
-		return s.addKey(ctx, q)
-	})
+		active++
+	}
+	if active > 0 {
+		return nil
+	}
+	sealed, err := q.AnySealedValue(ctx)
+	if err != nil {
+		return fmt.Errorf("store: look for sealed values: %w", err)
+	}
+	if len(rows) > 0 || sealed != 0 {
+		return fmt.Errorf("store: %d storage key rows, none active: %w", len(rows), ErrNoKeyRecord)
+	}
+	return s.addKey(ctx, q)
 }
 
 // markKey gives the record of keys' current key the marked verifier.
