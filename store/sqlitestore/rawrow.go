@@ -76,14 +76,18 @@ func (c *columns) address(userCol string, user any, deviceCol string, device any
 	return ids.DeviceAddress{UserID: c.text(userCol, user), DeviceID: c.integer(deviceCol, device)}
 }
 
-// logicalID parses the bytes of a logical id column (read with blob),
-// noting a value of the wrong length.
-func (c *columns) logicalID(col string, b []byte) ids.LogicalMessageID {
-	id, err := ids.ParseLogicalMessageID(b)
+// message returns what a message row (pending outbound or inbound) holds
+// besides its sequence: the remote device (userCol, deviceCol), the
+// logical id, noting one of the wrong length, and the sealed value.
+func (c *columns) message(userCol string, user any, deviceCol string, device any, logicalID, sealed any) (ids.DeviceAddress, ids.LogicalMessageID, []byte) {
+	addr := c.address(userCol, user, deviceCol, device)
+	lid := c.blob("logical_id", logicalID)
+	v := c.blob("sealed", sealed)
+	id, err := ids.ParseLogicalMessageID(lid)
 	if err != nil {
-		c.problems = append(c.problems, fmt.Sprintf("%s: %v", col, err))
+		c.problems = append(c.problems, fmt.Sprintf("logical_id: %v", err))
 	}
-	return id
+	return addr, id, v
 }
 
 // err returns nil, or an error matching store.ErrCorruptRow saying what
@@ -140,10 +144,7 @@ func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.Unreadab
 // for reading its header (which key it names), never to be opened.
 func decodePending(r pendingRow) (ids.DeviceAddress, ids.LogicalMessageID, []byte, *store.UnreadablePending) {
 	var c columns
-	to := c.address("recipient_user_id", r.RecipientUserID, "recipient_device_id", r.RecipientDeviceID)
-	lid := c.blob("logical_id", r.LogicalID)
-	sealed := c.blob("sealed", r.Sealed)
-	id := c.logicalID("logical_id", lid)
+	to, id, sealed := c.message("recipient_user_id", r.RecipientUserID, "recipient_device_id", r.RecipientDeviceID, r.LogicalID, r.Sealed)
 	if len(c.problems) > 0 {
 		return to, id, sealed, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(c.problems, "; "))
 	}

@@ -89,10 +89,7 @@ var sealedTables = []sealedTable{
 			out := make([]messageRow, len(rows))
 			for i, r := range rows {
 				var c columns
-				from := c.address("sender_user_id", r.SenderUserID, "sender_device_id", r.SenderDeviceID)
-				lid := c.blob("logical_id", r.LogicalID)
-				sealed := c.blob("sealed", r.Sealed)
-				id := c.logicalID("logical_id", lid)
+				from, id, sealed := c.message("sender_user_id", r.SenderUserID, "sender_device_id", r.SenderDeviceID, r.LogicalID, r.Sealed)
 				out[i] = messageRow{seq: r.Sequence, addr: from, id: id, sealed: sealed, bad: c.err()}
 			}
 			return out, err
