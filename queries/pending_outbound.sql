@@ -110,10 +110,13 @@ WHERE name = 'pending_outbound_message';
 -- Open repairs a high-water mark below the highest stored sequence (lowered
 -- by a writer other than the store): raised to it, so that once the highest
 -- rows are deleted the next insert does not hand out their sequences again.
+-- The mark is compared as the integer SQLite takes it for (sqlite_sequence
+-- declares no type, so a writer can store TEXT or a BLOB there, which sorts
+-- above every number but counts as the number it spells).
 UPDATE sqlite_sequence
 SET seq = (SELECT max(sequence) FROM pending_outbound_message)
 WHERE name = 'pending_outbound_message'
-  AND seq < (SELECT max(sequence) FROM pending_outbound_message);
+  AND CAST(seq AS INTEGER) < (SELECT max(sequence) FROM pending_outbound_message);
 
 -- name: RestorePendingOutboundSequence :execrows
 -- The same repair for a high-water mark whose row was deleted: recorded

@@ -93,6 +93,9 @@ type Querier interface {
 	// Open repairs a high-water mark below the highest stored sequence (lowered
 	// by a writer other than the store): raised to it, so that once the highest
 	// rows are deleted the next insert does not hand out their sequences again.
+	// The mark is compared as the integer SQLite takes it for (sqlite_sequence
+	// declares no type, so a writer can store TEXT or a BLOB there, which sorts
+	// above every number but counts as the number it spells).
 	RaisePendingOutboundSequence(ctx context.Context) (int64, error)
 	// The same repair for a high-water mark whose row was deleted: recorded
 	// again as the highest stored sequence (if any row is stored).

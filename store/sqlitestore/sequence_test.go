@@ -30,6 +30,9 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 	}{
 		{"lowered", 0, `UPDATE sqlite_sequence SET seq = 1 WHERE name = 'pending_outbound_message'`, 5},
 		{"lowered below zero", 0, `UPDATE sqlite_sequence SET seq = -7 WHERE name = 'pending_outbound_message'`, 5},
+		{"lowered as TEXT", 0, `UPDATE sqlite_sequence SET seq = '1' WHERE name = 'pending_outbound_message'`, 5},
+		{"lowered as REAL", 0, `UPDATE sqlite_sequence SET seq = 1.5 WHERE name = 'pending_outbound_message'`, 5},
+		{"lowered as BLOB", 0, `UPDATE sqlite_sequence SET seq = CAST('1' AS BLOB) WHERE name = 'pending_outbound_message'`, 5},
 		{"row deleted", 0, `DELETE FROM sqlite_sequence WHERE name = 'pending_outbound_message'`, 5},
 		{"lowered under deleted rows", 2, `UPDATE sqlite_sequence SET seq = 1 WHERE name = 'pending_outbound_message'`, 3},
 		{"intact", 0, "", 5},
