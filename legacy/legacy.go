@@ -45,7 +45,8 @@
 //     pending_outbound_message_plaintext (with its version-15 index
 //     pending_outbound_message_recipient, if the database had it), erases
 //     every malformed row (a column NULL or of the wrong storage class, a
-//     malformed recipient or logical id; each is reported through
+//     malformed recipient or logical id, a plaintext longer than
+//     store.MaxPlaintextSize; each is reported through
 //     Options.Progress), creates the table exactly as the version-14 DDL
 //     (AUTOINCREMENT included), and records the keyring's current key in
 //     storage_key (or, on a database sealed before its pending queue,
@@ -667,6 +668,11 @@ func (m *migrator) scanRows(ctx context.Context, q *legacydb.Queries, erase bool
 		for _, r := range rows {
 			after = r.Sequence
 			to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
+			if err == nil && len(r.Plaintext) > store.MaxPlaintextSize {
+				// The store refuses such a message on insert: sealed into
+				// the queue, it would fail every retry to its recipient.
+				err = fmt.Errorf("legacy sequence %d: %w: plaintext is %d bytes, limit %d", r.Sequence, store.ErrCorruptRow, len(r.Plaintext), store.MaxPlaintextSize)
+			}
 			if err != nil {
 				clear(r.Plaintext)
 				if err := bad(r.Sequence, err); err != nil {

@@ -361,6 +361,7 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 		{"NULL recipient", "NULL, 1, " + id + ", '" + marker + "'", store.ErrCorruptRow},
 		{"NULL logical id", "'bob', 1, NULL, '" + marker + "'", store.ErrCorruptRow},
 		{"NULL plaintext", "'bob', 1, " + id + ", NULL", store.ErrCorruptRow},
+		{"plaintext above store.MaxPlaintextSize", "'bob', 1, " + id + fmt.Sprintf(", CAST('%s' || substr(hex(zeroblob(%d)), 1, %d) AS BLOB)", marker, store.MaxPlaintextSize, store.MaxPlaintextSize), store.ErrCorruptRow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
