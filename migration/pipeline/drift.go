@@ -476,7 +476,9 @@ func InspectRealm(ctx context.Context, conn *sql.DB) (*schema.Realm, error) {
 // Atlas v1.3.0 matches an inspected autoindex against the desired side by
 // rebuilding that name from an index without its parts, so without this
 // two inspected databases with the same UNIQUE constraint always diff as
-// a drop and a create. A real change (other columns, not unique) still
+// a drop and a create (in Replay, every statement after a table with a
+// UNIQUE constraint was created would report its index dropped and added
+// again). A real change (other columns, not unique) still
 // yields another name or a modification. Primary key autoindexes are left
 // alone, as Atlas does.
 func normalizeAutoindexNames(realm *schema.Realm) {

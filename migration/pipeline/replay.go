@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 
 	"ariga.io/atlas/sql/migrate"
 	"ariga.io/atlas/sql/schema"
@@ -59,7 +58,7 @@ func Replay(ctx context.Context, files []migrate.File, fn ReplayFunc) error {
 		if err != nil {
 			return nil, fmt.Errorf("inspect dev database: %w", err)
 		}
-		normalizeAutoindexes(r)
+		normalizeAutoindexNames(r)
 		return r, nil
 	}
 	current, err := inspect()
@@ -94,47 +93,6 @@ func Replay(ctx context.Context, files []migrate.File, fn ReplayFunc) error {
 		}
 	}
 	return nil
-}
-
-// normalizeAutoindexes names every index SQLite generated for a UNIQUE
-// constraint (sqlite_autoindex_T_N) as Atlas's differ renames those of the
-// schema it diffs to (T_col1_col2...), so that two inspections of one
-// table compare equal. Atlas renames only the side it diffs to and then
-// does not pair the renamed index with the other side's generated name:
-// every statement after a table with a UNIQUE constraint was created
-// would otherwise report that index dropped and added again.
-func normalizeAutoindexes(r *schema.Realm) {
-	for _, s := range r.Schemas {
-		for _, t := range s.Tables {
-			for _, idx := range t.Indexes {
-				if !strings.HasPrefix(idx.Name, "sqlite_autoindex") || isPrimaryOrigin(idx) {
-					continue
-				}
-				names := []string{t.Name}
-				for _, p := range idx.Parts {
-					if p.C == nil {
-						names = nil // an expression: leave the name as SQLite gave it
-						break
-					}
-					names = append(names, p.C.Name)
-				}
-				if names != nil {
-					idx.Name = strings.Join(names, "_")
-				}
-			}
-		}
-	}
-}
-
-// isPrimaryOrigin reports whether idx is the index of a PRIMARY KEY
-// constraint, whose generated name Atlas keeps.
-func isPrimaryOrigin(idx *schema.Index) bool {
-	for _, a := range idx.Attrs {
-		if o, ok := a.(*sqlite.IndexOrigin); ok && o.O == "p" {
-			return true
-		}
-	}
-	return false
 }
 
 // openDev opens a private in-memory database as an Atlas dev database.
