@@ -161,14 +161,22 @@ func indexDef(idx *schema.Index) string {
 	s := "(" + indexColumns(idx) + ")"
 	for _, a := range idx.Attrs {
 		if p, ok := a.(*sqlite.IndexPredicate); ok {
-			s += " WHERE " + strings.Join(strings.Fields(p.P), " ")
+			s += " WHERE " + oneLine(p.P)
 		}
 	}
 	return s
 }
 
+// checkDef describes a check by its expression (checkExpr).
 func checkDef(c *schema.Check) string {
-	return "CHECK (" + trimParens(strings.Join(strings.Fields(c.Expr), " ")) + ")"
+	return "CHECK (" + checkExpr(c) + ")"
+}
+
+// checkExpr returns a check's expression with its whitespace runs as
+// single spaces and without the parentheses around the whole: two
+// spellings of one constraint compare equal.
+func checkExpr(c *schema.Check) string {
+	return trimParens(oneLine(c.Expr))
 }
 
 // columnDef describes a column's type, nullability and default.

@@ -192,7 +192,7 @@ func checks(t *schema.Table) []string {
 	var out []string
 	for _, a := range t.Attrs {
 		if c, ok := a.(*schema.Check); ok {
-			out = append(out, trimParens(strings.Join(strings.Fields(c.Expr), " ")))
+			out = append(out, checkExpr(c))
 		}
 	}
 	return out
@@ -228,13 +228,7 @@ func balanced(s string) bool {
 // name: SQLite names a UNIQUE constraint's index after the table it was
 // created with, so a rebuilt table's is renamed.
 func indexKey(idx *schema.Index) string {
-	k := fmt.Sprintf("unique=%t (%s)", idx.Unique, indexColumns(idx))
-	for _, a := range idx.Attrs {
-		if p, ok := a.(*sqlite.IndexPredicate); ok {
-			k += " WHERE " + strings.Join(strings.Fields(p.P), " ")
-		}
-	}
-	return k
+	return fmt.Sprintf("unique=%t %s", idx.Unique, indexDef(idx))
 }
 
 func indexColumns(idx *schema.Index) string {
