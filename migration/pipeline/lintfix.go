@@ -26,9 +26,7 @@ var (
 func unquote(s string) string {
 	if len(s) >= 2 {
 		switch s[0] {
-		case '"', '`':
-			return s[1 : len(s)-1]
-		case '[':
+		case '"', '`', '[':
 			return s[1 : len(s)-1]
 		}
 	}

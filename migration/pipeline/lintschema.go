@@ -60,7 +60,7 @@ func (SchemaLoss) Analyze(_ context.Context, p *sqlcheck.Pass) error {
 		// destructive analyzer reports the column.
 		kept := func(expr string) bool {
 			for _, c := range from.Columns {
-				if _, ok := to.Column(c.Name); !ok && regexp.MustCompile(`\b`+regexp.QuoteMeta(c.Name)+`\b`).MatchString(expr) {
+				if _, ok := to.Column(c.Name); !ok && wordBoundaryFor(c.Name).MatchString(expr) {
 					return false
 				}
 			}

@@ -105,8 +105,10 @@ func commentLines(comments []string) []string {
 // record: a directory-wide rule in a file header, and a column named in
 // its table's comment.
 var (
-	sealedByNameRE  = regexp.MustCompile(`[Ee]very column named "([A-Za-z_][A-Za-z0-9_]*)" holds a sealed record`)
-	sealedColumnRE  = regexp.MustCompile(`\b([a-z_][a-z0-9_]*) is a sealed\b`)
+	sealedByNameRE = regexp.MustCompile(`[Ee]very column named "([A-Za-z_][A-Za-z0-9_]*)" holds a sealed record`)
+	sealedColumnRE = regexp.MustCompile(`\b([a-z_][a-z0-9_]*) is a sealed\b`)
+	// wordBoundaryFor matches name as a whole word (a column named in a
+	// CHECK or index expression).
 	wordBoundaryFor = func(name string) *regexp.Regexp { return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`) }
 )
 
