@@ -76,7 +76,7 @@ type Migrator struct {
 // New returns a Migrator for the Atlas migration directory at dir in fsys.
 // It returns an error wrapping ErrChecksum if the directory's files do not
 // match its atlas.sum (or atlas.sum is missing), and ErrDirectory if a file
-// name has no numeric version.
+// name has no numeric version or two files have the same version.
 func New(fsys fs.FS, dir string) (*Migrator, error) {
 	sub, err := fs.Sub(fsys, dir)
 	if err != nil {
@@ -93,10 +93,19 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%w: no migration files", ErrDirectory)
 	}
+	// One file per version: the history records versions, so a second
+	// file of one (or of one number spelled otherwise, 02 beside 2) could
+	// never be told applied or pending, and Atlas's executor fails on it.
+	seen := map[uint64]string{}
 	for _, f := range files {
-		if _, err := strconv.ParseUint(f.Version(), 10, 31); err != nil {
+		v, err := strconv.ParseUint(f.Version(), 10, 31)
+		if err != nil {
 			return nil, fmt.Errorf("%w: %s: version %q is not a number", ErrDirectory, f.Name(), f.Version())
 		}
+		if other, ok := seen[v]; ok {
+			return nil, fmt.Errorf("%w: %s and %s have the same version %d: give one a version of its own", ErrDirectory, other, f.Name(), v)
+		}
+		seen[v] = f.Name()
 	}
 	// Both errors are wrapped so that callers can also reach Atlas's
 	// *migrate.ChecksumError (which file, added/edited/removed).

@@ -374,6 +374,20 @@ func TestNewRejectsBrokenDirectory(t *testing.T) {
 			want: migration.ErrDirectory,
 		},
 		{
+			name: "two files of one version",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return sumFS(t, map[string]string{"1_a.sql": one, "2_b.sql": two, "2_c.sql": "CREATE TABLE c (z INTEGER);\n"})
+			},
+			want: migration.ErrDirectory,
+		},
+		{
+			name: "one version spelled twice",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return sumFS(t, map[string]string{"1_a.sql": one, "2_b.sql": two, "02_c.sql": "CREATE TABLE c (z INTEGER);\n"})
+			},
+			want: migration.ErrDirectory,
+		},
+		{
 			name: "no migration files",
 			fsys: func(t *testing.T) fstest.MapFS {
 				return fstest.MapFS{"README": &fstest.MapFile{Data: []byte("empty")}}
