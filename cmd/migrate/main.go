@@ -592,14 +592,21 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	created := statErr != nil
 	// Nothing to do is success, without a write: a database at head is
 	// checked through a read-only open first, so a read-only file or
-	// directory at head passes.
+	// directory at head passes. verified is set once that check has
+	// verified the database (verifyBeforeUp) under up's lock: one at head
+	// but not yet in WAL mode is not verified a second time.
+	verified := false
 	upToDate := func() (bool, error) {
 		if created || fi.Size() == 0 {
 			return false, nil
 		}
-		current, err := atHead(ctx, env, m, path)
+		current, wal, err := atHead(ctx, env, m, path)
 		if err != nil || current == "" {
 			return false, err
+		}
+		verified = true
+		if !wal {
+			return false, nil // up switches it to WAL
 		}
 		doc.Current = current
 		fmt.Fprintf(w, "already at version %s\n", m.Head())
@@ -667,8 +674,10 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	if err := checkDatabase(conn, path); err != nil {
 		return err
 	}
-	if err := verifyBeforeUp(ctx, env, m, conn, path); err != nil {
-		return err
+	if !verified {
+		if err := verifyBeforeUp(ctx, env, m, conn, path); err != nil {
+			return err
+		}
 	}
 	st, err := m.Status(ctx, conn)
 	if err != nil {
@@ -700,13 +709,12 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 }
 
 // atHead reads the database at path read-only (readExisting) and returns
-// its version when there is nothing for up to do: it is at m's head with
-// no out-of-order file, no drift from what its history says
-// (verifyBeforeUp, whose finding it returns), and in WAL mode. It returns
-// "" when up has work to do.
-func atHead(ctx context.Context, env *cmdEnv, m *migration.Migrator, path string) (string, error) {
-	var current string
-	err := env.readExisting(ctx, path, func(conn *sql.DB) error {
+// its version when it is at m's head with no out-of-order file and no
+// drift from what its history says (verifyBeforeUp, whose finding it
+// returns), and whether it is in WAL mode: up has nothing to do when it
+// is. It returns "" when up has migrations to run.
+func atHead(ctx context.Context, env *cmdEnv, m *migration.Migrator, path string) (current string, wal bool, err error) {
+	err = env.readExisting(ctx, path, func(conn *sql.DB) error {
 		current = ""
 		st, err := m.Status(ctx, conn)
 		if err != nil || st.Current != m.Head() || len(st.Pending) > 0 || len(st.OutOfOrder) > 0 {
@@ -719,19 +727,19 @@ func atHead(ctx context.Context, env *cmdEnv, m *migration.Migrator, path string
 		return nil
 	})
 	if err != nil || current == "" {
-		return "", err
+		return "", false, err
 	}
 	// The header's read and write versions are 2 in WAL mode.
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer f.Close()
 	var header [20]byte
 	if _, err := io.ReadFull(f, header[:]); err != nil || header[18] != 2 || header[19] != 2 {
-		return "", nil // up switches it to WAL
+		return current, false, nil
 	}
-	return current, nil
+	return current, true, nil
 }
 
 // verifyBeforeUp refuses, as a finding, a database whose schema or
