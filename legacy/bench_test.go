@@ -132,7 +132,7 @@ func BenchmarkLegacyOpen(b *testing.B) {
 				}
 				b.StartTimer()
 				began := time.Now()
-				s, err := sqlitestore.Open(ctx, path, kr, sqlitestore.WithLegacyProgress(progress), sqlitestore.WithLegacyBatch(batch))
+				s, err := sqlitestore.Open(ctx, path, kr, sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(progress), sqlitestore.WithLegacyBatch(batch))
 				end := time.Now()
 				b.StopTimer()
 				require.NoError(b, err)

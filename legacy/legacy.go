@@ -1,9 +1,10 @@
 // Package legacy seals a pending outbound queue left in the legacy
 // plaintext layout: databases written before records were sealed, whose
 // pending_outbound_message has a plaintext BLOB column where version 14
-// has sealed. sqlitestore.Open runs it on every open, after the schema
-// migrations (migration.Up) and before it checks the storage key; an
-// application does not call this package.
+// has sealed. sqlitestore.Open runs it when the application passes
+// sqlitestore.WithLegacyUpgrade (and otherwise refuses a database for which
+// Found is true), after the schema migrations (migration.Up) and before it
+// checks the storage key; an application does not call this package.
 //
 // A migration starts only on a database whose pending queue this library
 // never sealed, which it tells by the storage key verifier (only a holder
@@ -283,7 +284,7 @@ type hooks struct {
 // resuming an interrupted migration, and returns the number of rows it
 // sealed in this call. On a database whose table is already sealed (or has
 // no such table) and no migration under way it changes nothing and
-// returns 0, so it is safe to run on every start.
+// returns 0.
 //
 // conn must be limited to one connection (sql.DB.SetMaxOpenConns(1), as
 // sqlitestore's is). It returns an error wrapping store.ErrInvalidArgument
@@ -383,29 +384,17 @@ func (m *migrator) start(ctx context.Context) (bool, error) {
 	var started bool
 	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
 		q := legacydb.New(tx)
-		cols, err := q.PendingOutboundColumns(ctx)
+		l, err := readLayout(ctx, q)
 		if err != nil {
-			return fmt.Errorf("read %s columns: %w", table, err)
+			return err
 		}
-		underway, err := q.PlaintextTableCount(ctx)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", setAside, err)
-		}
-		legacyLayout := slices.Equal(cols, legacyColumns)
-		sealedLayout := !slices.Contains(cols, "plaintext") && slices.Contains(cols, "sealed")
-		switch {
-		case underway == 0 && (len(cols) == 0 || sealedLayout):
+		switch l {
+		case layoutNone:
 			return nil // nothing to do
-		case underway == 0 && legacyLayout:
+		case layoutPlaintext:
 			err = m.begin(ctx, tx, q)
-		case underway == 0:
-			return fmt.Errorf("%w: columns %v", ErrUnknownLayout, cols)
-		case sealedLayout:
+		case layoutUnderWay:
 			err = m.resume(ctx, q)
-		case legacyLayout:
-			return refused(setAside+" and "+table, "both the legacy table and a set-aside one")
-		default:
-			return fmt.Errorf("%w: columns %v, %s present", ErrUnknownLayout, cols, setAside)
 		}
 		if err != nil {
 			return err
@@ -417,6 +406,59 @@ func (m *migrator) start(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return started, nil
+}
+
+// layout is what a database's pending queue tables say about a legacy
+// migration.
+type layout int
+
+const (
+	layoutNone      layout = iota // sealed, or no pending table yet
+	layoutPlaintext               // the legacy plaintext table, never set aside
+	layoutUnderWay                // a set-aside table beside the sealed one
+)
+
+// readLayout classifies the pending queue tables, reading only. Both
+// tables at once are refused (ErrPlaintextRefused), a table of neither
+// layout is ErrUnknownLayout.
+func readLayout(ctx context.Context, q *legacydb.Queries) (layout, error) {
+	cols, err := q.PendingOutboundColumns(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read %s columns: %w", table, err)
+	}
+	underway, err := q.PlaintextTableCount(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", setAside, err)
+	}
+	legacyLayout := slices.Equal(cols, legacyColumns)
+	sealedLayout := !slices.Contains(cols, "plaintext") && slices.Contains(cols, "sealed")
+	switch {
+	case underway == 0 && (len(cols) == 0 || sealedLayout):
+		return layoutNone, nil
+	case underway == 0 && legacyLayout:
+		return layoutPlaintext, nil
+	case underway == 0:
+		return 0, fmt.Errorf("%w: columns %v", ErrUnknownLayout, cols)
+	case sealedLayout:
+		return layoutUnderWay, nil
+	case legacyLayout:
+		return 0, refused(setAside+" and "+table, "both the legacy table and a set-aside one")
+	default:
+		return 0, fmt.Errorf("%w: columns %v, %s present", ErrUnknownLayout, cols, setAside)
+	}
+}
+
+// Found reports whether the database behind conn holds what
+// MigratePlaintextWith would seal or resume: a pending queue in the legacy
+// plaintext layout, or a migration under way (the set-aside table). It
+// only reads. It returns an error wrapping ErrUnknownLayout for a pending
+// table of neither layout, ErrPlaintextRefused for both tables at once.
+func Found(ctx context.Context, conn legacydb.DBTX) (bool, error) {
+	l, err := readLayout(ctx, legacydb.New(conn))
+	if err != nil {
+		return false, fmt.Errorf("legacy: %w", err)
+	}
+	return l != layoutNone, nil
 }
 
 func refused(tables, why string) error {

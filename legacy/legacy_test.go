@@ -185,7 +185,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 
 	// Through the store: every row opens to its original plaintext with its
 	// original sequence, in order; the next insert is above the mark.
-	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.NoError(t, err)
 	defer s.Close()
 	var got []store.PendingMessage
@@ -406,11 +406,11 @@ func TestLegacyOpenedByStore(t *testing.T) {
 	before := readLegacyRows(t, conn)
 	require.NoError(t, conn.Close())
 
-	_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyBatch(-1))
+	_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(-1))
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 
 	var reports []legacy.Progress
-	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyBatch(4),
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(4),
 		sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
 	require.NoError(t, err)
 	defer s.Close()

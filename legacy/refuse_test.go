@@ -110,7 +110,7 @@ func sealedDatabase(t *testing.T) string {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sealed.db")
 	require.NoError(t, frozen.Load(ctx, path, version14.FixtureSQL()))
-	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.NoError(t, err)
 	_, err = s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("the user's own message"))
 	require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 			t.Run(fmt.Sprintf("%s, storage keys deleted %v", tc.name, keysDeleted), func(t *testing.T) {
 				t.Parallel()
 				path := sealedDatabase(t)
-				s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+				s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 				require.NoError(t, err)
 				own := listAll(t, s)
 				require.NotEmpty(t, own)
@@ -175,7 +175,7 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 
 				var reports []legacy.Progress
 				for range 2 { // refused every time, not only the first
-					s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
+					s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
 					require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
 					require.Nil(t, s)
 					assert.Contains(t, err.Error(), "refused: "+tc.table+": ")
@@ -189,7 +189,7 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 					return
 				}
 				exec(t, path, tc.restore...)
-				s, err = sqlitestore.Open(ctx, path, fixtureKeyring(t))
+				s, err = sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 				require.NoError(t, err)
 				defer s.Close()
 				got := listAll(t, s)
@@ -218,7 +218,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	require.Equal(t, store.KeyVerifierText, verifierText(t, conn))
 	require.NoError(t, conn.Close())
 
-	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	conn, err = sql.Open("sqlite3", sqlitestore.DSN(path))
@@ -230,7 +230,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 
 	exec(t, path, dropSealed, plantLegacy, plantLegacyRow)
 	snapshot := dump(t, path)
-	_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t))
+	_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
 	assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database's pending queue was sealed by this library")
 	assert.Equal(t, snapshot, dump(t, path), "nothing changed")
@@ -274,7 +274,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 		path := sealedDatabase(t)
 		v := unmarked(t, fixtureKeyring(t), version14.Key().ID())
 		rewrite(t, path, "UPDATE storage_key SET verifier = ?", v)
-		s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+		s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 		require.NoError(t, err)
 		assert.Equal(t, store.KeyVerifierSealedQueue, verifierText(t, s.DB()), "marked on open")
 		own := listAll(t, s)
@@ -282,7 +282,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 
 		exec(t, path, plant...)
 		snapshot := dump(t, path)
-		_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t))
+		_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 		require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
 		assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database's pending queue was sealed by this library")
 		assert.Equal(t, snapshot, dump(t, path), "nothing changed")
@@ -306,7 +306,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 			rewrite(t, path, args[0].(string), args[1:]...)
 			exec(t, path, plant...)
 			snapshot := dump(t, path)
-			_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
+			_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 			require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
 			assert.ErrorIs(t, err, seal.ErrWrongKey, "the verifier does not open")
 			assert.Contains(t, err.Error(), "refused: pending_outbound_message: ")
@@ -381,7 +381,7 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 			require.NoError(t, conn.Close())
 
 			var reports []legacy.Progress
-			s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
+			s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
 			require.NotEmpty(t, reports)
@@ -507,7 +507,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			}
 			require.NoError(t, conn.Close())
 			snapshot := dump(t, path)
-			_, err = sqlitestore.Open(ctx, path, keys)
+			_, err = sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade())
 			require.ErrorIs(t, err, tc.want)
 			if errors.Is(tc.want, legacy.ErrPlaintextRefused) {
 				assert.Contains(t, err.Error(), "refused: pending_outbound_message_plaintext: ")

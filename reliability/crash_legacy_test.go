@@ -148,9 +148,9 @@ func legacyStage(t *testing.T, path string) string {
 }
 
 // TestCrashLegacyMigration kills a worker with SIGKILL at random points of
-// the legacy plaintext migration that sqlitestore.Open runs (while it
-// sets the table aside, seals batches, vacuums, checkpoints, drops the
-// marker), at least legacyKills times, and after every kill opens the
+// the legacy plaintext migration that sqlitestore.Open runs with
+// WithLegacyUpgrade (while it sets the table aside, seals batches,
+// vacuums, checkpoints, drops the marker), at least legacyKills times, and after every kill opens the
 // database with sqlitestore.Open (meeting its hot WAL) and checks that:
 //
 //   - Open succeeds (it resumes the migration, erase step included);
@@ -308,7 +308,7 @@ func TestCrashLegacyMigration(t *testing.T) {
 		}
 		keys, err := seal.NewKeyring(key)
 		require.NoError(t, err)
-		s, err := sqlitestore.Open(ctx, path, keys)
+		s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade())
 		require.NoError(t, err, "%s: reopen", when)
 		scan("store open")
 		got := 0

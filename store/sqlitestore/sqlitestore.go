@@ -101,7 +101,28 @@ type Option func(*options)
 
 type options struct {
 	legacy   legacy.Options
+	upgrade  bool // WithLegacyUpgrade
 	migrator *migration.Migrator
+}
+
+// ErrLegacyLayout means the database holds a pending queue in the legacy
+// plaintext layout (or a legacy migration under way) and Open was not
+// given WithLegacyUpgrade. Nothing is changed. An application that never
+// wrote the plaintext layout should treat it as a database doctored by
+// someone else; the one release that upgrades from that layout passes
+// WithLegacyUpgrade.
+var ErrLegacyLayout = errors.New("store: database holds the legacy plaintext pending queue and the legacy upgrade was not requested")
+
+// WithLegacyUpgrade makes Open seal a pending queue left in the legacy
+// plaintext layout, or resume such a migration (package legacy). Without
+// it Open refuses such a database with ErrLegacyLayout: a file writer who
+// plants the plaintext layout (in a doctored copy with the key records
+// removed, say) would otherwise have text of their choosing sealed with
+// the user's key. Only the release that upgrades databases from the
+// plaintext layout should pass it, and only until its users have started
+// it once.
+func WithLegacyUpgrade() Option {
+	return func(o *options) { o.upgrade = true }
 }
 
 // WithMigrator makes Open migrate the database with m instead of the
@@ -114,7 +135,7 @@ func WithMigrator(m *migration.Migrator) Option {
 }
 
 // WithLegacyProgress makes Open report the progress of a legacy plaintext
-// migration (package legacy) to fn: when the legacy table is set aside
+// migration (package legacy, run only with WithLegacyUpgrade) to fn: when the legacy table is set aside
 // (with the malformed rows erased instead of sealed, each with its
 // sequence and reason), after every committed batch and when the erase
 // step starts. fn runs on the goroutine calling Open. On a database with
@@ -131,10 +152,12 @@ func WithLegacyBatch(n int) Option {
 }
 
 // Open opens (creating if absent) the database at path, migrates it to the
-// head schema, seals a pending queue left in the legacy plaintext layout
-// by a database whose pending queue was never sealed (resuming an
-// interrupted legacy migration, including its erase step; see package
-// legacy), and checks that keys holds the database's storage key.
+// head schema, with WithLegacyUpgrade seals a pending queue left in the
+// legacy plaintext layout by a database whose pending queue was never
+// sealed (resuming an interrupted legacy migration, including its erase
+// step; see package legacy), and checks that keys holds the database's
+// storage key. Without WithLegacyUpgrade, a database holding the legacy
+// layout is refused with ErrLegacyLayout before anything is changed.
 //
 // Every storage key verifier the store records seals
 // store.KeyVerifierSealedQueue, the mark that tells package legacy to
@@ -162,7 +185,7 @@ func WithLegacyBatch(n int) Option {
 // wrapping seal.ErrWrongKey if the database was sealed with a key keys
 // does not hold, ErrNoKeyRecord if it records no active key but holds
 // sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
-// option, a legacy migration error (legacy.ErrPlaintextRefused for a
+// option, ErrLegacyLayout, a legacy migration error (legacy.ErrPlaintextRefused for a
 // plaintext table in a database whose pending queue was sealed or a
 // set-aside table without its proof, legacy.ErrUnknownLayout,
 // legacy.ErrKeyNotRecorded, ...), or a migration error
@@ -252,6 +275,16 @@ func (s *Store) init(ctx context.Context, o options) error {
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
 		return fmt.Errorf("store: enable foreign keys: %v (foreign_keys=%d)", err, fk)
 	}
+	// Before the schema migrations, which would index a legacy table.
+	if !o.upgrade {
+		found, err := legacy.Found(ctx, s.conn)
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		if found {
+			return ErrLegacyLayout
+		}
+	}
 	m := o.migrator
 	if m == nil {
 		var err error
@@ -263,12 +296,15 @@ func (s *Store) init(ctx context.Context, o options) error {
 		return fmt.Errorf("store: %w", err)
 	}
 	// A database from before sealing keeps its pending queue in plaintext:
-	// seal it now (a no-op on a sealed database). Before the key check,
-	// which would record a marked key on a database that records none
-	// (the migration records the key itself there) and marks an unmarked
-	// verifier: either would make the migration refuse the database.
-	if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
-		return fmt.Errorf("store: %w", err)
+	// seal it now, if asked to (a no-op on a sealed database). Before the
+	// key check, which would record a marked key on a database that
+	// records none (the migration records the key itself there) and marks
+	// an unmarked verifier: either would make the migration refuse the
+	// database.
+	if o.upgrade {
+		if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
 	}
 	// One transaction for what every open checks on a sealed database.
 	return s.withTx(ctx, func(q *db.Queries) error {

@@ -500,7 +500,7 @@ func openLegacy(path, keyHex string, batch int) {
 		fail(2, "keyring: %v", err)
 	}
 	ctx := context.Background()
-	s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyBatch(batch),
+	s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(batch),
 		sqlitestore.WithLegacyProgress(func(p legacy.Progress) { fmt.Printf("progress %s %d %d\n", p.Phase, p.Sealed, p.Total) }))
 	if err != nil {
 		fail(3, "open %s: %v", path, err)
