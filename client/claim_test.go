@@ -80,7 +80,7 @@ func storeSnapshot(tb testing.TB, d *device, peer ids.DeviceAddress) any {
 	ctx := context.Background()
 	st, err := d.st.Peer(ctx, peer)
 	require.NoError(tb, err)
-	n, err := d.st.CountPending(ctx, nil)
+	n, err := d.st.PendingMessageCount(ctx, nil)
 	require.NoError(tb, err)
 	return []any{st, n}
 }

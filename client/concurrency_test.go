@@ -409,7 +409,7 @@ func TestRetrySkipsMessageRemovedMeanwhile(t *testing.T) {
 			<-h.entered // inside m1's hand-off
 			// The store deletes m2 as an ACK's commit would (the store's
 			// own transaction; the client's mutex is held by the retry).
-			removed, err := a.st.DeletePending(ctx, bob, m2)
+			removed, err := a.st.AbandonPending(ctx, bob, m2)
 			require.NoError(t, err)
 			require.True(t, removed)
 			close(h.release)

@@ -360,7 +360,7 @@ func TestSendToDevicesCommitsBeforeHandOffs(t *testing.T) {
 			}()
 			<-h.entered // inside bob/1's hand-off
 			for _, b := range bobs {
-				n, err := a.st.CountPending(ctx, &b)
+				n, err := a.st.PendingMessageCount(ctx, &b)
 				require.NoError(t, err)
 				require.EqualValues(t, 1, n, "%s's row is stored before the first hand-off", b)
 				a.requireInitiation(b, true)

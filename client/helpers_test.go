@@ -405,17 +405,17 @@ func requireNoAbandonYet(tb testing.TB, done <-chan client.AbandonStatus, holder
 	}
 }
 
-// failingStore wraps a store and fails DeletePending when fail is set.
+// failingStore wraps a store and fails AbandonPending when fail is set.
 type failingStore struct {
 	store.Store
 	fail error
 }
 
-func (f *failingStore) DeletePending(ctx context.Context, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+func (f *failingStore) AbandonPending(ctx context.Context, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
 	if f.fail != nil {
 		return false, f.fail
 	}
-	return f.Store.DeletePending(ctx, r, id)
+	return f.Store.AbandonPending(ctx, r, id)
 }
 
 var errStoreBroken = errors.New("store broken")

@@ -23,7 +23,7 @@ type PendingMessage = store.PendingMessage
 // seal.ErrMalformed, seal.ErrUnknownVersion, seal.ErrRecordType) or
 // ErrCorruptRow. Its plaintext is never returned. AbandonPending(ctx,
 // Recipient, ID) removes it.
-type UnreadablePendingMessage = store.UnreadablePending
+type UnreadablePendingMessage = store.UnreadablePendingMessage
 
 // UnreadableError is the error RetryPendingMessages returns when it
 // skipped unreadable messages: errors.Is matches ErrUnreadable and each
@@ -86,11 +86,11 @@ func (c *Client) PendingMessages(ctx context.Context, req PageRequest) (PendingM
 	if err := c.checkInitialized(); err != nil {
 		return PendingMessagePage{}, err
 	}
-	page, err := c.cfg.Store.PagePending(ctx, req)
+	page, err := c.cfg.Store.PendingMessages(ctx, req)
 	if err != nil {
 		return PendingMessagePage{}, fmt.Errorf("client: pending messages: %w", err)
 	}
-	return PendingMessagePage{Messages: page.Messages, Unreadable: page.Unreadable, NextAfterSequence: page.Next}, nil
+	return PendingMessagePage{Messages: page.Messages, Unreadable: page.Unreadable, NextAfterSequence: page.NextAfterSequence}, nil
 }
 
 // PendingMessageCount counts pending messages, all of them or those to
@@ -100,7 +100,7 @@ func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceA
 	if err := c.checkInitialized(); err != nil {
 		return 0, err
 	}
-	n, err := c.cfg.Store.CountPending(ctx, recipient)
+	n, err := c.cfg.Store.PendingMessageCount(ctx, recipient)
 	if err != nil {
 		return 0, fmt.Errorf("client: pending message count: %w", err)
 	}
@@ -134,7 +134,7 @@ func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress
 		return 0, fmt.Errorf("client: abandon %s to %s: %w", id, recipient, err)
 	}
 	defer c.sendMu.Unlock()
-	removed, err := c.cfg.Store.DeletePending(ctx, recipient, id)
+	removed, err := c.cfg.Store.AbandonPending(ctx, recipient, id)
 	if err != nil {
 		return 0, fmt.Errorf("client: abandon %s to %s: %w", id, recipient, err)
 	}
@@ -159,7 +159,7 @@ func (c *Client) AbandonUnreadable(ctx context.Context, u UnreadablePendingMessa
 		return 0, fmt.Errorf("client: abandon unreadable sequence %d: %w", u.Sequence, err)
 	}
 	defer c.sendMu.Unlock()
-	removed, err := c.cfg.Store.DeletePendingSequence(ctx, u.Sequence)
+	removed, err := c.cfg.Store.AbandonPendingSequence(ctx, u.Sequence)
 	if err != nil {
 		return 0, fmt.Errorf("client: abandon unreadable sequence %d: %w", u.Sequence, err)
 	}

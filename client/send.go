@@ -391,13 +391,13 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 
 // retry is RetryPendingMessages under the send mutex: it returns the ids
 // sent, the unreadable rows skipped, and the failure that stopped it.
-func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []ids.LogicalMessageID, skipped []store.UnreadablePending, _ error) {
+func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []ids.LogicalMessageID, skipped []store.UnreadablePendingMessage, _ error) {
 	var (
 		cursor *int64 // nil: from before every stored sequence
 		p      *peer
 	)
 	for {
-		m, err := c.cfg.Store.NextPending(ctx, remote, cursor)
+		m, err := c.cfg.Store.NextPendingMessage(ctx, remote, cursor)
 		var ue *store.UnreadableError
 		switch {
 		case errors.Is(err, store.ErrNotFound):

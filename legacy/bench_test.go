@@ -136,7 +136,7 @@ func BenchmarkLegacyOpen(b *testing.B) {
 				end := time.Now()
 				b.StopTimer()
 				require.NoError(b, err)
-				cnt, err := s.CountPending(ctx, nil)
+				cnt, err := s.PendingMessageCount(ctx, nil)
 				require.NoError(b, err)
 				require.Equal(b, int64(n), cnt)
 				require.NoError(b, s.Close())

@@ -191,13 +191,13 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	var got []store.PendingMessage
 	req := store.PageRequest{Limit: 4}
 	for {
-		p, err := s.PagePending(ctx, req)
+		p, err := s.PendingMessages(ctx, req)
 		require.NoError(t, err)
 		got = append(got, p.Messages...)
-		if p.Next == nil {
+		if p.NextAfterSequence == nil {
 			break
 		}
-		req.After = p.Next
+		req.After = p.NextAfterSequence
 	}
 	require.Len(t, got, len(before))
 	for i, w := range before {
@@ -430,7 +430,7 @@ func TestLegacyOpenedByStore(t *testing.T) {
 	require.NoError(t, fresh.Close())
 	require.NoError(t, s.DB().QueryRow("PRAGMA cache_size").Scan(&got))
 	require.Equal(t, want, got, "cache_size restored after the migration")
-	page, err := s.PagePending(ctx, store.PageRequest{Limit: store.MaxPageSize})
+	page, err := s.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
 	require.Len(t, page.Messages, len(before))
 	for i, m := range page.Messages {

@@ -124,14 +124,14 @@ func listAll(t *testing.T, s *sqlitestore.Store) []store.PendingMessage {
 	var out []store.PendingMessage
 	req := store.PageRequest{Limit: store.MaxPageSize}
 	for {
-		p, err := s.PagePending(context.Background(), req)
+		p, err := s.PendingMessages(context.Background(), req)
 		require.NoError(t, err)
 		require.Empty(t, p.Unreadable)
 		out = append(out, p.Messages...)
-		if p.Next == nil {
+		if p.NextAfterSequence == nil {
 			return out
 		}
-		req.After = p.Next
+		req.After = p.NextAfterSequence
 	}
 }
 

@@ -133,7 +133,7 @@ func (g *countRig) check(step string) {
 	g.inj.reset()
 	truth, err := db.New(g.other).CountPendingOutbound(g.ctx)
 	require.NoError(g.t, err, step)
-	fast, err := g.s.CountPending(g.ctx, nil)
+	fast, err := g.s.PendingMessageCount(g.ctx, nil)
 	require.NoError(g.t, err, step)
 	require.Equal(g.t, truth, fast, "%s: the store's count differs from SELECT count(*)", step)
 	require.Equal(g.t, int64(len(g.pending)), truth, "%s: the table differs from the model", step)
@@ -144,7 +144,7 @@ func (g *countRig) check(step string) {
 				want++
 			}
 		}
-		n, err := g.s.CountPending(g.ctx, &r)
+		n, err := g.s.PendingMessageCount(g.ctx, &r)
 		require.NoError(g.t, err, step)
 		require.Equal(g.t, want, n, "%s: count for %s", step, r)
 	}
@@ -240,7 +240,7 @@ func TestCountProperty(t *testing.T) {
 				}},
 				{"abandon", func() {
 					k := g.anyPending(rng)
-					ok, err := g.s.DeletePending(ctx, k.r, k.id)
+					ok, err := g.s.AbandonPending(ctx, k.r, k.id)
 					require.NoError(t, err)
 					require.Equal(t, g.isPending(k), ok)
 					delete(g.pending, k)
@@ -251,7 +251,7 @@ func TestCountProperty(t *testing.T) {
 					if !pending {
 						seq = 1 << 40 // never handed out
 					}
-					ok, err := g.s.DeletePendingSequence(ctx, seq)
+					ok, err := g.s.AbandonPendingSequence(ctx, seq)
 					require.NoError(t, err)
 					require.Equal(t, pending, ok)
 					delete(g.pending, k)
@@ -259,13 +259,13 @@ func TestCountProperty(t *testing.T) {
 				{"abandon by sequence whose commit fails", func() {
 					k := g.anyPending(rng)
 					g.inj.fail(fault{Op: opCommit, Match: sqlDeletePending})
-					_, err := g.s.DeletePendingSequence(ctx, g.pending[k])
+					_, err := g.s.AbandonPendingSequence(ctx, g.pending[k])
 					require.ErrorIs(t, err, errInjected)
 				}},
 				{"abandon whose commit fails", func() {
 					k := g.anyPending(rng)
 					g.inj.fail(fault{Op: opCommit, Match: sqlDeletePending})
-					_, err := g.s.DeletePending(ctx, k.r, k.id)
+					_, err := g.s.AbandonPending(ctx, k.r, k.id)
 					require.ErrorIs(t, err, errInjected)
 				}},
 				{"ACK", func() {
@@ -298,7 +298,7 @@ func TestCountProperty(t *testing.T) {
 					_, err := g.s.CommitSend(ctx, countRecipients[rng.IntN(3)], g.newID(), []byte("hello"), update)
 					require.ErrorIs(t, err, errInjected)
 					g.externalInsert(pendingKey{countRecipients[rng.IntN(3)], g.newID()})
-					_, err = g.s.CountPending(ctx, &bob) // any call: opens the new connection
+					_, err = g.s.PendingMessageCount(ctx, &bob) // any call: opens the new connection
 					require.NoError(t, err)
 					require.Equal(t, opens+1, g.inj.opens.Load(), "the connection was replaced")
 				}},
@@ -417,7 +417,7 @@ func TestCountNoWindowWhileConnectionReplaced(t *testing.T) {
 	var n int64
 	go func() {
 		var err error
-		n, err = g.s.CountPending(g.ctx, nil)
+		n, err = g.s.PendingMessageCount(g.ctx, nil)
 		counted <- err
 	}()
 	for g.s.DB().Stats().WaitCount == waits {
@@ -450,12 +450,12 @@ func TestCountConcurrent(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := g.s.CountPending(g.ctx, nil); err != nil {
+				if _, err := g.s.PendingMessageCount(g.ctx, nil); err != nil {
 					errs <- err
 					return
 				}
 				if i%2 == 0 {
-					if _, err := g.s.DeletePending(g.ctx, r, id); err != nil {
+					if _, err := g.s.AbandonPending(g.ctx, r, id); err != nil {
 						errs <- err
 						return
 					}
@@ -471,7 +471,7 @@ func TestCountConcurrent(t *testing.T) {
 	truth, err := db.New(g.other).CountPendingOutbound(g.ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(workers*each/2), truth)
-	n, err := g.s.CountPending(g.ctx, nil)
+	n, err := g.s.PendingMessageCount(g.ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, truth, n)
 }
@@ -501,15 +501,15 @@ func TestCountServedFromMemory(t *testing.T) {
 	ok, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = g.s.DeletePendingSequence(ctx, seqs[1])
+	ok, err = g.s.AbandonPendingSequence(ctx, seqs[1])
 	require.NoError(t, err)
 	require.True(t, ok)
-	n, err := g.s.CountPending(ctx, nil)
+	n, err := g.s.PendingMessageCount(ctx, nil)
 	require.NoError(t, err, "the store's own writes need no SELECT count(*)")
 	require.EqualValues(t, 1, n)
 
 	g.externalInsert(pendingKey{carol, g.newID()})
-	_, err = g.s.CountPending(ctx, nil)
+	_, err = g.s.PendingMessageCount(ctx, nil)
 	require.ErrorIs(t, err, errInjected, "another connection wrote: SELECT count(*) runs")
 	require.Equal(t, 1, g.inj.reset(), "the armed fault fired once, there")
 	delete(g.pending, k)

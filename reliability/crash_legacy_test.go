@@ -314,7 +314,7 @@ func TestCrashLegacyMigration(t *testing.T) {
 		got := 0
 		req := store.PageRequest{Limit: store.MaxPageSize}
 		for {
-			p, err := s.PagePending(ctx, req)
+			p, err := s.PendingMessages(ctx, req)
 			require.NoError(t, err, when)
 			for _, m := range p.Messages {
 				w, ok := want[m.Sequence]
@@ -324,10 +324,10 @@ func TestCrashLegacyMigration(t *testing.T) {
 				require.Equal(t, w.plaintext, m.Plaintext, "%s: sequence %d", when, m.Sequence)
 				got++
 			}
-			if p.Next == nil {
+			if p.NextAfterSequence == nil {
 				break
 			}
-			req.After = p.Next
+			req.After = p.NextAfterSequence
 		}
 		require.Equal(t, len(want), got, "%s: every row once", when)
 		n, err := s.SequenceHighWater(ctx)

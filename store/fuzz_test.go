@@ -60,7 +60,7 @@ func pageStores(tb testing.TB) (map[string]store.Store, pageModel) {
 	for i, m := range model {
 		if i%3 == 1 || i == len(model)-1 {
 			for name, s := range stores {
-				ok, err := s.DeletePending(ctx, m.Recipient, m.ID)
+				ok, err := s.AbandonPending(ctx, m.Recipient, m.ID)
 				require.NoError(tb, err, name)
 				require.True(tb, ok, name)
 			}
@@ -72,18 +72,18 @@ func pageStores(tb testing.TB) (map[string]store.Store, pageModel) {
 }
 
 // expect is the page the contract gives for req over the model.
-func (m pageModel) expect(req store.PageRequest) store.Page {
+func (m pageModel) expect(req store.PageRequest) store.PendingMessagePage {
 	var match []store.PendingMessage
 	for _, x := range m {
 		if (req.After == nil || x.Sequence > *req.After) && (req.Recipient == nil || x.Recipient == *req.Recipient) {
 			match = append(match, x)
 		}
 	}
-	p := store.Page{Messages: []store.PendingMessage{}}
+	p := store.PendingMessagePage{Messages: []store.PendingMessage{}}
 	if len(match) > req.Limit {
 		match = match[:req.Limit]
 		next := match[len(match)-1].Sequence
-		p.Next = &next
+		p.NextAfterSequence = &next
 	}
 	p.Messages = append(p.Messages, match...)
 	return p
@@ -113,7 +113,7 @@ func validRequest(after int64, limit int, filter bool, user string, device int64
 // recipient) gives ErrInvalidArgument and nothing else; a valid one gives
 // exactly the contract's page (sequence > After, ascending, at most Limit,
 // recipient filter, Next = last sequence iff more follow, plaintexts), the
-// same from both stores; counts and NextPending agree with it.
+// same from both stores; counts and NextPendingMessage agree with it.
 func FuzzPageRequest(f *testing.F) {
 	stores, model := pageStores(f)
 	f.Add(int64(0), 10, false, "", int64(0))
@@ -138,14 +138,14 @@ func FuzzPageRequest(f *testing.F) {
 			req.Recipient = &addr
 		}
 		valid := validRequest(after, limit, filter, user, device)
-		var pages []store.Page
+		var pages []store.PendingMessagePage
 		for _, name := range []string{"memory", "sqlite"} {
 			s := stores[name]
-			p, err := s.PagePending(ctx, req)
+			p, err := s.PendingMessages(ctx, req)
 			if !valid {
 				require.ErrorIs(t, err, store.ErrInvalidArgument, "%s: %+v", name, req)
 				require.Empty(t, p.Messages, name)
-				require.Nil(t, p.Next, name)
+				require.Nil(t, p.NextAfterSequence, name)
 				continue
 			}
 			require.NoError(t, err, "%s: %+v", name, req)
@@ -155,11 +155,11 @@ func FuzzPageRequest(f *testing.F) {
 			require.Equal(t, model.expect(req), p, "%s: %+v", name, req)
 			pages = append(pages, p)
 
-			n, err := s.CountPending(ctx, req.Recipient)
+			n, err := s.PendingMessageCount(ctx, req.Recipient)
 			require.NoError(t, err, name)
 			require.Equal(t, model.count(req.Recipient), n, name)
 			if filter {
-				m, err := s.NextPending(ctx, addr, &after)
+				m, err := s.NextPendingMessage(ctx, addr, &after)
 				want := model.expect(store.PageRequest{After: &after, Limit: 1, Recipient: &addr})
 				if len(want.Messages) == 0 {
 					require.ErrorIs(t, err, store.ErrNotFound, name)

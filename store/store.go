@@ -61,7 +61,7 @@ var (
 	// never stores: the wrong storage class (a recipient stored as a BLOB,
 	// say, which would escape the per-recipient index) or a value out of
 	// bounds (a malformed recipient, a logical id of the wrong length). It
-	// is the cause of an UnreadablePending.
+	// is the cause of an UnreadablePendingMessage.
 	ErrCorruptRow = errors.New("corrupt pending row")
 	// ErrPeerUnreadable means part of a remote device's stored state (its
 	// session, unanswered initiation or identity pin) could not be opened,
@@ -82,13 +82,13 @@ type PendingMessage struct {
 	Plaintext []byte
 }
 
-// UnreadablePending is a pending row the store found but could not open:
+// UnreadablePendingMessage is a pending row the store found but could not open:
 // damaged, tampered with, sealed with a key the keyring does not hold, or
 // stored with values the schema never holds. It is reported, never
 // opened as if it were fine, so that the application can abandon it
-// (DeletePending with its Recipient and ID) and one bad row never hides
+// (AbandonPending with its Recipient and ID) and one bad row never hides
 // the others.
-type UnreadablePending struct {
+type UnreadablePendingMessage struct {
 	// Sequence is the row's sequence, as stored.
 	Sequence int64
 	// Recipient and ID are the row's recipient and logical id as stored,
@@ -106,18 +106,18 @@ type UnreadablePending struct {
 	Cause error
 }
 
-// Page is one page of pending rows in ascending sequence order: the
+// PendingMessagePage is one page of pending rows in ascending sequence order: the
 // messages that opened and, in the same sequence range and counting
 // toward the same limit, the rows that did not.
-type Page struct {
+type PendingMessagePage struct {
 	Messages []PendingMessage
 	// Unreadable lists the rows of the page that could not be opened,
 	// ascending by sequence; nil if there are none.
-	Unreadable []UnreadablePending
-	// Next is the sequence to pass as the cursor for the following page
+	Unreadable []UnreadablePendingMessage
+	// NextAfterSequence is the sequence to pass as the cursor for the following page
 	// (the last sequence of this page, readable or not), or nil if this
 	// is the last page.
-	Next *int64
+	NextAfterSequence *int64
 }
 
 // PageRequest selects a page of pending messages.
@@ -127,7 +127,7 @@ type PageRequest struct {
 	// below zero, which the store never hands out but a damaged database
 	// may hold: no row is left out of a walk from the start). A negative
 	// cursor is invalid unless such a sequence is stored (it is then the
-	// Next of a page that ended on it).
+	// NextAfterSequence of a page that ended on it).
 	After *int64
 	// Limit is the page size, 1..MaxPageSize.
 	Limit int
@@ -152,8 +152,8 @@ func (r PageRequest) Validate() error {
 // CheckCursor returns an error wrapping ErrInvalidArgument if after is
 // negative while the store holds no row with a negative sequence
 // (negativeStored false). The store hands out positive sequences only, so
-// a negative cursor can only be the Next of a page that ended on a damaged
-// row's sequence; anything else is a caller's mistake.
+// a negative cursor can only be the NextAfterSequence of a page that ended
+// on a damaged row's sequence; anything else is a caller's mistake.
 func CheckCursor(after int64, negativeStored bool) error {
 	if after < 0 && !negativeStored {
 		return fmt.Errorf("%w: negative cursor %d", ErrInvalidArgument, after)
@@ -179,7 +179,7 @@ func FirstSequence(after *int64) (int64, bool) {
 // cause; errors.As gives the entries.
 type UnreadableError struct {
 	// Entries are the skipped rows, ascending by sequence.
-	Entries []UnreadablePending
+	Entries []UnreadablePendingMessage
 }
 
 // Error lists the skipped rows.
@@ -224,34 +224,34 @@ type Pending interface {
 	// than MaxPlaintextSize, ErrDuplicate if (recipient, id) is already
 	// pending.
 	InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error)
-	// PagePending returns the page selected by req: the rows that open as
+	// PendingMessages returns the page selected by req: the rows that open as
 	// Messages, the rows that do not as Unreadable (never an error for
 	// them), and a cursor past both. Returns ErrInvalidArgument if req
 	// does not validate or its cursor is negative (see CheckCursor).
-	PagePending(ctx context.Context, req PageRequest) (Page, error)
-	// CountPending counts pending messages, all or for one recipient,
+	PendingMessages(ctx context.Context, req PageRequest) (PendingMessagePage, error)
+	// PendingMessageCount counts pending messages, all or for one recipient,
 	// without opening any. Returns ErrInvalidArgument for a malformed
 	// recipient.
-	CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error)
-	// DeletePending removes the pending message (recipient, id) without
+	PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error)
+	// AbandonPending removes the pending message (recipient, id) without
 	// opening it and reports whether one was there. It also removes a
 	// row naming (recipient, id) with a user id or logical id of the wrong
 	// storage class (see ErrCorruptRow), so that every unreadable entry a
 	// page reports with a decoded Recipient and ID can be abandoned.
 	// Returns ErrInvalidArgument for a malformed recipient.
-	DeletePending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
-	// DeletePendingSequence removes the pending row at seq without opening
+	AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
+	// AbandonPendingSequence removes the pending row at seq without opening
 	// it, whatever it holds, and reports whether one was there: the way to
 	// remove an unreadable row whose recipient or id do not decode.
 	// Sequences are never reused, so seq names that row only.
-	DeletePendingSequence(ctx context.Context, seq int64) (bool, error)
-	// NextPending returns the first pending message for recipient with a
+	AbandonPendingSequence(ctx context.Context, seq int64) (bool, error)
+	// NextPendingMessage returns the first pending message for recipient with a
 	// sequence greater than *after (any sequence if after is nil), or
 	// ErrNotFound. If that row cannot be opened it returns an
 	// *UnreadableError holding it, so that the caller can step past its
 	// sequence. Returns ErrInvalidArgument for a malformed recipient or a
 	// negative cursor (see CheckCursor).
-	NextPending(ctx context.Context, recipient ids.DeviceAddress, after *int64) (PendingMessage, error)
+	NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (PendingMessage, error)
 }
 
 // LocalIdentity is this device's address and its serialized private

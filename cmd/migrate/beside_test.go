@@ -58,7 +58,7 @@ func TestCommandsBesideOpenStore(t *testing.T) {
 		require.Empty(t, stdout)
 		require.Equal(t, "migrate: up: "+path+" is open in an application ("+path+"-lock: database lock held by another writer): close it and run up again; nothing changed\n", stderr)
 		require.Equal(t, before, files())
-		n, err := s.CountPending(ctx, nil)
+		n, err := s.PendingMessageCount(ctx, nil)
 		require.NoError(t, err, "the store still works")
 		require.EqualValues(t, 1, n)
 	})

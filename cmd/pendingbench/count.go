@@ -78,7 +78,7 @@ func countLines(b *bench) ([]result, error) {
 // countIs counts e's pending messages for recipient (nil: all) through
 // the store and checks there are want.
 func countIs(ctx context.Context, e *env, recipient *ids.DeviceAddress, want int) error {
-	n, err := e.s.CountPending(ctx, recipient)
+	n, err := e.s.PendingMessageCount(ctx, recipient)
 	if err == nil && n != int64(want) {
 		err = fmt.Errorf("%s: count %d, want %d", e.name, n, want)
 	}

@@ -69,8 +69,8 @@ func deleteLines(b *bench) ([]result, error) {
 	}{
 		{"abandon (client.AbandonPending)", abandonPending},
 		{"ACK-delete (store CommitAck)", ackDelete},
-		{"delete (store DeletePending)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return e.s.DeletePending(ctx, r, id)
+		{"delete (store AbandonPending)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+			return e.s.AbandonPending(ctx, r, id)
 		}},
 	} {
 		a, c, err := deleteBench(b.ctx, b.small, b.large, vs, iters, op.fn)

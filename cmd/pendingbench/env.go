@@ -139,11 +139,11 @@ func (e *env) recipientCursors(rng *rand.Rand, k int) []cursor {
 
 // page reads the page at c and checks it is full.
 func (e *env) page(ctx context.Context, c cursor) error {
-	p, err := e.s.PagePending(ctx, store.PageRequest{After: &c.after, Limit: store.MaxPageSize, Recipient: c.recipient})
+	p, err := e.s.PendingMessages(ctx, store.PageRequest{After: &c.after, Limit: store.MaxPageSize, Recipient: c.recipient})
 	if err != nil {
 		return err
 	}
-	if len(p.Messages) != store.MaxPageSize || p.Next == nil {
+	if len(p.Messages) != store.MaxPageSize || p.NextAfterSequence == nil {
 		return fmt.Errorf("%s: page after %d: %d messages", e.name, c.after, len(p.Messages))
 	}
 	return nil

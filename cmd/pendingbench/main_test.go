@@ -35,7 +35,7 @@ func TestRunTiny(t *testing.T) {
 	require.Equal(t, total-met, strings.Count(text, "\nFAIL: "), "every failing line is listed\n%s", text)
 	for _, want := range []string{
 		"page of 100, all recipients", "page of 100, one recipient", "OFFSET", "count, all recipients: ", "count, one recipient",
-		"records opened by count", "abandon", "ACK-delete", "delete (store DeletePending)",
+		"records opened by count", "abandon", "ACK-delete", "delete (store AbandonPending)",
 		"send (client.Send)", "send throughput", "heap retained", "bytes allocated per page", "allocations per page",
 		"cold", "fan-out to 5 devices",
 	} {

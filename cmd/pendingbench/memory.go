@@ -53,16 +53,16 @@ func walkHeap(ctx context.Context, e *env) (heapWalk, error) {
 	w := heapWalk{before: heapAfterGC()}
 	total := 0
 	for after := int64(0); ; {
-		p, err := e.s.PagePending(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
+		p, err := e.s.PendingMessages(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
 		if err != nil {
 			return heapWalk{}, err
 		}
 		total += len(p.Messages)
 		w.pages++
-		if p.Next == nil {
+		if p.NextAfterSequence == nil {
 			break
 		}
-		after = *p.Next
+		after = *p.NextAfterSequence
 	}
 	w.after = heapAfterGC()
 	if total != e.n {

@@ -60,17 +60,17 @@ func TestSeedOpens(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 
-	n, err := s.CountPending(ctx, nil)
+	n, err := s.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, cfg.N, n)
 	f := benchseed.Filtered()
-	n, err = s.CountPending(ctx, &f)
+	n, err = s.PendingMessageCount(ctx, &f)
 	require.NoError(t, err)
 	require.EqualValues(t, cfg.Share, n)
 
 	seen := 0
 	for after := int64(0); ; {
-		page, err := s.PagePending(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
+		page, err := s.PendingMessages(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
 		require.NoError(t, err)
 		for _, m := range page.Messages {
 			r, id := cfg.Row(seen)
@@ -80,13 +80,13 @@ func TestSeedOpens(t *testing.T) {
 			require.Equal(t, benchseed.Plaintext(seen, cfg.PlaintextSize), m.Plaintext)
 			seen++
 		}
-		if page.Next == nil {
+		if page.NextAfterSequence == nil {
 			break
 		}
-		after = *page.Next
+		after = *page.NextAfterSequence
 	}
 	require.Equal(t, cfg.N, seen)
-	page, err := s.PagePending(ctx, store.PageRequest{Limit: 10, Recipient: &f})
+	page, err := s.PendingMessages(ctx, store.PageRequest{Limit: 10, Recipient: &f})
 	require.NoError(t, err)
 	for k, m := range page.Messages {
 		require.Equal(t, int64(cfg.FilteredRow(k)+1), m.Sequence)
@@ -167,7 +167,7 @@ func TestSeedRefusesNonEmptyTable(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	err = benchseed.Seed(ctx, s.DB(), keys, cfg)
 	require.ErrorContains(t, err, "pending table holds 20 rows, want an empty one")
-	n, err := s.CountPending(ctx, nil)
+	n, err := s.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 20, n, "nothing inserted")
 }

@@ -75,13 +75,13 @@ func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, p
 // not open (its recipient malformed, or its sealed value refused by the
 // keyring) comes back as an unreadable entry instead, with the reason as
 // its cause: the caller reports it and goes on with the other rows.
-func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) (store.PendingMessage, *store.UnreadablePending) {
+func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) (store.PendingMessage, *store.UnreadablePendingMessage) {
 	if err := to.Validate(); err != nil {
 		return store.PendingMessage{}, Corrupt(seq, to, id, "recipient %q: %v", to, err)
 	}
 	pt, err := keys.Open(seal.RecordPendingOutbound, store.MessageAD(to, id), sealed)
 	if err != nil {
-		return store.PendingMessage{}, &store.UnreadablePending{Sequence: seq, Recipient: to, ID: id, Cause: fmt.Errorf("pending sequence %d: %w", seq, err)}
+		return store.PendingMessage{}, &store.UnreadablePendingMessage{Sequence: seq, Recipient: to, ID: id, Cause: fmt.Errorf("pending sequence %d: %w", seq, err)}
 	}
 	return store.PendingMessage{Sequence: seq, Recipient: to, ID: id, Plaintext: pt}, nil
 }
@@ -89,8 +89,8 @@ func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.Log
 // Corrupt returns the unreadable entry of a row whose stored values the
 // schema never holds, its cause matching store.ErrCorruptRow and saying
 // what is wrong.
-func Corrupt(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, format string, args ...any) *store.UnreadablePending {
-	return &store.UnreadablePending{Sequence: seq, Recipient: to, ID: id,
+func Corrupt(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, format string, args ...any) *store.UnreadablePendingMessage {
+	return &store.UnreadablePendingMessage{Sequence: seq, Recipient: to, ID: id,
 		Cause: fmt.Errorf("pending sequence %d: %w: %s", seq, store.ErrCorruptRow, fmt.Sprintf(format, args...))}
 }
 
@@ -98,14 +98,14 @@ func Corrupt(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, format st
 // rows in ascending sequence order (seq gives a row's sequence), at most
 // limit + 1 of them (the last one only says that another page follows,
 // and is never opened). Each returned row is opened with open and goes to
-// Messages or Unreadable; Next is the last returned sequence if more
+// Messages or Unreadable; NextAfterSequence is the last returned sequence if more
 // follow.
-func Page[R any](rows []R, limit int, seq func(R) int64, open func(R) (store.PendingMessage, *store.UnreadablePending)) store.Page {
-	var page store.Page
+func Page[R any](rows []R, limit int, seq func(R) int64, open func(R) (store.PendingMessage, *store.UnreadablePendingMessage)) store.PendingMessagePage {
+	var page store.PendingMessagePage
 	if len(rows) > limit {
 		rows = rows[:limit]
 		next := seq(rows[len(rows)-1])
-		page.Next = &next
+		page.NextAfterSequence = &next
 	}
 	page.Messages = make([]store.PendingMessage, 0, len(rows))
 	for _, r := range rows {

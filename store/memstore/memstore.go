@@ -210,10 +210,10 @@ func (s *Store) checkCursorLocked(after *int64) error {
 	return store.CheckCursor(*after, len(s.pending) > 0 && s.pending[0].seq < 0)
 }
 
-// PagePending implements store.Pending.
-func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.Page, error) {
+// PendingMessages implements store.Pending.
+func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
 	if err := req.Validate(); err != nil {
-		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
 	after := req.After
 	from, more := store.FirstSequence(after)
@@ -230,17 +230,17 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 		return nil
 	})
 	if err != nil {
-		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
 	return rowseal.Page(rows, req.Limit, func(r pendingRow) int64 { return r.seq }, s.open), nil
 }
 
-func (s *Store) open(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
+func (s *Store) open(r pendingRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
 	return rowseal.OpenPending(s.keys, r.seq, r.key.addr, r.key.id, r.sealed)
 }
 
-// CountPending implements store.Pending.
-func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+// PendingMessageCount implements store.Pending.
+func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if recipient != nil {
 		if err := store.ValidateAddress(*recipient); err != nil {
 			return 0, fmt.Errorf("store: count pending: %w", err)
@@ -262,8 +262,8 @@ func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) 
 	return n, err
 }
 
-// DeletePending implements store.Pending.
-func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+// AbandonPending implements store.Pending.
+func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
 	if err := store.ValidateAddress(recipient); err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
@@ -294,8 +294,8 @@ func (s *Store) deleteSeqLocked(seq int64) bool {
 	return true
 }
 
-// DeletePendingSequence implements store.Pending.
-func (s *Store) DeletePendingSequence(ctx context.Context, seq int64) (bool, error) {
+// AbandonPendingSequence implements store.Pending.
+func (s *Store) AbandonPendingSequence(ctx context.Context, seq int64) (bool, error) {
 	var deleted bool
 	err := s.locked(ctx, func() error {
 		deleted = s.deleteSeqLocked(seq)
@@ -304,8 +304,8 @@ func (s *Store) DeletePendingSequence(ctx context.Context, seq int64) (bool, err
 	return deleted, err
 }
 
-// NextPending implements store.Pending.
-func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
+// NextPendingMessage implements store.Pending.
+func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
 	if err := store.ValidateAddress(recipient); err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
@@ -329,7 +329,7 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 	}
 	m, bad := s.open(*row)
 	if bad != nil {
-		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePending{*bad}}
+		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
 	}
 	return m, nil
 }

@@ -25,7 +25,7 @@ func TestSequenceHighWater(t *testing.T) {
 		require.Equal(t, seq, s.SequenceHighWater())
 		seqs = append(seqs, seq)
 	}
-	ok, err := s.DeletePending(ctx, alice, storetest.ID(3))
+	ok, err := s.AbandonPending(ctx, alice, storetest.ID(3))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, seqs[2], s.SequenceHighWater(), "deleting keeps the high-water mark")
@@ -49,7 +49,7 @@ func TestCanceledContext(t *testing.T) {
 	s := memstore.New(storetest.NewKeyring(t))
 	_, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "alice"}, storetest.ID(1), []byte("x"))
 	require.ErrorIs(t, err, context.Canceled)
-	n, err := s.CountPending(context.Background(), nil)
+	n, err := s.PendingMessageCount(context.Background(), nil)
 	require.NoError(t, err)
 	require.Zero(t, n)
 }

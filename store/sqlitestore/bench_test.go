@@ -103,7 +103,7 @@ func benchPage(b *testing.B, d *benchDB, cursors []int, recipient *ids.DeviceAdd
 	for b.Loop() {
 		after := int64(cursors[i%len(cursors)]) + 1
 		i++
-		p, err := d.s.PagePending(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize, Recipient: recipient})
+		p, err := d.s.PendingMessages(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize, Recipient: recipient})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func rawPage(ctx context.Context, d *benchDB, query string, args ...any) error {
 // the whole table (all recipients, and one recipient holding its own
 // share, over its whole share), the raw floor of a page, the OFFSET
 // baseline in the eighth of the large table below 90%, counts against a
-// raw count(*), and deletes (DeletePending, CommitAck) of a different existing message per
+// raw count(*), and deletes (AbandonPending, CommitAck) of a different existing message per
 // iteration, re-inserted outside the timed region.
 func BenchmarkPending(b *testing.B) {
 	dbs := benchDBs(b)
@@ -199,7 +199,7 @@ func BenchmarkPending(b *testing.B) {
 		b.Run("count/store/"+d.name, func(b *testing.B) {
 			opens := d.keys.Opens()
 			for b.Loop() {
-				if n, err := d.s.CountPending(ctx, nil); err != nil || n != int64(d.cfg.N) {
+				if n, err := d.s.PendingMessageCount(ctx, nil); err != nil || n != int64(d.cfg.N) {
 					b.Fatal(n, err)
 				}
 			}
@@ -219,7 +219,7 @@ func BenchmarkPending(b *testing.B) {
 	for _, d := range dbs {
 		b.Run("count-recipient/store/"+d.name, func(b *testing.B) {
 			for b.Loop() {
-				if n, err := d.s.CountPending(ctx, &f); err != nil || n != int64(d.cfg.Share) {
+				if n, err := d.s.PendingMessageCount(ctx, &f); err != nil || n != int64(d.cfg.Share) {
 					b.Fatal(n, err)
 				}
 			}
@@ -231,7 +231,7 @@ func BenchmarkPending(b *testing.B) {
 		del  func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
 	}{
 		{"delete", func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return d.s.DeletePending(ctx, r, id)
+			return d.s.AbandonPending(ctx, r, id)
 		}},
 		{"commit-ack", func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
 			return d.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: session}})

@@ -8,7 +8,7 @@ import (
 )
 
 // pendingCount is the number of pending outbound rows, kept in memory so
-// that CountPending(nil) does not scan the table (SELECT count(*) visits
+// that PendingMessageCount(nil) does not scan the table (SELECT count(*) visits
 // every index entry: O(pending)). SELECT count(*) stays the source of
 // truth: the first count after Open runs it, and every transaction that
 // inserts or deletes pending rows through the store moves the number by
@@ -39,7 +39,7 @@ import (
 // connection's memory from being reused for a new one.
 type pendingCount struct {
 	// mu is held by every pending-row writer across its transaction and
-	// by CountPending(nil) across its own, so that a count never reads
+	// by PendingMessageCount(nil) across its own, so that a count never reads
 	// the number between a commit and the update that follows it. Lock
 	// order: Store.sealMu, then mu, then the connection.
 	mu      sync.Mutex

@@ -180,7 +180,7 @@ func TestOpenPathWithURISyntax(t *testing.T) {
 			require.FileExists(t, path)
 			s = mustOpenAt(t, path, keys)
 			defer s.Close()
-			n, err := s.CountPending(ctx, nil)
+			n, err := s.PendingMessageCount(ctx, nil)
 			require.NoError(t, err)
 			require.Equal(t, int64(1), n, "the message is in the file named")
 		})

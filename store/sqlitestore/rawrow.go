@@ -130,7 +130,7 @@ type pendingRow struct {
 // if a column holds another storage class than the schema declares or a
 // logical id of the wrong length; with the seal error if its sealed value
 // does not open. The recipient and id are reported as far as they decode.
-func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePending) {
+func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
 	to, id, sealed, bad := decodePending(r)
 	if bad != nil {
 		return store.PendingMessage{}, bad
@@ -142,7 +142,7 @@ func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.Unreadab
 // its recipient, id and sealed value, and for a corrupt row also its
 // unreadable entry (store.ErrCorruptRow): the sealed value is then only
 // for reading its header (which key it names), never to be opened.
-func decodePending(r pendingRow) (ids.DeviceAddress, ids.LogicalMessageID, []byte, *store.UnreadablePending) {
+func decodePending(r pendingRow) (ids.DeviceAddress, ids.LogicalMessageID, []byte, *store.UnreadablePendingMessage) {
 	var c columns
 	to, id, sealed := c.message("recipient_user_id", r.RecipientUserID, "recipient_device_id", r.RecipientDeviceID, r.LogicalID, r.Sealed)
 	if len(c.problems) > 0 {

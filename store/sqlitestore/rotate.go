@@ -81,14 +81,14 @@ type SkippedRow struct {
 }
 
 // Pending returns a skipped pending_outbound_message row as the unreadable
-// entry that store.Pending.DeletePendingSequence (by Sequence),
-// DeletePending (by Recipient and ID) and client.AbandonUnreadable take;
+// entry that store.Pending.AbandonPendingSequence (by Sequence),
+// AbandonPending (by Recipient and ID) and client.AbandonUnreadable take;
 // false for rows of other tables.
-func (r SkippedRow) Pending() (store.UnreadablePending, bool) {
+func (r SkippedRow) Pending() (store.UnreadablePendingMessage, bool) {
 	if r.Table != "pending_outbound_message" {
-		return store.UnreadablePending{}, false
+		return store.UnreadablePendingMessage{}, false
 	}
-	return store.UnreadablePending{Sequence: r.Sequence, Recipient: r.Address, ID: r.ID, Cause: r.Cause}, true
+	return store.UnreadablePendingMessage{Sequence: r.Sequence, Recipient: r.Address, ID: r.ID, Cause: r.Cause}, true
 }
 
 // String names the row: its table and identity.
@@ -186,7 +186,7 @@ func (e *RotationError) Unwrap() []error {
 // old key its header names is kept (recorded retiring, held by the
 // keyring, listed in RotationError.Kept). The application removes or
 // repairs the rows (SkippedRow.Pending gives a pending row's entry for
-// DeletePendingSequence, DeletePending or client.AbandonUnreadable) and
+// AbandonPendingSequence, AbandonPending or client.AbandonUnreadable) and
 // runs RotateKey again with the same key, which re-seals nothing new,
 // reports what is still skipped and drops the keys no corrupt row names
 // any more. (A row that failed with seal.ErrAuthentication under a key

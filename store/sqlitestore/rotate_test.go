@@ -95,7 +95,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 		}
 		want[fmt.Sprintf("pending_outbound_message/%d", seq)] = rotateValue{seal.RecordPendingOutbound, store.MessageAD(to, id), pt}
 	}
-	ok, err := s.DeletePending(ctx, peers[8%3], gone)
+	ok, err := s.AbandonPending(ctx, peers[8%3], gone)
 	require.NoError(t, err)
 	require.True(t, ok)
 
@@ -218,15 +218,15 @@ func rotatePending(t *testing.T, s *sqlitestore.Store) []int64 {
 	var seqs []int64
 	req := store.PageRequest{Limit: 3}
 	for {
-		p, err := s.PagePending(context.Background(), req)
+		p, err := s.PendingMessages(context.Background(), req)
 		require.NoError(t, err)
 		for _, m := range p.Messages {
 			seqs = append(seqs, m.Sequence)
 		}
-		if p.Next == nil {
+		if p.NextAfterSequence == nil {
 			return seqs
 		}
-		req.After = p.Next
+		req.After = p.NextAfterSequence
 	}
 }
 
@@ -407,7 +407,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 	// firstPending returns the first pending outbound row (it opens).
 	firstPending := func(t *testing.T, s *sqlitestore.Store) store.PendingMessage {
 		t.Helper()
-		p, err := s.PagePending(context.Background(), store.PageRequest{Limit: 1})
+		p, err := s.PendingMessages(context.Background(), store.PageRequest{Limit: 1})
 		require.NoError(t, err)
 		require.Len(t, p.Messages, 1)
 		return p.Messages[0]
@@ -423,7 +423,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 	deleteSequence := func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
 		u, ok := r.Pending()
 		require.True(t, ok)
-		gone, err := s.DeletePendingSequence(context.Background(), u.Sequence)
+		gone, err := s.AbandonPendingSequence(context.Background(), u.Sequence)
 		require.NoError(t, err)
 		require.True(t, gone)
 	}
@@ -488,7 +488,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
 						u, ok := r.Pending()
 						require.True(t, ok)
-						gone, err := s.DeletePending(context.Background(), u.Recipient, u.ID)
+						gone, err := s.AbandonPending(context.Background(), u.Recipient, u.ID)
 						require.NoError(t, err)
 						require.True(t, gone)
 					},
@@ -661,7 +661,7 @@ func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
 	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
 	s := rotateOpen(t, path, oldKey)
 	want := rotateFill(t, s)
-	p, err := s.PagePending(ctx, store.PageRequest{Limit: store.MaxPageSize})
+	p, err := s.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
 	m := p.Messages[len(p.Messages)-1] // walked after the interruption
 	_, err = s.DB().ExecContext(ctx, "UPDATE pending_outbound_message SET recipient_device_id = recipient_device_id + 1 WHERE sequence = ?", m.Sequence)
@@ -693,7 +693,7 @@ func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
 	assert.Empty(t, re.Kept)
 	assert.Equal(t, damaged, rotateSealed(t, s2)[name])
 
-	gone, err := s2.DeletePendingSequence(ctx, m.Sequence)
+	gone, err := s2.AbandonPendingSequence(ctx, m.Sequence)
 	require.NoError(t, err)
 	require.True(t, gone)
 	require.NoError(t, s2.RotateKey(ctx, newKey, 2, nil))
@@ -754,15 +754,15 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 	n := 0
 	var after int64
 	for {
-		page, err := s2.PagePending(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
+		page, err := s2.PendingMessages(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize})
 		require.NoError(t, err, "every pending message opens with the new key alone")
 		n += len(page.Messages)
-		if page.Next == nil {
+		if page.NextAfterSequence == nil {
 			break
 		}
-		after = *page.Next
+		after = *page.NextAfterSequence
 	}
-	count, err := s2.CountPending(ctx, nil)
+	count, err := s2.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, count, n)
 	for w := range 4 {
@@ -800,7 +800,7 @@ func TestRotateKeyRowsAtOrBelowZero(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	s2 := rotateOpen(t, path, newKey)
-	p, err := s2.PagePending(ctx, store.PageRequest{Limit: 10})
+	p, err := s2.PendingMessages(ctx, store.PageRequest{Limit: 10})
 	require.NoError(t, err)
 	require.Empty(t, p.Unreadable, "every row was re-sealed under the new key")
 	require.Len(t, p.Messages, 4)

@@ -47,7 +47,7 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 				require.EqualValues(t, i, insert(t, s, alice, i).Sequence)
 			}
 			for i := 5; i > 5-tt.deleted; i-- {
-				ok, err := s.DeletePending(ctx, alice, storetest.ID(i))
+				ok, err := s.AbandonPending(ctx, alice, storetest.ID(i))
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
@@ -73,7 +73,7 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 			// The highest stored row goes (an ACK): the next send still
 			// gets a sequence above every one handed out before the repair.
 			top := 5 - tt.deleted
-			ok, err := s.DeletePending(ctx, alice, storetest.ID(top))
+			ok, err := s.AbandonPending(ctx, alice, storetest.ID(top))
 			require.NoError(t, err)
 			require.True(t, ok)
 			next := insert(t, s, bob, 100)

@@ -418,7 +418,7 @@ func (s *Store) Claim() (func(), error) {
 // DB returns the underlying database, for read-only inspection in tests,
 // tools and benchmarks. Writing through it bypasses the store's sealing,
 // and pending rows inserted or deleted through it are not seen by the
-// in-memory count of CountPending (it runs on the same connection, so
+// in-memory count of PendingMessageCount (it runs on the same connection, so
 // PRAGMA data_version does not change).
 func (s *Store) DB() *sql.DB { return s.conn }
 
@@ -537,12 +537,12 @@ func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, 
 	return seq, savePeer(ctx, q, recipient, *peer)
 }
 
-// PagePending implements store.Pending. It reads limit+1 rows and opens
+// PendingMessages implements store.Pending. It reads limit+1 rows and opens
 // only the rows it returns; a row that does not open, or whose columns
 // hold the wrong storage class, is returned as unreadable.
-func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.Page, error) {
+func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
 	if err := req.Validate(); err != nil {
-		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
 	after := req.After
 	from, more := store.FirstSequence(after)
@@ -571,7 +571,7 @@ func (s *Store) PagePending(ctx context.Context, req store.PageRequest) (store.P
 		return err
 	})
 	if err != nil {
-		return store.Page{}, fmt.Errorf("store: page pending: %w", err)
+		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
 	return rowseal.Page(rows, req.Limit, func(r pendingRow) int64 { return r.Sequence }, s.openPending), nil
 }
@@ -589,11 +589,11 @@ func checkCursor(ctx context.Context, q *db.Queries, after *int64) error {
 	return store.CheckCursor(*after, len(negative) > 0)
 }
 
-// CountPending implements store.Pending. The count of all pending
+// PendingMessageCount implements store.Pending. The count of all pending
 // messages is kept in memory (see pendingCount) and re-read with SELECT
 // count(*) whenever another connection may have changed the table; a
 // recipient's count is answered from the recipient index.
-func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if recipient != nil {
 		if err := store.ValidateAddress(*recipient); err != nil {
 			return 0, fmt.Errorf("store: count pending: %w", err)
@@ -620,8 +620,8 @@ func (s *Store) CountPending(ctx context.Context, recipient *ids.DeviceAddress) 
 	return n, nil
 }
 
-// DeletePending implements store.Pending.
-func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+// AbandonPending implements store.Pending.
+func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
 	if err := store.ValidateAddress(recipient); err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
@@ -637,8 +637,8 @@ func (s *Store) DeletePending(ctx context.Context, recipient ids.DeviceAddress, 
 	return n > 0, nil
 }
 
-// DeletePendingSequence implements store.Pending.
-func (s *Store) DeletePendingSequence(ctx context.Context, seq int64) (bool, error) {
+// AbandonPendingSequence implements store.Pending.
+func (s *Store) AbandonPendingSequence(ctx context.Context, seq int64) (bool, error) {
 	var n int64
 	err := s.writePending(ctx, func(q *db.Queries) (int64, error) {
 		var err error
@@ -660,8 +660,8 @@ func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddre
 	})
 }
 
-// NextPending implements store.Pending.
-func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
+// NextPendingMessage implements store.Pending.
+func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
 	if err := store.ValidateAddress(recipient); err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
@@ -688,7 +688,7 @@ func (s *Store) NextPending(ctx context.Context, recipient ids.DeviceAddress, af
 	}
 	m, bad := s.openPending(pendingRow(row))
 	if bad != nil {
-		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePending{*bad}}
+		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
 	}
 	return m, nil
 }

@@ -59,13 +59,13 @@ func all(tb testing.TB, s store.Store) []store.PendingMessage {
 	var out []store.PendingMessage
 	req := store.PageRequest{Limit: store.MaxPageSize}
 	for {
-		p, err := s.PagePending(context.Background(), req)
+		p, err := s.PendingMessages(context.Background(), req)
 		require.NoError(tb, err)
 		out = append(out, p.Messages...)
-		if p.Next == nil {
+		if p.NextAfterSequence == nil {
 			return out
 		}
-		req.After = p.Next
+		req.After = p.NextAfterSequence
 	}
 }
 
@@ -120,7 +120,7 @@ func TestReopenPersistence(t *testing.T) {
 		ms = append(ms, insert(t, s, []ids.DeviceAddress{alice, bob}[i%2], i))
 	}
 	highest := ms[4]
-	ok, err := s.DeletePending(ctx, highest.Recipient, highest.ID)
+	ok, err := s.AbandonPending(ctx, highest.Recipient, highest.ID)
 	require.NoError(t, err)
 	require.True(t, ok)
 	hw, err := s.SequenceHighWater(ctx)
@@ -137,7 +137,7 @@ func TestReopenPersistence(t *testing.T) {
 
 	s = mustOpenAt(t, path, keys)
 	require.Equal(t, ms[:4], all(t, s))
-	n, err := s.CountPending(ctx, nil)
+	n, err := s.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(4), n)
 	hw, err = s.SequenceHighWater(ctx)
@@ -179,7 +179,7 @@ func TestSequenceNotReusedAcrossReopen(t *testing.T) {
 		}
 		// Delete everything, the highest included, then restart.
 		for _, m := range ms {
-			ok, err := s.DeletePending(ctx, m.Recipient, m.ID)
+			ok, err := s.AbandonPending(ctx, m.Recipient, m.ID)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}
@@ -331,8 +331,8 @@ func TestTamper(t *testing.T) {
 			tc.tamper(t, s, a, b)
 
 			// The rows as stored, as the store reports them.
-			unread := func(m store.PendingMessage) store.UnreadablePending {
-				u := store.UnreadablePending{Sequence: m.Sequence, Recipient: m.Recipient, ID: m.ID}
+			unread := func(m store.PendingMessage) store.UnreadablePendingMessage {
+				u := store.UnreadablePendingMessage{Sequence: m.Sequence, Recipient: m.Recipient, ID: m.ID}
 				if tc.name == "move into another row's identity" {
 					u.ID = storetest.ID(900 + int(m.Sequence-a.Sequence))
 				}
@@ -350,10 +350,10 @@ func TestTamper(t *testing.T) {
 				{store.PageRequest{Limit: 10, Recipient: &alice}, []store.PendingMessage{a}, nil},
 				{store.PageRequest{Limit: 10, Recipient: &bob}, []store.PendingMessage{b}, nil},
 			} {
-				p, err := s.PagePending(ctx, tr.req)
+				p, err := s.PendingMessages(ctx, tr.req)
 				require.NoError(t, err, "page %+v", tr.req)
 				require.Empty(t, p.Messages, "no plaintext of a tampered row")
-				require.Equal(t, tr.next, p.Next, "the cursor moves past unreadable rows")
+				require.Equal(t, tr.next, p.NextAfterSequence, "the cursor moves past unreadable rows")
 				require.Len(t, p.Unreadable, len(tr.want))
 				for i, m := range tr.want {
 					got := p.Unreadable[i]
@@ -363,7 +363,7 @@ func TestTamper(t *testing.T) {
 				}
 			}
 			for _, m := range []store.PendingMessage{a, b} {
-				got, err := s.NextPending(ctx, m.Recipient, nil)
+				got, err := s.NextPendingMessage(ctx, m.Recipient, nil)
 				require.ErrorIs(t, err, tc.want)
 				require.ErrorIs(t, err, store.ErrUnreadable)
 				var ue *store.UnreadableError
@@ -374,17 +374,17 @@ func TestTamper(t *testing.T) {
 			}
 
 			// Counting and deleting open nothing, so they still work.
-			n, err := s.CountPending(ctx, nil)
+			n, err := s.PendingMessageCount(ctx, nil)
 			require.NoError(t, err)
 			require.Equal(t, int64(2), n)
 			if tc.name != "move into another row's identity" {
-				ok, err := s.DeletePending(ctx, a.Recipient, a.ID)
+				ok, err := s.AbandonPending(ctx, a.Recipient, a.ID)
 				require.NoError(t, err)
 				require.True(t, ok)
-				ok, err = s.DeletePending(ctx, b.Recipient, b.ID)
+				ok, err = s.AbandonPending(ctx, b.Recipient, b.ID)
 				require.NoError(t, err)
 				require.True(t, ok)
-				p, err := s.PagePending(ctx, store.PageRequest{Limit: 10})
+				p, err := s.PendingMessages(ctx, store.PageRequest{Limit: 10})
 				require.NoError(t, err)
 				require.Empty(t, p.Messages)
 				require.Empty(t, p.Unreadable)
@@ -624,19 +624,19 @@ func TestDeleteStorageClassTwins(t *testing.T) {
 			_, err := s.DB().Exec(`INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
 				SELECT `+tc.copy+`, sealed FROM pending_outbound_message WHERE sequence = ?`, a.Sequence)
 			require.NoError(t, err)
-			n, err := s.CountPending(ctx, nil)
+			n, err := s.PendingMessageCount(ctx, nil)
 			require.NoError(t, err)
 			require.EqualValues(t, 3, n)
 			var ok bool
 			if tc.ack {
 				ok, err = s.CommitAck(ctx, alice, a.ID, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 			} else {
-				ok, err = s.DeletePending(ctx, alice, a.ID)
+				ok, err = s.AbandonPending(ctx, alice, a.ID)
 			}
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.Equal(t, []store.PendingMessage{other}, all(t, s))
-			n, err = s.CountPending(ctx, nil)
+			n, err = s.PendingMessageCount(ctx, nil)
 			require.NoError(t, err)
 			require.EqualValues(t, 1, n, "the twin went too")
 		})

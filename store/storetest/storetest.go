@@ -76,7 +76,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, 
 		{"Count", testCount},
 		{"Delete", testDelete},
 		{"DeleteLeavesOthersIdentical", testDeleteLeavesOthersIdentical},
-		{"NextPending", testNextPending},
+		{"NextPendingMessage", testNextPending},
 		{"SequencesNeverReused", testSequencesNeverReused},
 		{"InvalidArgument", testInvalidArgument},
 		{"PlaintextSizeLimit", testPlaintextSizeLimit},
@@ -198,9 +198,9 @@ func (h *harness) seed(n int, to ...ids.DeviceAddress) []msg {
 	return out
 }
 
-func (h *harness) page(req store.PageRequest) store.Page {
+func (h *harness) page(req store.PageRequest) store.PendingMessagePage {
 	h.t.Helper()
-	p, err := h.s.PagePending(h.ctx, req)
+	p, err := h.s.PendingMessages(h.ctx, req)
 	require.NoError(h.t, err)
 	return p
 }
@@ -216,16 +216,16 @@ func (h *harness) all(recipient *ids.DeviceAddress) []store.PendingMessage {
 		p := h.page(req)
 		require.Empty(h.t, p.Unreadable)
 		out = append(out, p.Messages...)
-		if p.Next == nil {
+		if p.NextAfterSequence == nil {
 			return out
 		}
-		req.After = p.Next
+		req.After = p.NextAfterSequence
 	}
 }
 
 func (h *harness) count(recipient *ids.DeviceAddress) int64 {
 	h.t.Helper()
-	n, err := h.s.CountPending(h.ctx, recipient)
+	n, err := h.s.PendingMessageCount(h.ctx, recipient)
 	require.NoError(h.t, err)
 	return n
 }
@@ -258,7 +258,7 @@ func filter(ms []msg, to ids.DeviceAddress) []msg {
 
 func ptr[T any](v T) *T { return &v }
 
-func requirePage(t *testing.T, want []store.PendingMessage, next *int64, got store.Page, msgAndArgs ...any) {
+func requirePage(t *testing.T, want []store.PendingMessage, next *int64, got store.PendingMessagePage, msgAndArgs ...any) {
 	t.Helper()
 	require.Empty(t, got.Unreadable, msgAndArgs...)
 	if len(want) == 0 {
@@ -267,10 +267,10 @@ func requirePage(t *testing.T, want []store.PendingMessage, next *int64, got sto
 		require.Equal(t, want, got.Messages, msgAndArgs...)
 	}
 	if next == nil {
-		require.Nil(t, got.Next, append([]any{"last page has no cursor"}, msgAndArgs...)...)
+		require.Nil(t, got.NextAfterSequence, append([]any{"last page has no cursor"}, msgAndArgs...)...)
 	} else {
-		require.NotNil(t, got.Next, append([]any{"a page with more behind it has a cursor"}, msgAndArgs...)...)
-		require.Equal(t, *next, *got.Next, msgAndArgs...)
+		require.NotNil(t, got.NextAfterSequence, append([]any{"a page with more behind it has a cursor"}, msgAndArgs...)...)
+		require.Equal(t, *next, *got.NextAfterSequence, msgAndArgs...)
 	}
 }
 
@@ -375,7 +375,7 @@ func testPageExactLimitLastPage(t *testing.T, h *harness) {
 			// none.
 			p1 := h.page(store.PageRequest{Limit: half, Recipient: tc.recipient})
 			requirePage(t, pendings(tc.want[:half]...), &tc.want[half-1].seq, p1)
-			p2 := h.page(store.PageRequest{After: p1.Next, Limit: n - half, Recipient: tc.recipient})
+			p2 := h.page(store.PageRequest{After: p1.NextAfterSequence, Limit: n - half, Recipient: tc.recipient})
 			requirePage(t, pendings(tc.want[half:]...), nil, p2)
 			// One page of exactly everything.
 			requirePage(t, pendings(tc.want...), nil, h.page(store.PageRequest{Limit: n, Recipient: tc.recipient}))
@@ -419,10 +419,10 @@ func testPageFilteredFromAnySequence(t *testing.T, h *harness) {
 	// And switch filters mid-enumeration: an unfiltered page's cursor
 	// continues bob's.
 	p := h.page(store.PageRequest{Limit: 4})
-	require.Equal(t, ms[3].seq, *p.Next)
-	got := h.page(store.PageRequest{After: p.Next, Limit: 1, Recipient: ptr(bob)})
+	require.Equal(t, ms[3].seq, *p.NextAfterSequence)
+	got := h.page(store.PageRequest{After: p.NextAfterSequence, Limit: 1, Recipient: ptr(bob)})
 	requirePage(t, pendings(ms[4]), &ms[4].seq, got)
-	got = h.page(store.PageRequest{After: got.Next, Limit: 1, Recipient: ptr(bob)})
+	got = h.page(store.PageRequest{After: got.NextAfterSequence, Limit: 1, Recipient: ptr(bob)})
 	requirePage(t, pendings(ms[7]), nil, got)
 }
 
@@ -431,7 +431,7 @@ func testPageEmpty(t *testing.T, h *harness) {
 	requirePage(t, nil, nil, h.page(store.PageRequest{Limit: store.MaxPageSize, Recipient: ptr(alice)}))
 	require.Equal(t, int64(0), h.count(nil))
 	require.Equal(t, int64(0), h.count(ptr(alice)))
-	_, err := h.s.NextPending(h.ctx, alice, nil)
+	_, err := h.s.NextPendingMessage(h.ctx, alice, nil)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -444,7 +444,7 @@ func testPlaintextIsCopy(t *testing.T, h *harness) {
 	require.Len(t, p.Messages, 1)
 	require.Equal(t, []byte("do not alias me"), p.Messages[0].Plaintext)
 	p.Messages[0].Plaintext[0] = 'Y' // the caller edits what it got
-	m, err := h.s.NextPending(h.ctx, alice, nil)
+	m, err := h.s.NextPendingMessage(h.ctx, alice, nil)
 	require.NoError(t, err)
 	require.Equal(t, store.PendingMessage{Sequence: seq, Recipient: alice, ID: ID(1), Plaintext: []byte("do not alias me")}, m)
 }
@@ -484,21 +484,21 @@ func testOpenCounts(t *testing.T, h *harness) {
 		{"count all opens none", func() { require.Equal(t, int64(10), h.count(nil)) }, 0},
 		{"count one opens none", func() { require.Equal(t, int64(5), h.count(ptr(bob))) }, 0},
 		{"next pending opens one", func() {
-			m, err := h.s.NextPending(h.ctx, bob, nil)
+			m, err := h.s.NextPendingMessage(h.ctx, bob, nil)
 			require.NoError(t, err)
 			require.Equal(t, ms[1].pending(), m)
 		}, 1},
 		{"next pending at the end opens none", func() {
-			_, err := h.s.NextPending(h.ctx, bob, ptr(ms[9].seq))
+			_, err := h.s.NextPendingMessage(h.ctx, bob, ptr(ms[9].seq))
 			require.ErrorIs(t, err, store.ErrNotFound)
 		}, 0},
 		{"delete opens none", func() {
-			ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
+			ok, err := h.s.AbandonPending(h.ctx, alice, ms[0].id)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}, 0},
 		{"delete of nothing opens none", func() {
-			ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
+			ok, err := h.s.AbandonPending(h.ctx, alice, ms[0].id)
 			require.NoError(t, err)
 			require.False(t, ok)
 		}, 0},
@@ -532,7 +532,7 @@ func testCount(t *testing.T, h *harness) {
 			require.Len(t, h.all(tc.recipient), int(tc.want), "count matches an enumeration")
 		})
 	}
-	ok, err := h.s.DeletePending(h.ctx, bob, ms[1].id)
+	ok, err := h.s.AbandonPending(h.ctx, bob, ms[1].id)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, int64(11), h.count(nil))
@@ -555,13 +555,13 @@ func testDelete(t *testing.T, h *harness) {
 		{"bob's", bob, ms[1].id, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ok, err := h.s.DeletePending(h.ctx, tc.to, tc.id)
+			ok, err := h.s.AbandonPending(h.ctx, tc.to, tc.id)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, ok)
 		})
 	}
 	require.Equal(t, pendings(ms[2]), h.all(nil))
-	_, err := h.s.NextPending(h.ctx, bob, nil)
+	_, err := h.s.NextPendingMessage(h.ctx, bob, nil)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
@@ -574,7 +574,7 @@ func testDeleteLeavesOthersIdentical(t *testing.T, h *harness) {
 
 	for _, victim := range []int{4, 0, 8} { // middle, first, last
 		before := h.all(nil)
-		ok, err := h.s.DeletePending(h.ctx, ms[victim].to, ms[victim].id)
+		ok, err := h.s.AbandonPending(h.ctx, ms[victim].to, ms[victim].id)
 		require.NoError(t, err)
 		require.True(t, ok)
 		var want []store.PendingMessage
@@ -620,7 +620,7 @@ func testNextPending(t *testing.T, h *harness) {
 		{"unknown recipient", ids.DeviceAddress{UserID: "dave"}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := h.s.NextPending(h.ctx, tc.to, tc.after)
+			got, err := h.s.NextPendingMessage(h.ctx, tc.to, tc.after)
 			if tc.want == nil {
 				require.ErrorIs(t, err, store.ErrNotFound)
 				require.Equal(t, store.PendingMessage{}, got)
@@ -635,7 +635,7 @@ func testNextPending(t *testing.T, h *harness) {
 	var seen []store.PendingMessage
 	var after *int64
 	for {
-		m, err := h.s.NextPending(h.ctx, alice, after)
+		m, err := h.s.NextPendingMessage(h.ctx, alice, after)
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		}
@@ -643,7 +643,7 @@ func testNextPending(t *testing.T, h *harness) {
 		seen = append(seen, m)
 		after = &m.Sequence
 		if m.Sequence == as[0].seq {
-			ok, err := h.s.DeletePending(h.ctx, alice, as[1].id)
+			ok, err := h.s.AbandonPending(h.ctx, alice, as[1].id)
 			require.NoError(t, err)
 			require.True(t, ok)
 		}
@@ -653,7 +653,7 @@ func testNextPending(t *testing.T, h *harness) {
 
 func testSequencesNeverReused(t *testing.T, h *harness) {
 	ms := h.seed(3, alice, bob)
-	ok, err := h.s.DeletePending(h.ctx, ms[2].to, ms[2].id)
+	ok, err := h.s.AbandonPending(h.ctx, ms[2].to, ms[2].id)
 	require.NoError(t, err)
 	require.True(t, ok)
 	// The same message inserted again is a new message with a new sequence.
@@ -661,7 +661,7 @@ func testSequencesNeverReused(t *testing.T, h *harness) {
 	require.Greater(t, again.seq, ms[2].seq, "the deleted highest sequence is not reused")
 	// Delete everything: still no reuse.
 	for _, m := range []msg{ms[0], ms[1], again} {
-		ok, err := h.s.DeletePending(h.ctx, m.to, m.id)
+		ok, err := h.s.AbandonPending(h.ctx, m.to, m.id)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -692,21 +692,21 @@ func testInvalidArgument(t *testing.T, h *harness) {
 		invalid bool // also wraps ids.ErrInvalid
 	}
 	calls := []call{
-		{"page limit 0", func() error { _, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: 0}); return err }, false},
+		{"page limit 0", func() error { _, err := h.s.PendingMessages(h.ctx, store.PageRequest{Limit: 0}); return err }, false},
 		{"page limit 101", func() error {
-			_, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: store.MaxPageSize + 1})
+			_, err := h.s.PendingMessages(h.ctx, store.PageRequest{Limit: store.MaxPageSize + 1})
 			return err
 		}, false},
-		{"page limit -1", func() error { _, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: -1}); return err }, false},
+		{"page limit -1", func() error { _, err := h.s.PendingMessages(h.ctx, store.PageRequest{Limit: -1}); return err }, false},
 		{"page negative cursor", func() error {
-			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: ptr(int64(-1)), Limit: 10})
+			_, err := h.s.PendingMessages(h.ctx, store.PageRequest{After: ptr(int64(-1)), Limit: 10})
 			return err
 		}, false},
 		{"recipient page negative cursor", func() error {
-			_, err := h.s.PagePending(h.ctx, store.PageRequest{After: ptr(int64(-1)), Limit: 10, Recipient: ptr(alice)})
+			_, err := h.s.PendingMessages(h.ctx, store.PageRequest{After: ptr(int64(-1)), Limit: 10, Recipient: ptr(alice)})
 			return err
 		}, false},
-		{"next pending negative cursor", func() error { _, err := h.s.NextPending(h.ctx, alice, ptr(int64(-1))); return err }, false},
+		{"next pending negative cursor", func() error { _, err := h.s.NextPendingMessage(h.ctx, alice, ptr(int64(-1))); return err }, false},
 		{"save peer empty pin", func() error {
 			return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("new"), Pin: []byte{}})
 		}, false},
@@ -723,12 +723,12 @@ func testInvalidArgument(t *testing.T, h *harness) {
 		calls = append(calls,
 			call{"insert " + name, func() error { _, err := h.s.InsertPending(h.ctx, a, ID(100), []byte("x")); return err }, true},
 			call{"page " + name, func() error {
-				_, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: 10, Recipient: ptr(a)})
+				_, err := h.s.PendingMessages(h.ctx, store.PageRequest{Limit: 10, Recipient: ptr(a)})
 				return err
 			}, true},
-			call{"count " + name, func() error { _, err := h.s.CountPending(h.ctx, ptr(a)); return err }, true},
-			call{"delete " + name, func() error { _, err := h.s.DeletePending(h.ctx, a, ms[0].id); return err }, true},
-			call{"next " + name, func() error { _, err := h.s.NextPending(h.ctx, a, nil); return err }, true},
+			call{"count " + name, func() error { _, err := h.s.PendingMessageCount(h.ctx, ptr(a)); return err }, true},
+			call{"delete " + name, func() error { _, err := h.s.AbandonPending(h.ctx, a, ms[0].id); return err }, true},
+			call{"next " + name, func() error { _, err := h.s.NextPendingMessage(h.ctx, a, nil); return err }, true},
 			call{"peer " + name, func() error { _, err := h.s.Peer(h.ctx, a); return err }, true},
 			call{"save peer " + name, func() error { return h.s.SavePeer(h.ctx, a, store.PeerState{Session: []byte("s")}) }, true},
 			call{"commit received " + name, func() error {
@@ -803,7 +803,7 @@ func testPagesUnderMutation(t *testing.T, h *harness) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Start from an empty queue in both variants.
 			for _, m := range h.all(nil) {
-				ok, err := h.s.DeletePending(h.ctx, m.Recipient, m.ID)
+				ok, err := h.s.AbandonPending(h.ctx, m.Recipient, m.ID)
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
@@ -836,16 +836,16 @@ func testPagesUnderMutation(t *testing.T, h *harness) {
 					seen[m.Sequence] = true
 					got = append(got, m)
 				}
-				if p.Next == nil {
+				if p.NextAfterSequence == nil {
 					break
 				}
-				require.Equal(t, p.Messages[len(p.Messages)-1].Sequence, *p.Next)
-				after = *p.Next
+				require.Equal(t, p.Messages[len(p.Messages)-1].Sequence, *p.NextAfterSequence)
+				after = *p.NextAfterSequence
 				// Between pages: acknowledge one already seen, abandon one
 				// not yet seen, and send two new messages.
 				for seq, m := range live {
 					if seen[seq] {
-						ok, err := h.s.DeletePending(h.ctx, m.to, m.id)
+						ok, err := h.s.AbandonPending(h.ctx, m.to, m.id)
 						require.NoError(t, err)
 						require.True(t, ok)
 						delete(live, seq)
@@ -860,7 +860,7 @@ func testPagesUnderMutation(t *testing.T, h *harness) {
 				}
 				if len(ahead) > 1 {
 					victim := ahead[1]
-					ok, err := h.s.DeletePending(h.ctx, victim.to, victim.id)
+					ok, err := h.s.AbandonPending(h.ctx, victim.to, victim.id)
 					require.NoError(t, err)
 					require.True(t, ok)
 					delete(live, victim.seq)
@@ -1059,7 +1059,7 @@ func testCommitAck(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	require.Equal(t, store.PeerState{Session: []byte("s3"), Initiation: []byte("init"), Pin: []byte("pin")}, p)
 	// Abandon after ACK: not pending.
-	ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
+	ok, err := h.s.AbandonPending(h.ctx, alice, ms[0].id)
 	require.NoError(t, err)
 	require.False(t, ok)
 }
@@ -1189,7 +1189,7 @@ func testCommitSendMany(t *testing.T, h *harness) {
 	require.Equal(t, pendings(first, toTwo, toOne, toCarol), h.all(nil))
 
 	// Each device's row goes alone: an abandon for one, an ACK from another.
-	ok, err := h.s.DeletePending(h.ctx, alice, ID(2))
+	ok, err := h.s.AbandonPending(h.ctx, alice, ID(2))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, pendings(first, toTwo, toCarol), h.all(nil))
@@ -1258,15 +1258,15 @@ func testClosed(t *testing.T, h *harness) {
 		fn   func() error
 	}{
 		{"insert", func() error { _, err := h.s.InsertPending(h.ctx, alice, ID(9), []byte("x")); return err }},
-		{"page", func() error { _, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: 1}); return err }},
+		{"page", func() error { _, err := h.s.PendingMessages(h.ctx, store.PageRequest{Limit: 1}); return err }},
 		{"recipient page", func() error {
-			_, err := h.s.PagePending(h.ctx, store.PageRequest{Limit: 1, Recipient: ptr(alice)})
+			_, err := h.s.PendingMessages(h.ctx, store.PageRequest{Limit: 1, Recipient: ptr(alice)})
 			return err
 		}},
-		{"count", func() error { _, err := h.s.CountPending(h.ctx, nil); return err }},
-		{"count one", func() error { _, err := h.s.CountPending(h.ctx, ptr(alice)); return err }},
-		{"delete", func() error { _, err := h.s.DeletePending(h.ctx, alice, ms[0].id); return err }},
-		{"next", func() error { _, err := h.s.NextPending(h.ctx, alice, nil); return err }},
+		{"count", func() error { _, err := h.s.PendingMessageCount(h.ctx, nil); return err }},
+		{"count one", func() error { _, err := h.s.PendingMessageCount(h.ctx, ptr(alice)); return err }},
+		{"delete", func() error { _, err := h.s.AbandonPending(h.ctx, alice, ms[0].id); return err }},
+		{"next", func() error { _, err := h.s.NextPendingMessage(h.ctx, alice, nil); return err }},
 		{"local identity", func() error { _, err := h.s.LocalIdentity(h.ctx); return err }},
 		{"save local identity", func() error {
 			return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: alice, Secret: []byte("s")})
@@ -1362,7 +1362,7 @@ func testConcurrentDelete(t *testing.T, h *harness) {
 			defer wg.Done()
 			<-start
 			if i%2 == 0 {
-				results[i], errs[i] = h.s.DeletePending(h.ctx, ms[2].to, ms[2].id)
+				results[i], errs[i] = h.s.AbandonPending(h.ctx, ms[2].to, ms[2].id)
 			} else {
 				// An ACK races the abandons for the same row.
 				results[i], errs[i] = h.s.CommitAck(h.ctx, ms[2].to, ms[2].id, store.Inbound{Update: store.PeerState{Session: []byte(fmt.Sprint("session ", i))}})

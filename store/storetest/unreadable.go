@@ -28,7 +28,7 @@ type entry struct {
 	unreadable bool
 }
 
-func entries(p store.Page) []entry {
+func entries(p store.PendingMessagePage) []entry {
 	var out []entry
 	for _, m := range p.Messages {
 		out = append(out, entry{m.Sequence, false})
@@ -57,7 +57,7 @@ func (h *harness) walk(limit int, recipient *ids.DeviceAddress) []entry {
 			require.Less(h.t, p.Unreadable[j-1].Sequence, p.Unreadable[j].Sequence)
 		}
 		out = append(out, es...)
-		if p.Next == nil {
+		if p.NextAfterSequence == nil {
 			return sortEntries(out)
 		}
 		require.Len(h.t, es, limit, "a page with more behind it is full")
@@ -65,8 +65,8 @@ func (h *harness) walk(limit int, recipient *ids.DeviceAddress) []entry {
 		for _, e := range es {
 			last = max(last, e.seq)
 		}
-		require.Equal(h.t, last, *p.Next, "the cursor is the page's last sequence, readable or not")
-		req.After = p.Next
+		require.Equal(h.t, last, *p.NextAfterSequence, "the cursor is the page's last sequence, readable or not")
+		req.After = p.NextAfterSequence
 	}
 }
 
@@ -79,7 +79,7 @@ func sortEntries(es []entry) []entry {
 	return es
 }
 
-// nextWalk follows NextPending for to from the start, stepping past
+// nextWalk follows NextPendingMessage for to from the start, stepping past
 // unreadable rows, and returns every row seen.
 func (h *harness) nextWalk(to ids.DeviceAddress) []entry {
 	h.t.Helper()
@@ -87,7 +87,7 @@ func (h *harness) nextWalk(to ids.DeviceAddress) []entry {
 	var after *int64
 	for i := 0; ; i++ {
 		require.Less(h.t, i, 1000)
-		m, err := h.s.NextPending(h.ctx, to, after)
+		m, err := h.s.NextPendingMessage(h.ctx, to, after)
 		var ue *store.UnreadableError
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -107,7 +107,7 @@ func (h *harness) nextWalk(to ids.DeviceAddress) []entry {
 }
 
 // testUnreadableRows damages one row in each way a store can meet and
-// checks that pages, walks and NextPending report it in place, with its
+// checks that pages, walks and NextPendingMessage report it in place, with its
 // recipient, id, sequence and a cause errors.Is matches, that the others
 // open unchanged, that counts are unchanged, and that it can be deleted.
 func testUnreadableRows(t *testing.T, h *harness) {
@@ -155,7 +155,7 @@ func testUnreadableRows(t *testing.T, h *harness) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, m := range h.all(nil) {
-				ok, err := h.s.DeletePending(h.ctx, m.Recipient, m.ID)
+				ok, err := h.s.AbandonPending(h.ctx, m.Recipient, m.ID)
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
@@ -166,17 +166,17 @@ func testUnreadableRows(t *testing.T, h *harness) {
 
 			// One page: the readable rows as messages, the damaged one
 			// in place as unreadable; only the returned rows are opened.
-			var p store.Page
+			var p store.PendingMessagePage
 			opened := h.opens(func() { p = h.page(store.PageRequest{Limit: store.MaxPageSize}) })
 			require.Equal(t, pendings(good...), p.Messages)
-			require.Nil(t, p.Next)
+			require.Nil(t, p.NextAfterSequence)
 			require.Len(t, p.Unreadable, 1)
 			u := p.Unreadable[0]
 			require.ErrorIs(t, u.Cause, tc.want)
 			if tc.want != store.ErrCorruptRow {
 				require.NotErrorIs(t, u.Cause, store.ErrCorruptRow)
 			}
-			require.Equal(t, store.UnreadablePending{Sequence: bad.seq, Recipient: to, ID: bad.id, Cause: u.Cause}, u)
+			require.Equal(t, store.UnreadablePendingMessage{Sequence: bad.seq, Recipient: to, ID: bad.id, Cause: u.Cause}, u)
 			if errors.Is(tc.want, store.ErrCorruptRow) {
 				require.EqualValues(t, 4, opened, "a corrupt row is not even opened")
 			} else {
@@ -202,19 +202,19 @@ func testUnreadableRows(t *testing.T, h *harness) {
 
 			// Deleting it, by what the page reported, leaves the others.
 			if to.Validate() == nil {
-				ok, err := h.s.DeletePending(h.ctx, u.Recipient, u.ID)
+				ok, err := h.s.AbandonPending(h.ctx, u.Recipient, u.ID)
 				require.NoError(t, err)
 				require.True(t, ok)
 			} else {
-				_, err := h.s.DeletePending(h.ctx, u.Recipient, u.ID)
+				_, err := h.s.AbandonPending(h.ctx, u.Recipient, u.ID)
 				require.ErrorIs(t, err, store.ErrInvalidArgument, "a malformed recipient is refused, not looked up")
-				ok, err := h.s.DeletePendingSequence(h.ctx, u.Sequence)
+				ok, err := h.s.AbandonPendingSequence(h.ctx, u.Sequence)
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
 			require.Equal(t, pendings(good...), h.all(nil))
 			require.EqualValues(t, 4, h.count(nil))
-			ok, err := h.s.DeletePendingSequence(h.ctx, u.Sequence)
+			ok, err := h.s.AbandonPendingSequence(h.ctx, u.Sequence)
 			require.NoError(t, err)
 			require.False(t, ok, "gone")
 		})
@@ -236,9 +236,9 @@ func testUnreadableCursorWalk(t *testing.T, h *harness) {
 	require.Equal(t, want, h.walk(1, nil))
 	p := h.page(store.PageRequest{Limit: 1})
 	require.Empty(t, p.Messages)
-	require.Equal(t, &ms[0].seq, p.Next)
+	require.Equal(t, &ms[0].seq, p.NextAfterSequence)
 	for _, m := range ms {
-		ok, err := h.s.DeletePendingSequence(h.ctx, m.seq)
+		ok, err := h.s.AbandonPendingSequence(h.ctx, m.seq)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -283,28 +283,28 @@ func testNegativeCursor(t *testing.T, h *harness) {
 		{After: ptr(int64(-1)), Limit: 10},
 		{After: ptr(int64(math.MinInt64)), Limit: 10, Recipient: ptr(alice)},
 	} {
-		_, err := h.s.PagePending(h.ctx, req)
+		_, err := h.s.PendingMessages(h.ctx, req)
 		require.ErrorIs(t, err, store.ErrInvalidArgument, "%+v", req)
 	}
-	_, err := h.s.NextPending(h.ctx, alice, ptr(int64(-1)))
+	_, err := h.s.NextPendingMessage(h.ctx, alice, ptr(int64(-1)))
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 
 	h.tamper.SetSequence(t, h.s, ms[0].seq, -3)
 	p := h.page(store.PageRequest{Limit: 1})
-	require.Equal(t, ptr(int64(-3)), p.Next)
+	require.Equal(t, ptr(int64(-3)), p.NextAfterSequence)
 	moved := ms[0]
 	moved.seq = -3
 	requirePage(t, pendings(moved), ptr(int64(-3)), p)
 	requirePage(t, pendings(ms[1], ms[2]), nil, h.page(store.PageRequest{After: ptr(int64(-3)), Limit: 10}))
-	m, err := h.s.NextPending(h.ctx, alice, ptr(int64(-3)))
+	m, err := h.s.NextPendingMessage(h.ctx, alice, ptr(int64(-3)))
 	require.NoError(t, err)
 	require.Equal(t, ms[2].pending(), m)
 	requirePage(t, pendings(moved, ms[1], ms[2]), nil, h.page(store.PageRequest{After: ptr(int64(-10)), Limit: 10}))
 
 	// Once no negative sequence is stored, a negative cursor is a mistake again.
-	ok, err := h.s.DeletePending(h.ctx, alice, ms[0].id)
+	ok, err := h.s.AbandonPending(h.ctx, alice, ms[0].id)
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, err = h.s.PagePending(h.ctx, store.PageRequest{After: ptr(int64(-3)), Limit: 10})
+	_, err = h.s.PendingMessages(h.ctx, store.PageRequest{After: ptr(int64(-3)), Limit: 10})
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 }

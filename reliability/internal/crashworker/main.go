@@ -505,7 +505,7 @@ func openLegacy(path, keyHex string, batch int) {
 	if err != nil {
 		fail(3, "open %s: %v", path, err)
 	}
-	n, err := s.CountPending(ctx, nil)
+	n, err := s.PendingMessageCount(ctx, nil)
 	if err != nil {
 		fail(3, "count: %v", err)
 	}
