@@ -128,6 +128,10 @@ func TestCallWaitingForCloseWritesNothing(t *testing.T) {
 			_, err := c.AbandonPending(ctx, bob, pending)
 			return err
 		}},
+		{"Poll", "(*Client).Poll(", func(c *client.Client, _ ids.LogicalMessageID) error {
+			_, err := c.Poll(ctx) // bob's ACK waits in the mailbox
+			return err
+		}},
 	} {
 		for _, kind := range bothStores {
 			t.Run(tt.name+"/"+string(kind), func(t *testing.T) {

@@ -82,22 +82,36 @@ var ErrMisdirected = errors.New("client: envelope for another device")
 // base key is stored, so later copies are rejected without a write).
 // Returns ErrNotInitialized before Initialize, and ErrPeerStateUnreadable
 // (nothing changed) if the sender's stored state does not open.
-func (c *Client) Receive(ctx context.Context, raw []byte) (_ ReceiveResult, err error) {
+func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error) {
 	self, err := c.Address()
 	if err != nil {
 		return nil, err
 	}
-	env, err := session.UnmarshalEnvelope(raw)
+	env, err := parseEnvelope(self, raw)
 	if err != nil {
-		return nil, fmt.Errorf("client: receive: %w", err)
-	}
-	if env.Recipient != self {
-		return nil, fmt.Errorf("client: receive: %w: %s", ErrMisdirected, env.Recipient)
+		return nil, err
 	}
 	if err := c.lockSend(); err != nil {
 		return nil, fmt.Errorf("client: receive: %w", err)
 	}
 	defer c.sendMu.Unlock()
+	return c.receive(ctx, env)
+}
+
+// parseEnvelope decodes raw and checks that it is addressed to self.
+func parseEnvelope(self ids.DeviceAddress, raw []byte) (session.Envelope, error) {
+	env, err := session.UnmarshalEnvelope(raw)
+	if err != nil {
+		return session.Envelope{}, fmt.Errorf("client: receive: %w", err)
+	}
+	if env.Recipient != self {
+		return session.Envelope{}, fmt.Errorf("client: receive: %w: %s", ErrMisdirected, env.Recipient)
+	}
+	return env, nil
+}
+
+// receive is Receive of a parsed envelope under the send mutex.
+func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveResult, err error) {
 	// The prekeys are read under the send mutex: an initiation answered or
 	// a rotation while this call waited for it changed them.
 	identity, prekeys, self, err := c.local()
@@ -212,8 +226,19 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 
 // Poll drains this device's mailbox from the transport and receives every
 // envelope in it, in order. It returns the results of those that were
-// received and the errors of those that were not, joined.
+// received and the errors of those that were not, joined. It holds the
+// send mutex from before it drains the mailbox until the last envelope is
+// received, so that a closed client (ErrClosed, also when Close ran while
+// it waited) leaves the mailbox untouched rather than drain envelopes it
+// can no longer receive. Returns ErrNotInitialized before Initialize.
 func (c *Client) Poll(ctx context.Context) ([]ReceiveResult, error) {
+	if err := c.checkInitialized(); err != nil {
+		return nil, err
+	}
+	if err := c.lockSend(); err != nil {
+		return nil, fmt.Errorf("client: poll: %w", err)
+	}
+	defer c.sendMu.Unlock()
 	self, err := c.Address()
 	if err != nil {
 		return nil, err
@@ -227,12 +252,15 @@ func (c *Client) Poll(ctx context.Context) ([]ReceiveResult, error) {
 		errs []error
 	)
 	for _, raw := range envs {
-		r, err := c.Receive(ctx, raw)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		env, err := parseEnvelope(self, raw)
+		if err == nil {
+			var r ReceiveResult
+			if r, err = c.receive(ctx, env); err == nil {
+				out = append(out, r)
+				continue
+			}
 		}
-		out = append(out, r)
+		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
 }
