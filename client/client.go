@@ -78,6 +78,13 @@ var (
 	// ErrDirectoryAnswer means the directory answered something no
 	// directory can hold (a negative prekey count); nothing was changed.
 	ErrDirectoryAnswer = errors.New("client: impossible directory answer")
+	// ErrBundleAddress means the directory answered the fetch of one
+	// device's bundle with a bundle of another address (a genuine bundle
+	// of another device, say): it is not used, so no session with the
+	// wrong device is made and no identity is pinned or recorded for the
+	// device asked for. Send, SendToDevices and RetryPendingMessages fail
+	// with it and store nothing: no pending message, no session, no pin.
+	ErrBundleAddress = errors.New("client: directory answered with the bundle of another device")
 	// ErrStoreInUse means the store already serves another client (New,
 	// Open), or its database file is held by another open store. It is
 	// store.ErrInUse.

@@ -37,7 +37,8 @@ type DeviceOutcome struct {
 // matching ErrMessageNotSent. If the messages cannot be stored it returns
 // no outcome and the store's error (ErrDuplicate if id is already pending
 // for one of the devices); then nothing was stored or handed off for any
-// device. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
+// device. So it is, with ErrBundleAddress, if the directory answers the
+// fetch of a device's bundle with the bundle of another device. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
 // for no recipient, a malformed, repeated or own address, or a plaintext
 // above the size limit (nothing changed).
 func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) ([]DeviceOutcome, error) {
@@ -56,6 +57,10 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 	for i, to := range recipients {
 		out[i].To, updates[i].Peer = to, to
 		p, raw, err := c.encryptFor(ctx, to, frame)
+		if errors.Is(err, ErrBundleAddress) {
+			c.forgetAll(recipients) // the sessions advanced above are not stored
+			return nil, fmt.Errorf("client: send to devices: %w", err)
+		}
 		if err != nil {
 			// Stored without a session change, pending for a retry.
 			out[i].Err = notSent(id, to, err)

@@ -184,6 +184,11 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 	if err != nil {
 		return fmt.Errorf("fetch bundle of %s: %w", p.addr, err)
 	}
+	// Before anything of the bundle is used or pinned: a session made from
+	// another device's bundle would encrypt to that device.
+	if b.Address != p.addr {
+		return fmt.Errorf("fetch bundle of %s: %w: %s", p.addr, ErrBundleAddress, b.Address)
+	}
 	if err := b.Verify(); err != nil {
 		return fmt.Errorf("bundle of %s: %w", p.addr, err)
 	}
@@ -279,7 +284,9 @@ const maxBody = session.MaxPlaintextSize - frameHeaderSize
 // If encryption or the hand-off fails it returns the id with an error
 // matching ErrMessageNotSent: the message is stored pending all the same,
 // for RetryPendingMessages (or an abandon). If the message cannot be
-// stored at all it returns the store's error and no id. Returns
+// stored at all it returns the store's error and no id. If the directory
+// answers with the bundle of another device it returns ErrBundleAddress
+// and no id, and stores nothing. Returns
 // ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
 // or own address or a plaintext above the size limit; ErrIdentityChanged
 // (with ErrMessageNotSent) while to's identity change is not accepted;
@@ -300,6 +307,10 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	}()
 	id := ids.NewLogicalMessageID()
 	p, raw, err := c.encryptFor(ctx, to, encodeFrame(frameMessage, id, plaintext))
+	if errors.Is(err, ErrBundleAddress) {
+		// A retry would be answered the same way: the caller decides.
+		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+	}
 	if err != nil {
 		// No session could encrypt it: store the message alone, pending
 		// for a retry or an abandon.
