@@ -601,6 +601,10 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 			return false, nil
 		}
 		current, wal, err := atHead(ctx, env, m, path)
+		if errors.Is(err, pipeline.ErrNeedsRecovery) {
+			// The read-write open recovers it; verified there.
+			return false, nil
+		}
 		if err != nil || current == "" {
 			return false, err
 		}

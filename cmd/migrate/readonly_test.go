@@ -336,7 +336,7 @@ func TestReadOnlyNeedsRecovery(t *testing.T) {
 				code, stdout, stderr := runCmd(t, cmd, "-db", path)
 				require.Equal(t, exitError, code, cmd)
 				require.Empty(t, stdout, cmd)
-				require.Contains(t, stderr, "migrate: "+cmd+": migration: database needs recovery by a read-write open", cmd)
+				require.Contains(t, stderr, "migrate: "+cmd+": pipeline: database needs recovery by a read-write open", cmd)
 				require.NotContains(t, stderr, "permission denied", cmd)
 
 				code, stdout, _ = runCmd(t, cmd, "-db", path, "-json")
@@ -348,6 +348,58 @@ func TestReadOnlyNeedsRecovery(t *testing.T) {
 				require.Equal(t, "15", doc.Head)
 				require.Contains(t, doc.Error, "needs recovery", cmd)
 				require.Equal(t, before, snapshot(t, dir), "%s changed the directory", cmd)
+			}
+		})
+	}
+}
+
+// TestUpRecovers runs up on a head database that only needs a read-write
+// open: a -wal left without its -shm, and a hot rollback journal of an
+// insert that never committed. The read-only commands refuse both
+// (TestReadOnlyNeedsRecovery); up recovers them (the -wal's commit kept,
+// the journal's insert rolled back), exits 0, and every command works on
+// the database afterwards.
+func TestUpRecovers(t *testing.T) {
+	const insert = "INSERT INTO processed_inbound_message VALUES ('bob', 2, randomblob(16), 1)"
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) string
+		rows  int64 // processed_inbound_message rows after up
+	}{
+		{name: "-wal without -shm", rows: 1, setup: func(t *testing.T) string {
+			path := headDB(t)
+			w := mustOpenRW(t, path)
+			_, err := w.Exec(insert)
+			require.NoError(t, err)
+			require.FileExists(t, path+"-wal")
+			return migrationtest.CopyFiles(t, path, "-wal")
+		}},
+		{name: "hot journal", rows: 0, setup: func(t *testing.T) string {
+			path := headDB(t, "PRAGMA journal_mode = DELETE")
+			w := mustOpenRW(t, path)
+			for _, s := range []string{"PRAGMA cache_size = 1", "BEGIN",
+				"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO processed_inbound_message SELECT 'bob', 2, randomblob(16), x FROM n"} {
+				_, err := w.Exec(s)
+				require.NoError(t, err, s)
+			}
+			require.FileExists(t, path+"-journal")
+			return migrationtest.CopyFiles(t, path, "-journal")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.setup(t)
+			code, _, stderr := runCmd(t, "status", "-db", path)
+			require.Equal(t, exitError, code, "the read-only commands cannot read it")
+			require.Contains(t, stderr, "needs recovery")
+
+			code, stdout, stderr := runCmd(t, "up", "-db", path)
+			require.Equal(t, exitOK, code, stderr)
+			require.Equal(t, "already at version 15\n", stdout)
+			require.Equal(t, tt.rows, query[int64](t, path, "SELECT count(*) FROM processed_inbound_message"))
+			for _, cmd := range []string{"status", "plan", "drift"} {
+				code, _, stderr := runCmd(t, cmd, "-db", path)
+				require.Equal(t, exitOK, code, "%s: %s", cmd, stderr)
 			}
 		})
 	}

@@ -18,26 +18,37 @@ import (
 	"github.com/securemsg/storage/migration"
 )
 
-// ErrChanged means the database file changed while it was being read
-// read-only (ReadStable), on every attempt: what was read may be stale or
-// torn, so it was not used. Reading again later, when the writer is done,
-// can succeed.
-var ErrChanged = errors.New("migration: database changed during read; retry")
+// ErrChanged means no stable snapshot of the database could be read
+// (ReadStable): on every attempt a writer held the database exclusively,
+// was opening or closing it, or changed the file under a read that
+// could not see it. Nothing read was used; reading again later, when the
+// writer is idle, can succeed.
+var ErrChanged = errors.New("pipeline: no stable snapshot of the database could be read")
 
 // ErrNeedsRecovery means the database file cannot be read without writing:
 // a -wal lies beside it without its -shm (the files were copied, or the
 // -shm removed), or a hot -journal holds an interrupted write that must be
 // rolled back. A read-write open (migrate up, or the app) recovers it;
 // ReadStable reports nothing from it and creates nothing.
-var ErrNeedsRecovery = errors.New("migration: database needs recovery by a read-write open")
+var ErrNeedsRecovery = errors.New("pipeline: database needs recovery by a read-write open")
 
-// readAttempts is how often ReadStable reads before it gives up with
-// ErrChanged; readBackoff is the wait before the second attempt, doubled
-// for each later one, so that a writer's commit can finish.
+// readAttempts is how often ReadStable tries to read before it gives up
+// with ErrChanged; readBackoff is the wait before the second attempt,
+// doubled for each later one up to readBackoffMax, so that a writer's
+// commit, open or close can finish. orphanSightings is how many attempts
+// in a row must find one unchanged -wal without a -shm before ReadStable
+// calls it ErrNeedsRecovery: an application opening or closing the
+// database has the -wal alone for a moment.
 const (
-	readAttempts = 5
-	readBackoff  = 50 * time.Millisecond
+	readAttempts    = 10
+	readBackoff     = 10 * time.Millisecond
+	readBackoffMax  = 320 * time.Millisecond
+	orphanSightings = 3
 )
+
+// openHook, when set by a test, runs just before SQLite opens the
+// database file on a read attempt, after ReadStable recorded its state.
+var openHook func()
 
 // readOnlyDSN returns a mattn/go-sqlite3 DSN that opens the database file
 // at path read-only and writes nothing, not even beside it, so that status,
@@ -56,8 +67,8 @@ const (
 // one).
 //
 // Immutable means SQLite assumes the file never changes: a writer that
-// opens the database while the connection reads can make it read stale or
-// torn pages. ReadStable notices such a change and reads again.
+// checkpoints into the file while the connection reads can make it read
+// stale or torn pages. ReadStable notices such a change and reads again.
 func readOnlyDSN(path string, immutable bool) string {
 	// readonly_shm: SQLite never opens the -shm for writing, so never
 	// creates one.
@@ -72,32 +83,40 @@ func readOnlyDSN(path string, immutable bool) string {
 // read on it, closes it and returns read's error. read's statements all
 // run on one connection holding one read transaction, so they see one
 // snapshot of the database, and a transaction read begins is a savepoint
-// within it.
+// within it. ReadStable never creates, truncates or removes a file.
 //
-// A database with a -wal or -journal beside it (one an application has
-// open) is read through them: the snapshot is consistent however often a
-// writer commits meanwhile, and is kept unless the file is replaced or
-// its -wal or -journal comes or goes. A quiet database (nothing beside
-// it) is opened immutable, which creates nothing but takes no lock, so
-// ReadStable records the database file (identity, size, modification
-// time and its 100-byte header, whose change counter at offset 24 every
-// rollback-mode commit moves) and whether a -wal or -journal is beside
-// it, with its size and modification time, before the open and after the
-// close (beside the file a symlink at path points to, where SQLite keeps
-// them). If a writer came meanwhile, whatever read saw (or the error it
-// met, such as SQLITE_CORRUPT from a torn page) is discarded and read
-// runs again on a new connection, through the -wal if one is now there.
-// After five changed attempts it returns an error wrapping ErrChanged.
+// Each attempt first takes a shared lock on the database file as a
+// SQLite reader does (see lockShared): while it is held no other process
+// can commit in rollback-journal mode, nor, as the last connection of a
+// WAL database, remove the -wal and -shm on close. An attempt that finds
+// the exclusive lock held, or a -wal without its -shm (an application
+// opening or closing the database), waits and tries again.
+//
+// A database with a -wal and -shm or a -journal beside it (one an
+// application has open) is read through them: the snapshot is consistent
+// however often a writer commits meanwhile, and is kept unless the file
+// or its -wal is replaced or its -wal or -journal comes or goes. A quiet
+// database (nothing beside it) is opened immutable, which creates nothing
+// but takes no lock of SQLite's, so ReadStable records the database file
+// (identity, size, modification time and its 100-byte header, whose
+// change counter at offset 24 every rollback-mode commit moves) and its
+// -wal and -journal (identity, size, modification time) before the open
+// and after the close (beside the file a symlink at path points to, where
+// SQLite keeps them). If anything changed meanwhile, whatever read saw
+// (or the error it met, such as SQLITE_CORRUPT from a torn page) is
+// discarded and read runs again on a new connection, through the -wal if
+// one is now there. After readAttempts attempts without a stable read it
+// returns an error wrapping ErrChanged.
 //
 // read may thus run more than once: it must only read, and keep nothing
-// from a previous run. ReadStable opens and closes the database file
-// itself to record it; on POSIX systems closing any descriptor of a file
+// from a previous run. ReadStable opens the database file itself for its
+// lock and closes it; on POSIX systems closing any descriptor of a file
 // drops the process's locks on it, so do not call ReadStable on a
 // database the same process holds open through SQLite (the migrate
-// command runs as a process of its own). ReadStable creates nothing
-// beside the file. It returns an error wrapping fs.ErrNotExist if path
-// does not exist; ErrNeedsRecovery, without running read, if a -wal is
-// beside it without a -shm; ErrNeedsRecovery and read's error if SQLite
+// command runs as a process of its own). It returns an error wrapping
+// fs.ErrNotExist if path does not exist; ErrNeedsRecovery, without
+// running read, if the same -wal lies beside it without a -shm on
+// several attempts in a row; ErrNeedsRecovery and read's error if SQLite
 // met a hot journal it may not roll back; and ctx's error if ctx ends
 // while it waits to retry.
 func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) error {
@@ -105,37 +124,82 @@ func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) erro
 	// to: the state is recorded there, and that file is opened.
 	path, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return fmt.Errorf("migration: %w", err)
+		return fmt.Errorf("pipeline: %w", err)
 	}
 	wait := readBackoff
+	var (
+		orphan    stamp // the -wal last found without a -shm
+		sightings int
+		why       string // what upset the last attempt
+	)
 	for attempt := 1; ; attempt++ {
-		before, err := stateOf(path)
-		if err != nil {
-			return fmt.Errorf("migration: %w", err)
-		}
-		if before.wal.fi != nil && !before.shm {
-			return fmt.Errorf("%w: %s-wal has no -shm beside it", ErrNeedsRecovery, path)
-		}
-		immutable := before.immutable()
-		readErr := readOnce(path, immutable, before.wal.fi != nil, read)
-		after, err := stateOf(path)
-		if err == nil && after.stableFor(before, immutable) {
-			var se sqlite3.Error
-			if errors.As(readErr, &se) && se.ExtendedCode == sqlite3.ErrReadonlyRollback {
-				return fmt.Errorf("%w: %s-journal is a hot journal: %w", ErrNeedsRecovery, path, readErr)
-			}
-			return readErr
+		done, err := readAttempt(path, read, &orphan, &sightings, &why)
+		if done {
+			return err
 		}
 		if attempt == readAttempts {
-			return fmt.Errorf("%w (%s changed on %d reads in a row)", ErrChanged, path, readAttempts)
+			return fmt.Errorf("%w: %s: %s on each of %d attempts", ErrChanged, path, why, readAttempts)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(wait):
 		}
-		wait *= 2
+		wait = min(2*wait, readBackoffMax)
 	}
+}
+
+// readAttempt is one attempt of ReadStable: done is false when it must
+// try again, why then saying what upset it.
+func readAttempt(path string, read func(*sql.DB) error, orphan *stamp, sightings *int, why *string) (done bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return true, fmt.Errorf("pipeline: %w", err)
+	}
+	// f holds the shared lock until SQLite has closed the file (which
+	// drops it), and is how the file is recorded: opening and closing
+	// another descriptor of it would drop the lock early.
+	defer f.Close()
+	held, err := lockShared(f)
+	if err != nil {
+		return true, fmt.Errorf("pipeline: lock %s: %w", path, err)
+	}
+	if !held {
+		*why = "a writer held it exclusively"
+		return false, nil
+	}
+	before, err := stateOf(f, path)
+	if err != nil {
+		return true, fmt.Errorf("pipeline: %w", err)
+	}
+	if before.wal.fi != nil && !before.shm {
+		if orphan.fi != nil && orphan.equal(before.wal) {
+			*sightings++
+		} else {
+			*orphan, *sightings = before.wal, 1
+		}
+		if *sightings >= orphanSightings {
+			return true, fmt.Errorf("%w: %s-wal has no -shm beside it", ErrNeedsRecovery, path)
+		}
+		*why = "its -wal had no -shm beside it (an application opening or closing it)"
+		return false, nil
+	}
+	*orphan, *sightings = stamp{}, 0
+	immutable := before.immutable()
+	readErr := readOnce(path, immutable, before.wal.fi != nil, read)
+	after, err := stateOf(f, path)
+	if err != nil {
+		return true, fmt.Errorf("pipeline: %w", err)
+	}
+	if !after.stableFor(before, immutable) {
+		*why = "it changed during the read"
+		return false, nil
+	}
+	var se sqlite3.Error
+	if errors.As(readErr, &se) && se.ExtendedCode == sqlite3.ErrReadonlyRollback {
+		return true, fmt.Errorf("%w: %s-journal is a hot journal: %w", ErrNeedsRecovery, path, readErr)
+	}
+	return true, readErr
 }
 
 // readOnce runs read on a new read-only connection pool of one connection
@@ -179,6 +243,16 @@ func stampOf(path string) (stamp, error) {
 	return stamp{fi: fi}, err
 }
 
+// same reports whether s and o are one file, or both missing.
+func (s stamp) same(o stamp) bool {
+	if s.fi == nil || o.fi == nil {
+		return s.fi == nil && o.fi == nil
+	}
+	return os.SameFile(s.fi, o.fi)
+}
+
+// equal reports whether s and o are one file, of one size and
+// modification time, or both missing.
 func (s stamp) equal(o stamp) bool {
 	if s.fi == nil || o.fi == nil {
 		return s.fi == nil && o.fi == nil
@@ -186,13 +260,9 @@ func (s stamp) equal(o stamp) bool {
 	return os.SameFile(s.fi, o.fi) && s.fi.Size() == o.fi.Size() && s.fi.ModTime().Equal(o.fi.ModTime())
 }
 
-func stateOf(path string) (fileState, error) {
+// stateOf records the database file f (at path) and what lies beside it.
+func stateOf(f *os.File, path string) (fileState, error) {
 	var st fileState
-	f, err := os.Open(path)
-	if err != nil {
-		return st, err
-	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return st, err
@@ -220,19 +290,20 @@ func (s fileState) immutable() bool { return s.wal.fi == nil && s.journal.fi == 
 
 // stableFor reports whether what was read on a connection opened with
 // before's state is valid now that the files are in state s. An immutable
-// connection takes no lock and assumes nothing changes: any change to the
-// file, or a -wal or -journal appearing, may have made it read stale or
-// torn pages. A connection through the -wal or journal reads one
-// snapshot in its read transaction, whatever a writer commits or
-// checkpoints meanwhile: only the file being replaced, or the -wal or
-// journal coming or going (the connection may then have failed to open,
-// or opened the file in another mode), counts.
+// connection takes no lock of SQLite's and assumes nothing changes: any
+// change to the file (a checkpoint into it), or a -wal or -journal
+// appearing, may have made it read stale or torn pages. A connection
+// through the -wal or journal reads one snapshot in its read
+// transaction, whatever a writer appends or checkpoints meanwhile: only
+// the file or its -wal being replaced by another (not the same file
+// grown), or a -wal or journal coming or going (the connection may then
+// have opened the file in another mode), counts.
 func (s fileState) stableFor(before fileState, immutable bool) bool {
 	if immutable {
 		return s.main.equal(before.main) && s.wal.equal(before.wal) && s.journal.equal(before.journal) && bytes.Equal(s.header, before.header)
 	}
-	return os.SameFile(s.main.fi, before.main.fi) &&
-		(s.wal.fi == nil) == (before.wal.fi == nil) && (s.journal.fi == nil) == (before.journal.fi == nil)
+	return os.SameFile(s.main.fi, before.main.fi) && s.wal.same(before.wal) &&
+		(s.journal.fi == nil) == (before.journal.fi == nil)
 }
 
 // CopyTo writes a copy of the database behind conn, a connection read
@@ -304,6 +375,9 @@ const snapshotSavepoint = "pipeline_snapshot"
 func (c snapshotConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if c.wal != "" && !exists(c.wal) {
 		return nil, errWALGone
+	}
+	if openHook != nil {
+		openHook()
 	}
 	dc, err := snapshotDriver.Open(c.dsn)
 	if err != nil {

@@ -96,7 +96,7 @@ func TestReadStable(t *testing.T) {
 		{name: "rollback journal, writer closes", journal: "DELETE", writes: 1, runs: 2, want: 2},
 		{name: "rollback journal, writer stays open", journal: "DELETE", keep: true, writes: 1, runs: 2, want: 2},
 		{name: "a writer on three attempts", journal: "WAL", writes: 3, runs: 4, want: 0},
-		{name: "a writer on every attempt", journal: "WAL", writes: 5, insert: true, runs: 5, wantErr: pipeline.ErrChanged},
+		{name: "a writer on every attempt", journal: "WAL", writes: pipeline.ReadAttempts, insert: true, runs: pipeline.ReadAttempts, wantErr: pipeline.ErrChanged},
 		{name: "read fails, nothing changed", journal: "WAL", readErr: 1, runs: 1, wantErr: errRead},
 		{name: "read fails while the file changed", journal: "WAL", writes: 1, readErr: 1, runs: 2, want: 2},
 	}

@@ -1,0 +1,4 @@
+package pipeline
+
+// ReadAttempts is how often ReadStable tries before ErrChanged.
+const ReadAttempts = readAttempts
