@@ -14,9 +14,10 @@ import (
 )
 
 // The read-only commands work beside an application's open store (its
-// writer lock held, its -wal and -shm live) and change nothing; up, which
-// writes, refuses the held file and leaves it as it was, and migrates it
-// once the store is closed.
+// writer lock held, its -wal and -shm live) and change nothing; up with
+// nothing to apply succeeds without touching the files; up with a version
+// to apply, which would write, refuses the held file, leaves it as it was
+// and says an application has it open; after the store is closed up runs.
 func TestCommandsBesideOpenStore(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "client.db")
@@ -52,11 +53,17 @@ func TestCommandsBesideOpenStore(t *testing.T) {
 			require.Equal(t, before, files())
 		})
 	}
-	t.Run("up refuses", func(t *testing.T) {
+	t.Run("up at head", func(t *testing.T) {
 		code, stdout, stderr := runCmd(t, "up", "-db", path)
+		require.Equal(t, exitOK, code, stderr)
+		require.Equal(t, "already at version 15\n", stdout)
+		require.Equal(t, before, files(), "nothing to apply: the files are untouched")
+	})
+	t.Run("up with a version to apply refuses", func(t *testing.T) {
+		code, stdout, stderr := runCmd(t, "up", "-db", path, "-dir", writeDir(t, withFiles(t, map[string]string{"16_note.sql": "ALTER TABLE session ADD COLUMN note TEXT;\n"})))
 		require.Equal(t, exitError, code)
 		require.Empty(t, stdout)
-		require.Equal(t, "migrate: up: "+path+" is open in an application ("+path+"-lock: database lock held by another writer): close it and run up again; nothing changed\n", stderr)
+		require.Equal(t, "migrate: up: "+path+" is open in an application ("+path+"-lock: database lock held by another writer): close it and run up again, or wait with -lock-timeout; nothing changed\n", stderr)
 		require.Equal(t, before, files())
 		n, err := s.PendingMessageCount(ctx, nil)
 		require.NoError(t, err, "the store still works")

@@ -8,7 +8,8 @@
 //
 // Usage:
 //
-//	migrate up -db FILE [-dir DIR] [-json]     create FILE if absent and migrate it to head
+//	migrate up -db FILE [-dir DIR] [-lock-timeout D] [-json]
+//	                                           create FILE if absent and migrate it to head
 //	migrate status -db FILE [-dir DIR] [-json] print the current and pending versions
 //	migrate plan -db FILE [-dir DIR] [-json]   print the statements up would run
 //	migrate drift -db FILE [-dir DIR] [-json]  print FILE's schema and history drift from head
@@ -25,11 +26,13 @@
 // -json writes one JSON document on stdout (shapes in the README's "In a
 // pipeline").
 //
-// status, plan and drift open the database read-only and never change it or
-// create anything beside it: they work beside an application that has the
-// database open. up writes, so it takes the database's writer lock (the
-// file FILE-lock, which an open store holds) and refuses a database an
-// application has open (it removes FILE-lock again if it created it).
+// status, plan, drift and lint -db open the database read-only and never
+// change it or create anything beside it: they work beside an application
+// that has the database open. up writes, so it takes the database's writer
+// lock (the file FILE-lock, which an open store holds, waiting up to
+// -lock-timeout for it) and refuses a database another up or an
+// application holds, unless there is nothing to apply (it removes
+// FILE-lock again if it created it).
 //
 // Exit codes, one convention on every command (like diff's):
 //
@@ -67,6 +70,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"ariga.io/atlas/sql/migrate"
 	"github.com/mattn/go-sqlite3"
@@ -126,11 +131,12 @@ type command struct {
 // cmdEnv carries a command's parsed flags and its output streams.
 type cmdEnv struct {
 	stdout, stderr io.Writer
-	db             string // -db
-	dir            string // -dir
-	out            string // -out
-	fixtures       string // -fixtures
-	json           bool   // -json
+	db             string        // -db
+	dir            string        // -dir
+	out            string        // -out
+	fixtures       string        // -fixtures
+	json           bool          // -json
+	lockTimeout    time.Duration // -lock-timeout
 	// doc is the command's JSON document with -json, set as soon as the
 	// command starts and filled as it goes: written once it returns, so
 	// that a failure is reported with the fields a success has.
@@ -178,8 +184,11 @@ type errorDoc = docHeader
 // commands lists the subcommands in usage order.
 var commands = []*command{
 	{
-		name: "up", args: "-db FILE [-dir DIR] [-json]", summary: "create FILE if absent and migrate it to head, after checking it is what its history says",
-		flags: withJSON(withDir(dbFlag("database `FILE`, created if absent"))), run: cmdUp,
+		name: "up", args: "-db FILE [-dir DIR] [-lock-timeout D] [-json]", summary: "create FILE if absent and migrate it to head, after checking it is what its history says",
+		flags: withJSON(withDir(func(fs *flag.FlagSet, env *cmdEnv) {
+			dbFlag("database `FILE`, created if absent")(fs, env)
+			fs.DurationVar(&env.lockTimeout, "lock-timeout", 0, "wait up to `D` (such as 30s) for another up or an application to release FILE's writer lock (default: do not wait)")
+		})), run: cmdUp,
 	},
 	{
 		name: "status", args: "-db FILE [-dir DIR] [-json]", summary: "print the current and pending versions (read only)",
@@ -631,11 +640,16 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	lockPath := dblock.Path(path)
 	_, lockErr := os.Stat(lockPath)
 	lockCreated := errors.Is(lockErr, fs.ErrNotExist)
-	lock, err := dblock.Acquire(path)
+	lock, err := acquireUpLock(ctx, path, env.lockTimeout)
 	if errors.Is(err, dblock.ErrHeld) {
-		// An application is opening or has opened the file: it is its
-		// file now, even if up created it a moment ago.
-		return fmt.Errorf("%s is open in an application (%w): close it and run up again; nothing changed", path, err)
+		// Nothing to apply needs no lock: a database at head beside a
+		// live store is success, read read-only.
+		if done, uerr := upToDate(); uerr != nil || done {
+			return uerr
+		}
+		// Otherwise the holder's file it is, even if up created it a
+		// moment ago.
+		return heldError(path, err, env.lockTimeout)
 	}
 	if err != nil {
 		if created {
@@ -669,6 +683,8 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 			// the file before is refused, one that comes after makes a new
 			// one.
 			os.Remove(lockPath)
+		} else {
+			lock.SetNote("")
 		}
 		lock.Release()
 	}()
@@ -710,6 +726,63 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	fmt.Fprintf(w, "applied: %s\n", strings.Join(applied, " "))
 	fmt.Fprintf(w, "now at version %s\n", m.Head())
 	return nil
+}
+
+// upLockNote is what up writes in the lock file while it holds the
+// writer lock (dblock.Lock.SetNote), with its process id, so that a
+// second up can tell it from an application.
+const upLockNote = "migrate up pid %d\n"
+
+// acquireUpLock takes the writer lock of the database file at path,
+// waiting up to timeout while another writer holds it, and notes up as
+// its holder. It returns an error wrapping dblock.ErrHeld if the lock is
+// still held when timeout has passed (at once for 0).
+func acquireUpLock(ctx context.Context, path string, timeout time.Duration) (*dblock.Lock, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		lock, err := dblock.Acquire(path)
+		if err == nil {
+			if err := lock.SetNote(fmt.Sprintf(upLockNote, os.Getpid())); err != nil {
+				lock.Release()
+				return nil, err
+			}
+			return lock, nil
+		}
+		left := time.Until(deadline)
+		if !errors.Is(err, dblock.ErrHeld) || left <= 0 {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(left, 50*time.Millisecond)):
+		}
+	}
+}
+
+// heldError says who holds the writer lock of the database file at path
+// that up could not take (err wraps dblock.ErrHeld): another up, if the
+// lock file names a running one, otherwise an application.
+func heldError(path string, err error, waited time.Duration) error {
+	after := ""
+	if waited > 0 {
+		after = fmt.Sprintf(" after waiting %s", waited)
+	}
+	var pid int
+	if _, serr := fmt.Sscanf(dblock.Note(path), upLockNote, &pid); serr == nil && running(pid) {
+		return fmt.Errorf("another migrate up (pid %d) holds the writer lock of %s (%w)%s: nothing changed; run up again when it is done, or wait with -lock-timeout", pid, path, err, after)
+	}
+	return fmt.Errorf("%s is open in an application (%w)%s: close it and run up again, or wait with -lock-timeout; nothing changed", path, err, after)
+}
+
+// running reports whether a process with id pid exists (false where
+// signals cannot tell).
+func running(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(syscall.Signal(0)) == nil
 }
 
 // atHead reads the database at path read-only (readExisting) and returns

@@ -105,3 +105,31 @@ func (l *Lock) Release() error {
 	l.f = nil
 	return f.Close()
 }
+
+// SetNote replaces the lock file's content with note ("" empties it)
+// while l holds the lock, so that Note can tell who holds it. The lock is
+// the flock alone: the note is only a hint, and a process killed while
+// holding the lock leaves its note behind.
+func (l *Lock) SetNote(note string) error {
+	if l == nil || l.f == nil {
+		return errors.New("dblock: lock not held")
+	}
+	if err := l.f.Truncate(0); err != nil {
+		return fmt.Errorf("write lock note: %w", err)
+	}
+	if _, err := l.f.WriteAt([]byte(note), 0); err != nil {
+		return fmt.Errorf("write lock note: %w", err)
+	}
+	return nil
+}
+
+// Note returns what the holder of the database file db's writer lock
+// wrote in the lock file (SetNote), "" if nothing or if it cannot be
+// read. It takes no lock.
+func Note(db string) string {
+	b, err := os.ReadFile(Path(db))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

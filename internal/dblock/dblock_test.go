@@ -41,3 +41,24 @@ func TestAcquire(t *testing.T) {
 	var none *dblock.Lock
 	require.NoError(t, none.Release())
 }
+
+// A note written by the lock's holder is what Note reads, until the
+// holder empties it; the lock stays held throughout.
+func TestNote(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "client.db")
+	require.Empty(t, dblock.Note(db), "no lock file")
+	l, err := dblock.Acquire(db)
+	require.NoError(t, err)
+	defer l.Release()
+	require.Empty(t, dblock.Note(db))
+	require.NoError(t, l.SetNote("migrate up pid 12345\n"))
+	require.Equal(t, "migrate up pid 12345\n", dblock.Note(db))
+	require.NoError(t, l.SetNote("x"))
+	require.Equal(t, "x", dblock.Note(db), "replaced, not appended")
+	_, err = dblock.Acquire(db)
+	require.ErrorIs(t, err, dblock.ErrHeld)
+	require.NoError(t, l.SetNote(""))
+	require.Empty(t, dblock.Note(db))
+	require.NoError(t, l.Release())
+	require.Error(t, l.SetNote("y"), "released")
+}
