@@ -76,7 +76,9 @@ type Migrator struct {
 // New returns a Migrator for the Atlas migration directory at dir in fsys.
 // It returns an error wrapping ErrChecksum if the directory's files do not
 // match its atlas.sum (or atlas.sum is missing), and ErrDirectory if a file
-// name has no numeric version or two files have the same version.
+// name has no numeric version, two files have the same version, or two
+// versions differ in their number of digits (9 beside 14: Atlas, which
+// orders files by name, would run 9 after 14).
 func New(fsys fs.FS, dir string) (*Migrator, error) {
 	sub, err := fs.Sub(fsys, dir)
 	if err != nil {
@@ -107,12 +109,30 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 		}
 		seen[v] = f.Name()
 	}
+	// Atlas orders migration files by name (atlas.sum, its executor), this
+	// package by version: the two agree only while every version has the
+	// same number of digits. Refused before the sum is checked, which
+	// would otherwise call an unchanged file added or edited.
+	for _, f := range files[1:] {
+		if first := files[0]; len(f.Version()) != len(first.Version()) {
+			return nil, fmt.Errorf("%w: versions %s (%s) and %s (%s) differ in width: Atlas orders migration files by name, so %s would sort after %s; give every version the same number of digits",
+				ErrDirectory, first.Version(), first.Name(), f.Version(), f.Name(), byName(first, f)[0].Name(), byName(first, f)[1].Name())
+		}
+	}
 	// Both errors are wrapped so that callers can also reach Atlas's
 	// *migrate.ChecksumError (which file, added/edited/removed).
 	if err := migrate.Validate(d); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrChecksum, err)
 	}
 	return &Migrator{dir: d, files: files}, nil
+}
+
+// byName returns a and b in Atlas's order, by file name, the later first.
+func byName(a, b migrate.File) [2]migrate.File {
+	if a.Name() < b.Name() {
+		return [2]migrate.File{b, a}
+	}
+	return [2]migrate.File{a, b}
 }
 
 // Default returns the Migrator for the embedded schema.Migrations. It

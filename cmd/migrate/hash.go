@@ -15,8 +15,8 @@ import (
 // cmdHash recomputes DIR/atlas.sum from the files on disk, as
 // `atlas migrate hash --dir file://DIR` does, for someone who has just
 // added a migration. Before writing, it checks that the runner accepts the
-// directory with the new sum (file names, version order); if not, nothing
-// is written.
+// directory with the new sum (file names, versions of one width); if not,
+// nothing is written.
 func cmdHash(_ context.Context, env *cmdEnv) error {
 	// hash writes, so it works on the files on disk, never on the
 	// directory embedded in the binary: by default the repository's.
@@ -43,16 +43,6 @@ func cmdHash(_ context.Context, env *cmdEnv) error {
 	text, err := sum.MarshalText()
 	if err != nil {
 		return err
-	}
-
-	// Atlas orders files by name, the runner by version number: the two
-	// agree only while every version has the same number of digits.
-	for _, f := range files[1:] {
-		if first := files[0].Version(); len(f.Version()) != len(first) {
-			return fmt.Errorf("%s: not written: versions %s (%s) and %s (%s) differ in width; "+
-				"Atlas orders migration files by name, so keep every version the same number of digits",
-				migrate.HashFileName, first, files[0].Name(), f.Version(), f.Name())
-		}
 	}
 
 	// Dry run: the directory as it will be, through the runner's checks.
