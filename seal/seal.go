@@ -23,6 +23,7 @@ package seal
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -94,12 +95,16 @@ type Key struct {
 	secret [KeySize]byte
 }
 
-// NewKey returns the key holding secret. It returns an error wrapping ErrKey
-// if secret is not KeySize bytes long.
+// NewKey returns the key holding secret (a copy of it). It returns an
+// error wrapping ErrKey if secret is not KeySize bytes long or is all
+// zero bytes: a key anyone can guess would seal nothing.
 func NewKey(secret []byte) (Key, error) {
 	var k Key
 	if len(secret) != KeySize {
 		return k, fmt.Errorf("%w: key is %d bytes, want %d", ErrKey, len(secret), KeySize)
+	}
+	if isZero(secret) {
+		return k, fmt.Errorf("%w: key is %d zero bytes", ErrKey, KeySize)
 	}
 	copy(k.secret[:], secret)
 	sum := sha256.Sum256(append([]byte("securemsg storage key id v1\x00"), secret...))
@@ -107,7 +112,8 @@ func NewKey(secret []byte) (Key, error) {
 	return k, nil
 }
 
-// GenerateKey returns a new random key.
+// GenerateKey returns a new random key. The application keeps its bytes
+// (Key.Bytes) in its keystore and rebuilds the key from them with NewKey.
 func GenerateKey() (Key, error) {
 	secret := make([]byte, KeySize)
 	if _, err := rand.Read(secret); err != nil {
@@ -118,6 +124,22 @@ func GenerateKey() (Key, error) {
 
 // ID returns the key's id.
 func (k Key) ID() KeyID { return k.id }
+
+// Bytes returns a copy of the key's KeySize secret bytes, for the
+// application's keystore: NewKey of them returns the same key. Whoever
+// holds them can open every record the key sealed. The zero Key returns
+// KeySize zero bytes, which NewKey refuses.
+func (k Key) Bytes() []byte { return append([]byte(nil), k.secret[:]...) }
+
+// isZero reports whether b is all zero bytes, in time independent of
+// where a non-zero byte is.
+func isZero(b []byte) bool {
+	var acc byte
+	for _, x := range b {
+		acc |= x
+	}
+	return subtle.ConstantTimeByteEq(acc, 0) == 1
+}
 
 // Keyring holds the current storage key, which seals, and any older keys
 // still needed to open records during a rotation. It counts opens so that
@@ -132,8 +154,14 @@ type Keyring struct {
 
 // NewKeyring returns a keyring sealing with current and opening records
 // sealed with current or any of older. It returns an error wrapping ErrKey
-// if two keys share an id.
+// if two keys share an id, or if a key is the zero Key (not made by
+// NewKey or GenerateKey), which would seal with 32 zero bytes.
 func NewKeyring(current Key, older ...Key) (*Keyring, error) {
+	for i, k := range append([]Key{current}, older...) {
+		if isZero(k.secret[:]) {
+			return nil, fmt.Errorf("%w: key %d of the keyring is the zero Key: make keys with NewKey or GenerateKey", ErrKey, i)
+		}
+	}
 	kr := &Keyring{current: current.id, keys: map[KeyID]Key{current.id: current}}
 	for _, k := range older {
 		if _, dup := kr.keys[k.id]; dup {

@@ -1,0 +1,108 @@
+package seal_test
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/seal"
+)
+
+// A key anyone can guess is refused with ErrKey wherever a key comes in:
+// NewKey of KeySize zero bytes, and NewKeyring given the zero Key (one not
+// made by NewKey or GenerateKey) as its current key or as an older one.
+// Before, both were accepted and the database was sealed with a public
+// key.
+func TestZeroKeyIsRefused(t *testing.T) {
+	good := newKey(t)
+	other := newKey(t)
+	_, err := seal.NewKey(make([]byte, seal.KeySize))
+	require.ErrorIs(t, err, seal.ErrKey)
+	require.ErrorContains(t, err, "zero")
+
+	for _, tt := range []struct {
+		name    string
+		current seal.Key
+		older   []seal.Key
+	}{
+		{"zero current", seal.Key{}, nil},
+		{"zero current, good older", seal.Key{}, []seal.Key{good}},
+		{"zero older", good, []seal.Key{seal.Key{}}},
+		{"zero among older", good, []seal.Key{other, seal.Key{}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kr, err := seal.NewKeyring(tt.current, tt.older...)
+			require.ErrorIs(t, err, seal.ErrKey)
+			require.Nil(t, kr)
+		})
+	}
+
+	// A key with a single non-zero byte, anywhere, is a key.
+	for _, i := range []int{0, seal.KeySize / 2, seal.KeySize - 1} {
+		secret := make([]byte, seal.KeySize)
+		secret[i] = 1
+		k, err := seal.NewKey(secret)
+		require.NoError(t, err, "byte %d set", i)
+		_, err = seal.NewKeyring(k)
+		require.NoError(t, err)
+	}
+}
+
+// Bytes gives back exactly the secret NewKey was given, as a copy: what
+// the caller does with it changes neither the key nor a later Bytes; a
+// generated key's bytes rebuild the same key, which opens what it sealed.
+func TestKeyBytes(t *testing.T) {
+	secret := bytes.Repeat([]byte{7}, seal.KeySize)
+	k, err := seal.NewKey(secret)
+	require.NoError(t, err)
+	got := k.Bytes()
+	require.Equal(t, secret, got)
+	got[0] ^= 0xff
+	require.Equal(t, secret, k.Bytes(), "Bytes returns a copy")
+
+	g := newKey(t)
+	back, err := seal.NewKey(g.Bytes())
+	require.NoError(t, err)
+	require.Equal(t, g.ID(), back.ID())
+	require.Equal(t, g.Bytes(), back.Bytes())
+	sealed, err := newKeyring(t, g).Seal(seal.RecordSession, []byte("row"), []byte("x"))
+	require.NoError(t, err)
+	pt, err := newKeyring(t, back).Open(seal.RecordSession, []byte("row"), sealed)
+	require.NoError(t, err)
+	require.Equal(t, []byte("x"), pt)
+
+	require.Equal(t, make([]byte, seal.KeySize), seal.Key{}.Bytes(), "the zero Key's bytes")
+}
+
+// An application generates its storage key once, keeps its bytes in the
+// platform keystore, and rebuilds the key from them on every start.
+func ExampleKey_Bytes() {
+	key, err := seal.GenerateKey()
+	if err != nil {
+		panic(err)
+	}
+	stored := key.Bytes() // what the application puts in its keystore
+
+	// On a later start: the bytes read back from the keystore.
+	again, err := seal.NewKey(stored)
+	if err != nil {
+		panic(err)
+	}
+	keys, err := seal.NewKeyring(key)
+	if err != nil {
+		panic(err)
+	}
+	sealed, err := keys.Seal(seal.RecordPendingOutbound, []byte("row"), []byte("hello"))
+	if err != nil {
+		panic(err)
+	}
+	reopened, err := seal.NewKeyring(again)
+	if err != nil {
+		panic(err)
+	}
+	plaintext, err := reopened.Open(seal.RecordPendingOutbound, []byte("row"), sealed)
+	fmt.Println(len(stored), again.ID() == key.ID(), string(plaintext), err)
+	// Output: 32 true hello <nil>
+}
