@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -171,11 +172,21 @@ type Client struct {
 // serves one client, since each client caches the sessions and two would
 // encrypt under the same message keys. It returns ErrStoreInUse if the
 // store already serves a client, ErrInvalidArgument if a required part of
-// cfg is missing, or OneTimePrekeyThreshold is negative or above
+// cfg is missing (nil, or an interface holding a nil pointer), Rand or
+// EncryptPolicy holds a nil pointer, OneTimePrekeys is above
+// session.MaxOneTimePrekeys, OneTimePrekeyThreshold is negative or above
 // OneTimePrekeys, or SignedPrekeyGrace is negative.
 func New(cfg Config) (*Client, error) {
-	if cfg.Store == nil || cfg.Transport == nil || cfg.Directory == nil {
+	if nilarg.Is(cfg.Store) || nilarg.Is(cfg.Transport) || nilarg.Is(cfg.Directory) {
 		return nil, fmt.Errorf("client: new: %w: Store, Transport and Directory are required", ErrInvalidArgument)
+	}
+	// nil means the default, but a nil pointer in the interface would
+	// panic at its first use.
+	if (cfg.Rand != nil && nilarg.Is(cfg.Rand)) || (cfg.EncryptPolicy != nil && nilarg.Is(cfg.EncryptPolicy)) {
+		return nil, fmt.Errorf("client: new: %w: Rand or EncryptPolicy is a nil pointer", ErrInvalidArgument)
+	}
+	if cfg.OneTimePrekeys > session.MaxOneTimePrekeys {
+		return nil, fmt.Errorf("client: new: %w: OneTimePrekeys %d, at most %d", ErrInvalidArgument, cfg.OneTimePrekeys, session.MaxOneTimePrekeys)
 	}
 	if cfg.OneTimePrekeys == 0 {
 		cfg.OneTimePrekeys = 20

@@ -106,3 +106,32 @@ func ExampleKey_Bytes() {
 	fmt.Println(len(stored), again.ID() == key.ID(), string(plaintext), err)
 	// Output: 32 true hello <nil>
 }
+
+// A nil *Keyring holds no key: Seal and Open report ErrKey instead of
+// panicking, and the other constructors' nil inputs are refused too.
+func TestNilInputs(t *testing.T) {
+	var kr *seal.Keyring
+	for _, tt := range []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"NewKey nil", func() error { _, err := seal.NewKey(nil); return err }, seal.ErrKey},
+		{"NewKeyring zero Key", func() error { _, err := seal.NewKeyring(seal.Key{}); return err }, seal.ErrKey},
+		{"Parse nil", func() error { _, err := seal.Parse(nil); return err }, seal.ErrTruncated},
+		{"nil Keyring Seal", func() error { _, err := kr.Seal(seal.RecordSession, nil, []byte("x")); return err }, seal.ErrKey},
+		{"nil Keyring Open", func() error {
+			sealed, err := newKeyring(t, newKey(t)).Seal(seal.RecordSession, nil, []byte("x"))
+			require.NoError(t, err)
+			_, err = kr.Open(seal.RecordSession, nil, sealed)
+			return err
+		}, seal.ErrKey},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = tt.call() })
+			require.ErrorIs(t, err, tt.want)
+		})
+	}
+	require.Zero(t, kr.Current())
+}

@@ -144,7 +144,8 @@ func isZero(b []byte) bool {
 // Keyring holds the current storage key, which seals, and any older keys
 // still needed to open records during a rotation. It counts opens so that
 // tests can prove which operations open nothing. A Keyring is safe for
-// concurrent use.
+// concurrent use. A nil *Keyring holds no key: Seal and Open return an
+// error wrapping ErrKey.
 type Keyring struct {
 	mu      sync.RWMutex
 	current KeyID
@@ -172,8 +173,14 @@ func NewKeyring(current Key, older ...Key) (*Keyring, error) {
 	return kr, nil
 }
 
-// Current returns the id of the key that seals.
+// errNilKeyring is what a nil *Keyring's Seal and Open return.
+var errNilKeyring = fmt.Errorf("%w: nil keyring", ErrKey)
+
+// Current returns the id of the key that seals (0 for a nil keyring).
 func (kr *Keyring) Current() KeyID {
+	if kr == nil {
+		return 0
+	}
 	kr.mu.RLock()
 	defer kr.mu.RUnlock()
 	return kr.current
@@ -219,6 +226,9 @@ func (kr *Keyring) Opens() int64 { return kr.opens.Load() }
 // Seal seals plaintext as a record of type rt bound to ad, with the current
 // key and a fresh random nonce.
 func (kr *Keyring) Seal(rt RecordType, ad, plaintext []byte) ([]byte, error) {
+	if kr == nil {
+		return nil, errNilKeyring
+	}
 	kr.mu.RLock()
 	k := kr.keys[kr.current]
 	kr.mu.RUnlock()
@@ -271,6 +281,9 @@ func Parse(sealed []byte) (Header, error) {
 // ErrRecordType, ErrWrongKey or ErrAuthentication, and never returns
 // plaintext together with an error.
 func (kr *Keyring) Open(rt RecordType, ad, sealed []byte) ([]byte, error) {
+	if kr == nil {
+		return nil, errNilKeyring
+	}
 	kr.opens.Add(1)
 	h, err := Parse(sealed)
 	if err != nil {

@@ -82,8 +82,12 @@ type Identity struct {
 }
 
 // GenerateIdentity creates a new identity from rand (crypto/rand.Reader in
-// production; a deterministic reader in tests).
+// production, also for nil; a deterministic reader in tests).
 func GenerateIdentity(rand io.Reader) (*Identity, error) {
+	rand, err := randSource(rand)
+	if err != nil {
+		return nil, err
+	}
 	var seed, dh [KeySize]byte
 	if _, err := io.ReadFull(rand, seed[:]); err != nil {
 		return nil, fmt.Errorf("session: generate identity: %w", err)

@@ -138,10 +138,15 @@ type Prekeys struct {
 
 // NewPrekeys creates a signed prekey, signed by id, and nOneTime one-time
 // prekeys (0 <= nOneTime <= MaxOneTimePrekeys). The signed prekey id is
-// random; one-time prekey ids count up from 1.
+// random; one-time prekey ids count up from 1. A nil rand means
+// crypto/rand.
 func NewPrekeys(rand io.Reader, id *Identity, nOneTime int) (*Prekeys, error) {
 	if id == nil {
 		return nil, fmt.Errorf("%w: nil identity", ErrInvalidArgument)
+	}
+	rand, err := randSource(rand)
+	if err != nil {
+		return nil, err
 	}
 	var idb [4]byte
 	if _, err := io.ReadFull(rand, idb[:]); err != nil {
@@ -165,8 +170,13 @@ func NewPrekeys(rand io.Reader, id *Identity, nOneTime int) (*Prekeys, error) {
 }
 
 // AddOneTime generates n more one-time prekeys (replenishment). The total
-// may not exceed MaxOneTimePrekeys. Ids are never reused.
+// may not exceed MaxOneTimePrekeys. Ids are never reused. A nil rand
+// means crypto/rand.
 func (p *Prekeys) AddOneTime(rand io.Reader, n int) error {
+	rand, err := randSource(rand)
+	if err != nil {
+		return err
+	}
 	if n < 0 || len(p.oneTime)+n > MaxOneTimePrekeys {
 		return fmt.Errorf("%w: %d one-time prekeys (holding %d, at most %d)", ErrInvalidArgument, n, len(p.oneTime), MaxOneTimePrekeys)
 	}
@@ -219,13 +229,17 @@ func (p *Prekeys) Replenish(rand io.Reader, n int) ([]OneTimePrekey, error) {
 // until now+grace (grace >= 0), so that initiators holding the previous
 // bundle are not refused; Expire drops it afterwards. At most
 // MaxRetiredSignedPrekeys are kept; retired keys already expired at now
-// are dropped. On error p is unchanged.
+// are dropped. A nil rand means crypto/rand. On error p is unchanged.
 func (p *Prekeys) Rotate(rand io.Reader, id *Identity, now time.Time, grace time.Duration) error {
 	if id == nil || id.Public() != p.identity {
 		return fmt.Errorf("%w: rotate: identity is not the prekeys' owner", ErrInvalidArgument)
 	}
 	if grace < 0 {
 		return fmt.Errorf("%w: rotate: negative grace period %s", ErrInvalidArgument, grace)
+	}
+	rand, err := randSource(rand)
+	if err != nil {
+		return err
 	}
 	c := p.clone()
 	c.Expire(now)

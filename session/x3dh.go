@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/nilarg"
 )
 
 // Initiate starts a session with the device that published remote, per the
@@ -30,8 +31,9 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 	if remote.Address == localAddr {
 		return nil, fmt.Errorf("%w: bundle is for the local device %s", ErrInvalidArgument, localAddr)
 	}
-	if rand == nil {
-		rand = defaultRand()
+	rand, err := randSource(rand)
+	if err != nil {
+		return nil, err
 	}
 	s := &Session{
 		local:          localAddr,
@@ -172,6 +174,18 @@ func normalizeInitiation(ih InitiationHeader) InitiationHeader {
 }
 
 func defaultRand() io.Reader { return rand.Reader }
+
+// randSource returns r, or crypto/rand for nil; an interface holding a
+// nil pointer (which would panic at its first read) is ErrInvalidArgument.
+func randSource(r io.Reader) (io.Reader, error) {
+	if r == nil {
+		return defaultRand(), nil
+	}
+	if nilarg.Is(r) {
+		return nil, fmt.Errorf("%w: rand is a nil %T", ErrInvalidArgument, r)
+	}
+	return r, nil
+}
 
 func firstErr(errs ...error) error {
 	for _, err := range errs {

@@ -54,7 +54,10 @@ type identityRow struct {
 
 var _ store.Store = (*Store)(nil)
 
-// New returns an empty store sealing with keys.
+// New returns an empty store sealing with keys. keys must not be nil: a
+// store made with nil refuses Claim with store.ErrInvalidArgument (so no
+// client runs on it), and every call that seals or opens fails with
+// seal.ErrKey.
 func New(keys *seal.Keyring) *Store {
 	return &Store{
 		keys:      keys,
@@ -81,6 +84,9 @@ func (s *Store) Claim() (func(), error) {
 	}
 	if s.claim != nil {
 		return nil, fmt.Errorf("store: claim: %w: the store already serves a client", store.ErrInUse)
+	}
+	if s.keys == nil {
+		return nil, fmt.Errorf("store: claim: %w: the store was made with a nil keyring", store.ErrInvalidArgument)
 	}
 	c := new(byte)
 	s.claim = c

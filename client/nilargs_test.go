@@ -1,0 +1,69 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/transport"
+)
+
+// Neither client constructor panics on a nil or typed-nil part of its
+// Config: a missing Store, Transport or Directory, one that is a nil
+// pointer in its interface, a Rand or EncryptPolicy that is a nil pointer,
+// and a memstore made with a nil keyring are ErrInvalidArgument, and no
+// store is claimed (a good client opens on the same store afterwards).
+// Before, a typed-nil store panicked in Claim and a store with a nil
+// keyring at Initialize.
+func TestConstructorsRefuseNilArguments(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name   string
+		modify func(*client.Config)
+	}{
+		{"nil Store", func(c *client.Config) { c.Store = nil }},
+		{"typed-nil memstore", func(c *client.Config) { c.Store = (*memstore.Store)(nil) }},
+		{"typed-nil sqlitestore", func(c *client.Config) { c.Store = (*sqlitestore.Store)(nil) }},
+		{"memstore with a nil keyring", func(c *client.Config) { c.Store = memstore.New(nil) }},
+		{"nil Transport", func(c *client.Config) { c.Transport = nil }},
+		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transport.Network)(nil) }},
+		{"nil Directory", func(c *client.Config) { c.Directory = nil }},
+		{"typed-nil Directory", func(c *client.Config) { c.Directory = (*transport.Network)(nil) }},
+		{"typed-nil Rand", func(c *client.Config) { c.Rand = (*bytes.Reader)(nil) }},
+		{"typed-nil EncryptPolicy", func(c *client.Config) { c.EncryptPolicy = (*refusingPolicy)(nil) }},
+		{"too many one-time prekeys", func(c *client.Config) { c.OneTimePrekeys = session.MaxOneTimePrekeys + 1 }},
+	} {
+		for _, ctor := range []struct {
+			name string
+			open func(client.Config) (*client.Client, error)
+		}{
+			{"Open", func(cfg client.Config) (*client.Client, error) { return client.Open(ctx, cfg) }},
+			{"New", client.New},
+		} {
+			t.Run(tt.name+"/"+ctor.name, func(t *testing.T) {
+				net := transport.NewNetwork()
+				st := memstore.New(newKeyring(t))
+				good := client.Config{Store: st, Transport: net, Directory: net}
+				cfg := good
+				tt.modify(&cfg)
+				var (
+					c   *client.Client
+					err error
+				)
+				require.NotPanics(t, func() { c, err = ctor.open(cfg) })
+				require.ErrorIs(t, err, client.ErrInvalidArgument)
+				require.Nil(t, c)
+
+				c, err = client.Open(ctx, good)
+				require.NoError(t, err, "the refused call claimed no store")
+				require.NoError(t, c.Initialize(ctx, alice))
+			})
+		}
+	}
+}
