@@ -7,11 +7,14 @@ package schema
 
 import "embed"
 
-// Migrations is the Atlas migration directory, rooted at "migrations".
-// Files in it are append-only history: never edit one that has landed, add
-// a new version and re-hash atlas.sum.
+// Migrations is the Atlas migration directory, rooted at "migrations":
+// the migration files, atlas.sum and the declarations of the changes a
+// migration makes to existing data (NN_description.expect.json, read by
+// the fixture proofs, not by the runner). Files in it are append-only
+// history: never edit one that has landed, add a new version and re-hash
+// atlas.sum.
 //
-//go:embed migrations/*.sql migrations/atlas.sum
+//go:embed migrations
 var Migrations embed.FS
 
 // MigrationsDir is the path of the migration directory inside Migrations.
