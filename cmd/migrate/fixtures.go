@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -97,29 +98,73 @@ func allOK(cs []frozen.Check) bool {
 	return true
 }
 
-// cmdFreeze freezes a head database sealed with the fixture test key into
-// a new fixtures/versionNN directory (frozen.Freeze); it never overwrites
-// one and never changes the database.
+// freezeDoc is freeze's JSON document.
+type freezeDoc struct {
+	docHeader // command "freeze"; DB is the -db file, "" when freezing the newest fixture
+	// From is the fixture directory migrated to head, "" with -db.
+	From string `json:"from"`
+	// Out is the new fixture directory ("" until known).
+	Out string `json:"out"`
+	// Checks is the proof of From at head (empty with -db).
+	Checks []frozen.Check `json:"checks"`
+}
+
+// cmdFreeze writes a new fixtures/versionNN directory at head: with -db,
+// from that head database sealed with the fixture test key
+// (frozen.Freeze, which never changes it); without, from the newest
+// fixture under -fixtures migrated to head after it passes its proof
+// (frozen.FreezeNext). It never overwrites a directory.
 func cmdFreeze(ctx context.Context, env *cmdEnv) error {
-	path, m, err := env.target()
+	doc := &freezeDoc{docHeader: docHeader{Command: "freeze", DB: env.db}, Checks: []frozen.Check{}}
+	env.doc = doc
+	if env.db != "" {
+		if _, err := env.requireDB(); err != nil {
+			return err
+		}
+	}
+	m, err := env.migrations()
+	if err != nil {
+		return err
+	}
+	root, err := repoPath(env.fixtures, fixturesPath)
 	if err != nil {
 		return err
 	}
 	out := env.out
 	if out == "" {
-		root, err := repoPath("", fixturesPath)
-		if err != nil {
-			return err
-		}
 		out = filepath.Join(root, "version"+m.Head())
 	}
-	// Read only to refuse what is not a database: Freeze reads a copy.
-	if err := env.readExisting(ctx, path, func(*sql.DB) error { return nil }); err != nil {
+	doc.Out = out
+	if env.db != "" {
+		// Read only to refuse what is not a database: Freeze reads a copy.
+		if err := env.readExisting(ctx, env.db, func(*sql.DB) error { return nil }); err != nil {
+			return err
+		}
+		if err := frozen.Freeze(ctx, m, env.db, out); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.text(), "froze %s into %s (%s, %s, %s)\n", env.db, out, frozen.FixtureFile, frozen.ContentsFile, frozen.ReadmeFile)
+		return nil
+	}
+	dirs, err := frozen.Find(root)
+	if err != nil {
 		return err
 	}
-	if err := frozen.Freeze(ctx, m, path, out); err != nil {
+	if len(dirs) == 0 {
+		return fmt.Errorf("%s: no versionNN fixture directory to migrate (give -db)", root)
+	}
+	from := dirs[len(dirs)-1]
+	doc.From = from.Path
+	w := env.text()
+	fmt.Fprintf(w, "== %s (version %s), proved at head %s before it is frozen\n", from.Path, from.Version, m.Head())
+	checks, err := frozen.FreezeNext(ctx, m, from.Path, out, w)
+	doc.Checks = nonNil(checks)
+	if err != nil {
+		if errors.Is(err, frozen.ErrNotProved) {
+			return &finding{msg: oneLine(err.Error())}
+		}
 		return err
 	}
-	fmt.Fprintf(env.stdout, "froze %s into %s (%s, %s, %s)\n", path, out, frozen.FixtureFile, frozen.ContentsFile, frozen.ReadmeFile)
+	fmt.Fprintf(w, "froze %s migrated to head %s into %s (%s, %s, %s)\n", from.Path, m.Head(), out, frozen.FixtureFile, frozen.ContentsFile, frozen.ReadmeFile)
 	return nil
 }

@@ -20,8 +20,9 @@
 //	migrate plans [-dir DIR] [-out FILE]       write queries/PLANS.md (EXPLAIN QUERY PLAN)
 //	migrate schema-doc [-dir DIR] [-out FILE]  write schema/SCHEMA.md (Atlas inspection)
 //	migrate hash [-dir DIR]                    recompute DIR/atlas.sum (like atlas migrate hash)
-//	migrate freeze -db FILE [-dir DIR] [-out DIR]
-//	                                           freeze a head database into a new fixture
+//	migrate freeze [-db FILE] [-dir DIR] [-fixtures DIR] [-out DIR] [-json]
+//	                                           write fixtures/version<head>: the newest
+//	                                           fixture migrated to head, or a head database
 //
 // -json writes one JSON document on stdout (shapes in the README's "In a
 // pipeline").
@@ -234,12 +235,13 @@ var commands = []*command{
 		run: cmdFixtureTest,
 	},
 	{
-		name: "freeze", args: "-db FILE [-dir DIR] [-out DIR]", summary: "freeze a head database sealed with the fixture test key into a new fixtures/versionNN",
-		flags: func(fs *flag.FlagSet, env *cmdEnv) {
+		name: "freeze", args: "[-db FILE] [-dir DIR] [-fixtures DIR] [-out DIR]", summary: "write the fixture of head: the newest fixture migrated to head once it passes fixture-test, or -db FILE",
+		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			dirFlag(fs, env)
-			fs.StringVar(&env.db, "db", "", "head database `FILE`, sealed with the fixture test key (read, never changed)")
-			fs.StringVar(&env.out, "out", "", "new fixture `DIR`, named version<head> (default: fixtures/version<head> in the repository; never overwritten)")
-		},
+			fs.StringVar(&env.db, "db", "", "freeze this head database `FILE`, sealed with the fixture test key (read, never changed), instead of the newest fixture migrated to head")
+			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
+			fs.StringVar(&env.out, "out", "", "new fixture `DIR`, named version<head> (default: version<head> in the fixtures directory; never overwritten)")
+		}),
 		run: cmdFreeze,
 	},
 }
