@@ -1,21 +1,18 @@
 package main
 
 import (
-	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/fixtures/frozen"
-	"github.com/securemsg/storage/fixtures/version14"
-	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/schema"
-	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // copyMigrations copies the embedded migration directory into a new
@@ -44,91 +41,231 @@ func mustRun(t *testing.T, want int, args ...string) string {
 	return stdout
 }
 
-// TestAddingAMigration walks README's "Adding a migration" for a benign
-// v16 (a new table and an index) in a temporary copy of the migration
-// directory, through -dir: hash, lint, plan, up from empty and from the
-// v14 fixture, drift clean at 16, plans, schema-doc, fixture-test, freeze
-// of a v16 database holding rows, and fixture-test proving the new
-// fixture beside the v14 one. Nothing assumes head is 15.
-func TestAddingAMigration(t *testing.T) {
-	ctx := context.Background()
-	dir := copyMigrations(t, benignV16)
-
-	// 1-2. The file is refused until atlas.sum is rehashed.
-	mustRun(t, 2, "lint", "-dir", dir)
-	out := mustRun(t, 0, "hash", "-dir", dir)
-	require.Equal(t, "wrote "+dir+"/atlas.sum (3 files)\n", out)
-	m, err := migration.New(os.DirFS(dir), ".")
-	require.NoError(t, err)
-	require.Equal(t, "16", m.Head())
-
-	// 3. lint: no finding; plan shows the new version.
-	out = mustRun(t, 0, "lint", "-dir", dir)
-	require.True(t, strings.HasPrefix(out, "lint: 3 file(s), 0 finding(s), 0 above version 14"), out)
-	pending := filepath.Join(t.TempDir(), "pending.db")
-	out = mustRun(t, 1, "plan", "-db", pending, "-dir", dir)
-	require.Contains(t, out, "-- version 16: message_note")
-	require.Contains(t, out, "CREATE INDEX message_note_note ON message_note (note);")
-	require.NoFileExists(t, pending)
-
-	// up from empty, and from the v14 fixture; drift is clean at 16.
-	empty := filepath.Join(t.TempDir(), "empty.db")
-	require.Contains(t, mustRun(t, 0, "up", "-db", empty, "-dir", dir), "applied: 14 15 16\nnow at version 16\n")
-	v14 := filepath.Join(t.TempDir(), "v14.db")
-	require.NoError(t, frozen.Load(ctx, v14, version14.FixtureSQL()))
-	require.Contains(t, mustRun(t, 0, "up", "-db", v14, "-dir", dir), "applied: 15 16\nnow at version 16\n")
-	for _, db := range []string{empty, v14} {
-		mustRun(t, 0, "drift", "-db", db, "-dir", dir)
-		require.Equal(t, "current: 16\npending: none\n", mustRun(t, 0, "status", "-db", db, "-dir", dir))
+// guide returns the pipeline guide's "Adding a migration" section: the
+// tools' own README once it has the section, else the repository's.
+func guide(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{filepath.Join(repo, "cmd", "migrate", "README.md"), filepath.Join(repo, "README.md")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.Index(s, "\n## Adding a migration\n"); i >= 0 {
+			s = s[i+1:]
+			if j := strings.Index(s[1:], "\n#"); j >= 0 {
+				s = s[:j+1]
+			}
+			return s
+		}
 	}
-	// The embedded directory (head 15) refuses the v16 database.
-	mustRun(t, 2, "status", "-db", v14)
-
-	// 4. The artifacts are written for head 16.
-	artifacts := t.TempDir()
-	plans, doc := filepath.Join(artifacts, "PLANS.md"), filepath.Join(artifacts, "SCHEMA.md")
-	mustRun(t, 0, "plans", "-dir", dir, "-out", plans)
-	mustRun(t, 0, "schema-doc", "-dir", dir, "-out", doc)
-	b, err := os.ReadFile(plans)
-	require.NoError(t, err)
-	require.Contains(t, string(b), "# Query plans (schema version 16,")
-	b, err = os.ReadFile(doc)
-	require.NoError(t, err)
-	require.Contains(t, string(b), "# Schema reference (version 16)")
-	require.Contains(t, string(b), "message_note")
-
-	// fixture-test proves the v14 fixture at head 16.
-	out = mustRun(t, 0, "fixture-test", "-dir", dir)
-	require.Contains(t, out, "ok   migrate to head 16: exactly the versions above 14 applied [15 16]")
-	require.NotContains(t, out, "FAIL")
-
-	// 5. Freeze a v16 database holding rows: the v14 fixture at 16, plus a
-	// message sent through the store at 16.
-	kr, err := frozen.Keyring()
-	require.NoError(t, err)
-	s, err := sqlitestore.Open(ctx, v14, kr, sqlitestore.WithMigrator(m))
-	require.NoError(t, err)
-	_, err = s.InsertPending(ctx, ids.DeviceAddress{UserID: "dave", DeviceID: 4}, ids.NewLogicalMessageID(), []byte("sent at 16"))
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
-	fixtures := t.TempDir()
-	out = mustRun(t, 0, "freeze", "-db", v14, "-dir", dir, "-out", filepath.Join(fixtures, "version16"))
-	require.Contains(t, out, "into "+filepath.Join(fixtures, "version16"))
-	contents, err := os.ReadFile(filepath.Join(fixtures, "version16", frozen.ContentsFile))
-	require.NoError(t, err)
-	require.Contains(t, string(contents), `"schema_version": "16"`)
-	require.Contains(t, string(contents), `"pending_outbound_count": 13`)
-
-	// fixture-test proves both fixtures at head 16, the new one from then on.
-	copyVersion14(t, filepath.Join(fixtures, "version14"), nil)
-	out = mustRun(t, 0, "fixture-test", "-dir", dir, "-fixtures", fixtures)
-	require.Contains(t, out, "== "+filepath.Join(fixtures, "version14")+" (version 14)\n")
-	require.Contains(t, out, "== "+filepath.Join(fixtures, "version16")+" (version 16)\n")
-	require.Contains(t, out, "ok   migrate to head 16: exactly the versions above 16 applied []")
-	require.NotContains(t, out, "FAIL")
-	// The embedded head 15 cannot prove a version-16 fixture.
-	mustRun(t, 1, "fixture-test", "-fixtures", fixtures)
+	t.Fatal(`no "## Adding a migration" section in the pipeline guide`)
+	return ""
 }
+
+// guideStep is one command of the guide's numbered steps, in order.
+type guideStep struct {
+	text string   // as the guide writes it
+	args []string // migrate's arguments; nil for another tool's command
+}
+
+var (
+	stepItem     = regexp.MustCompile(`(?m)^([0-9]+)\. `)
+	codeSpan     = regexp.MustCompile("`([^`]+)`")
+	migrateShell = regexp.MustCompile(`(?:^|[\s/])migrate ([a-z-]+)((?: [^ ]+)*)$`)
+)
+
+// guideSteps returns the commands of the numbered steps of the section,
+// in order: every code span that runs migrate (however the guide invokes
+// it: go run, go tool or a built binary) or that starts with "go ".
+func guideSteps(t *testing.T, section string) []guideStep {
+	t.Helper()
+	items := stepItem.FindAllStringIndex(section, -1)
+	require.NotEmpty(t, items, "the guide numbers its steps")
+	list := section[items[0][0]:]
+	if end := strings.Index(list, "\n\n"); end >= 0 {
+		list = list[:end]
+	}
+	// Code spans may wrap: join the lines first.
+	list = strings.Join(strings.Fields(list), " ")
+	var steps []guideStep
+	for _, m := range codeSpan.FindAllStringSubmatch(list, -1) {
+		span := m[1]
+		if mm := migrateShell.FindStringSubmatch(span); mm != nil && slices.ContainsFunc(commands, func(c *command) bool { return c.name == mm[1] }) {
+			steps = append(steps, guideStep{text: span, args: append([]string{mm[1]}, strings.Fields(mm[2])...)})
+			continue
+		}
+		if strings.HasPrefix(span, "go ") {
+			steps = append(steps, guideStep{text: span})
+		}
+	}
+	return steps
+}
+
+// newCheckout makes a temporary checkout of the module holding what the
+// guide's commands read and write: go.mod, schema/migrations (the embedded
+// directory), the frozen fixtures, the generated internal/db and the
+// legacy schema (lint's query plans and plans read them), and queries/
+// and schema/ for the generated documents. The repository itself is never written.
+func newCheckout(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module "+modulePath+"\n"), 0o644))
+	migrations := filepath.Join(root, "schema", "migrations")
+	require.NoError(t, os.MkdirAll(migrations, 0o755))
+	entries, err := fs.ReadDir(schema.Migrations, schema.MigrationsDir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/"+e.Name())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(migrations, e.Name()), b, 0o644))
+	}
+	copyVersion14(t, filepath.Join(root, "fixtures", "version14"), nil)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "queries"), 0o755))
+	for _, dir := range []string{"internal/db", "schema/legacy"} {
+		src := filepath.Join(repo, filepath.FromSlash(dir))
+		require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(repo, p)
+			dst := filepath.Join(root, rel)
+			if d.IsDir() {
+				return os.MkdirAll(dst, 0o755)
+			}
+			b, err := os.ReadFile(p)
+			if err == nil {
+				err = os.WriteFile(dst, b, 0o644)
+			}
+			return err
+		}))
+	}
+	return root
+}
+
+// TestAddingAMigration walks the pipeline guide's "Adding a migration"
+// steps as the guide writes them, for four kinds of version 16 and an
+// undeclared backfill, each in its own temporary checkout: the hand steps
+// (write NN_description.sql, and NN_description.expect.json for a
+// backfill) and then every command of the steps in order, verbatim, with
+// "-dir schema/migrations" as the guide says a prebuilt binary needs
+// ("go tool sqlc generate" is not run: the queries do not change). Each
+// ends with the new fixture frozen by freeze and proved, with the
+// version-14 one, by fixture-test; the undeclared backfill fails
+// fixture-test naming table, row and column, and freeze refuses it.
+func TestAddingAMigration(t *testing.T) {
+	section := guide(t)
+	for _, file := range []string{"schema/migrations/NN_description.sql", "schema/migrations/NN_description.expect.json"} {
+		require.Contains(t, section, "`"+file+"`", "the hand steps the test performs")
+	}
+	steps := guideSteps(t, section)
+	var names []string
+	for _, s := range steps {
+		if s.args == nil {
+			require.Equal(t, "go tool sqlc generate", s.text, "a command of the guide this test does not know")
+			continue
+		}
+		names = append(names, s.args[0])
+	}
+	require.Equal(t, []string{"hash", "lint", "plan", "plans", "schema-doc", "fixture-test", "freeze"}, names,
+		"the guide's migrate commands, in order: review this test when they change")
+
+	for _, tt := range []struct {
+		name, sql, declared string
+		// fail is the step that exits 1 (then every later step is
+		// checked to refuse too), and what it says.
+		fail, says string
+		row        string // in the new fixture's fixture.sql
+	}{
+		{name: "nullable column", sql: "ALTER TABLE session ADD COLUMN last_seen INTEGER;\n", row: `"sealed", "last_seen") VALUES ('bob', 1, X'`},
+		{name: "column with a default", sql: "ALTER TABLE session ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;\n", row: `"flags") VALUES ('bob', 1, X'`},
+		{name: "table rebuild keeping its rows", sql: sessionRebuild, row: `"created_at") VALUES ('bob', 2, X'`},
+		{name: "declared backfill", sql: sessionBackfill, declared: sessionBackfillDeclared, row: `"last_seen") VALUES ('bob', 2, X'`},
+		{
+			name: "undeclared backfill", sql: sessionBackfill, fail: "fixture-test",
+			says: "FAIL every column kept keeps its value, unless a change is declared: table session, row (user_id='bob', device_id=1), column last_seen (added): holds 10, not its declared default NULL",
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := newCheckout(t)
+			t.Chdir(root)
+			migrations := filepath.Join("schema", "migrations")
+			require.NoError(t, os.WriteFile(filepath.Join(migrations, "16_session_change.sql"), []byte(tt.sql), 0o644))
+			if tt.declared != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(migrations, "16_session_change.expect.json"), []byte(tt.declared), 0o644))
+			}
+			failed := false
+			for _, s := range steps {
+				if s.args == nil {
+					continue
+				}
+				args := append(slices.Clone(s.args), "-dir", migrations)
+				code, stdout, stderr := runCmd(t, args...)
+				want := 0
+				switch {
+				case s.args[0] == "plan":
+					want = exitFinding // a version is pending on pending.db
+				case s.args[0] == tt.fail:
+					failed = true
+					want = exitFinding
+					require.Contains(t, stdout, tt.says)
+				case failed:
+					// freeze proves the fixture first: it refuses too.
+					want = exitFinding
+				}
+				require.Equal(t, want, code, "%s\nstdout:\n%s\nstderr:\n%s", s.text, stdout, stderr)
+			}
+			require.NoFileExists(t, "pending.db", "plan creates nothing")
+			if tt.fail != "" {
+				require.NoDirExists(t, filepath.Join("fixtures", "version16"))
+				return
+			}
+			fixture, err := os.ReadFile(filepath.Join("fixtures", "version16", frozen.FixtureFile))
+			require.NoError(t, err)
+			require.Contains(t, string(fixture), tt.row)
+			plans, err := os.ReadFile(filepath.Join("queries", "PLANS.md"))
+			require.NoError(t, err)
+			require.Contains(t, string(plans), "# Query plans (schema version 16,")
+			doc, err := os.ReadFile(filepath.Join("schema", "SCHEMA.md"))
+			require.NoError(t, err)
+			require.Contains(t, string(doc), "# Schema reference (version 16)")
+
+			// From then on, fixture-test proves both fixtures at 16.
+			out := mustRun(t, 0, "fixture-test", "-dir", migrations)
+			require.Contains(t, out, "== "+filepath.Join("fixtures", "version14")+" (version 14)\n")
+			require.Contains(t, out, "== "+filepath.Join("fixtures", "version16")+" (version 16)\n")
+			require.Contains(t, out, "ok   migrate to head 16: exactly the versions above 16 applied []")
+			require.NotContains(t, out, "FAIL")
+			// The embedded head 15 cannot prove a version-16 fixture.
+			mustRun(t, 1, "fixture-test")
+		})
+	}
+}
+
+// sessionRebuild rebuilds session as SQLite changes a table, keeping its
+// rows and adding a column with a default.
+const sessionRebuild = `CREATE TABLE new_session (
+  user_id    TEXT    NOT NULL,
+  device_id  INTEGER NOT NULL CHECK (device_id >= 0),
+  sealed     BLOB    NOT NULL,
+  created_at INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (user_id, device_id)
+);
+INSERT INTO new_session (user_id, device_id, sealed) SELECT user_id, device_id, sealed FROM session;
+DROP TABLE session;
+ALTER TABLE new_session RENAME TO session;
+`
+
+// sessionBackfill adds a column and fills it from existing data.
+const sessionBackfill = "ALTER TABLE session ADD COLUMN last_seen INTEGER;\nUPDATE session SET last_seen = device_id * 10;\n"
+
+// sessionBackfillDeclared declares what sessionBackfill writes into the
+// version-14 fixture's two sessions.
+const sessionBackfillDeclared = `{"fixtures": {"14": {"session": [
+  {"key": {"user_id": "bob", "device_id": 1}, "set": {"last_seen": 10}},
+  {"key": {"user_id": "bob", "device_id": 2}, "set": {"last_seen": 20}}
+]}}}
+`
 
 // TestAddingADestructiveMigration adds a v16 that drops a table: lint
 // flags it, naming the file and the analyzer, and exits 1.

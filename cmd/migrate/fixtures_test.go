@@ -225,9 +225,56 @@ func TestFreezeRefuses(t *testing.T) {
 			require.Equal(t, before, snapshot(t, filepath.Dir(src)), "the database changed")
 		})
 	}
-	code, _, stderr := runCmd(t, "freeze")
-	require.Equal(t, 2, code)
-	require.Contains(t, stderr, "-db is required")
+}
+
+// TestFreezeNext: freeze without -db proves the newest fixture at head and
+// writes it migrated to head as the next fixture, which fixture-test then
+// proves beside the old one; it never overwrites, and a fixture that fails
+// its proof is not frozen (exit 1).
+func TestFreezeNext(t *testing.T) {
+	fixtures := t.TempDir()
+	copyVersion14(t, filepath.Join(fixtures, "version14"), nil)
+	v14Before := snapshot(t, filepath.Join(fixtures, "version14"))
+	code, stdout, stderr := runCmd(t, "freeze", "-fixtures", fixtures)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	out := filepath.Join(fixtures, "version15")
+	require.Contains(t, stdout, "== "+filepath.Join(fixtures, "version14")+" (version 14), proved at head 15 before it is frozen\n")
+	require.Contains(t, stdout, "ok   every column kept keeps its value, unless a change is declared\n")
+	require.Contains(t, stdout, "froze "+filepath.Join(fixtures, "version14")+" migrated to head 15 into "+out)
+	require.NotContains(t, stdout, "FAIL")
+	for _, name := range []string{frozen.FixtureFile, frozen.ContentsFile, frozen.ReadmeFile} {
+		require.FileExists(t, filepath.Join(out, name))
+	}
+	contents, err := os.ReadFile(filepath.Join(out, frozen.ContentsFile))
+	require.NoError(t, err)
+	require.Contains(t, string(contents), `"schema_version": "15"`)
+	require.Contains(t, string(contents), `"pending_outbound_count": 12`)
+	require.Equal(t, v14Before, snapshot(t, filepath.Join(fixtures, "version14")), "the source fixture is only read")
+
+	code, stdout, stderr = runCmd(t, "fixture-test", "-fixtures", fixtures)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "== "+out+" (version 15)\n")
+	require.NotContains(t, stdout, "FAIL")
+
+	frozenFiles := snapshot(t, out)
+	code, _, stderr = runCmd(t, "freeze", "-fixtures", fixtures)
+	require.Equal(t, exitError, code)
+	require.Contains(t, stderr, "fixture directory already exists")
+	require.Equal(t, frozenFiles, snapshot(t, out))
+
+	// A version 16 that changes data without declaring it: the proof
+	// fails, nothing is written, exit 1; the JSON document carries the
+	// proof.
+	dir := writeDir(t, withFiles(t, map[string]string{"16_touch.sql": "UPDATE storage_key SET created_at = 1;\n"}))
+	code, stdout, stderr = runCmd(t, "freeze", "-fixtures", fixtures, "-dir", dir, "-json")
+	require.Equal(t, exitFinding, code, stderr)
+	doc := decode[freezeDoc](t, stdout)
+	require.False(t, doc.OK)
+	require.Equal(t, filepath.Join(fixtures, "version15"), doc.From)
+	require.Equal(t, filepath.Join(fixtures, "version16"), doc.Out)
+	require.Contains(t, doc.Error, "the fixture to migrate does not pass fixture-test at head")
+	require.NotEmpty(t, doc.Checks)
+	require.NoDirExists(t, filepath.Join(fixtures, "version16"))
 }
 
 // copyVersion14 copies the version-14 fixture files the proof reads into
