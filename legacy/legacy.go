@@ -122,6 +122,7 @@ import (
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -445,6 +446,18 @@ func readLayout(ctx context.Context, q *legacydb.Queries) (layout, error) {
 		return 0, refused(setAside+" and "+table, "both the legacy table and a set-aside one")
 	default:
 		return 0, fmt.Errorf("%w: columns %v, %s present", ErrUnknownLayout, cols, setAside)
+	}
+}
+
+// SchemaObjects are the schema objects a migration under way holds beside
+// the head schema's: the set-aside table, its UNIQUE constraint's index and
+// the version-15 index it carries until the last step moves it.
+// sqlitestore.Open accepts them only with WithLegacyUpgrade.
+func SchemaObjects() []migration.Object {
+	return []migration.Object{
+		{Type: "table", Name: setAside, Table: setAside},
+		{Type: "index", Name: "sqlite_autoindex_" + setAside + "_1", Table: setAside},
+		{Type: "index", Name: table + "_recipient", Table: setAside},
 	}
 }
 

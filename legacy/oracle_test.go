@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -85,4 +86,22 @@ func TestLegacyUpgradeOnlyWhenAsked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The upgrading release (WithLegacyUpgrade) meets the one-window variant
+// too: the planted trigger and the writer's stash tables are schema
+// objects no migration defines, so Open refuses the database before the
+// legacy step reads it, naming each, and nothing changes.
+func TestLegacyUpgradeRefusesPlantedTrigger(t *testing.T) {
+	ctx := context.Background()
+	path := sealedDatabase(t)
+	exec(t, path, plantTrigger...)
+	before := dump(t, path)
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
+	require.ErrorIs(t, err, migration.ErrUnknownObject)
+	require.Nil(t, s)
+	for _, o := range []string{"trigger restore_user on storage_key", "table stash_storage_key", "table stash_local_identity"} {
+		assert.Contains(t, err.Error(), o)
+	}
+	assert.Equal(t, before, dump(t, path), "nothing changed")
 }

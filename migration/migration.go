@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"ariga.io/atlas/sql/migrate"
@@ -71,6 +72,11 @@ const LegacyBaselineVersion = "14"
 type Migrator struct {
 	dir   migrate.Dir
 	files []migrate.File
+
+	// knownMu guards known, the schema objects the files define
+	// (objects.go), built on first use.
+	knownMu sync.Mutex
+	known   map[Object]bool
 }
 
 // New returns a Migrator for the Atlas migration directory at dir in fsys.
@@ -135,9 +141,12 @@ func byName(a, b migrate.File) [2]migrate.File {
 	return [2]migrate.File{a, b}
 }
 
-// Default returns the Migrator for the embedded schema.Migrations. It
-// returns the same errors as New.
-func Default() (*Migrator, error) { return New(schema.Migrations, schema.MigrationsDir) }
+// Default returns the Migrator for the embedded schema.Migrations, the
+// same one for every call in a process (the directory is checked against
+// its atlas.sum once). It returns the same errors as New.
+func Default() (*Migrator, error) { return defaultMigrator() }
+
+var defaultMigrator = sync.OnceValues(func() (*Migrator, error) { return New(schema.Migrations, schema.MigrationsDir) })
 
 // Head returns the newest version in the directory.
 func (m *Migrator) Head() string { return m.files[len(m.files)-1].Version() }

@@ -39,3 +39,9 @@ WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'schema_revision';
 SELECT type, name, tbl_name, coalesce(sql, '') AS sql FROM sqlite_master
 WHERE type IN ('view', 'trigger')
 ORDER BY type, name;
+
+-- name: ListSchemaObjects :many
+-- Every schema object, SQLite's own included: Open and migrate compare
+-- them with what the migrations define.
+SELECT type, name, tbl_name FROM sqlite_master
+ORDER BY type, name;

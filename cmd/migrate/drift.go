@@ -20,25 +20,50 @@ type driftDoc struct {
 	// History lists the schema_revision rows that disagree with the
 	// embedded directory.
 	History []pipeline.HistoryDrift `json:"history"`
+	// Unknown names each schema object no migration defines
+	// (migration.Migrator.UnknownObjects): the store refuses to open a
+	// database holding one.
+	Unknown []string `json:"unknown_objects"`
+}
+
+// driftFound is what drift reads from the database.
+type driftFound struct {
+	d       pipeline.Differences
+	unknown []migration.Object
 }
 
 // cmdDrift compares a real database, opened read-only, with head: the
-// schema through Atlas's inspector and differ, printed as the SQL that
+// schema objects no migration defines, the schema through Atlas's inspector and differ, printed as the SQL that
 // would bring it to head (never run), and the history rows against the
 // embedded directory. Exit 0 when identical, 1 on drift.
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
-	doc := &driftDoc{docHeader: docHeader{Command: "drift", DB: env.db}, Differences: []pipeline.Difference{}, Schema: []pipeline.SchemaChange{}, History: []pipeline.HistoryDrift{}}
+	doc := &driftDoc{docHeader: docHeader{Command: "drift", DB: env.db}, Differences: []pipeline.Difference{}, Schema: []pipeline.SchemaChange{}, History: []pipeline.HistoryDrift{}, Unknown: []string{}}
 	env.doc = doc
-	path, m, d, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (pipeline.Differences, error) {
-		return pipeline.Drift(ctx, m, conn)
+	path, m, found, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (driftFound, error) {
+		unknown, err := m.UnknownObjects(ctx, conn)
+		if err != nil {
+			return driftFound{}, err
+		}
+		d, err := pipeline.Drift(ctx, m, conn)
+		return driftFound{d: d, unknown: unknown}, err
 	})
 	if err != nil {
 		return err
 	}
-	n := len(d.Schema) + len(d.History)
+	d := found.d
+	n := len(d.Schema) + len(d.History) + len(found.unknown)
 	doc.Differences, doc.Schema, doc.History = nonNil(d.Found), nonNil(d.Schema), nonNil(d.History)
+	for _, o := range found.unknown {
+		doc.Unknown = append(doc.Unknown, o.String())
+	}
 	if !env.json {
 		w := env.stdout
+		if len(found.unknown) > 0 {
+			fmt.Fprintf(w, "-- %d schema object(s) no migration defines (the store refuses to open %s):\n", len(found.unknown), path)
+			for _, o := range found.unknown {
+				fmt.Fprintf(w, "-- %s\n", o)
+			}
+		}
 		if len(d.Schema) > 0 {
 			fmt.Fprintf(w, "-- schema drift: %d statement(s) would bring %s to head %s (not run)\n", len(d.Schema), path, m.Head())
 			for _, f := range d.Found {
@@ -62,7 +87,7 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		}
 	}
 	if n > 0 {
-		return findingf("drift from head: %d schema statement(s), %d history row(s)", len(d.Schema), len(d.History))
+		return findingf("drift from head: %d schema statement(s), %d history row(s), %d unknown schema object(s)", len(d.Schema), len(d.History), len(found.unknown))
 	}
 	return nil
 }

@@ -821,6 +821,30 @@ func atHead(ctx context.Context, env *cmdEnv, m *migration.Migrator, path string
 	return current, true, nil
 }
 
+// refuseUnknownObjects refuses, as a finding, a database holding schema
+// objects no migration defines (migration.Migrator.UnknownObjects, the
+// check sqlitestore.Open makes), each printed on stdout; nothing is
+// changed.
+func refuseUnknownObjects(ctx context.Context, env *cmdEnv, m *migration.Migrator, conn *sql.DB, path string) error {
+	objs, err := m.UnknownObjects(ctx, conn)
+	if err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) {
+			return explainOpen(path, err)
+		}
+		return err
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	w := env.text()
+	fmt.Fprintf(w, "-- %s holds %d schema object(s) no migration defines (the store refuses to open it): nothing applied\n", path, len(objs))
+	for _, o := range objs {
+		fmt.Fprintf(w, "-- %s\n", o)
+	}
+	return findingf("%s holds %d schema object(s) no migration defines; nothing applied", path, len(objs))
+}
+
 // verifyBeforeUp refuses, as a finding, a database whose schema or
 // history is not what its history says (pipeline.Verify): up would build
 // on a schema it does not know, or adopt a legacy baseline that is not
@@ -833,6 +857,9 @@ func verifyBeforeUp(ctx context.Context, env *cmdEnv, m *migration.Migrator, con
 		if errors.As(err, &se) {
 			return explainOpen(path, err)
 		}
+		return err
+	}
+	if err := refuseUnknownObjects(ctx, env, m, conn, path); err != nil {
 		return err
 	}
 	if d.Empty() {

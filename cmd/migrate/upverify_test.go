@@ -85,3 +85,35 @@ func TestUpVerifiesFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestUpRefusesUnknownObjects runs up on databases holding schema objects
+// no migration defines (the check the store's Open makes): up names each
+// and refuses (exit 1), at head (its read-only check) and below it (under
+// its lock), and the database and its directory are unchanged.
+func TestUpRefusesUnknownObjects(t *testing.T) {
+	trigger := `CREATE TRIGGER keep_pending AFTER DELETE ON pending_outbound_message BEGIN
+		INSERT INTO pending_outbound_message SELECT OLD.sequence, OLD.recipient_user_id, OLD.recipient_device_id, OLD.logical_id, OLD.sealed; END`
+	tests := []struct {
+		name string
+		db   func(t *testing.T) string
+		want []string // on stdout
+	}{
+		{name: "trigger at head", db: headWith(trigger), want: []string{"-- trigger keep_pending on pending_outbound_message"}},
+		{name: "trigger and view on legacy v14", db: v14With(trigger, "CREATE VIEW v AS SELECT 1"),
+			want: []string{"-- trigger keep_pending on pending_outbound_message", "-- view v"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.db(t)
+			before := snapshot(t, filepath.Dir(path))
+			code, stdout, stderr := runCmd(t, "up", "-db", path)
+			require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.Contains(t, stdout, "schema object(s) no migration defines (the store refuses to open it): nothing applied")
+			for _, w := range tt.want {
+				require.Contains(t, stdout, w)
+			}
+			require.Contains(t, stderr, "nothing applied")
+			require.Equal(t, before, snapshot(t, filepath.Dir(path)), "up changed the database")
+		})
+	}
+}

@@ -59,6 +59,9 @@ type Querier interface {
 	InsertProcessedInbound(ctx context.Context, arg InsertProcessedInboundParams) (int64, error)
 	InsertStorageKey(ctx context.Context, arg InsertStorageKeyParams) error
 	ListRevisions(ctx context.Context) ([]SchemaRevision, error)
+	// Every schema object, SQLite's own included: Open and migrate compare
+	// them with what the migrations define.
+	ListSchemaObjects(ctx context.Context) ([]ListSchemaObjectsRow, error)
 	ListStorageKeys(ctx context.Context) ([]StorageKey, error)
 	// Views and triggers, which Atlas's open-source SQLite inspection does not
 	// see: drift compares them with head's by their SQL text.

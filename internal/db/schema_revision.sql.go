@@ -82,6 +82,42 @@ func (q *Queries) ListRevisions(ctx context.Context) ([]SchemaRevision, error) {
 	return items, nil
 }
 
+const listSchemaObjects = `-- name: ListSchemaObjects :many
+SELECT type, name, tbl_name FROM sqlite_master
+ORDER BY type, name
+`
+
+type ListSchemaObjectsRow struct {
+	Type    string
+	Name    string
+	TblName string
+}
+
+// Every schema object, SQLite's own included: Open and migrate compare
+// them with what the migrations define.
+func (q *Queries) ListSchemaObjects(ctx context.Context) ([]ListSchemaObjectsRow, error) {
+	rows, err := q.db.QueryContext(ctx, listSchemaObjects)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListSchemaObjectsRow
+	for rows.Next() {
+		var i ListSchemaObjectsRow
+		if err := rows.Scan(&i.Type, &i.Name, &i.TblName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listViewsAndTriggers = `-- name: ListViewsAndTriggers :many
 SELECT type, name, tbl_name, coalesce(sql, '') AS sql FROM sqlite_master
 WHERE type IN ('view', 'trigger')

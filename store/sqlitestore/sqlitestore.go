@@ -157,7 +157,10 @@ func WithLegacyBatch(n int) Option {
 // sealed (resuming an interrupted legacy migration, including its erase
 // step; see package legacy), and checks that keys holds the database's
 // storage key. Without WithLegacyUpgrade, a database holding the legacy
-// layout is refused with ErrLegacyLayout before anything is changed.
+// layout is refused with ErrLegacyLayout before anything is changed. A
+// database holding any schema object the migrations do not define (a
+// planted trigger, view, table or index) is refused before anything is
+// changed too.
 //
 // Every storage key verifier the store records seals
 // store.KeyVerifierSealedQueue, the mark that tells package legacy to
@@ -185,7 +188,9 @@ func WithLegacyBatch(n int) Option {
 // wrapping seal.ErrWrongKey if the database was sealed with a key keys
 // does not hold, ErrNoKeyRecord if it records no active key but holds
 // sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
-// option, ErrLegacyLayout, a legacy migration error (legacy.ErrPlaintextRefused for a
+// option, ErrLegacyLayout, migration.ErrUnknownObject (naming each) for
+// a database holding a table, index, view or trigger that no migration
+// defines, a legacy migration error (legacy.ErrPlaintextRefused for a
 // plaintext table in a database whose pending queue was sealed or a
 // set-aside table without its proof, legacy.ErrUnknownLayout,
 // legacy.ErrKeyNotRecorded, ...), or a migration error
@@ -291,6 +296,15 @@ func (s *Store) init(ctx context.Context, o options) error {
 		if m, err = migration.Default(); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
+	}
+	// Before anything writes: a planted trigger would run inside the
+	// store's own transactions from the first one on.
+	var allow []migration.Object
+	if o.upgrade {
+		allow = legacy.SchemaObjects()
+	}
+	if err := m.CheckObjects(ctx, s.conn, allow...); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	if _, err := m.Up(ctx, s.conn); err != nil {
 		return fmt.Errorf("store: %w", err)
