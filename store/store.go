@@ -252,6 +252,8 @@ type Pending interface {
 	// sequence. Returns ErrInvalidArgument for a malformed recipient or a
 	// negative cursor (see CheckCursor).
 	NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (PendingMessage, error)
+	// RecipientLister lists the recipients with pending messages.
+	RecipientLister
 }
 
 // LocalIdentity is this device's address and its serialized private

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/securemsg/storage/ids"
+)
+
+// RecipientPageRequest selects a page of the recipients that have pending
+// messages.
+type RecipientPageRequest struct {
+	// After is the cursor: only recipients ordered after it are returned
+	// (by user id, compared byte by byte, then device id). Nil starts
+	// before every recipient. Any address is a valid position, also one
+	// that does not validate: a page can end on a recipient stored
+	// malformed (a damaged row), and its cursor must go on from there.
+	After *ids.DeviceAddress
+	// Limit is the page size, 1..MaxPageSize.
+	Limit int
+}
+
+// Validate returns an error wrapping ErrInvalidArgument if Limit is
+// outside 1..MaxPageSize.
+func (r RecipientPageRequest) Validate() error {
+	if r.Limit < 1 || r.Limit > MaxPageSize {
+		return fmt.Errorf("%w: page limit %d outside 1..%d", ErrInvalidArgument, r.Limit, MaxPageSize)
+	}
+	return nil
+}
+
+// From returns the position a page starts after: the cursor, or for a
+// page from the start an address below every one the schema admits (the
+// empty user id and the smallest device id).
+func (r RecipientPageRequest) From() ids.DeviceAddress {
+	if r.After == nil {
+		return ids.DeviceAddress{UserID: "", DeviceID: math.MinInt64}
+	}
+	return *r.After
+}
+
+// PendingRecipient is a recipient with at least one pending message.
+type PendingRecipient struct {
+	// Recipient is the device's address as stored. A damaged row can hold
+	// one that does not validate; retrying it then fails with
+	// ErrInvalidArgument, and its messages are reported unreadable
+	// (ErrCorruptRow) by the pages.
+	Recipient ids.DeviceAddress
+	// OldestSequence is the sequence of the recipient's oldest pending
+	// message (readable or not) when the page was read: where a walk of
+	// its messages starts.
+	OldestSequence int64
+}
+
+// PendingRecipientPage is one page of recipients with pending messages,
+// ascending by address (user id, then device id).
+type PendingRecipientPage struct {
+	Recipients []PendingRecipient
+	// NextAfterRecipient is the cursor for the following page (the last
+	// recipient of this page), or nil if this is the last page.
+	NextAfterRecipient *ids.DeviceAddress
+}
+
+// RecipientLister lists the recipients that have pending messages.
+type RecipientLister interface {
+	// PendingRecipients returns the page selected by req, in one storage
+	// transaction: each recipient with at least one pending message
+	// (readable or not), once, in address order, without opening any
+	// message. Pages walked with their cursors skip and repeat no
+	// recipient that stays pending throughout; a recipient whose last
+	// message goes between pages is simply absent, one that gets its first
+	// after the walk passed its address appears in a later walk. A row
+	// whose recipient columns hold another storage class than the schema
+	// declares names no address and is not listed (pages report it as
+	// unreadable). Returns ErrInvalidArgument if req does not validate.
+	PendingRecipients(ctx context.Context, req RecipientPageRequest) (PendingRecipientPage, error)
+}

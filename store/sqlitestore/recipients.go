@@ -1,0 +1,42 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/store"
+)
+
+// PendingRecipients implements store.Pending: a loose index scan of the
+// recipient index (see PendingOutboundRecipients), limit+1 seeks in one
+// read transaction, no message opened.
+func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
+	if err := req.Validate(); err != nil {
+		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
+	}
+	from := req.From()
+	var rows []db.PendingOutboundRecipientsRow
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		var err error
+		rows, err = q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
+			AfterUserID:   from.UserID,
+			AfterDeviceID: from.DeviceID,
+			RowLimit:      int64(req.Limit) + 1,
+		})
+		return err
+	})
+	if err != nil {
+		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
+	}
+	var out []store.PendingRecipient
+	for _, r := range rows {
+		out = append(out, store.PendingRecipient{
+			Recipient:      ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID},
+			OldestSequence: r.OldestSequence,
+		})
+	}
+	return rowseal.RecipientPage(out, req.Limit), nil
+}
