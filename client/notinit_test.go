@@ -34,6 +34,10 @@ func TestNotInitialized(t *testing.T) {
 					_, err := c.PendingMessages(ctx, client.PageRequest{Limit: 10, Recipient: &bob, After: ptr[int64](3)})
 					return err
 				}},
+				{"PendingRecipients", func() error {
+					_, err := c.PendingRecipients(ctx, client.RecipientPageRequest{Limit: 10})
+					return err
+				}},
 				{"PendingMessageCount", func() error { _, err := c.PendingMessageCount(ctx, nil); return err }},
 				{"PendingMessageCount filtered", func() error { _, err := c.PendingMessageCount(ctx, &bob); return err }},
 				{"AbandonPending", func() error { _, err := c.AbandonPending(ctx, bob, id); return err }},
