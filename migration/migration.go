@@ -128,9 +128,43 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 	// Both errors are wrapped so that callers can also reach Atlas's
 	// *migrate.ChecksumError (which file, added/edited/removed).
 	if err := migrate.Validate(d); err != nil {
+		if errors.Is(err, migrate.ErrChecksumMismatch) {
+			if why := editedSum(sub, files); why != "" {
+				return nil, fmt.Errorf("%w: %w: %s", ErrChecksum, err, why)
+			}
+		}
 		return nil, fmt.Errorf("%w: %w", ErrChecksum, err)
 	}
 	return &Migrator{dir: d, files: files}, nil
+}
+
+// editedSum says which line of atlas.sum was edited by hand when the file
+// does not match its own first line (Atlas then names no file): the first
+// line whose hash is not what files hash to, or the first line itself.
+// It returns "" when it cannot tell.
+func editedSum(fsys fs.FS, files []migrate.File) string {
+	b, err := fs.ReadFile(fsys, migrate.HashFileName)
+	if err != nil {
+		return ""
+	}
+	want, err := migrate.NewHashFile(files)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for i, line := range lines[1:] {
+		name, hash, ok := strings.Cut(line, " ")
+		if !ok || i >= len(want) || want[i].N != name {
+			return ""
+		}
+		if "h1:"+want[i].H != hash {
+			return fmt.Sprintf("atlas.sum line %d, %s, was edited by hand: it does not hash the file", i+2, name)
+		}
+	}
+	if len(lines)-1 == len(want) {
+		return "atlas.sum line 1, the sum over its other lines, was edited by hand"
+	}
+	return ""
 }
 
 // byName returns a and b in Atlas's order, by file name, the later first.
@@ -329,7 +363,14 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 		}
 		for _, r := range revs {
 			if !slices.Contains(m.Versions(), r.Version) {
-				return p, fmt.Errorf("%w: it records version %s, this code knows up to %s", ErrNewerDatabase, r.Version, m.Head())
+				if versionLess(m.Head(), r.Version) {
+					return p, fmt.Errorf("%w: it records version %s, this code knows up to %s", ErrNewerDatabase, r.Version, m.Head())
+				}
+				// Below head: not newer code's, but a history this
+				// directory never had (another branch's, or a file
+				// removed since).
+				return p, fmt.Errorf("%w: it records version %s, which the migration directory (versions %s) does not have",
+					ErrUnknownState, r.Version, strings.Join(m.Versions(), " "))
 			}
 			if r.Applied != r.Total {
 				return p, fmt.Errorf("%w: version %s is only partly applied (%d of %d statements)", ErrUnknownState, r.Version, r.Applied, r.Total)

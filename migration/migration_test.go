@@ -493,6 +493,13 @@ func TestRefusesUnknownState(t *testing.T) {
 			setup: openThen(mustOpen, schema.RevisionTable, `CREATE TABLE notes (id INTEGER PRIMARY KEY)`),
 		},
 		{
+			// Below head, so not newer code's: another branch's history.
+			name: "history records version 10, which the directory lacks",
+			setup: openThen(atHead, `INSERT INTO schema_revision
+					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+					VALUES ('10', 'other branch', 2, 1, 1, 0, 0, 'h1:x', 'other')`),
+		},
+		{
 			name: "partly applied version",
 			setup: openThen(openV14, schema.RevisionTable, `INSERT INTO schema_revision
 					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)

@@ -18,7 +18,7 @@ type driftDoc struct {
 	// Schema lists the statements that would bring the schema to head.
 	Schema []pipeline.SchemaChange `json:"schema"`
 	// History lists the schema_revision rows that disagree with the
-	// embedded directory.
+	// migration directory.
 	History []pipeline.HistoryDrift `json:"history"`
 	// Unknown names each schema object no migration defines
 	// (migration.Migrator.UnknownObjects): the store refuses to open a
@@ -35,7 +35,7 @@ type driftFound struct {
 // cmdDrift compares a real database, opened read-only, with head: the
 // schema objects no migration defines, the schema through Atlas's inspector and differ, printed as the SQL that
 // would bring it to head (never run), and the history rows against the
-// embedded directory. Exit 0 when identical, 1 on drift.
+// migration directory. Exit 0 when identical, 1 on drift.
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
 	doc := &driftDoc{docHeader: docHeader{Command: "drift", DB: env.db}, Differences: []pipeline.Difference{}, Schema: []pipeline.SchemaChange{}, History: []pipeline.HistoryDrift{}, Unknown: []string{}}
 	env.doc = doc
@@ -77,7 +77,7 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 			}
 		}
 		if len(d.History) > 0 {
-			fmt.Fprintf(w, "-- history drift: %d schema_revision row(s) disagree with the embedded migration directory\n", len(d.History))
+			fmt.Fprintf(w, "-- history drift: %d schema_revision row(s) disagree with the migration directory\n", len(d.History))
 			for _, h := range d.History {
 				fmt.Fprintf(w, "-- %s\n", h)
 			}
@@ -87,7 +87,7 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		}
 	}
 	if n > 0 {
-		return findingf("drift from head: %d schema statement(s), %d history row(s), %d unknown schema object(s)", len(d.Schema), len(d.History), len(found.unknown))
+		return findingf("drift from head: %d schema difference(s), %d history row(s), %d unknown schema object(s)", schemaDifferences(d), len(d.History), len(found.unknown))
 	}
 	return nil
 }

@@ -92,7 +92,7 @@ func TestDrift(t *testing.T) {
 			db:   headWith("UPDATE schema_revision SET hash = 'h1:edited' WHERE version = '15'"),
 			code: 1,
 			want: []string{
-				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
+				"-- history drift: 1 schema_revision row(s) disagree with the migration directory",
 				"-- version 15: recorded hash h1:edited, but 15_pending_outbound_recipient_index.sql hashes to ",
 			},
 			not: []string{"-- schema drift"},
@@ -117,7 +117,7 @@ func TestDrift(t *testing.T) {
 			db:   headWith("DELETE FROM schema_revision WHERE version = '14'"),
 			code: 1,
 			want: []string{
-				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
+				"-- history drift: 1 schema_revision row(s) disagree with the migration directory",
 				"-- version 14: 14_baseline.sql is at or below the database's version but not in its history: added out of order (up refuses it), or its row was deleted",
 			},
 			not: []string{"-- schema drift", "version 15"},
@@ -131,7 +131,7 @@ func TestDrift(t *testing.T) {
 			},
 			code: 1,
 			want: []string{
-				"-- history drift: 1 schema_revision row(s) disagree with the embedded migration directory",
+				"-- history drift: 1 schema_revision row(s) disagree with the migration directory",
 				"-- version 15: no schema_revision row for 15_pending_outbound_recipient_index.sql: up would run it",
 			},
 			not: []string{"-- schema drift", "version 14", "no drift"},
@@ -151,7 +151,7 @@ func TestDrift(t *testing.T) {
 			name: "version the binary does not know",
 			db:   headWith(migrationtest.FutureRevision),
 			code: 1,
-			want: []string{"-- version 16: recorded, but this binary's migration directory has no such version"},
+			want: []string{"-- version 16: recorded, but the migration directory has no such version"},
 			not:  []string{"-- schema drift", "version 15"},
 		},
 		{

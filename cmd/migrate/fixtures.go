@@ -36,7 +36,7 @@ type fixtureTestDoc struct {
 func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	doc := &fixtureTestDoc{docHeader: docHeader{Command: "fixture-test"}, Fixtures: []fixtureDoc{}}
 	env.doc = doc
-	root, err := repoPath(env.fixtures, fixturesPath)
+	root, err := repoPath("-fixtures DIR", env.fixtures, fixturesPath)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func cmdFreeze(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	root, err := repoPath(env.fixtures, fixturesPath)
+	root, err := repoPath("-fixtures DIR", env.fixtures, fixturesPath)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 func cmdHash(_ context.Context, env *cmdEnv) error {
 	// hash writes, so it works on the files on disk, never on the
 	// directory embedded in the binary: by default the repository's.
-	path, err := repoPath(env.dir, "schema/migrations")
+	path, err := repoPath("-dir DIR", env.dir, "schema/migrations")
 	if err != nil {
 		return err
 	}

@@ -579,11 +579,18 @@ type upDoc struct {
 	Current   string `json:"current"` // the version found ("" for an empty database)
 	// Applied lists the versions up applied, oldest first.
 	Applied []string `json:"applied"`
+	verifyFields
 }
 
 func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
-	doc := &upDoc{docHeader: docHeader{Command: "up", DB: env.db}, Applied: []string{}}
+	doc := &upDoc{docHeader: docHeader{Command: "up", DB: env.db}, Applied: []string{},
+		verifyFields: verifyFields{Differences: []pipeline.Difference{}, History: []pipeline.HistoryDrift{}}}
 	env.doc = doc
+	defer func() {
+		if current := doc.report(env.text(), err); current != "" {
+			doc.Current = current
+		}
+	}()
 	path, m, err := env.target()
 	if err != nil {
 		return err
@@ -845,11 +852,12 @@ func refuseUnknownObjects(ctx context.Context, env *cmdEnv, m *migration.Migrato
 	return findingf("%s holds %d schema object(s) no migration defines; nothing applied", path, len(objs))
 }
 
-// verifyBeforeUp refuses, as a finding, a database whose schema or
-// history is not what its history says (pipeline.Verify): up would build
-// on a schema it does not know, or adopt a legacy baseline that is not
-// the version-14 schema. Each difference is printed on stdout, one a
-// line; nothing is changed.
+// verifyBeforeUp refuses, as a finding, a database holding schema objects
+// no migration defines (refuseUnknownObjects) or whose schema or history
+// is not what its history says (pipeline.Verify; a *refusal): up would
+// build on a schema it does not know, or adopt a legacy baseline that is
+// not the version-14 schema. Nothing is changed. up and plan both run it,
+// so that they agree.
 func verifyBeforeUp(ctx context.Context, env *cmdEnv, m *migration.Migrator, conn *sql.DB, path string) error {
 	d, err := pipeline.Verify(ctx, m, conn)
 	if err != nil {
@@ -869,19 +877,62 @@ func verifyBeforeUp(ctx context.Context, env *cmdEnv, m *migration.Migrator, con
 	if err != nil {
 		return err
 	}
-	w := env.text()
-	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): nothing applied\n", path, st.Current)
-	for _, f := range d.Found {
-		fmt.Fprintf(w, "-- %s\n", strings.Replace(f.String(), "at head", "at version "+st.Current, 1))
+	return &refusal{
+		finding: finding{msg: fmt.Sprintf("%s is not what its history says (version %s): %d schema difference(s), %d history row(s); up refuses it, nothing applied",
+			path, st.Current, schemaDifferences(d), len(d.History))},
+		path: path, current: st.Current, d: d,
 	}
+}
+
+// schemaDifferences counts d's schema differences, not the statements
+// that would fix them (a table rebuild is several).
+func schemaDifferences(d pipeline.Differences) int {
 	if len(d.Found) == 0 && len(d.Schema) > 0 {
-		fmt.Fprintf(w, "-- %d schema statement(s) differ (run drift for the SQL)\n", len(d.Schema))
+		return 1
 	}
-	for _, h := range d.History {
+	return len(d.Found)
+}
+
+// refusal is verifyBeforeUp's finding: the database at path, at version
+// current by its history, differs from what that history says by d.
+type refusal struct {
+	finding
+	path, current string
+	d             pipeline.Differences
+}
+
+func (r *refusal) Unwrap() error { return &r.finding }
+
+// verifyFields are the differences verifyBeforeUp found, in up's and
+// plan's JSON documents (empty when it found none).
+type verifyFields struct {
+	// Differences lists each schema difference from what the database's
+	// history says, in words.
+	Differences []pipeline.Difference `json:"differences"`
+	// History lists the schema_revision rows that disagree with the
+	// migration directory.
+	History []pipeline.HistoryDrift `json:"history"`
+}
+
+// report fills v from a refusal in err, and prints its differences on w,
+// one a line; it returns the version the refusal found, "" without one.
+func (v *verifyFields) report(w io.Writer, err error) (current string) {
+	var r *refusal
+	if !errors.As(err, &r) {
+		return ""
+	}
+	v.Differences, v.History = nonNil(r.d.Found), nonNil(r.d.History)
+	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): up refuses it, nothing applied\n", r.path, r.current)
+	for _, f := range r.d.Found {
+		fmt.Fprintf(w, "-- %s\n", strings.Replace(f.String(), "at head", "at version "+r.current, 1))
+	}
+	if len(r.d.Found) == 0 && len(r.d.Schema) > 0 {
+		fmt.Fprintf(w, "-- the schema differs (run drift for the SQL)\n")
+	}
+	for _, h := range r.d.History {
 		fmt.Fprintf(w, "-- %s\n", h)
 	}
-	return findingf("%s differs from version %s, what its history says: %d schema difference(s), %d history row(s); nothing applied",
-		path, st.Current, max(len(d.Found), len(d.Schema)), len(d.History))
+	return r.current
 }
 
 // statusDoc is status's JSON document.
@@ -960,7 +1011,8 @@ func writeStatus(w io.Writer, st migration.Status) {
 type planDoc struct {
 	docHeader // command "plan"
 	// Exists is false for a missing file, planned as an empty database.
-	Exists  bool   `json:"exists"`
+	Exists bool `json:"exists"`
+	verifyFields
 	Current string `json:"current"`
 	// Versions is what up would run, in order, in one transaction.
 	Versions []planVersion `json:"versions"`
@@ -977,9 +1029,15 @@ type planVersion struct {
 
 // cmdPlan prints what up would run. Pending and out-of-order migrations
 // are findings (exit 1).
-func cmdPlan(ctx context.Context, env *cmdEnv) error {
-	doc := &planDoc{docHeader: docHeader{Command: "plan", DB: env.db}, Versions: []planVersion{}, OutOfOrder: []string{}}
+func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
+	doc := &planDoc{docHeader: docHeader{Command: "plan", DB: env.db}, Versions: []planVersion{}, OutOfOrder: []string{},
+		verifyFields: verifyFields{Differences: []pipeline.Difference{}, History: []pipeline.HistoryDrift{}}}
 	env.doc = doc
+	defer func() {
+		if current := doc.report(env.text(), err); current != "" {
+			doc.Current = current
+		}
+	}()
 	path, m, err := env.target()
 	if err != nil {
 		return err
@@ -991,6 +1049,10 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	// Status and Plan read in two transactions: ReadStable makes sure no
 	// writer came between them.
 	read := func(conn *sql.DB) (err error) {
+		// What up checks first, so that plan agrees with it.
+		if err := verifyBeforeUp(ctx, env, m, conn, path); err != nil {
+			return err
+		}
 		if st, err = m.Status(ctx, conn); err != nil || len(st.OutOfOrder) > 0 {
 			return err
 		}
@@ -998,6 +1060,8 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 		return err
 	}
 	_, statErr := os.Stat(path)
+	missing := errors.Is(statErr, fs.ErrNotExist)
+	doc.Exists = !missing
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist):
 		// Plan against an empty in-memory database; create nothing.
@@ -1015,8 +1079,7 @@ func cmdPlan(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	missing := errors.Is(statErr, fs.ErrNotExist)
-	doc.Exists, doc.Current, doc.OutOfOrder = !missing, st.Current, nonNil(st.OutOfOrder)
+	doc.Current, doc.OutOfOrder = st.Current, nonNil(st.OutOfOrder)
 	var versions []string
 	for _, f := range plan {
 		doc.Versions = append(doc.Versions, planVersion{Version: f.Version, Description: f.Description, Statements: nonNil(f.Statements)})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/securemsg/storage/migration/pipeline"
 )
@@ -10,13 +11,14 @@ import (
 const plansPath = "queries/PLANS.md"
 
 func cmdPlans(ctx context.Context, env *cmdEnv) error {
-	out, err := repoPath(env.out, plansPath)
-	if err != nil {
-		return err
-	}
+	// The queries are the checkout's: plans runs only inside one.
 	root, err := repoRoot()
 	if err != nil {
 		return err
+	}
+	out := env.out
+	if out == "" {
+		out = filepath.Join(root, filepath.FromSlash(plansPath))
 	}
 	m, err := env.migrations()
 	if err != nil {

@@ -15,7 +15,7 @@ const modulePath = "github.com/securemsg/storage"
 
 // errNotInRepo means a command that reads or writes the repository's files
 // was run outside a checkout of it.
-var errNotInRepo = errors.New("not inside a checkout of " + modulePath + " (run it from the repository, or pass the path explicitly)")
+var errNotInRepo = errors.New("not inside a checkout of " + modulePath + ": run it from the repository")
 
 // repoRoot returns the root of the checkout holding the working directory:
 // the nearest parent whose go.mod declares modulePath. The commands that
@@ -49,15 +49,16 @@ func declaresModule(gomod []byte) bool {
 	return false
 }
 
-// repoPath returns flagValue if set, else def resolved against the
-// repository root.
-func repoPath(flagValue, def string) (string, error) {
+// repoPath returns the value of the flag named flag if set, else def
+// resolved against the repository root; outside a checkout the error
+// names the flag that gives the path.
+func repoPath(flag, flagValue, def string) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil
 	}
 	root, err := repoRoot()
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", def, err)
+		return "", fmt.Errorf("%s: %w, or pass %s", def, err, flag)
 	}
 	return filepath.Join(root, filepath.FromSlash(def)), nil
 }

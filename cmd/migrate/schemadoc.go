@@ -12,7 +12,7 @@ const schemaDocPath = "schema/SCHEMA.md"
 // cmdSchemaDoc writes the schema reference: Atlas's inspection of a
 // database migrated to head, described with the migrations' own comments.
 func cmdSchemaDoc(ctx context.Context, env *cmdEnv) error {
-	out, err := repoPath(env.out, schemaDocPath)
+	out, err := repoPath("-out FILE", env.out, schemaDocPath)
 	if err != nil {
 		return err
 	}

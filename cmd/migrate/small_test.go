@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // TestMemoryDBRefused: -db :memory: (or a URI) names no file; every
@@ -70,9 +72,13 @@ func TestUpAtHeadWritesNothing(t *testing.T) {
 	code, stdout, stderr = runCmd(t, "up", "-db", path, "-json")
 	require.Equal(t, exitOK, code, stderr)
 	doc := decode[upDoc](t, stdout)
-	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "embedded", DB: path, Head: "15", OK: true}, Current: "15", Applied: []string{}}, doc)
+	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "embedded", DB: path, Head: "15", OK: true}, Current: "15", Applied: []string{}, verifyFields: noDifferences}, doc)
 	require.Equal(t, before, snapshot(t, filepath.Dir(path)), "up at head changed the directory")
 }
+
+// noDifferences is the verifyFields of a document whose database is what
+// its history says.
+var noDifferences = verifyFields{Differences: []pipeline.Difference{}, History: []pipeline.HistoryDrift{}}
 
 // TestUpJSON: up -json writes one document: created or not, the version
 // found, what it applied; a refusal keeps the fields and prints no text.
@@ -80,12 +86,12 @@ func TestUpJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "new.db")
 	code, stdout, stderr := runCmd(t, "up", "-db", path, "-json")
 	require.Equal(t, exitOK, code, stderr)
-	require.JSONEq(t, `{"command":"up","migrations":"embedded","db":`+jsonString(path)+`,"head":"15","ok":true,"created":true,"current":"","applied":["14","15"]}`, stdout)
+	require.JSONEq(t, `{"command":"up","migrations":"embedded","db":`+jsonString(path)+`,"head":"15","ok":true,"created":true,"current":"","applied":["14","15"],"differences":[],"history":[]}`, stdout)
 
 	v14 := v14DB(t)
 	code, stdout, stderr = runCmd(t, "up", "-db", v14, "-json")
 	require.Equal(t, exitOK, code, stderr)
-	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "embedded", DB: v14, Head: "15", OK: true}, Current: "14", Applied: []string{"15"}}, decode[upDoc](t, stdout))
+	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "embedded", DB: v14, Head: "15", OK: true}, Current: "14", Applied: []string{"15"}, verifyFields: noDifferences}, decode[upDoc](t, stdout))
 
 	drifted := headDB(t, "DROP INDEX pending_outbound_message_recipient")
 	before := snapshot(t, filepath.Dir(drifted))
@@ -93,7 +99,12 @@ func TestUpJSON(t *testing.T) {
 	require.Equal(t, exitFinding, code, stderr)
 	doc := decode[upDoc](t, stdout)
 	require.False(t, doc.OK)
-	require.Contains(t, doc.Error, "nothing applied")
+	require.Equal(t, drifted+" is not what its history says (version 15): 1 schema difference(s), 0 history row(s); up refuses it, nothing applied", doc.Error,
+		"one dropped index is one difference, not the statements that would fix it")
+	require.Equal(t, "15", doc.Current, "the version found")
+	require.Len(t, doc.Differences, 1)
+	require.Equal(t, "pending_outbound_message_recipient", doc.Differences[0].Name)
+	require.Equal(t, []pipeline.HistoryDrift{}, doc.History)
 	require.Equal(t, []string{}, doc.Applied)
 	require.False(t, strings.HasPrefix(stdout, "--"), "no text report with -json")
 	require.Equal(t, before, snapshot(t, filepath.Dir(drifted)))

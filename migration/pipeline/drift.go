@@ -91,7 +91,7 @@ func (h HistoryDrift) String() string {
 	case HistoryHash:
 		return fmt.Sprintf("version %s: recorded hash %s, but %s hashes to %s", h.Version, h.Recorded, h.File, h.Expected)
 	case HistoryUnknown:
-		return fmt.Sprintf("version %s: recorded, but this binary's migration directory has no such version", h.Version)
+		return fmt.Sprintf("version %s: recorded, but the migration directory has no such version", h.Version)
 	case HistoryMissing:
 		return fmt.Sprintf("version %s: %s is at or below the database's version but not in its history: added out of order (up refuses it), or its row was deleted", h.Version, h.File)
 	case HistoryPending:
@@ -350,16 +350,26 @@ func historyDrift(ctx context.Context, m *migration.Migrator, conn *sql.DB) ([]H
 			return compareVersions(a.Version, b.Version)
 		})
 		recorded := map[string]bool{}
+		for _, r := range revs {
+			recorded[r.Version] = true
+		}
 		latest := -1 // index in files of the latest recorded version
+		// atlas.sum's hashes are cumulative: each covers every file up to
+		// its own. Once one file's hash differs, or a file the history
+		// lacks comes before, every later hash differs too though those
+		// files are unchanged: only the first is a difference.
+		hashFollows := false
 		for _, r := range revs {
 			i := slices.IndexFunc(files, func(f migrate.File) bool { return f.Version() == r.Version })
-			recorded[r.Version] = true
 			latest = max(latest, i)
 			if i < 0 {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryUnknown, Recorded: r.Hash})
 				continue
 			}
 			f := files[i]
+			for _, before := range files[:i] {
+				hashFollows = hashFollows || !recorded[before.Version()]
+			}
 			want, err := sum.SumByName(f.Name())
 			if err != nil {
 				return fmt.Errorf("%w: %v", migration.ErrDirectory, err)
@@ -369,8 +379,9 @@ func historyDrift(ctx context.Context, m *migration.Migrator, conn *sql.DB) ([]H
 			// the file's hash, so a blanked hash, or a row retyped as a
 			// baseline, is drift too.
 			baseline := migrate.RevisionType(r.Type) == migrate.RevisionTypeBaseline && r.Version == migration.LegacyBaselineVersion && r.Hash == ""
-			if !baseline && r.Hash != want {
+			if !baseline && r.Hash != want && !hashFollows {
 				out = append(out, HistoryDrift{Version: r.Version, Kind: HistoryHash, Recorded: r.Hash, Expected: want, File: f.Name()})
+				hashFollows = true
 			}
 			switch {
 			case r.Error != "":
