@@ -55,11 +55,22 @@ var recordShapes = []recordShape{
 		skipped:  session.MaxSkippedKeys, ratchets: 10, atBounds: true},
 }
 
+// builtRecord is a record self holds for peer, with what made it.
+type builtRecord struct {
+	self   *session.Identity
+	prekey *session.Prekeys // self's, with no one-time prekey
+	peer   session.PublicIdentity
+	raw    []byte // the encoded record
+	// lastPeer is the last envelope of the peer's that self received:
+	// one of the record's current state.
+	lastPeer session.Envelope
+}
+
 // buildRecord makes, with package session, the record that self holds
-// for peer after the history of shape, and returns self's identity and
-// prekeys, the peer's identity, and the encoded record.
-func buildRecord(b *testing.B, self, peer ids.DeviceAddress, shape recordShape) (*session.Identity, *session.Prekeys, session.PublicIdentity, []byte) {
+// for peer after the history of shape.
+func buildRecord(b *testing.B, self, peer ids.DeviceAddress, shape recordShape) builtRecord {
 	b.Helper()
+	var out builtRecord
 	newID := func() (*session.Identity, *session.Prekeys) {
 		id, err := session.GenerateIdentity(rand.Reader)
 		must(b, err)
@@ -73,6 +84,7 @@ func buildRecord(b *testing.B, self, peer ids.DeviceAddress, shape recordShape) 
 	recv := func(rec *session.Session, env session.Envelope) *session.Session {
 		r, err := session.Receive(local, rec, env)
 		must(b, err)
+		out.lastPeer = env
 		if r.Session == nil {
 			return rec
 		}
@@ -129,7 +141,8 @@ func buildRecord(b *testing.B, self, peer ids.DeviceAddress, shape recordShape) 
 	}
 	raw, err := rec.MarshalBinary()
 	must(b, err)
-	return sid, spk, pid.Public(), raw
+	out.self, out.prekey, out.peer, out.raw = sid, spk, pid.Public(), raw
+	return out
 }
 
 func BenchmarkSendSessionRecord(b *testing.B) {
@@ -137,7 +150,8 @@ func BenchmarkSendSessionRecord(b *testing.B) {
 	self, peer := ids.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bench-bob", DeviceID: 1}
 	pt := benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
 	for _, shape := range recordShapes {
-		sid, spk, peerID, raw := buildRecord(b, self, peer, shape)
+		built := buildRecord(b, self, peer, shape)
+		sid, spk, peerID, raw := built.self, built.prekey, built.peer, built.raw
 		_, err := session.UnmarshalSession(raw)
 		must(b, err)
 		n := countRecord(b, raw)

@@ -45,9 +45,11 @@ func (c *Client) peerFor(ctx context.Context, addr ids.DeviceAddress) (*peer, er
 }
 
 // forget drops the cached state of addr. Every call that fails after
-// touching a peer calls it, so that an in-memory change that was not
-// stored (a session advanced by a decrypt whose commit failed, say) is
-// never used: the next call reloads what the store holds.
+// touching a peer calls it (Receive only when the failure may have
+// changed it: a forged envelope leaves it as loaded), so that an
+// in-memory change that was not stored (a session advanced by a decrypt
+// whose commit failed, say) is never used: the next call reloads what the
+// store holds.
 func (c *Client) forget(addr ids.DeviceAddress) { delete(c.peers, addr) }
 
 // loadPeer reads and decodes addr's stored state.

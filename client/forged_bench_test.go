@@ -1,0 +1,128 @@
+package client_test
+
+// BenchmarkForgedEnvelopeAtClient measures what one forged envelope costs
+// a running client, through Receive, against a session record at every
+// bound (recordShapes' "max"): every envelope from a peer is tried under
+// the send mutex before anything authenticates it, so this is what anyone
+// who can reach the mailbox can make each envelope it makes up cost the
+// client, one after another.
+//
+//	go test -run '^$' -bench ForgedEnvelopeAtClient -benchtime 200x -count 3 ./client/
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/transport"
+)
+
+// forgedAtBounds is a client holding a record at every bound for peer,
+// with envelopes of peer's address that fail authentication after all the
+// work their header allows.
+type forgedAtBounds struct {
+	c       *client.Client
+	st      store.Store
+	peer    ids.DeviceAddress
+	forgeds []forgedEnvelope
+}
+
+type forgedEnvelope struct {
+	name string
+	raw  []byte
+}
+
+func newForgedAtBounds(b *testing.B) *forgedAtBounds {
+	b.Helper()
+	ctx := context.Background()
+	self, peer := ids.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bench-bob", DeviceID: 1} // self < peer: see buildRecord
+	built := buildRecord(b, self, peer, recordShapes[len(recordShapes)-1])
+	// self sends once on the current state, so that its ratchet key is
+	// one the peer knows: a new ratchet key answering it is tried.
+	rec, err := session.UnmarshalSession(built.raw)
+	must(b, err)
+	answer, err := rec.Encrypt([]byte("answer"))
+	must(b, err)
+	raw, err := rec.MarshalBinary()
+	must(b, err)
+
+	keys, err := benchseed.NewKeyring()
+	must(b, err)
+	st, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "forged.db"), keys)
+	must(b, err)
+	b.Cleanup(func() { st.Close() })
+	secret, err := client.EncodeLocal(built.self, built.prekey)
+	must(b, err)
+	must(b, st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: self, Secret: secret}))
+	pin, err := session.NewPin(peer, built.peer).MarshalBinary()
+	must(b, err)
+	must(b, st.SavePeer(ctx, peer, store.PeerState{Session: raw, Pin: pin}))
+	net := transport.NewNetwork()
+	c, err := client.Open(ctx, client.Config{Store: st, Transport: net, Directory: net})
+	must(b, err)
+	b.Cleanup(func() { c.Close() })
+
+	last := built.lastPeer
+	encode := func(env session.Envelope) []byte {
+		_, err := rand.Read(env.Ciphertext)
+		must(b, err)
+		out, err := env.MarshalBinary()
+		must(b, err)
+		return out
+	}
+	withHeader := func(h session.RatchetHeader) []byte {
+		env := last.Clone()
+		env.Header = h
+		return encode(env)
+	}
+	var fresh [session.KeySize]byte
+	_, err = rand.Read(fresh[:])
+	must(b, err)
+	// A made-up initiation from the peer's address, naming self's signed
+	// prekey, MaxSkip ahead in its first chain.
+	stranger, err := session.GenerateIdentity(rand.Reader)
+	must(b, err)
+	is, err := session.Initiate(rand.Reader, stranger, peer, built.prekey.Bundle(self))
+	must(b, err)
+	initiation, err := is.Encrypt([]byte("forged"))
+	must(b, err)
+	initiation.Header.N = session.MaxSkip
+	return &forgedAtBounds{c: c, st: st, peer: peer, forgeds: []forgedEnvelope{
+		// The current state's ratchet key, MaxSkip ahead.
+		{"current-chain", withHeader(session.RatchetHeader{DH: last.Header.DH, Answers: last.Header.Answers, PN: last.Header.PN, N: last.Header.N + session.MaxSkip})},
+		// A ratchet key no state has seen, answering the current state's,
+		// as far ahead as allowed in both chains.
+		{"new-ratchet-key", withHeader(session.RatchetHeader{DH: fresh, Answers: answer.Header.DH, PN: last.Header.N + session.MaxSkip, N: session.MaxSkip})},
+		{"initiation", encode(initiation)},
+	}}
+}
+
+func BenchmarkForgedEnvelopeAtClient(b *testing.B) {
+	ctx := context.Background()
+	f := newForgedAtBounds(b)
+	stored, err := f.st.Peer(ctx, f.peer)
+	must(b, err)
+	for _, fe := range f.forgeds {
+		// Each fails at the tag, after all the work its header allows.
+		if _, err := f.c.Receive(ctx, fe.raw); !errors.Is(err, session.ErrDecrypt) {
+			b.Fatalf("%s: %v, want session.ErrDecrypt", fe.name, err)
+		}
+		b.Run(fe.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.c.Receive(ctx, fe.raw); err == nil {
+					b.Fatal("a forged envelope was accepted")
+				}
+			}
+			b.ReportMetric(float64(len(stored.Session)), "record-B")
+		})
+	}
+}
