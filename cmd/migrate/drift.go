@@ -10,6 +10,12 @@ import (
 	"github.com/securemsg/storage/migration/pipeline"
 )
 
+// newDriftDoc returns drift's document for database db, before anything
+// is read.
+func newDriftDoc(db string) *driftDoc {
+	return &driftDoc{docHeader: docHeader{Command: "drift", DB: db}, Differences: []pipeline.Difference{}, Schema: []pipeline.SchemaChange{}, History: []pipeline.HistoryDrift{}, Unknown: []string{}}
+}
+
 // driftDoc is drift's JSON document.
 type driftDoc struct {
 	docHeader // command "drift"; OK is true when there is no drift at all
@@ -37,7 +43,7 @@ type driftFound struct {
 // would bring it to head (never run), and the history rows against the
 // migration directory. Exit 0 when identical, 1 on drift.
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
-	doc := &driftDoc{docHeader: docHeader{Command: "drift", DB: env.db}, Differences: []pipeline.Difference{}, Schema: []pipeline.SchemaChange{}, History: []pipeline.HistoryDrift{}, Unknown: []string{}}
+	doc := newDriftDoc(env.db)
 	env.doc = doc
 	path, m, found, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (driftFound, error) {
 		unknown, err := m.UnknownObjects(ctx, conn)

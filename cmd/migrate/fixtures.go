@@ -24,6 +24,12 @@ type fixtureDoc struct {
 	Checks  []frozen.Check `json:"checks"`
 }
 
+// newFixtureTestDoc returns fixture-test's document, before anything is
+// read (fixture-test reads no database: its argument is ignored).
+func newFixtureTestDoc(string) *fixtureTestDoc {
+	return &fixtureTestDoc{docHeader: docHeader{Command: "fixture-test"}, Fixtures: []fixtureDoc{}}
+}
+
 // fixtureTestDoc is fixture-test's JSON document.
 type fixtureTestDoc struct {
 	docHeader              // command "fixture-test"
@@ -34,7 +40,7 @@ type fixtureTestDoc struct {
 // with frozen.Prove, the version-14 fixture like any other. Each proof
 // works on its own temporary copy, never on the frozen files.
 func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
-	doc := &fixtureTestDoc{docHeader: docHeader{Command: "fixture-test"}, Fixtures: []fixtureDoc{}}
+	doc := newFixtureTestDoc("")
 	env.doc = doc
 	root, err := repoPath("-fixtures DIR", env.fixtures, fixturesPath)
 	if err != nil {
@@ -98,6 +104,12 @@ func allOK(cs []frozen.Check) bool {
 	return true
 }
 
+// newFreezeDoc returns freeze's document for database db ("" to freeze
+// the newest fixture), before anything is read.
+func newFreezeDoc(db string) *freezeDoc {
+	return &freezeDoc{docHeader: docHeader{Command: "freeze", DB: db}, Checks: []frozen.Check{}}
+}
+
 // freezeDoc is freeze's JSON document.
 type freezeDoc struct {
 	docHeader // command "freeze"; DB is the -db file, "" when freezing the newest fixture
@@ -115,7 +127,7 @@ type freezeDoc struct {
 // fixture under -fixtures migrated to head after it passes its proof
 // (frozen.FreezeNext). It never overwrites a directory.
 func cmdFreeze(ctx context.Context, env *cmdEnv) error {
-	doc := &freezeDoc{docHeader: docHeader{Command: "freeze", DB: env.db}, Checks: []frozen.Check{}}
+	doc := newFreezeDoc(env.db)
 	env.doc = doc
 	if env.db != "" {
 		if _, err := env.requireDB(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,3 +133,77 @@ func jsonString(s string) string {
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+// TestJSONEveryCommand runs every command with -json three ways: one that
+// succeeds, one that fails with an error and one that is a usage error.
+// Each writes exactly one JSON document on stdout, with the fields of the
+// success ("error" added), ok true exactly when it exits 0; "migrations"
+// names the directory also when reading it failed.
+func TestJSONEveryCommand(t *testing.T) {
+	nope := filepath.Join(t.TempDir(), "nope")
+	dirCopy := writeDir(t, withFiles(t, nil))
+	type run struct {
+		args []string
+		want int
+	}
+	cases := map[string]struct{ ok, fail, usage run }{
+		"up":           {run{[]string{"-db", filepath.Join(t.TempDir(), "new.db")}, 0}, run{[]string{"-db", t.TempDir()}, 2}, run{nil, 2}},
+		"status":       {run{[]string{"-db", headDB(t)}, 0}, run{[]string{"-db", nope}, 2}, run{nil, 2}},
+		"plan":         {run{[]string{"-db", headDB(t)}, 0}, run{[]string{"-db", t.TempDir()}, 2}, run{[]string{"-db", ":memory:"}, 2}},
+		"drift":        {run{[]string{"-db", headDB(t)}, 0}, run{[]string{"-db", nope}, 2}, run{[]string{"-bogus"}, 2}},
+		"lint":         {run{nil, 0}, run{[]string{"-dir", nope}, 2}, run{[]string{"-bogus"}, 2}},
+		"plans":        {run{[]string{"-out", filepath.Join(t.TempDir(), "PLANS.md")}, 0}, run{[]string{"-dir", nope}, 2}, run{[]string{"extra"}, 2}},
+		"schema-doc":   {run{[]string{"-out", filepath.Join(t.TempDir(), "SCHEMA.md")}, 0}, run{[]string{"-dir", nope}, 2}, run{[]string{"-bogus"}, 2}},
+		"hash":         {run{[]string{"-dir", dirCopy}, 0}, run{[]string{"-dir", nope}, 2}, run{[]string{"extra"}, 2}},
+		"fixture-test": {run{nil, 0}, run{[]string{"-fixtures", nope}, 2}, run{[]string{"-bogus"}, 2}},
+		"freeze": {
+			run{[]string{"-fixtures", func() string {
+				f := t.TempDir()
+				copyVersion14(t, filepath.Join(f, "version14"), nil)
+				return f
+			}()}, 0},
+			run{[]string{"-fixtures", nope}, 2}, run{[]string{"-db", ":memory:"}, 2},
+		},
+	}
+	require.Len(t, cases, len(commands), "every command")
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			tc, ok := cases[c.name]
+			require.True(t, ok)
+			docs := map[string]map[string]any{}
+			for kind, r := range map[string]run{"ok": tc.ok, "fail": tc.fail, "usage": tc.usage} {
+				// -json first for some, last for others: a usage error
+				// before it is parsed still writes JSON.
+				args := append([]string{c.name, "-json"}, r.args...)
+				if kind == "usage" {
+					args = append(append([]string{c.name}, r.args...), "-json")
+				}
+				code, stdout, stderr := runCmd(t, args...)
+				require.Equal(t, r.want, code, "%v\nstdout:\n%s\nstderr:\n%s", args, stdout, stderr)
+				doc := decode[map[string]any](t, stdout)
+				require.Equal(t, c.name, doc["command"], kind)
+				require.Equal(t, code == 0, doc["ok"], kind)
+				if code != 0 {
+					require.NotEmpty(t, doc["error"], kind)
+					require.Contains(t, stderr, doc["error"], "the line on stderr, %s", kind)
+				}
+				docs[kind] = doc
+			}
+			keys := func(doc map[string]any) []string {
+				var out []string
+				for k := range doc {
+					if k != "error" && k != "db" {
+						out = append(out, k)
+					}
+				}
+				slices.Sort(out)
+				return out
+			}
+			require.Equal(t, keys(docs["ok"]), keys(docs["fail"]), "an error has the fields of a success")
+			require.Equal(t, keys(docs["ok"]), keys(docs["usage"]), "a usage error has the fields of a success")
+			if slices.Contains(tc.fail.args, "-dir") {
+				require.Equal(t, nope, docs["fail"]["migrations"], "the directory that failed")
+			}
+		})
+	}
+}

@@ -18,7 +18,7 @@ import (
 const frozenBaseline = pipeline.LintBaseline
 
 func cmdLint(ctx context.Context, env *cmdEnv) error {
-	doc := &lintDoc{docHeader: docHeader{Command: "lint", DB: env.db}, Baseline: frozenBaseline, Findings: []pipeline.Finding{}}
+	doc := newLintDoc(env.db)
 	env.doc = doc
 	m, err := env.migrations()
 	if err != nil {
@@ -62,6 +62,12 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 		return findingf("%d finding(s) in versions above %s", blocking, frozenBaseline)
 	}
 	return nil
+}
+
+// newLintDoc returns lint's document (with -db db), before anything is
+// read.
+func newLintDoc(db string) *lintDoc {
+	return &lintDoc{docHeader: docHeader{Command: "lint", DB: db}, Baseline: frozenBaseline, Findings: []pipeline.Finding{}}
 }
 
 // lintDoc is lint's JSON document.

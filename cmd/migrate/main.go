@@ -17,9 +17,11 @@
 //	migrate fixture-test [-dir DIR] [-fixtures DIR] [-json]
 //	                                           migrate a temporary copy of every frozen
 //	                                           fixtures/versionNN to head and check it
-//	migrate plans [-dir DIR] [-out FILE]       write queries/PLANS.md (EXPLAIN QUERY PLAN)
-//	migrate schema-doc [-dir DIR] [-out FILE]  write schema/SCHEMA.md (Atlas inspection)
-//	migrate hash [-dir DIR]                    recompute DIR/atlas.sum (like atlas migrate hash)
+//	migrate plans [-dir DIR] [-out FILE] [-json]
+//	                                           write queries/PLANS.md (EXPLAIN QUERY PLAN)
+//	migrate schema-doc [-dir DIR] [-out FILE] [-json]
+//	                                           write schema/SCHEMA.md (Atlas inspection)
+//	migrate hash [-dir DIR] [-json]            recompute DIR/atlas.sum (like atlas migrate hash)
 //	migrate freeze [-db FILE] [-dir DIR] [-fixtures DIR] [-out DIR] [-json]
 //	                                           write fixtures/version<head>: the newest
 //	                                           fixture migrated to head, or a head database
@@ -70,6 +72,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -127,6 +131,15 @@ type command struct {
 	run func(ctx context.Context, env *cmdEnv) error
 	// flags declares the command's flags on fs.
 	flags func(fs *flag.FlagSet, env *cmdEnv)
+	// doc returns the command's JSON document for the -db value given,
+	// as it is before anything is read: what a usage error under -json
+	// writes.
+	doc func(db string) jsonDoc
+}
+
+// docOf adapts a document constructor to command.doc.
+func docOf[T jsonDoc](f func(string) T) func(string) jsonDoc {
+	return func(db string) jsonDoc { return f(db) }
 }
 
 // cmdEnv carries a command's parsed flags and its output streams.
@@ -164,7 +177,7 @@ type docHeader struct {
 	Command string `json:"command"`
 	// Migrations is the migration directory read: "embedded" or the -dir
 	// path ("" if the command failed before reading one).
-	Migrations string `json:"migrations,omitempty"`
+	Migrations string `json:"migrations"`
 	DB         string `json:"db,omitempty"` // the -db file
 	Head       string `json:"head"`         // "" if the migration directory is unreadable
 	// OK is true when the command exits 0: no finding, no error.
@@ -189,19 +202,19 @@ var commands = []*command{
 		flags: withJSON(withDir(func(fs *flag.FlagSet, env *cmdEnv) {
 			dbFlag("database `FILE`, created if absent")(fs, env)
 			fs.DurationVar(&env.lockTimeout, "lock-timeout", 0, "wait up to `D` (such as 30s) for another up or an application to release FILE's writer lock (default: do not wait)")
-		})), run: cmdUp,
+		})), run: cmdUp, doc: docOf(newUpDoc),
 	},
 	{
 		name: "status", args: "-db FILE [-dir DIR] [-json]", summary: "print the current and pending versions (read only)",
-		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdStatus,
+		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdStatus, doc: docOf(newStatusDoc),
 	},
 	{
 		name: "plan", args: "-db FILE [-dir DIR] [-json]", summary: "print the statements up would run (read only; a missing FILE is planned as empty)",
-		flags: withJSON(withDir(dbFlag("database `FILE`; a missing file is planned as an empty database and not created"))), run: cmdPlan,
+		flags: withJSON(withDir(dbFlag("database `FILE`; a missing file is planned as an empty database and not created"))), run: cmdPlan, doc: docOf(newPlanDoc),
 	},
 	{
 		name: "drift", args: "-db FILE [-dir DIR] [-json]", summary: "compare FILE's schema and history with head (read only); exit 1 on drift",
-		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdDrift,
+		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdDrift, doc: docOf(newDriftDoc),
 	},
 	{
 		name: "lint", args: "[-dir DIR] [-db FILE] [-json]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
@@ -209,22 +222,22 @@ var commands = []*command{
 			dirFlag(fs, env)
 			fs.StringVar(&env.db, "db", "", "also check the directory against the history of database `FILE` (read only): a file added below its version is a finding")
 		}),
-		run: cmdLint,
+		run: cmdLint, doc: docOf(newLintDoc),
 	},
 	{
-		name: "plans", args: "[-dir DIR] [-out FILE]", summary: "write every sqlc query's EXPLAIN QUERY PLAN at head (" + plansPath + ")",
-		flags: withDir(outFlag(plansPath)), run: cmdPlans,
+		name: "plans", args: "[-dir DIR] [-out FILE] [-json]", summary: "write every sqlc query's EXPLAIN QUERY PLAN at head (" + plansPath + ")",
+		flags: withJSON(withDir(outFlag(plansPath))), run: cmdPlans, doc: docOf(newGeneratedDoc("plans")),
 	},
 	{
-		name: "schema-doc", args: "[-dir DIR] [-out FILE]", summary: "write the schema reference (" + schemaDocPath + ") from Atlas's inspection of head",
-		flags: withDir(outFlag(schemaDocPath)), run: cmdSchemaDoc,
+		name: "schema-doc", args: "[-dir DIR] [-out FILE] [-json]", summary: "write the schema reference (" + schemaDocPath + ") from Atlas's inspection of head",
+		flags: withJSON(withDir(outFlag(schemaDocPath))), run: cmdSchemaDoc, doc: docOf(newGeneratedDoc("schema-doc")),
 	},
 	{
-		name: "hash", args: "[-dir DIR]", summary: "recompute DIR/atlas.sum from the files on disk",
-		flags: func(fs *flag.FlagSet, env *cmdEnv) {
+		name: "hash", args: "[-dir DIR] [-json]", summary: "recompute DIR/atlas.sum from the files on disk",
+		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			fs.StringVar(&env.dir, "dir", "", "migration `DIR` (default: schema/migrations in the repository, from any directory of it)")
-		},
-		run: cmdHash,
+		}),
+		run: cmdHash, doc: docOf(newHashDoc),
 	},
 	{
 		name: "fixture-test", args: "[-dir DIR] [-fixtures DIR] [-json]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
@@ -232,7 +245,7 @@ var commands = []*command{
 			dirFlag(fs, env)
 			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
 		}),
-		run: cmdFixtureTest,
+		run: cmdFixtureTest, doc: docOf(newFixtureTestDoc),
 	},
 	{
 		name: "freeze", args: "[-db FILE] [-dir DIR] [-fixtures DIR] [-out DIR]", summary: "write the fixture of head: the newest fixture migrated to head once it passes fixture-test, or -db FILE",
@@ -242,7 +255,7 @@ var commands = []*command{
 			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
 			fs.StringVar(&env.out, "out", "", "new fixture `DIR`, named version<head> (default: version<head> in the fixtures directory; never overwritten)")
 		}),
-		run: cmdFreeze,
+		run: cmdFreeze, doc: docOf(newFreezeDoc),
 	},
 }
 
@@ -294,6 +307,17 @@ func runEnv(args []string, env *cmdEnv) int {
 		env.embedded = migration.Default
 	}
 	stdout, stderr := env.stdout, env.stderr
+	// A usage error under -json writes a document too: the command's own,
+	// as it is before anything is read, with the error.
+	wantsJSON := len(args) > 1 && slices.ContainsFunc(args[1:], isJSONFlag)
+	usageDoc := func(doc jsonDoc, msg string) int {
+		if wantsJSON || env.json {
+			h := doc.header()
+			h.OK, h.Error = false, msg
+			env.emit(doc)
+		}
+		return exitError
+	}
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "migrate: no command")
 		usage(stderr)
@@ -313,7 +337,7 @@ func runEnv(args []string, env *cmdEnv) int {
 	if cmd == nil {
 		fmt.Fprintf(stderr, "migrate: unknown command %q\n", name)
 		usage(stderr)
-		return exitError
+		return usageDoc(&errorDoc{Command: name}, fmt.Sprintf("unknown command %q", name))
 	}
 
 	fset := flag.NewFlagSet("migrate "+cmd.name, flag.ContinueOnError)
@@ -331,17 +355,26 @@ func runEnv(args []string, env *cmdEnv) int {
 			return exitOK
 		}
 		// flag has already printed the error and the usage.
-		return exitError
+		return usageDoc(cmd.doc(env.db), err.Error())
 	}
 	if fset.NArg() > 0 {
 		fmt.Fprintf(stderr, "migrate %s: unexpected argument %q\n", cmd.name, fset.Arg(0))
 		fset.Usage()
-		return exitError
+		return usageDoc(cmd.doc(env.db), fmt.Sprintf("unexpected argument %q", fset.Arg(0)))
 	}
 
 	err := cmd.run(context.Background(), env)
 	var ue *usageError
-	if env.json && !errors.As(err, &ue) {
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "migrate %s: %s\n", cmd.name, ue.msg)
+		fset.Usage()
+		doc := env.doc
+		if doc == nil {
+			doc = cmd.doc(env.db)
+		}
+		return usageDoc(doc, ue.msg)
+	}
+	if env.json {
 		// One document, success or not, with the same fields.
 		doc := env.doc
 		if doc == nil {
@@ -359,10 +392,6 @@ func runEnv(args []string, env *cmdEnv) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "migrate %s: %s\n", cmd.name, ue.msg)
-		fset.Usage()
-		return exitError
 	case isFinding(err):
 		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, oneLine(describe(err)))
 		return exitFinding
@@ -370,6 +399,20 @@ func runEnv(args []string, env *cmdEnv) int {
 		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, oneLine(describe(err)))
 		return exitError
 	}
+}
+
+// isJSONFlag reports whether a command-line argument sets -json (also
+// --json and -json=true), before the flags are parsed.
+func isJSONFlag(arg string) bool {
+	name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(arg, "-"), "-"), "=")
+	if !strings.HasPrefix(arg, "-") || name != "json" {
+		return false
+	}
+	if !hasValue {
+		return true
+	}
+	b, err := strconv.ParseBool(value)
+	return err == nil && b
 }
 
 func usage(w io.Writer) {
@@ -572,6 +615,12 @@ func prepareCreate(path string) error {
 	return f.Close()
 }
 
+// newUpDoc returns up's document for database db, before anything is read.
+func newUpDoc(db string) *upDoc {
+	return &upDoc{docHeader: docHeader{Command: "up", DB: db}, Applied: []string{},
+		verifyFields: verifyFields{Differences: []pipeline.Difference{}, History: []pipeline.HistoryDrift{}}}
+}
+
 // upDoc is up's JSON document.
 type upDoc struct {
 	docHeader        // command "up"
@@ -583,8 +632,7 @@ type upDoc struct {
 }
 
 func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
-	doc := &upDoc{docHeader: docHeader{Command: "up", DB: env.db}, Applied: []string{},
-		verifyFields: verifyFields{Differences: []pipeline.Difference{}, History: []pipeline.HistoryDrift{}}}
+	doc := newUpDoc(env.db)
 	env.doc = doc
 	defer func() {
 		if current := doc.report(env.text(), err); current != "" {
@@ -935,6 +983,12 @@ func (v *verifyFields) report(w io.Writer, err error) (current string) {
 	return r.current
 }
 
+// newStatusDoc returns status's document for database db, before
+// anything is read.
+func newStatusDoc(db string) *statusDoc {
+	return &statusDoc{docHeader: docHeader{Command: "status", DB: db}, Pending: []string{}, OutOfOrder: []string{}}
+}
+
 // statusDoc is status's JSON document.
 type statusDoc struct {
 	docHeader        // command "status"
@@ -949,7 +1003,7 @@ type statusDoc struct {
 // cmdStatus prints where the database stands. Pending and out-of-order
 // migrations are findings (exit 1).
 func cmdStatus(ctx context.Context, env *cmdEnv) error {
-	doc := &statusDoc{docHeader: docHeader{Command: "status", DB: env.db}, Pending: []string{}, OutOfOrder: []string{}}
+	doc := newStatusDoc(env.db)
 	env.doc = doc
 	_, _, st, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (migration.Status, error) {
 		return m.Status(ctx, conn)
@@ -1007,6 +1061,13 @@ func writeStatus(w io.Writer, st migration.Status) {
 	}
 }
 
+// newPlanDoc returns plan's document for database db, before anything is
+// read.
+func newPlanDoc(db string) *planDoc {
+	return &planDoc{docHeader: docHeader{Command: "plan", DB: db}, Versions: []planVersion{}, OutOfOrder: []string{},
+		verifyFields: verifyFields{Differences: []pipeline.Difference{}, History: []pipeline.HistoryDrift{}}}
+}
+
 // planDoc is plan's JSON document.
 type planDoc struct {
 	docHeader // command "plan"
@@ -1030,8 +1091,7 @@ type planVersion struct {
 // cmdPlan prints what up would run. Pending and out-of-order migrations
 // are findings (exit 1).
 func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
-	doc := &planDoc{docHeader: docHeader{Command: "plan", DB: env.db}, Versions: []planVersion{}, OutOfOrder: []string{},
-		verifyFields: verifyFields{Differences: []pipeline.Difference{}, History: []pipeline.HistoryDrift{}}}
+	doc := newPlanDoc(env.db)
 	env.doc = doc
 	defer func() {
 		if current := doc.report(env.text(), err); current != "" {

@@ -11,6 +11,8 @@ import (
 const plansPath = "queries/PLANS.md"
 
 func cmdPlans(ctx context.Context, env *cmdEnv) error {
+	gdoc := newGeneratedDoc("plans")("")
+	env.doc = gdoc
 	// The queries are the checkout's: plans runs only inside one.
 	root, err := repoRoot()
 	if err != nil {
@@ -28,5 +30,5 @@ func cmdPlans(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	return writeGenerated(env, out, doc)
+	return writeGenerated(env, gdoc, out, doc)
 }

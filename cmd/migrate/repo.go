@@ -63,17 +63,32 @@ func repoPath(flag, flagValue, def string) (string, error) {
 	return filepath.Join(root, filepath.FromSlash(def)), nil
 }
 
-// writeGenerated writes a generated file if its content changed, and says
-// which it did.
-func writeGenerated(env *cmdEnv, path string, content []byte) error {
+// generatedDoc is the JSON document of plans and schema-doc.
+type generatedDoc struct {
+	docHeader        // command "plans" or "schema-doc"
+	Out       string `json:"out"`     // the file written ("" until known)
+	Written   bool   `json:"written"` // false when it was up to date
+}
+
+// newGeneratedDoc returns the document of a command that writes a
+// generated file, before anything is read.
+func newGeneratedDoc(command string) func(string) *generatedDoc {
+	return func(string) *generatedDoc { return &generatedDoc{docHeader: docHeader{Command: command}} }
+}
+
+// writeGenerated writes a generated file if its content changed, says
+// which it did, and records it in doc.
+func writeGenerated(env *cmdEnv, doc *generatedDoc, path string, content []byte) error {
+	doc.Out = path
 	old, err := os.ReadFile(path)
 	if err == nil && bytes.Equal(old, content) {
-		fmt.Fprintf(env.stdout, "%s is up to date\n", path)
+		fmt.Fprintf(env.text(), "%s is up to date\n", path)
 		return nil
 	}
 	if err := os.WriteFile(path, content, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "wrote %s\n", path)
+	doc.Written = true
+	fmt.Fprintf(env.text(), "wrote %s\n", path)
 	return nil
 }

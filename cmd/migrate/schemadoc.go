@@ -12,6 +12,8 @@ const schemaDocPath = "schema/SCHEMA.md"
 // cmdSchemaDoc writes the schema reference: Atlas's inspection of a
 // database migrated to head, described with the migrations' own comments.
 func cmdSchemaDoc(ctx context.Context, env *cmdEnv) error {
+	gdoc := newGeneratedDoc("schema-doc")("")
+	env.doc = gdoc
 	out, err := repoPath("-out FILE", env.out, schemaDocPath)
 	if err != nil {
 		return err
@@ -24,5 +26,5 @@ func cmdSchemaDoc(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	return writeGenerated(env, out, doc)
+	return writeGenerated(env, gdoc, out, doc)
 }

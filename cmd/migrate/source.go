@@ -41,10 +41,17 @@ func (env *cmdEnv) migrations() (*migration.Migrator, error) {
 	)
 	source := embeddedSource
 	if env.dir != "" {
+		source = env.dir
+	}
+	if env.doc != nil {
+		// Named also when the directory cannot be read: the document
+		// says which one failed.
+		env.doc.header().Migrations = source
+	}
+	if env.dir != "" {
 		if err := checkDir(env.dir); err != nil {
 			return nil, err
 		}
-		source = env.dir
 		m, err = migration.New(os.DirFS(env.dir), ".")
 	} else {
 		m, err = env.embedded()
