@@ -29,11 +29,26 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
-	if env.dir != "" {
+	switch {
+	case env.gitBase != "":
+		// The directory against the base branch's: a file added below
+		// what it has, whatever this binary embeds.
+		base, err := gitBaseDir(ctx, env, env.gitBase)
+		if err != nil {
+			return err
+		}
+		if base != nil {
+			below, err := pipeline.AddedBelow(base, m, "the head of "+env.gitBase)
+			if err != nil {
+				return err
+			}
+			r.Findings = append(r.Findings, below...)
+		}
+	case env.dir != "":
 		// The directory against the one this binary was built with: a
 		// file added below what it shipped.
 		if base, err := env.embedded(); err == nil {
-			below, err := pipeline.AddedBelow(base, m)
+			below, err := pipeline.AddedBelow(base, m, "the head already shipped")
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,8 @@
 //	migrate status -db FILE [-dir DIR] [-json] print the current and pending versions
 //	migrate plan -db FILE [-dir DIR] [-json]   print the statements up would run
 //	migrate drift -db FILE [-dir DIR] [-json]  print FILE's schema and history drift from head
-//	migrate lint [-dir DIR] [-db FILE] [-json] run Atlas's analyzers over the directory
+//	migrate lint [-dir DIR] [-db FILE] [-git-base REF] [-json]
+//	                                           run Atlas's analyzers over the directory
 //	migrate fixture-test [-dir DIR] [-fixtures DIR] [-json]
 //	                                           migrate a temporary copy of every frozen
 //	                                           fixtures/versionNN to head and check it
@@ -151,6 +152,7 @@ type cmdEnv struct {
 	fixtures       string        // -fixtures
 	json           bool          // -json
 	lockTimeout    time.Duration // -lock-timeout
+	gitBase        string        // -git-base
 	// doc is the command's JSON document with -json, set as soon as the
 	// command starts and filled as it goes: written once it returns, so
 	// that a failure is reported with the fields a success has.
@@ -217,10 +219,11 @@ var commands = []*command{
 		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdDrift, doc: docOf(newDriftDoc),
 	},
 	{
-		name: "lint", args: "[-dir DIR] [-db FILE] [-json]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
+		name: "lint", args: "[-dir DIR] [-db FILE] [-git-base REF] [-json]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
 		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			dirFlag(fs, env)
 			fs.StringVar(&env.db, "db", "", "also check the directory against the history of database `FILE` (read only): a file added below its version is a finding")
+			fs.StringVar(&env.gitBase, "git-base", "", "check the directory against the migration directory as git `REF` (such as origin/main) has it, instead of the one this binary embeds: a file added below REF's highest version is a finding")
 		}),
 		run: cmdLint, doc: docOf(newLintDoc),
 	},

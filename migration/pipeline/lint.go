@@ -176,10 +176,12 @@ func OrderFindings(st migration.Status) []Finding {
 // AddedBelow returns one blocking finding per migration file of m that
 // base does not hold and whose version is at or below base's head: a file
 // added below what base (the directory a fleet was migrated with, such as
-// the one a released binary embeds) already shipped, which would never
-// run on a database base migrated while a new one gets it. It returns an
-// error if either directory cannot be read.
-func AddedBelow(base, m *migration.Migrator) ([]Finding, error) {
+// the one a released binary embeds or the base branch has) already
+// shipped, which would never run on a database base migrated while a new
+// one gets it. baseName says what base is in the finding's words (as "the
+// head already shipped", "the head of main"). It returns an error if
+// either directory cannot be read.
+func AddedBelow(base, m *migration.Migrator, baseName string) ([]Finding, error) {
 	files, err := m.Dir().Files()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
@@ -197,7 +199,7 @@ func AddedBelow(base, m *migration.Migrator) ([]Finding, error) {
 		}
 		out = append(out, Finding{
 			Version: f.Version(), File: f.Name(), Analyzer: OrderAnalyzer, Blocking: true,
-			Text: fmt.Sprintf("version %s is at or below version %s, the head already shipped, but not in that directory: it would never run on a database migrated to %s while a new database gets it; give it a version above %s", f.Version(), base.Head(), base.Head(), base.Head()),
+			Text: fmt.Sprintf("version %s is at or below version %s, %s, but not in that directory: it would never run on a database migrated to %s while a new database gets it; give it a version above %s", f.Version(), base.Head(), baseName, base.Head(), base.Head()),
 		})
 	}
 	return out, nil

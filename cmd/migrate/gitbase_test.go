@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/internal/migrationtest"
+)
+
+// gitRepo makes a git repository holding a checkout's go.mod and the
+// shipped migration directory committed on branch main, and returns its
+// root and the directory.
+func gitRepo(t *testing.T) (root, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root = t.TempDir()
+	dir = filepath.Join(root, "schema", "migrations")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for n, f := range withFiles(t, nil) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), f.Data, 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module "+modulePath+"\n"), 0o644))
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "."},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "shipped"},
+	} {
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	return root, dir
+}
+
+// TestLintGitBase adds 10_x.sql below the base branch's head (15) and
+// rehashes: lint -git-base main flags it whatever the binary embeds
+// (built with the new file in, as go run builds it, or without), with
+// -dir and without; a file above the base's head, and the base's own
+// unchanged files, are not flagged; a REF that is not a commit is an
+// error.
+func TestLintGitBase(t *testing.T) {
+	added := map[string]string{"10_x.sql": "CREATE TABLE x (id INTEGER PRIMARY KEY);\n"}
+	above := map[string]string{"16_y.sql": "CREATE TABLE y (id INTEGER PRIMARY KEY);\n"}
+	const finding = "10 10_x.sql: order: version 10 is at or below version 15, the head of main, but not in that directory"
+	write := func(t *testing.T, dir string, files map[string]string) {
+		for n, f := range withFiles(t, files) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, n), f.Data, 0o644))
+		}
+	}
+	t.Run("embedded with the new file, as go run builds it", func(t *testing.T) {
+		root, dir := gitRepo(t)
+		write(t, dir, added)
+		t.Chdir(root)
+		embedded := migrationtest.WithMigrations(t, added)
+		code, stdout, stderr := runWith(t, embedded, "lint")
+		require.Equal(t, exitOK, code, "without a base the new file goes unnoticed: %s%s", stdout, stderr)
+		code, stdout, stderr = runWith(t, embedded, "lint", "-git-base", "main")
+		require.Equal(t, exitFinding, code, stderr)
+		require.Contains(t, stdout, finding)
+		require.NotContains(t, stdout, "14_baseline.sql: order")
+		require.NotContains(t, stdout, "15_pending_outbound_recipient_index.sql: order")
+	})
+	t.Run("-dir, from outside the repository", func(t *testing.T) {
+		_, dir := gitRepo(t)
+		write(t, dir, added)
+		code, stdout, stderr := runCmd(t, "lint", "-dir", dir, "-git-base", "main", "-json")
+		require.Equal(t, exitFinding, code, stderr)
+		require.Contains(t, stdout, `"file": "10_x.sql"`)
+		require.Contains(t, stdout, `"analyzer": "order"`)
+	})
+	t.Run("a file above the base's head", func(t *testing.T) {
+		_, dir := gitRepo(t)
+		write(t, dir, above)
+		code, stdout, stderr := runCmd(t, "lint", "-dir", dir, "-git-base", "main")
+		require.NotContains(t, stdout, ": order:")
+		require.NotEqual(t, exitError, code, stderr)
+	})
+	t.Run("not a commit", func(t *testing.T) {
+		_, dir := gitRepo(t)
+		code, _, stderr := runCmd(t, "lint", "-dir", dir, "-git-base", "nope")
+		require.Equal(t, exitError, code)
+		require.Contains(t, stderr, "-git-base nope: not a commit of the repository holding "+dir)
+	})
+}
