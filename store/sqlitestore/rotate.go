@@ -15,29 +15,50 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// RotationProgress reports how far a storage key rotation has walked one
-// table. RotateKey sends one after every batch transaction has committed.
+// RotationProgress reports how far a storage key rotation has gone, over
+// the whole rotation: every table, both walks (the one that re-seals and
+// the one that confirms). RotateKey sends one after every batch
+// transaction has committed, and a last one when it has finished.
+//
+// Done/Total is a progress bar's fraction: Done never decreases, the
+// fraction never goes back, and the last report of a rotation that
+// finishes (with or without skipped rows) has Done == Total, the only one
+// that does unless the walk ran past its count. Rows written or deleted
+// during the rotation make the walk longer or shorter than counted: Total
+// is then raised to Done while the walk runs past it (the bar waits at its
+// end) and set to Done in the last report.
 type RotationProgress struct {
-	// Table is the table being walked.
-	Table string
-	// Done is the number of rows of Table walked so far in this pass
-	// (re-sealed, found already under the new key, or skipped).
+	// Done is the number of row visits so far: each walk visits every
+	// row of every table once (re-sealed, found already under the new
+	// key, or skipped).
 	Done int64
-	// Total is the number of rows Table held when its walk started. Rows
-	// written meanwhile can make Done end above or below it.
+	// Total is the number of visits the rotation expects: twice (one
+	// re-sealing walk, one confirming walk) the rows of every table
+	// counted when it started, adjusted as described above.
 	Total int64
-	// Resealed is the number of rows of Table re-sealed so far in this
-	// pass; Done - Resealed - Skipped rows were already under the new key.
+	// Resealed is the number of rows re-sealed so far; Done - Resealed -
+	// Skipped visits found a row already under the new key.
 	Resealed int64
-	// Skipped is the number of rows of Table this pass could not open and
-	// left as they were (see SkippedRow). Every pass walks them again, so
-	// each pass counts them again; they are not re-sealed, so they never
-	// keep the walk from ending.
+	// Skipped is the number of visits so far that found a row the
+	// rotation could not open and left as it was (see SkippedRow). Each
+	// walk visits such a row again, so each counts it again; RotationError
+	// lists the rows themselves.
 	Skipped int64
+	// Table is the table of the batch just committed.
+	Table string
 	// Pass counts the walks over every table, from 1. The walk is repeated
-	// until a pass re-seals nothing, so the last pass only confirms.
+	// until a pass re-seals nothing, so the last pass only confirms (and a
+	// third pass, which only happens if something wrote under an old key
+	// behind the walk, runs past Total).
 	Pass int
 }
+
+// DefaultRotationBatch is the batch RotateKey uses when given 0: rows
+// re-sealed per transaction. A batch holds the database's write lock while
+// it opens, seals and writes its rows, so the client's sends wait behind
+// it; a thousand rows keep that wait short while the per-transaction cost
+// (a commit, a sync) is spread over many rows.
+const DefaultRotationBatch = 1000
 
 // maxRotationPasses bounds the walks over every table: the first re-seals,
 // the second should find nothing left. A third pass that still finds rows
@@ -162,7 +183,7 @@ func (e *RotationError) Unwrap() []error {
 // every table (local_identity, identity_pin, session, session_initiation,
 // pending_outbound_message, pending_inbound_message and the storage_key
 // verifiers), batch rows per transaction, in key order, calling progress
-// (if not nil) after each committed batch. Rows already sealed with newKey
+// after each committed batch. Rows already sealed with newKey
 // are skipped without being opened, so a rotation interrupted by an error,
 // a cancelled context or a crash is finished by calling RotateKey again
 // with the same key (after a restart, open the store with a keyring
@@ -199,16 +220,25 @@ func (e *RotationError) Unwrap() []error {
 // sealed with the old key to finish before it switches the sealing key, so
 // none can land behind the walk.
 //
+// batch is the number of rows re-sealed per transaction
+// (DefaultRotationBatch if 0). progress, if not nil, is called on the
+// goroutine calling RotateKey after every committed batch that walked
+// rows and, if that one was not at Done == Total, once at the end, with
+// the progress of the whole rotation (see RotationProgress).
+//
 // It returns an error wrapping store.ErrInvalidArgument for a zero key or
-// a batch below 1, a *RotationError as above, and storage errors or the
+// a negative batch, a *RotationError as above, and storage errors or the
 // context's error; on a storage or context error the batches already
 // committed stay committed and the old keys stay in the keyring.
 func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progress func(RotationProgress)) error {
 	if newKey == (seal.Key{}) {
 		return fmt.Errorf("store: rotate key: %w: zero key", store.ErrInvalidArgument)
 	}
-	if batch < 1 {
-		return fmt.Errorf("store: rotate key: %w: batch %d below 1", store.ErrInvalidArgument, batch)
+	if batch < 0 {
+		return fmt.Errorf("store: rotate key: %w: negative batch %d", store.ErrInvalidArgument, batch)
+	}
+	if batch == 0 {
+		batch = DefaultRotationBatch
 	}
 	// Two rotations of one database at once would fight over which key
 	// is active; the store holds its file alone, so its lock is the
@@ -231,6 +261,15 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	s.keys.Add(newKey)
 	s.sealMu.Unlock()
 
+	tally := &rotationTally{report: progress}
+	if progress != nil {
+		rows, err := s.countSealedRows(ctx)
+		if err != nil {
+			return fmt.Errorf("store: rotate key: %w", err)
+		}
+		tally.p.Total = 2 * rows
+	}
+
 	// skipped holds the last pass's skipped rows: a row skipped by an
 	// earlier pass and deleted since is no longer reported.
 	var skipped []SkippedRow
@@ -238,7 +277,7 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 		resealed := int64(0)
 		skipped = nil
 		for _, t := range sealedTables {
-			n, sk, err := s.resealTable(ctx, t, sealer, batch, pass, progress)
+			n, sk, err := s.resealTable(ctx, t, sealer, batch, pass, tally)
 			if err != nil {
 				return fmt.Errorf("store: rotate key: %s: %w", t.name, err)
 			}
@@ -259,6 +298,7 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	if err != nil {
 		return fmt.Errorf("store: rotate key: %w", err)
 	}
+	tally.finish()
 	if len(skipped) > 0 {
 		return &RotationError{Skipped: skipped, Kept: kept}
 	}
@@ -391,26 +431,68 @@ func (r sealedRow) skip(cause error) SkippedRow {
 	return sk
 }
 
+// rotationTally is the progress of a whole rotation, reported to report
+// (if not nil).
+type rotationTally struct {
+	p      RotationProgress
+	report func(RotationProgress)
+}
+
+// batch records a committed batch of table in pass: n rows visited,
+// resealed of them re-sealed, skipped left as they were.
+func (t *rotationTally) batch(table string, pass int, n, resealed, skipped int64) {
+	t.p.Table, t.p.Pass = table, pass
+	t.p.Done += n
+	t.p.Resealed += resealed
+	t.p.Skipped += skipped
+	t.p.Total = max(t.p.Total, t.p.Done)
+	// A batch that found no row (a table's end, after a full batch)
+	// reports nothing new.
+	if t.report != nil && n > 0 {
+		t.report(t.p)
+	}
+}
+
+// finish sends the last report, Done == Total, unless the last batch's
+// already was.
+func (t *rotationTally) finish() {
+	if t.report == nil || t.p.Total == t.p.Done {
+		return
+	}
+	t.p.Total = t.p.Done
+	t.report(t.p)
+}
+
+// countSealedRows counts the rows of every table a rotation walks, in one
+// transaction.
+func (s *Store) countSealedRows(ctx context.Context) (int64, error) {
+	var rows int64
+	err := s.withTx(ctx, func(q *db.Queries) error {
+		for _, t := range sealedTables {
+			n, err := t.count(ctx, q)
+			if err != nil {
+				return fmt.Errorf("%s: count rows: %w", t.name, err)
+			}
+			rows += n
+		}
+		return nil
+	})
+	return rows, err
+}
+
 // resealTable walks table once, re-sealing with sealer every row not
 // already under its key, and returns how many it re-sealed and the rows it
 // skipped: rows that do not decode or do not open are left untouched.
-func (s *Store) resealTable(ctx context.Context, t sealedTable, sealer *seal.Keyring, batch, pass int, progress func(RotationProgress)) (int64, []SkippedRow, error) {
+// Each committed batch is recorded in tally.
+func (s *Store) resealTable(ctx context.Context, t sealedTable, sealer *seal.Keyring, batch, pass int, tally *rotationTally) (int64, []SkippedRow, error) {
 	next := t.walk()
 	newID := sealer.Current()
-	p := RotationProgress{Table: t.name, Pass: pass}
+	var total int64
 	var skipped []SkippedRow
-	first := true
 	for {
 		var n, resealed int64
 		var sk []SkippedRow
 		err := s.withTx(ctx, func(q *db.Queries) error {
-			if first {
-				total, err := t.count(ctx, q)
-				if err != nil {
-					return fmt.Errorf("count rows: %w", err)
-				}
-				p.Total = total
-			}
 			rows, err := next(ctx, q, int64(batch))
 			if err != nil {
 				return fmt.Errorf("read batch: %w", err)
@@ -444,18 +526,13 @@ func (s *Store) resealTable(ctx context.Context, t sealedTable, sealer *seal.Key
 			return nil
 		})
 		if err != nil {
-			return p.Resealed, nil, err
+			return total, nil, err
 		}
-		first = false
-		p.Done += n
-		p.Resealed += resealed
-		p.Skipped += int64(len(sk))
+		total += resealed
 		skipped = append(skipped, sk...)
-		if progress != nil {
-			progress(p)
-		}
+		tally.batch(t.name, pass, n, resealed, int64(len(sk)))
 		if n < int64(batch) {
-			return p.Resealed, skipped, nil
+			return total, skipped, nil
 		}
 	}
 }

@@ -252,35 +252,30 @@ func TestRotateKey(t *testing.T) {
 	assert.NotContains(t, s.Keyring().KeyIDs(), oldKey.ID())
 	assert.Equal(t, newKey.ID(), s.Keyring().Current())
 
-	// Progress: every table walked, in batches of at most 2, the first pass
-	// re-sealing everything and the second confirming.
-	last := map[int]map[string]sqlitestore.RotationProgress{}
-	prev := sqlitestore.RotationProgress{}
-	for _, p := range reports {
-		if p.Table == prev.Table && p.Pass == prev.Pass {
-			assert.LessOrEqual(t, p.Done-prev.Done, int64(2), "batch size")
-		}
-		if last[p.Pass] == nil {
-			last[p.Pass] = map[string]sqlitestore.RotationProgress{}
-		}
-		last[p.Pass][p.Table] = p
-		prev = p
-	}
-	require.Len(t, last, 2, "one re-sealing pass and one confirming pass")
+	// Progress: one report over the whole rotation, every table walked in
+	// batches of at most 2, the first pass re-sealing everything and the
+	// second confirming, Total twice the rows counted at the start.
+	requireProgress(t, reports, true)
+	walked := rotationWalk(reports)
+	require.Len(t, walked, 2, "one re-sealing pass and one confirming pass")
 	tables := []string{"local_identity", "identity_pin", "session", "session_initiation", "pending_outbound_message", "pending_inbound_message", "storage_key"}
+	rows := int64(0)
 	for _, table := range tables {
-		p1, p2 := last[1][table], last[2][table]
-		assert.Equal(t, p1.Total, p1.Done, table)
-		assert.Positive(t, p1.Done, table)
+		p1, p2 := walked[1][table], walked[2][table]
+		assert.Positive(t, p1.rows, table)
+		assert.Equal(t, p1.rows, p2.rows, "%s: both passes walk every row", table)
+		assert.LessOrEqual(t, p1.largest, int64(2), "%s: batch size", table)
 		if table == "storage_key" {
-			assert.Equal(t, int64(1), p1.Resealed, "only the old key's verifier was under the old key")
+			assert.Equal(t, int64(1), p1.resealed, "only the old key's verifier was under the old key")
 		} else {
-			assert.Equal(t, p1.Done, p1.Resealed, "%s: everything was under the old key", table)
+			assert.Equal(t, p1.rows, p1.resealed, "%s: everything was under the old key", table)
 		}
-		assert.Zero(t, p2.Resealed, "%s: the confirming pass re-seals nothing", table)
+		assert.Zero(t, p2.resealed, "%s: the confirming pass re-seals nothing", table)
+		rows += p1.rows
 	}
-	assert.Equal(t, int64(len(seqs)), last[1]["pending_outbound_message"].Done)
-	assert.Equal(t, int64(2), last[1]["storage_key"].Total, "old and new key during the walk")
+	assert.Equal(t, int64(len(seqs)), walked[1]["pending_outbound_message"].rows)
+	assert.Equal(t, int64(2), walked[1]["storage_key"].rows, "old and new key during the walk")
+	assert.Equal(t, 2*rows, reports[0].Total, "Total is known from the first report")
 
 	// The store still reads everything through its API.
 	li, err := s.LocalIdentity(ctx)
@@ -605,25 +600,21 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 
 			// Progress counts the skipped row in Done and Skipped, in each
 			// pass, and in its table only.
+			requireProgress(t, reports, true)
 			table, _, _ := strings.Cut(d.name, "/")
-			last := map[int]map[string]sqlitestore.RotationProgress{}
-			for _, p := range reports {
-				if last[p.Pass] == nil {
-					last[p.Pass] = map[string]sqlitestore.RotationProgress{}
-				}
-				last[p.Pass][p.Table] = p
-			}
-			require.Len(t, last, 2)
-			for pass, tables := range last {
-				for name, p := range tables {
+			walked := rotationWalk(reports)
+			require.Len(t, walked, 2)
+			for pass, tables := range walked {
+				for name, w := range tables {
 					if name == table {
-						assert.Equal(t, int64(1), p.Skipped, "pass %d %s", pass, name)
+						assert.Equal(t, int64(1), w.skipped, "pass %d %s", pass, name)
 					} else {
-						assert.Zero(t, p.Skipped, "pass %d %s", pass, name)
+						assert.Zero(t, w.skipped, "pass %d %s", pass, name)
 					}
-					assert.LessOrEqual(t, p.Resealed+p.Skipped, p.Done)
+					assert.LessOrEqual(t, w.resealed+w.skipped, w.rows)
 				}
 			}
+			assert.Equal(t, int64(2), reports[len(reports)-1].Skipped, "one row, skipped by both passes")
 
 			// Again: nothing is written, the same row is reported.
 			before := rotateSealed(t, s)
@@ -702,7 +693,7 @@ func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
 
 func TestRotateKeyInvalidArguments(t *testing.T) {
 	s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), rotateKey(t, 0x11))
-	err := s.RotateKey(context.Background(), rotateKey(t, 0x22), 0, nil)
+	err := s.RotateKey(context.Background(), rotateKey(t, 0x22), -1, nil)
 	assert.ErrorIs(t, err, store.ErrInvalidArgument)
 	err = s.RotateKey(context.Background(), seal.Key{}, 2, nil)
 	assert.ErrorIs(t, err, store.ErrInvalidArgument)
@@ -743,11 +734,13 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 			errs <- nil
 		}()
 	}
-	rotated := s.RotateKey(ctx, newKey, 5, nil)
+	var reports []sqlitestore.RotationProgress
+	rotated := s.RotateKey(ctx, newKey, 5, func(p sqlitestore.RotationProgress) { reports = append(reports, p) })
 	for range 4 {
 		require.NoError(t, <-errs)
 	}
 	require.NoError(t, rotated)
+	requireProgress(t, reports, false)
 	require.NoError(t, s.Close())
 
 	s2 := rotateOpen(t, path, newKey)
@@ -895,6 +888,135 @@ func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 
 			require.NoError(t, s.RotateKey(ctx, newKey, 2, nil))
 			rotateCheck(t, s, newKey, want)
+		})
+	}
+}
+
+// requireProgress checks what a progress bar relies on: Done, Resealed
+// and Skipped never decrease, Done never passes Total, the fraction
+// Done/Total never goes back, and the last report has Done == Total. If
+// exact (nothing was written during the rotation), Total never changes
+// and no report before the last has Done == Total.
+func requireProgress(t *testing.T, reports []sqlitestore.RotationProgress, exact bool) {
+	t.Helper()
+	require.NotEmpty(t, reports)
+	var prev sqlitestore.RotationProgress
+	for i, p := range reports {
+		require.LessOrEqual(t, p.Done, p.Total, "report %d", i)
+		require.GreaterOrEqual(t, p.Done, prev.Done, "report %d: Done never decreases", i)
+		require.GreaterOrEqual(t, p.Resealed, prev.Resealed, "report %d", i)
+		require.GreaterOrEqual(t, p.Skipped, prev.Skipped, "report %d", i)
+		if i > 0 {
+			require.GreaterOrEqual(t, p.Done*prev.Total, prev.Done*p.Total, "report %d: the fraction never goes back", i)
+		}
+		if exact {
+			require.Equal(t, reports[0].Total, p.Total, "report %d: Total as counted", i)
+			if i < len(reports)-1 {
+				require.Less(t, p.Done, p.Total, "report %d: 100%% only at the end", i)
+			}
+		}
+		prev = p
+	}
+	last := reports[len(reports)-1]
+	require.Equal(t, last.Total, last.Done, "the last report is 100%")
+}
+
+// tableWalk is what the reports say one pass did to one table.
+type tableWalk struct {
+	rows, resealed, skipped int64
+	largest                 int64 // the largest batch
+}
+
+// rotationWalk splits the reports' running totals by pass and table.
+func rotationWalk(reports []sqlitestore.RotationProgress) map[int]map[string]tableWalk {
+	out := map[int]map[string]tableWalk{}
+	var prev sqlitestore.RotationProgress
+	for _, p := range reports {
+		if out[p.Pass] == nil {
+			out[p.Pass] = map[string]tableWalk{}
+		}
+		w := out[p.Pass][p.Table]
+		n := p.Done - prev.Done
+		w.rows += n
+		w.resealed += p.Resealed - prev.Resealed
+		w.skipped += p.Skipped - prev.Skipped
+		w.largest = max(w.largest, n)
+		out[p.Pass][p.Table] = w
+		prev = p
+	}
+	return out
+}
+
+// TestRotateKeyDefaultBatch: batch 0 is DefaultRotationBatch rows per
+// transaction.
+func TestRotateKeyDefaultBatch(t *testing.T) {
+	ctx := context.Background()
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+	s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
+	rotateFill(t, s)
+	rows := len(rotatePending(t, s)) + sqlitestore.DefaultRotationBatch + 7
+	peers := make([]store.PeerUpdate, sqlitestore.DefaultRotationBatch+7)
+	for i := range peers {
+		peers[i] = store.PeerUpdate{Peer: ids.DeviceAddress{UserID: "bob", DeviceID: int64(i)}}
+	}
+	_, err := s.CommitSendMany(ctx, rotateID(1), []byte("to every device"), peers) // one transaction
+	require.NoError(t, err)
+
+	var reports []sqlitestore.RotationProgress
+	require.NoError(t, s.RotateKey(ctx, newKey, 0, func(p sqlitestore.RotationProgress) { reports = append(reports, p) }))
+	requireProgress(t, reports, true)
+	pending := rotationWalk(reports)[1]["pending_outbound_message"]
+	require.EqualValues(t, rows, pending.rows)
+	require.EqualValues(t, rows, pending.resealed)
+	require.EqualValues(t, sqlitestore.DefaultRotationBatch, pending.largest)
+	counts := rotateKeyIDs(t, s)
+	require.Zero(t, counts[oldKey.ID()], "nothing left under the old key")
+}
+
+// TestRotateKeyProgressRowsChange: rows sent or abandoned while the
+// rotation runs (here from the progress callback, at the first batch of
+// pending messages) make the walk longer or shorter than counted; the
+// report stays monotonic and ends at Done == Total.
+func TestRotateKeyProgressRowsChange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change int // rows added (> 0) or abandoned (< 0)
+	}{
+		{"sent meanwhile", 5},
+		{"abandoned meanwhile", -3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+			s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
+			rotateFill(t, s)
+			seqs := rotatePending(t, s)
+			require.Greater(t, len(seqs), 4)
+			var reports []sqlitestore.RotationProgress
+			changed := false
+			require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) {
+				reports = append(reports, p)
+				if p.Table != "pending_outbound_message" || changed {
+					return
+				}
+				changed = true
+				for i := range tc.change {
+					_, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "late", DeviceID: 1}, rotateID(1000+i), []byte("late"))
+					require.NoError(t, err)
+				}
+				for _, seq := range seqs[len(seqs)-max(0, -tc.change):] { // the last ones, not walked yet
+					gone, err := s.AbandonPendingSequence(ctx, seq)
+					require.NoError(t, err)
+					require.True(t, gone)
+				}
+			}))
+			requireProgress(t, reports, false)
+			first, last := reports[0], reports[len(reports)-1]
+			require.Equal(t, first.Total+2*int64(tc.change), last.Done, "both passes walked the change")
+			if tc.change < 0 {
+				require.Equal(t, first.Total, reports[len(reports)-2].Total, "Total as counted until the end")
+			}
+			require.Zero(t, rotateKeyIDs(t, s)[oldKey.ID()], "nothing left under the old key")
 		})
 	}
 }
