@@ -13,8 +13,8 @@ import (
 // A key anyone can guess is refused with ErrKey wherever a key comes in:
 // NewKey of KeySize zero bytes, and NewKeyring given the zero Key (one not
 // made by NewKey or GenerateKey) as its current key or as an older one.
-// Before, both were accepted and the database was sealed with a public
-// key.
+// Keyring.Add refuses it too. Before, all three were accepted and the
+// database was sealed with a public key.
 func TestZeroKeyIsRefused(t *testing.T) {
 	good := newKey(t)
 	other := newKey(t)
@@ -38,6 +38,20 @@ func TestZeroKeyIsRefused(t *testing.T) {
 			require.Nil(t, kr)
 		})
 	}
+
+	// Nor does a keyring take the zero Key as its new sealing key: it
+	// keeps sealing with the key it had.
+	kr := newKeyring(t, good)
+	require.ErrorIs(t, kr.Add(seal.Key{}), seal.ErrKey)
+	require.Equal(t, good.ID(), kr.Current())
+	require.Equal(t, []seal.KeyID{good.ID()}, kr.KeyIDs())
+	sealed, err := kr.Seal(seal.RecordSession, nil, []byte("x"))
+	require.NoError(t, err)
+	h, err := seal.Parse(sealed)
+	require.NoError(t, err)
+	require.Equal(t, good.ID(), h.KeyID)
+	_, err = newKeyring(t, good).Open(seal.RecordSession, nil, sealed)
+	require.NoError(t, err, "sealed with the good key")
 
 	// A key with a single non-zero byte, anywhere, is a key.
 	for _, i := range []int{0, seal.KeySize / 2, seal.KeySize - 1} {
@@ -119,6 +133,7 @@ func TestNilInputs(t *testing.T) {
 		{"NewKey nil", func() error { _, err := seal.NewKey(nil); return err }, seal.ErrKey},
 		{"NewKeyring zero Key", func() error { _, err := seal.NewKeyring(seal.Key{}); return err }, seal.ErrKey},
 		{"Parse nil", func() error { _, err := seal.Parse(nil); return err }, seal.ErrTruncated},
+		{"nil Keyring Add", func() error { return kr.Add(newKey(t)) }, seal.ErrKey},
 		{"nil Keyring Seal", func() error { _, err := kr.Seal(seal.RecordSession, nil, []byte("x")); return err }, seal.ErrKey},
 		{"nil Keyring Open", func() error {
 			sealed, err := newKeyring(t, newKey(t)).Seal(seal.RecordSession, nil, []byte("x"))

@@ -199,12 +199,20 @@ func (kr *Keyring) KeyIDs() []KeyID {
 }
 
 // Add makes k the sealing key while keeping the previous keys for opening.
-// Adding the current key again is a no-op.
-func (kr *Keyring) Add(k Key) {
+// Adding the current key again is a no-op. It returns an error wrapping
+// ErrKey, and changes nothing, for the zero Key or a nil keyring.
+func (kr *Keyring) Add(k Key) error {
+	if kr == nil {
+		return errNilKeyring
+	}
+	if isZero(k.secret[:]) {
+		return fmt.Errorf("%w: the zero Key: make keys with NewKey or GenerateKey", ErrKey)
+	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	kr.keys[k.id] = k
 	kr.current = k.id
+	return nil
 }
 
 // Forget drops the key with id, after a rotation has re-sealed every record
