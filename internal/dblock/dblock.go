@@ -24,8 +24,10 @@ package dblock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // ErrHeld means another open description of the lock file (another store,
@@ -42,23 +44,61 @@ func Path(db string) string {
 	return db + "-lock"
 }
 
+// ErrSymlink means the lock file beside a database is a symbolic link:
+// planted, since Acquire creates a regular file. It is never followed
+// (the file it names would be created or locked instead).
+var ErrSymlink = errors.New("database side file is a symbolic link")
+
+// Resolve returns the path of the file that opening db opens: db with
+// every symbolic link resolved, or, when nothing exists at db yet, its
+// directory resolved and its name kept. A dangling symbolic link at db is
+// refused with an error wrapping fs.ErrNotExist: the file created through
+// it would be reached by later openers under its own name, with a lock
+// file of its own.
+func Resolve(db string) (string, error) {
+	real, err := filepath.EvalSymlinks(db)
+	if err == nil {
+		return real, nil
+	}
+	if fi, lerr := os.Lstat(db); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return "", fmt.Errorf("%s is a symbolic link to a file that does not exist (%w); create the file or open it by its own name", db, fs.ErrNotExist)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(db))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.Base(db)), nil
+}
+
 // Lock is a held writer lock.
 type Lock struct {
 	f *os.File
+	// db is the held database file (holdFile), nil where the platform
+	// has no such lock or the file did not exist yet.
+	db *heldFile
 }
 
 // Acquire takes the writer lock of the database file at db without
 // waiting: it creates the lock file (mode 0600) if absent and locks it;
 // if the file was removed or replaced meanwhile, it locks the one now at
 // the path instead (a lock on a removed file would keep nobody out).
-// Returns an error wrapping ErrHeld, and naming the lock file, if the lock
-// is held; the file system's error if the lock file cannot be created or
-// locked.
+// Where the platform allows (unix), it also holds the database file
+// itself, if it exists (holdFile), so that a lock file removed or
+// replaced while held lets no second writer in. Returns an error wrapping
+// ErrHeld, and naming the lock file or the database file, if the lock is
+// held; ErrSymlink if the lock file is a symbolic link; the file system's
+// error if the lock file cannot be created or locked.
 func Acquire(db string) (*Lock, error) {
 	p := Path(db)
 	for attempt := 1; ; attempt++ {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 		if err != nil {
+			if isLoop(err) {
+				return nil, fmt.Errorf("%s: %w", p, ErrSymlink)
+			}
 			return nil, fmt.Errorf("open lock file: %w", err)
 		}
 		if err := lock(f); err != nil {
@@ -72,7 +112,12 @@ func Acquire(db string) (*Lock, error) {
 		// it: a lock taken on that file after it was removed would keep
 		// out nobody who opens the path now. Lock the file at the path.
 		if current(f, p) {
-			return &Lock{f: f}, nil
+			held, err := holdFile(strings.TrimSuffix(p, "-lock"))
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			return &Lock{f: f, db: held}, nil
 		}
 		f.Close()
 		if attempt == maxAttempts {
@@ -95,7 +140,10 @@ func current(f *os.File, p string) bool {
 	return err == nil && os.SameFile(held, now)
 }
 
-// Release gives the lock up by closing the lock file. Releasing a nil or
+// Release gives the lock up by closing the lock file (and the database
+// file's descriptor it held: call it only after the database's own
+// connections are closed, since closing a descriptor of the file drops
+// every POSIX lock this process holds on it). Releasing a nil or
 // already released Lock does nothing.
 func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
@@ -103,7 +151,20 @@ func (l *Lock) Release() error {
 	}
 	f := l.f
 	l.f = nil
+	l.db.release()
 	return f.Close()
+}
+
+// File returns the descriptor of the database file that l holds (opened
+// read-only), nil if it holds none (the file did not exist when the lock
+// was taken, or the platform holds only the lock file). Read through it
+// rather than opening the file again: closing another descriptor of the
+// file would drop the POSIX locks SQLite holds on it in this process.
+func (l *Lock) File() *os.File {
+	if l == nil {
+		return nil
+	}
+	return l.db.file()
 }
 
 // SetNote replaces the lock file's content with note ("" empties it)

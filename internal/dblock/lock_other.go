@@ -14,3 +14,8 @@ var errWouldBlock = errors.New("would block")
 func lock(*os.File) error {
 	return errors.ErrUnsupported
 }
+
+// noFollow is 0: this platform's open has no such flag.
+const noFollow = 0
+
+func isLoop(error) bool { return false }

@@ -22,3 +22,10 @@ func lock(f *os.File) error {
 		}
 	}
 }
+
+// noFollow makes opening the lock file fail on a symbolic link.
+const noFollow = unix.O_NOFOLLOW
+
+// isLoop reports whether err is what opening a symbolic link with
+// noFollow fails with.
+func isLoop(err error) bool { return errors.Is(err, unix.ELOOP) }

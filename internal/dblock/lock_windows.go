@@ -22,3 +22,8 @@ func lock(f *os.File) error {
 	}
 	return err
 }
+
+// noFollow is 0: this platform's open has no such flag.
+const noFollow = 0
+
+func isLoop(error) bool { return false }

@@ -1,32 +1,141 @@
 package sqlitestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/store"
 )
 
-// holdFile takes the writer lock of the database file at path (package
-// internal/dblock: an flock on the sidecar path+"-lock", never a
-// descriptor of the database file itself, whose closing would drop
-// SQLite's own POSIX locks), or returns an error wrapping store.ErrInUse
-// naming the file if another open store, in this process or another,
-// holds it. SQLite's in-memory database names no file: nil, nil (Open then
-// refuses it, since it cannot run in WAL mode).
-func holdFile(path string) (*dblock.Lock, error) {
-	if inMemory(path) {
-		return nil, nil
+// ErrNotDatabase means the path Open was given is not a SQLite database
+// file: a directory, another kind of file, or a file that does not start
+// with SQLite's header. Nothing is changed and no file is left beside it.
+var ErrNotDatabase = errors.New("store: not a SQLite database file")
+
+// ErrSymlink means a file SQLite keeps beside the database (its -wal,
+// -shm or -journal) or the store's lock file is a symbolic link. The store
+// creates regular files only, so one was planted: it is never followed
+// (SQLite would write, and Open would change the mode of, the file it
+// names). Nothing is changed.
+var ErrSymlink = dblock.ErrSymlink
+
+// sqliteHeader starts every SQLite database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// holdFile resolves path to the file that will be opened (every symbolic
+// link resolved, a dangling one refused), checks that it can be a
+// writable database, creates it 0600 if absent, takes its writer lock
+// (package internal/dblock) and restricts the modes of the file and its
+// -wal and -shm (privateFiles). It returns the resolved path, which Open
+// hands SQLite, and the lock. On error nothing it created is left and no
+// mode is changed; the error wraps store.ErrInUse (naming the file) if
+// another open store, in this process or another, holds the file,
+// ErrNotDatabase, fs.ErrPermission for a read-only file or directory,
+// fs.ErrNotExist for a dangling symbolic link, or ErrSymlink.
+func holdFile(path string) (string, *dblock.Lock, error) {
+	fail := func(err error) (string, *dblock.Lock, error) {
+		return "", nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	l, err := dblock.Acquire(path)
-	if errors.Is(err, dblock.ErrHeld) {
-		return nil, fmt.Errorf("store: open %s: %w: another open store holds the database file (%v)", path, store.ErrInUse, err)
-	}
+	real, err := dblock.Resolve(path)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return fail(err)
 	}
-	return l, nil
+	fi, err := os.Stat(real)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fail(err)
+	case exists && fi.IsDir():
+		return fail(fmt.Errorf("%w: it is a directory", ErrNotDatabase))
+	case exists && !fi.Mode().IsRegular():
+		return fail(fmt.Errorf("%w: it is not a regular file (%s)", ErrNotDatabase, fi.Mode().Type()))
+	case exists && readOnly(real, fi):
+		return fail(fmt.Errorf("the database file is read-only: %w", fs.ErrPermission))
+	}
+	// SQLite creates the -wal and -shm beside the file.
+	dir := filepath.Dir(real)
+	if di, err := os.Stat(dir); err != nil {
+		return fail(err)
+	} else if readOnly(dir, di) {
+		return fail(fmt.Errorf("its directory is read-only, where the store keeps its -lock, -wal and -shm files: %w", fs.ErrPermission))
+	}
+	created := false
+	if !exists {
+		// SQLite would create it 0644 under the usual umask 022, and
+		// gives the -wal and -shm its mode.
+		f, err := os.OpenFile(real, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		switch {
+		case err == nil:
+			created = true
+			if err := f.Close(); err != nil {
+				os.Remove(real)
+				return fail(err)
+			}
+		case !errors.Is(err, fs.ErrExist): // created meanwhile: an opener raced us
+			return fail(fmt.Errorf("create database file: %w", err))
+		}
+	}
+	_, lerr := os.Lstat(dblock.Path(real))
+	lockCreated := errors.Is(lerr, fs.ErrNotExist)
+	l, err := dblock.Acquire(real)
+	if errors.Is(err, dblock.ErrHeld) {
+		return fail(fmt.Errorf("%w: another open store holds the database file (%v)", store.ErrInUse, err))
+	}
+	if err == nil {
+		err = checkFile(real, l)
+		if err == nil {
+			return real, l, nil
+		}
+		if lockCreated {
+			// Removed while held, as migrate up does: no opener can have
+			// taken a lock on it meanwhile.
+			os.Remove(dblock.Path(real))
+		}
+		l.Release()
+	}
+	if created {
+		os.Remove(real)
+	}
+	return fail(err)
+}
+
+// checkFile checks, under the lock, that the file at real is empty or a
+// SQLite database (ErrNotDatabase otherwise), then restricts modes
+// (privateFiles).
+func checkFile(real string, l *dblock.Lock) error {
+	f := l.File()
+	if f == nil {
+		// The platform holds no descriptor of the database: none of this
+		// process's SQLite locks can be dropped by closing one here.
+		var err error
+		if f, err = os.Open(real); err != nil {
+			return err
+		}
+		defer f.Close()
+	}
+	header := make([]byte, len(sqliteHeader))
+	n, err := f.ReadAt(header, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read the database header: %w", err)
+	}
+	if n > 0 && !bytes.Equal(header[:n], sqliteHeader) || n > 0 && n < len(header) {
+		return fmt.Errorf("%w: it does not start with SQLite's header", ErrNotDatabase)
+	}
+	return privateFiles(real)
+}
+
+// readOnly reports whether the file or directory at name (fi) cannot be
+// written: its owner write bit is clear (which the store takes as read
+// only even when running with the privilege to write it) or access says
+// so.
+func readOnly(name string, fi fs.FileInfo) bool {
+	return fi.Mode().Perm()&0o200 == 0 || !writable(name)
 }
 
 // inMemory reports whether path names no file but SQLite's in-memory (or

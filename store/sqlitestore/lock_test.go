@@ -75,15 +75,19 @@ func TestOpenHoldsFile(t *testing.T) {
 		require.ErrorIs(t, err, seal.ErrWrongKey)
 		mustOpenAt(t, path, kr)
 	})
-	t.Run("in memory", func(t *testing.T) {
-		// Refused (no WAL in memory), and no file made for it.
-		t.Chdir(t.TempDir())
-		_, err := sqlitestore.Open(ctx, ":memory:", storetest.NewKeyring(t))
-		require.ErrorContains(t, err, "journal mode")
-		entries, err := os.ReadDir(".")
-		require.NoError(t, err)
-		require.Empty(t, entries)
-	})
+	for _, name := range []string{"", ":memory:"} {
+		t.Run(fmt.Sprintf("in memory %q", name), func(t *testing.T) {
+			// Refused as an argument (no file to run in WAL mode and
+			// hold), and no file made for it.
+			t.Chdir(t.TempDir())
+			_, err := sqlitestore.Open(ctx, name, storetest.NewKeyring(t))
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			require.ErrorContains(t, err, "the store needs a database file")
+			entries, err := os.ReadDir(".")
+			require.NoError(t, err)
+			require.Empty(t, entries)
+		})
+	}
 }
 
 type storeMsg struct {
@@ -139,6 +143,24 @@ func holdUntilKilled(v string) {
 	select {} // until killed
 }
 
+// holdInChild runs this test binary as a child that opens the store at
+// path with the key secret, writes a message and holds the file until
+// killed (killed at the latest when the test ends).
+func holdInChild(t *testing.T, path string, secret []byte) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holdEnv+"="+path+" "+hex.EncodeToString(secret))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "held\n", line)
+	return cmd
+}
+
 // A store's hold on its file ends with its process: a child process holds
 // the file (another process's Open is refused), is killed with SIGKILL in
 // the middle of its life, and the file opens at once afterwards, with what
@@ -155,16 +177,7 @@ func TestOpenHoldEndsWithKilledProcess(t *testing.T) {
 	kr, err := seal.NewKeyring(k)
 	require.NoError(t, err)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holdEnv+"="+path+" "+hex.EncodeToString(secret))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "held\n", line)
+	cmd := holdInChild(t, path, secret)
 
 	start := time.Now()
 	_, err = sqlitestore.Open(ctx, path, kr)

@@ -168,23 +168,38 @@ func WithLegacyBatch(n int) Option {
 // build that did not mark it, Open gives the active verifier of keys'
 // current key the mark (one transaction, nothing else changed).
 //
-// A new database file is created with mode 0600 (owner only) before SQLite
+// path is first resolved to the file it names (every symbolic link
+// followed; a dangling symbolic link is refused with an error wrapping
+// fs.ErrNotExist), and everything below is done on that file. A new
+// database file is created with mode 0600 (owner only) before SQLite
 // opens it; SQLite gives its -wal and -shm files the database file's mode.
 // An existing database file (and its -wal and -shm) readable or writable
-// by group or others has those permission bits removed.
+// by group or others has those permission bits removed; a -wal, -shm or
+// -journal that is a symbolic link is refused with ErrSymlink.
 //
 // The store holds the database file while it is open: a second Open of
-// the same file, in this process or another (an app extension, say),
-// fails at once with an error wrapping store.ErrInUse that names the
-// file, until the store is closed or its process ends (a killed process
-// leaves no stale hold). The hold is an exclusive flock on the sidecar
-// file path+"-lock", created 0600 beside the database and left in place;
-// migrate up takes it too, while the read-only migrate commands (status,
-// plan, drift) do not and work beside an open store.
+// the same file, by any path, in this process or another (an app
+// extension, say), fails at once with an error wrapping store.ErrInUse
+// that names the file, until the store is closed or its process ends (a
+// killed process leaves no stale hold). The hold is an exclusive flock on
+// the sidecar file <file>-lock, created 0600 beside the database and left
+// in place (never followed if it is a symbolic link: ErrSymlink), and, on
+// unix, an flock on the database file itself, so that removing or
+// replacing the sidecar lets no second store in. migrate up takes the
+// same hold, while the read-only migrate commands (status, plan, drift)
+// do not and work beside an open store.
+//
+// Bad input changes nothing, and leaves no file beside the path:
+// "" and ":memory:" are refused with store.ErrInvalidArgument (the store
+// needs a file); a directory, another kind of file or a file that is not
+// a SQLite database with ErrNotDatabase; a read-only file or directory
+// (no owner write permission, or none for this process) with an error
+// matching fs.ErrPermission.
 //
 // Open records keys' current key as the storage key only for a database
 // that records none and holds no sealed value. It returns an error
-// wrapping store.ErrInUse if another store holds the file, an error
+// wrapping store.ErrInUse if another store holds the file, the errors of
+// bad input above, an error
 // wrapping seal.ErrWrongKey if the database was sealed with a key keys
 // does not hold, ErrNoKeyRecord if it records no active key but holds
 // sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
@@ -208,17 +223,16 @@ func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) 
 	if err := o.legacy.Validate(); err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
-	lock, err := holdFile(path)
+	if inMemory(path) {
+		return nil, fmt.Errorf("store: open %q: %w: the store needs a database file (it runs in WAL mode and holds the file)", path, store.ErrInvalidArgument)
+	}
+	real, lock, err := holdFile(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := privateFiles(path); err != nil {
-		lock.Release()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
 	// go-sqlite3, or in this module's tests a driver wrapping it that
 	// injects faults (internal/sqlitedriver).
-	conn, err := sql.Open(sqlitedriver.Name(ctx), DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name(ctx), DSN(real))
 	if err != nil {
 		lock.Release()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -235,29 +249,21 @@ func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) 
 	return s, nil
 }
 
-// privateFiles creates the database file at path with mode 0600 if it does
-// not exist (SQLite would create it 0644 under the usual umask 022, and
-// gives the -wal and -shm files the database file's mode), and removes
-// group and other permissions from an existing database file and its
-// -wal and -shm.
+// privateFiles removes group and other permissions from the database file
+// at path and its -wal and -shm (SQLite gives those the database file's
+// mode when it creates them), and refuses (ErrSymlink) a -wal, -shm or
+// -journal that is a symbolic link, before SQLite would follow it.
 func privateFiles(path string) error {
-	if inMemory(path) {
-		return nil // no file
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	if err == nil {
-		return f.Close()
-	}
-	if !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create database file: %w", err)
-	}
-	for _, name := range []string{path, path + "-wal", path + "-shm"} {
-		fi, err := os.Stat(name)
+	for _, name := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		fi, err := os.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %w", name, ErrSymlink)
 		}
 		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 			if err := os.Chmod(name, perm&^0o077); err != nil {
