@@ -406,3 +406,31 @@ func TestUpRecovers(t *testing.T) {
 		})
 	}
 }
+
+// TestNoStableSnapshot has a writer open the database, commit and close
+// it during every read-only read: the command gives up after bounded
+// retries, exit 2, and says exactly that, reporting nothing it read.
+func TestNoStableSnapshot(t *testing.T) {
+	path := headDB(t)
+	reads := 0
+	reader := func(ctx context.Context, path string, read func(*sql.DB) error) error {
+		return pipeline.ReadStable(ctx, path, func(conn *sql.DB) error {
+			reads++
+			var v int
+			if err := conn.QueryRow("PRAGMA schema_version").Scan(&v); err != nil {
+				return err
+			}
+			w := mustOpenRW(t, path)
+			_, err := w.Exec("INSERT INTO processed_inbound_message VALUES ('bob', 2, randomblob(16), ?)", reads)
+			require.NoError(t, err)
+			require.NoError(t, w.Close())
+			return read(conn)
+		})
+	}
+	var out, errOut bytes.Buffer
+	code := runEnv([]string{"status", "-db", path}, &cmdEnv{stdout: &out, stderr: &errOut, readStable: reader})
+	require.Equal(t, exitError, code)
+	require.Empty(t, out.String(), "nothing reported from a changing file")
+	require.Equal(t, 10, reads, "every attempt read")
+	require.Equal(t, "migrate: status: pipeline: no stable snapshot of the database could be read: "+path+": it changed during the read on each of 10 attempts\n", withoutSource(errOut.String()))
+}
