@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/store/storetest"
 )
@@ -97,33 +96,14 @@ func TestApplicationProcess(t *testing.T) {
 // stop ends it and returns how often it wrote.
 func startApplication(t *testing.T, path, kind string) (stop func() int) {
 	t.Helper()
-	cmd := osexec.Command(os.Args[0], "-test.run=^TestApplicationProcess$")
-	cmd.Env = append(os.Environ(), appEnv+"="+path, appKindEnv+"="+kind)
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	lines := bufio.NewScanner(stdout)
-	require.True(t, lines.Scan(), "the application started")
-	require.Equal(t, "ready", lines.Text())
-	stopped := false
-	stop = func() int {
-		if stopped {
-			return 0
-		}
-		stopped = true
-		stdin.Close()
+	stopChild := migrationtest.StartChild(t, "TestApplicationProcess", appEnv+"="+path, appKindEnv+"="+kind)
+	return func() int {
 		n := 0
-		for lines.Scan() {
-			fmt.Sscanf(lines.Text(), "writes %d", &n)
+		for _, line := range stopChild() {
+			fmt.Sscanf(line, "writes %d", &n)
 		}
-		require.NoError(t, cmd.Wait())
 		return n
 	}
-	t.Cleanup(func() { stop() })
-	return stop
 }
 
 // TestReadsBesideLiveApplication runs status, plan, drift and lint -db

@@ -304,6 +304,21 @@ func TestReadOnlyNoticesWriter(t *testing.T) {
 	}
 }
 
+// copyOpen runs stmts on a read-write connection to the database at path
+// that stays open, and returns a copy of the file with its companion
+// ("-wal" or "-journal") as the writer has them: what a crash, or a copy
+// of a live database, leaves.
+func copyOpen(t *testing.T, path, companion string, stmts ...string) string {
+	t.Helper()
+	w := mustOpenRW(t, path)
+	for _, s := range stmts {
+		_, err := w.Exec(s)
+		require.NoError(t, err, s)
+	}
+	require.FileExists(t, path+companion)
+	return migrationtest.CopyFiles(t, path, companion)
+}
+
 // TestReadOnlyNeedsRecovery runs the read-only commands on a head
 // database left with a hot rollback journal, and on one whose -wal lies
 // without its -shm: each fails, exit 1, says the database needs a
@@ -311,23 +326,11 @@ func TestReadOnlyNoticesWriter(t *testing.T) {
 // too, and leaves the directory byte for byte as it was.
 func TestReadOnlyNeedsRecovery(t *testing.T) {
 	hotJournal := func(t *testing.T) string {
-		path := headDB(t, "PRAGMA journal_mode = DELETE", "CREATE TABLE filler (x)")
-		w := mustOpenRW(t, path)
-		for _, s := range []string{"PRAGMA cache_size = 1", "BEGIN",
-			"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO filler SELECT randomblob(64) FROM n"} {
-			_, err := w.Exec(s)
-			require.NoError(t, err, s)
-		}
-		require.FileExists(t, path+"-journal")
-		return migrationtest.CopyFiles(t, path, "-journal")
+		return copyOpen(t, headDB(t, "PRAGMA journal_mode = DELETE", "CREATE TABLE filler (x)"), "-journal", "PRAGMA cache_size = 1", "BEGIN",
+			"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO filler SELECT randomblob(64) FROM n")
 	}
 	walWithoutShm := func(t *testing.T) string {
-		path := headDB(t)
-		w := mustOpenRW(t, path)
-		_, err := w.Exec("DELETE FROM schema_revision WHERE version = '15'")
-		require.NoError(t, err)
-		require.FileExists(t, path+"-wal")
-		return migrationtest.CopyFiles(t, path, "-wal")
+		return copyOpen(t, headDB(t), "-wal", "DELETE FROM schema_revision WHERE version = '15'")
 	}
 	for name, setup := range map[string]func(*testing.T) string{"hot journal": hotJournal, "-wal without -shm": walWithoutShm} {
 		t.Run(name, func(t *testing.T) {
@@ -369,23 +372,11 @@ func TestUpRecovers(t *testing.T) {
 		rows  int64 // processed_inbound_message rows after up
 	}{
 		{name: "-wal without -shm", rows: 1, setup: func(t *testing.T) string {
-			path := headDB(t)
-			w := mustOpenRW(t, path)
-			_, err := w.Exec(insert)
-			require.NoError(t, err)
-			require.FileExists(t, path+"-wal")
-			return migrationtest.CopyFiles(t, path, "-wal")
+			return copyOpen(t, headDB(t), "-wal", insert)
 		}},
 		{name: "hot journal", rows: 0, setup: func(t *testing.T) string {
-			path := headDB(t, "PRAGMA journal_mode = DELETE")
-			w := mustOpenRW(t, path)
-			for _, s := range []string{"PRAGMA cache_size = 1", "BEGIN",
-				"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO processed_inbound_message SELECT 'bob', 2, randomblob(16), x FROM n"} {
-				_, err := w.Exec(s)
-				require.NoError(t, err, s)
-			}
-			require.FileExists(t, path+"-journal")
-			return migrationtest.CopyFiles(t, path, "-journal")
+			return copyOpen(t, headDB(t, "PRAGMA journal_mode = DELETE"), "-journal", "PRAGMA cache_size = 1", "BEGIN",
+				"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO processed_inbound_message SELECT 'bob', 2, randomblob(16), x FROM n")
 		}},
 	}
 	for _, tt := range tests {

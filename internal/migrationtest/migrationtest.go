@@ -11,9 +11,11 @@
 package migrationtest
 
 import (
+	"bufio"
 	"database/sql"
 	"io/fs"
 	"os"
+	osexec "os/exec"
 	"path"
 	"path/filepath"
 	"sort"
@@ -158,4 +160,42 @@ func RequireVictimUntouched(tb testing.TB, path string) {
 	var n int
 	require.NoError(tb, conn.QueryRow("SELECT count(*) FROM peers").Scan(&n))
 	require.Equal(tb, 1, n, "the other database is untouched")
+}
+
+// StartChild starts the test binary again as a child process running only
+// the test named test, with env added to its environment (a test that
+// plays an application when its variable is set), and returns once the
+// child has printed "ready" on its first line. stop closes the child's
+// stdin, which tells it to finish, waits for it and returns the lines it
+// printed after "ready" (the test framework's own among them); it runs at
+// the test's end if the test has not called it.
+func StartChild(tb testing.TB, test string, env ...string) (stop func() (lines []string)) {
+	tb.Helper()
+	cmd := osexec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(tb, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(tb, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(tb, cmd.Start())
+	lines := bufio.NewScanner(stdout)
+	require.True(tb, lines.Scan(), "the child %s started", test)
+	require.Equal(tb, "ready", lines.Text())
+	stopped := false
+	stop = func() []string {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		stdin.Close()
+		var out []string
+		for lines.Scan() {
+			out = append(out, lines.Text())
+		}
+		require.NoError(tb, cmd.Wait())
+		return out
+	}
+	tb.Cleanup(func() { stop() })
+	return stop
 }

@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/migrationtest"
 	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/migration/pipeline"
 )
@@ -364,36 +363,18 @@ func TestWriterProcess(t *testing.T) {
 // returns how often it committed.
 func startWriter(t *testing.T, path string, pause bool) (stop func() int) {
 	t.Helper()
-	cmd := osexec.Command(os.Args[0], "-test.run=^TestWriterProcess$")
-	cmd.Env = append(os.Environ(), writerEnv+"="+path)
+	env := []string{writerEnv + "=" + path}
 	if pause {
-		cmd.Env = append(cmd.Env, writerPauseEnv+"=1")
+		env = append(env, writerPauseEnv+"=1")
 	}
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	lines := bufio.NewScanner(stdout)
-	require.True(t, lines.Scan(), "the writer started")
-	require.Equal(t, "ready", lines.Text())
-	stopped := false
-	stop = func() int {
-		if stopped {
-			return 0
-		}
-		stopped = true
-		stdin.Close()
+	stopChild := migrationtest.StartChild(t, "TestWriterProcess", env...)
+	return func() int {
 		n := 0
-		for lines.Scan() {
-			fmt.Sscanf(lines.Text(), "commits %d", &n)
+		for _, line := range stopChild() {
+			fmt.Sscanf(line, "commits %d", &n)
 		}
-		require.NoError(t, cmd.Wait())
 		return n
 	}
-	t.Cleanup(func() { stop() })
-	return stop
 }
 
 // TestReadStableBesideLiveWriter runs the drift check 100 times (20 under
