@@ -1,6 +1,7 @@
 // Command quickstart is the README's "Use it from Go" program: a client on
 // a SQLite store sends a message, which stays pending (sealed at rest)
-// until the recipient acknowledges it. Its test runs it, and checks that
+// until the recipient acknowledges it, and retries what is pending,
+// recipient by recipient, as an application does on every start. Its test runs it, and checks that
 // the README shows the same lines.
 package main
 
@@ -59,6 +60,21 @@ func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *tra
 	page, err := alice.PendingMessages(ctx, client.PageRequest{Limit: 50})
 	check(err)
 	fmt.Fprintln(out, len(page.Messages), "pending, to", page.Messages[0].Recipient)
+	// On every start: find whom to retry (one index seek per recipient), retry each.
+	req := client.RecipientPageRequest{Limit: client.MaxPageSize}
+	for {
+		recipients, err := alice.PendingRecipients(ctx, req)
+		check(err)
+		for _, r := range recipients.Recipients {
+			sent, err := alice.RetryPendingMessages(ctx, r.Recipient)
+			check(err)
+			fmt.Fprintln(out, "retried", len(sent), "to", r.Recipient)
+		}
+		if recipients.NextAfterRecipient == nil {
+			break
+		}
+		req.After = recipients.NextAfterRecipient
+	}
 	// README:end
 	return nil
 }

@@ -25,7 +25,7 @@ func TestQuickstart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "alice.db")
 	var out bytes.Buffer
 	require.NoError(t, run(ctx, &out, path, key, net, bob))
-	require.Equal(t, "1 pending, to bob/1\n", out.String())
+	require.Equal(t, "1 pending, to bob/1\nretried 1 to bob/1\n", out.String())
 	require.FileExists(t, path)
 }
 

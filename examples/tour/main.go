@@ -3,7 +3,8 @@
 // temporary directory (removed at exit), talking over the in-process
 // network. It prints what happens at each step: send, page, count, a
 // failed hand-off, retry, abandon, ACK, an ACK after an abandon, and a
-// restart.
+// restart, after which the application lists the recipients with pending
+// messages and retries each.
 //
 //	go run ./examples/tour
 package main
@@ -135,6 +136,31 @@ func (t *tour) pages(d *device, limit int) error {
 			return nil
 		}
 		after = p.NextAfterSequence
+	}
+}
+
+// retryAll is what an application runs on every start: it lists the
+// recipients with pending messages (a page at a time, without reading the
+// messages) and retries each.
+func (t *tour) retryAll(d *device) error {
+	t.say("  %s lists the recipients with pending messages and retries each:", d.name)
+	req := client.RecipientPageRequest{Limit: client.MaxPageSize}
+	for {
+		page, err := d.c.PendingRecipients(t.ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, r := range page.Recipients {
+			sent, err := d.c.RetryPendingMessages(t.ctx, r.Recipient)
+			if err != nil {
+				return err
+			}
+			t.say("    %s (oldest pending: sequence %d): retry handed off %d message(s)", r.Recipient, r.OldestSequence, len(sent))
+		}
+		if page.NextAfterRecipient == nil {
+			return nil
+		}
+		req.After = page.NextAfterRecipient
 	}
 }
 
@@ -276,6 +302,10 @@ func run(w io.Writer) (err error) {
 	if _, err := t.send(alice, bob, "sent before the restart"); err != nil {
 		return err
 	}
+	net.FailNextSends(1)
+	if _, err := t.send(alice, bob, "not handed off before the restart"); err != nil {
+		return err
+	}
 	if err := t.pages(alice, 2); err != nil {
 		return err
 	}
@@ -286,7 +316,7 @@ func run(w io.Writer) (err error) {
 		return err
 	}
 	t.say("  restarted: reopened both databases")
-	if err := t.pages(alice, 2); err != nil {
+	if err := t.retryAll(alice); err != nil {
 		return err
 	}
 	net.ResetCalls()

@@ -25,6 +25,10 @@ func TestRun(t *testing.T) {
 		`alice receives the ACK for "hi bob": cleared=true`,
 		"(bundle fetches: 0, the session survived the restart)",
 		`bob receives "sent before the restart" and acknowledges it`,
+		"alice lists the recipients with pending messages and retries each:",
+		"bob/1 (oldest pending: sequence 7): retry handed off 2 message(s)",
+		`bob receives "not handed off before the restart" and acknowledges it`,
+		`alice receives the ACK for "not handed off before the restart": cleared=true`,
 		`alice receives "see you at 3" and acknowledges it`,
 		"alice has 0 pending; pages of 2:",
 	} {
