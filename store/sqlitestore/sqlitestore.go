@@ -203,7 +203,7 @@ func WithLegacyBatch(n int) Option {
 // wrapping seal.ErrWrongKey if the database was sealed with a key keys
 // does not hold, ErrNoKeyRecord if it records no active key but holds
 // sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
-// option, ErrLegacyLayout, migration.ErrUnknownObject (naming each) for
+// option, seal.ErrKey for a keyring holding no key (the zero Keyring), ErrLegacyLayout, migration.ErrUnknownObject (naming each) for
 // a database holding a table, index, view or trigger that no migration
 // defines, a legacy migration error (legacy.ErrPlaintextRefused for a
 // plaintext table in a database whose pending queue was sealed or a
@@ -215,6 +215,11 @@ func WithLegacyBatch(n int) Option {
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("store: open: %w: nil keyring", store.ErrInvalidArgument)
+	}
+	if len(keys.KeyIDs()) == 0 {
+		// The zero Keyring: seal.NewKeyring makes every other one, and it
+		// and Keyring.Add refuse the zero Key.
+		return nil, fmt.Errorf("store: open: %w: the keyring holds no key (make it with seal.NewKeyring)", seal.ErrKey)
 	}
 	var o options
 	for _, opt := range opts {
