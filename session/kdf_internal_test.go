@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -87,4 +88,23 @@ func TestX3DHSecretKnownAnswer(t *testing.T) {
 	ikm3 := append(d(0xFF), append(append(d(1), d(2)...), d(3)...)...)
 	sk3 := x3dhSecret(d(1), d(2), d(3))
 	require.Equal(t, hkdfSHA256(t, ikm3, make([]byte, 32), "securemsg/session/v1 X3DH", 32), sk3[:])
+}
+
+// hmacByte is HMAC-SHA256 as crypto/hmac computes it, for every one-byte
+// message and keys of every shape (zero, all ones, random).
+func TestHMACByteIsHMACSHA256(t *testing.T) {
+	keys := [][32]byte{{}, unhex32(t, "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff")}
+	for range 8 {
+		var k [32]byte
+		_, err := io.ReadFull(rand.Reader, k[:])
+		require.NoError(t, err)
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		for c := range 256 {
+			got := hmacByte(k, byte(c))
+			require.Equal(t, hmacSHA256(k[:], byte(c)), got[:], "key %x, byte %d", k, c)
+		}
+	}
+	require.Zero(t, testing.AllocsPerRun(100, func() { hmacByte(keys[2], chainKeyConstant) }), "hmacByte allocates")
 }

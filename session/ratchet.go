@@ -1,7 +1,6 @@
 package session
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
@@ -93,12 +92,24 @@ func chainMessageKey(ck [32]byte, steps uint32) [32]byte {
 	return hmacByte(ck, messageKeyConstant)
 }
 
-// hmacByte is HMAC-SHA256(key, c).
-func hmacByte(key [32]byte, c byte) (out [32]byte) {
-	m := hmac.New(sha256.New, key[:])
-	m.Write([]byte{c})
-	m.Sum(out[:0])
-	return out
+// hmacByte is HMAC-SHA256(key, c) (RFC 2104), computed on the stack:
+// a forged envelope makes the receiver step a chain up to MaxSkip times,
+// and crypto/hmac.New allocates two digests per step.
+func hmacByte(key [32]byte, c byte) [32]byte {
+	const block = sha256.BlockSize
+	var inner [block + 1]byte
+	var outer [block + sha256.Size]byte
+	for i := range block {
+		k := byte(0)
+		if i < len(key) {
+			k = key[i]
+		}
+		inner[i], outer[i] = k^0x36, k^0x5c
+	}
+	inner[block] = c
+	sum := sha256.Sum256(inner[:])
+	copy(outer[block:], sum[:])
+	return sha256.Sum256(outer[:])
 }
 
 // messageKey expands a message key with HKDF-SHA256 (zero salt) into an
