@@ -45,6 +45,9 @@ type driftFound struct {
 func cmdDrift(ctx context.Context, env *cmdEnv) error {
 	doc := newDriftDoc(env.db)
 	env.doc = doc
+	if err := env.checkFormat(); err != nil {
+		return err
+	}
 	path, m, found, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (driftFound, error) {
 		unknown, err := m.UnknownObjects(ctx, conn)
 		if err != nil {
@@ -62,7 +65,10 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 	for _, o := range found.unknown {
 		doc.Unknown = append(doc.Unknown, o.String())
 	}
-	if !env.json {
+	if env.annotating() {
+		env.annotate(env.driftAnnotations(m, path, d, doc.Unknown))
+	}
+	if !env.json && !env.annotating() {
 		w := env.stdout
 		if len(found.unknown) > 0 {
 			fmt.Fprintf(w, "-- %d schema object(s) no migration defines (the store refuses to open %s):\n", len(found.unknown), path)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -42,6 +41,9 @@ type fixtureTestDoc struct {
 func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	doc := newFixtureTestDoc("")
 	env.doc = doc
+	if err := env.checkFormat(); err != nil {
+		return err
+	}
 	root, err := repoPath("-fixtures DIR", env.fixtures, fixturesPath)
 	if err != nil {
 		return err
@@ -62,23 +64,21 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 		if rel, err := relToWD(d.Path); err == nil && !filepath.IsAbs(env.fixtures) {
 			d.Path = rel // as a reviewer names it: fixtures/version14 from the root
 		}
-		w := io.Discard
-		if !env.json {
-			fmt.Fprintf(env.stdout, "== %s (version %s)\n", d.Path, d.Version)
-			w = env.stdout
-		}
+		w := env.text()
+		fmt.Fprintf(w, "== %s (version %s)\n", d.Path, d.Version)
 		checks, err := frozen.Prove(ctx, m, d.Path, w)
 		fd := fixtureDoc{Dir: d.Path, Version: d.Version, OK: err == nil, Checks: nonNil(checks)}
 		if err != nil {
 			failed++
 			if len(checks) == 0 || allOK(checks) {
 				fd.Checks = append(fd.Checks, frozen.Check{Name: "run the proof", Error: err.Error()})
-				if !env.json {
-					fmt.Fprintf(env.stdout, "FAIL run the proof: %v\n", err)
-				}
+				fmt.Fprintf(w, "FAIL run the proof: %v\n", err)
 			}
 		}
 		doc.Fixtures = append(doc.Fixtures, fd)
+	}
+	if env.annotating() {
+		env.annotate(fixtureAnnotations(doc.Fixtures))
 	}
 	if failed > 0 {
 		return findingf("%d of %d fixture(s) failed", failed, len(dirs))

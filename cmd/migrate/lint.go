@@ -20,6 +20,9 @@ const frozenBaseline = pipeline.LintBaseline
 func cmdLint(ctx context.Context, env *cmdEnv) error {
 	doc := newLintDoc(env.db)
 	env.doc = doc
+	if err := env.checkFormat(); err != nil {
+		return err
+	}
 	m, err := env.migrations()
 	if err != nil {
 		return err
@@ -70,7 +73,10 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	}
 	blocking := r.Blocking()
 	doc.Files, doc.Blocking, doc.QueryPlans, doc.Findings = r.Files, blocking, r.QueryPlans, nonNil(r.Findings)
-	if !env.json {
+	switch {
+	case env.annotating():
+		env.annotate(env.lintAnnotations(r.Findings))
+	case !env.json:
 		printLint(env.stdout, r, note)
 	}
 	if blocking > 0 {

@@ -12,10 +12,11 @@
 //	                                           create FILE if absent and migrate it to head
 //	migrate status -db FILE [-dir DIR] [-json] print the current and pending versions
 //	migrate plan -db FILE [-dir DIR] [-json]   print the statements up would run
-//	migrate drift -db FILE [-dir DIR] [-json]  print FILE's schema and history drift from head
-//	migrate lint [-dir DIR] [-db FILE] [-git-base REF] [-json]
+//	migrate drift -db FILE [-dir DIR] [-json | -format F]
+//	                                           print FILE's schema and history drift from head
+//	migrate lint [-dir DIR] [-db FILE] [-git-base REF] [-json | -format F]
 //	                                           run Atlas's analyzers over the directory
-//	migrate fixture-test [-dir DIR] [-fixtures DIR] [-json]
+//	migrate fixture-test [-dir DIR] [-fixtures DIR] [-json | -format F]
 //	                                           migrate a temporary copy of every frozen
 //	                                           fixtures/versionNN to head and check it
 //	migrate plans [-dir DIR] [-out FILE] [-json]
@@ -28,7 +29,10 @@
 //	                                           fixture migrated to head, or a head database
 //
 // -json writes one JSON document on stdout (shapes in the README's "In a
-// pipeline").
+// pipeline"). -format github or gcc makes lint, drift and fixture-test
+// print each finding as a GitHub Actions workflow command
+// (::error file=F,line=L,col=C::msg) or a compiler line
+// (F:L:C: error: msg), paths relative to the repository root.
 //
 // status, plan, drift and lint -db open the database read-only and never
 // change it or create anything beside it: they work beside an application
@@ -151,6 +155,7 @@ type cmdEnv struct {
 	out            string        // -out
 	fixtures       string        // -fixtures
 	json           bool          // -json
+	format         string        // -format (lint, drift, fixture-test)
 	lockTimeout    time.Duration // -lock-timeout
 	gitBase        string        // -git-base
 	// doc is the command's JSON document with -json, set as soon as the
@@ -215,16 +220,16 @@ var commands = []*command{
 		flags: withJSON(withDir(dbFlag("database `FILE`; a missing file is planned as an empty database and not created"))), run: cmdPlan, doc: docOf(newPlanDoc),
 	},
 	{
-		name: "drift", args: "-db FILE [-dir DIR] [-json]", summary: "compare FILE's schema and history with head (read only); exit 1 on drift",
-		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdDrift, doc: docOf(newDriftDoc),
+		name: "drift", args: "-db FILE [-dir DIR] [-json | -format F]", summary: "compare FILE's schema and history with head (read only); exit 1 on drift",
+		flags: withFormat(withJSON(withDir(dbFlag("existing database `FILE`")))), run: cmdDrift, doc: docOf(newDriftDoc),
 	},
 	{
-		name: "lint", args: "[-dir DIR] [-db FILE] [-git-base REF] [-json]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
-		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
+		name: "lint", args: "[-dir DIR] [-db FILE] [-git-base REF] [-json | -format F]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
+		flags: withFormat(withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			dirFlag(fs, env)
 			fs.StringVar(&env.db, "db", "", "also check the directory against the history of database `FILE` (read only): a file added below its version is a finding")
 			fs.StringVar(&env.gitBase, "git-base", "", "check the directory against the migration directory as git `REF` (such as origin/main) has it, instead of the one this binary embeds: a file added below REF's highest version is a finding")
-		}),
+		})),
 		run: cmdLint, doc: docOf(newLintDoc),
 	},
 	{
@@ -243,11 +248,11 @@ var commands = []*command{
 		run: cmdHash, doc: docOf(newHashDoc),
 	},
 	{
-		name: "fixture-test", args: "[-dir DIR] [-fixtures DIR] [-json]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
-		flags: withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
+		name: "fixture-test", args: "[-dir DIR] [-fixtures DIR] [-json | -format F]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
+		flags: withFormat(withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			dirFlag(fs, env)
 			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
-		}),
+		})),
 		run: cmdFixtureTest, doc: docOf(newFixtureTestDoc),
 	},
 	{
@@ -469,7 +474,7 @@ func (env *cmdEnv) requireDB() (string, error) {
 // text is where a command writes its text report: stdout, or nowhere
 // with -json (the JSON document is the report).
 func (env *cmdEnv) text() io.Writer {
-	if env.json {
+	if env.json || env.annotating() {
 		return io.Discard
 	}
 	return env.stdout

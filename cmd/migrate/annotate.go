@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"ariga.io/atlas/sql/migrate"
+
+	"github.com/securemsg/storage/fixtures/frozen"
+	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/migration/pipeline"
+)
+
+// Report formats of -format, for the commands that report findings (lint,
+// drift, fixture-test).
+const (
+	formatText   = "text"   // the command's own report
+	formatGitHub = "github" // GitHub Actions workflow commands: ::error file=F,line=L,col=C::msg
+	formatGCC    = "gcc"    // compiler lines: F:L:C: error: msg
+)
+
+// formatFlag declares -format.
+func formatFlag(fs *flag.FlagSet, env *cmdEnv) {
+	fs.StringVar(&env.format, "format", formatText, "report `FORMAT`: text, github (GitHub Actions ::error/::warning workflow commands) or gcc (file:line:col: severity: message), one finding a line on stdout, paths relative to the repository root")
+}
+
+// withFormat adds -format (formatFlag) to a command's flags.
+func withFormat(flags func(*flag.FlagSet, *cmdEnv)) func(*flag.FlagSet, *cmdEnv) {
+	return func(fs *flag.FlagSet, env *cmdEnv) {
+		flags(fs, env)
+		formatFlag(fs, env)
+	}
+}
+
+// checkFormat returns a usage error for an unknown -format, or one given
+// with -json (a run writes one report).
+func (env *cmdEnv) checkFormat() error {
+	switch env.format {
+	case "", formatText:
+		return nil
+	case formatGitHub, formatGCC:
+		if env.json {
+			return &usageError{msg: "-format " + env.format + " and -json are exclusive: give one"}
+		}
+		return nil
+	}
+	return &usageError{msg: fmt.Sprintf("-format %q: want text, github or gcc", env.format)}
+}
+
+// annotating reports whether the command writes annotations (-format
+// github or gcc) instead of its text report.
+func (env *cmdEnv) annotating() bool { return env.format == formatGitHub || env.format == formatGCC }
+
+// annotation is one finding as a CI system reads it.
+type annotation struct {
+	file     string // relative to the repository root, slash-separated
+	line     int    // 1 when nothing better is known
+	severity string // "error" or "warning"
+	msg      string
+}
+
+// annotate writes as, one a line, in env's -format.
+func (env *cmdEnv) annotate(as []annotation) {
+	for _, a := range as {
+		line := max(a.line, 1)
+		msg := oneLine(a.msg)
+		if env.format == formatGitHub {
+			fmt.Fprintf(env.stdout, "::%s file=%s,line=%d,col=1::%s\n", a.severity, escapeProperty(a.file), line, escapeData(msg))
+			continue
+		}
+		fmt.Fprintf(env.stdout, "%s:%d:1: %s: %s\n", a.file, line, a.severity, msg)
+	}
+}
+
+// escapeData escapes a workflow command's message as the runner reads it.
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// escapeProperty escapes a workflow command's property value.
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// repoRelative returns path relative to the repository root, slash-
+// separated, when it is inside the checkout; else path as it is.
+func repoRelative(path string) string {
+	root, err := repoRoot()
+	if err != nil {
+		return filepath.ToSlash(path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.ToSlash(path)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(path)
+	}
+	return filepath.ToSlash(rel)
+}
+
+// migrationFile returns the repository-relative path of the migration
+// file name in the directory env reads: -dir's, else the checkout's
+// schema/migrations, where the embedded directory comes from.
+func (env *cmdEnv) migrationFile(name string) string {
+	if env.dir != "" {
+		return repoRelative(filepath.Join(env.dir, name))
+	}
+	return checkoutMigrations + "/" + name
+}
+
+// lintAnnotations returns lint's findings as annotations: a finding in a
+// version above the baseline is an error, one at or below it a warning.
+func (env *cmdEnv) lintAnnotations(fs []pipeline.Finding) []annotation {
+	var out []annotation
+	for _, f := range fs {
+		sev := "error"
+		if !f.Blocking {
+			sev = "warning"
+		}
+		msg := f.Analyzer + ": " + f.Text
+		if f.Code != "" {
+			msg += " [" + f.Code + "]"
+		}
+		out = append(out, annotation{file: env.migrationFile(f.File), line: f.Line, severity: sev, msg: msg})
+	}
+	return out
+}
+
+// driftAnnotations returns drift's findings as annotations, each at the
+// line of the migration that defines what differs (the newest CREATE or
+// ALTER naming it; the history row's file), or at the database file when
+// no migration names it (an object only the database has).
+func (env *cmdEnv) driftAnnotations(m *migration.Migrator, path string, d pipeline.Differences, unknown []string) []annotation {
+	files, _ := m.Dir().Files()
+	db := repoRelative(path)
+	var out []annotation
+	for _, u := range unknown {
+		out = append(out, annotation{file: db, severity: "error", msg: "no migration defines " + u})
+	}
+	for _, f := range d.Found {
+		a := annotation{file: db, severity: "error", msg: f.String()}
+		for _, name := range []string{f.Name, f.Table} {
+			if name == "" {
+				continue
+			}
+			if file, line := definedAt(files, name); file != "" {
+				a.file, a.line = env.migrationFile(file), line
+				break
+			}
+		}
+		out = append(out, a)
+	}
+	if len(d.Found) == 0 && len(d.Schema) > 0 {
+		out = append(out, annotation{file: db, severity: "error", msg: "the schema differs from head (run drift for the SQL)"})
+	}
+	for _, h := range d.History {
+		a := annotation{file: db, severity: "error", msg: h.String()}
+		if h.File != "" {
+			a.file, a.line = env.migrationFile(h.File), 1
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// definedAt returns the newest file of files, and its line, holding a
+// CREATE or ALTER statement that names name; "" if none does.
+func definedAt(files []migrate.File, name string) (string, int) {
+	re := regexp.MustCompile(`(?i)^\s*(CREATE|ALTER)\b.*[\s."` + "`" + `\[]` + regexp.QuoteMeta(name) + `(["` + "`" + `\]]|\s|\(|$)`)
+	for _, f := range slices.Backward(files) {
+		sc := bufio.NewScanner(bytes.NewReader(f.Bytes()))
+		for n := 1; sc.Scan(); n++ {
+			if re.MatchString(sc.Text()) {
+				return f.Name(), n
+			}
+		}
+	}
+	return "", 0
+}
+
+// fixtureAnnotations returns fixture-test's failed checks as
+// annotations, at the row a data check names (frozen.Check's File and
+// Line) or at the fixture's fixture.sql.
+func fixtureAnnotations(docs []fixtureDoc) []annotation {
+	var out []annotation
+	for _, d := range docs {
+		for _, c := range d.Checks {
+			if c.OK {
+				continue
+			}
+			file := frozen.FixtureFile
+			if c.File != "" {
+				file = c.File
+			}
+			out = append(out, annotation{file: repoRelative(filepath.Join(d.Dir, file)), line: c.Line, severity: "error", msg: c.Name + ": " + c.Error})
+		}
+	}
+	return out
+}
