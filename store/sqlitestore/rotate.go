@@ -92,6 +92,11 @@ type SkippedRow struct {
 	// HasHeader (the header parses).
 	SealedWith seal.KeyID
 	HasHeader  bool
+	// Authentic is set for a row skipped with store.ErrCorruptRow whose
+	// sealed value authenticates under the key its header names as the
+	// row its columns spell (checked, never returned): only such a row
+	// keeps that key (RotationError.Kept).
+	Authentic bool
 	// Cause says why the row was skipped. It matches, with errors.Is, a
 	// seal error (seal.ErrWrongKey: sealed with a key the keyring does not
 	// hold; seal.ErrAuthentication: altered or moved; seal.ErrTruncated,
@@ -132,10 +137,12 @@ type RotationError struct {
 	// table in RotateKey's order, in key order within a table.
 	Skipped []SkippedRow
 	// Kept are the old keys the rotation did not drop, ascending: the keys
-	// named by the header of a skipped row whose cause is
-	// store.ErrCorruptRow. Such a row is never opened (its columns are not
-	// believed), so its sealed value may be intact and open once the row
-	// is repaired; dropping its key would make it unreadable for good. A
+	// of the skipped rows whose cause is store.ErrCorruptRow and whose
+	// sealed value authenticates under the key its header names
+	// (SkippedRow.Authentic). Such a row is not re-sealed (its columns are
+	// not believed), but its value is intact and opens once the row is
+	// repaired; dropping its key would make it unreadable for good. A
+	// header alone, which anyone can write, keeps no key. A
 	// kept key stays recorded as retiring and held by the keyring until
 	// the rows naming it are removed (or repaired) and RotateKey runs
 	// again.
@@ -203,9 +210,11 @@ func (e *RotationError) Unwrap() []error {
 // in the keyring, or seal.ErrAuthentication and the others, under a key
 // the keyring holds) was tried with every key held, so dropping keys
 // cannot make it worse. A row with a column of the wrong storage class
-// (store.ErrCorruptRow) is never opened, so its value may be intact: the
-// old key its header names is kept (recorded retiring, held by the
-// keyring, listed in RotationError.Kept). The application removes or
+// (store.ErrCorruptRow) is not re-sealed; if its value authenticates,
+// under the old key its header names, as the row its columns spell
+// (opened to check, the plaintext discarded), that key is kept (recorded
+// retiring, held by the keyring, listed in RotationError.Kept); a header
+// that does not authenticate keeps nothing. The application removes or
 // repairs the rows (SkippedRow.Pending gives a pending row's entry for
 // AbandonPendingSequence, AbandonPending or client.AbandonUnreadable) and
 // runs RotateKey again with the same key, which re-seals nothing new,
@@ -355,15 +364,15 @@ func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, new
 }
 
 // finishRotation deletes every storage key row but newID's and makes the
-// keyring forget every other key, except the keys named by the header of a
-// skipped row that was never opened because its columns are corrupt
-// (dropping one could make that row unreadable for good; a row that was
+// keyring forget every other key, except the keys of a skipped row whose
+// columns are corrupt but whose value authenticates under that key
+// (dropping one would make that row unreadable for good; a row that was
 // tried and failed cannot get worse): their rows stay, retiring, and the
 // keyring keeps them. It returns the old key ids kept, ascending.
 func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID, skipped []SkippedRow) ([]seal.KeyID, error) {
 	named := map[seal.KeyID]bool{} // keys a skipped row is sealed with
 	for _, r := range skipped {
-		if r.HasHeader && r.SealedWith != newID && errors.Is(r.Cause, store.ErrCorruptRow) {
+		if r.Authentic && r.SealedWith != newID && errors.Is(r.Cause, store.ErrCorruptRow) {
 			named[r.SealedWith] = true
 		}
 	}
@@ -427,6 +436,22 @@ func (r sealedRow) skip(cause error) SkippedRow {
 	sk.Cause = cause
 	if h, err := seal.Parse(r.sealed); err == nil {
 		sk.SealedWith, sk.HasHeader = h.KeyID, true
+	}
+	return sk
+}
+
+// skipCorrupt returns r, whose columns do not decode, reported as skipped
+// for r.bad, Authentic if its value opens under an old key its header
+// names with the associated data its columns spell as far as they decode.
+// The plaintext is discarded: the row is neither returned nor re-sealed.
+func (r sealedRow) skipCorrupt(keys *seal.Keyring, newID seal.KeyID) SkippedRow {
+	sk := r.skip(r.bad)
+	if !sk.HasHeader || sk.SealedWith == newID {
+		return sk
+	}
+	if pt, err := keys.Open(r.rt, r.ad, r.sealed); err == nil {
+		clear(pt)
+		sk.Authentic = true
 	}
 	return sk
 }
@@ -500,7 +525,7 @@ func (s *Store) resealTable(ctx context.Context, t sealedTable, sealer *seal.Key
 			n = int64(len(rows))
 			for _, r := range rows {
 				if r.bad != nil {
-					sk = append(sk, r.skip(r.bad))
+					sk = append(sk, r.skipCorrupt(s.keys, newID))
 					continue
 				}
 				if h, err := seal.Parse(r.sealed); err == nil && h.KeyID == newID {

@@ -477,7 +477,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				return rotateDamage{
 					name: name, want: sqlitestore.SkippedRow{
 						Table: "pending_outbound_message", Address: m.Recipient, Sequence: m.Sequence, ID: m.ID,
-						SealedWith: oldKey.ID(), HasHeader: true,
+						SealedWith: oldKey.ID(), HasHeader: true, Authentic: true,
 					},
 					// Abandoned by recipient and id, as a page reports it.
 					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
@@ -490,7 +490,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				}
 			},
 			cause: store.ErrCorruptRow,
-			kept:  []seal.KeyID{oldKey.ID()}, // never opened: it may open once repaired
+			kept:  []seal.KeyID{oldKey.ID()}, // authentic, not re-sealed: it opens once repaired
 		},
 		{
 			name: "session row with a BLOB user id",
@@ -501,7 +501,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				name := "session/" + bob.String()
 				delete(want, name)
 				return rotateDamage{
-					name: name, want: sqlitestore.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true},
+					name: name, want: sqlitestore.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true, Authentic: true},
 					// The store never finds a row of another class under
 					// its peer (lookups bind TEXT): removed by hand.
 					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
@@ -829,8 +829,9 @@ func TestRotationErrorMessageIsBounded(t *testing.T) {
 
 // TestRotateKeySkipsCorruptLocalIdentity: a local_identity row with a
 // column of another storage class than the schema declares is reported
-// and left as it was, its key kept, like a corrupt row of any other table;
-// it does not stop the rotation of the other tables. Once it is repaired a
+// and left as it was, like a corrupt row of any other table; its key is
+// kept only if its value authenticates as the row its columns spell; it
+// does not stop the rotation of the other tables. Once it is repaired a
 // last run re-seals it and drops the old key.
 func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
@@ -842,10 +843,14 @@ func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 		// reported is the address the skipped row names, as far as it
 		// decodes.
 		reported ids.DeviceAddress
+		// authentic: the value authenticates as the row the columns
+		// spell, so its key is kept; otherwise the key is dropped and the
+		// repaired row stays under a key the keyring no longer holds.
+		authentic bool
 	}{
-		{"TEXT device id", "UPDATE local_identity SET device_id = ?", []any{"one"}, ids.DeviceAddress{UserID: me.UserID}},
-		{"REAL device id", "UPDATE local_identity SET device_id = ?", []any{1.5}, ids.DeviceAddress{UserID: me.UserID}},
-		{"BLOB user id", "UPDATE local_identity SET user_id = CAST(user_id AS BLOB)", nil, me},
+		{"TEXT device id", "UPDATE local_identity SET device_id = ?", []any{"one"}, ids.DeviceAddress{UserID: me.UserID}, false},
+		{"REAL device id", "UPDATE local_identity SET device_id = ?", []any{1.5}, ids.DeviceAddress{UserID: me.UserID}, false},
+		{"BLOB user id", "UPDATE local_identity SET user_id = CAST(user_id AS BLOB)", nil, me, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -865,8 +870,13 @@ func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 			require.Len(t, re.Skipped, 1)
 			got := re.Skipped[0]
 			got.Cause = nil
-			assert.Equal(t, sqlitestore.SkippedRow{Table: "local_identity", Address: tc.reported, SealedWith: oldKey.ID(), HasHeader: true}, got)
-			assert.Equal(t, []seal.KeyID{oldKey.ID()}, re.Kept, "never opened: its key stays")
+			assert.Equal(t, sqlitestore.SkippedRow{Table: "local_identity", Address: tc.reported, SealedWith: oldKey.ID(), HasHeader: true, Authentic: tc.authentic}, got)
+			if !tc.authentic {
+				assert.Empty(t, re.Kept, "a header that does not authenticate keeps no key")
+				assert.Equal(t, []seal.KeyID{newKey.ID()}, s.Keyring().KeyIDs())
+				return
+			}
+			assert.Equal(t, []seal.KeyID{oldKey.ID()}, re.Kept, "authentic: its key stays")
 
 			// Repaired by hand: the row is byte-identical, every other row
 			// is under the new key alone.
@@ -1018,5 +1028,46 @@ func TestRotateKeyProgressRowsChange(t *testing.T) {
 			}
 			require.Zero(t, rotateKeyIDs(t, s)[oldKey.ID()], "nothing left under the old key")
 		})
+	}
+}
+
+// A planted "corrupt" row whose value is only a header naming an old key
+// (a BLOB recipient, so it is never opened as a message) keeps no key: the
+// header is unauthenticated text anyone can write. The rotation drops the
+// old key from the keyring and from storage_key, and reports the row.
+func TestRotateKeyPlantedHeaderKeepsNoKey(t *testing.T) {
+	ctx := context.Background()
+	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
+	s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
+	want := rotateFill(t, s)
+	var v []byte
+	require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT sealed FROM pending_outbound_message ORDER BY sequence LIMIT 1").Scan(&v))
+	// The 10-byte header (magic, version, record type, key id) kept,
+	// everything after it zeroed.
+	forged := append(append([]byte{}, v[:10]...), make([]byte, len(v)-10)...)
+	_, err := s.DB().ExecContext(ctx, "INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed) VALUES (CAST('mallory' AS BLOB), 1, randomblob(16), ?)", forged)
+	require.NoError(t, err)
+
+	err = s.RotateKey(ctx, newKey, 2, nil)
+	require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+	require.ErrorIs(t, err, store.ErrCorruptRow)
+	var re *sqlitestore.RotationError
+	require.ErrorAs(t, err, &re)
+	require.Len(t, re.Skipped, 1)
+	assert.True(t, re.Skipped[0].HasHeader)
+	assert.Equal(t, oldKey.ID(), re.Skipped[0].SealedWith)
+	assert.False(t, re.Skipped[0].Authentic)
+	assert.Empty(t, re.Kept)
+	assert.Equal(t, []seal.KeyID{newKey.ID()}, s.Keyring().KeyIDs())
+	var keys int
+	require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT count(*) FROM storage_key WHERE key_id = ?", int64(oldKey.ID())).Scan(&keys))
+	assert.Zero(t, keys, "the old key's record is deleted")
+	only, err := seal.NewKeyring(newKey)
+	require.NoError(t, err)
+	got := rotateSealed(t, s)
+	for name, w := range want {
+		pt, err := only.Open(w.rt, w.ad, got[name])
+		require.NoError(t, err, name)
+		assert.Equal(t, w.plaintext, pt, name)
 	}
 }
