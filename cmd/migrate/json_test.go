@@ -207,3 +207,17 @@ func TestJSONEveryCommand(t *testing.T) {
 		})
 	}
 }
+
+// An unknown command under -json (also -json given as the command) is a
+// usage error with a document naming what was given.
+func TestJSONUnknownCommand(t *testing.T) {
+	for _, args := range [][]string{{"frobnicate", "-json"}, {"-json"}} {
+		code, stdout, stderr := runCmd(t, args...)
+		require.Equal(t, exitError, code)
+		require.Contains(t, stderr, "unknown command")
+		doc := decode[map[string]any](t, stdout)
+		require.Equal(t, args[0], doc["command"])
+		require.Equal(t, false, doc["ok"])
+		require.Equal(t, fmt.Sprintf("unknown command %q", args[0]), doc["error"])
+	}
+}

@@ -317,7 +317,7 @@ func runEnv(args []string, env *cmdEnv) int {
 	stdout, stderr := env.stdout, env.stderr
 	// A usage error under -json writes a document too: the command's own,
 	// as it is before anything is read, with the error.
-	wantsJSON := len(args) > 1 && slices.ContainsFunc(args[1:], isJSONFlag)
+	wantsJSON := slices.ContainsFunc(args, isJSONFlag)
 	usageDoc := func(doc jsonDoc, msg string) int {
 		if wantsJSON || env.json {
 			h := doc.header()
