@@ -4,39 +4,56 @@
 -- after_device_id): each with the sequence of its oldest pending message.
 -- A loose index scan of pending_outbound_message_recipient: each step
 -- seeks the first index entry past the recipient before, so a page costs
--- O(recipients returned * log n) however many messages each one has (a
--- SELECT DISTINCT walks every entry). The three scalar subqueries of a step
--- are the same seek (one entry: its user id, device id and sequence, the
--- recipient's smallest since the index ends with sequence); SQLite has no
--- LATERAL join to return the three columns of one subquery, and the second
--- and third descents read the pages the first has just read. The unary +
--- strips the CTE column's INTEGER affinity (from its subquery): with it,
--- SQLite would compare device ids under NUMERIC affinity, which is not the
--- index's, and seek on the user id alone, stepping over every entry of the
--- user before. A page from
--- the start passes ('', the smallest integer): below every address the
--- schema admits (device ids are >= 0). Only recipients stored as a TEXT
--- user id and an INTEGER device id are walked (a TEXT sorts below every
--- BLOB, so the user id bound is part of the index range): a row holding
--- another storage class names no address a retry could reach, and the
--- pages report it as unreadable. The caller passes row_limit = limit + 1:
--- the extra recipient only says whether another page follows.
+-- O(recipients returned * log n) however many messages each one has.
+-- The next entry is the first of the same user with a greater device id
+-- or, if there is none, the first of a greater user id: two seeks on
+-- (user_id = ? AND device_id > ?) and (user_id > ?), each a true index
+-- seek. (A row value (user_id, device_id) > (?, ?) against the recursive
+-- table's columns is planned as that range, but runs as a seek on the
+-- user id and a step over every entry of the recipient before: O(its
+-- messages) per step.) Each of the three columns is its own scalar
+-- subquery on the same two seeks (SQLite has no LATERAL join to return
+-- the columns of one), which read the index pages the first has just
+-- read. The entry found gives the recipient and its smallest sequence
+-- (the index ends with sequence). A page from the start passes ('', the
+-- smallest integer): below every address the schema admits (device ids
+-- are >= 0). Only recipients stored as a TEXT user id and an INTEGER
+-- device id are walked (a TEXT sorts below every BLOB, so the user id
+-- bound is part of the index range): a row holding another storage class
+-- names no address a retry could reach, and the pages report it as
+-- unreadable. The caller passes row_limit = limit + 1: the extra
+-- recipient only says whether another page follows.
 WITH RECURSIVE recipient(user_id, device_id, oldest, step) AS (
   SELECT CAST(sqlc.arg(after_user_id) AS TEXT) AS user_id, CAST(sqlc.arg(after_device_id) AS INTEGER) AS device_id, NULL AS oldest, 0 AS step
   UNION ALL
   SELECT
-    (SELECT p.recipient_user_id FROM pending_outbound_message AS p
-     WHERE (p.recipient_user_id, p.recipient_device_id) > (recipient.user_id, +recipient.device_id)
-       AND p.recipient_user_id < x'' AND typeof(p.recipient_device_id) = 'integer'
-     ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1) AS user_id,
-    (SELECT p.recipient_device_id FROM pending_outbound_message AS p
-     WHERE (p.recipient_user_id, p.recipient_device_id) > (recipient.user_id, +recipient.device_id)
-       AND p.recipient_user_id < x'' AND typeof(p.recipient_device_id) = 'integer'
-     ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1) AS device_id,
-    (SELECT p.sequence FROM pending_outbound_message AS p
-     WHERE (p.recipient_user_id, p.recipient_device_id) > (recipient.user_id, +recipient.device_id)
-       AND p.recipient_user_id < x'' AND typeof(p.recipient_device_id) = 'integer'
-     ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1) AS oldest,
+    coalesce(
+      (SELECT p.recipient_user_id FROM pending_outbound_message AS p
+        WHERE p.recipient_user_id = recipient.user_id AND p.recipient_device_id > recipient.device_id
+          AND typeof(p.recipient_device_id) = 'integer'
+        ORDER BY p.recipient_device_id, p.sequence LIMIT 1),
+      (SELECT p.recipient_user_id FROM pending_outbound_message AS p
+        WHERE p.recipient_user_id > recipient.user_id AND p.recipient_user_id < x''
+          AND typeof(p.recipient_device_id) = 'integer'
+        ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1)) AS user_id,
+    coalesce(
+      (SELECT p.recipient_device_id FROM pending_outbound_message AS p
+        WHERE p.recipient_user_id = recipient.user_id AND p.recipient_device_id > recipient.device_id
+          AND typeof(p.recipient_device_id) = 'integer'
+        ORDER BY p.recipient_device_id, p.sequence LIMIT 1),
+      (SELECT p.recipient_device_id FROM pending_outbound_message AS p
+        WHERE p.recipient_user_id > recipient.user_id AND p.recipient_user_id < x''
+          AND typeof(p.recipient_device_id) = 'integer'
+        ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1)) AS device_id,
+    coalesce(
+      (SELECT p.sequence FROM pending_outbound_message AS p
+        WHERE p.recipient_user_id = recipient.user_id AND p.recipient_device_id > recipient.device_id
+          AND typeof(p.recipient_device_id) = 'integer'
+        ORDER BY p.recipient_device_id, p.sequence LIMIT 1),
+      (SELECT p.sequence FROM pending_outbound_message AS p
+        WHERE p.recipient_user_id > recipient.user_id AND p.recipient_user_id < x''
+          AND typeof(p.recipient_device_id) = 'integer'
+        ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1)) AS oldest,
     recipient.step + 1 AS step
   FROM recipient
   WHERE recipient.user_id IS NOT NULL AND recipient.step < CAST(sqlc.arg(row_limit) AS INTEGER)
