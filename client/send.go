@@ -374,7 +374,10 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // alone or, after a failed hand-off, joined with the ErrMessageNotSent
 // error. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
 // for a malformed address, ErrPeerStateUnreadable if a message waits and
-// remote's stored state does not open (nothing is sent).
+// remote's stored state does not open (nothing is sent), and
+// ErrBundleAddress (with ErrMessageNotSent; nothing stored for remote) if
+// the directory answers the fetch of remote's bundle with another
+// device's.
 func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
 	if err := c.checkInitialized(); err != nil {
 		return nil, err
