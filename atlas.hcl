@@ -9,13 +9,13 @@
 #   atlas migrate status   --env local
 #
 # The project's own command does the same with the Go module ariga.io/atlas
-# and needs nothing installed:
+# and needs nothing installed (build it: go -C cmd build -o ../bin/ ./migrate):
 #
-#   go run ./cmd/migrate hash                 # rewrite schema/migrations/atlas.sum
-#   go run ./cmd/migrate lint                 # destructive, data-dependent, incompatible
-#   go run ./cmd/migrate plan   -db pending.db
-#   go run ./cmd/migrate up     -db pending.db
-#   go run ./cmd/migrate status -db pending.db
+#   bin/migrate hash                 # rewrite schema/migrations/atlas.sum
+#   bin/migrate lint                 # destructive, data-dependent, incompatible
+#   bin/migrate plan   -db pending.db
+#   bin/migrate up     -db pending.db
+#   bin/migrate status -db pending.db
 #
 # Apply client databases with cmd/migrate, not `atlas migrate apply`: the
 # client records its history in its own schema_revision table (package

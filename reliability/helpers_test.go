@@ -10,12 +10,12 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqlitedriver"
+	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/store/storetest"
 	"github.com/securemsg/storage/transport"
 )
 

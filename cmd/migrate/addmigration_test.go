@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/fixtures/frozen"
+	"github.com/securemsg/storage/cmd/internal/frozen"
 	"github.com/securemsg/storage/schema"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"ariga.io/atlas/sql/migrate"
 
-	"github.com/securemsg/storage/fixtures/frozen"
-	"github.com/securemsg/storage/migration"
-	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/cmd/internal/frozen"
+	"github.com/securemsg/storage/cmd/internal/pipeline"
+	"github.com/securemsg/storage/internal/migration"
 )
 
 // Report formats of -format, for the commands that report findings (lint,

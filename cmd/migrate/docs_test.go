@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/db/legacydb"
-	"github.com/securemsg/storage/migration"
-	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/internal/migration"
 )
 
 var repo = filepath.Join("..", "..")
@@ -39,7 +39,7 @@ func TestGeneratedDocsCurrent(t *testing.T) {
 			require.NoError(t, err)
 			got, err := tt.gen()
 			require.NoError(t, err)
-			require.Equal(t, string(want), string(got), "%s is stale: run 'go run ./cmd/migrate %s'", tt.path,
+			require.Equal(t, string(want), string(got), "%s is stale: run 'go -C cmd run ./migrate %s'", tt.path,
 				map[string]string{plansPath: "plans", schemaDocPath: "schema-doc"}[tt.path])
 		})
 	}

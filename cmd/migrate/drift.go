@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/securemsg/storage/migration"
-	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/cmd/internal/pipeline"
+	"github.com/securemsg/storage/internal/migration"
 )
 
 // newDriftDoc returns drift's document for database db, before anything

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/migrationtest"
-	"github.com/securemsg/storage/migration/pipeline"
 )
 
 func TestDrift(t *testing.T) {

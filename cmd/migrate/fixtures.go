@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/securemsg/storage/fixtures/frozen"
+	"github.com/securemsg/storage/cmd/internal/frozen"
 )
 
 // fixturesPath is where the frozen fixtures live, relative to the

@@ -13,9 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/fixtures/frozen"
+	"github.com/securemsg/storage/cmd/internal/frozen"
 	"github.com/securemsg/storage/fixtures/version14"
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/internal/fixturekit"
+	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
@@ -26,7 +27,7 @@ import (
 func sealedHeadDB(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "head.db")
-	require.NoError(t, frozen.Load(context.Background(), path, version14.FixtureSQL()))
+	require.NoError(t, fixturekit.Load(context.Background(), path, version14.FixtureSQL()))
 	code, _, stderr := runCmd(t, "up", "-db", path)
 	require.Equal(t, 0, code, stderr)
 	return path

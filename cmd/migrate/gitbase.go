@@ -12,7 +12,7 @@ import (
 
 	"ariga.io/atlas/sql/migrate"
 
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/internal/migration"
 )
 
 // gitBaseDir returns the Migrator of the migration directory lint checks

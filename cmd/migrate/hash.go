@@ -10,7 +10,7 @@ import (
 
 	"ariga.io/atlas/sql/migrate"
 
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/internal/migration"
 )
 
 // cmdHash recomputes DIR/atlas.sum from the files on disk, as

@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/securemsg/storage/migration"
-	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/cmd/internal/pipeline"
+	"github.com/securemsg/storage/internal/migration"
 )
 
 // frozenBaseline is the newest version whose findings are informational.

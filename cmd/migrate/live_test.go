@@ -15,8 +15,8 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/store/storetest"
 )
 
 // besideRuns is how often TestReadsBesideLiveApplication runs each

@@ -86,9 +86,9 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"github.com/mattn/go-sqlite3"
 
+	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/dblock"
-	"github.com/securemsg/storage/migration"
-	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/internal/migration"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

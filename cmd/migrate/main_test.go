@@ -16,9 +16,9 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/cmd/internal/pipeline"
+	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/migrationtest"
-	"github.com/securemsg/storage/migration"
-	"github.com/securemsg/storage/migration/pipeline"
 )
 
 // runCmd runs the command line args and returns its exit code and output.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/migrationtest"
-	"github.com/securemsg/storage/migration"
 )
 
 // runWith runs the command line args with dir as the binary's embedded

@@ -4,7 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
-	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/cmd/internal/pipeline"
 )
 
 // plansPath is where plans writes, relative to the repository.

@@ -13,8 +13,8 @@ import (
 	"github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/migrationtest"
-	"github.com/securemsg/storage/migration/pipeline"
 	"github.com/securemsg/storage/schema"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/cmd/internal/pipeline"
 )
 
 // schemaDocPath is where schema-doc writes, relative to the repository.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/migration/pipeline"
+	"github.com/securemsg/storage/cmd/internal/pipeline"
 )
 
 // TestMemoryDBRefused: -db :memory: (or a URI) names no file; every

@@ -10,7 +10,7 @@ import (
 
 	"ariga.io/atlas/sql/migrate"
 
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/internal/migration"
 )
 
 // embeddedSource is how a run names the migration directory embedded in

@@ -199,7 +199,7 @@ func findSeries(d *sweepData, id string) (series, bool) {
 // caption says where and how the data was measured.
 func caption(d *sweepData) string {
 	return fmt.Sprintf("Lines: medians; bands: 10th to 90th percentile. Measured %s on %s; load average %s. %s. "+
-		"Made by: %s (wall time %.0f s). Drawn from sweep.json, beside this chart, by: go run ./cmd/pendingbench -charts",
+		"Made by: %s (wall time %.0f s). Drawn from sweep.json, beside this chart, by: bin/pendingbench -charts",
 		d.Date, d.Machine, d.Load, d.Settings, d.Command, d.WallSeconds)
 }
 

@@ -18,7 +18,7 @@ const committedData = "../../docs/bench/sweep.json"
 // chart from the committed data file and requires the same bytes: a
 // chart shows only figures a run wrote to the data file. After a new
 // sweep, or a change to the drawing code, run
-// `go run ./cmd/pendingbench -charts` and commit the SVGs.
+// `bin/pendingbench -charts` and commit the SVGs.
 func TestCommittedChartsAreDrawnFromCommittedData(t *testing.T) {
 	d, err := readSweep(committedData)
 	require.NoError(t, err)
@@ -29,7 +29,7 @@ func TestCommittedChartsAreDrawnFromCommittedData(t *testing.T) {
 			require.NoError(t, err)
 			got, err := drawChart(d, c)
 			require.NoError(t, err)
-			require.True(t, bytes.Equal(want, got), "%s differs from what the committed data draws: run go run ./cmd/pendingbench -charts", c.file)
+			require.True(t, bytes.Equal(want, got), "%s differs from what the committed data draws: run bin/pendingbench -charts", c.file)
 		})
 	}
 }
@@ -95,7 +95,7 @@ func TestSweepTiny(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "out", "sweep.json")
 	o := options{Small: 600, Mid: 600, Large: 600, Recipients: 50, Skew: 1.5, Seed: 1, Iters: 3, DMLIters: 4, SlowIters: 2, ColdIters: 2,
-		OffsetAt: 0.9, Dir: dir, Sweep: true, Sizes: "600,900", Data: data, HeapWalks: 2, Command: "go run ./cmd/pendingbench -sweep -sizes 600,900"}
+		OffsetAt: 0.9, Dir: dir, Sweep: true, Sizes: "600,900", Data: data, HeapWalks: 2, Command: "bin/pendingbench -sweep -sizes 600,900"}
 	var out bytes.Buffer
 	require.NoError(t, runMode(context.Background(), o, &out, io.Discard))
 	require.Contains(t, out.String(), "wall time: ")
@@ -121,7 +121,7 @@ func TestSweepTiny(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, "out", c.file))
 		require.NoError(t, err)
 		require.Equal(t, drawn[c.file], b, c.file)
-		require.Contains(t, string(b), "go run ./cmd/pendingbench -sweep -sizes 600,900", "%s names the command", c.file)
+		require.Contains(t, string(b), "bin/pendingbench -sweep -sizes 600,900", "%s names the command", c.file)
 		require.Contains(t, string(b), d.Date, "%s names the date", c.file)
 	}
 }

@@ -11,10 +11,14 @@
 // are reported, without a target. Absolute times on a shared machine are
 // noise; the ratios taken in one run are the result.
 //
-//	go run ./cmd/pendingbench                  # 1,000 / 100,000 / 1,000,000 pending
-//	go run ./cmd/pendingbench -large 200000 -iters 101
-//	go run ./cmd/pendingbench -sweep           # 1k to 1M: docs/bench/sweep.json and charts
-//	go run ./cmd/pendingbench -charts          # redraw the charts from docs/bench/sweep.json
+// Build it from the repository root, and run it there (the data file's
+// default path is relative to the working directory):
+//
+//	go -C cmd build -o ../bin/ ./pendingbench
+//	bin/pendingbench                  # 1,000 / 100,000 / 1,000,000 pending
+//	bin/pendingbench -large 200000 -iters 101
+//	bin/pendingbench -sweep           # 1k to 1M: docs/bench/sweep.json and charts
+//	bin/pendingbench -charts          # redraw the charts from docs/bench/sweep.json
 //
 // -sweep seeds each size of -sizes once and times the table's operations
 // at every size in the same rounds (absolute medians and the 10th and
@@ -112,7 +116,7 @@ func runMode(ctx context.Context, o options, out, progress io.Writer) error {
 // commandLine is the command as run, for the data file: the flags that
 // were set, in flag order, without those that change no figure.
 func commandLine() string {
-	parts := []string{"go run ./cmd/pendingbench"}
+	parts := []string{"bin/pendingbench"}
 	for _, mode := range []string{"sweep", "charts"} {
 		if f := flag.Lookup(mode); f != nil && f.Value.String() == "true" {
 			parts = append(parts, "-"+mode)

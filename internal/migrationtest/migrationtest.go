@@ -1,5 +1,5 @@
 // Package migrationtest builds what tests of packages migration and
-// migration/pipeline and of cmd/migrate need to exercise migration
+// cmd/internal/pipeline and of cmd/migrate need to exercise migration
 // directories and database files: in-memory directories with an atlas.sum
 // computed over them, the frozen version 14 baseline as text, the
 // embedded Migrator, statements run on a test's database, copies of a
@@ -26,7 +26,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the sqlite3 driver
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/schema"
 )
 

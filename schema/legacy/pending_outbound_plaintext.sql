@@ -5,7 +5,7 @@
 -- A legacy database holds this table under the name pending_outbound_message
 -- with a plaintext column where version 14 has sealed. Package legacy first
 -- sets it aside under the name below, then rebuilds the sealed table from it
--- (see legacy/sql/), so its queries read it under this name.
+-- (see internal/legacy/sql/), so its queries read it under this name.
 CREATE TABLE pending_outbound_message_plaintext (
   sequence            INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,
   recipient_user_id   TEXT    NOT NULL,

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/store/storetest"
 )
 
 // rawExec runs test-only statements on the database at path through a

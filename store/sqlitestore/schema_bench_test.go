@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/store/storetest"
 )
 
 // BenchmarkOpenSchemaCheck measures what Open's check of the schema

@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/migration"
+	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/store/storetest"
 )
 
 // A database holding a schema object no migration defines is refused by

@@ -31,11 +31,11 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/dblock"
+	"github.com/securemsg/storage/internal/legacy"
+	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/legacy"
-	"github.com/securemsg/storage/migration"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )

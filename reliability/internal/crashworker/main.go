@@ -60,7 +60,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/legacy"
+	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport"

@@ -1,0 +1,743 @@
+package migration_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"ariga.io/atlas/sql/migrate"
+	_ "github.com/mattn/go-sqlite3"
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/tabledump"
+	"github.com/securemsg/storage/schema"
+)
+
+// dsn is the DSN the client opens its database with.
+func dsn(path string) string {
+	return "file:" + path + "?_txlock=immediate&_busy_timeout=5000&_foreign_keys=on&_journal_mode=WAL"
+}
+
+// mustOpen opens a new, empty database file in a temporary directory.
+func mustOpen(tb testing.TB) *sql.DB {
+	tb.Helper()
+	conn, err := sql.Open("sqlite3", dsn(filepath.Join(tb.TempDir(), "client.db")))
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, conn.Close()) })
+	require.NoError(tb, conn.Ping())
+	return conn
+}
+
+// state is everything a migration could change: user_version, and
+// through tabledump the schema in sqlite_master and the rows of every
+// table (schema_revision included).
+type state struct {
+	UserVersion int
+	Tables      map[string][]string
+}
+
+// dump returns the state of conn.
+func dump(tb testing.TB, conn *sql.DB) state {
+	tb.Helper()
+	return state{UserVersion: userVersion(tb, conn), Tables: tabledump.Tables(tb, conn)}
+}
+
+type revisionRow struct {
+	Version        string
+	Type           int
+	Applied, Total int
+	Error          string
+}
+
+func revisions(tb testing.TB, conn *sql.DB) []revisionRow {
+	tb.Helper()
+	rows, err := conn.Query(`SELECT version, type, applied, total, error FROM schema_revision ORDER BY CAST(version AS INTEGER)`)
+	require.NoError(tb, err)
+	defer rows.Close()
+	var out []revisionRow
+	for rows.Next() {
+		var r revisionRow
+		require.NoError(tb, rows.Scan(&r.Version, &r.Type, &r.Applied, &r.Total, &r.Error))
+		out = append(out, r)
+	}
+	require.NoError(tb, rows.Err())
+	return out
+}
+
+func userVersion(tb testing.TB, conn *sql.DB) int {
+	tb.Helper()
+	var v int
+	require.NoError(tb, conn.QueryRow("PRAGMA user_version").Scan(&v))
+	return v
+}
+
+func indexColumns(tb testing.TB, conn *sql.DB, index string) []string {
+	tb.Helper()
+	return queryStrings(tb, conn, `SELECT name FROM pragma_index_info(?) ORDER BY seqno`, index)
+}
+
+// requireHeadSchema checks that conn is at user_version 15 with version
+// 15's index on its columns.
+func requireHeadSchema(tb testing.TB, conn *sql.DB) {
+	tb.Helper()
+	require.Equal(tb, 15, userVersion(tb, conn))
+	require.Equal(tb,
+		[]string{"recipient_user_id", "recipient_device_id", "sequence"},
+		indexColumns(tb, conn, "pending_outbound_message_recipient"))
+}
+
+// requireUpNoop checks that Up on conn, at m's head, applies nothing and
+// changes nothing.
+func requireUpNoop(tb testing.TB, m *migration.Migrator, conn *sql.DB) {
+	tb.Helper()
+	before := dump(tb, conn)
+	applied, err := m.Up(context.Background(), conn)
+	require.NoError(tb, err)
+	require.Empty(tb, applied)
+	require.Equal(tb, before, dump(tb, conn))
+}
+
+// queryStrings returns the one text column of every row of query.
+func queryStrings(tb testing.TB, conn *sql.DB, query string, args ...any) []string {
+	tb.Helper()
+	rows, err := conn.Query(query, args...)
+	require.NoError(tb, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(tb, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(tb, rows.Err())
+	return out
+}
+
+// baselineSQL is the frozen version 14 file, applied by hand to build a
+// database as version-14 code left it.
+var baselineSQL = migrationtest.BaselineSQL
+
+// openV14 builds a version-14 database the way version-14 code did: the
+// baseline schema, PRAGMA user_version = 14, no schema_revision, and rows.
+func openV14(tb testing.TB) *sql.DB {
+	tb.Helper()
+	conn := mustOpen(tb)
+	exec(tb, conn, baselineSQL(tb), "PRAGMA user_version = 14",
+		`INSERT INTO storage_key VALUES (1, 'active', x'01', 1700000000)`,
+		`INSERT INTO local_identity VALUES (1, 'alice', 1, x'02')`,
+		`INSERT INTO session VALUES ('bob', 2, x'03')`,
+		`INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+		 VALUES ('bob', 2, x'00112233445566778899aabbccddeeff', x'05'),
+		        ('carol', 1, x'ffeeddccbbaa99887766554433221100', x'06')`,
+		`INSERT INTO processed_inbound_message VALUES ('bob', 2, x'0102030405060708090a0b0c0d0e0f10', 1700000001)`,
+	)
+	return conn
+}
+
+// atHead returns a new database migrated to head by the default migrator.
+func atHead(tb testing.TB) *sql.DB {
+	tb.Helper()
+	conn := mustOpen(tb)
+	_, err := mustDefault(tb).Up(context.Background(), conn)
+	require.NoError(tb, err)
+	return conn
+}
+
+// openThen returns a setup that opens a database with open and then runs
+// stmts on it.
+func openThen(open func(tb testing.TB) *sql.DB, stmts ...string) func(tb testing.TB) *sql.DB {
+	return func(tb testing.TB) *sql.DB {
+		tb.Helper()
+		conn := open(tb)
+		exec(tb, conn, stmts...)
+		return conn
+	}
+}
+
+// futureRevision records version 16, which this code does not know, as
+// applied.
+const futureRevision = migrationtest.FutureRevision
+
+// sumFS returns a directory holding files and an atlas.sum over them.
+var sumFS = migrationtest.SumFS
+
+var (
+	mustDefault = migrationtest.Default
+	exec        = migrationtest.Exec
+)
+
+func TestUpFreshDatabase(t *testing.T) {
+	ctx := context.Background()
+	conn := mustOpen(t)
+	m := mustDefault(t)
+
+	applied, err := m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, []string{"14", "15"}, applied)
+
+	require.Equal(t, []revisionRow{
+		{Version: "14", Type: int(migrate.RevisionTypeExecute), Applied: 8, Total: 8},
+		{Version: "15", Type: int(migrate.RevisionTypeExecute), Applied: 1, Total: 1},
+	}, revisions(t, conn))
+	requireHeadSchema(t, conn)
+
+	var onTable string
+	require.NoError(t, conn.QueryRow(
+		`SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'pending_outbound_message_recipient'`,
+	).Scan(&onTable))
+	require.Equal(t, "pending_outbound_message", onTable)
+
+	// Running again is a no-op.
+	requireUpNoop(t, m, conn)
+}
+
+func TestStatus(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	require.Equal(t, "15", m.Head())
+	require.Equal(t, []string{"14", "15"}, m.Versions())
+
+	tests := []struct {
+		name  string
+		setup func(tb testing.TB) *sql.DB
+		want  migration.Status
+	}{
+		{
+			name:  "empty file",
+			setup: mustOpen,
+			want:  migration.Status{Current: "", Pending: []string{"14", "15"}},
+		},
+		{
+			name:  "legacy v14 without history",
+			setup: openV14,
+			want:  migration.Status{Current: "14", Pending: []string{"15"}},
+		},
+		{
+			name:  "head",
+			setup: atHead,
+			want:  migration.Status{Current: "15"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := tt.setup(t)
+			before := dump(t, conn)
+			st, err := m.Status(ctx, conn)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, st)
+			require.Equal(t, before, dump(t, conn), "Status changed the database")
+		})
+	}
+}
+
+func TestStatusBeforeAndAfterUp(t *testing.T) {
+	ctx := context.Background()
+	conn := mustOpen(t)
+	m := mustDefault(t)
+
+	st, err := m.Status(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, "", st.Current)
+	require.Equal(t, []string{"14", "15"}, st.Pending)
+
+	_, err = m.Up(ctx, conn)
+	require.NoError(t, err)
+
+	st, err = m.Status(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, "15", st.Current)
+	require.Empty(t, st.Pending)
+}
+
+func TestPlanChangesNothing(t *testing.T) {
+	m := mustDefault(t)
+	// planOf returns m's plan for conn and checks that planning changed
+	// nothing.
+	planOf := func(t *testing.T, conn *sql.DB) []migration.PendingFile {
+		t.Helper()
+		before := dump(t, conn)
+		plan, err := m.Plan(context.Background(), conn)
+		require.NoError(t, err)
+		require.Equal(t, before, dump(t, conn))
+		return plan
+	}
+
+	t.Run("fresh", func(t *testing.T) {
+		conn := mustOpen(t)
+		plan := planOf(t, conn)
+
+		require.Len(t, plan, 2)
+		require.Equal(t, "14", plan[0].Version)
+		require.Equal(t, "baseline", plan[0].Description)
+		require.Len(t, plan[0].Statements, 8)
+		require.Contains(t, plan[0].Statements[0], "CREATE TABLE storage_key")
+		require.Equal(t, "15", plan[1].Version)
+		require.Len(t, plan[1].Statements, 1)
+		require.Contains(t, plan[1].Statements[0], "CREATE INDEX pending_outbound_message_recipient")
+
+		// Nothing was created: sqlite_master is still empty.
+		var n int
+		require.NoError(t, conn.QueryRow(`SELECT count(*) FROM sqlite_master`).Scan(&n))
+		require.Zero(t, n)
+	})
+
+	t.Run("legacy v14", func(t *testing.T) {
+		plan := planOf(t, openV14(t))
+		require.Len(t, plan, 1)
+		require.Equal(t, "15", plan[0].Version)
+	})
+
+	t.Run("head", func(t *testing.T) {
+		require.Empty(t, planOf(t, atHead(t)))
+	})
+}
+
+func TestNewRejectsBrokenDirectory(t *testing.T) {
+	const (
+		one = "CREATE TABLE a (x INTEGER);\n"
+		two = "CREATE TABLE b (y INTEGER);\n"
+	)
+	valid := func(t *testing.T) fstest.MapFS {
+		return sumFS(t, map[string]string{"1_a.sql": one, "2_b.sql": two})
+	}
+	// validWith is the valid directory with name written after hashing.
+	validWith := func(name, data string) func(t *testing.T) fstest.MapFS {
+		return func(t *testing.T) fstest.MapFS {
+			f := valid(t)
+			f[name] = &fstest.MapFile{Data: []byte(data)}
+			return f
+		}
+	}
+	// validWithout is the valid directory with name removed after hashing.
+	validWithout := func(name string) func(t *testing.T) fstest.MapFS {
+		return func(t *testing.T) fstest.MapFS {
+			f := valid(t)
+			delete(f, name)
+			return f
+		}
+	}
+	tests := []struct {
+		name  string
+		fsys  func(t *testing.T) fstest.MapFS
+		want  error
+		atlas error // the Atlas error wrapped, if any
+		// For a mismatch, the file and reason Atlas's ChecksumError names.
+		file   string
+		reason migrate.Reason
+	}{
+		{
+			name:   "file edited after hashing",
+			fsys:   validWith("2_b.sql", "CREATE TABLE b (y INTEGER, z TEXT);\n"),
+			want:   migration.ErrChecksum,
+			atlas:  migrate.ErrChecksumMismatch,
+			file:   "2_b.sql",
+			reason: migrate.ReasonEdited,
+		},
+		{
+			name:   "file added without re-hashing",
+			fsys:   validWith("3_c.sql", "CREATE TABLE c (z INTEGER);\n"),
+			want:   migration.ErrChecksum,
+			atlas:  migrate.ErrChecksumMismatch,
+			file:   "3_c.sql",
+			reason: migrate.ReasonAdded,
+		},
+		{
+			name:   "file removed",
+			fsys:   validWithout("2_b.sql"),
+			want:   migration.ErrChecksum,
+			atlas:  migrate.ErrChecksumMismatch,
+			file:   "2_b.sql",
+			reason: migrate.ReasonRemoved,
+		},
+		{
+			name:  "atlas.sum missing",
+			fsys:  validWithout(migrate.HashFileName),
+			want:  migration.ErrChecksum,
+			atlas: migrate.ErrChecksumNotFound,
+		},
+		{
+			name: "atlas.sum garbled",
+			fsys: validWith(migrate.HashFileName, "not a sum file\n"),
+			want: migration.ErrChecksum,
+		},
+		{
+			name: "non-numeric version",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return sumFS(t, map[string]string{"1_a.sql": one, "second_b.sql": two})
+			},
+			want: migration.ErrDirectory,
+		},
+		{
+			name: "two files of one version",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return sumFS(t, map[string]string{"1_a.sql": one, "2_b.sql": two, "2_c.sql": "CREATE TABLE c (z INTEGER);\n"})
+			},
+			want: migration.ErrDirectory,
+		},
+		{
+			name: "one version spelled twice",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return sumFS(t, map[string]string{"1_a.sql": one, "2_b.sql": two, "02_c.sql": "CREATE TABLE c (z INTEGER);\n"})
+			},
+			want: migration.ErrDirectory,
+		},
+		{
+			name: "no migration files",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return fstest.MapFS{"README": &fstest.MapFile{Data: []byte("empty")}}
+			},
+			want: migration.ErrDirectory,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := mustOpen(t)
+			before := dump(t, conn)
+			m, err := migration.New(tt.fsys(t), ".")
+			require.Error(t, err)
+			require.True(t, errors.Is(err, tt.want), "got %v, want %v", err, tt.want)
+			if tt.atlas != nil {
+				require.True(t, errors.Is(err, tt.atlas), "got %v, want it to wrap %v", err, tt.atlas)
+			}
+			if tt.file != "" {
+				var ce *migrate.ChecksumError
+				require.True(t, errors.As(err, &ce), "%v", err)
+				require.Equal(t, tt.file, ce.File)
+				require.Equal(t, tt.reason, ce.Reason)
+			}
+			require.Nil(t, m, "no migrator, so nothing can be applied")
+			require.Equal(t, before, dump(t, conn))
+		})
+	}
+
+	t.Run("valid directory is accepted", func(t *testing.T) {
+		m, err := migration.New(valid(t), ".")
+		require.NoError(t, err)
+		require.Equal(t, []string{"1", "2"}, m.Versions())
+		require.Equal(t, "2", m.Head())
+	})
+}
+
+// TestEmbeddedDirectoryMatchesAtlas checks that the directory on disk
+// validates with Atlas's own LocalDir, the one `atlas migrate` uses: the
+// runner and the Atlas CLI agree on atlas.sum.
+func TestEmbeddedDirectoryMatchesAtlas(t *testing.T) {
+	dir, err := migrate.NewLocalDir(filepath.Join("..", "..", "schema", "migrations"))
+	require.NoError(t, err)
+	require.NoError(t, migrate.Validate(dir))
+	files, err := dir.Files()
+	require.NoError(t, err)
+	var versions []string
+	for _, f := range files {
+		versions = append(versions, f.Version())
+	}
+	require.Equal(t, mustDefault(t).Versions(), versions)
+}
+
+func TestRefusesNewerDatabase(t *testing.T) {
+	m := mustDefault(t)
+	tests := []struct {
+		name  string
+		setup func(tb testing.TB) *sql.DB
+	}{
+		{
+			name:  "schema_revision records version 16",
+			setup: openThen(atHead, futureRevision, `CREATE TABLE future_table (id INTEGER PRIMARY KEY)`, "PRAGMA user_version = 16"),
+		},
+		{
+			name:  "schema_revision records version 16, user_version still 15",
+			setup: openThen(atHead, futureRevision),
+		},
+		{name: "user_version 16 at head", setup: openThen(atHead, "PRAGMA user_version = 16")},
+		{name: "user_version 16 without history", setup: openThen(openV14, "PRAGMA user_version = 16")},
+		{name: "user_version 16 on an empty file", setup: openThen(mustOpen, "PRAGMA user_version = 16")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			requireRefused(t, m, tt.setup(t), migration.ErrNewerDatabase)
+		})
+	}
+}
+
+func TestRefusesUnknownState(t *testing.T) {
+	m := mustDefault(t)
+	tests := []struct {
+		name  string
+		setup func(tb testing.TB) *sql.DB
+	}{
+		{
+			name: "unrelated tables, no history",
+			setup: openThen(mustOpen, `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)`,
+				`INSERT INTO notes (body) VALUES ('keep me')`),
+		},
+		{
+			name: "v14 tables but user_version 0",
+			setup: func(tb testing.TB) *sql.DB {
+				return openThen(mustOpen, baselineSQL(tb))(tb)
+			},
+		},
+		{
+			name: "head tables, user_version 15, no history",
+			setup: openThen(openV14, `CREATE INDEX pending_outbound_message_recipient
+					ON pending_outbound_message (recipient_user_id, recipient_device_id, sequence)`,
+				"PRAGMA user_version = 15"),
+		},
+		{
+			name:  "empty history table beside unrelated tables",
+			setup: openThen(mustOpen, schema.RevisionTable, `CREATE TABLE notes (id INTEGER PRIMARY KEY)`),
+		},
+		{
+			// Below head, so not newer code's: another branch's history.
+			name: "history records version 10, which the directory lacks",
+			setup: openThen(atHead, `INSERT INTO schema_revision
+					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+					VALUES ('10', 'other branch', 2, 1, 1, 0, 0, 'h1:x', 'other')`),
+		},
+		{
+			name: "partly applied version",
+			setup: openThen(openV14, schema.RevisionTable, `INSERT INTO schema_revision
+					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+					VALUES ('14', 'baseline', 2, 3, 8, 0, 0, 'h1:x', 'older')`),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			requireRefused(t, m, tt.setup(t), migration.ErrUnknownState)
+		})
+	}
+}
+
+// requireRefused checks that Up, Status and Plan each refuse conn with
+// want, that Up applies nothing, and that none of them changes conn.
+func requireRefused(t *testing.T, m *migration.Migrator, conn *sql.DB, want error) {
+	t.Helper()
+	ctx := context.Background()
+	before := dump(t, conn)
+
+	applied, err := m.Up(ctx, conn)
+	require.ErrorIs(t, err, want, "Up")
+	require.Empty(t, applied)
+	require.Equal(t, before, dump(t, conn), "Up changed the database")
+
+	_, err = m.Status(ctx, conn)
+	require.ErrorIs(t, err, want, "Status")
+	_, err = m.Plan(ctx, conn)
+	require.ErrorIs(t, err, want, "Plan")
+	require.Equal(t, before, dump(t, conn), "Status or Plan changed the database")
+}
+
+func TestAdoptsLegacyV14(t *testing.T) {
+	ctx := context.Background()
+	conn := openV14(t)
+	m := mustDefault(t)
+
+	tables := []string{
+		"storage_key", "local_identity", "identity_pin", "session", "session_initiation",
+		"pending_outbound_message", "pending_inbound_message", "processed_inbound_message",
+		"sqlite_sequence",
+	}
+	rowsBefore := map[string][]string{}
+	for _, tbl := range tables {
+		rowsBefore[tbl] = tabledump.Rows(t, conn, tbl)
+	}
+	require.Len(t, rowsBefore["pending_outbound_message"], 2)
+
+	applied, err := m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, []string{"15"}, applied, "only version 15 runs on a v14 database")
+
+	for _, tbl := range tables {
+		require.Equal(t, rowsBefore[tbl], tabledump.Rows(t, conn, tbl), "rows of %s", tbl)
+	}
+	require.Equal(t, []revisionRow{
+		{Version: "14", Type: int(migrate.RevisionTypeBaseline)},
+		{Version: "15", Type: int(migrate.RevisionTypeExecute), Applied: 1, Total: 1},
+	}, revisions(t, conn))
+	requireHeadSchema(t, conn)
+
+	st, err := m.Status(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, migration.Status{Current: "15"}, st)
+
+	requireUpNoop(t, m, conn)
+}
+
+// TestAdoptedAndFreshSchemasMatch compares a v14 database migrated to head
+// with a fresh database migrated to head: same tables, same indexes.
+func TestAdoptedAndFreshSchemasMatch(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	legacy, fresh := openV14(t), mustOpen(t)
+	_, err := m.Up(ctx, legacy)
+	require.NoError(t, err)
+	_, err = m.Up(ctx, fresh)
+	require.NoError(t, err)
+
+	schemaOf := func(conn *sql.DB) []string {
+		return queryStrings(t, conn, `SELECT type || ' ' || name || ' ' || coalesce(sql, '')
+			FROM sqlite_master ORDER BY type, name`)
+	}
+	require.Equal(t, schemaOf(fresh), schemaOf(legacy))
+}
+
+func TestFailingMigrationAppliesNothing(t *testing.T) {
+	ctx := context.Background()
+	fsys := sumFS(t, map[string]string{
+		"1_a.sql": "CREATE TABLE a (x INTEGER);\n",
+		"2_b.sql": "CREATE TABLE b (y INTEGER);\nTHIS IS NOT SQL;\n",
+	})
+	m, err := migration.New(fsys, ".")
+	require.NoError(t, err, "the directory itself is valid")
+
+	t.Run("fresh database", func(t *testing.T) {
+		conn := mustOpen(t)
+		before := dump(t, conn)
+		applied, err := m.Up(ctx, conn)
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "THIS IS NOT SQL")
+		var stmtErr *migrate.StmtExecError
+		require.True(t, errors.As(err, &stmtErr), "%v", err)
+		require.Equal(t, "2", stmtErr.Version)
+		require.Empty(t, applied)
+		// Version 1 ran in the same transaction and was rolled back with it,
+		// as were schema_revision and user_version.
+		require.Equal(t, before, dump(t, conn))
+
+		st, err := m.Status(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, migration.Status{Pending: []string{"1", "2"}}, st)
+	})
+
+	t.Run("database at version 1", func(t *testing.T) {
+		conn := mustOpen(t)
+		first, err := migration.New(sumFS(t, map[string]string{"1_a.sql": "CREATE TABLE a (x INTEGER);\n"}), ".")
+		require.NoError(t, err)
+		_, err = first.Up(ctx, conn)
+		require.NoError(t, err)
+		exec(t, conn, `INSERT INTO a VALUES (42)`)
+
+		before := dump(t, conn)
+		_, err = m.Up(ctx, conn)
+		require.Error(t, err)
+		require.Equal(t, before, dump(t, conn))
+		st, err := m.Status(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, migration.Status{Current: "1", Pending: []string{"2"}}, st)
+	})
+}
+
+// TestConcurrentUp runs Up from several connections pools at once on one
+// file: SQLite serialises them, exactly one applies the versions.
+func TestConcurrentUp(t *testing.T) {
+	ctx := context.Background()
+	m := mustDefault(t)
+	path := filepath.Join(t.TempDir(), "client.db")
+
+	const n = 4
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		applied [][]string
+		errs    []error
+	)
+	for range n {
+		conn, err := sql.Open("sqlite3", dsn(path))
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		wg.Go(func() {
+			got, err := m.Up(ctx, conn)
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, err)
+			applied = append(applied, got)
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+
+	var ran int
+	for _, a := range applied {
+		if len(a) > 0 {
+			ran++
+			require.Equal(t, []string{"14", "15"}, a)
+		}
+	}
+	require.Equal(t, 1, ran, "%v", applied)
+
+	conn, err := sql.Open("sqlite3", dsn(path))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.Len(t, revisions(t, conn), 2)
+}
+
+// Linking package migration, as every application does through
+// sqlitestore.Open, registers no database/sql driver: the only one is
+// mattn/go-sqlite3's own "sqlite3", which this test imports. A tooling
+// driver registered at init would show up here.
+func TestRegistersNoDriver(t *testing.T) {
+	require.Equal(t, []string{"sqlite3"}, sql.Drivers())
+}
+
+// A migration file added below the database's version (13_late.sql, under
+// the landed 14 and 15, rehashed) is never run on an existing database
+// while a new one gets it: Status names it, Up and Plan refuse it naming
+// the file, and nothing changes. A new database gets every file.
+func TestOutOfOrderMigration(t *testing.T) {
+	ctx := context.Background()
+	m, err := migration.New(migrationtest.WithMigrations(t, migrationtest.LateMigration), ".")
+	require.NoError(t, err)
+	require.Equal(t, []string{"13", "14", "15"}, m.Versions())
+	// at14 has the history of version 14 only.
+	at14 := func(tb testing.TB) *sql.DB {
+		tb.Helper()
+		conn := mustOpen(tb)
+		first, err := migration.New(migrationtest.SumFS(tb, map[string]string{"14_baseline.sql": baselineSQL(tb)}), ".")
+		require.NoError(tb, err)
+		_, err = first.Up(ctx, conn)
+		require.NoError(tb, err)
+		return conn
+	}
+	tests := []struct {
+		name    string
+		setup   func(tb testing.TB) *sql.DB
+		current string
+		pending []string
+	}{
+		{name: "at head", setup: atHead, current: "15"},
+		{name: "at 14", setup: at14, current: "14", pending: []string{"15"}},
+		{name: "legacy v14 without history", setup: openV14, current: "14", pending: []string{"15"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := tt.setup(t)
+			before := dump(t, conn)
+
+			st, err := m.Status(ctx, conn)
+			require.NoError(t, err)
+			require.Equal(t, migration.Status{Current: tt.current, Pending: tt.pending, OutOfOrder: []string{"13_late.sql"}}, st)
+
+			applied, err := m.Up(ctx, conn)
+			require.ErrorIs(t, err, migration.ErrOutOfOrder)
+			require.ErrorContains(t, err, "13_late.sql at or below version "+tt.current)
+			require.Empty(t, applied)
+			_, err = m.Plan(ctx, conn)
+			require.ErrorIs(t, err, migration.ErrOutOfOrder)
+			require.Equal(t, before, dump(t, conn), "nothing changed")
+		})
+	}
+	t.Run("new database", func(t *testing.T) {
+		conn := mustOpen(t)
+		applied, err := m.Up(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, []string{"13", "14", "15"}, applied)
+		st, err := m.Status(ctx, conn)
+		require.NoError(t, err)
+		require.Equal(t, migration.Status{Current: "15"}, st)
+	})
+}
