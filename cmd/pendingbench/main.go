@@ -53,6 +53,7 @@ func main() {
 	flag.IntVar(&o.Mid, "mid", 100_000, "pending messages in the middle database (heap walk only)")
 	flag.IntVar(&o.Large, "large", 1_000_000, "pending messages in the large database")
 	flag.IntVar(&o.Recipients, "recipients", 1000, "recipients the messages are spread over")
+	flag.IntVar(&o.ManyRecipients, "many-recipients", 100_000, "recipients of the second -large database the recipient listing is measured on")
 	flag.IntVar(&o.Iters, "iters", 301, "repetitions per side of each page measurement")
 	flag.IntVar(&o.DMLIters, "dml-iters", 301, "repetitions per side of each delete and send measurement")
 	flag.IntVar(&o.SlowIters, "slow-iters", 21, "repetitions per side of the OFFSET measurement")
@@ -140,6 +141,7 @@ func commandLine() string {
 type options struct {
 	Small, Mid, Large int
 	Recipients        int
+	ManyRecipients    int
 	Iters             int
 	DMLIters          int
 	SlowIters         int
@@ -167,6 +169,8 @@ func (o options) validate() error {
 		return fmt.Errorf("need -cold-iters <= -small/8")
 	case o.Recipients < 2:
 		return fmt.Errorf("need -recipients >= 2")
+	case o.ManyRecipients < 2 && !o.Sweep:
+		return fmt.Errorf("need -many-recipients >= 2")
 	case o.Iters < 1 || o.DMLIters < 1 || o.SlowIters < 1 || o.ColdIters < 1 || (o.Sweep && o.HeapWalks < 1):
 		return fmt.Errorf("need positive iteration counts")
 	case o.OffsetAt <= 0 || o.OffsetAt >= 1:

@@ -22,7 +22,7 @@ import (
 // size.
 func TestRunTiny(t *testing.T) {
 	var out bytes.Buffer
-	o := options{Small: 600, Mid: 700, Large: 900, Recipients: 50, Skew: 1.5, Seed: 1, Iters: 3, DMLIters: 4, SlowIters: 2, ColdIters: 2, OffsetAt: 0.5, Dir: t.TempDir()}
+	o := options{Small: 600, Mid: 700, Large: 900, Recipients: 50, ManyRecipients: 80, Skew: 1.5, Seed: 1, Iters: 3, DMLIters: 4, SlowIters: 2, ColdIters: 2, OffsetAt: 0.5, Dir: t.TempDir()}
 	met, total, err := run(context.Background(), o, &out, io.Discard)
 	require.NoError(t, err)
 	text := out.String()
@@ -38,6 +38,7 @@ func TestRunTiny(t *testing.T) {
 		"records opened by count", "abandon", "ACK-delete", "delete (store AbandonPending)",
 		"send (client.Send)", "send throughput", "heap retained", "bytes allocated per page", "allocations per page",
 		"cold", "fan-out to 5 devices",
+		"recipients, page of 100 / SELECT DISTINCT at 900 over 50 recipients", "recipients, every one / SELECT DISTINCT at 900 over 80 recipients",
 	} {
 		require.Contains(t, text, want, "no %q line", want)
 	}
@@ -80,11 +81,12 @@ func tableLine(t *testing.T, text, prefix string) string {
 }
 
 func TestValidate(t *testing.T) {
-	ok := options{Small: 1000, Mid: 1000, Large: 1000, Recipients: 10, Skew: 1.5, Iters: 1, DMLIters: 1, SlowIters: 1, ColdIters: 1, OffsetAt: 0.9}
+	ok := options{Small: 1000, Mid: 1000, Large: 1000, Recipients: 10, ManyRecipients: 20, Skew: 1.5, Iters: 1, DMLIters: 1, SlowIters: 1, ColdIters: 1, OffsetAt: 0.9}
 	require.NoError(t, ok.validate())
 	for name, change := range map[string]func(*options){
 		"small":      func(o *options) { o.Small = 100 },
 		"recipients": func(o *options) { o.Recipients = 1 },
+		"many":       func(o *options) { o.ManyRecipients = 1 },
 		"offset":     func(o *options) { o.OffsetAt = 1 },
 		"skew":       func(o *options) { o.Skew = 0 },
 		"cold":       func(o *options) { o.ColdIters = 0 },

@@ -49,6 +49,7 @@ var lines = []line{
 	{"in-memory floor of the one-recipient page", floorLines},
 	{"OFFSET baseline", offsetLines},
 	{"count", countLines},
+	{"recipients", recipientLines},
 	{"page vs raw select + opens", rawPageLines},
 	{"abandon and ACK", deleteLines},
 	{"cold cache", coldLines},
@@ -109,13 +110,19 @@ func run(ctx context.Context, o options, out, progress io.Writer) (met, total in
 }
 
 // seed builds the database name with n pending messages over a skewed
-// spread of recipients.
+// spread of -recipients recipients.
 func (b *bench) seed(name string, n int) (*env, error) {
+	return b.seedOver(name, n, b.o.Recipients)
+}
+
+// seedOver builds the database name with n pending messages over a skewed
+// spread of recipients (at most n/10).
+func (b *bench) seedOver(name string, n, recipients int) (*env, error) {
 	keys, err := benchseed.NewKeyring()
 	if err != nil {
 		return nil, err
 	}
-	cfg := benchseed.Config{N: n, Recipients: min(b.o.Recipients, max(2, n/10)), Skew: b.o.Skew}.Normalized()
+	cfg := benchseed.Config{N: n, Recipients: min(recipients, max(2, n/10)), Skew: b.o.Skew}.Normalized()
 	layout := cfg.Layout()
 	t0 := time.Now()
 	path := filepath.Join(b.dir, name+".db")

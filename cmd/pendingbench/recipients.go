@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
+)
+
+// Targets of the recipient lines: the listing against SELECT DISTINCT
+// over the same index on the same connection. Without ANALYZE statistics
+// (a client's database has none) DISTINCT steps over every index entry of
+// the recipients it passes: O(pending) for the whole list. The listing
+// seeks once per recipient, whatever it holds: O(recipients * log n), at
+// a fixed cost per recipient (six correlated seeks on pages just read)
+// that is above DISTINCT's step over an entry or two. So: the whole list
+// over 1,000 recipients (~1,000 messages each) must cost a fraction of
+// DISTINCT's; over 100,000 (most holding one message) no more than half
+// as much again; a page of 100 after a random recipient (most of them in
+// the skewed layout's tail, with few messages) at most 1.5 times
+// DISTINCT's over 1,000 recipients and 4 times over 100,000, where
+// DISTINCT steps over one entry per recipient.
+type recipientTargets struct{ page, all float64 }
+
+var (
+	recipientsFewTarget  = recipientTargets{page: 1.5, all: 0.2} // -recipients
+	recipientsManyTarget = recipientTargets{page: 4, all: 1.5}   // -many-recipients
+)
+
+// recipientLines compare the recipient listing (store PendingRecipients,
+// a loose index scan of the recipient index) with the raw floor, SELECT
+// DISTINCT over the same index on the store's own connection, at -large
+// pending over -recipients recipients (the large database) and over
+// -many-recipients (a database seeded for these lines): a page of 100
+// after a random recipient (against DISTINCT ... LIMIT 101 after it), and
+// the whole listing, page by page, as a restart loop reads it (against one
+// SELECT DISTINCT of every recipient). Before timing, the store's answers
+// are checked against DISTINCT's.
+func recipientLines(b *bench) ([]result, error) {
+	ctx, o := b.ctx, b.o
+	many, err := b.seedOver("many", o.Large, o.ManyRecipients)
+	if err != nil {
+		return nil, err
+	}
+	defer many.s.Close()
+	var rs []result
+	for _, x := range []struct {
+		e      *env
+		target recipientTargets
+	}{{b.large, recipientsFewTarget}, {many, recipientsManyTarget}} {
+		e := x.e
+		n := e.layout.Recipients()
+		at := fmt.Sprintf("at %s over %s recipients", b.L, human(n))
+		cursors := make([]ids.DeviceAddress, o.Iters)
+		for i := range cursors {
+			cursors[i] = e.layout.Address(b.rng.IntN(n))
+		}
+		for _, c := range cursors[:min(len(cursors), 5)] {
+			if err := checkRecipientPage(ctx, e, c); err != nil {
+				return nil, err
+			}
+		}
+		storePage := func(round int) error {
+			_, err := e.s.PendingRecipients(ctx, store.RecipientPageRequest{After: &cursors[round], Limit: store.MaxPageSize})
+			return err
+		}
+		rawPage := func(round int) error {
+			_, err := distinctRecipients(ctx, e, &cursors[round], store.MaxPageSize+1)
+			return err
+		}
+		a, c, err := interleave(o.Iters, storePage, rawPage)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, ratioLE("recipients, page of 100 / SELECT DISTINCT "+at, a, c, x.target.page,
+			", after a random recipient; DISTINCT reads 101 addresses, the store 101 with their oldest sequences"))
+
+		listed := 0
+		storeAll := func(int) error {
+			req := store.RecipientPageRequest{Limit: store.MaxPageSize}
+			listed = 0
+			for {
+				p, err := e.s.PendingRecipients(ctx, req)
+				if err != nil {
+					return err
+				}
+				listed += len(p.Recipients)
+				if p.NextAfterRecipient == nil {
+					break
+				}
+				req.After = p.NextAfterRecipient
+			}
+			if listed != n {
+				return fmt.Errorf("%s: listed %d recipients, want %d", e.name, listed, n)
+			}
+			return nil
+		}
+		rawAll := func(int) error {
+			got, err := distinctRecipients(ctx, e, nil, -1)
+			if err == nil && len(got) != n {
+				err = fmt.Errorf("%s: DISTINCT found %d recipients, want %d", e.name, len(got), n)
+			}
+			return err
+		}
+		a, c, err = interleave(o.SlowIters, storeAll, rawAll)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, ratioLE("recipients, every one / SELECT DISTINCT "+at, a, c, x.target.all,
+			fmt.Sprintf(", %d pages of 100 (a transaction each) against one statement", (n+store.MaxPageSize-1)/store.MaxPageSize)))
+	}
+	return rs, nil
+}
+
+// distinctRecipients is the raw floor: the distinct recipients after the
+// cursor (nil: all), in address order, at most limit (-1: no limit), read
+// by SELECT DISTINCT over the recipient index on e's connection.
+func distinctRecipients(ctx context.Context, e *env, after *ids.DeviceAddress, limit int) ([]ids.DeviceAddress, error) {
+	from := store.RecipientPageRequest{After: after}.From()
+	rows, err := e.rawDB().QueryContext(ctx, `SELECT DISTINCT recipient_user_id, recipient_device_id
+		FROM pending_outbound_message
+		WHERE (recipient_user_id, recipient_device_id) > (?, ?)
+		ORDER BY recipient_user_id, recipient_device_id LIMIT ?`, from.UserID, from.DeviceID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%s: select distinct: %w", e.name, err)
+	}
+	defer rows.Close()
+	var out []ids.DeviceAddress
+	for rows.Next() {
+		var a ids.DeviceAddress
+		if err := rows.Scan(&a.UserID, &a.DeviceID); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// checkRecipientPage checks that the store's page after the cursor lists
+// what SELECT DISTINCT finds, and that each oldest sequence is that
+// recipient's first row in the seeded layout.
+func checkRecipientPage(ctx context.Context, e *env, after ids.DeviceAddress) error {
+	p, err := e.s.PendingRecipients(ctx, store.RecipientPageRequest{After: &after, Limit: store.MaxPageSize})
+	if err != nil {
+		return err
+	}
+	want, err := distinctRecipients(ctx, e, &after, store.MaxPageSize)
+	if err != nil {
+		return err
+	}
+	var got []ids.DeviceAddress
+	for _, r := range p.Recipients {
+		got = append(got, r.Recipient)
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("%s: recipients after %s: store lists %d, DISTINCT %d, or in another order", e.name, after, len(got), len(want))
+	}
+	first := map[ids.DeviceAddress]int64{}
+	for r := range e.layout.Recipients() {
+		first[e.layout.Address(r)] = e.seq(e.layout.RecipientRow(r, 0))
+	}
+	for _, r := range p.Recipients {
+		if r.OldestSequence != first[r.Recipient] {
+			return fmt.Errorf("%s: %s: oldest sequence %d, want %d", e.name, r.Recipient, r.OldestSequence, first[r.Recipient])
+		}
+	}
+	return nil
+}
