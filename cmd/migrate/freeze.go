@@ -5,104 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/securemsg/storage/cmd/internal/frozen"
 )
-
-// fixturesPath is where the frozen fixtures live, relative to the
-// repository.
-const fixturesPath = "fixtures"
-
-// fixtureDoc is one fixture's result in fixture-test's JSON document.
-type fixtureDoc struct {
-	Dir     string         `json:"dir"`
-	Version string         `json:"version"`
-	OK      bool           `json:"ok"`
-	Checks  []frozen.Check `json:"checks"`
-}
-
-// newFixtureTestDoc returns fixture-test's document, before anything is
-// read (fixture-test reads no database: its argument is ignored).
-func newFixtureTestDoc(string) *fixtureTestDoc {
-	return &fixtureTestDoc{docHeader: docHeader{Command: "fixture-test"}, Fixtures: []fixtureDoc{}}
-}
-
-// fixtureTestDoc is fixture-test's JSON document.
-type fixtureTestDoc struct {
-	docHeader              // command "fixture-test"
-	Fixtures  []fixtureDoc `json:"fixtures"`
-}
-
-// cmdFixtureTest proves every fixtures/versionNN directory against head
-// with frozen.Prove, the version-14 fixture like any other. Each proof
-// works on its own temporary copy, never on the frozen files.
-func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
-	doc := newFixtureTestDoc("")
-	env.doc = doc
-	if err := env.checkFormat(); err != nil {
-		return err
-	}
-	root, err := repoPath("-fixtures DIR", env.fixtures, fixturesPath)
-	if err != nil {
-		return err
-	}
-	m, err := env.migrations()
-	if err != nil {
-		return err
-	}
-	dirs, err := frozen.Find(root)
-	if err != nil {
-		return err
-	}
-	if len(dirs) == 0 {
-		return fmt.Errorf("%s: no versionNN fixture directory", root)
-	}
-	failed := 0
-	for _, d := range dirs {
-		if rel, err := relToWD(d.Path); err == nil && !filepath.IsAbs(env.fixtures) {
-			d.Path = rel // as a reviewer names it: fixtures/version14 from the root
-		}
-		w := env.text()
-		fmt.Fprintf(w, "== %s (version %s)\n", d.Path, d.Version)
-		checks, err := frozen.Prove(ctx, m, d.Path, w)
-		fd := fixtureDoc{Dir: d.Path, Version: d.Version, OK: err == nil, Checks: nonNil(checks)}
-		if err != nil {
-			failed++
-			if len(checks) == 0 || allOK(checks) {
-				fd.Checks = append(fd.Checks, frozen.Check{Name: "run the proof", Error: err.Error()})
-				fmt.Fprintf(w, "FAIL run the proof: %v\n", err)
-			}
-		}
-		doc.Fixtures = append(doc.Fixtures, fd)
-	}
-	if env.annotating() {
-		env.annotate(fixtureAnnotations(doc.Fixtures))
-	}
-	if failed > 0 {
-		return findingf("%d of %d fixture(s) failed", failed, len(dirs))
-	}
-	return nil
-}
-
-// relToWD returns path relative to the working directory.
-func relToWD(path string) (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Rel(wd, path)
-}
-
-func allOK(cs []frozen.Check) bool {
-	for _, c := range cs {
-		if !c.OK {
-			return false
-		}
-	}
-	return true
-}
 
 // newFreezeDoc returns freeze's document for database db ("" to freeze
 // the newest fixture), before anything is read.

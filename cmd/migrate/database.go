@@ -1,0 +1,161 @@
+// The -db file: opening it read-only or creating it, and saying in plain
+// words why SQLite refused it. Shared by every command that takes -db.
+
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/securemsg/storage/internal/migration"
+)
+
+// danglingLink returns an error naming path and its target when path is a
+// symbolic link to nothing, nil otherwise.
+func danglingLink(path string) error {
+	li, err := os.Lstat(path)
+	if err != nil || li.Mode()&os.ModeSymlink == 0 {
+		return nil
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	target, _ := os.Readlink(path)
+	return fmt.Errorf("%s is a symbolic link to %s, which does not exist: nothing created", path, target)
+}
+
+// target returns what a command on one database starts from: the -db
+// path (a usage error without it) and the migration directory embedded in
+// the binary (an error wrapping migration.ErrChecksum or
+// migration.ErrDirectory if it is damaged).
+func (env *cmdEnv) target() (string, *migration.Migrator, error) {
+	path, err := env.requireDB()
+	if err != nil {
+		return "", nil, err
+	}
+	m, err := env.migrations()
+	if err != nil {
+		return "", nil, err
+	}
+	return path, m, nil
+}
+
+// readTarget runs read on the target database (target), read read-only
+// (readExisting): it fails on a missing file or one that is not a SQLite
+// database. read may run more than once (pipeline.ReadStable) and must
+// only read; what it returns on the last, stable run is returned.
+func readTarget[T any](ctx context.Context, env *cmdEnv, read func(m *migration.Migrator, conn *sql.DB) (T, error)) (path string, m *migration.Migrator, v T, err error) {
+	path, m, err = env.target()
+	if err != nil {
+		return "", nil, v, err
+	}
+	err = env.readExisting(ctx, path, func(conn *sql.DB) error {
+		var rerr error
+		v, rerr = read(m, conn)
+		return rerr
+	})
+	return path, m, v, err
+}
+
+// createDSN returns the client's own DSN for the database file at path
+// (immediate write transactions, busy timeout, foreign keys), creating the
+// file if absent; the journal mode is left as the file has it (up switches
+// a database to WAL once it has migrated). Read-only commands use
+// pipeline.ReadStable instead.
+func createDSN(path string) string {
+	return "file:" + migration.URIPath(path) + "?mode=rwc&_txlock=immediate&_busy_timeout=5000&_foreign_keys=on"
+}
+
+// readExisting runs read on the database at path, opened read-only
+// (pipeline.ReadStable: read runs again if the file changed meanwhile,
+// and the command fails with pipeline.ErrChanged if it keeps changing).
+// It fails rather than create a missing file, and says so when the file is
+// not a SQLite database.
+func (env *cmdEnv) readExisting(ctx context.Context, path string, read func(*sql.DB) error) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := danglingLink(path); err != nil {
+				return err
+			}
+			return fmt.Errorf("%s: no such database file", path)
+		}
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory, not a database file", path)
+	}
+	// Read permission, checked by the OS rather than guessed from the mode.
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return env.readStable(ctx, path, func(conn *sql.DB) error {
+		if err := checkDatabase(conn, path); err != nil {
+			return err
+		}
+		return read(conn)
+	})
+}
+
+// checkDatabase reads the schema cookie, which fails on a file that is not
+// a SQLite database.
+func checkDatabase(conn *sql.DB, path string) error {
+	var v int64
+	if err := conn.QueryRow("PRAGMA schema_version").Scan(&v); err != nil {
+		return explainOpen(path, err)
+	}
+	return nil
+}
+
+// explainOpen says in plain words why SQLite refused path.
+func explainOpen(path string, err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch {
+		case se.ExtendedCode == sqlite3.ErrReadonlyRollback:
+			// A hot journal, not a permission: pipeline.ReadStable says
+			// so with ErrNeedsRecovery.
+			return fmt.Errorf("open %s: %w", path, err)
+		case se.Code == sqlite3.ErrNotADB:
+			return fmt.Errorf("%s is not a SQLite database (nothing changed): %w", path, err)
+		case se.Code == sqlite3.ErrReadonly:
+			return fmt.Errorf("%s: permission denied, the database is read-only (nothing changed): %w", path, err)
+		case se.Code == sqlite3.ErrCantOpen, se.Code == sqlite3.ErrPerm:
+			return fmt.Errorf("%s: permission denied or unreadable (nothing changed): %w", path, err)
+		}
+	}
+	return fmt.Errorf("open %s: %w", path, err)
+}
+
+// prepareCreate checks that a missing database file at path can be
+// created, and says why not: a missing parent directory and a directory
+// this process cannot write are different problems.
+func prepareCreate(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot create %s: directory %s does not exist", path, dir)
+	case err != nil:
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("cannot create %s: %s is not a directory", path, dir)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("cannot create %s: permission denied in directory %s", path, dir)
+		}
+		return fmt.Errorf("cannot create %s: %w", path, err)
+	}
+	return f.Close()
+}
