@@ -146,3 +146,11 @@ LIMIT sqlc.arg(row_limit);
 
 -- name: UpdatePendingOutboundSealed :exec
 UPDATE pending_outbound_message SET sealed = sqlc.arg(sealed) WHERE sequence = sqlc.arg(sequence);
+
+-- name: LowerPendingOutboundSequence :execrows
+-- Open with WithSequenceRestart: a high-water mark at the largest int64
+-- (put there by a writer other than the store) is set to the highest
+-- stored sequence, 0 if none is stored.
+UPDATE sqlite_sequence
+SET seq = coalesce((SELECT max(sequence) FROM pending_outbound_message), 0)
+WHERE name = 'pending_outbound_message';

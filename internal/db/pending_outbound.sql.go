@@ -114,6 +114,23 @@ func (q *Queries) InsertPendingOutbound(ctx context.Context, arg InsertPendingOu
 	return result.LastInsertId()
 }
 
+const lowerPendingOutboundSequence = `-- name: LowerPendingOutboundSequence :execrows
+UPDATE sqlite_sequence
+SET seq = coalesce((SELECT max(sequence) FROM pending_outbound_message), 0)
+WHERE name = 'pending_outbound_message'
+`
+
+// Open with WithSequenceRestart: a high-water mark at the largest int64
+// (put there by a writer other than the store) is set to the highest
+// stored sequence, 0 if none is stored.
+func (q *Queries) LowerPendingOutboundSequence(ctx context.Context) (int64, error) {
+	result, err := q.db.ExecContext(ctx, lowerPendingOutboundSequence)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const nextPendingOutboundForRecipient = `-- name: NextPendingOutboundForRecipient :one
 SELECT sequence,
        likely(recipient_user_id) AS recipient_user_id,

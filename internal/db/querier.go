@@ -66,6 +66,10 @@ type Querier interface {
 	// Views and triggers, which Atlas's open-source SQLite inspection does not
 	// see: drift compares them with head's by their SQL text.
 	ListViewsAndTriggers(ctx context.Context) ([]ListViewsAndTriggersRow, error)
+	// Open with WithSequenceRestart: a high-water mark at the largest int64
+	// (put there by a writer other than the store) is set to the highest
+	// stored sequence, 0 if none is stored.
+	LowerPendingOutboundSequence(ctx context.Context) (int64, error)
 	// The next pending message for one recipient from from_sequence on: a
 	// retry reads one message per transaction. Columns as in the pages.
 	NextPendingOutboundForRecipient(ctx context.Context, arg NextPendingOutboundForRecipientParams) (NextPendingOutboundForRecipientRow, error)

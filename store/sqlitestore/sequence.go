@@ -2,10 +2,71 @@ package sqlitestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/internal/db"
 )
+
+// ErrSequenceExhausted means the pending sequence's high-water mark is at
+// the largest int64, so no new pending message can be given a sequence.
+// Only a writer other than the store can put it there (the store would
+// take 2^63 sends). Open reports it and changes nothing, unless given
+// WithSequenceRestart; a send (InsertPending, CommitSend, CommitSendMany)
+// that meets it stores nothing and returns it. The way out is Open with
+// WithSequenceRestart, which keeps every stored message.
+var ErrSequenceExhausted = errors.New("store: pending sequence exhausted (its high-water mark is at the largest int64)")
+
+// WithSequenceRestart makes Open lower a pending sequence high-water mark
+// found at the largest int64 to the highest sequence stored (0 if none),
+// in the transaction that checks the key; no stored message changes.
+// Sequences above the highest stored one that were handed out before
+// (to messages since acknowledged or abandoned) may be handed out again:
+// they cannot be told from a mark a writer raised. If a stored message
+// holds the largest sequence itself, sends keep failing with
+// ErrSequenceExhausted until the application removes it (it is listed by
+// PendingMessages like any other; AbandonPending) and opens with
+// WithSequenceRestart again.
+func WithSequenceRestart() Option {
+	return func(o *options) { o.restart = true }
+}
+
+// checkSequence fails with ErrSequenceExhausted if the pending sequence's
+// high-water mark is at the largest int64, or, with restart, lowers it.
+// It runs after repairSequence, in the same transaction.
+func checkSequence(ctx context.Context, q *db.Queries, restart bool) error {
+	mark, err := q.PendingOutboundSequenceHighWater(ctx)
+	if err != nil {
+		return fmt.Errorf("store: read pending sequence high-water mark: %w", err)
+	}
+	if mark != math.MaxInt64 {
+		return nil
+	}
+	if !restart {
+		return fmt.Errorf("%w: open with sqlitestore.WithSequenceRestart to lower it to the highest stored sequence; nothing was changed", ErrSequenceExhausted)
+	}
+	if _, err := q.LowerPendingOutboundSequence(ctx); err != nil {
+		return fmt.Errorf("store: lower pending sequence high-water mark: %w", err)
+	}
+	return nil
+}
+
+// exhausted returns ErrSequenceExhausted if err, an insert's error, is
+// SQLite's "database or disk is full" because the high-water mark is at
+// the largest int64 (what AUTOINCREMENT fails with then), err otherwise.
+func exhausted(ctx context.Context, q *db.Queries, err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) || se.Code != sqlite3.ErrFull {
+		return err
+	}
+	if mark, qerr := q.PendingOutboundSequenceHighWater(ctx); qerr != nil || mark != math.MaxInt64 {
+		return err
+	}
+	return fmt.Errorf("%w: nothing stored; reopen the store with sqlitestore.WithSequenceRestart", ErrSequenceExhausted)
+}
 
 // repairSequence raises the pending sequence's high-water mark (its
 // sqlite_sequence row) to the highest sequence stored, if a writer other

@@ -102,6 +102,7 @@ type Option func(*options)
 type options struct {
 	legacy   legacy.Options
 	upgrade  bool // WithLegacyUpgrade
+	restart  bool // WithSequenceRestart
 	migrator *migration.Migrator
 }
 
@@ -203,7 +204,9 @@ func WithLegacyBatch(n int) Option {
 // wrapping seal.ErrWrongKey if the database was sealed with a key keys
 // does not hold, ErrNoKeyRecord if it records no active key but holds
 // sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
-// option, seal.ErrKey for a keyring holding no key (the zero Keyring), ErrLegacyLayout, migration.ErrUnknownObject (naming each) for
+// option, seal.ErrKey for a keyring holding no key (the zero Keyring),
+// ErrSequenceExhausted for a pending sequence high-water mark at the
+// largest int64 (without WithSequenceRestart), ErrLegacyLayout, migration.ErrUnknownObject (naming each) for
 // a database holding a table, index, view or trigger that no migration
 // defines, a legacy migration error (legacy.ErrPlaintextRefused for a
 // plaintext table in a database whose pending queue was sealed or a
@@ -336,7 +339,10 @@ func (s *Store) init(ctx context.Context, o options) error {
 		if err := s.checkKey(ctx, q); err != nil {
 			return err
 		}
-		return repairSequence(ctx, q)
+		if err := repairSequence(ctx, q); err != nil {
+			return err
+		}
+		return checkSequence(ctx, q, o.restart)
 	})
 }
 
@@ -555,6 +561,9 @@ func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, 
 	})
 	if isUniqueViolation(err) {
 		return 0, fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
+	}
+	if err != nil {
+		return 0, exhausted(ctx, q, err)
 	}
 	if err != nil || peer == nil {
 		return seq, err

@@ -534,6 +534,7 @@ func TestQueryPlans(t *testing.T) {
 		"RaisePendingOutboundSequence":     "scans sqlite_sequence (one row per AUTOINCREMENT table) once per open; max(sequence) is the rowid's last entry",
 		"RestorePendingOutboundSequence":   "scans sqlite_sequence (one row per AUTOINCREMENT table) once per open; max(sequence) is the rowid's last entry",
 		"PendingOutboundDataVersion":       "reads a pragma (one value), no table",
+		"LowerPendingOutboundSequence":     "scans sqlite_sequence (one row per AUTOINCREMENT table), only when Open is given WithSequenceRestart for a mark at the maximum; max(sequence) is the rowid's last entry",
 	}
 	// Every other query of the file is checked; these must exist, and their
 	// plans must contain the given fragment.
@@ -554,7 +555,7 @@ func TestQueryPlans(t *testing.T) {
 	}
 	// The sequence repair runs on every Open: its max(sequence) must be
 	// the rowid's last entry, never a pass over the table or an index of it.
-	for _, name := range []string{"RaisePendingOutboundSequence", "RestorePendingOutboundSequence"} {
+	for _, name := range []string{"RaisePendingOutboundSequence", "RestorePendingOutboundSequence", "LowerPendingOutboundSequence"} {
 		plan := strings.Join(explain(t, s, name, queries[name]), "\n")
 		require.Contains(t, plan, "SEARCH pending_outbound_message", name)
 		require.NotContains(t, plan, "SCAN pending_outbound_message", "%s reads the whole queue on every open:\n%s", name, plan)
