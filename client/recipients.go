@@ -27,7 +27,7 @@ type PendingRecipientPage = store.PendingRecipientPage
 // messages: what a restarted application retries, one
 // RetryPendingMessages call per recipient, without reading the messages
 // themselves. Each page is its own storage transaction and opens
-// nothing; it costs one index seek per recipient returned, however many
+// nothing; it costs a few index seeks per recipient returned, however many
 // messages each has. A recipient pending throughout a walk is listed
 // exactly once; one whose last message is acknowledged or abandoned
 // between pages may be absent, and one whose first message is sent after

@@ -60,7 +60,7 @@ func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *tra
 	page, err := alice.PendingMessages(ctx, client.PageRequest{Limit: 50})
 	check(err)
 	fmt.Fprintln(out, len(page.Messages), "pending, to", page.Messages[0].Recipient)
-	// On every start: find whom to retry (one index seek per recipient), retry each.
+	// On every start: find whom to retry (index seeks, not a walk of the queue), retry each.
 	req := client.RecipientPageRequest{Limit: client.MaxPageSize}
 	for {
 		recipients, err := alice.PendingRecipients(ctx, req)

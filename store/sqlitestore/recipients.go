@@ -11,8 +11,8 @@ import (
 )
 
 // PendingRecipients implements store.Pending: a loose index scan of the
-// recipient index (see PendingOutboundRecipients), limit+1 seeks in one
-// read transaction, no message opened.
+// recipient index (see PendingOutboundRecipients): limit+1 steps of a
+// few seeks each, in one read transaction, no message opened.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := req.Validate(); err != nil {
 		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
