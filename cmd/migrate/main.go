@@ -42,16 +42,10 @@
 // application holds, unless there is nothing to apply (it removes
 // FILE-lock again if it created it).
 //
-// Exit codes, one convention on every command (like diff's):
-//
-//	0  clean: at head, no drift, no finding
-//	1  a finding: drift, pending or out-of-order migrations, lint
-//	   findings, a failed fixture check
-//	2  an error: usage, a missing or unreadable file, not a database, a
-//	   database it cannot place or that needs recovery, a database an
-//	   application has open (up)
-//
-// A non-zero exit prints one line, "migrate: command: reason", on stderr
+// Every command exits 0 when clean, 1 on a finding and 2 on an error,
+// like diff; "migrate -h" lists what each covers (exitCodes). A pipeline
+// runs a built binary (or go tool): go run reports every non-zero exit
+// as 1. A non-zero exit prints one line, "migrate: command: reason", on stderr
 // and leaves the database as it found it; with -json the document keeps
 // every field of a success and adds "error".
 //
@@ -437,7 +431,8 @@ const exitCodes = `exit codes (every command):
   1  a finding: drift, pending or out-of-order migrations, lint findings,
      a failed fixture check
   2  an error: usage, a missing or unreadable file, not a database, a
-     database it cannot place or that needs recovery
+     database it cannot place or that needs recovery, no stable snapshot
+     read beside a writer, the writer lock held (up)
 `
 
 // describe returns err's message, naming the file Atlas found at fault
