@@ -1,0 +1,87 @@
+package legacy
+
+// Step 2: sealing the set-aside rows batch by batch.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/securemsg/storage/internal/db/legacydb"
+	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// batch is step 2: it copies the next batch of legacy rows, sealed, into
+// the sealed table in one transaction and reports whether rows may be
+// left.
+func (m *migrator) batch(ctx context.Context) (bool, error) {
+	var (
+		n    int
+		last int64
+	)
+	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
+		n, last = 0, m.after
+		q := legacydb.New(tx)
+		// Read in chunks, so that memory stays bounded by readChunk
+		// messages whatever the batch size.
+		for n < m.opts.Batch {
+			limit := min(m.hooks.chunk, m.opts.Batch-n)
+			rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: last, RowLimit: int64(limit)})
+			if err != nil {
+				return fmt.Errorf("read legacy rows: %w", err)
+			}
+			if m.hooks.afterRead != nil {
+				m.hooks.afterRead(len(rows))
+			}
+			for _, r := range rows {
+				to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
+				if err != nil {
+					return err
+				}
+				sealed, err := m.keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), r.Plaintext)
+				clear(r.Plaintext)
+				if err != nil {
+					return fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)
+				}
+				err = q.InsertSealedPendingWithSequence(ctx, legacydb.InsertSealedPendingWithSequenceParams{
+					Sequence: r.Sequence, RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,
+				})
+				if err != nil {
+					return fmt.Errorf("legacy sequence %d: copy: %w", r.Sequence, err)
+				}
+				last = r.Sequence
+				n++
+				if m.hooks.afterRow != nil {
+					m.hooks.afterRow(m.copied + n)
+				}
+			}
+			if len(rows) < limit {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	m.after = last
+	m.copied += n
+	m.sealed += int64(n)
+	if n > 0 {
+		m.report(PhaseSeal)
+	}
+	return n == m.opts.Batch, nil
+}
+
+func (m *migrator) report(p Phase) {
+	if m.opts.Progress == nil {
+		return
+	}
+	r := Progress{Phase: p, Sealed: m.sealed, Total: m.total}
+	if p == PhaseSetAside {
+		r.Erased = m.erased
+	}
+	m.opts.Progress(r)
+}

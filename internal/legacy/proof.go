@@ -1,0 +1,258 @@
+package legacy
+
+// Step 1 and its proof: setting the legacy rows aside, the digest of the
+// rows that the storage key verifier seals, and checking it on resume.
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db/legacydb"
+	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// begin is step 1, on a legacy layout: it refuses a database whose
+// pending queue was sealed (mayBegin), sets the legacy table aside (its
+// sqlite_sequence mark and its index go with it), erases the malformed
+// rows, creates the sealed table and records the key (or gives the
+// recorded one a new verifier) with the proof naming the rows set aside.
+func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) error {
+	record, err := m.mayBegin(ctx, q)
+	if err != nil {
+		return err
+	}
+	m.erased = nil
+	if err := execStep(ctx, tx, stepSetAside); err != nil {
+		return err
+	}
+	sum, n, err := m.scanRows(ctx, q, true)
+	if err != nil {
+		return err
+	}
+	if err := execStep(ctx, tx, stepCreateSealed); err != nil {
+		return err
+	}
+	if record {
+		id, v, err := rowseal.SealKeyVerifier(m.keys, proofText(sum))
+		if err != nil {
+			return fmt.Errorf("seal the migration's proof: %w", err)
+		}
+		if err := q.InsertStorageKey(ctx, legacydb.InsertStorageKeyParams{KeyID: int64(id), Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
+			return fmt.Errorf("record storage key: %w", err)
+		}
+	} else if err := m.setVerifier(ctx, q, proofText(sum)); err != nil {
+		return err
+	}
+	m.began = true
+	m.after, m.sealed, m.total = math.MinInt64, 0, n
+	return nil
+}
+
+// resume checks the proof of a migration under way: the active storage
+// key record of the keyring's current key, with a verifier that opens and
+// names exactly the rows of the set-aside table. Only a holder of the key
+// can write that verifier, so the other tables (sealed before the pending
+// queue in a legacy database, or not) need no check.
+func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
+	keys, err := q.StorageKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("read storage keys: %w", err)
+	}
+	var (
+		k      legacydb.StorageKeysRow
+		found  bool
+		active []int64
+	)
+	for _, r := range keys {
+		if r.State != "active" {
+			continue
+		}
+		active = append(active, r.KeyID)
+		if r.KeyID == int64(m.keys.Current()) {
+			k, found = r, true
+		}
+	}
+	if len(active) == 0 {
+		return refused(setAside, fmt.Sprintf("no proof that this library set it aside (%d storage key records, none active)", len(keys)))
+	}
+	if !found {
+		return fmt.Errorf("%w: current key %d, recorded %v", ErrKeyNotRecorded, m.keys.Current(), active)
+	}
+	text, err := rowseal.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
+	if err != nil {
+		return fmt.Errorf("storage key %d: %w", k.KeyID, err)
+	}
+	want, ok := proofSum(text)
+	if !ok {
+		return refused(setAside, "no proof that this library set it aside with this key")
+	}
+	sum, _, err := m.scanRows(ctx, q, false)
+	if err != nil {
+		return err
+	}
+	if sum != want {
+		return refused(setAside, "its rows are not the rows that were set aside")
+	}
+	done, err := q.SealedPendingCount(ctx)
+	if err != nil {
+		return fmt.Errorf("count sealed rows: %w", err)
+	}
+	if m.after, err = q.SealedPendingMaxSequence(ctx); err != nil {
+		return fmt.Errorf("read the last sealed sequence: %w", err)
+	}
+	left, err := q.LegacyPendingCountAfter(ctx, m.after)
+	if err != nil {
+		return fmt.Errorf("count legacy rows: %w", err)
+	}
+	m.sealed, m.total = done, done+left
+	return nil
+}
+
+// proofTag separates the verifier's known value from the digest of the
+// rows set aside while a migration is under way.
+const proofTag = "\x00legacy migration rows\x00"
+
+func proofText(sum [sha256.Size]byte) []byte {
+	return append([]byte(store.KeyVerifierText+proofTag), sum[:]...)
+}
+
+// proofSum returns the digest a verifier's plaintext carries, if it is a
+// migration's proof.
+func proofSum(text []byte) (sum [sha256.Size]byte, ok bool) {
+	rest, found := strings.CutPrefix(string(text), store.KeyVerifierText+proofTag)
+	if !found || len(rest) != sha256.Size {
+		return sum, false
+	}
+	copy(sum[:], rest)
+	return sum, true
+}
+
+// rowsDigest is the SHA-256 of the set-aside rows, in sequence order, each
+// column length-prefixed or fixed-size: what the proof names.
+type rowsDigest struct{ h hash.Hash }
+
+func newRowsDigest() rowsDigest {
+	d := rowsDigest{sha256.New()}
+	d.h.Write([]byte("securemsg legacy migration rows v1\x00"))
+	return d
+}
+
+func (d rowsDigest) add(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) {
+	b := binary.BigEndian.AppendUint64(nil, uint64(seq))
+	b = binary.AppendUvarint(b, uint64(len(to.UserID)))
+	b = append(b, to.UserID...)
+	b = binary.BigEndian.AppendUint64(b, uint64(to.DeviceID))
+	b = append(b, id[:]...)
+	b = binary.AppendUvarint(b, uint64(len(plaintext)))
+	d.h.Write(b)
+	d.h.Write(plaintext)
+}
+
+func (d rowsDigest) sum() (s [sha256.Size]byte) {
+	copy(s[:], d.h.Sum(nil))
+	return s
+}
+
+// The storage class each legacy column must have.
+var wantClass = [...]struct{ column, class string }{
+	{"recipient_user_id", "text"}, {"recipient_device_id", "integer"}, {"logical_id", "blob"}, {"plaintext", "blob"},
+}
+
+func classReason(r legacydb.LegacyPendingShapeBatchRow) error {
+	for i, got := range []string{r.UserClass, r.DeviceClass, r.LogicalIDClass, r.PlaintextClass} {
+		if w := wantClass[i]; got != w.class {
+			return fmt.Errorf("%w: %s is %s, want %s", store.ErrCorruptRow, w.column, strings.ToUpper(got), strings.ToUpper(w.class))
+		}
+	}
+	return nil
+}
+
+// scanRows reads every set-aside row, storage classes first and then
+// values, and returns the digest of the well-formed rows and their count.
+// With erase (step 1), a malformed row is deleted and listed in m.erased;
+// without (a resumed migration, whose rows were all checked when set
+// aside), it is refused.
+func (m *migrator) scanRows(ctx context.Context, q *legacydb.Queries, erase bool) ([sha256.Size]byte, int64, error) {
+	bad := func(seq int64, reason error) error {
+		if !erase {
+			return refused(setAside, fmt.Sprintf("sequence %d: %v", seq, reason))
+		}
+		if err := q.DeleteLegacyPending(ctx, seq); err != nil {
+			return fmt.Errorf("erase legacy sequence %d: %w", seq, err)
+		}
+		m.erased = append(m.erased, ErasedRow{Sequence: seq, Reason: reason})
+		return nil
+	}
+	for after := int64(math.MinInt64); ; {
+		rows, err := q.LegacyPendingShapeBatch(ctx, legacydb.LegacyPendingShapeBatchParams{AfterSequence: after, RowLimit: shapeChunk})
+		if err != nil {
+			return [sha256.Size]byte{}, 0, fmt.Errorf("read legacy rows: %w", err)
+		}
+		for _, r := range rows {
+			after = r.Sequence
+			if reason := classReason(r); reason != nil {
+				if err := bad(r.Sequence, reason); err != nil {
+					return [sha256.Size]byte{}, 0, err
+				}
+			}
+		}
+		if len(rows) < shapeChunk {
+			break
+		}
+	}
+	d := newRowsDigest()
+	var n int64
+	for after := int64(math.MinInt64); ; {
+		rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: after, RowLimit: readChunk})
+		if err != nil {
+			return [sha256.Size]byte{}, 0, fmt.Errorf("read legacy rows: %w", err)
+		}
+		for _, r := range rows {
+			after = r.Sequence
+			to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
+			if err == nil && len(r.Plaintext) > store.MaxPlaintextSize {
+				// The store refuses such a message on insert: sealed into
+				// the queue, it would fail every retry to its recipient.
+				err = fmt.Errorf("legacy sequence %d: %w: plaintext is %d bytes, limit %d", r.Sequence, store.ErrCorruptRow, len(r.Plaintext), store.MaxPlaintextSize)
+			}
+			if err != nil {
+				clear(r.Plaintext)
+				if err := bad(r.Sequence, err); err != nil {
+					return [sha256.Size]byte{}, 0, err
+				}
+				continue
+			}
+			d.add(r.Sequence, to, id, r.Plaintext)
+			clear(r.Plaintext)
+			n++
+		}
+		if len(rows) < readChunk {
+			break
+		}
+	}
+	return d.sum(), n, nil
+}
+
+// rowIdentity returns a legacy row's recipient and logical id, or an error
+// wrapping ids.ErrInvalid.
+func rowIdentity(seq int64, user string, device int64, logicalID []byte) (ids.DeviceAddress, ids.LogicalMessageID, error) {
+	to := ids.DeviceAddress{UserID: user, DeviceID: device}
+	if err := to.Validate(); err != nil {
+		return to, ids.LogicalMessageID{}, fmt.Errorf("legacy sequence %d: %w", seq, err)
+	}
+	id, err := ids.ParseLogicalMessageID(logicalID)
+	if err != nil {
+		return to, id, fmt.Errorf("legacy sequence %d: %w", seq, err)
+	}
+	return to, id, nil
+}
