@@ -3,17 +3,25 @@
 // sqlitestore.Open takes for as long as the store is open and cmd/migrate's
 // up for the length of its run, so that one writer at a time uses a file.
 //
-// The lock is on a sidecar, never on the database file itself. SQLite
-// locks the database with POSIX advisory (fcntl) locks, which the
-// operating system drops for the whole process as soon as any descriptor
-// of that file is closed: opening and closing the database file beside a
-// live connection would silently undo SQLite's own locking. The sidecar
-// is locked with flock (LockFileEx on Windows), which conflicts between
-// any two open descriptions of the file, in one process or in two, and
-// ends when its descriptor is closed: on Release, or when the process
-// dies, so a killed process leaves no stale lock. The sidecar is left in
-// place after Release (removing it would let a second opener lock a new
-// file while the first still holds the old one); it holds nothing.
+// The lock is first on a sidecar. SQLite locks the database with POSIX
+// advisory (fcntl) locks, which the operating system drops for the whole
+// process as soon as any descriptor of that file is closed: opening and
+// closing the database file beside a live connection would silently undo
+// SQLite's own locking. The sidecar is locked with flock (LockFileEx on
+// Windows), which conflicts between any two open descriptions of the
+// file, in one process or in two, and ends when its descriptor is closed:
+// on Release, or when the process dies, so a killed process leaves no
+// stale lock. The sidecar is created with O_NOFOLLOW (a planted symbolic
+// link is refused, ErrSymlink) and left in place after Release; it holds
+// nothing.
+//
+// Anyone who can write the directory can remove or replace the sidecar,
+// so on unix the database file itself is flocked too, through a
+// descriptor opened only when no Lock of this process holds the file (a
+// registry by device and inode answers first, so no descriptor of a file
+// a store of this process uses is ever opened and closed beside it) and
+// closed by Release, after the caller's SQLite connections. flock does
+// not interact with SQLite's POSIX locks there.
 //
 // flock is advisory: it keeps out writers that take the lock (the store,
 // migrate up), not a program that opens the database with SQLite alone.
