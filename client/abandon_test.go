@@ -14,7 +14,7 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // TestAbandonIsLocalOnly: alice holds every kind of state (sessions, an
@@ -155,7 +155,7 @@ func TestAbandonStatuses(t *testing.T) {
 // stays pending.
 func TestAbandonFailedRemoval(t *testing.T) {
 	t.Run("cancelled context", func(t *testing.T) {
-		net := transport.NewNetwork()
+		net := transporttest.NewNetwork()
 		a := mustOpen(t, net, alice)
 		mustOpen(t, net, bob)
 		id := a.send(bob, "stays")
@@ -166,7 +166,7 @@ func TestAbandonFailedRemoval(t *testing.T) {
 		require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
 	})
 	t.Run("closed store", func(t *testing.T) {
-		net := transport.NewNetwork()
+		net := transporttest.NewNetwork()
 		a := mustOpen(t, net, alice)
 		mustOpen(t, net, bob)
 		id := a.send(bob, "stays")
@@ -204,7 +204,7 @@ func TestAbandonFailedRemoval(t *testing.T) {
 // abandonThenRetry abandons gone and checks that the retry to b then
 // hands off kept alone, which b reads as keptText and acknowledges, so
 // that a has nothing left pending.
-func abandonThenRetry(t *testing.T, net *transport.Network, a, b *device, gone, kept ids.LogicalMessageID, keptText string) {
+func abandonThenRetry(t *testing.T, net *transporttest.Network, a, b *device, gone, kept ids.LogicalMessageID, keptText string) {
 	t.Helper()
 	require.Equal(t, client.Abandoned, a.abandon(b.addr, gone))
 	net.ResetCalls()

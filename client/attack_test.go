@@ -11,7 +11,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // randomKey returns 32 random bytes.
@@ -125,11 +125,11 @@ func (d *device) loseSession(peer ids.DeviceAddress) {
 }
 
 // lastSent returns the last envelope handed to the network for to.
-func lastSent(tb testing.TB, net *transport.Network, to ids.DeviceAddress) []byte {
+func lastSent(tb testing.TB, net *transporttest.Network, to ids.DeviceAddress) []byte {
 	tb.Helper()
 	calls := net.Calls()
 	for i := len(calls) - 1; i >= 0; i-- {
-		if c := calls[i]; c.Op == transport.OpSend && c.To == to && c.Err == nil {
+		if c := calls[i]; c.Op == transporttest.OpSend && c.To == to && c.Err == nil {
 			return c.Envelope
 		}
 	}
@@ -139,7 +139,7 @@ func lastSent(tb testing.TB, net *transport.Network, to ids.DeviceAddress) []byt
 
 // drainPrekeys fetches addr's bundle until the directory has no one-time
 // prekey left, as anyone can.
-func drainPrekeys(tb testing.TB, net *transport.Network, addr ids.DeviceAddress) {
+func drainPrekeys(tb testing.TB, net *transporttest.Network, addr ids.DeviceAddress) {
 	tb.Helper()
 	for {
 		b, err := net.Fetch(context.Background(), addr)
@@ -216,7 +216,7 @@ func TestReinitiationAfterStateLoss(t *testing.T) {
 	for _, kind := range bothStores {
 		for _, tt := range tests {
 			t.Run(string(kind)+"/"+tt.name, func(t *testing.T) {
-				net := transport.NewNetwork()
+				net := transporttest.NewNetwork()
 				sv := mustOpenKind(t, kind, net, tt.survivor)
 				ls := mustOpenKind(t, kind, net, tt.loser)
 				if tt.survivorInitiated {

@@ -22,7 +22,7 @@ import (
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 func must(b *testing.B, err error) {
@@ -44,7 +44,7 @@ func BenchmarkSend(b *testing.B) {
 	s, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "send.db"), keys)
 	must(b, err)
 	b.Cleanup(func() { s.Close() })
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	aAddr, bAddr := ids.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bench-bob", DeviceID: 1}
 	alice, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
 	must(b, err)
@@ -109,7 +109,7 @@ func BenchmarkSend(b *testing.B) {
 // pending messages (PENDINGBENCH_LARGE, default 100,000).
 func BenchmarkAbandon(b *testing.B) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	for _, n := range []int{1000, benchseed.EnvSize(benchseed.LargeEnv, benchseed.DefaultLargeBench)} {
 		keys, err := benchseed.NewKeyring()
 		must(b, err)

@@ -9,7 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // TestAbandonDuringUnconvergedCollision: alice and bob both send before
@@ -67,7 +67,7 @@ func TestAbandonDuringUnconvergedCollision(t *testing.T) {
 				// Converged: bob's retry re-sends only what he kept.
 				net.ResetCalls()
 				require.Equal(t, []ids.LogicalMessageID{keptByBob}, b.retry(alice))
-				require.Equal(t, []string{transport.OpSend}, ops(net.Calls()), "no fetch: bob has the winning session")
+				require.Equal(t, []string{transporttest.OpSend}, ops(net.Calls()), "no fetch: bob has the winning session")
 				require.Equal(t, []string{"bob keeps this one"}, messages(t, a.poll()))
 				res := b.poll()
 				require.Equal(t, []client.ReceiveResult{&client.Acknowledgement{From: alice, ID: keptByBob, Cleared: true}}, res)

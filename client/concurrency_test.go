@@ -14,7 +14,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // rounds is how many times each race is run per store.
@@ -226,7 +226,7 @@ func TestRaceRetryVsAbandon(t *testing.T) {
 					require.Empty(t, sent)
 					require.Empty(t, calls, "an abandoned message is never encrypted or handed off")
 				}
-				require.NotContains(t, ops(calls), transport.OpFetch)
+				require.NotContains(t, ops(calls), transporttest.OpFetch)
 				require.Zero(t, a.count(nil))
 			}
 			t.Logf("winners: %v", wins)

@@ -9,12 +9,12 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/memstore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // exampleDevice returns an initialized client for addr on an in-memory
 // store and the given in-process network.
-func exampleDevice(net *transport.Network, addr ids.DeviceAddress) *client.Client {
+func exampleDevice(net *transporttest.Network, addr ids.DeviceAddress) *client.Client {
 	key, err := seal.GenerateKey()
 	if err != nil {
 		panic(err)
@@ -35,7 +35,7 @@ func exampleDevice(net *transport.Network, addr ids.DeviceAddress) *client.Clien
 
 func ExampleClient_PendingMessages() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 1}
@@ -91,7 +91,7 @@ func ExampleClient_PendingMessages() {
 
 func ExampleClient_PendingMessageCount() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	bob := exampleDevice(net, bobAddr)
@@ -119,7 +119,7 @@ func ExampleClient_PendingMessageCount() {
 
 func ExampleClient_AbandonPending() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	exampleDevice(net, bob)
@@ -144,7 +144,7 @@ func ExampleClient_AbandonPending() {
 
 func ExampleClient_AbandonPendingMessage() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	exampleDevice(net, bob)
@@ -179,7 +179,7 @@ func ExampleClient_AbandonPendingMessage() {
 
 func ExampleClient_RetryPendingMessages() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	bob := exampleDevice(net, bobAddr)
@@ -203,7 +203,7 @@ func ExampleClient_RetryPendingMessages() {
 
 func ExampleClient_Poll() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	bob := exampleDevice(net, bobAddr)
@@ -243,7 +243,7 @@ func ExampleClient_Poll() {
 // fails the page or blocks the messages behind it.
 func ExampleUnreadableError() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	key, _ := seal.GenerateKey()
 	keys, _ := seal.NewKeyring(key)
 	alice, _ := client.New(client.Config{Store: memstore.New(keys), Transport: net, Directory: net})

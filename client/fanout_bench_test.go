@@ -10,7 +10,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchpeers"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // BenchmarkFanout measures one logical message of 200 bytes to the n
@@ -28,7 +28,7 @@ func BenchmarkFanout(b *testing.B) {
 	s, err := benchseed.Open(ctx, filepath.Join(b.TempDir(), "fanout.db"), keys, cfg)
 	must(b, err)
 	b.Cleanup(func() { s.Close() })
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	c, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
 	must(b, err)
 	must(b, c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}))

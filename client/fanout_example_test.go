@@ -7,7 +7,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // One message to every device of bob: one storage transaction, then one
@@ -16,7 +16,7 @@ import (
 // queue with its own device's ACK.
 func ExampleClient_SendToDevices() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	phone, laptop := ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 2}
 	bobPhone, bobLaptop := exampleDevice(net, phone), exampleDevice(net, laptop)

@@ -13,6 +13,7 @@ import (
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // bob's other devices, for fan-out sends.
@@ -65,7 +66,7 @@ func (d *device) pendingTo(id ids.LogicalMessageID) []ids.DeviceAddress {
 }
 
 // openBobs opens bob's three devices on net.
-func openBobs(t *testing.T, kind storeKind, net *transport.Network) (b1, b2, b3 *device) {
+func openBobs(t *testing.T, kind storeKind, net *transporttest.Network) (b1, b2, b3 *device) {
 	t.Helper()
 	return mustOpenKind(t, kind, net, bob), mustOpenKind(t, kind, net, bob2), mustOpenKind(t, kind, net, bob3)
 }
@@ -87,7 +88,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 			id := ids.NewLogicalMessageID()
 			outs := a.fanout(bobs, id, "to all of bob's devices")
 			require.Equal(t, []client.DeviceOutcome{{To: bob}, {To: bob2}, {To: bob3}}, outs)
-			require.Equal(t, []string{transport.OpFetch, transport.OpFetch, transport.OpSend, transport.OpSend, transport.OpSend}, ops(net.Calls()),
+			require.Equal(t, []string{transporttest.OpFetch, transporttest.OpFetch, transporttest.OpSend, transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()),
 				"bundles fetched only where there is no session, and before any hand-off")
 			all := a.all(client.MaxPageSize, nil)
 			require.Len(t, all, 4)
@@ -107,7 +108,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 			// bob/3 has not acknowledged: a retry sends it again.
 			net.ResetCalls()
 			require.Equal(t, []ids.LogicalMessageID{id}, a.retry(bob3))
-			require.Equal(t, []string{transport.OpSend}, ops(net.Calls()))
+			require.Equal(t, []string{transporttest.OpSend}, ops(net.Calls()))
 			res := b3.poll()
 			require.Len(t, res, 2)
 			require.Equal(t, &client.Message{From: alice, ID: id, Plaintext: []byte("to all of bob's devices"), AckSent: true}, res[0])
@@ -166,7 +167,7 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 }
 
 // failingTo wraps a transport and fails every send to the devices in
-// fail (while they are in it) with transport.ErrInjected.
+// fail (while they are in it) with transporttest.ErrInjected.
 type failingTo struct {
 	transport.Transport
 	mu   sync.Mutex
@@ -187,7 +188,7 @@ func (f *failingTo) Send(ctx context.Context, to ids.DeviceAddress, env []byte) 
 	fail := f.fail[to]
 	f.mu.Unlock()
 	if fail {
-		return fmt.Errorf("send to %s: %w", to, transport.ErrInjected)
+		return fmt.Errorf("send to %s: %w", to, transporttest.ErrInjected)
 	}
 	return f.Transport.Send(ctx, to, env)
 }
@@ -200,7 +201,7 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			f := &failingTo{Transport: net}
 			a := mustOpenVia(t, kind, net, f, alice)
 			b1, b2, b3 := openBobs(t, kind, net)
@@ -209,13 +210,13 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 			id := ids.NewLogicalMessageID()
 			outs, err := a.c.SendToDevices(ctx, bobs, id, []byte("hand-off fails for bob/2"))
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
-			require.ErrorIs(t, err, transport.ErrInjected)
+			require.ErrorIs(t, err, transporttest.ErrInjected)
 			require.Len(t, outs, 3)
 			require.Equal(t, client.DeviceOutcome{To: bob}, outs[0])
 			require.Equal(t, client.DeviceOutcome{To: bob3}, outs[2])
 			require.Equal(t, bob2, outs[1].To)
 			require.ErrorIs(t, outs[1].Err, client.ErrMessageNotSent)
-			require.ErrorIs(t, outs[1].Err, transport.ErrInjected)
+			require.ErrorIs(t, outs[1].Err, transporttest.ErrInjected)
 			require.Equal(t, bobs, a.pendingTo(id))
 			a.requireInitiation(bob2, true) // the session that encrypted it is stored
 			require.Equal(t, []string{"hand-off fails for bob/2"}, messages(t, b1.poll()))
@@ -242,7 +243,7 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 			require.ErrorIs(t, outs[0].Err, client.ErrMessageNotSent)
 			require.ErrorIs(t, outs[0].Err, errEncryptRefused)
 			require.Equal(t, bobs, a.askedToEncrypt(), "the policy is asked once per device, in order")
-			require.NotErrorIs(t, outs[0].Err, transport.ErrInjected)
+			require.NotErrorIs(t, outs[0].Err, transporttest.ErrInjected)
 			require.Equal(t, []client.DeviceOutcome{{To: bob2}, {To: bob3}}, outs[1:])
 			require.Zero(t, sendsTo(net.Calls(), bob))
 			require.Equal(t, bobs, a.pendingTo(id2))

@@ -22,7 +22,7 @@ import (
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // forgedAtBounds is a client holding a record at every bound for peer,
@@ -65,7 +65,7 @@ func newForgedAtBounds(b *testing.B) *forgedAtBounds {
 	pin, err := session.NewPin(peer, built.peer).MarshalBinary()
 	must(b, err)
 	must(b, st.SavePeer(ctx, peer, store.PeerState{Session: raw, Pin: pin}))
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	c, err := client.Open(ctx, client.Config{Store: st, Transport: net, Directory: net})
 	must(b, err)
 	b.Cleanup(func() { c.Close() })

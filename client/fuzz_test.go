@@ -16,7 +16,7 @@ import (
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 var (
@@ -28,7 +28,7 @@ var (
 // fuzzTarget is alice, initialized, with sessions with bob (both ways)
 // and messages pending to bob, and the envelopes seen on the way.
 type fuzzTarget struct {
-	net   *transport.Network
+	net   *transporttest.Network
 	st    store.Store
 	c     *client.Client
 	seeds map[string][]byte
@@ -41,7 +41,7 @@ type fuzzTarget struct {
 func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	tb.Helper()
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, store.Store) {
 		st := memstore.New(newKeyring(tb))
 		var s [32]byte

@@ -10,7 +10,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // peerSnapshot is what a received envelope could change on d for peer:
@@ -83,13 +83,13 @@ func TestSessionHealsAfterRelayDrops(t *testing.T) {
 			require.Equal(t, tt.drops+acks, sendsTo(outage, bob), "the message's hand-offs and the ACK")
 			var fetches int
 			for _, c := range outage {
-				if c.Op == transport.OpFetch {
+				if c.Op == transporttest.OpFetch {
 					fetches++
 				}
 			}
 			var dropped [][]byte // the message's envelopes, without the ACK
 			for _, c := range outage {
-				if c.Op == transport.OpSend && c.To == bob {
+				if c.Op == transporttest.OpSend && c.To == bob {
 					dropped = append(dropped, c.Envelope)
 				}
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 var (
@@ -51,7 +52,7 @@ type device struct {
 	sql  *sqlitestore.Store // nil for memstore
 	path string
 	kr   *seal.Keyring
-	net  *transport.Network
+	net  *transporttest.Network
 	tr   transport.Transport // transport the client uses (net unless wrapped)
 	enc  *refusingPolicy
 }
@@ -102,20 +103,20 @@ var newKeyring = storetest.NewKeyring
 
 // mustOpen returns an initialized device addr on a fresh SQLite database in
 // tb.TempDir(), on net.
-func mustOpen(tb testing.TB, net *transport.Network, addr ids.DeviceAddress) *device {
+func mustOpen(tb testing.TB, net *transporttest.Network, addr ids.DeviceAddress) *device {
 	tb.Helper()
 	return mustOpenKind(tb, sqliteKind, net, addr)
 }
 
 // mustOpenKind is mustOpen on the given store kind.
-func mustOpenKind(tb testing.TB, kind storeKind, net *transport.Network, addr ids.DeviceAddress) *device {
+func mustOpenKind(tb testing.TB, kind storeKind, net *transporttest.Network, addr ids.DeviceAddress) *device {
 	tb.Helper()
 	return mustOpenVia(tb, kind, net, net, addr)
 }
 
 // mustOpenVia is mustOpenKind with the client sending through tr (a
 // wrapper of net).
-func mustOpenVia(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport, addr ids.DeviceAddress) *device {
+func mustOpenVia(tb testing.TB, kind storeKind, net *transporttest.Network, tr transport.Transport, addr ids.DeviceAddress) *device {
 	tb.Helper()
 	d := mustOpenUninitialized(tb, kind, net, tr)
 	d.addr = addr
@@ -125,15 +126,15 @@ func mustOpenVia(tb testing.TB, kind storeKind, net *transport.Network, tr trans
 
 // openAlice returns a new network with alice initialized on it, on a
 // fresh store of kind.
-func openAlice(tb testing.TB, kind storeKind) (*transport.Network, *device) {
+func openAlice(tb testing.TB, kind storeKind) (*transporttest.Network, *device) {
 	tb.Helper()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	return net, mustOpenKind(tb, kind, net, alice)
 }
 
 // openPair is openAlice with bob initialized too, on his own fresh store
 // of kind.
-func openPair(tb testing.TB, kind storeKind) (net *transport.Network, a, b *device) {
+func openPair(tb testing.TB, kind storeKind) (net *transporttest.Network, a, b *device) {
 	tb.Helper()
 	net, a = openAlice(tb, kind)
 	return net, a, mustOpenKind(tb, kind, net, bob)
@@ -141,7 +142,7 @@ func openPair(tb testing.TB, kind storeKind) (net *transport.Network, a, b *devi
 
 // mustOpenUninitialized returns a device whose client is not initialized;
 // tr is the transport the client uses (net or a wrapper of it).
-func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transport.Network, tr transport.Transport) *device {
+func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transporttest.Network, tr transport.Transport) *device {
 	tb.Helper()
 	d := &device{tb: tb, kind: kind, kr: newKeyring(tb), net: net, tr: tr, enc: &refusingPolicy{}}
 	switch kind {
@@ -198,7 +199,7 @@ func (d *device) sendFailed(to ids.DeviceAddress, text string) ids.LogicalMessag
 	d.net.FailNextSends(1)
 	id, err := d.c.Send(context.Background(), to, []byte(text))
 	require.ErrorIs(d.tb, err, client.ErrMessageNotSent)
-	require.ErrorIs(d.tb, err, transport.ErrInjected)
+	require.ErrorIs(d.tb, err, transporttest.ErrInjected)
 	require.NotEqual(d.tb, ids.LogicalMessageID{}, id)
 	return id
 }
@@ -315,7 +316,7 @@ func requireCleared(tb testing.TB, res []client.ReceiveResult, want bool) {
 }
 
 // ops returns the operations in the call log, e.g. ["fetch", "send"].
-func ops(calls []transport.Call) []string {
+func ops(calls []transporttest.Call) []string {
 	var out []string
 	for _, c := range calls {
 		out = append(out, c.Op)
@@ -324,10 +325,10 @@ func ops(calls []transport.Call) []string {
 }
 
 // sendsTo counts the send calls to addr in calls.
-func sendsTo(calls []transport.Call, addr ids.DeviceAddress) int {
+func sendsTo(calls []transporttest.Call, addr ids.DeviceAddress) int {
 	n := 0
 	for _, c := range calls {
-		if c.Op == transport.OpSend && c.To == addr {
+		if c.Op == transporttest.OpSend && c.To == addr {
 			n++
 		}
 	}
@@ -370,9 +371,9 @@ func (h *holdingTransport) Send(ctx context.Context, to ids.DeviceAddress, env [
 
 // openHeld returns a new network with alice initialized on it, on a fresh
 // store of kind, sending through a holdingTransport.
-func openHeld(tb testing.TB, kind storeKind) (*transport.Network, *holdingTransport, *device) {
+func openHeld(tb testing.TB, kind storeKind) (*transporttest.Network, *holdingTransport, *device) {
 	tb.Helper()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	h := &holdingTransport{Transport: net}
 	return net, h, mustOpenVia(tb, kind, net, h, alice)
 }

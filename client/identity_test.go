@@ -9,7 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // converse makes a and b exchange one message each way (sessions, pins)
@@ -77,7 +77,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			a.requireNoSession(bob, "accepting the change")
 			net.ResetCalls()
 			require.Equal(t, []ids.LogicalMessageID{m1, m3}, a.retry(bob))
-			require.Equal(t, []string{transport.OpFetch, transport.OpSend, transport.OpSend}, ops(net.Calls()))
+			require.Equal(t, []string{transporttest.OpFetch, transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()))
 
 			// bob's new device: alice's initiation wins the collision with
 			// bob's own (alice < bob), bob gets m1 and m3 only.
@@ -109,7 +109,7 @@ func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			z := mustOpenKind(t, kind, net, zed)
 			b := mustOpenKind(t, kind, net, bob)
 			converse(t, b, z)
@@ -136,7 +136,7 @@ func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
 
 			net.ResetCalls()
 			require.Equal(t, []ids.LogicalMessageID{m1, m3}, z.retry(bob))
-			require.Equal(t, []string{transport.OpSend, transport.OpSend}, ops(net.Calls()))
+			require.Equal(t, []string{transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()))
 			require.Equal(t, []string{"m1", "m3"}, messages(t, b2.poll()))
 			requireCleared(t, z.poll(), true)
 			require.Zero(t, z.count(nil))
@@ -170,7 +170,7 @@ func TestSendSeesIdentityChangeInBundle(t *testing.T) {
 			id, err := a.c.Send(ctx, bob, []byte("to the second device"))
 			require.ErrorIs(t, err, client.ErrIdentityChanged)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
-			require.Equal(t, []string{transport.OpFetch}, ops(net.Calls()), "the bundle is fetched, nothing is sent")
+			require.Equal(t, []string{transporttest.OpFetch}, ops(net.Calls()), "the bundle is fetched, nothing is sent")
 			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(&bob))
 			a.requireNoSession(bob, "the refused bundle")
 

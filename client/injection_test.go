@@ -14,7 +14,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // injector is an envelope injector with an identity key pair of its own
@@ -22,14 +22,14 @@ import (
 // own, holding a copy of bob's published bundle. Its envelopes are taken
 // from its network and handed to bob's client, as a relay would.
 type injector struct {
-	net *transport.Network
+	net *transporttest.Network
 	d   *device
 }
 
-func newInjector(t *testing.T, real *transport.Network) *injector {
+func newInjector(t *testing.T, real *transporttest.Network) *injector {
 	t.Helper()
 	ctx := context.Background()
-	mnet := transport.NewNetwork()
+	mnet := transporttest.NewNetwork()
 	bundle, err := real.Fetch(ctx, bob)
 	require.NoError(t, err)
 	require.NoError(t, mnet.Publish(ctx, bundle))

@@ -11,7 +11,7 @@ import (
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // Neither client constructor panics on a nil or typed-nil part of its
@@ -32,9 +32,9 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 		{"typed-nil sqlitestore", func(c *client.Config) { c.Store = (*sqlitestore.Store)(nil) }},
 		{"memstore with a nil keyring", func(c *client.Config) { c.Store = memstore.New(nil) }},
 		{"nil Transport", func(c *client.Config) { c.Transport = nil }},
-		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transport.Network)(nil) }},
+		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transporttest.Network)(nil) }},
 		{"nil Directory", func(c *client.Config) { c.Directory = nil }},
-		{"typed-nil Directory", func(c *client.Config) { c.Directory = (*transport.Network)(nil) }},
+		{"typed-nil Directory", func(c *client.Config) { c.Directory = (*transporttest.Network)(nil) }},
 		{"typed-nil Rand", func(c *client.Config) { c.Rand = (*bytes.Reader)(nil) }},
 		{"typed-nil EncryptPolicy", func(c *client.Config) { c.EncryptPolicy = (*refusingPolicy)(nil) }},
 		{"too many one-time prekeys", func(c *client.Config) { c.OneTimePrekeys = session.MaxOneTimePrekeys + 1 }},
@@ -47,7 +47,7 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 			{"New", client.New},
 		} {
 			t.Run(tt.name+"/"+ctor.name, func(t *testing.T) {
-				net := transport.NewNetwork()
+				net := transporttest.NewNetwork()
 				st := memstore.New(newKeyring(t))
 				good := client.Config{Store: st, Transport: net, Directory: net}
 				cfg := good

@@ -9,7 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // TestNotInitialized: before Initialize every call returns an error
@@ -18,7 +18,7 @@ func TestNotInitialized(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			d := mustOpenUninitialized(t, kind, net, net)
 			c := d.c
 			id := ids.NewLogicalMessageID()
@@ -76,7 +76,7 @@ func TestNotInitialized(t *testing.T) {
 // argument checks.
 func TestNewAndInitializeArguments(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	_, err := client.New(client.Config{Transport: net, Directory: net})
 	require.ErrorIs(t, err, client.ErrInvalidArgument)
 	d := mustOpen(t, net, alice)

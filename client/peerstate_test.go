@@ -16,7 +16,7 @@ import (
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 var erin = ids.DeviceAddress{UserID: "erin", DeviceID: 4}
@@ -27,7 +27,7 @@ var erin = ids.DeviceAddress{UserID: "erin", DeviceID: 4}
 // alice an envelope she has not received.
 type peerStateSetup struct {
 	ctx           context.Context
-	net           *transport.Network
+	net           *transporttest.Network
 	a, b, c, d    *device
 	toBob, toCar  ids.LogicalMessageID
 	toDave        ids.LogicalMessageID
@@ -38,7 +38,7 @@ type peerStateSetup struct {
 
 func newPeerStateSetup(t *testing.T) *peerStateSetup {
 	t.Helper()
-	s := &peerStateSetup{ctx: context.Background(), net: transport.NewNetwork()}
+	s := &peerStateSetup{ctx: context.Background(), net: transporttest.NewNetwork()}
 	s.a = mustOpen(t, s.net, alice)
 	s.b, s.c, s.d = mustOpen(t, s.net, bob), mustOpen(t, s.net, carol), mustOpen(t, s.net, dave)
 	mustOpen(t, s.net, erin)
@@ -272,7 +272,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				} else {
 					s.a.send(target, "after discard")
 				}
-				require.Equal(t, part.table != "session_initiation", slices.Contains(ops(s.net.Calls()), transport.OpFetch), "a bundle is fetched only for a new session")
+				require.Equal(t, part.table != "session_initiation", slices.Contains(ops(s.net.Calls()), transporttest.OpFetch), "a bundle is fetched only for a new session")
 				sent := s.a.retry(target)
 				require.Len(t, sent, 4, "every pending message to the target is retried")
 				require.Contains(t, sent, afterDamage)
@@ -436,7 +436,7 @@ func TestDiscardUnreadablePeerStateArguments(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			fresh := mustOpenUninitialized(t, kind, net, net)
 			_, err := fresh.c.DiscardUnreadablePeerState(ctx, bob)
 			require.ErrorIs(t, err, client.ErrNotInitialized)
@@ -583,7 +583,7 @@ func TestDiscardDropsCachedPeer(t *testing.T) {
 	require.ErrorIs(t, got.Session, seal.ErrAuthentication)
 	s.net.ResetCalls()
 	s.a.send(bob, "after discard")
-	require.Equal(t, []string{transport.OpFetch, transport.OpSend}, ops(s.net.Calls()), "a new session, from a fetched bundle")
+	require.Equal(t, []string{transporttest.OpFetch, transporttest.OpSend}, ops(s.net.Calls()), "a new session, from a fetched bundle")
 	require.Contains(t, receivedTexts(t, s.b.poll()), "after discard")
 }
 
@@ -742,7 +742,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 					require.NoError(t, a.acceptChange(bob))
 				} else {
 					require.NoError(t, err)
-					require.Contains(t, ops(net.Calls()), transport.OpFetch, "a new session, from a fetched bundle")
+					require.Contains(t, ops(net.Calls()), transporttest.OpFetch, "a new session, from a fetched bundle")
 				}
 				a.retry(bob)
 				require.Subset(t, receivedTexts(t, b.poll()), []string{"second", "third"})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // TestEncryptPolicyAskedBeforeAnySession: a frame the policy refuses for
@@ -18,7 +18,7 @@ import (
 // pending and the next allowed send starts the session.
 func TestEncryptPolicyAskedBeforeAnySession(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	a := mustOpen(t, net, alice)
 	b := mustOpen(t, net, bob)
 	a.failEncryptions(1)
@@ -27,7 +27,7 @@ func TestEncryptPolicyAskedBeforeAnySession(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrMessageNotSent)
 	require.ErrorIs(t, err, errEncryptRefused)
 	require.Equal(t, []ids.DeviceAddress{bob}, a.askedToEncrypt())
-	require.False(t, slices.Contains(ops(net.Calls()), transport.OpFetch), "no bundle fetched for a refused frame")
+	require.False(t, slices.Contains(ops(net.Calls()), transporttest.OpFetch), "no bundle fetched for a refused frame")
 	st, err := a.st.Peer(ctx, bob)
 	require.NoError(t, err)
 	require.Nil(t, st.Session, "no session stored")

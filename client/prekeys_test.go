@@ -14,7 +14,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // clock is a settable time source for Config.Now.
@@ -73,7 +73,7 @@ func TestSignedPrekeyRotationAndReplenishment(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
 			clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			b := mustOpenKind(t, kind, net, bob)
 			b.withClock(clk)
 			a := mustOpenKind(t, kind, net, alice)
@@ -183,7 +183,7 @@ func rawInitiation(t *testing.T, from ids.DeviceAddress, bundle session.Bundle, 
 // prekey, retired or current, and its one-time prekey) is answered.
 func TestPrekeyChangesConcurrentWithReceive(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	b := mustOpen(t, net, bob)
 	var envs [][]byte
 	for i := range 24 { // the first 5 get a one-time prekey each
@@ -223,7 +223,7 @@ func TestPrekeyChangesConcurrentWithReceive(t *testing.T) {
 // lyingDirectory is the network's directory with a prekey count it makes
 // up.
 type lyingDirectory struct {
-	*transport.Network
+	*transporttest.Network
 	count int
 }
 
@@ -237,7 +237,7 @@ func (l lyingDirectory) OneTimePrekeyCount(context.Context, ids.DeviceAddress) (
 // held are still the ones answered.
 func TestReplenishRefusesImpossibleCount(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	b := mustOpen(t, net, bob)
 	bundle, err := net.Fetch(ctx, bob) // names a one-time prekey bob holds
 	require.NoError(t, err)
@@ -270,7 +270,7 @@ func TestReplenishRefusesImpossibleCount(t *testing.T) {
 func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	b := mustOpen(t, net, bob)
 	b.withClock(clk)
 	require.NoError(t, b.c.RotateSignedPrekey(ctx))
@@ -288,7 +288,7 @@ func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
 	added, err := b.c.ReplenishPrekeys(ctx)
 	require.NoError(t, err)
 	require.Zero(t, added)
-	require.Equal(t, []string{transport.OpCount}, ops(), "expired retired key: stored, not published")
+	require.Equal(t, []string{transporttest.OpCount}, ops(), "expired retired key: stored, not published")
 	expired := dumpTables(t, b.sql.DB())
 	require.NotEqual(t, before, expired, "the expired retired key is dropped from the stored prekeys")
 
@@ -296,7 +296,7 @@ func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
 	added, err = b.c.ReplenishPrekeys(ctx)
 	require.NoError(t, err)
 	require.Zero(t, added)
-	require.Equal(t, []string{transport.OpCount}, ops())
+	require.Equal(t, []string{transporttest.OpCount}, ops())
 	require.Equal(t, expired, dumpTables(t, b.sql.DB()), "nothing to do: no row changes")
 }
 
@@ -304,7 +304,7 @@ func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
 // never reach or a negative grace period is refused by New, not by the
 // first ReplenishPrekeys or RotateSignedPrekey.
 func TestNewRefusesBadPrekeySettings(t *testing.T) {
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	d := mustOpen(t, net, bob)
 	require.NoError(t, d.c.Close()) // each New below claims the store
 	tests := []struct {

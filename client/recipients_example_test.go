@@ -6,7 +6,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // After a restart, the application finds whom to retry without reading
@@ -14,7 +14,7 @@ import (
 // page, and retries each.
 func ExampleClient_PendingRecipients() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 2}

@@ -21,7 +21,7 @@ import (
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // recordShape is how much a session record with the peer holds.
@@ -172,7 +172,7 @@ func BenchmarkSendSessionRecord(b *testing.B) {
 		pin, err := session.NewPin(peer, peerID).MarshalBinary()
 		must(b, err)
 		must(b, st.SavePeer(ctx, peer, store.PeerState{Session: raw, Pin: pin}))
-		net := transport.NewNetwork()
+		net := transporttest.NewNetwork()
 		cfg := client.Config{Store: st, Transport: net, Directory: net}
 		drain := func(b *testing.B, i int) {
 			if i%256 == 0 {

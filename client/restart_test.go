@@ -7,7 +7,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // TestRestartMidConversation: both devices restart (client.Open over a
@@ -38,7 +38,7 @@ func TestRestartMidConversation(t *testing.T) {
 
 	net.ResetCalls()
 	fresh := a.send(bob, "after the restart")
-	require.NotContains(t, ops(net.Calls()), transport.OpFetch, "the session survived")
+	require.NotContains(t, ops(net.Calls()), transporttest.OpFetch, "the session survived")
 	require.Greater(t, a.all(100, nil)[2].Sequence, hw, "a sequence is never reused, also across a restart")
 	require.Equal(t, []ids.LogicalMessageID{delivered, notSent, fresh}, a.pendingIDs(&bob))
 
@@ -53,7 +53,7 @@ func TestRestartMidConversation(t *testing.T) {
 	require.Equal(t, []ids.LogicalMessageID{notSent}, a.pendingIDs(nil))
 	net.ResetCalls()
 	require.Equal(t, []ids.LogicalMessageID{notSent}, a.retry(bob))
-	require.NotContains(t, ops(net.Calls()), transport.OpFetch)
+	require.NotContains(t, ops(net.Calls()), transporttest.OpFetch)
 	b.reopen()
 	require.Equal(t, []string{"hand-off failed before the restart"}, messages(t, b.poll()))
 	require.True(t, acks(a.poll())[0].Cleared)
@@ -74,7 +74,7 @@ func TestRestartMidConversation(t *testing.T) {
 // TestRestartBeforeInitialize: Open over an empty store gives a client
 // that is not initialized; after Initialize and a restart it is.
 func TestRestartBeforeInitialize(t *testing.T) {
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	d := mustOpenUninitialized(t, sqliteKind, net, net)
 	_, err := d.c.Address()
 	require.ErrorIs(t, err, client.ErrNotInitialized)

@@ -9,6 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // TestFailedHandOffThenRetry: a failed hand-off returns ErrMessageNotSent
@@ -23,7 +24,7 @@ func TestFailedHandOffThenRetry(t *testing.T) {
 
 			net.ResetCalls()
 			require.Equal(t, []ids.LogicalMessageID{id}, a.retry(bob))
-			require.Equal(t, []string{transport.OpSend}, ops(net.Calls()), "the session survived the failed hand-off: no fetch")
+			require.Equal(t, []string{transporttest.OpSend}, ops(net.Calls()), "the session survived the failed hand-off: no fetch")
 			require.Equal(t, []string{"first try fails"}, messages(t, b.poll()))
 			require.True(t, acks(a.poll())[0].Cleared)
 			require.Zero(t, a.count(nil))
@@ -39,11 +40,11 @@ func TestFailedFetch(t *testing.T) {
 	net.FailNextFetches(1)
 	_, err := a.c.Send(ctx, bob, []byte("no bundle yet"))
 	require.ErrorIs(t, err, client.ErrMessageNotSent)
-	require.ErrorIs(t, err, transport.ErrInjected)
+	require.ErrorIs(t, err, transporttest.ErrInjected)
 	require.EqualValues(t, 1, a.count(&bob))
 	net.ResetCalls()
 	require.Len(t, a.retry(bob), 1)
-	require.Equal(t, []string{transport.OpFetch, transport.OpSend}, ops(net.Calls()))
+	require.Equal(t, []string{transporttest.OpFetch, transporttest.OpSend}, ops(net.Calls()))
 	require.Equal(t, []string{"no bundle yet"}, messages(t, b.poll()))
 }
 
@@ -76,7 +77,7 @@ func TestRetryOrderAndStop(t *testing.T) {
 			net.ResetCalls()
 			sent, err := c.RetryPendingMessages(ctx, bob)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
-			require.ErrorIs(t, err, transport.ErrInjected)
+			require.ErrorIs(t, err, transporttest.ErrInjected)
 			require.Equal(t, want[:2], sent)
 			require.Equal(t, 2, sendsTo(net.Calls(), bob))
 			require.Zero(t, sendsTo(net.Calls(), carol))
@@ -107,7 +108,7 @@ type countingFailTransport struct {
 func (c *countingFailTransport) Send(ctx context.Context, to ids.DeviceAddress, env []byte) error {
 	c.n++
 	if c.n == c.failAt {
-		return transport.ErrInjected
+		return transporttest.ErrInjected
 	}
 	return c.Transport.Send(ctx, to, env)
 }
@@ -129,13 +130,13 @@ func TestRetryFetchesOnlyWhenNeeded(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrMessageNotSent)
 	net.ResetCalls()
 	require.Len(t, a.retry(bob), 1)
-	require.Equal(t, []string{transport.OpFetch, transport.OpSend}, ops(net.Calls()))
+	require.Equal(t, []string{transporttest.OpFetch, transporttest.OpSend}, ops(net.Calls()))
 
 	// A session exists: messages are retried without any fetch.
 	a.send(bob, "m2")
 	net.ResetCalls()
 	require.Len(t, a.retry(bob), 2)
-	require.Equal(t, []string{transport.OpSend, transport.OpSend}, ops(net.Calls()))
+	require.Equal(t, []string{transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()))
 
 	// Session, nothing pending: no call.
 	b.poll()
@@ -149,7 +150,7 @@ func TestRetryFetchesOnlyWhenNeeded(t *testing.T) {
 // TestRetryArguments: a malformed address is ErrInvalidArgument.
 func TestRetryArguments(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	a := mustOpen(t, net, alice)
 	_, err := a.c.RetryPendingMessages(ctx, ids.DeviceAddress{UserID: "", DeviceID: 1})
 	require.ErrorIs(t, err, client.ErrInvalidArgument)

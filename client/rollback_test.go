@@ -9,7 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // TestSessionRollbackAfterAcceptedIdentityChange: bob accepts alice's
@@ -29,7 +29,7 @@ func TestSessionRollbackAfterAcceptedIdentityChange(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			a := mustOpen(t, net, alice)
 			b := mustOpen(t, net, bob)
 			converse(t, a, b)
@@ -84,7 +84,7 @@ func TestSessionRollbackDoesNotRepeatKeystream(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			a := mustOpen(t, net, alice)
 			b := mustOpen(t, net, bob)
 			if tt.confirmed {

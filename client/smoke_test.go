@@ -10,12 +10,12 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/memstore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 func TestSmokeConversation(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	mk := func(addr ids.DeviceAddress) *client.Client {
 		k, err := seal.GenerateKey()
 		require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // forgetKey makes kr seal with a new key and forget the one it sealed
@@ -30,7 +30,7 @@ func forgetKey(t *testing.T, kr *seal.Keyring) {
 // carol was sealed with the forgotten key.
 type unreadableSetup struct {
 	ctx             context.Context
-	net             *transport.Network
+	net             *transporttest.Network
 	a, b            *device
 	lost            ids.LogicalMessageID
 	two, three, car ids.LogicalMessageID
@@ -38,7 +38,7 @@ type unreadableSetup struct {
 
 func newUnreadableSetup(t *testing.T, kind storeKind) *unreadableSetup {
 	t.Helper()
-	s := &unreadableSetup{ctx: context.Background(), net: transport.NewNetwork()}
+	s := &unreadableSetup{ctx: context.Background(), net: transporttest.NewNetwork()}
 	s.a = mustOpenKind(t, kind, s.net, alice)
 	s.b = mustOpenKind(t, kind, s.net, bob)
 	mustOpenKind(t, kind, s.net, carol)
@@ -130,7 +130,7 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 			sent, err := s.a.c.RetryPendingMessages(s.ctx, bob)
 			require.Empty(t, sent)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
-			require.ErrorIs(t, err, transport.ErrInjected)
+			require.ErrorIs(t, err, transporttest.ErrInjected)
 			require.ErrorIs(t, err, client.ErrUnreadable)
 			require.ErrorIs(t, err, seal.ErrWrongKey)
 			var ue *client.UnreadableError
@@ -147,7 +147,7 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 			ue = nil
 			require.ErrorAs(t, err, &ue)
 			requireLost(t, s, ue.Entries)
-			require.Equal(t, []string{transport.OpSend, transport.OpSend}, ops(s.net.Calls()), "no fetch, no hand-off for the skipped one")
+			require.Equal(t, []string{transporttest.OpSend, transporttest.OpSend}, ops(s.net.Calls()), "no fetch, no hand-off for the skipped one")
 			require.Equal(t, []string{"two", "three"}, messages(t, s.b.poll()))
 			requireCleared(t, s.a.poll(), true)
 			require.EqualValues(t, 2, s.a.count(nil), "the lost one and carol's are pending")

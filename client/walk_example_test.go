@@ -7,7 +7,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // A range loop over every pending message, page by page behind the
@@ -15,7 +15,7 @@ import (
 // ErrUnreadable, any other error ends the loop.
 func ExampleClient_AllPendingMessages() {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 1}

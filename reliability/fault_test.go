@@ -12,7 +12,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // SQL fragments the faults match (the statements of queries/*.sql).
@@ -31,7 +31,7 @@ const (
 // faultSetup is alice (sender) on a SQLite file behind the fault driver,
 // and bob and carol (recipients) in memory, sharing one network.
 type faultSetup struct {
-	net          *transport.Network
+	net          *transporttest.Network
 	inj          *injector
 	a            *device
 	b, c         *device
@@ -45,7 +45,7 @@ type faultSetup struct {
 
 func newFaultSetup(t *testing.T) *faultSetup {
 	t.Helper()
-	f := &faultSetup{net: transport.NewNetwork(), inj: &injector{}, ctx: context.Background(), bodiesByID: map[ids.LogicalMessageID][]byte{}}
+	f := &faultSetup{net: transporttest.NewNetwork(), inj: &injector{}, ctx: context.Background(), bodiesByID: map[ids.LogicalMessageID][]byte{}}
 	f.driverName = registerFaultDriver(t, f.inj)
 	f.a = sqliteDevice(t, f.net, alice, f.driverName)
 	f.b = memDevice(t, f.net, bob)
@@ -329,7 +329,7 @@ func TestFaultReceiveCommitKeepsPrekey(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			inj := &injector{}
 			drv := registerFaultDriver(t, inj)
 			a := memDevice(t, net, alice)

@@ -16,7 +16,7 @@ import (
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 var (
@@ -42,7 +42,7 @@ type device struct {
 
 // sqliteDevice opens an initialized client on a SQLite file through the
 // driver named driverName ("sqlite3" for the real one).
-func sqliteDevice(t testing.TB, net *transport.Network, addr ids.DeviceAddress, driverName string) *device {
+func sqliteDevice(t testing.TB, net *transporttest.Network, addr ids.DeviceAddress, driverName string) *device {
 	t.Helper()
 	k, err := seal.GenerateKey()
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func sqliteDevice(t testing.TB, net *transport.Network, addr ids.DeviceAddress, 
 
 // reopen closes the device's store (if open) and opens store and client
 // again from the file, as a restart does.
-func (d *device) reopen(t testing.TB, net *transport.Network, driverName string) {
+func (d *device) reopen(t testing.TB, net *transporttest.Network, driverName string) {
 	t.Helper()
 	ctx := context.Background()
 	if d.sql != nil {
@@ -70,7 +70,7 @@ func (d *device) reopen(t testing.TB, net *transport.Network, driverName string)
 	require.NoError(t, err)
 }
 
-func memDevice(t testing.TB, net *transport.Network, addr ids.DeviceAddress) *device {
+func memDevice(t testing.TB, net *transporttest.Network, addr ids.DeviceAddress) *device {
 	t.Helper()
 	d := &device{addr: addr, keys: newKeyring(t)}
 	d.store = memstore.New(d.keys)
@@ -107,7 +107,7 @@ func allPending(t testing.TB, c *client.Client, recipient *ids.DeviceAddress, li
 
 // exchange delivers everything in flight: the recipients poll (and ACK),
 // then the senders poll the ACKs, until the mailboxes are empty.
-func exchange(t testing.TB, net *transport.Network, devs ...*device) {
+func exchange(t testing.TB, net *transporttest.Network, devs ...*device) {
 	t.Helper()
 	for range 4 {
 		busy := false

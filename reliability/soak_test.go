@@ -15,7 +15,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // soakDuration is how long each store variant of TestSoak runs its
@@ -83,7 +83,7 @@ func (l *soakLedger) remove(id ids.LogicalMessageID, how string) {
 func TestSoak(t *testing.T) {
 	for _, kind := range []string{"sqlite", "memory"} {
 		t.Run(kind, func(t *testing.T) {
-			net := transport.NewNetwork()
+			net := transporttest.NewNetwork()
 			var a *device
 			if kind == "sqlite" {
 				a = sqliteDevice(t, net, alice, "sqlite3")
@@ -100,7 +100,7 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-func soak(t *testing.T, net *transport.Network, a *device, rdevs []*device, recipients []ids.DeviceAddress) {
+func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, recipients []ids.DeviceAddress) {
 	ctx, cancel := context.WithTimeout(context.Background(), soakDuration)
 	defer cancel()
 	l := &soakLedger{sent: map[ids.LogicalMessageID]soakMsg{}, acked: map[ids.LogicalMessageID]bool{}, abandoned: map[ids.LogicalMessageID]bool{}}

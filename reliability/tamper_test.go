@@ -16,7 +16,7 @@ import (
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // sealSentinels are the documented seal errors; a tampered value must
@@ -49,7 +49,7 @@ var dave = ids.DeviceAddress{UserID: "dave", DeviceID: 3}
 // and pins of bob and carol, an unanswered initiation to dave.
 type tamperSetup struct {
 	ctx    context.Context
-	net    *transport.Network
+	net    *transporttest.Network
 	a      *device
 	db     *sql.DB
 	toBob  []client.PendingMessage
@@ -59,7 +59,7 @@ type tamperSetup struct {
 
 func newTamperSetup(t *testing.T) *tamperSetup {
 	t.Helper()
-	s := &tamperSetup{ctx: context.Background(), net: transport.NewNetwork()}
+	s := &tamperSetup{ctx: context.Background(), net: transporttest.NewNetwork()}
 	s.a = sqliteDevice(t, s.net, alice, "sqlite3")
 	b, c := memDevice(t, s.net, bob), memDevice(t, s.net, carol)
 	memDevice(t, s.net, dave)

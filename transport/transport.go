@@ -1,12 +1,11 @@
 // Package transport defines how the messaging client reaches other
 // devices: a Transport that hands envelopes to a device's mailbox and
 // drains one's own, and a Directory where devices publish prekey bundles
-// and others fetch them. It also ships Network, an in-process
-// implementation of both for tests and examples, with fault injection and
-// a log of every call.
+// and others fetch them. Package transporttest implements both in
+// process, for tests and examples.
 //
 // Transport moves opaque bytes: it never decrypts, never holds keys, never
-// stores anything beyond the in-memory mailboxes of Network, and never
+// stores anything, and never
 // retries on its own. Reliability (retries, acknowledgements, duplicate
 // suppression) is the client's job.
 package transport
@@ -21,9 +20,6 @@ import (
 
 // Sentinel errors, wrapped with context; test them with errors.Is.
 var (
-	// ErrInjected is returned by Network for a failure injected with
-	// FailNextSends, FailNextReceives, FailNextPublishes or FailNextFetches.
-	ErrInjected = errors.New("transport: injected failure")
 	// ErrNoBundle is returned by Directory.Fetch when the device has not
 	// published a bundle.
 	ErrNoBundle = errors.New("transport: no bundle published")

@@ -12,7 +12,7 @@ import (
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // env is one seeded database.
@@ -25,7 +25,7 @@ type env struct {
 	keys   *seal.Keyring
 	// client is the store's client (bench-self), made on first use.
 	client *client.Client
-	net    *transport.Network
+	net    *transporttest.Network
 	// pragmas are applied to the store's connection after every open.
 	pragmas []string
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchpeers"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // fanoutDevices is the number of devices the fan-out line sends to.
@@ -42,7 +42,7 @@ func fanoutBench(ctx context.Context, dir string, pending, iters int, add func(.
 		return err
 	}
 	defer s.Close()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	c, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
 	if err != nil {
 		return err

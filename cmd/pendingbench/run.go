@@ -12,7 +12,7 @@ import (
 
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // bench is one run: the options, the seeded databases and what every
@@ -23,7 +23,7 @@ type bench struct {
 	dir               string
 	logf              func(format string, args ...any)
 	rng               *rand.Rand
-	net               *transport.Network
+	net               *transporttest.Network
 	small, mid, large *env
 	S, L              string // human sizes of small and large
 	// victims hands out the rows the deleting lines delete, so that no
@@ -67,7 +67,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) (met, total in
 		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{ctx: ctx, o: o, dir: dir, rng: rand.New(rand.NewPCG(o.Seed, 0x70656e64)), net: transport.NewNetwork(),
+	b := &bench{ctx: ctx, o: o, dir: dir, rng: rand.New(rand.NewPCG(o.Seed, 0x70656e64)), net: transporttest.NewNetwork(),
 		S: human(o.Small), L: human(o.Large)}
 	b.logf = func(format string, args ...any) { fmt.Fprintf(progress, format+"\n", args...) }
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // sweepData is the sweep's data file: every figure a chart shows, and
@@ -126,7 +126,7 @@ func sweep(ctx context.Context, o options, progress io.Writer) (*sweepData, erro
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	sw := &sweeper{bench: &bench{ctx: ctx, o: o, dir: dir, rng: rand.New(rand.NewPCG(o.Seed, 0x73776565)), net: transport.NewNetwork(),
+	sw := &sweeper{bench: &bench{ctx: ctx, o: o, dir: dir, rng: rand.New(rand.NewPCG(o.Seed, 0x73776565)), net: transporttest.NewNetwork(),
 		victims: map[*env]*victimSet{}}, samples: map[string][]sample{}}
 	sw.logf = func(format string, args ...any) { fmt.Fprintf(progress, format+"\n", args...) }
 	defer func() {

@@ -18,7 +18,7 @@ import (
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 func main() {
@@ -36,7 +36,7 @@ func quickstart(ctx context.Context, out io.Writer) (err error) {
 	defer os.RemoveAll(dir)
 	key, err := seal.GenerateKey() // an app keeps its storage key in the OS keystore
 	check(err)
-	net := transport.NewNetwork() // in process; an app passes its own transport and directory
+	net := transporttest.NewNetwork() // in process; an app passes its own transport and directory
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	check(peer(ctx, net, bob))
 	return run(ctx, out, filepath.Join(dir, "alice.db"), key, net, bob)
@@ -44,7 +44,7 @@ func quickstart(ctx context.Context, out io.Writer) (err error) {
 
 // run is the README's program. A failed check ends it, returning that
 // error.
-func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transport.Network, bob ids.DeviceAddress) (err error) {
+func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transporttest.Network, bob ids.DeviceAddress) (err error) {
 	defer recoverCheck(&err)
 	// README:begin
 	keys, err := seal.NewKeyring(key)
@@ -81,7 +81,7 @@ func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *tra
 
 // peer initializes the recipient's device on the network, on a store in
 // memory.
-func peer(ctx context.Context, net *transport.Network, addr ids.DeviceAddress) error {
+func peer(ctx context.Context, net *transporttest.Network, addr ids.DeviceAddress) error {
 	key, err := seal.GenerateKey()
 	if err != nil {
 		return err

@@ -12,14 +12,14 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 func TestQuickstart(t *testing.T) {
 	ctx := context.Background()
 	key, err := seal.GenerateKey()
 	require.NoError(t, err)
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	require.NoError(t, peer(ctx, net, bob))
 	path := filepath.Join(t.TempDir(), "alice.db")
@@ -60,7 +60,7 @@ func TestQuickstartReturnsFailures(t *testing.T) {
 	ctx := context.Background()
 	key, err := seal.GenerateKey()
 	require.NoError(t, err)
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	require.NoError(t, peer(ctx, net, bob))
 	var out bytes.Buffer

@@ -21,7 +21,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 func main() {
@@ -37,12 +37,12 @@ type device struct {
 	addr  ids.DeviceAddress
 	path  string
 	keys  *seal.Keyring
-	net   *transport.Network
+	net   *transporttest.Network
 	store *sqlitestore.Store
 	c     *client.Client
 }
 
-func openDevice(ctx context.Context, dir, name string, net *transport.Network) (*device, error) {
+func openDevice(ctx context.Context, dir, name string, net *transporttest.Network) (*device, error) {
 	key, err := seal.GenerateKey()
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func run(w io.Writer) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	t := &tour{ctx: ctx, w: w, names: map[ids.LogicalMessageID]string{}}
 	if t.alice, err = openDevice(ctx, dir, "alice", net); err != nil {
 		return err
@@ -325,7 +325,7 @@ func run(w io.Writer) (err error) {
 	}
 	fetches := 0
 	for _, c := range net.Calls() {
-		if c.Op == transport.OpFetch {
+		if c.Op == transporttest.OpFetch {
 			fetches++
 		}
 	}

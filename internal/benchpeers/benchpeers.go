@@ -15,7 +15,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/store/memstore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // Peers are the devices of one remote user, each a client on its own
@@ -23,7 +23,7 @@ import (
 type Peers struct {
 	// Addrs are the devices' addresses, device ids 1..n.
 	Addrs []ids.DeviceAddress
-	net   *transport.Network
+	net   *transporttest.Network
 }
 
 // Establish creates n devices of user on net and establishes a session
@@ -32,7 +32,7 @@ type Peers struct {
 // initialized, on net, and hold nothing pending for them. It returns the
 // first error of a device's set-up, or an error if a message stayed
 // pending.
-func Establish(ctx context.Context, c *client.Client, net *transport.Network, user string, n int) (*Peers, error) {
+func Establish(ctx context.Context, c *client.Client, net *transporttest.Network, user string, n int) (*Peers, error) {
 	self, err := c.Address()
 	if err != nil {
 		return nil, err

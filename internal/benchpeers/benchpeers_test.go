@@ -12,7 +12,7 @@ import (
 	"github.com/securemsg/storage/internal/benchpeers"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // TestEstablish: after Establish, a send to every device is a bare
@@ -25,7 +25,7 @@ func TestEstablish(t *testing.T) {
 	s, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "c.db"), keys)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	c, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
 	require.NoError(t, err)
 	require.NoError(t, c.Initialize(ctx, ids.DeviceAddress{UserID: "me", DeviceID: 1}))
@@ -41,7 +41,7 @@ func TestEstablish(t *testing.T) {
 	for _, call := range net.Calls() {
 		ops = append(ops, call.Op)
 	}
-	require.Equal(t, []string{transport.OpSend, transport.OpSend, transport.OpSend}, ops, "no fetch: every session exists")
+	require.Equal(t, []string{transporttest.OpSend, transporttest.OpSend, transporttest.OpSend}, ops, "no fetch: every session exists")
 	for _, a := range p.Addrs {
 		require.Equal(t, 1, net.Pending(a))
 	}

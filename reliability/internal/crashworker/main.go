@@ -63,7 +63,7 @@ import (
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/sqlitestore"
-	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // Addresses of the three devices; the crash test uses the same ones.
@@ -89,7 +89,7 @@ type worker struct {
 	ctx     context.Context
 	rng     *rand.Rand
 	journal *os.File
-	net     *transport.Network
+	net     *transporttest.Network
 	sender  device
 	rcpts   []device
 	pending map[ids.LogicalMessageID]pendingMsg
@@ -132,7 +132,7 @@ func main() {
 		ctx:     context.Background(),
 		rng:     rand.New(rand.NewPCG(*seed, 0x5eed)),
 		journal: j,
-		net:     transport.NewNetwork(),
+		net:     transporttest.NewNetwork(),
 		pending: map[ids.LogicalMessageID]pendingMsg{},
 	}
 	w.secret, w.gen = secret, *keyGen

@@ -1,4 +1,4 @@
-package transport_test
+package transporttest_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // peer is a minimal client: identity, prekeys and at most one session per
@@ -23,7 +24,7 @@ type peer struct {
 	sessions map[ids.DeviceAddress]*session.Session
 }
 
-func newPeer(t *testing.T, net *transport.Network, addr ids.DeviceAddress) *peer {
+func newPeer(t *testing.T, net *transporttest.Network, addr ids.DeviceAddress) *peer {
 	t.Helper()
 	id, pk, b := newBundle(t, addr, 5)
 	require.NoError(t, net.Publish(context.Background(), b))
@@ -73,7 +74,7 @@ func (p *peer) receive(tr transport.Transport) []string {
 
 func TestSessionsOverFaultyNetwork(t *testing.T) {
 	ctx := context.Background()
-	net := transport.NewNetwork()
+	net := transporttest.NewNetwork()
 	a := newPeer(t, net, alice)
 	b := newPeer(t, net, bob)
 	net.ResetCalls()
@@ -83,11 +84,11 @@ func TestSessionsOverFaultyNetwork(t *testing.T) {
 	m0 := a.encrypt(net, bob, "m0")
 	calls := net.Calls()
 	require.Len(t, calls, 1, "the first message to bob fetches his bundle")
-	require.Equal(t, transport.OpFetch, calls[0].Op)
+	require.Equal(t, transporttest.OpFetch, calls[0].Op)
 	require.Equal(t, bob, calls[0].To)
 
 	net.FailNextSends(1)
-	require.ErrorIs(t, net.Send(ctx, bob, m0), transport.ErrInjected)
+	require.ErrorIs(t, net.Send(ctx, bob, m0), transporttest.ErrInjected)
 	require.NoError(t, net.Send(ctx, bob, m0))
 	net.DropNext(1)
 	require.NoError(t, net.Send(ctx, bob, a.encrypt(net, bob, "m1")))
@@ -96,7 +97,7 @@ func TestSessionsOverFaultyNetwork(t *testing.T) {
 
 	sends := 0
 	for _, c := range net.Calls() {
-		if c.Op == transport.OpSend {
+		if c.Op == transporttest.OpSend {
 			sends++
 			require.Equal(t, alice, c.From, "sender read from the cleartext header")
 			require.Equal(t, bob, c.To)

@@ -1,4 +1,4 @@
-package transport_test
+package transporttest_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
 )
 
 var (
@@ -23,7 +24,7 @@ var (
 
 func env(i int) []byte { return []byte(fmt.Sprintf("envelope-%d", i)) }
 
-func receive(t *testing.T, n *transport.Network, me ids.DeviceAddress) [][]byte {
+func receive(t *testing.T, n *transporttest.Network, me ids.DeviceAddress) [][]byte {
 	t.Helper()
 	got, err := n.Receive(context.Background(), me)
 	require.NoError(t, err)
@@ -32,7 +33,7 @@ func receive(t *testing.T, n *transport.Network, me ids.DeviceAddress) [][]byte 
 
 func TestSendReceiveFIFOAndCopies(t *testing.T) {
 	ctx := context.Background()
-	n := transport.NewNetwork()
+	n := transporttest.NewNetwork()
 	e := env(0)
 	require.NoError(t, n.Send(ctx, bob, e))
 	require.NoError(t, n.Send(ctx, bob, env(1)))
@@ -44,7 +45,7 @@ func TestSendReceiveFIFOAndCopies(t *testing.T) {
 }
 
 func TestSendRejects(t *testing.T) {
-	n := transport.NewNetwork()
+	n := transporttest.NewNetwork()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
@@ -73,24 +74,24 @@ func TestSendFaultInjection(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name    string
-		inject  func(*transport.Network)
+		inject  func(*transporttest.Network)
 		errs    []error // per send of env(0..)
 		deliver [][]byte
 	}{
-		{"fail next two", func(n *transport.Network) { n.FailNextSends(2) },
-			[]error{transport.ErrInjected, transport.ErrInjected, nil}, [][]byte{env(2)}},
-		{"drop next one", func(n *transport.Network) { n.DropNext(1) },
+		{"fail next two", func(n *transporttest.Network) { n.FailNextSends(2) },
+			[]error{transporttest.ErrInjected, transporttest.ErrInjected, nil}, [][]byte{env(2)}},
+		{"drop next one", func(n *transporttest.Network) { n.DropNext(1) },
 			[]error{nil, nil, nil}, [][]byte{env(1), env(2)}},
-		{"duplicate next two", func(n *transport.Network) { n.DuplicateNext(2) },
+		{"duplicate next two", func(n *transporttest.Network) { n.DuplicateNext(2) },
 			[]error{nil, nil, nil}, [][]byte{env(0), env(0), env(1), env(1), env(2)}},
-		{"fail before drop", func(n *transport.Network) { n.FailNextSends(1); n.DropNext(1) },
-			[]error{transport.ErrInjected, nil, nil}, [][]byte{env(2)}},
-		{"reset to zero", func(n *transport.Network) { n.FailNextSends(3); n.FailNextSends(0) },
+		{"fail before drop", func(n *transporttest.Network) { n.FailNextSends(1); n.DropNext(1) },
+			[]error{transporttest.ErrInjected, nil, nil}, [][]byte{env(2)}},
+		{"reset to zero", func(n *transporttest.Network) { n.FailNextSends(3); n.FailNextSends(0) },
 			[]error{nil, nil, nil}, [][]byte{env(0), env(1), env(2)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := transport.NewNetwork()
+			n := transporttest.NewNetwork()
 			tt.inject(n)
 			for i, want := range tt.errs {
 				err := n.Send(ctx, bob, env(i))
@@ -105,7 +106,7 @@ func TestSendFaultInjection(t *testing.T) {
 			calls := n.Calls()
 			require.Len(t, calls, len(tt.errs)+1)
 			for i, want := range tt.errs {
-				require.Equal(t, transport.OpSend, calls[i].Op)
+				require.Equal(t, transporttest.OpSend, calls[i].Op)
 				require.Equal(t, env(i), calls[i].Envelope)
 				require.Equal(t, bob, calls[i].To)
 				if want == nil {
@@ -114,7 +115,7 @@ func TestSendFaultInjection(t *testing.T) {
 					require.ErrorIs(t, calls[i].Err, want)
 				}
 			}
-			require.Equal(t, transport.OpReceive, calls[len(tt.errs)].Op)
+			require.Equal(t, transporttest.OpReceive, calls[len(tt.errs)].Op)
 			require.Equal(t, len(tt.deliver), calls[len(tt.errs)].Count)
 		})
 	}
@@ -122,19 +123,19 @@ func TestSendFaultInjection(t *testing.T) {
 
 func TestFailNextReceives(t *testing.T) {
 	ctx := context.Background()
-	n := transport.NewNetwork()
+	n := transporttest.NewNetwork()
 	require.NoError(t, n.Send(ctx, bob, env(0)))
 	n.FailNextReceives(1)
 	_, err := n.Receive(ctx, bob)
-	require.ErrorIs(t, err, transport.ErrInjected)
+	require.ErrorIs(t, err, transporttest.ErrInjected)
 	require.Equal(t, 1, n.Pending(bob), "a failed receive loses nothing")
 	require.Equal(t, [][]byte{env(0)}, receive(t, n, bob))
 }
 
 func TestReorderMailbox(t *testing.T) {
 	ctx := context.Background()
-	fill := func() *transport.Network {
-		n := transport.NewNetwork()
+	fill := func() *transporttest.Network {
+		n := transporttest.NewNetwork()
 		for i := range 20 {
 			require.NoError(t, n.Send(ctx, bob, env(i)))
 		}
@@ -172,7 +173,7 @@ func newBundle(t *testing.T, addr ids.DeviceAddress, nOneTime int) (*session.Ide
 
 func TestDirectoryPublishFetch(t *testing.T) {
 	ctx := context.Background()
-	n := transport.NewNetwork()
+	n := transporttest.NewNetwork()
 	_, err := n.Fetch(ctx, bob)
 	require.ErrorIs(t, err, transport.ErrNoBundle)
 
@@ -188,7 +189,7 @@ func TestDirectoryPublishFetch(t *testing.T) {
 
 	n.FailNextFetches(1)
 	_, err = n.Fetch(ctx, bob)
-	require.ErrorIs(t, err, transport.ErrInjected)
+	require.ErrorIs(t, err, transporttest.ErrInjected)
 
 	f2, err := n.Fetch(ctx, bob)
 	require.NoError(t, err)
@@ -212,7 +213,7 @@ func TestDirectoryPublishFetch(t *testing.T) {
 	forged.Signature[0] ^= 1
 	require.ErrorIs(t, n.Publish(ctx, forged), session.ErrBadSignature)
 	n.FailNextPublishes(1)
-	require.ErrorIs(t, n.Publish(ctx, pk.Bundle(bob)), transport.ErrInjected)
+	require.ErrorIs(t, n.Publish(ctx, pk.Bundle(bob)), transporttest.ErrInjected)
 	f5, err := n.Fetch(ctx, bob)
 	require.NoError(t, err)
 	require.NoError(t, f5.Verify())
@@ -234,7 +235,7 @@ func TestDirectoryPublishFetch(t *testing.T) {
 
 func TestCallLog(t *testing.T) {
 	ctx := context.Background()
-	n := transport.NewNetwork()
+	n := transporttest.NewNetwork()
 	_, _, b := newBundle(t, bob, 1)
 	require.NoError(t, n.Publish(ctx, b))
 	_, err := n.Fetch(ctx, bob)
@@ -266,7 +267,7 @@ func TestCallLog(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	ctx := context.Background()
-	n := transport.NewNetwork()
+	n := transporttest.NewNetwork()
 	const senders, perSender, receivers = 8, 200, 4
 	recipients := make([]ids.DeviceAddress, receivers)
 	for i := range recipients {
@@ -344,7 +345,7 @@ func TestConcurrentUse(t *testing.T) {
 // logged.
 func TestOneTimePrekeyCount(t *testing.T) {
 	ctx := context.Background()
-	n := transport.NewNetwork()
+	n := transporttest.NewNetwork()
 	_, err := n.OneTimePrekeyCount(ctx, bob)
 	require.ErrorIs(t, err, transport.ErrNoBundle)
 	_, err = n.OneTimePrekeyCount(ctx, ids.DeviceAddress{})
@@ -364,7 +365,7 @@ func TestOneTimePrekeyCount(t *testing.T) {
 	require.Equal(t, 2, count())
 	n.FailNextFetches(1)
 	_, err = n.OneTimePrekeyCount(ctx, bob)
-	require.ErrorIs(t, err, transport.ErrInjected)
+	require.ErrorIs(t, err, transporttest.ErrInjected)
 
 	// Republishing with two more: the handed-out one is not counted.
 	_, err = pk.Replenish(rand.Reader, 2)
@@ -376,5 +377,5 @@ func TestOneTimePrekeyCount(t *testing.T) {
 	require.Equal(t, 4, count())
 	calls := n.Calls()
 	require.Len(t, calls, 1)
-	require.Equal(t, transport.Call{Op: transport.OpCount, To: bob, Count: 4}, calls[0])
+	require.Equal(t, transporttest.Call{Op: transporttest.OpCount, To: bob, Count: 4}, calls[0])
 }

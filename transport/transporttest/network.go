@@ -1,7 +1,14 @@
-package transport
+// Package transporttest provides Network, an in-process transport.Transport
+// and transport.Directory for tests and examples: mailboxes and bundles in
+// memory, with fault injection (failed, dropped, duplicated and reordered
+// deliveries) and a log of every call, as net/http/httptest provides
+// servers for HTTP tests. An application passes its own Transport and
+// Directory to the client.
+package transporttest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
@@ -9,6 +16,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/transport"
 )
 
 // Call operations recorded in Call.Op.
@@ -44,7 +52,7 @@ type published struct {
 	handedOut map[uint32]bool // one-time prekey ids already fetched
 }
 
-// Network is an in-process Transport and Directory: mailboxes and bundles
+// Network is an in-process transport.Transport and transport.Directory: mailboxes and bundles
 // in memory, safe for concurrent use. Its fault injection (FailNext...,
 // DropNext, DuplicateNext, ReorderMailbox) and call log (Calls) let tests
 // reproduce network failures and prove which calls an operation made.
@@ -59,9 +67,13 @@ type Network struct {
 	drop, duplicate                                     int
 }
 
+// ErrInjected is returned for a failure injected with FailNextSends,
+// FailNextReceives, FailNextPublishes or FailNextFetches.
+var ErrInjected = errors.New("transport: injected failure")
+
 var (
-	_ Transport = (*Network)(nil)
-	_ Directory = (*Network)(nil)
+	_ transport.Transport = (*Network)(nil)
+	_ transport.Directory = (*Network)(nil)
 )
 
 // NewNetwork returns an empty network.
@@ -84,7 +96,7 @@ func take(counter *int) bool {
 	return false
 }
 
-// Send implements Transport. Injected faults apply in this order: a failing
+// Send implements transport.Transport. Injected faults apply in this order: a failing
 // send (FailNextSends) returns ErrInjected and delivers nothing; a dropped
 // one (DropNext) returns nil and delivers nothing; a duplicated one
 // (DuplicateNext) is delivered twice. The envelope is copied.
@@ -105,10 +117,10 @@ func (n *Network) send(ctx context.Context, to ids.DeviceAddress, envelope []byt
 		return fmt.Errorf("transport: send to %s: %w", to, err)
 	}
 	if err := to.Validate(); err != nil {
-		return fmt.Errorf("%w: send: %w", ErrInvalidAddress, err)
+		return fmt.Errorf("%w: send: %w", transport.ErrInvalidAddress, err)
 	}
 	if len(envelope) == 0 || len(envelope) > session.MaxEnvelopeSize {
-		return fmt.Errorf("%w: %d bytes (at most %d)", ErrEnvelopeTooLarge, len(envelope), session.MaxEnvelopeSize)
+		return fmt.Errorf("%w: %d bytes (at most %d)", transport.ErrEnvelopeTooLarge, len(envelope), session.MaxEnvelopeSize)
 	}
 	if take(&n.failSends) {
 		return fmt.Errorf("transport: send to %s: %w", to, ErrInjected)
@@ -126,7 +138,7 @@ func (n *Network) send(ctx context.Context, to ids.DeviceAddress, envelope []byt
 	return nil
 }
 
-// Receive implements Transport: it drains the mailbox of me. A failing
+// Receive implements transport.Transport: it drains the mailbox of me. A failing
 // receive (FailNextReceives) returns ErrInjected and leaves the mailbox
 // untouched.
 func (n *Network) Receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, error) {
@@ -142,7 +154,7 @@ func (n *Network) receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, 
 		return nil, fmt.Errorf("transport: receive for %s: %w", me, err)
 	}
 	if err := me.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: receive: %w", ErrInvalidAddress, err)
+		return nil, fmt.Errorf("%w: receive: %w", transport.ErrInvalidAddress, err)
 	}
 	if take(&n.failReceives) {
 		return nil, fmt.Errorf("transport: receive for %s: %w", me, ErrInjected)
@@ -155,7 +167,7 @@ func (n *Network) receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, 
 	return out, nil
 }
 
-// Publish implements Directory. The bundle must verify (errors wrap
+// Publish implements transport.Directory. The bundle must verify (errors wrap
 // session.ErrBadSignature or session.ErrInvalidBundle). One-time prekeys
 // already handed out for the same identity are never offered again, even
 // if the new bundle still lists them.
@@ -188,7 +200,7 @@ func (n *Network) publish(ctx context.Context, b session.Bundle) error {
 	return nil
 }
 
-// Fetch implements Directory: the bundle of addr with its first remaining
+// Fetch implements transport.Directory: the bundle of addr with its first remaining
 // one-time prekey (removed from the directory), or none when they are
 // exhausted. A failing fetch (FailNextFetches) returns ErrInjected and
 // hands out nothing.
@@ -205,14 +217,14 @@ func (n *Network) fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bu
 		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, err)
 	}
 	if err := addr.Validate(); err != nil {
-		return session.Bundle{}, fmt.Errorf("%w: fetch: %w", ErrInvalidAddress, err)
+		return session.Bundle{}, fmt.Errorf("%w: fetch: %w", transport.ErrInvalidAddress, err)
 	}
 	if take(&n.failFetches) {
 		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, ErrInjected)
 	}
 	p := n.bundles[addr]
 	if p == nil {
-		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, ErrNoBundle)
+		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, transport.ErrNoBundle)
 	}
 	out := p.bundle.Clone()
 	out.OneTimePrekeys = nil
@@ -225,7 +237,7 @@ func (n *Network) fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bu
 	return out, nil
 }
 
-// OneTimePrekeyCount implements Directory: how many one-time prekeys of
+// OneTimePrekeyCount implements transport.Directory: how many one-time prekeys of
 // addr's bundle a fetch can still hand out. A failing fetch injected with
 // FailNextFetches fails a count too.
 func (n *Network) OneTimePrekeyCount(ctx context.Context, addr ids.DeviceAddress) (int, error) {
@@ -241,14 +253,14 @@ func (n *Network) count(ctx context.Context, addr ids.DeviceAddress) (int, error
 		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, err)
 	}
 	if err := addr.Validate(); err != nil {
-		return 0, fmt.Errorf("%w: count prekeys: %w", ErrInvalidAddress, err)
+		return 0, fmt.Errorf("%w: count prekeys: %w", transport.ErrInvalidAddress, err)
 	}
 	if take(&n.failFetches) {
 		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, ErrInjected)
 	}
 	p := n.bundles[addr]
 	if p == nil {
-		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, ErrNoBundle)
+		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, transport.ErrNoBundle)
 	}
 	return len(p.bundle.OneTimePrekeys), nil
 }
