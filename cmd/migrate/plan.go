@@ -45,11 +45,7 @@ type planVersion struct {
 func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
 	doc := newPlanDoc(env.db)
 	env.doc = doc
-	defer func() {
-		if current := doc.report(env.text(), err); current != "" {
-			doc.Current = current
-		}
-	}()
+	defer func() { doc.report(env.text(), err, &doc.Current) }()
 	path, m, err := env.target()
 	if err != nil {
 		return err

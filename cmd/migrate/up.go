@@ -38,11 +38,7 @@ type upDoc struct {
 func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	doc := newUpDoc(env.db)
 	env.doc = doc
-	defer func() {
-		if current := doc.report(env.text(), err); current != "" {
-			doc.Current = current
-		}
-	}()
+	defer func() { doc.report(env.text(), err, &doc.Current) }()
 	path, m, err := env.target()
 	if err != nil {
 		return err
@@ -366,13 +362,15 @@ type verifyFields struct {
 	History []pipeline.HistoryDrift `json:"history"`
 }
 
-// report fills v from a refusal in err, and prints its differences on w,
-// one a line; it returns the version the refusal found, "" without one.
-func (v *verifyFields) report(w io.Writer, err error) (current string) {
+// report fills v, and *current with the version found, from a refusal in
+// err, and prints its differences on w, one a line; without a refusal it
+// does nothing.
+func (v *verifyFields) report(w io.Writer, err error, current *string) {
 	var r *refusal
 	if !errors.As(err, &r) {
-		return ""
+		return
 	}
+	*current = r.current
 	v.Differences, v.History = nonNil(r.d.Found), nonNil(r.d.History)
 	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): up refuses it, nothing applied\n", r.path, r.current)
 	for _, f := range r.d.Found {
@@ -384,5 +382,4 @@ func (v *verifyFields) report(w io.Writer, err error) (current string) {
 	for _, h := range r.d.History {
 		fmt.Fprintf(w, "-- %s\n", h)
 	}
-	return r.current
 }
