@@ -122,8 +122,8 @@ func testWalkUnreadable(t *testing.T, h *harness) {
 }
 
 // Between pages (after the last message of each page, the walk's page
-// size being 2), a message already yielded is acknowledged, one not yet
-// reached is abandoned, and one is sent: nothing is yielded twice, the
+// size being 2), a message already yielded is acknowledged (CommitAck),
+// one not yet reached is abandoned, and one is sent: nothing is yielded twice, the
 // abandoned one never, the sent ones later, everything else once, in
 // order.
 func testWalkUnderMutation(t *testing.T, h *harness) {
@@ -146,7 +146,11 @@ func testWalkUnderMutation(t *testing.T, h *harness) {
 		if i%2 == 0 {
 			return // mid-page
 		}
-		del(live[w.m.Sequence]) // acknowledged once yielded
+		acked := live[w.m.Sequence] // acknowledged once yielded
+		cleared, err := h.s.CommitAck(h.ctx, acked.to, acked.id, store.Inbound{Update: store.PeerState{Session: []byte("session")}})
+		require.NoError(t, err)
+		require.True(t, cleared)
+		delete(live, acked.seq)
 		var ahead []msg
 		for _, m := range order {
 			if _, ok := live[m.seq]; ok && m.seq > w.m.Sequence {
