@@ -28,8 +28,8 @@
 //	                                           write fixtures/version<head>: the newest
 //	                                           fixture migrated to head, or a head database
 //
-// -json writes one JSON document on stdout (shapes in the README's "In a
-// pipeline"). -format github or gcc makes lint, drift and fixture-test
+// -json writes one JSON document on stdout (shapes in the pipeline guide,
+// cmd/migrate/README.md). -format github or gcc makes lint, drift and fixture-test
 // print each finding as a GitHub Actions workflow command
 // (::error file=F,line=L,col=C::msg) or a compiler line
 // (F:L:C: error: msg), paths relative to the repository root.
@@ -280,7 +280,7 @@ func withJSON(flags func(*flag.FlagSet, *cmdEnv)) func(*flag.FlagSet, *cmdEnv) {
 		if flags != nil {
 			flags(fs, env)
 		}
-		fs.BoolVar(&env.json, "json", false, "write one JSON document on stdout instead of text (shape: see README)")
+		fs.BoolVar(&env.json, "json", false, "write one JSON document on stdout instead of text (shape: see cmd/migrate/README.md)")
 	}
 }
 
