@@ -65,16 +65,7 @@ func TestUpVerifiesFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := tt.db(t)
-			before := snapshot(t, filepath.Dir(path))
-			code, stdout, stderr := runCmd(t, "up", "-db", path)
-			require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-			require.Contains(t, stdout, "is not what its history says it is")
-			for _, w := range tt.want {
-				require.Contains(t, stdout, w)
-			}
-			require.Contains(t, stderr, "nothing applied")
-			require.Equal(t, before, snapshot(t, filepath.Dir(path)), "up changed the database")
+			upRefuses(t, tt.db(t), append([]string{"is not what its history says it is"}, tt.want...))
 		})
 	}
 
@@ -104,16 +95,22 @@ func TestUpRefusesUnknownObjects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := tt.db(t)
-			before := snapshot(t, filepath.Dir(path))
-			code, stdout, stderr := runCmd(t, "up", "-db", path)
-			require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-			require.Contains(t, stdout, "schema object(s) no migration defines (the store refuses to open it): nothing applied")
-			for _, w := range tt.want {
-				require.Contains(t, stdout, w)
-			}
-			require.Contains(t, stderr, "nothing applied")
-			require.Equal(t, before, snapshot(t, filepath.Dir(path)), "up changed the database")
+			upRefuses(t, tt.db(t), append([]string{"schema object(s) no migration defines (the store refuses to open it): nothing applied"}, tt.want...))
 		})
 	}
+}
+
+// upRefuses runs up on the database at path and checks that it refuses
+// (exit 1) with each of want on stdout, says "nothing applied", and
+// leaves the database and its directory byte for byte unchanged.
+func upRefuses(t *testing.T, path string, want []string) {
+	t.Helper()
+	before := snapshot(t, filepath.Dir(path))
+	code, stdout, stderr := runCmd(t, "up", "-db", path)
+	require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	for _, w := range want {
+		require.Contains(t, stdout, w)
+	}
+	require.Contains(t, stderr, "nothing applied")
+	require.Equal(t, before, snapshot(t, filepath.Dir(path)), "up changed the database")
 }

@@ -109,12 +109,8 @@ func Acquire(db string) (*Lock, error) {
 			}
 			return nil, fmt.Errorf("open lock file: %w", err)
 		}
-		if err := lock(f); err != nil {
-			f.Close()
-			if errors.Is(err, errWouldBlock) {
-				return nil, fmt.Errorf("%s: %w", p, ErrHeld)
-			}
-			return nil, fmt.Errorf("lock %s: %w", p, err)
+		if err := lockOrClose(f, p); err != nil {
+			return nil, err
 		}
 		// migrate up removes a lock file it created while it still holds
 		// it: a lock taken on that file after it was removed would keep
@@ -132,6 +128,21 @@ func Acquire(db string) (*Lock, error) {
 			return nil, fmt.Errorf("lock %s: the lock file was replaced %d times while being locked", p, attempt)
 		}
 	}
+}
+
+// lockOrClose locks f, the file at name, without waiting; on failure it
+// closes f and returns an error naming the file, wrapping ErrHeld if
+// another open description holds the lock.
+func lockOrClose(f *os.File, name string) error {
+	err := lock(f)
+	if err == nil {
+		return nil
+	}
+	f.Close()
+	if errors.Is(err, errWouldBlock) {
+		return fmt.Errorf("%s: %w", name, ErrHeld)
+	}
+	return fmt.Errorf("lock %s: %w", name, err)
 }
 
 // maxAttempts bounds how often Acquire locks a lock file that was removed

@@ -63,12 +63,8 @@ func holdFile(db string) (*heldFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("hold %s: the file was replaced while being locked", db)
 	}
-	if err := lock(f); err != nil {
-		f.Close()
-		if errors.Is(err, errWouldBlock) {
-			return nil, fmt.Errorf("%s: %w", db, ErrHeld)
-		}
-		return nil, fmt.Errorf("lock %s: %w", db, err)
+	if err := lockOrClose(f, db); err != nil {
+		return nil, err
 	}
 	held[id] = true
 	return &heldFile{f: f, id: id}, nil

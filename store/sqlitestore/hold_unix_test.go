@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/storetest"
-	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
@@ -82,17 +81,10 @@ func TestOpenOneWriterEveryPath(t *testing.T) {
 		})
 		t.Run(tc.name+" in another process", func(t *testing.T) {
 			path := dbPath(t)
-			secret := make([]byte, seal.KeySize)
-			for i := range secret {
-				secret[i] = byte(i + 7)
-			}
-			k, err := seal.NewKey(secret)
-			require.NoError(t, err)
-			kr, err := seal.NewKeyring(k)
-			require.NoError(t, err)
+			secret, kr := secretKeyring(t, 7)
 			holdInChild(t, path, secret)
 			tc.tamper(t, path+"-lock")
-			_, err = sqlitestore.Open(ctx, path, kr)
+			_, err := sqlitestore.Open(ctx, path, kr)
 			require.ErrorIs(t, err, store.ErrInUse)
 			require.ErrorContains(t, err, path)
 		})

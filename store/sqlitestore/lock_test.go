@@ -143,6 +143,21 @@ func holdUntilKilled(v string) {
 	select {} // until killed
 }
 
+// secretKeyring returns a key's secret (bytes first, first+1, ...) and a
+// keyring of that key, for a child process to be given the same key.
+func secretKeyring(t *testing.T, first byte) ([]byte, *seal.Keyring) {
+	t.Helper()
+	secret := make([]byte, seal.KeySize)
+	for i := range secret {
+		secret[i] = byte(i) + first
+	}
+	k, err := seal.NewKey(secret)
+	require.NoError(t, err)
+	kr, err := seal.NewKeyring(k)
+	require.NoError(t, err)
+	return secret, kr
+}
+
 // holdInChild runs this test binary as a child that opens the store at
 // path with the key secret, writes a message and holds the file until
 // killed (killed at the latest when the test ends).
@@ -168,19 +183,11 @@ func holdInChild(t *testing.T, path string, secret []byte) *exec.Cmd {
 func TestOpenHoldEndsWithKilledProcess(t *testing.T) {
 	ctx := context.Background()
 	path := dbPath(t)
-	secret := make([]byte, seal.KeySize)
-	for i := range secret {
-		secret[i] = byte(i + 1)
-	}
-	k, err := seal.NewKey(secret)
-	require.NoError(t, err)
-	kr, err := seal.NewKeyring(k)
-	require.NoError(t, err)
-
+	secret, kr := secretKeyring(t, 1)
 	cmd := holdInChild(t, path, secret)
 
 	start := time.Now()
-	_, err = sqlitestore.Open(ctx, path, kr)
+	_, err := sqlitestore.Open(ctx, path, kr)
 	require.ErrorIs(t, err, store.ErrInUse)
 	require.ErrorContains(t, err, path)
 	require.Less(t, time.Since(start), time.Second)

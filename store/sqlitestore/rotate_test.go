@@ -862,12 +862,7 @@ func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 			_, err := s.DB().ExecContext(ctx, tc.damage, tc.args...)
 			require.NoError(t, err)
 
-			err = s.RotateKey(ctx, newKey, 2, nil)
-			require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
-			require.ErrorIs(t, err, store.ErrCorruptRow)
-			var re *sqlitestore.RotationError
-			require.ErrorAs(t, err, &re)
-			require.Len(t, re.Skipped, 1)
+			re := oneCorruptRowSkipped(t, s.RotateKey(ctx, newKey, 2, nil))
 			got := re.Skipped[0]
 			got.Cause = nil
 			assert.Equal(t, sqlitestore.SkippedRow{Table: "local_identity", Address: tc.reported, SealedWith: oldKey.ID(), HasHeader: true, Authentic: tc.authentic}, got)
@@ -1031,6 +1026,18 @@ func TestRotateKeyProgressRowsChange(t *testing.T) {
 	}
 }
 
+// oneCorruptRowSkipped checks that err is the RotationError of a rotation
+// that skipped one row, for a corrupt column, and returns it.
+func oneCorruptRowSkipped(t *testing.T, err error) *sqlitestore.RotationError {
+	t.Helper()
+	require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+	require.ErrorIs(t, err, store.ErrCorruptRow)
+	var re *sqlitestore.RotationError
+	require.ErrorAs(t, err, &re)
+	require.Len(t, re.Skipped, 1)
+	return re
+}
+
 // A planted "corrupt" row whose value is only a header naming an old key
 // (a BLOB recipient, so it is never opened as a message) keeps no key: the
 // header is unauthenticated text anyone can write. The rotation drops the
@@ -1048,12 +1055,7 @@ func TestRotateKeyPlantedHeaderKeepsNoKey(t *testing.T) {
 	_, err := s.DB().ExecContext(ctx, "INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed) VALUES (CAST('mallory' AS BLOB), 1, randomblob(16), ?)", forged)
 	require.NoError(t, err)
 
-	err = s.RotateKey(ctx, newKey, 2, nil)
-	require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
-	require.ErrorIs(t, err, store.ErrCorruptRow)
-	var re *sqlitestore.RotationError
-	require.ErrorAs(t, err, &re)
-	require.Len(t, re.Skipped, 1)
+	re := oneCorruptRowSkipped(t, s.RotateKey(ctx, newKey, 2, nil))
 	assert.True(t, re.Skipped[0].HasHeader)
 	assert.Equal(t, oldKey.ID(), re.Skipped[0].SealedWith)
 	assert.False(t, re.Skipped[0].Authentic)
