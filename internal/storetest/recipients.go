@@ -209,3 +209,18 @@ func testRecipientsClosed(t *testing.T, h *harness) {
 	_, err := h.s.PendingRecipients(h.ctx, store.RecipientPageRequest{Limit: 1})
 	require.ErrorIs(t, err, store.ErrClosed)
 }
+
+// A recipient whose oldest message cannot be opened is listed with that
+// message's sequence: the listing opens nothing, and an unreadable message
+// is as pending as any.
+func testRecipientsUnreadable(t *testing.T, h *harness) {
+	ms := h.seed(4, alice, bob)
+	h.tamper.SetSealed(t, h.s, ms[0].seq, []byte("not a sealed record"))
+	var got []store.PendingRecipient
+	opens := h.opens(func() { got = h.allRecipients(1) })
+	require.Zero(t, opens)
+	require.Equal(t, []store.PendingRecipient{
+		{Recipient: alice, OldestSequence: ms[0].seq},
+		{Recipient: bob, OldestSequence: ms[1].seq},
+	}, got)
+}
