@@ -40,7 +40,11 @@ func (r RecipientPageRequest) From() ids.DeviceAddress {
 	return *r.After
 }
 
-// PendingRecipient is a recipient with at least one pending message.
+// PendingRecipient is a recipient with at least one pending message. It
+// carries no count of them: the oldest sequence is the index entry the
+// listing's seek lands on, free, while a count walks every entry of the
+// recipient (PendingMessageCount with the recipient does, O(its
+// messages)).
 type PendingRecipient struct {
 	// Recipient is the device's address as stored. A damaged row can hold
 	// one that does not validate; retrying it then fails with
