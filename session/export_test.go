@@ -1,5 +1,11 @@
 package session
 
+import (
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+)
+
 // Test-only views of a record and of prekeys, for the tests of this
 // package (an application never needs them).
 
@@ -32,3 +38,32 @@ func (s *Session) RememberedInitiations() (rejected, retired int) {
 
 // OneTimeCount returns how many one-time prekeys are left.
 func (p *Prekeys) OneTimeCount() int { return len(p.oneTime) }
+
+// Test-only accessors: the client never needs them, the tests read state
+// through them.
+
+// Remote returns the address of the remote device.
+func (s *Session) Remote() ids.DeviceAddress { return s.remote }
+
+// RemoteIdentity returns the remote device's identity as seen in the bundle
+// (initiator) or in the initiation header (responder). Check it against the
+// pin.
+func (s *Session) RemoteIdentity() PublicIdentity { return s.remoteIdentity }
+
+// UnmarshalPublicIdentity decodes the output of PublicIdentity.MarshalBinary.
+// Invalid input returns an error wrapping ErrMalformedState.
+func UnmarshalPublicIdentity(b []byte) (PublicIdentity, error) {
+	r := reader{b: b}
+	if v := r.u8(); r.err == nil && v != publicIdentityVersion {
+		r.fail(fmt.Errorf("unknown version %d", v))
+	}
+	p := r.identity()
+	if err := r.finish(); err != nil {
+		return PublicIdentity{}, fmt.Errorf("%w: public identity: %w", ErrMalformedState, err)
+	}
+	return p, nil
+}
+
+// RetiredSignedPrekeys returns how many retired signed prekeys are still
+// accepted.
+func (p *Prekeys) RetiredSignedPrekeys() int { return len(p.retired) }

@@ -58,20 +58,6 @@ func (p PublicIdentity) MarshalBinary() ([]byte, error) {
 	return w.b, nil
 }
 
-// UnmarshalPublicIdentity decodes the output of PublicIdentity.MarshalBinary.
-// Invalid input returns an error wrapping ErrMalformedState.
-func UnmarshalPublicIdentity(b []byte) (PublicIdentity, error) {
-	r := reader{b: b}
-	if v := r.u8(); r.err == nil && v != publicIdentityVersion {
-		r.fail(fmt.Errorf("unknown version %d", v))
-	}
-	p := r.identity()
-	if err := r.finish(); err != nil {
-		return PublicIdentity{}, fmt.Errorf("%w: public identity: %w", ErrMalformedState, err)
-	}
-	return p, nil
-}
-
 // Identity is a device's long-term private identity: an Ed25519 signing key
 // pair and an X25519 Diffie-Hellman key pair. It never leaves the device
 // except sealed by the caller (see MarshalBinary).

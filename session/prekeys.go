@@ -279,10 +279,6 @@ func (p *Prekeys) Expire(now time.Time) bool {
 	return len(p.retired) != n
 }
 
-// RetiredSignedPrekeys returns how many retired signed prekeys are still
-// accepted.
-func (p *Prekeys) RetiredSignedPrekeys() int { return len(p.retired) }
-
 // Upgrade re-signs the signed prekey of prekeys decoded from a version 1
 // record, whose signature covered the signed prekey only, with the current
 // format (both identity keys): until then Bundle returns a bundle that

@@ -211,14 +211,6 @@ type Session struct {
 // Local returns the address of this device.
 func (s *Session) Local() ids.DeviceAddress { return s.local }
 
-// Remote returns the address of the remote device.
-func (s *Session) Remote() ids.DeviceAddress { return s.remote }
-
-// RemoteIdentity returns the remote device's identity as seen in the bundle
-// (initiator) or in the initiation header (responder). Check it against the
-// pin.
-func (s *Session) RemoteIdentity() PublicIdentity { return s.remoteIdentity }
-
 // LocalIdentity returns this device's identity the session was built with.
 func (s *Session) LocalIdentity() PublicIdentity { return s.localIdentity }
 

@@ -99,7 +99,7 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 // (also, before any key agreement, for a ratchet header that does not
 // answer the signed prekey named, see RatchetHeader.Answers),
 // ErrTooManySkipped. Respond does not check the initiator's identity
-// against a pin: the caller does, with Session.RemoteIdentity.
+// against a pin: the caller does, with env.Initiation.Identity.
 func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
 	if local == nil || prekeys == nil {
 		return nil, nil, fmt.Errorf("%w: nil identity or prekeys", ErrInvalidArgument)

@@ -5,11 +5,6 @@ SELECT name FROM pragma_table_info
 WHERE arg = 'pending_outbound_message'
 ORDER BY cid;
 
--- name: PendingOutboundIndexCount :one
--- 1 if the version-15 index exists (the database was migrated to 15).
-SELECT count(*) FROM sqlite_master
-WHERE type = 'index' AND name = 'pending_outbound_message_recipient';
-
 -- name: SequenceHighWater :one
 -- The AUTOINCREMENT high-water mark recorded for a table, 0 if none.
 SELECT CAST(coalesce(max(seq), 0) AS INTEGER) AS high_water
@@ -22,10 +17,6 @@ FROM pending_outbound_message_plaintext
 WHERE sequence > sqlc.arg(after_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
-
--- name: LegacyPendingMaxSequence :one
-SELECT CAST(coalesce(max(sequence), 0) AS INTEGER) AS max_sequence
-FROM pending_outbound_message_plaintext;
 
 -- name: InsertSealedPendingWithSequence :exec
 -- Copies one row into the sealed table, keeping its sequence.
@@ -84,11 +75,6 @@ WHERE type = 'table' AND name = 'pending_outbound_message_plaintext';
 -- The legacy rows left to seal: those above the last sequence sealed.
 SELECT count(*) FROM pending_outbound_message_plaintext
 WHERE sequence > sqlc.arg(after_sequence);
-
--- name: LegacyPendingCount :one
--- The rows of the set-aside table: 0 once the migration has emptied it and
--- only the erase step is owed.
-SELECT count(*) FROM pending_outbound_message_plaintext;
 
 -- name: SealedPendingCount :one
 -- The rows already sealed by earlier batches (before the migration

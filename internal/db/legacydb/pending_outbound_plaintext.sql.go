@@ -143,19 +143,6 @@ func (q *Queries) LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatch
 	return items, nil
 }
 
-const legacyPendingCount = `-- name: LegacyPendingCount :one
-SELECT count(*) FROM pending_outbound_message_plaintext
-`
-
-// The rows of the set-aside table: 0 once the migration has emptied it and
-// only the erase step is owed.
-func (q *Queries) LegacyPendingCount(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, legacyPendingCount)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const legacyPendingCountAfter = `-- name: LegacyPendingCountAfter :one
 SELECT count(*) FROM pending_outbound_message_plaintext
 WHERE sequence > ?1
@@ -167,18 +154,6 @@ func (q *Queries) LegacyPendingCountAfter(ctx context.Context, afterSequence int
 	var count int64
 	err := row.Scan(&count)
 	return count, err
-}
-
-const legacyPendingMaxSequence = `-- name: LegacyPendingMaxSequence :one
-SELECT CAST(coalesce(max(sequence), 0) AS INTEGER) AS max_sequence
-FROM pending_outbound_message_plaintext
-`
-
-func (q *Queries) LegacyPendingMaxSequence(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, legacyPendingMaxSequence)
-	var max_sequence int64
-	err := row.Scan(&max_sequence)
-	return max_sequence, err
 }
 
 const legacyPendingShapeBatch = `-- name: LegacyPendingShapeBatch :many
@@ -267,19 +242,6 @@ func (q *Queries) PendingOutboundColumns(ctx context.Context) ([]string, error) 
 		return nil, err
 	}
 	return items, nil
-}
-
-const pendingOutboundIndexCount = `-- name: PendingOutboundIndexCount :one
-SELECT count(*) FROM sqlite_master
-WHERE type = 'index' AND name = 'pending_outbound_message_recipient'
-`
-
-// 1 if the version-15 index exists (the database was migrated to 15).
-func (q *Queries) PendingOutboundIndexCount(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, pendingOutboundIndexCount)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
 }
 
 const plaintextTableCount = `-- name: PlaintextTableCount :one
