@@ -1,8 +1,7 @@
-// Command quickstart is the README's "Use it from Go" program: a client on
-// a SQLite store sends a message, which stays pending (sealed at rest)
-// until the recipient acknowledges it, and retries what is pending,
-// recipient by recipient, as an application does on every start. Its test runs it, and checks that
-// the README shows the same lines.
+// Command quickstart is the README's program: a client on a SQLite file
+// sends a message, which stays pending (sealed at rest) until the
+// recipient acknowledges it, then retries what is pending, recipient by
+// recipient, as an application does on every start.
 package main
 
 import (
@@ -27,56 +26,77 @@ func main() {
 	}
 }
 
-// quickstart sets up the recipient's device and a temporary directory,
-// then runs the README's program in it.
-func quickstart(ctx context.Context, out io.Writer) (err error) {
-	defer recoverCheck(&err)
+// quickstart sets up a temporary directory and the recipient's device,
+// then runs the program in them.
+func quickstart(ctx context.Context, out io.Writer) error {
 	dir, err := os.MkdirTemp("", "quickstart-")
-	check(err)
+	if err != nil {
+		return err
+	}
 	defer os.RemoveAll(dir)
-	key, err := seal.GenerateKey() // an app keeps its storage key in the OS keystore
-	check(err)
-	net := transporttest.NewNetwork() // in process; an app passes its own transport and directory
+	// An application keeps its storage key in the OS keystore (key.Bytes,
+	// seal.NewKey) and passes its own transport and directory.
+	key, err := seal.GenerateKey()
+	if err != nil {
+		return err
+	}
+	net := transporttest.NewNetwork()
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	check(peer(ctx, net, bob))
+	if err := peer(ctx, net, bob); err != nil {
+		return err
+	}
 	return run(ctx, out, filepath.Join(dir, "alice.db"), key, net, bob)
 }
 
-// run is the README's program. A failed check ends it, returning that
-// error.
-func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transporttest.Network, bob ids.DeviceAddress) (err error) {
-	defer recoverCheck(&err)
-	// README:begin
+// run opens alice's client on the SQLite file at path, sends bob a
+// message and pages it, then retries every recipient with pending
+// messages.
+func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transporttest.Network, bob ids.DeviceAddress) error {
 	keys, err := seal.NewKeyring(key)
-	check(err)
+	if err != nil {
+		return err
+	}
 	st, err := sqlitestore.Open(ctx, path, keys) // creates the file and migrates it to head
-	check(err)
+	if err != nil {
+		return err
+	}
 	defer st.Close()
 	alice, err := client.Open(ctx, client.Config{Store: st, Transport: net, Directory: net})
-	check(err)
-	check(alice.Initialize(ctx, ids.DeviceAddress{UserID: "alice", DeviceID: 1}))
-	_, err = alice.Send(ctx, bob, []byte("hello")) // pending, sealed at rest, until bob's ACK
-	check(err)
+	if err != nil {
+		return err
+	}
+	if err := alice.Initialize(ctx, ids.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
+		return err
+	}
+	if _, err := alice.Send(ctx, bob, []byte("hello")); err != nil { // pending, sealed at rest, until bob's ACK
+		return err
+	}
 	page, err := alice.PendingMessages(ctx, client.PageRequest{Limit: 50})
-	check(err)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(out, len(page.Messages), "pending, to", page.Messages[0].Recipient)
-	// On every start: find whom to retry (index seeks, not a walk of the queue), retry each.
+
+	// On every start: find whom to retry (index seeks, not a walk of the
+	// queue), and retry each.
 	req := client.RecipientPageRequest{Limit: client.MaxPageSize}
 	for {
 		recipients, err := alice.PendingRecipients(ctx, req)
-		check(err)
+		if err != nil {
+			return err
+		}
 		for _, r := range recipients.Recipients {
 			sent, err := alice.RetryPendingMessages(ctx, r.Recipient)
-			check(err)
+			if err != nil {
+				return err
+			}
 			fmt.Fprintln(out, "retried", len(sent), "to", r.Recipient)
 		}
 		if recipients.NextAfterRecipient == nil {
-			break
+			return nil
 		}
 		req.After = recipients.NextAfterRecipient
 	}
-	// README:end
-	return nil
 }
 
 // peer initializes the recipient's device on the network, on a store in
@@ -95,26 +115,4 @@ func peer(ctx context.Context, net *transporttest.Network, addr ids.DeviceAddres
 		return err
 	}
 	return c.Initialize(ctx, addr)
-}
-
-// checkFailed carries a failed check's error from check to recoverCheck.
-type checkFailed struct{ err error }
-
-// check ends the program's step with err if err is not nil (see
-// recoverCheck), so that the README's lines stay one call each.
-func check(err error) {
-	if err != nil {
-		panic(checkFailed{err})
-	}
-}
-
-// recoverCheck, deferred, turns a failed check into the returned error.
-func recoverCheck(err *error) {
-	if r := recover(); r != nil {
-		cf, ok := r.(checkFailed)
-		if !ok {
-			panic(r)
-		}
-		*err = cf.err
-	}
 }

@@ -29,29 +29,32 @@ func TestQuickstart(t *testing.T) {
 	require.FileExists(t, path)
 }
 
-// TestReadmeShowsThisProgram checks that README.md's "Use it from Go"
-// block is the marked part of run, line for line, so it always compiles.
+// TestReadmeShowsThisProgram checks that README.md's quickstart is this
+// file, byte for byte, so that what a reader copies compiles and runs.
 func TestReadmeShowsThisProgram(t *testing.T) {
 	src, err := os.ReadFile("main.go")
 	require.NoError(t, err)
-	_, rest, ok := strings.Cut(string(src), "\t// README:begin\n")
-	require.True(t, ok)
-	body, _, ok := strings.Cut(rest, "\t// README:end\n")
-	require.True(t, ok)
-	var want []string
-	for _, l := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
-		want = append(want, strings.TrimPrefix(l, "\t"))
-	}
-
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "\n## Use it from Go\n")
-	require.True(t, ok, "README has no \"Use it from Go\" section")
+	_, section, ok := strings.Cut(string(readme), "\n## Quickstart\n")
+	require.True(t, ok, "README has no \"Quickstart\" section")
 	_, block, ok := strings.Cut(section, "```go\n")
 	require.True(t, ok)
 	block, _, ok = strings.Cut(block, "```\n")
 	require.True(t, ok)
-	require.Equal(t, strings.Join(want, "\n")+"\n", block)
+	require.Equal(t, string(src), block)
+}
+
+// TestQuickstartPrints runs the program as main does, in its own
+// temporary directory, which it removes.
+func TestQuickstartPrints(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	var out bytes.Buffer
+	require.NoError(t, quickstart(context.Background(), &out))
+	require.Equal(t, "1 pending, to bob/1\nretried 1 to bob/1\n", out.String())
+	left, err := os.ReadDir(os.Getenv("TMPDIR"))
+	require.NoError(t, err)
+	require.Empty(t, left, "the temporary directory is removed")
 }
 
 // TestQuickstartReturnsFailures: a failing step of the README's program is
