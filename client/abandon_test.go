@@ -12,6 +12,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -54,7 +55,7 @@ func TestAbandonIsLocalOnly(t *testing.T) {
 	}
 
 	net.ResetCalls()
-	st, err := a.c.AbandonPendingMessage(ctx, client.PendingMessage{Recipient: bob, ID: target, Sequence: targetSeq})
+	st, err := a.c.AbandonPendingMessage(ctx, store.PendingMessage{Recipient: bob, ID: target, Sequence: targetSeq})
 	require.NoError(t, err)
 	require.Equal(t, client.Abandoned, st)
 	require.Empty(t, net.Calls(), "abandon makes no transport or directory call")
@@ -107,7 +108,7 @@ func mapKeys[K comparable, V any](m map[K]V) []K {
 func seedPendingInbound(t *testing.T, d *device, from ids.DeviceAddress, text string) {
 	t.Helper()
 	id := ids.NewLogicalMessageID()
-	sealed, err := d.kr.Seal(seal.RecordPendingInbound, store.MessageAD(from, id), []byte(text))
+	sealed, err := d.kr.Seal(seal.RecordPendingInbound, storage.MessageAD(from, id), []byte(text))
 	require.NoError(t, err)
 	_, err = db.New(d.sql.DB()).InsertPendingInbound(context.Background(), db.InsertPendingInboundParams{
 		SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed,

@@ -19,9 +19,9 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/memstore"
+	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/store/memstore"
-	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -46,11 +46,11 @@ func BenchmarkSend(b *testing.B) {
 	b.Cleanup(func() { s.Close() })
 	net := transporttest.NewNetwork()
 	aAddr, bAddr := ids.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bench-bob", DeviceID: 1}
-	alice, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
+	alice, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 	must(b, err)
 	bKeys, err := benchseed.NewKeyring()
 	must(b, err)
-	bob, err := client.New(client.Config{Store: memstore.New(bKeys), Transport: net, Directory: net})
+	bob, err := client.Open(context.Background(), client.Config{Store: memstore.New(bKeys), Transport: net, Directory: net})
 	must(b, err)
 	must(b, alice.Initialize(ctx, aAddr))
 	must(b, bob.Initialize(ctx, bAddr))
@@ -117,7 +117,7 @@ func BenchmarkAbandon(b *testing.B) {
 		s, err := benchseed.Open(ctx, filepath.Join(b.TempDir(), fmt.Sprintf("pending-%d.db", n)), keys, cfg)
 		must(b, err)
 		b.Cleanup(func() { s.Close() })
-		c, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
+		c, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 		must(b, err)
 		must(b, c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}))
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {

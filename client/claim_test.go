@@ -32,7 +32,7 @@ func TestOneClientPerStore(t *testing.T) {
 
 			_, err := client.Open(ctx, a.config())
 			require.ErrorIs(t, err, client.ErrStoreInUse)
-			_, err = client.New(a.config())
+			_, err = client.Open(context.Background(), a.config())
 			require.ErrorIs(t, err, client.ErrStoreInUse)
 			if kind == sqliteKind {
 				_, err := sqlitestore.Open(ctx, a.path, a.kr)

@@ -13,9 +13,9 @@
 //
 // A pending message the store cannot open (damaged, tampered with, sealed
 // with a forgotten key) never fails a page or a retry and never hides the
-// others: pages return it in PendingMessagePage.Unreadable with a typed
-// cause, retries skip it and report it in an *UnreadableError, counts
-// include it, and AbandonPending (or AbandonUnreadable) removes it.
+// others: pages return it in store.PendingMessagePage.Unreadable with a typed
+// cause, retries skip it and report it in an *store.UnreadableError, counts
+// include it, and AbandonPendingMessage removes it.
 //
 // A remote device's session, initiation or identity pin that the store
 // cannot open fails the calls for that device only, with
@@ -39,6 +39,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/nilarg"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -51,7 +52,7 @@ const MaxPageSize = store.MaxPageSize
 var (
 	// ErrNotInitialized means the client has no local identity yet: call
 	// Initialize first.
-	ErrNotInitialized = errors.New("client: not initialized")
+	ErrNotInitialized = errors.New("not initialized")
 	// ErrInvalidArgument means a malformed argument (page limit outside
 	// 1..MaxPageSize, negative cursor, malformed address). Nothing changed.
 	// It is the same value as store.ErrInvalidArgument.
@@ -59,7 +60,7 @@ var (
 	// ErrMessageNotSent means the message is stored as pending but its
 	// hand-off to the transport (or its encryption) failed; a later
 	// RetryPendingMessages sends it.
-	ErrMessageNotSent = errors.New("client: message not sent")
+	ErrMessageNotSent = errors.New("message not sent")
 	// ErrIdentityChanged means the remote device shows another identity
 	// than the pinned one; nothing is sent to it or accepted from it until
 	// AcceptRemoteIdentityChange or DeclineRemoteIdentityChange, given the
@@ -68,9 +69,9 @@ var (
 	ErrIdentityChanged = session.ErrIdentityChanged
 	// ErrAlreadyInitialized means Initialize was called on a client that
 	// has an identity for another address.
-	ErrAlreadyInitialized = errors.New("client: already initialized")
+	ErrAlreadyInitialized = errors.New("already initialized")
 	// ErrUnreadable means pending messages were skipped because they could
-	// not be opened (see UnreadableError). It is store.ErrUnreadable.
+	// not be opened (see store.UnreadableError). It is store.ErrUnreadable.
 	ErrUnreadable = store.ErrUnreadable
 	// ErrCorruptRow is the cause of an unreadable pending message whose
 	// stored values have the wrong storage class or are out of bounds. It
@@ -78,26 +79,31 @@ var (
 	ErrCorruptRow = store.ErrCorruptRow
 	// ErrDirectoryAnswer means the directory answered something no
 	// directory can hold (a negative prekey count); nothing was changed.
-	ErrDirectoryAnswer = errors.New("client: impossible directory answer")
+	ErrDirectoryAnswer = errors.New("impossible directory answer")
 	// ErrBundleAddress means the directory answered the fetch of one
 	// device's bundle with a bundle of another address (a genuine bundle
 	// of another device, say): it is not used, so no session with the
 	// wrong device is made and no identity is pinned or recorded for the
 	// device asked for. Send, SendToDevices and RetryPendingMessages fail
 	// with it and store nothing: no pending message, no session, no pin.
-	ErrBundleAddress = errors.New("client: directory answered with the bundle of another device")
-	// ErrStoreInUse means the store already serves another client (New,
-	// Open), or its database file is held by another open store. It is
+	ErrBundleAddress = errors.New("directory answered with the bundle of another device")
+	// ErrStoreInUse means the store already serves another client (Open),
+	// or its database file is held by another open store. It is
 	// store.ErrInUse.
 	ErrStoreInUse = store.ErrInUse
-	// ErrClosed means Close was called on the client: its store may serve
-	// another client now.
-	ErrClosed = errors.New("client: closed")
+	// ErrClosed means Close was called on the client (its store may serve
+	// another client now), or on its store. It is store.ErrClosed.
+	ErrClosed = store.ErrClosed
+	// ErrDuplicate means a pending message with the same recipient and
+	// logical id already exists (see SendToDevices). It is
+	// store.ErrDuplicate.
+	ErrDuplicate = store.ErrDuplicate
 )
 
 // Config is what a client is built on.
 type Config struct {
-	// Store persists the client's state. Required.
+	// Store persists the client's state: a store returned by
+	// sqlitestore.Open or memstore.New. Required.
 	Store store.Store
 	// Transport hands envelopes to device mailboxes. Required.
 	Transport transport.Transport
@@ -147,6 +153,8 @@ type EncryptPolicy interface {
 // Client is one device's messaging client. It is safe for concurrent use.
 type Client struct {
 	cfg Config
+	// st is cfg.Store as the storage contract it implements.
+	st storage.Store
 
 	// sendMu is the send mutex: send, retry, ACK sends, accepting an
 	// identity change, abandon, discarding unreadable peer state, and the
@@ -166,27 +174,23 @@ type Client struct {
 	prekeys  *session.Prekeys
 }
 
-// New returns a client over cfg that is not initialized: every call but
-// Initialize returns ErrNotInitialized until Initialize succeeds. The
-// client claims its store (store.Store.Claim) until Close: one store
-// serves one client, since each client caches the sessions and two would
-// encrypt under the same message keys. It returns ErrStoreInUse if the
-// store already serves a client, ErrInvalidArgument if a required part of
-// cfg is missing (nil, or an interface holding a nil pointer), Rand or
-// EncryptPolicy holds a nil pointer, OneTimePrekeys is above
-// session.MaxOneTimePrekeys, OneTimePrekeyThreshold is negative or above
-// OneTimePrekeys, or SignedPrekeyGrace is negative.
-func New(cfg Config) (*Client, error) {
+// newClient returns a client over cfg that is not initialized, holding
+// the claim on its store (see Open).
+func newClient(cfg Config) (*Client, error) {
 	if nilarg.Is(cfg.Store) || nilarg.Is(cfg.Transport) || nilarg.Is(cfg.Directory) {
-		return nil, fmt.Errorf("client: new: %w: Store, Transport and Directory are required", ErrInvalidArgument)
+		return nil, fmt.Errorf("client: open: %w: Store, Transport and Directory are required", ErrInvalidArgument)
+	}
+	st, ok := cfg.Store.(storage.Store)
+	if !ok {
+		return nil, fmt.Errorf("client: open: %w: Store %T was not opened by sqlitestore.Open or memstore.New", ErrInvalidArgument, cfg.Store)
 	}
 	// nil means the default, but a nil pointer in the interface would
 	// panic at its first use.
 	if (cfg.Rand != nil && nilarg.Is(cfg.Rand)) || (cfg.EncryptPolicy != nil && nilarg.Is(cfg.EncryptPolicy)) {
-		return nil, fmt.Errorf("client: new: %w: Rand or EncryptPolicy is a nil pointer", ErrInvalidArgument)
+		return nil, fmt.Errorf("client: open: %w: Rand or EncryptPolicy is a nil pointer", ErrInvalidArgument)
 	}
 	if cfg.OneTimePrekeys > session.MaxOneTimePrekeys {
-		return nil, fmt.Errorf("client: new: %w: OneTimePrekeys %d, at most %d", ErrInvalidArgument, cfg.OneTimePrekeys, session.MaxOneTimePrekeys)
+		return nil, fmt.Errorf("client: open: %w: OneTimePrekeys %d, at most %d", ErrInvalidArgument, cfg.OneTimePrekeys, session.MaxOneTimePrekeys)
 	}
 	if cfg.OneTimePrekeys == 0 {
 		cfg.OneTimePrekeys = 20
@@ -200,7 +204,7 @@ func New(cfg Config) (*Client, error) {
 	// Checked here rather than at the first rotation or replenishment,
 	// which would otherwise fail with a negative count or grace period.
 	if cfg.OneTimePrekeyThreshold < 0 || cfg.OneTimePrekeyThreshold > cfg.OneTimePrekeys || cfg.SignedPrekeyGrace < 0 {
-		return nil, fmt.Errorf("client: new: %w: OneTimePrekeyThreshold %d (OneTimePrekeys %d), SignedPrekeyGrace %s", ErrInvalidArgument, cfg.OneTimePrekeyThreshold, cfg.OneTimePrekeys, cfg.SignedPrekeyGrace)
+		return nil, fmt.Errorf("client: open: %w: OneTimePrekeyThreshold %d (OneTimePrekeys %d), SignedPrekeyGrace %s", ErrInvalidArgument, cfg.OneTimePrekeyThreshold, cfg.OneTimePrekeys, cfg.SignedPrekeyGrace)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -208,11 +212,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
-	release, err := cfg.Store.Claim()
+	release, err := st.Claim()
 	if err != nil {
-		return nil, fmt.Errorf("client: new: %w", err)
+		return nil, fmt.Errorf("client: open: %w", err)
 	}
-	return &Client{cfg: cfg, release: release}, nil
+	return &Client{cfg: cfg, st: st, release: release}, nil
 }
 
 // Close gives up the client's claim on its store, so that another client
@@ -250,15 +254,24 @@ func (c *Client) lockSend() error {
 }
 
 // Open returns a client over cfg, initialized from the identity already in
-// the store if there is one (a restart), else not initialized; it claims
-// the store as New does. It returns ErrStoreInUse if the store already
-// serves a client, and the store's errors (for example seal.ErrWrongKey).
+// the store if there is one (a restart), else not initialized: every call
+// but Initialize then returns ErrNotInitialized until Initialize succeeds.
+// The client claims its store until Close: one store serves one client,
+// since each client caches the sessions and two would encrypt under the
+// same message keys. It returns ErrStoreInUse if the store already serves
+// a client; ErrInvalidArgument if a required part of cfg is missing (nil,
+// or an interface holding a nil pointer), the Store was not returned by
+// sqlitestore.Open or memstore.New, Rand or EncryptPolicy holds a nil
+// pointer, OneTimePrekeys is above session.MaxOneTimePrekeys,
+// OneTimePrekeyThreshold is negative or above OneTimePrekeys, or
+// SignedPrekeyGrace is negative; and the store's errors (for example
+// seal.ErrWrongKey).
 func Open(ctx context.Context, cfg Config) (*Client, error) {
-	c, err := New(cfg)
+	c, err := newClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	li, err := cfg.Store.LocalIdentity(ctx)
+	li, err := c.st.LocalIdentity(ctx)
 	if errors.Is(err, store.ErrNotFound) {
 		return c, nil
 	}
@@ -283,7 +296,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 // ErrInvalidArgument for a malformed addr, ErrAlreadyInitialized if the
 // client is another device.
 func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
-	if err := store.ValidateAddress(addr); err != nil {
+	if err := storage.ValidateAddress(addr); err != nil {
 		return fmt.Errorf("client: initialize: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
@@ -308,7 +321,7 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 		if err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}
-		if err := c.cfg.Store.SaveLocalIdentity(ctx, store.LocalIdentity{Address: addr, Secret: secret}); err != nil {
+		if err := c.st.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: addr, Secret: secret}); err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}
 		c.addr, c.identity, c.prekeys = addr, id, pk
@@ -364,7 +377,7 @@ func encodeLocal(id *session.Identity, pk *session.Prekeys) ([]byte, error) {
 }
 
 // errCorruptIdentity means the stored local identity does not decode.
-var errCorruptIdentity = errors.New("client: stored local identity is malformed")
+var errCorruptIdentity = errors.New("stored local identity is malformed")
 
 func decodeLocal(b []byte) (*session.Identity, *session.Prekeys, error) {
 	if len(b) < 4 {

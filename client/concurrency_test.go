@@ -14,6 +14,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -269,7 +270,7 @@ func TestPagesUnderMutation(t *testing.T) {
 				fresh   = map[ids.LogicalMessageID]bool{}
 				stop    = make(chan struct{})
 				walkErr error
-				seen    []client.PendingMessage
+				seen    []store.PendingMessage
 			)
 			wg.Add(4)
 			go func() { // abandon
@@ -314,7 +315,7 @@ func TestPagesUnderMutation(t *testing.T) {
 				defer close(stop)
 				var after *int64
 				for {
-					page, err := a.c.PendingMessages(ctx, client.PageRequest{After: after, Limit: 3})
+					page, err := a.c.PendingMessages(ctx, store.PageRequest{After: after, Limit: 3})
 					if err != nil {
 						walkErr = err
 						return
@@ -369,12 +370,12 @@ func TestPagesUnderMutation(t *testing.T) {
 }
 
 // allAfter walks every page after the given sequence.
-func (d *device) allAfter(after int64) []client.PendingMessage {
+func (d *device) allAfter(after int64) []store.PendingMessage {
 	d.tb.Helper()
-	var out []client.PendingMessage
+	var out []store.PendingMessage
 	cur := &after
 	for {
-		page, err := d.c.PendingMessages(context.Background(), client.PageRequest{After: cur, Limit: 5})
+		page, err := d.c.PendingMessages(context.Background(), store.PageRequest{After: cur, Limit: 5})
 		require.NoError(d.tb, err)
 		out = append(out, page.Messages...)
 		if page.NextAfterSequence == nil {

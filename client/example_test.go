@@ -8,6 +8,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -23,7 +24,7 @@ func exampleDevice(net *transporttest.Network, addr ids.DeviceAddress) *client.C
 	if err != nil {
 		panic(err)
 	}
-	c, err := client.New(client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
+	c, err := client.Open(context.Background(), client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
 	if err != nil {
 		panic(err)
 	}
@@ -53,7 +54,7 @@ func ExampleClient_PendingMessages() {
 	// Walk every pending message, two per page, following the cursor.
 	var after *int64
 	for page := 1; ; page++ {
-		p, err := alice.PendingMessages(ctx, client.PageRequest{After: after, Limit: 2})
+		p, err := alice.PendingMessages(ctx, store.PageRequest{After: after, Limit: 2})
 		if err != nil {
 			panic(err)
 		}
@@ -69,7 +70,7 @@ func ExampleClient_PendingMessages() {
 	}
 
 	// Only bob's, on the same global cursor.
-	p, err := alice.PendingMessages(ctx, client.PageRequest{Limit: client.MaxPageSize, Recipient: &bob})
+	p, err := alice.PendingMessages(ctx, store.PageRequest{Limit: client.MaxPageSize, Recipient: &bob})
 	if err != nil {
 		panic(err)
 	}
@@ -79,7 +80,7 @@ func ExampleClient_PendingMessages() {
 	}
 	fmt.Println()
 
-	_, err = alice.PendingMessages(ctx, client.PageRequest{Limit: client.MaxPageSize + 1})
+	_, err = alice.PendingMessages(ctx, store.PageRequest{Limit: client.MaxPageSize + 1})
 	fmt.Println("limit 101 invalid:", errors.Is(err, client.ErrInvalidArgument))
 	// Output:
 	// page 1: b1→bob c1→carol
@@ -154,7 +155,7 @@ func ExampleClient_AbandonPendingMessage() {
 		}
 	}
 	// Abandon what the application no longer wants delivered.
-	page, err := alice.PendingMessages(ctx, client.PageRequest{Limit: 10})
+	page, err := alice.PendingMessages(ctx, store.PageRequest{Limit: 10})
 	if err != nil {
 		panic(err)
 	}
@@ -167,7 +168,7 @@ func ExampleClient_AbandonPendingMessage() {
 			fmt.Printf("%q: %s\n", m.Plaintext, st)
 		}
 	}
-	page, _ = alice.PendingMessages(ctx, client.PageRequest{Limit: 10})
+	page, _ = alice.PendingMessages(ctx, store.PageRequest{Limit: 10})
 	for _, m := range page.Messages {
 		fmt.Printf("still pending: %q\n", m.Plaintext)
 	}
@@ -246,7 +247,7 @@ func ExampleUnreadableError() {
 	net := transporttest.NewNetwork()
 	key, _ := seal.GenerateKey()
 	keys, _ := seal.NewKeyring(key)
-	alice, _ := client.New(client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
+	alice, _ := client.Open(context.Background(), client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
 	if err := alice.Initialize(ctx, ids.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
 		panic(err)
 	}
@@ -260,7 +261,7 @@ func ExampleUnreadableError() {
 	net.FailNextSends(1)
 	_, _ = alice.Send(ctx, bob, []byte("kept"))
 
-	p, _ := alice.PendingMessages(ctx, client.PageRequest{Limit: 10})
+	p, _ := alice.PendingMessages(ctx, store.PageRequest{Limit: 10})
 	for _, u := range p.Unreadable {
 		fmt.Println("unreadable:", u.ID == lost, errors.Is(u.Cause, seal.ErrWrongKey))
 	}
@@ -269,7 +270,7 @@ func ExampleUnreadableError() {
 	}
 
 	sent, err := alice.RetryPendingMessages(ctx, bob)
-	var ue *client.UnreadableError
+	var ue *store.UnreadableError
 	fmt.Println("retry sent:", len(sent), "skipped:", errors.As(err, &ue) && len(ue.Entries) == 1)
 
 	st, _ := alice.AbandonPending(ctx, p.Unreadable[0].Recipient, p.Unreadable[0].ID)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/internal/storage"
 )
 
 // DeviceOutcome is what SendToDevices did for one device.
@@ -51,7 +51,7 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 	defer c.sendMu.Unlock()
 	frame := encodeFrame(frameMessage, id, plaintext)
 	out := make([]DeviceOutcome, len(recipients))
-	updates := make([]store.PeerUpdate, len(recipients))
+	updates := make([]storage.PeerUpdate, len(recipients))
 	peers := make([]*peer, len(recipients))
 	envelopes := make([][]byte, len(recipients))
 	for i, to := range recipients {
@@ -72,7 +72,7 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 		}
 		peers[i], envelopes[i] = p, raw
 	}
-	if _, err := c.cfg.Store.CommitSendMany(ctx, id, plaintext, updates); err != nil {
+	if _, err := c.st.CommitSendMany(ctx, id, plaintext, updates); err != nil {
 		c.forgetAll(recipients)
 		return nil, fmt.Errorf("client: send to devices: %w", err)
 	}
@@ -109,7 +109,7 @@ func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte)
 	}
 	seen := make(map[ids.DeviceAddress]struct{}, len(recipients))
 	for _, to := range recipients {
-		if err := store.ValidateAddress(to); err != nil {
+		if err := storage.ValidateAddress(to); err != nil {
 			return err
 		}
 		if to == self {

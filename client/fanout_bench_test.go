@@ -29,7 +29,7 @@ func BenchmarkFanout(b *testing.B) {
 	must(b, err)
 	b.Cleanup(func() { s.Close() })
 	net := transporttest.NewNetwork()
-	c, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
+	c, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 	must(b, err)
 	must(b, c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}))
 	pt := benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)

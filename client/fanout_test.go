@@ -10,6 +10,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -40,15 +41,15 @@ func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 	ctx := context.Background()
 	li, err := d.st.LocalIdentity(ctx)
 	require.NoError(d.tb, err)
-	states := map[ids.DeviceAddress]store.PeerState{}
+	states := map[ids.DeviceAddress]storage.PeerState{}
 	for _, p := range peers {
 		states[p], err = d.st.Peer(ctx, p)
 		require.NoError(d.tb, err)
 	}
 	return struct {
-		pending []client.PendingMessage
-		local   store.LocalIdentity
-		peers   map[ids.DeviceAddress]store.PeerState
+		pending []store.PendingMessage
+		local   storage.LocalIdentity
+		peers   map[ids.DeviceAddress]storage.PeerState
 	}{d.all(client.MaxPageSize, nil), li, states}
 }
 
@@ -94,7 +95,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 			require.Len(t, all, 4)
 			require.Equal(t, other, all[0].ID)
 			for i, m := range all[1:] {
-				require.Equal(t, client.PendingMessage{Recipient: bobs[i], ID: id, Sequence: m.Sequence, Plaintext: []byte("to all of bob's devices")}, m)
+				require.Equal(t, store.PendingMessage{Recipient: bobs[i], ID: id, Sequence: m.Sequence, Plaintext: []byte("to all of bob's devices")}, m)
 			}
 
 			// bob/2 acknowledges first: only its row goes.
@@ -145,7 +146,7 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 			net.ResetCalls()
 			require.Equal(t, client.Abandoned, a.abandon(bob2, id))
 			require.Empty(t, net.Calls(), "abandon is local only")
-			require.Equal(t, []client.PendingMessage{before[0], before[2]}, a.all(client.MaxPageSize, nil))
+			require.Equal(t, []store.PendingMessage{before[0], before[2]}, a.all(client.MaxPageSize, nil))
 			if a.sql != nil {
 				after := dumpTables(t, a.sql.DB())
 				for table, rows := range tables {

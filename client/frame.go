@@ -25,7 +25,7 @@ const (
 )
 
 // errMalformedFrame means a decrypted envelope does not hold a valid frame.
-var errMalformedFrame = errors.New("client: malformed frame")
+var errMalformedFrame = errors.New("malformed frame")
 
 func encodeFrame(kind byte, id ids.LogicalMessageID, body []byte) []byte {
 	out := make([]byte, 0, frameHeaderSize+len(body))

@@ -13,9 +13,10 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/memstore"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -29,7 +30,7 @@ var (
 // and messages pending to bob, and the envelopes seen on the way.
 type fuzzTarget struct {
 	net   *transporttest.Network
-	st    store.Store
+	st    storage.Store
 	c     *client.Client
 	seeds map[string][]byte
 }
@@ -42,11 +43,11 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	tb.Helper()
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, store.Store) {
+	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, storage.Store) {
 		st := memstore.New(newKeyring(tb))
 		var s [32]byte
 		s[0] = seed
-		c, err := client.New(client.Config{Store: st, Transport: net, Directory: net, Rand: mrand.NewChaCha8(s), OneTimePrekeys: 4})
+		c, err := client.Open(context.Background(), client.Config{Store: st, Transport: net, Directory: net, Rand: mrand.NewChaCha8(s), OneTimePrekeys: 4})
 		require.NoError(tb, err)
 		require.NoError(tb, c.Initialize(ctx, addr))
 		return c, st
@@ -144,21 +145,21 @@ func flipped(b []byte, i int) []byte {
 
 // fuzzState is what a rejected envelope must leave unchanged.
 type fuzzState struct {
-	pending  []client.PendingMessage
+	pending  []store.PendingMessage
 	count    int64
-	identity store.LocalIdentity
-	peers    map[ids.DeviceAddress]store.PeerState
+	identity storage.LocalIdentity
+	peers    map[ids.DeviceAddress]storage.PeerState
 }
 
 func (ft *fuzzTarget) state(t *testing.T) fuzzState {
 	ctx := context.Background()
-	p, err := ft.c.PendingMessages(ctx, client.PageRequest{Limit: client.MaxPageSize})
+	p, err := ft.c.PendingMessages(ctx, store.PageRequest{Limit: client.MaxPageSize})
 	require.NoError(t, err)
 	n, err := ft.c.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
 	li, err := ft.st.LocalIdentity(ctx)
 	require.NoError(t, err)
-	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[ids.DeviceAddress]store.PeerState{}}
+	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[ids.DeviceAddress]storage.PeerState{}}
 	for _, a := range []ids.DeviceAddress{fuzzBob, fuzzCarol} {
 		ps, err := ft.st.Peer(ctx, a)
 		require.NoError(t, err)

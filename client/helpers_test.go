@@ -14,13 +14,14 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/memstore"
+	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/memstore"
-	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -48,7 +49,7 @@ type device struct {
 	addr ids.DeviceAddress
 	kind storeKind
 	c    *client.Client
-	st   store.Store
+	st   storage.Store
 	sql  *sqlitestore.Store // nil for memstore
 	path string
 	kr   *seal.Keyring
@@ -234,14 +235,14 @@ func (d *device) retry(to ids.DeviceAddress) []ids.LogicalMessageID {
 
 // all walks every page (limit) from the start, optionally for one
 // recipient, checking cursor invariants, and returns the messages.
-func (d *device) all(limit int, recipient *ids.DeviceAddress) []client.PendingMessage {
+func (d *device) all(limit int, recipient *ids.DeviceAddress) []store.PendingMessage {
 	d.tb.Helper()
 	var (
-		out   []client.PendingMessage
+		out   []store.PendingMessage
 		after *int64
 	)
 	for {
-		page, err := d.c.PendingMessages(context.Background(), client.PageRequest{After: after, Limit: limit, Recipient: recipient})
+		page, err := d.c.PendingMessages(context.Background(), store.PageRequest{After: after, Limit: limit, Recipient: recipient})
 		require.NoError(d.tb, err)
 		require.Empty(d.tb, page.Unreadable)
 		require.LessOrEqual(d.tb, len(page.Messages), limit)
@@ -408,7 +409,7 @@ func requireNoAbandonYet(tb testing.TB, done <-chan client.AbandonStatus, holder
 
 // failingStore wraps a store and fails AbandonPending when fail is set.
 type failingStore struct {
-	store.Store
+	storage.Store
 	fail error
 }
 
@@ -421,7 +422,7 @@ func (f *failingStore) AbandonPending(ctx context.Context, r ids.DeviceAddress, 
 
 var errStoreBroken = errors.New("store broken")
 
-func idsOf(ms []client.PendingMessage) []ids.LogicalMessageID {
+func idsOf(ms []store.PendingMessage) []ids.LogicalMessageID {
 	out := make([]ids.LogicalMessageID, len(ms))
 	for i, m := range ms {
 		out[i] = m.ID
@@ -429,7 +430,7 @@ func idsOf(ms []client.PendingMessage) []ids.LogicalMessageID {
 	return out
 }
 
-func seqsOf(ms []client.PendingMessage) []int64 {
+func seqsOf(ms []store.PendingMessage) []int64 {
 	out := make([]int64, len(ms))
 	for i, m := range ms {
 		out[i] = m.Sequence

@@ -8,13 +8,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/internal/memstore"
+	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/store/memstore"
-	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
-// Neither client constructor panics on a nil or typed-nil part of its
+// foreignStore has the public store.Store's method set and nothing else.
+type foreignStore struct{}
+
+func (foreignStore) Close() error { return nil }
+
+// client.Open never panics on a nil or typed-nil part of its
 // Config: a missing Store, Transport or Directory, one that is a nil
 // pointer in its interface, a Rand or EncryptPolicy that is a nil pointer,
 // and a memstore made with a nil keyring are ErrInvalidArgument, and no
@@ -31,6 +36,7 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 		{"typed-nil memstore", func(c *client.Config) { c.Store = (*memstore.Store)(nil) }},
 		{"typed-nil sqlitestore", func(c *client.Config) { c.Store = (*sqlitestore.Store)(nil) }},
 		{"memstore with a nil keyring", func(c *client.Config) { c.Store = memstore.New(nil) }},
+		{"a Store neither sqlitestore nor memstore opened", func(c *client.Config) { c.Store = foreignStore{} }},
 		{"nil Transport", func(c *client.Config) { c.Transport = nil }},
 		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transporttest.Network)(nil) }},
 		{"nil Directory", func(c *client.Config) { c.Directory = nil }},
@@ -44,7 +50,6 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 			open func(client.Config) (*client.Client, error)
 		}{
 			{"Open", func(cfg client.Config) (*client.Client, error) { return client.Open(ctx, cfg) }},
-			{"New", client.New},
 		} {
 			t.Run(tt.name+"/"+ctor.name, func(t *testing.T) {
 				net := transporttest.NewNetwork()

@@ -9,6 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -27,11 +28,11 @@ func TestNotInitialized(t *testing.T) {
 				call func() error
 			}{
 				{"PendingMessages", func() error {
-					_, err := c.PendingMessages(ctx, client.PageRequest{Limit: 10})
+					_, err := c.PendingMessages(ctx, store.PageRequest{Limit: 10})
 					return err
 				}},
 				{"PendingMessages filtered", func() error {
-					_, err := c.PendingMessages(ctx, client.PageRequest{Limit: 10, Recipient: &bob, After: ptr[int64](3)})
+					_, err := c.PendingMessages(ctx, store.PageRequest{Limit: 10, Recipient: &bob, After: ptr[int64](3)})
 					return err
 				}},
 				{"PendingRecipients", func() error {
@@ -42,7 +43,7 @@ func TestNotInitialized(t *testing.T) {
 				{"PendingMessageCount filtered", func() error { _, err := c.PendingMessageCount(ctx, &bob); return err }},
 				{"AbandonPending", func() error { _, err := c.AbandonPending(ctx, bob, id); return err }},
 				{"AbandonPendingMessage", func() error {
-					_, err := c.AbandonPendingMessage(ctx, client.PendingMessage{Recipient: bob, ID: id, Sequence: 1})
+					_, err := c.AbandonPendingMessage(ctx, store.PendingMessage{Recipient: bob, ID: id, Sequence: 1})
 					return err
 				}},
 				{"RetryPendingMessages", func() error { _, err := c.RetryPendingMessages(ctx, bob); return err }},
@@ -77,7 +78,7 @@ func TestNotInitialized(t *testing.T) {
 func TestNewAndInitializeArguments(t *testing.T) {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	_, err := client.New(client.Config{Transport: net, Directory: net})
+	_, err := client.Open(context.Background(), client.Config{Transport: net, Directory: net})
 	require.ErrorIs(t, err, client.ErrInvalidArgument)
 	d := mustOpen(t, net, alice)
 	require.ErrorIs(t, d.c.Initialize(ctx, ids.DeviceAddress{}), client.ErrInvalidArgument)

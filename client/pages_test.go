@@ -9,6 +9,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // TestPageArguments: limits outside 1..MaxPageSize, a negative cursor and
@@ -21,19 +22,19 @@ func TestPageArguments(t *testing.T) {
 			a.send(bob, "m")
 			tests := []struct {
 				name string
-				req  client.PageRequest
+				req  store.PageRequest
 				ok   bool
 			}{
-				{"limit 0", client.PageRequest{Limit: 0}, false},
-				{"limit -1", client.PageRequest{Limit: -1}, false},
-				{"limit 101", client.PageRequest{Limit: client.MaxPageSize + 1}, false},
-				{"negative cursor", client.PageRequest{Limit: 10, After: ptr[int64](-1)}, false},
-				{"negative cursor, filtered", client.PageRequest{Limit: 10, After: ptr[int64](-5), Recipient: &bob}, false},
-				{"bad recipient", client.PageRequest{Limit: 10, Recipient: &ids.DeviceAddress{UserID: "", DeviceID: 1}}, false},
-				{"limit 1", client.PageRequest{Limit: 1}, true},
-				{"limit 100", client.PageRequest{Limit: client.MaxPageSize}, true},
-				{"cursor 0", client.PageRequest{Limit: 10, After: ptr[int64](0)}, true},
-				{"cursor far ahead", client.PageRequest{Limit: 10, After: ptr[int64](1 << 60)}, true},
+				{"limit 0", store.PageRequest{Limit: 0}, false},
+				{"limit -1", store.PageRequest{Limit: -1}, false},
+				{"limit 101", store.PageRequest{Limit: client.MaxPageSize + 1}, false},
+				{"negative cursor", store.PageRequest{Limit: 10, After: ptr[int64](-1)}, false},
+				{"negative cursor, filtered", store.PageRequest{Limit: 10, After: ptr[int64](-5), Recipient: &bob}, false},
+				{"bad recipient", store.PageRequest{Limit: 10, Recipient: &ids.DeviceAddress{UserID: "", DeviceID: 1}}, false},
+				{"limit 1", store.PageRequest{Limit: 1}, true},
+				{"limit 100", store.PageRequest{Limit: client.MaxPageSize}, true},
+				{"cursor 0", store.PageRequest{Limit: 10, After: ptr[int64](0)}, true},
+				{"cursor far ahead", store.PageRequest{Limit: 10, After: ptr[int64](1 << 60)}, true},
 			}
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {
@@ -99,11 +100,11 @@ func TestPagination(t *testing.T) {
 				require.Len(t, a.all(limit, &carol), 9)
 			}
 			// An exactly full last page has no next cursor.
-			page, err := a.c.PendingMessages(ctx, client.PageRequest{Limit: 25})
+			page, err := a.c.PendingMessages(ctx, store.PageRequest{Limit: 25})
 			require.NoError(t, err)
 			require.Len(t, page.Messages, 25)
 			require.Nil(t, page.NextAfterSequence)
-			page, err = a.c.PendingMessages(ctx, client.PageRequest{Limit: 24})
+			page, err = a.c.PendingMessages(ctx, store.PageRequest{Limit: 24})
 			require.NoError(t, err)
 			require.Equal(t, page.Messages[23].Sequence, *page.NextAfterSequence)
 
@@ -112,7 +113,7 @@ func TestPagination(t *testing.T) {
 			everything := a.all(100, nil)
 			for i, m := range everything {
 				after := m.Sequence
-				page, err := a.c.PendingMessages(ctx, client.PageRequest{After: &after, Limit: 3, Recipient: &bob})
+				page, err := a.c.PendingMessages(ctx, store.PageRequest{After: &after, Limit: 3, Recipient: &bob})
 				require.NoError(t, err)
 				want := []ids.LogicalMessageID{}
 				for _, w := range everything[i+1:] {
@@ -123,7 +124,7 @@ func TestPagination(t *testing.T) {
 				require.Equal(t, want, idsOf(page.Messages), "after %d", after)
 			}
 			// Empty recipient: empty last page.
-			page, err = a.c.PendingMessages(ctx, client.PageRequest{Limit: 10, Recipient: &dave})
+			page, err = a.c.PendingMessages(ctx, store.PageRequest{Limit: 10, Recipient: &dave})
 			require.NoError(t, err)
 			require.Empty(t, page.Messages)
 			require.Nil(t, page.NextAfterSequence)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -18,7 +19,7 @@ import (
 // that device's state fails with it, wrapped with the cause (errors.Is
 // matches seal.ErrAuthentication, seal.ErrWrongKey, ... for a part that
 // does not open, session.ErrMalformedState for one that does not decode)
-// and a *PeerStateUnreadableError (errors.As) saying which parts: Send
+// and a *store.PeerUnreadableError (errors.As) saying which parts: Send
 // and SendToDevices (the message is stored pending all the same, matching
 // ErrMessageNotSent too), RetryPendingMessages, Receive of that device's
 // envelopes, AcceptRemoteIdentityChange and DeclineRemoteIdentityChange.
@@ -29,18 +30,6 @@ import (
 // does not open or does not decode, and only those. It is
 // store.ErrPeerUnreadable.
 var ErrPeerStateUnreadable = store.ErrPeerUnreadable
-
-// PeerStateUnreadableError says which parts of a remote device's stored
-// state do not open, each with its cause; see ErrPeerStateUnreadable. It
-// is store.PeerUnreadableError.
-type PeerStateUnreadableError = store.PeerUnreadableError
-
-// DiscardedPeerState says what DiscardUnreadablePeerState removed: each
-// field is the cause of a part it removed (matching one seal sentinel or
-// session.ErrMalformedState, as for ErrPeerStateUnreadable), nil for a
-// part it kept (it opened and decoded, or was absent). It is
-// store.PeerDamage; Damaged reports whether anything was removed.
-type DiscardedPeerState = store.PeerDamage
 
 // discardedPinIdentity is the identity a discarded pin is replaced with:
 // no device can show it. Its signing key is the encoding of y = 2, for
@@ -97,31 +86,31 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // envelopes remote sent on that session no longer decrypt.
 //
 // If every part opens and decodes (or remote has no state) it removes
-// nothing and returns the zero DiscardedPeerState with no error, so that
+// nothing and returns the zero store.PeerDamage with no error, so that
 // a repeated call is harmless. Returns ErrNotInitialized before Initialize,
 // ErrInvalidArgument for a malformed address, and the store's error (then
 // nothing was removed).
-func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (DiscardedPeerState, error) {
+func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (store.PeerDamage, error) {
 	if err := c.checkInitialized(); err != nil {
-		return DiscardedPeerState{}, err
+		return store.PeerDamage{}, err
 	}
-	if err := store.ValidateAddress(remote); err != nil {
-		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state: %w", err)
+	if err := storage.ValidateAddress(remote); err != nil {
+		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state: %w", err)
 	}
 	pin, err := session.NewPin(remote, discardedPinIdentity).MarshalBinary()
 	if err != nil {
-		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
+		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
 	}
 	if err := c.lockSend(); err != nil {
-		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
+		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
 	}
 	defer c.sendMu.Unlock()
 	// The cached state was loaded before the damage was found (or holds
 	// none): the next call reloads what the store holds.
 	defer c.forget(remote)
-	d, err := c.cfg.Store.DiscardUnreadablePeer(ctx, remote, pin, checkPeerPart)
+	d, err := c.st.DiscardUnreadablePeer(ctx, remote, pin, checkPeerPart)
 	if err != nil {
-		return DiscardedPeerState{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
+		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
 	}
 	return d, nil
 }
@@ -129,7 +118,7 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 // decodePeer decodes the opened state st of addr. Each part that does not
 // decode is left out of the peer and named in the damage, with the
 // decoding error (matching session.ErrMalformedState) as its cause.
-func decodePeer(addr ids.DeviceAddress, st store.PeerState) (*peer, store.PeerDamage) {
+func decodePeer(addr ids.DeviceAddress, st storage.PeerState) (*peer, store.PeerDamage) {
 	p := &peer{addr: addr}
 	var damage store.PeerDamage
 	if st.Session != nil {
@@ -157,10 +146,10 @@ func decodePeer(addr ids.DeviceAddress, st store.PeerState) (*peer, store.PeerDa
 	return p, damage
 }
 
-// checkPeerPart is the store.PeerCheck of DiscardUnreadablePeerState: it
+// checkPeerPart is the storage.PeerCheck of DiscardUnreadablePeerState: it
 // refuses exactly the opened values decodePeer does not decode.
 func checkPeerPart(part store.PeerPart, plaintext []byte) error {
-	st := store.PeerState{}
+	st := storage.PeerState{}
 	switch part {
 	case store.PeerSession:
 		st.Session = plaintext

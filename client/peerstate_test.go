@@ -13,6 +13,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
@@ -99,7 +100,7 @@ var peerDamages = []peerDamage{
 		return out
 	}, seal.ErrAuthentication},
 	{"under a key the keyring does not hold", func(t *testing.T, _ *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, _ []byte) []byte {
-		v, err := newKeyring(t).Seal(rt, store.AddressAD(peer), []byte("restored from elsewhere"))
+		v, err := newKeyring(t).Seal(rt, storage.AddressAD(peer), []byte("restored from elsewhere"))
 		require.NoError(t, err)
 		return v
 	}, seal.ErrWrongKey},
@@ -113,9 +114,9 @@ var peerDamages = []peerDamage{
 // release does not read (see newerEncoding).
 func resealNewer(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte {
 	t.Helper()
-	pt, err := kr.Open(rt, store.AddressAD(peer), v)
+	pt, err := kr.Open(rt, storage.AddressAD(peer), v)
 	require.NoError(t, err)
-	v, err = kr.Seal(rt, store.AddressAD(peer), newerEncoding(t, rt, pt))
+	v, err = kr.Seal(rt, storage.AddressAD(peer), newerEncoding(t, rt, pt))
 	require.NoError(t, err)
 	return v
 }
@@ -151,11 +152,11 @@ var peerParts = []struct {
 	table string
 	rt    seal.RecordType
 	peer  ids.DeviceAddress
-	field func(client.DiscardedPeerState) error
+	field func(store.PeerDamage) error
 }{
-	{"session", seal.RecordSession, bob, func(d client.DiscardedPeerState) error { return d.Session }},
-	{"session_initiation", seal.RecordSessionInitiation, dave, func(d client.DiscardedPeerState) error { return d.Initiation }},
-	{"identity_pin", seal.RecordIdentityPin, bob, func(d client.DiscardedPeerState) error { return d.Pin }},
+	{"session", seal.RecordSession, bob, func(d store.PeerDamage) error { return d.Session }},
+	{"session_initiation", seal.RecordSessionInitiation, dave, func(d store.PeerDamage) error { return d.Initiation }},
+	{"identity_pin", seal.RecordIdentityPin, bob, func(d store.PeerDamage) error { return d.Pin }},
 }
 
 // requireUnreadablePeer checks that err reports peer's state unreadable
@@ -164,7 +165,7 @@ var peerParts = []struct {
 func requireUnreadablePeer(t *testing.T, err error, peer ids.DeviceAddress, table string, want error) {
 	t.Helper()
 	require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
-	var pe *client.PeerStateUnreadableError
+	var pe *store.PeerUnreadableError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, peer, pe.Peer)
 	if table == "" {
@@ -250,7 +251,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 
 				again, err := s.a.c.DiscardUnreadablePeerState(s.ctx, target)
 				require.NoError(t, err)
-				require.Equal(t, client.DiscardedPeerState{}, again)
+				require.Equal(t, store.PeerDamage{}, again)
 				require.Equal(t, discarded, dumpTables(t, s.a.sql.DB()), "a second discard changes nothing")
 
 				// Sending works again: on a new session if the session was
@@ -395,7 +396,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 		s := newPeerStateSetup(t)
 		damageBoth(t, s)
 		// Bob starts over too: his next message is a new initiation.
-		require.NoError(t, s.b.st.SavePeer(s.ctx, alice, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
+		require.NoError(t, s.b.st.SavePeer(s.ctx, alice, storage.PeerState{Session: []byte{}, Initiation: []byte{}}))
 		require.NoError(t, s.b.c.Close())
 		c, err := client.Open(s.ctx, s.b.config())
 		require.NoError(t, err)
@@ -422,7 +423,7 @@ func TestDiscardUnreadablePeerStateHealthy(t *testing.T) {
 	for _, peer := range []ids.DeviceAddress{bob, carol, dave, {UserID: "nobody", DeviceID: 9}} {
 		got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, peer)
 		require.NoError(t, err)
-		require.Equal(t, client.DiscardedPeerState{}, got)
+		require.Equal(t, store.PeerDamage{}, got)
 		require.False(t, got.Damaged())
 	}
 	require.Equal(t, before, dumpTables(t, s.a.sql.DB()))
@@ -675,7 +676,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 
 				// The store seals what it is given: a correctly sealed
 				// record that does not decode.
-				var newer store.PeerState
+				var newer storage.PeerState
 				if tc.session {
 					newer.Session = newerEncoding(t, seal.RecordSession, before.Session)
 				}
@@ -693,10 +694,10 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 				require.ErrorIs(t, err, client.ErrMessageNotSent)
 				require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
 				require.ErrorIs(t, err, session.ErrMalformedState)
-				var pe *client.PeerStateUnreadableError
+				var pe *store.PeerUnreadableError
 				require.ErrorAs(t, err, &pe)
 				require.Equal(t, bob, pe.Peer)
-				requireNamed := func(d client.DiscardedPeerState) {
+				requireNamed := func(d store.PeerDamage) {
 					t.Helper()
 					for _, p := range []struct {
 						damaged bool
@@ -732,7 +733,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 				require.Equal(t, before.Initiation, after.Initiation)
 				again, err := a.c.DiscardUnreadablePeerState(ctx, bob)
 				require.NoError(t, err)
-				require.Equal(t, client.DiscardedPeerState{}, again)
+				require.Equal(t, store.PeerDamage{}, again)
 
 				net.ResetCalls()
 				_, err = a.c.Send(ctx, bob, []byte("third"))

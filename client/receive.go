@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/store"
 )
 
 // ReceiveResult is what Receive made of one envelope: a *Message, a
@@ -56,7 +56,7 @@ func (*Acknowledgement) receiveResult() {}
 func (*Rejected) receiveResult()        {}
 
 // ErrMisdirected means an envelope is addressed to another device.
-var ErrMisdirected = errors.New("client: envelope for another device")
+var ErrMisdirected = errors.New("envelope for another device")
 
 // Receive processes one envelope handed over by the transport. A message
 // is decrypted, recorded as processed (a duplicate is not given again),
@@ -162,7 +162,7 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 	}
 	// One transaction: the advanced session, a new pin or the end of an
 	// initiation, the used-up prekey, and the message or the ACK.
-	var in store.Inbound
+	var in storage.Inbound
 	if in.Update, err = p.update(); err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
@@ -171,11 +171,11 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 		if err != nil {
 			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 		}
-		in.Local = &store.LocalIdentity{Address: self, Secret: secret}
+		in.Local = &storage.LocalIdentity{Address: self, Secret: secret}
 	}
-	commit, what := c.cfg.Store.CommitReceived, "message"
+	commit, what := c.st.CommitReceived, "message"
 	if kind == frameAck {
-		commit, what = c.cfg.Store.CommitAck, "ack"
+		commit, what = c.st.CommitAck, "ack"
 	}
 	done, err := commit(ctx, from, id, in)
 	if err != nil {

@@ -42,7 +42,7 @@ func (c *Client) PendingRecipients(ctx context.Context, req RecipientPageRequest
 	if err := c.checkInitialized(); err != nil {
 		return PendingRecipientPage{}, err
 	}
-	page, err := c.cfg.Store.PendingRecipients(ctx, req)
+	page, err := c.st.PendingRecipients(ctx, req)
 	if err != nil {
 		return PendingRecipientPage{}, fmt.Errorf("client: pending recipients: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -54,7 +55,7 @@ func (c *Client) forget(addr ids.DeviceAddress) { delete(c.peers, addr) }
 
 // loadPeer reads and decodes addr's stored state.
 func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, error) {
-	st, err := c.cfg.Store.Peer(ctx, addr)
+	st, err := c.st.Peer(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdent
 		// Check recorded the new identity in the pin: store it.
 		pin, serr := p.pin.MarshalBinary()
 		if serr == nil {
-			serr = c.cfg.Store.SavePeer(ctx, p.addr, store.PeerState{Pin: pin})
+			serr = c.st.SavePeer(ctx, p.addr, storage.PeerState{Pin: pin})
 		}
 		if serr != nil {
 			return errors.Join(err, serr)
@@ -117,7 +118,7 @@ func (c *Client) savePeer(ctx context.Context, p *peer) error {
 	if err != nil {
 		return err
 	}
-	if err := c.cfg.Store.SavePeer(ctx, p.addr, u); err != nil {
+	if err := c.st.SavePeer(ctx, p.addr, u); err != nil {
 		return err
 	}
 	p.saved()
@@ -138,8 +139,8 @@ func (p *peer) saved() {
 // session, the pin if it changed, and the initiation marker if it
 // appeared, ended, or names another initiation (a new session replaced an
 // unanswered one).
-func (p *peer) update() (store.PeerState, error) {
-	var u store.PeerState
+func (p *peer) update() (storage.PeerState, error) {
+	var u storage.PeerState
 	if p.sess != nil {
 		b, err := p.sess.MarshalBinary()
 		if err != nil {
@@ -279,9 +280,8 @@ func (c *Client) handOff(ctx context.Context, to ids.DeviceAddress, raw []byte) 
 const maxBody = session.MaxPlaintextSize - frameHeaderSize
 
 // Send encrypts plaintext for to (fetching a bundle only if there is no
-// session, or its sending chain is full: see ensureSession), stores it as
-// pending (sealed) together with the advanced
-// session in one transaction, then hands the envelope to the transport,
+// session with to, or its sending chain is full), stores it as pending
+// (sealed) together with the advanced session in one transaction, then hands the envelope to the transport,
 // and returns the message's logical id. No transaction spans the hand-off.
 // If encryption or the hand-off fails it returns the id with an error
 // matching ErrMessageNotSent: the message is stored pending all the same,
@@ -316,7 +316,7 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	if err != nil {
 		// No session could encrypt it: store the message alone, pending
 		// for a retry or an abandon.
-		if _, serr := c.cfg.Store.InsertPending(ctx, to, id, plaintext); serr != nil {
+		if _, serr := c.st.InsertPending(ctx, to, id, plaintext); serr != nil {
 			return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", serr)
 		}
 		return id, notSent(id, to, err)
@@ -324,7 +324,7 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	// The pending row and the session that encrypted it commit together.
 	u, err := p.update()
 	if err == nil {
-		_, err = c.cfg.Store.CommitSend(ctx, to, id, plaintext, u)
+		_, err = c.st.CommitSend(ctx, to, id, plaintext, u)
 	}
 	if err != nil {
 		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
@@ -367,9 +367,9 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // whatever it missed), and stops at the first failure, returning what it
 // sent with an error matching ErrMessageNotSent.
 //
-// A pending message that cannot be opened (see UnreadablePendingMessage)
+// A pending message that cannot be opened (see store.UnreadablePendingMessage)
 // is skipped, never sent, and the ones after it are still sent. If it
-// skipped any, it returns the sent ids with an *UnreadableError listing
+// skipped any, it returns the sent ids with an *store.UnreadableError listing
 // the skipped messages (errors.Is matches ErrUnreadable and each cause),
 // alone or, after a failed hand-off, joined with the ErrMessageNotSent
 // error. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
@@ -382,7 +382,7 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 	if err := c.checkInitialized(); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateAddress(remote); err != nil {
+	if err := storage.ValidateAddress(remote); err != nil {
 		return nil, fmt.Errorf("client: retry: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
@@ -413,7 +413,7 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 		p      *peer
 	)
 	for {
-		m, err := c.cfg.Store.NextPendingMessage(ctx, remote, cursor)
+		m, err := c.st.NextPendingMessage(ctx, remote, cursor)
 		var ue *store.UnreadableError
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -456,13 +456,13 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 // and an error matching session.ErrNoIdentityChange if no change is
 // recorded.
 func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
-	return c.settleIdentityChange(ctx, "accept", remote, func(p *peer) (store.PeerState, error) {
+	return c.settleIdentityChange(ctx, "accept", remote, func(p *peer) (storage.PeerState, error) {
 		if err := p.pin.Accept(observed); err != nil {
-			return store.PeerState{}, err
+			return storage.PeerState{}, err
 		}
 		pin, err := p.pin.MarshalBinary()
 		if err != nil {
-			return store.PeerState{}, err
+			return storage.PeerState{}, err
 		}
 		// Drop the old identity's sessions and initiation in the same
 		// transaction, keeping only what recognises replays of its
@@ -470,10 +470,10 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 		sess := []byte{}
 		if p.sess != nil {
 			if sess, err = p.sess.Retire().MarshalBinary(); err != nil {
-				return store.PeerState{}, err
+				return storage.PeerState{}, err
 			}
 		}
-		return store.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}, nil
+		return storage.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}, nil
 	})
 }
 
@@ -487,29 +487,29 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 // (DiscardUnreadablePeerState): it trusts no identity to go back to, so
 // only accepting a verified identity unblocks the device.
 func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
-	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (store.PeerState, error) {
+	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (storage.PeerState, error) {
 		if PinDiscarded(p.pin.Identity) {
 			// There is no trusted identity to go back to.
-			return store.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", ErrInvalidArgument, remote)
+			return storage.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", ErrInvalidArgument, remote)
 		}
 		if err := p.pin.Decline(observed); err != nil {
-			return store.PeerState{}, err
+			return storage.PeerState{}, err
 		}
 		pin, err := p.pin.MarshalBinary()
 		if err != nil {
-			return store.PeerState{}, err
+			return storage.PeerState{}, err
 		}
-		return store.PeerState{Pin: pin}, nil
+		return storage.PeerState{Pin: pin}, nil
 	})
 }
 
 // settleIdentityChange runs settle on remote's stored state under the send
 // mutex and saves what it returns.
-func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (store.PeerState, error)) error {
+func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (storage.PeerState, error)) error {
 	if err := c.checkInitialized(); err != nil {
 		return err
 	}
-	if err := store.ValidateAddress(remote); err != nil {
+	if err := storage.ValidateAddress(remote); err != nil {
 		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	if err := c.lockSend(); err != nil {
@@ -529,7 +529,7 @@ func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote i
 	if err != nil {
 		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
 	}
-	if err := c.cfg.Store.SavePeer(ctx, remote, st); err != nil {
+	if err := c.st.SavePeer(ctx, remote, st); err != nil {
 		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
 	}
 	return nil

@@ -21,7 +21,7 @@ func TestSmokeConversation(t *testing.T) {
 		require.NoError(t, err)
 		kr, err := seal.NewKeyring(k)
 		require.NoError(t, err)
-		c, err := client.New(client.Config{Store: memstore.New(kr), Transport: net, Directory: net})
+		c, err := client.Open(context.Background(), client.Config{Store: memstore.New(kr), Transport: net, Directory: net})
 		require.NoError(t, err)
 		require.NoError(t, c.Initialize(ctx, addr))
 		return c

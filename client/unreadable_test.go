@@ -9,6 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -54,14 +55,14 @@ func newUnreadableSetup(t *testing.T, kind storeKind) *unreadableSetup {
 	return s
 }
 
-func (s *unreadableSetup) page(t *testing.T, req client.PageRequest) client.PendingMessagePage {
+func (s *unreadableSetup) page(t *testing.T, req store.PageRequest) store.PendingMessagePage {
 	t.Helper()
 	p, err := s.a.c.PendingMessages(s.ctx, req)
 	require.NoError(t, err)
 	return p
 }
 
-func pageIDs(p client.PendingMessagePage) []ids.LogicalMessageID {
+func pageIDs(p store.PendingMessagePage) []ids.LogicalMessageID {
 	var out []ids.LogicalMessageID
 	for _, m := range p.Messages {
 		out = append(out, m.ID)
@@ -71,7 +72,7 @@ func pageIDs(p client.PendingMessagePage) []ids.LogicalMessageID {
 
 // requireLost checks that us is exactly the lost message, unreadable for
 // a forgotten key.
-func requireLost(t *testing.T, s *unreadableSetup, us []client.UnreadablePendingMessage) {
+func requireLost(t *testing.T, s *unreadableSetup, us []store.UnreadablePendingMessage) {
 	t.Helper()
 	require.Len(t, us, 1)
 	require.Equal(t, bob, us[0].Recipient)
@@ -87,26 +88,26 @@ func TestPagesReportUnreadable(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			s := newUnreadableSetup(t, kind)
-			all := s.page(t, client.PageRequest{Limit: client.MaxPageSize})
+			all := s.page(t, store.PageRequest{Limit: client.MaxPageSize})
 			require.Equal(t, []ids.LogicalMessageID{s.two, s.car, s.three}, pageIDs(all))
 			requireLost(t, s, all.Unreadable)
 			require.Less(t, all.Unreadable[0].Sequence, all.Messages[0].Sequence)
 			require.Nil(t, all.NextAfterSequence)
 
-			first := s.page(t, client.PageRequest{Limit: 1})
+			first := s.page(t, store.PageRequest{Limit: 1})
 			require.Empty(t, first.Messages)
 			requireLost(t, s, first.Unreadable)
 			require.Equal(t, &first.Unreadable[0].Sequence, first.NextAfterSequence)
-			second := s.page(t, client.PageRequest{After: first.NextAfterSequence, Limit: 1})
+			second := s.page(t, store.PageRequest{After: first.NextAfterSequence, Limit: 1})
 			require.Equal(t, []ids.LogicalMessageID{s.two}, pageIDs(second))
 			require.Empty(t, second.Unreadable)
 
-			two := s.page(t, client.PageRequest{Limit: 2, Recipient: &bob})
+			two := s.page(t, store.PageRequest{Limit: 2, Recipient: &bob})
 			require.Equal(t, []ids.LogicalMessageID{s.two}, pageIDs(two), "the unreadable one counts toward the limit")
 			requireLost(t, s, two.Unreadable)
 			require.Equal(t, &two.Messages[0].Sequence, two.NextAfterSequence)
 
-			carols := s.page(t, client.PageRequest{Limit: 10, Recipient: &carol})
+			carols := s.page(t, store.PageRequest{Limit: 10, Recipient: &carol})
 			require.Equal(t, []ids.LogicalMessageID{s.car}, pageIDs(carols))
 			require.Empty(t, carols.Unreadable)
 
@@ -133,7 +134,7 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 			require.ErrorIs(t, err, transporttest.ErrInjected)
 			require.ErrorIs(t, err, client.ErrUnreadable)
 			require.ErrorIs(t, err, seal.ErrWrongKey)
-			var ue *client.UnreadableError
+			var ue *store.UnreadableError
 			require.ErrorAs(t, err, &ue)
 			requireLost(t, s, ue.Entries)
 			require.Zero(t, s.net.Pending(bob))
@@ -154,12 +155,12 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 
 			// Abandoned by what the page reported: gone, and the retry is
 			// clean; carol's message is untouched.
-			p := s.page(t, client.PageRequest{Limit: 10})
+			p := s.page(t, store.PageRequest{Limit: 10})
 			requireLost(t, s, p.Unreadable)
 			require.Equal(t, client.Abandoned, s.a.abandon(p.Unreadable[0].Recipient, p.Unreadable[0].ID))
 			require.Empty(t, s.a.retry(bob))
 			require.Equal(t, []ids.LogicalMessageID{s.car}, s.a.pendingIDs(nil))
-			st, err := s.a.c.AbandonUnreadable(s.ctx, p.Unreadable[0])
+			st, err := s.a.c.AbandonPendingMessage(s.ctx, p.Unreadable[0].PendingMessage)
 			require.NoError(t, err)
 			require.Equal(t, client.NotPending, st)
 		})
@@ -172,13 +173,13 @@ func TestAbandonUnreadableBySequence(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			s := newUnreadableSetup(t, kind)
-			p := s.page(t, client.PageRequest{Limit: 10})
+			p := s.page(t, store.PageRequest{Limit: 10})
 			requireLost(t, s, p.Unreadable)
-			st, err := s.a.c.AbandonUnreadable(s.ctx, p.Unreadable[0])
+			st, err := s.a.c.AbandonPendingMessage(s.ctx, p.Unreadable[0].PendingMessage)
 			require.NoError(t, err)
 			require.Equal(t, client.Abandoned, st)
 			require.Equal(t, []ids.LogicalMessageID{s.two, s.car, s.three}, s.a.pendingIDs(nil))
-			st, err = s.a.c.AbandonUnreadable(s.ctx, p.Unreadable[0])
+			st, err = s.a.c.AbandonPendingMessage(s.ctx, p.Unreadable[0].PendingMessage)
 			require.NoError(t, err)
 			require.Equal(t, client.NotPending, st)
 		})

@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/store"
 )
 
@@ -39,15 +40,15 @@ import (
 // PendingMessage: ErrNotInitialized before Initialize, ErrInvalidArgument
 // for a malformed recipient, a storage error, or ctx.Err() itself when
 // ctx ends (checked before every message and page).
-func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAddress) iter.Seq2[PendingMessage, error] {
-	return func(yield func(PendingMessage, error) bool) {
+func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAddress) iter.Seq2[store.PendingMessage, error] {
+	return func(yield func(store.PendingMessage, error) bool) {
 		if err := c.checkInitialized(); err != nil {
-			yield(PendingMessage{}, err)
+			yield(store.PendingMessage{}, err)
 			return
 		}
-		req := PageRequest{Limit: MaxPageSize, Recipient: recipient}
-		for m, err := range store.WalkPendingMessages(ctx, c.cfg.Store, req) {
-			var ue *UnreadableError
+		req := store.PageRequest{Limit: MaxPageSize, Recipient: recipient}
+		for m, err := range storage.WalkPendingMessages(ctx, c.st, req) {
+			var ue *store.UnreadableError
 			if err != nil && !errors.As(err, &ue) && err != ctx.Err() {
 				err = fmt.Errorf("client: all pending messages: %w", err)
 			}

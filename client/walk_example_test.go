@@ -7,6 +7,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -32,7 +33,7 @@ func ExampleClient_AllPendingMessages() {
 	}
 
 	for m, err := range alice.AllPendingMessages(ctx, nil) {
-		var ue *client.UnreadableError
+		var ue *store.UnreadableError
 		if errors.As(err, &ue) {
 			fmt.Println("unreadable:", ue.Entries[0].Sequence)
 			continue

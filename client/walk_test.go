@@ -9,6 +9,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // TestAllPendingMessages: 250 messages to an offline device and a few to
@@ -36,7 +37,7 @@ func TestAllPendingMessages(t *testing.T) {
 			want := a.all(client.MaxPageSize, nil)
 			require.Len(t, want, 253)
 
-			var got []client.PendingMessage
+			var got []store.PendingMessage
 			for m, err := range a.c.AllPendingMessages(ctx, nil) {
 				require.NoError(t, err)
 				got = append(got, m)
@@ -46,12 +47,12 @@ func TestAllPendingMessages(t *testing.T) {
 			}
 			require.Equal(t, append(want[:150:150], want[151:]...), got)
 
-			var toCarol []client.PendingMessage
+			var toCarol []store.PendingMessage
 			for m, err := range a.c.AllPendingMessages(ctx, &carol) {
 				require.NoError(t, err)
 				toCarol = append(toCarol, m)
 			}
-			require.Equal(t, []client.PendingMessage{want[50], want[250]}, toCarol, "the abandoned want[150] was carol's too")
+			require.Equal(t, []store.PendingMessage{want[50], want[250]}, toCarol, "the abandoned want[150] was carol's too")
 
 			var errs []error
 			for _, err := range a.c.AllPendingMessages(ctx, &ids.DeviceAddress{UserID: "", DeviceID: 1}) {
@@ -63,7 +64,7 @@ func TestAllPendingMessages(t *testing.T) {
 			u := mustOpenUninitialized(t, kind, net, net)
 			errs = nil
 			for m, err := range u.c.AllPendingMessages(ctx, nil) {
-				require.Equal(t, client.PendingMessage{}, m)
+				require.Equal(t, store.PendingMessage{}, m)
 				errs = append(errs, err)
 			}
 			require.Len(t, errs, 1)

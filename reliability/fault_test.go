@@ -12,6 +12,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -230,7 +231,7 @@ func TestFaultReadsFailCleanly(t *testing.T) {
 	before := dump(t, f.a.sql.DB())
 
 	f.inj.fail(fault{Op: opStmt, Match: sqlPagePending})
-	p, err := f.a.c.PendingMessages(f.ctx, client.PageRequest{Limit: 5})
+	p, err := f.a.c.PendingMessages(f.ctx, store.PageRequest{Limit: 5})
 	f.requireFault(t, err, "client: pending messages", "store: page pending")
 	require.Empty(t, p.Messages)
 	require.Nil(t, p.NextAfterSequence)
@@ -238,7 +239,7 @@ func TestFaultReadsFailCleanly(t *testing.T) {
 	// A failure after some rows were read returns no partial page.
 	for _, m := range []string{sqlPagePending, sqlPageRecipient} {
 		f.inj.fail(fault{Op: opNext, Match: m, AfterRows: 2})
-		p, err = f.a.c.PendingMessages(f.ctx, client.PageRequest{Limit: 5, Recipient: func() *ids.DeviceAddress {
+		p, err = f.a.c.PendingMessages(f.ctx, store.PageRequest{Limit: 5, Recipient: func() *ids.DeviceAddress {
 			if m == sqlPageRecipient {
 				return &carol
 			}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/memstore"
 	"github.com/securemsg/storage/internal/sqlitedriver"
+	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/memstore"
-	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -32,7 +33,7 @@ var newKeyring = storetest.NewKeyring
 type device struct {
 	addr  ids.DeviceAddress
 	c     *client.Client
-	store store.Store
+	store storage.Store
 	sql   *sqlitestore.Store // nil for a memstore device
 	path  string
 	keys  *seal.Keyring
@@ -74,7 +75,7 @@ func memDevice(t testing.TB, net *transporttest.Network, addr ids.DeviceAddress)
 	t.Helper()
 	d := &device{addr: addr, keys: newKeyring(t)}
 	d.store = memstore.New(d.keys)
-	c, err := client.New(client.Config{Store: d.store, Transport: net, Directory: net})
+	c, err := client.Open(context.Background(), client.Config{Store: d.store, Transport: net, Directory: net})
 	require.NoError(t, err)
 	require.NoError(t, c.Initialize(context.Background(), addr))
 	d.c = c
@@ -87,14 +88,14 @@ func memDevice(t testing.TB, net *transporttest.Network, addr ids.DeviceAddress)
 var dump = tabledump.Tables
 
 // allPending walks every page of c's pending messages.
-func allPending(t testing.TB, c *client.Client, recipient *ids.DeviceAddress, limit int) []client.PendingMessage {
+func allPending(t testing.TB, c *client.Client, recipient *ids.DeviceAddress, limit int) []store.PendingMessage {
 	t.Helper()
 	var (
-		out   []client.PendingMessage
+		out   []store.PendingMessage
 		after *int64
 	)
 	for {
-		p, err := c.PendingMessages(context.Background(), client.PageRequest{After: after, Limit: limit, Recipient: recipient})
+		p, err := c.PendingMessages(context.Background(), store.PageRequest{After: after, Limit: limit, Recipient: recipient})
 		require.NoError(t, err)
 		out = append(out, p.Messages...)
 		if p.NextAfterSequence == nil {

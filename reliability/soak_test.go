@@ -15,6 +15,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -178,7 +179,7 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 	for i := range 2 {
 		worker(uint64(500+i), func(rng *mrand.Rand) {
 			to := pick(rng)
-			p, err := a.c.PendingMessages(bg, client.PageRequest{Limit: 1 + rng.IntN(10), Recipient: &to})
+			p, err := a.c.PendingMessages(bg, store.PageRequest{Limit: 1 + rng.IntN(10), Recipient: &to})
 			if err != nil {
 				l.fail(fmt.Errorf("page: %w", err))
 				return
@@ -213,7 +214,7 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 			seen := map[ids.LogicalMessageID]bool{}
 			last := int64(0)
 			for {
-				p, err := a.c.PendingMessages(bg, client.PageRequest{After: after, Limit: 1 + rng.IntN(client.MaxPageSize), Recipient: rcpt})
+				p, err := a.c.PendingMessages(bg, store.PageRequest{After: after, Limit: 1 + rng.IntN(client.MaxPageSize), Recipient: rcpt})
 				if err != nil {
 					l.fail(fmt.Errorf("walk: %w", err))
 					return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -52,9 +53,9 @@ type tamperSetup struct {
 	net    *transporttest.Network
 	a      *device
 	db     *sql.DB
-	toBob  []client.PendingMessage
-	toCar  client.PendingMessage
-	toDave client.PendingMessage
+	toBob  []store.PendingMessage
+	toCar  store.PendingMessage
+	toDave store.PendingMessage
 }
 
 func newTamperSetup(t *testing.T) *tamperSetup {
@@ -132,18 +133,18 @@ func requireCause(t *testing.T, cause, want error) {
 }
 
 // unreadable is the entry a page reports for a row, without its cause.
-func unreadable(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID) client.UnreadablePendingMessage {
-	return client.UnreadablePendingMessage{Sequence: seq, Recipient: to, ID: id}
+func unreadable(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID) store.UnreadablePendingMessage {
+	return store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: seq, Recipient: to, ID: id}}
 }
 
-func (s *tamperSetup) entry(m client.PendingMessage) client.UnreadablePendingMessage {
+func (s *tamperSetup) entry(m store.PendingMessage) store.UnreadablePendingMessage {
 	return unreadable(m.Sequence, m.Recipient, m.ID)
 }
 
 // page returns one page of alice's pending messages from the start.
-func (s *tamperSetup) page(t *testing.T, limit int, recipient *ids.DeviceAddress) client.PendingMessagePage {
+func (s *tamperSetup) page(t *testing.T, limit int, recipient *ids.DeviceAddress) store.PendingMessagePage {
 	t.Helper()
-	p, err := s.a.c.PendingMessages(s.ctx, client.PageRequest{Limit: limit, Recipient: recipient})
+	p, err := s.a.c.PendingMessages(s.ctx, store.PageRequest{Limit: limit, Recipient: recipient})
 	require.NoError(t, err)
 	return p
 }
@@ -151,7 +152,7 @@ func (s *tamperSetup) page(t *testing.T, limit int, recipient *ids.DeviceAddress
 // requireUnreadable checks that a page from the start over recipient (nil:
 // all) returns exactly the readable messages good and the unreadable rows
 // bad, in place, with causes matching want.
-func (s *tamperSetup) requireUnreadable(t *testing.T, want error, recipient *ids.DeviceAddress, good []client.PendingMessage, bad []client.UnreadablePendingMessage) {
+func (s *tamperSetup) requireUnreadable(t *testing.T, want error, recipient *ids.DeviceAddress, good []store.PendingMessage, bad []store.UnreadablePendingMessage) {
 	t.Helper()
 	p := s.page(t, client.MaxPageSize, recipient)
 	if len(good) == 0 {
@@ -173,7 +174,7 @@ func (s *tamperSetup) requireUnreadable(t *testing.T, want error, recipient *ids
 func (s *tamperSetup) walkSequences(t *testing.T, limit int) []int64 {
 	t.Helper()
 	var out []int64
-	req := client.PageRequest{Limit: limit}
+	req := store.PageRequest{Limit: limit}
 	for i := 0; ; i++ {
 		require.Less(t, i, 100)
 		p, err := s.a.c.PendingMessages(s.ctx, req)
@@ -212,128 +213,128 @@ func TestTamperPendingOutbound(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// tamper damages rows and returns them as a page reports them.
-		tamper func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage
+		tamper func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage
 		want   error
 		// inBobsQueue: the damaged row still names bob in the columns the
 		// per-recipient index reads, so bob's retry meets it and skips it.
 		inBobsQueue bool
 		// bySequence: its recipient does not decode; it is abandoned by
-		// sequence (AbandonUnreadable).
+		// sequence (AbandonPendingMessage).
 		bySequence bool
 	}{
-		{"swapped between rows of one recipient", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"swapped between rows of one recipient", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			a, b := s.pendingSealed(t, s.toBob[0].Sequence), s.pendingSealed(t, s.toBob[1].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, b)
 			s.setPending(t, s.toBob[1].Sequence, a)
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0]), s.entry(s.toBob[1])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0]), s.entry(s.toBob[1])}
 		}, seal.ErrAuthentication, true, false},
-		{"swapped between recipients", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"swapped between recipients", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			a, b := s.pendingSealed(t, s.toBob[0].Sequence), s.pendingSealed(t, s.toCar.Sequence)
 			s.setPending(t, s.toBob[0].Sequence, b)
 			s.setPending(t, s.toCar.Sequence, a)
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0]), s.entry(s.toCar)}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0]), s.entry(s.toCar)}
 		}, seal.ErrAuthentication, true, false},
-		{"copied from the session table", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"copied from the session table", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, s.peerSealed(t, "session", bob))
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrRecordType, true, false},
-		{"copied from the session_initiation table", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"copied from the session_initiation table", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, s.peerSealed(t, "session_initiation", dave))
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrRecordType, true, false},
-		{"record type byte rewritten to 6 (pending inbound)", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"record type byte rewritten to 6 (pending inbound)", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			v[5] = byte(seal.RecordPendingInbound)
 			s.setPending(t, s.toBob[0].Sequence, v)
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrRecordType, true, false},
-		{"truncated inside the tag", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"truncated inside the tag", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, v[:seal.Overhead-1])
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrTruncated, true, false},
-		{"truncated inside the header", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"truncated inside the header", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, v[:7])
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrTruncated, true, false},
-		{"truncated by one byte (tag)", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"truncated by one byte (tag)", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, v[:len(v)-1])
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrAuthentication, true, false},
-		{"bit flipped in the ciphertext", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"bit flipped in the ciphertext", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			s.setPending(t, s.toBob[0].Sequence, flip(v, len(v)-20, 0x01))
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrAuthentication, true, false},
-		{"bit flipped in the nonce", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"bit flipped in the nonce", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, flip(s.pendingSealed(t, s.toBob[0].Sequence), 12, 0x80))
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrAuthentication, true, false},
-		{"bit flipped in the key id", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"bit flipped in the key id", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, flip(s.pendingSealed(t, s.toBob[0].Sequence), 9, 0x01))
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrWrongKey, true, false},
-		{"bit flipped in the magic", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"bit flipped in the magic", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.setPending(t, s.toBob[0].Sequence, flip(s.pendingSealed(t, s.toBob[0].Sequence), 0, 0x20))
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrMalformed, true, false},
-		{"re-versioned", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"re-versioned", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			v := s.pendingSealed(t, s.toBob[0].Sequence)
 			v[4] = seal.Version + 1
 			s.setPending(t, s.toBob[0].Sequence, v)
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrUnknownVersion, true, false},
-		{"logical id column rewritten", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"logical id column rewritten", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			other := ids.NewLogicalMessageID()
 			s.exec(t, "UPDATE pending_outbound_message SET logical_id = ? WHERE sequence = ?", other[:], s.toBob[0].Sequence)
-			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob, other)}
+			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob, other)}
 		}, seal.ErrAuthentication, true, false},
-		{"recipient column rewritten", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"recipient column rewritten", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET recipient_device_id = 2 WHERE sequence = ?", s.toBob[0].Sequence)
-			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob2, s.toBob[0].ID)}
+			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob2, s.toBob[0].ID)}
 		}, seal.ErrAuthentication, false, false},
 		// Type confusion: values of another storage class than the
 		// schema declares. SQLite keeps them as they are; a BLOB user id
 		// still opens (same bytes) but escapes the per-recipient index,
 		// the recipient's count and the retry.
-		{"recipient user id stored as a BLOB", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"recipient user id stored as a BLOB", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET recipient_user_id = CAST(recipient_user_id AS BLOB) WHERE sequence = ?", s.toBob[0].Sequence)
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, store.ErrCorruptRow, false, false},
-		{"recipient device id stored as a BLOB", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"recipient device id stored as a BLOB", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET recipient_device_id = CAST(CAST(recipient_device_id AS TEXT) AS BLOB) WHERE sequence = ?", s.toBob[0].Sequence)
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, store.ErrCorruptRow, false, false},
-		{"recipient device id stored as a REAL", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"recipient device id stored as a REAL", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET recipient_device_id = 1.5 WHERE sequence = ?", s.toBob[0].Sequence)
-			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, ids.DeviceAddress{UserID: bob.UserID}, s.toBob[0].ID)}
+			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, ids.DeviceAddress{UserID: bob.UserID}, s.toBob[0].ID)}
 		}, store.ErrCorruptRow, false, true},
-		{"recipient user id emptied", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"recipient user id emptied", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET recipient_user_id = '' WHERE sequence = ?", s.toBob[0].Sequence)
-			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, ids.DeviceAddress{DeviceID: bob.DeviceID}, s.toBob[0].ID)}
+			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, ids.DeviceAddress{DeviceID: bob.DeviceID}, s.toBob[0].ID)}
 		}, store.ErrCorruptRow, false, true},
-		{"logical id stored as TEXT", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"logical id stored as TEXT", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			// ASCII, so that the text passes the schema's length check.
 			var other ids.LogicalMessageID
 			copy(other[:], "0123456789abcdef")
 			s.exec(t, "UPDATE pending_outbound_message SET logical_id = CAST(? AS TEXT) WHERE sequence = ?", other[:], s.toBob[0].Sequence)
-			return []client.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob, other)}
+			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob, other)}
 		}, store.ErrCorruptRow, true, false},
-		{"sealed value stored as TEXT", func(t *testing.T, s *tamperSetup) []client.UnreadablePendingMessage {
+		{"sealed value stored as TEXT", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET sealed = CAST(sealed AS TEXT) WHERE sequence = ?", s.toBob[0].Sequence)
-			return []client.UnreadablePendingMessage{s.entry(s.toBob[0])}
+			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, store.ErrCorruptRow, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTamperSetup(t)
-			all := []client.PendingMessage{s.toBob[0], s.toBob[1], s.toCar, s.toDave}
+			all := []store.PendingMessage{s.toBob[0], s.toBob[1], s.toCar, s.toDave}
 			bad := tc.tamper(t, s)
-			isBad := func(m client.PendingMessage) bool {
-				return slices.ContainsFunc(bad, func(u client.UnreadablePendingMessage) bool { return u.Sequence == m.Sequence })
+			isBad := func(m store.PendingMessage) bool {
+				return slices.ContainsFunc(bad, func(u store.UnreadablePendingMessage) bool { return u.Sequence == m.Sequence })
 			}
-			var good, goodBob []client.PendingMessage
+			var good, goodBob []store.PendingMessage
 			for _, m := range all {
 				if !isBad(m) {
 					good = append(good, m)
@@ -361,7 +362,7 @@ func TestTamperPendingOutbound(t *testing.T) {
 			if isBad(s.toCar) {
 				s.requireUnreadable(t, tc.want, &carol, nil, bad[1:])
 			} else {
-				s.requireUnreadable(t, tc.want, &carol, []client.PendingMessage{s.toCar}, nil)
+				s.requireUnreadable(t, tc.want, &carol, []store.PendingMessage{s.toCar}, nil)
 			}
 
 			// Counting opens nothing: unchanged.
@@ -379,7 +380,7 @@ func TestTamperPendingOutbound(t *testing.T) {
 			}
 			require.Equal(t, wantSent, sent)
 			require.Len(t, s.net.Calls(), len(wantSent), "one hand-off per message sent, none for a skipped one")
-			var skippedBob []client.UnreadablePendingMessage
+			var skippedBob []store.UnreadablePendingMessage
 			for _, u := range bad {
 				if u.Recipient == bob {
 					skippedBob = append(skippedBob, u)
@@ -391,7 +392,7 @@ func TestTamperPendingOutbound(t *testing.T) {
 				require.ErrorIs(t, err, client.ErrUnreadable)
 				require.NotErrorIs(t, err, client.ErrMessageNotSent)
 				requireCause(t, err, tc.want)
-				var ue *client.UnreadableError
+				var ue *store.UnreadableError
 				require.ErrorAs(t, err, &ue)
 				got := slices.Clone(ue.Entries)
 				for i := range got {
@@ -411,7 +412,7 @@ func TestTamperPendingOutbound(t *testing.T) {
 						require.NoError(t, err)
 						require.Equal(t, client.NotPending, named, "a device id that does not decode names no row")
 					}
-					st, err = s.a.c.AbandonUnreadable(s.ctx, u)
+					st, err = s.a.c.AbandonPendingMessage(s.ctx, u.PendingMessage)
 					require.NoError(t, err)
 				} else {
 					st, err = s.a.c.AbandonPending(s.ctx, u.Recipient, u.ID)
@@ -438,12 +439,12 @@ func TestTamperPendingSequence(t *testing.T) {
 			s.exec(t, "UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?", seq, s.toBob[1].Sequence)
 			moved := s.toBob[1]
 			moved.Sequence = seq
-			want := []client.PendingMessage{moved, s.toBob[0], s.toCar, s.toDave}
+			want := []store.PendingMessage{moved, s.toBob[0], s.toCar, s.toDave}
 			s.requireUnreadable(t, nil, nil, want, nil)
 			for _, limit := range []int{1, 2, 3} {
 				require.Equal(t, []int64{seq, s.toBob[0].Sequence, s.toCar.Sequence, s.toDave.Sequence}, s.walkSequences(t, limit))
 			}
-			s.requireUnreadable(t, nil, &bob, []client.PendingMessage{moved, s.toBob[0]}, nil)
+			s.requireUnreadable(t, nil, &bob, []store.PendingMessage{moved, s.toBob[0]}, nil)
 			n, err := s.a.c.PendingMessageCount(s.ctx, nil)
 			require.NoError(t, err)
 			require.EqualValues(t, 4, n)
@@ -495,7 +496,7 @@ func TestTamperPeerState(t *testing.T) {
 			tc.tamper(t, s)
 			st, err := s.a.store.Peer(s.ctx, tc.peer)
 			requireOnly(t, err, tc.want)
-			require.Equal(t, store.PeerState{}, st, "no state with an error")
+			require.Equal(t, storage.PeerState{}, st, "no state with an error")
 			// After a restart (the running client caches peer state),
 			// sending to that peer fails with the same error and hands
 			// nothing off, but the message is kept pending for a retry.
@@ -564,7 +565,7 @@ func TestTamperKeys(t *testing.T) {
 		// A value restored from before the rotation (a backup, a free
 		// page) names a key the keyring forgot.
 		s.setPending(t, seq, old)
-		s.requireUnreadable(t, seal.ErrWrongKey, &bob, s.toBob[1:], []client.UnreadablePendingMessage{s.entry(s.toBob[0])})
+		s.requireUnreadable(t, seal.ErrWrongKey, &bob, s.toBob[1:], []store.UnreadablePendingMessage{s.entry(s.toBob[0])})
 		s.setPeer(t, "session", carol, oldPeer)
 		_, err = s.a.store.Peer(s.ctx, carol)
 		requireOnly(t, err, seal.ErrWrongKey)

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"fmt"
 	"math"
 
@@ -64,19 +63,4 @@ type PendingRecipientPage struct {
 	// NextAfterRecipient is the cursor for the following page (the last
 	// recipient of this page), or nil if this is the last page.
 	NextAfterRecipient *ids.DeviceAddress
-}
-
-// RecipientLister lists the recipients that have pending messages.
-type RecipientLister interface {
-	// PendingRecipients returns the page selected by req, in one storage
-	// transaction: each recipient with at least one pending message
-	// (readable or not), once, in address order, without opening any
-	// message. Pages walked with their cursors skip and repeat no
-	// recipient that stays pending throughout; a recipient whose last
-	// message goes between pages is simply absent, one that gets its first
-	// after the walk passed its address appears in a later walk. A row
-	// whose recipient columns hold another storage class than the schema
-	// declares names no address and is not listed (pages report it as
-	// unreadable). Returns ErrInvalidArgument if req does not validate.
-	PendingRecipients(ctx context.Context, req RecipientPageRequest) (PendingRecipientPage, error)
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -93,7 +93,7 @@ func (e *env) theClient(ctx context.Context) (*client.Client, error) {
 	if e.client != nil {
 		return e.client, nil
 	}
-	c, err := client.New(client.Config{Store: e.s, Transport: e.net, Directory: e.net})
+	c, err := client.Open(context.Background(), client.Config{Store: e.s, Transport: e.net, Directory: e.net})
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func fanoutBench(ctx context.Context, dir string, pending, iters int, add func(.
 	}
 	defer s.Close()
 	net := transporttest.NewNetwork()
-	c, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
+	c, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -71,7 +72,7 @@ func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *tra
 	if _, err := alice.Send(ctx, bob, []byte("hello")); err != nil { // pending, sealed at rest, until bob's ACK
 		return err
 	}
-	page, err := alice.PendingMessages(ctx, client.PageRequest{Limit: 50})
+	page, err := alice.PendingMessages(ctx, store.PageRequest{Limit: 50})
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func peer(ctx context.Context, net *transporttest.Network, addr ids.DeviceAddres
 	if err != nil {
 		return err
 	}
-	c, err := client.New(client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
+	c, err := client.Open(context.Background(), client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -38,7 +39,7 @@ type device struct {
 	path  string
 	keys  *seal.Keyring
 	net   *transporttest.Network
-	store *sqlitestore.Store
+	store sqlitestore.Store
 	c     *client.Client
 }
 
@@ -120,7 +121,7 @@ func (t *tour) pages(d *device, limit int) error {
 	t.say("  %s has %d pending; pages of %d:", d.name, n, limit)
 	var after *int64
 	for page := 1; ; page++ {
-		p, err := d.c.PendingMessages(t.ctx, client.PageRequest{After: after, Limit: limit})
+		p, err := d.c.PendingMessages(t.ctx, store.PageRequest{After: after, Limit: limit})
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/internal/memstore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -44,7 +44,7 @@ func Establish(ctx context.Context, c *client.Client, net *transporttest.Network
 		if err != nil {
 			return nil, err
 		}
-		d, err := client.New(client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
+		d, err := client.Open(context.Background(), client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchpeers"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -26,7 +26,7 @@ func TestEstablish(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	net := transporttest.NewNetwork()
-	c, err := client.New(client.Config{Store: s, Transport: net, Directory: net})
+	c, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 	require.NoError(t, err)
 	require.NoError(t, c.Initialize(ctx, ids.DeviceAddress{UserID: "me", DeviceID: 1}))
 

@@ -15,7 +15,7 @@
 // Rows are deterministic: row i (0-based) is for Layout.Row(i) and, seeded
 // into an empty table, gets sequence i+1, so benchmarks can name victims
 // and cursor positions without reading the database. Every sealed value is
-// a real seal record of the store's keyring bound to store.MessageAD, so
+// a real seal record of the store's keyring bound to storage.MessageAD, so
 // the store's pages open it. Seeding writes through the sqlc-generated
 // InsertPendingOutbound inside large transactions, on a raw connection
 // opened with sqlitestore.DSN after sqlitestore.Open has migrated the file.
@@ -38,10 +38,11 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // Defaults used when a Config field is zero.
@@ -167,7 +168,7 @@ func Plaintext(i, size int) []byte {
 // SealRow seals plaintext as a pending outbound record of keys for
 // (recipient, id), exactly as the store does.
 func SealRow(keys *seal.Keyring, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) ([]byte, error) {
-	return keys.Seal(seal.RecordPendingOutbound, store.MessageAD(recipient, id), plaintext)
+	return keys.Seal(seal.RecordPendingOutbound, storage.MessageAD(recipient, id), plaintext)
 }
 
 type batch struct {
@@ -424,7 +425,7 @@ func (v *Victims) Next() (slot int, recipient ids.DeviceAddress, id ids.LogicalM
 // Replace inserts, through the store p (which seals it and keeps its
 // count), a new pending message for the recipient of slot, which then
 // points to it.
-func (v *Victims) Replace(ctx context.Context, p store.Pending, slot int) error {
+func (v *Victims) Replace(ctx context.Context, p storage.Pending, slot int) error {
 	s := &v.slots[slot]
 	s.id = ReplacementID()
 	_, err := p.InsertPending(ctx, s.recipient, s.id, Plaintext(s.row, v.cfg.PlaintextSize))

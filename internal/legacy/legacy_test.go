@@ -25,12 +25,13 @@ import (
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 const legacyFixture = "../../fixtures/legacy/fixture.sql"
@@ -148,9 +149,9 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	require.NoError(t, conn.QueryRow("SELECT key_id, state, verifier FROM storage_key").Scan(&keyID, &state, &verifier))
 	assert.Equal(t, int64(version14.Key().ID()), keyID)
 	assert.Equal(t, "active", state)
-	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(keyID)), verifier)
+	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, storage.KeyVerifierAD(seal.KeyID(keyID)), verifier)
 	require.NoError(t, err)
-	assert.Equal(t, store.KeyVerifierSealedQueue, string(text))
+	assert.Equal(t, storage.KeyVerifierSealedQueue, string(text))
 	assert.Equal(t, int64(1), count(t, conn, "SELECT count(*) FROM storage_key"))
 	assert.Equal(t, int64(11), count(t, conn, pendingHighWater), "high-water mark kept")
 	var sealedRows int

@@ -1,5 +1,5 @@
 // Package rowseal seals and opens the values the stores write, each bound
-// to its row (record type and store.AddressAD / store.MessageAD). The
+// to its row (record type and storage.AddressAD / storage.MessageAD). The
 // SQLite and in-memory stores both use it, so that they seal identically
 // and open exactly the same records; the SQLite store and package legacy
 // seal and open the storage key verifiers with it.
@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -20,14 +21,14 @@ import (
 // values sealed (see SealPeer). It returns store.ErrInvalidArgument for a
 // malformed recipient, a plaintext longer than store.MaxPlaintextSize or
 // an update deleting the pin.
-func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) ([]byte, *store.PeerState, error) {
-	if err := store.ValidateAddress(to); err != nil {
+func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *storage.PeerState) ([]byte, *storage.PeerState, error) {
+	if err := storage.ValidateAddress(to); err != nil {
 		return nil, nil, err
 	}
 	if len(plaintext) > store.MaxPlaintextSize {
 		return nil, nil, fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), store.MaxPlaintextSize)
 	}
-	sealed, err := keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), plaintext)
+	sealed, err := keys.Seal(seal.RecordPendingOutbound, storage.MessageAD(to, id), plaintext)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,15 +50,15 @@ func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, p
 type SealedSend struct {
 	Peer    ids.DeviceAddress
 	Message []byte
-	Update  store.PeerState
+	Update  storage.PeerState
 }
 
-// InsertMany validates peers (store.ValidatePeerUpdates) and seals, for
+// InsertMany validates peers (storage.ValidatePeerUpdates) and seals, for
 // each, what Insert seals: the message (id, plaintext) bound to that
 // peer's row, and its update. It returns store.ErrInvalidArgument as
-// store.ValidatePeerUpdates does.
-func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]SealedSend, error) {
-	if err := store.ValidatePeerUpdates(peers); err != nil {
+// storage.ValidatePeerUpdates does.
+func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, peers []storage.PeerUpdate) ([]SealedSend, error) {
+	if err := storage.ValidatePeerUpdates(peers); err != nil {
 		return nil, err
 	}
 	out := make([]SealedSend, len(peers))
@@ -79,9 +80,9 @@ func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.Log
 	if err := to.Validate(); err != nil {
 		return store.PendingMessage{}, Corrupt(seq, to, id, "recipient %q: %v", to, err)
 	}
-	pt, err := keys.Open(seal.RecordPendingOutbound, store.MessageAD(to, id), sealed)
+	pt, err := keys.Open(seal.RecordPendingOutbound, storage.MessageAD(to, id), sealed)
 	if err != nil {
-		return store.PendingMessage{}, &store.UnreadablePendingMessage{Sequence: seq, Recipient: to, ID: id, Cause: fmt.Errorf("pending sequence %d: %w", seq, err)}
+		return store.PendingMessage{}, &store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: seq, Recipient: to, ID: id}, Cause: fmt.Errorf("pending sequence %d: %w", seq, err)}
 	}
 	return store.PendingMessage{Sequence: seq, Recipient: to, ID: id, Plaintext: pt}, nil
 }
@@ -90,7 +91,7 @@ func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.Log
 // schema never holds, its cause matching store.ErrCorruptRow and saying
 // what is wrong.
 func Corrupt(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, format string, args ...any) *store.UnreadablePendingMessage {
-	return &store.UnreadablePendingMessage{Sequence: seq, Recipient: to, ID: id,
+	return &store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: seq, Recipient: to, ID: id},
 		Cause: fmt.Errorf("pending sequence %d: %w: %s", seq, store.ErrCorruptRow, fmt.Sprintf(format, args...))}
 }
 
@@ -120,7 +121,7 @@ func Page[R any](rows []R, limit int, seq func(R) int64, open func(R) (store.Pen
 }
 
 // peerFields lists the parts of a PeerState with their record types.
-func peerFields(p *store.PeerState) []struct {
+func peerFields(p *storage.PeerState) []struct {
 	rt seal.RecordType
 	v  *[]byte
 } {
@@ -136,15 +137,15 @@ func peerFields(p *store.PeerState) []struct {
 
 // SealPeer returns u with every non-empty part sealed for peer; nil
 // (unchanged) and empty (delete) parts stay as they are.
-func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u store.PeerState) (store.PeerState, error) {
-	ad := store.AddressAD(peer)
+func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u storage.PeerState) (storage.PeerState, error) {
+	ad := storage.AddressAD(peer)
 	for _, f := range peerFields(&u) {
 		if len(*f.v) == 0 {
 			continue
 		}
 		v, err := keys.Seal(f.rt, ad, *f.v)
 		if err != nil {
-			return store.PeerState{}, err
+			return storage.PeerState{}, err
 		}
 		*f.v = v
 	}
@@ -154,10 +155,10 @@ func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u store.PeerState) (st
 // OpenPeer opens the sealed parts of a peer's stored state; absent (nil)
 // parts stay nil. If any part does not open it returns a
 // *store.PeerUnreadableError naming every part that does not.
-func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) (store.PeerState, error) {
+func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState) (storage.PeerState, error) {
 	out, damage := OpenPeerParts(keys, peer, sealed)
 	if damage.Damaged() {
-		return store.PeerState{}, &store.PeerUnreadableError{Peer: peer, Damage: damage}
+		return storage.PeerState{}, &store.PeerUnreadableError{Peer: peer, Damage: damage}
 	}
 	return out, nil
 }
@@ -165,8 +166,8 @@ func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState
 // OpenPeerParts opens each sealed part of a peer's stored state on its
 // own: a part that opens comes back opened, one that does not comes back
 // nil with its cause in the damage; absent (nil) parts stay nil.
-func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) (store.PeerState, store.PeerDamage) {
-	ad := store.AddressAD(peer)
+func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState) (storage.PeerState, store.PeerDamage) {
+	ad := storage.AddressAD(peer)
 	var damage store.PeerDamage
 	causes := []*error{&damage.Session, &damage.Initiation, &damage.Pin}
 	for i, f := range peerFields(&sealed) {
@@ -188,7 +189,7 @@ func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.Peer
 // each sealed part that does not open, with its seal error, and, if check
 // is not nil, each part that opens and check refuses, with check's error
 // (check sees only parts that open). Absent (nil) parts are not damaged.
-func DiscardablePeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState, check store.PeerCheck) store.PeerDamage {
+func DiscardablePeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState, check storage.PeerCheck) store.PeerDamage {
 	opened, damage := OpenPeerParts(keys, peer, sealed)
 	if check == nil {
 		return damage
@@ -215,12 +216,12 @@ func DiscardablePeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed sto
 // SealKeyVerifier seals text as the storage key verifier of keys' current
 // key and returns that key's id (the storage_key row the verifier belongs
 // to) with the sealed value: a verifier is always sealed by the key it
-// names, which only its holder can do. text is store.KeyVerifierText, or
-// starts with it (store.KeyVerifierSealedQueue, package legacy's proof).
+// names, which only its holder can do. text is storage.KeyVerifierText, or
+// starts with it (storage.KeyVerifierSealedQueue, package legacy's proof).
 // It returns the keyring's sealing error.
 func SealKeyVerifier(keys *seal.Keyring, text []byte) (seal.KeyID, []byte, error) {
 	id := keys.Current()
-	v, err := keys.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), text)
+	v, err := keys.Seal(seal.RecordKeyVerifier, storage.KeyVerifierAD(id), text)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -231,5 +232,5 @@ func SealKeyVerifier(keys *seal.Keyring, text []byte) (seal.KeyID, []byte, error
 // returns the text it seals; the keyring's error (seal.ErrWrongKey,
 // seal.ErrAuthentication, ...) if it does not open.
 func OpenKeyVerifier(keys *seal.Keyring, id seal.KeyID, verifier []byte) ([]byte, error) {
-	return keys.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(id), verifier)
+	return keys.Open(seal.RecordKeyVerifier, storage.KeyVerifierAD(id), verifier)
 }

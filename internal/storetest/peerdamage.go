@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -57,17 +58,17 @@ func peerDamageCases() []peerDamageCase {
 	for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
 		out = append(out,
 			peerDamageCase{part.String() + " moved from bob", part, func(t *testing.T, h *harness) []byte {
-				v, err := h.keys.Seal(recordType(part), store.AddressAD(bob), []byte("bob's value"))
+				v, err := h.keys.Seal(recordType(part), storage.AddressAD(bob), []byte("bob's value"))
 				require.NoError(t, err)
 				return v
 			}, seal.ErrAuthentication},
 			peerDamageCase{part.String() + " under a key the keyring does not hold", part, func(t *testing.T, h *harness) []byte {
-				v, err := NewKeyring(t).Seal(recordType(part), store.AddressAD(alice), []byte("other key"))
+				v, err := NewKeyring(t).Seal(recordType(part), storage.AddressAD(alice), []byte("other key"))
 				require.NoError(t, err)
 				return v
 			}, seal.ErrWrongKey},
 			peerDamageCase{part.String() + " truncated", part, func(t *testing.T, h *harness) []byte {
-				v, err := h.keys.Seal(recordType(part), store.AddressAD(alice), []byte("cut"))
+				v, err := h.keys.Seal(recordType(part), storage.AddressAD(alice), []byte("cut"))
 				require.NoError(t, err)
 				return v[:20]
 			}, seal.ErrTruncated},
@@ -75,7 +76,7 @@ func peerDamageCases() []peerDamageCase {
 	}
 	// A value of another part's record type, bound to the right row.
 	out = append(out, peerDamageCase{"pin copied into the session", store.PeerSession, func(t *testing.T, h *harness) []byte {
-		v, err := h.keys.Seal(seal.RecordIdentityPin, store.AddressAD(alice), []byte("alice pin"))
+		v, err := h.keys.Seal(seal.RecordIdentityPin, storage.AddressAD(alice), []byte("alice pin"))
 		require.NoError(t, err)
 		return v
 	}, seal.ErrRecordType})
@@ -114,7 +115,7 @@ func requirePeerDamage(t *testing.T, want, got store.PeerDamage) {
 }
 
 // without returns st with part absent.
-func without(st store.PeerState, part store.PeerPart) store.PeerState {
+func without(st storage.PeerState, part store.PeerPart) storage.PeerState {
 	switch part {
 	case store.PeerSession:
 		st.Session = nil
@@ -128,18 +129,18 @@ func without(st store.PeerState, part store.PeerPart) store.PeerState {
 
 // peerSetup stores full state for alice and bob, a pending message to
 // each and a local identity, and returns alice's state.
-func (h *harness) peerSetup() (store.PeerState, []msg) {
+func (h *harness) peerSetup() (storage.PeerState, []msg) {
 	h.t.Helper()
-	st := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
+	st := storage.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
 	require.NoError(h.t, h.s.SavePeer(h.ctx, alice, st))
-	require.NoError(h.t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}))
-	require.NoError(h.t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
+	require.NoError(h.t, h.s.SavePeer(h.ctx, bob, storage.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}))
+	require.NoError(h.t, h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
 	return st, h.seed(3, alice, bob)
 }
 
 // requireNothingLeft checks that a second discard of alice (with pin and
 // check) finds nothing to remove and leaves her state want.
-func (h *harness) requireNothingLeft(t *testing.T, pin []byte, check store.PeerCheck, want store.PeerState) {
+func (h *harness) requireNothingLeft(t *testing.T, pin []byte, check storage.PeerCheck, want storage.PeerState) {
 	t.Helper()
 	again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, check)
 	require.NoError(t, err)
@@ -155,7 +156,7 @@ func (h *harness) requireRestUnchanged(ms []msg) {
 	h.t.Helper()
 	got, err := h.s.Peer(h.ctx, bob)
 	require.NoError(h.t, err)
-	require.Equal(h.t, store.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}, got)
+	require.Equal(h.t, storage.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}, got)
 	require.Equal(h.t, pendings(ms...), h.all(nil))
 	id, err := h.s.LocalIdentity(h.ctx)
 	require.NoError(h.t, err)
@@ -174,7 +175,7 @@ func testPeerUnreadable(t *testing.T, h *harness) {
 			got, err := h.s.Peer(h.ctx, alice)
 			require.ErrorIs(t, err, store.ErrPeerUnreadable)
 			requireCauseOnly(t, err, tc.want)
-			require.Equal(t, store.PeerState{}, got, "no state with an error")
+			require.Equal(t, storage.PeerState{}, got, "no state with an error")
 			var pe *store.PeerUnreadableError
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, alice, pe.Peer)
@@ -187,7 +188,7 @@ func testPeerUnreadable(t *testing.T, h *harness) {
 		_, ms := h.peerSetup()
 		other := NewKeyring(t)
 		for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
-			v, err := other.Seal(recordType(part), store.AddressAD(alice), []byte("x"))
+			v, err := other.Seal(recordType(part), storage.AddressAD(alice), []byte("x"))
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
@@ -236,7 +237,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
 		for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
-			v, err := h.keys.Seal(recordType(part), store.AddressAD(bob), []byte("moved"))
+			v, err := h.keys.Seal(recordType(part), storage.AddressAD(bob), []byte("moved"))
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
@@ -245,7 +246,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrAuthentication, Initiation: seal.ErrAuthentication, Pin: seal.ErrAuthentication}, got)
 		after, err := h.s.Peer(h.ctx, alice)
 		require.NoError(t, err)
-		require.Equal(t, store.PeerState{}, after)
+		require.Equal(t, storage.PeerState{}, after)
 		h.requireRestUnchanged(ms)
 	})
 	t.Run("healthy peer", func(t *testing.T) {
@@ -268,7 +269,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 		require.Equal(t, store.PeerDamage{}, got)
 		after, err := h.s.Peer(h.ctx, aliceTwo)
 		require.NoError(t, err)
-		require.Equal(t, store.PeerState{}, after, "no pin is created for a peer without one")
+		require.Equal(t, storage.PeerState{}, after, "no pin is created for a peer without one")
 	})
 	t.Run("malformed peer", func(t *testing.T) {
 		h := h.fresh(t)
@@ -293,7 +294,7 @@ type checkCall struct {
 // refusingCheck returns a PeerCheck refusing every plaintext that starts
 // with "bad" (as a client refuses a record it cannot decode), and the
 // calls it received.
-func refusingCheck() (store.PeerCheck, *[]checkCall) {
+func refusingCheck() (storage.PeerCheck, *[]checkCall) {
 	calls := &[]checkCall{}
 	return func(part store.PeerPart, plaintext []byte) error {
 		*calls = append(*calls, checkCall{part, string(plaintext)})
@@ -305,7 +306,7 @@ func refusingCheck() (store.PeerCheck, *[]checkCall) {
 }
 
 // with returns st with part set to v.
-func with(st store.PeerState, part store.PeerPart, v []byte) store.PeerState {
+func with(st storage.PeerState, part store.PeerPart, v []byte) storage.PeerState {
 	switch part {
 	case store.PeerSession:
 		st.Session = v
@@ -335,7 +336,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 				h := h.fresh(t)
 				st, ms := h.peerSetup()
 				bad := []byte("bad " + part.String() + " of a newer encoding")
-				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(store.PeerState{}, part, bad)))
+				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(storage.PeerState{}, part, bad)))
 				stored := with(st, part, bad)
 				got, err := h.s.Peer(h.ctx, alice)
 				require.NoError(t, err, "the store does not decode")
@@ -368,8 +369,8 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 	t.Run("one part does not open, another is refused", func(t *testing.T) {
 		h := h.fresh(t)
 		st, ms := h.peerSetup()
-		require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Pin: []byte("bad pin")}))
-		v, err := NewKeyring(t).Seal(seal.RecordSession, store.AddressAD(alice), []byte("alice session"))
+		require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Pin: []byte("bad pin")}))
+		v, err := NewKeyring(t).Seal(seal.RecordSession, storage.AddressAD(alice), []byte("alice session"))
 		require.NoError(t, err)
 		h.tamper.SetPeerSealed(t, h.s, alice, store.PeerSession, v)
 
@@ -381,7 +382,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 			"a part that does not open is not checked")
 		after, err := h.s.Peer(h.ctx, alice)
 		require.NoError(t, err)
-		require.Equal(t, store.PeerState{Initiation: st.Initiation, Pin: replacement}, after)
+		require.Equal(t, storage.PeerState{Initiation: st.Initiation, Pin: replacement}, after)
 		h.requireRestUnchanged(ms)
 	})
 	t.Run("check accepts every part", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -16,7 +17,7 @@ import (
 // would: the starting point of a damaged value.
 func sealFor(t *testing.T, keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, text []byte) []byte {
 	t.Helper()
-	v, err := keys.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), text)
+	v, err := keys.Seal(seal.RecordPendingOutbound, storage.MessageAD(to, id), text)
 	require.NoError(t, err)
 	return v
 }
@@ -176,7 +177,7 @@ func testUnreadableRows(t *testing.T, h *harness) {
 			if tc.want != store.ErrCorruptRow {
 				require.NotErrorIs(t, u.Cause, store.ErrCorruptRow)
 			}
-			require.Equal(t, store.UnreadablePendingMessage{Sequence: bad.seq, Recipient: to, ID: bad.id, Cause: u.Cause}, u)
+			require.Equal(t, store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: bad.seq, Recipient: to, ID: bad.id}, Cause: u.Cause}, u)
 			if errors.Is(tc.want, store.ErrCorruptRow) {
 				require.EqualValues(t, 4, opened, "a corrupt row is not even opened")
 			} else {
@@ -208,13 +209,13 @@ func testUnreadableRows(t *testing.T, h *harness) {
 			} else {
 				_, err := h.s.AbandonPending(h.ctx, u.Recipient, u.ID)
 				require.ErrorIs(t, err, store.ErrInvalidArgument, "a malformed recipient is refused, not looked up")
-				ok, err := h.s.AbandonPendingSequence(h.ctx, u.Sequence)
+				ok, err := h.s.AbandonPendingMessage(h.ctx, u.PendingMessage)
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
 			require.Equal(t, pendings(good...), h.all(nil))
 			require.EqualValues(t, 4, h.count(nil))
-			ok, err := h.s.AbandonPendingSequence(h.ctx, u.Sequence)
+			ok, err := h.s.AbandonPendingMessage(h.ctx, u.PendingMessage)
 			require.NoError(t, err)
 			require.False(t, ok, "gone")
 		})
@@ -238,7 +239,7 @@ func testUnreadableCursorWalk(t *testing.T, h *harness) {
 	require.Empty(t, p.Messages)
 	require.Equal(t, &ms[0].seq, p.NextAfterSequence)
 	for _, m := range ms {
-		ok, err := h.s.AbandonPendingSequence(h.ctx, m.seq)
+		ok, err := h.s.AbandonPendingMessage(h.ctx, store.PendingMessage{Sequence: m.seq, Recipient: m.to, ID: m.id})
 		require.NoError(t, err)
 		require.True(t, ok)
 	}

@@ -61,8 +61,9 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/legacy"
+	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/seal"
-	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -238,11 +239,11 @@ func (w *worker) load() {
 	}
 }
 
-func (w *worker) walk(limit int) []client.PendingMessage {
-	var out []client.PendingMessage
+func (w *worker) walk(limit int) []store.PendingMessage {
+	var out []store.PendingMessage
 	var after *int64
 	for {
-		p, err := w.sender.c.PendingMessages(w.ctx, client.PageRequest{After: after, Limit: limit})
+		p, err := w.sender.c.PendingMessages(w.ctx, store.PageRequest{After: after, Limit: limit})
 		if err != nil {
 			fail(3, "page: %v", err)
 		}
@@ -306,7 +307,7 @@ func (w *worker) send(to ids.DeviceAddress) {
 	}
 	// Find its sequence: the first pending message to `to` after the
 	// high-water mark read before the send (nothing else runs meanwhile).
-	p, perr := w.sender.c.PendingMessages(w.ctx, client.PageRequest{After: &hw, Limit: 1, Recipient: &to})
+	p, perr := w.sender.c.PendingMessages(w.ctx, store.PageRequest{After: &hw, Limit: 1, Recipient: &to})
 	if perr != nil {
 		fail(3, "page after send: %v", perr)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// PendingRecipients implements store.Pending: a loose index scan of the
+// PendingRecipients implements storage.Pending: a loose index scan of the
 // recipient index (see PendingOutboundRecipients): limit+1 steps of a
 // few seeks each, in one read transaction, no message opened.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {

@@ -15,9 +15,10 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // rotateKey returns a deterministic key made of b repeated.
@@ -60,12 +61,12 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 
 	me := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
 	secret := []byte("alice/1 identity and prekeys")
-	require.NoError(t, s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: me, Secret: secret}))
-	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, store.AddressAD(me), secret}
+	require.NoError(t, s.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: me, Secret: secret}))
+	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, storage.AddressAD(me), secret}
 
 	peers := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}, {UserID: "dave", DeviceID: 0}}
 	for i, p := range peers {
-		u := store.PeerState{Pin: []byte("pin of " + p.String())}
+		u := storage.PeerState{Pin: []byte("pin of " + p.String())}
 		if i != 2 {
 			u.Session = []byte("session with " + p.String())
 		}
@@ -73,12 +74,12 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 			u.Initiation = []byte("initiation to " + p.String())
 		}
 		require.NoError(t, s.SavePeer(ctx, p, u))
-		want["identity_pin/"+p.String()] = rotateValue{seal.RecordIdentityPin, store.AddressAD(p), u.Pin}
+		want["identity_pin/"+p.String()] = rotateValue{seal.RecordIdentityPin, storage.AddressAD(p), u.Pin}
 		if u.Session != nil {
-			want["session/"+p.String()] = rotateValue{seal.RecordSession, store.AddressAD(p), u.Session}
+			want["session/"+p.String()] = rotateValue{seal.RecordSession, storage.AddressAD(p), u.Session}
 		}
 		if u.Initiation != nil {
-			want["session_initiation/"+p.String()] = rotateValue{seal.RecordSessionInitiation, store.AddressAD(p), u.Initiation}
+			want["session_initiation/"+p.String()] = rotateValue{seal.RecordSessionInitiation, storage.AddressAD(p), u.Initiation}
 		}
 	}
 
@@ -93,7 +94,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 			gone = id
 			continue
 		}
-		want[fmt.Sprintf("pending_outbound_message/%d", seq)] = rotateValue{seal.RecordPendingOutbound, store.MessageAD(to, id), pt}
+		want[fmt.Sprintf("pending_outbound_message/%d", seq)] = rotateValue{seal.RecordPendingOutbound, storage.MessageAD(to, id), pt}
 	}
 	ok, err := s.AbandonPending(ctx, peers[8%3], gone)
 	require.NoError(t, err)
@@ -102,22 +103,22 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	// Received messages: the session advances and the ids are processed.
 	bobSession := []byte("session with bob/1, advanced")
 	for range 2 {
-		fresh, err := s.CommitReceived(ctx, peers[0], ids.NewLogicalMessageID(), store.Inbound{Update: store.PeerState{Session: bobSession}})
+		fresh, err := s.CommitReceived(ctx, peers[0], ids.NewLogicalMessageID(), storage.Inbound{Update: storage.PeerState{Session: bobSession}})
 		require.NoError(t, err)
 		require.True(t, fresh)
 	}
-	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, store.AddressAD(peers[0]), bobSession}
+	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, storage.AddressAD(peers[0]), bobSession}
 
 	q := db.New(s.DB())
 	for i := range 3 {
 		from := peers[i%2]
 		id := ids.NewLogicalMessageID()
 		pt := fmt.Appendf(nil, "inbound %d from %s", i, from)
-		sealed, err := s.Keyring().Seal(seal.RecordPendingInbound, store.MessageAD(from, id), pt)
+		sealed, err := s.Keyring().Seal(seal.RecordPendingInbound, storage.MessageAD(from, id), pt)
 		require.NoError(t, err)
 		seq, err := q.InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed})
 		require.NoError(t, err)
-		want[fmt.Sprintf("pending_inbound_message/%d", seq)] = rotateValue{seal.RecordPendingInbound, store.MessageAD(from, id), pt}
+		want[fmt.Sprintf("pending_inbound_message/%d", seq)] = rotateValue{seal.RecordPendingInbound, storage.MessageAD(from, id), pt}
 	}
 	return want
 }
@@ -241,8 +242,8 @@ func TestRotateKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, hw, seqs[len(seqs)-1], "the fill leaves a gap at the top")
 
-	var reports []sqlitestore.RotationProgress
-	require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) { reports = append(reports, p) }))
+	var reports []store.RotationProgress
+	require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p store.RotationProgress) { reports = append(reports, p) }))
 
 	rotateCheck(t, s, newKey, want)
 	assert.Equal(t, seqs, rotatePending(t, s), "sequences unchanged")
@@ -313,7 +314,7 @@ func TestRotateKeyInterruptedThenResumed(t *testing.T) {
 	// Cancel from the progress callback after the first batch.
 	cctx, cancel := context.WithCancel(ctx)
 	calls := 0
-	err := s.RotateKey(cctx, newKey, 2, func(sqlitestore.RotationProgress) {
+	err := s.RotateKey(cctx, newKey, 2, func(store.RotationProgress) {
 		calls++
 		cancel()
 	})
@@ -341,8 +342,8 @@ func TestRotateKeyInterruptedThenResumed(t *testing.T) {
 	assert.Equal(t, seqs, rotatePending(t, s))
 
 	// Calling RotateKey again finishes the job, skipping what was done.
-	var reports []sqlitestore.RotationProgress
-	require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) { reports = append(reports, p) }))
+	var reports []store.RotationProgress
+	require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p store.RotationProgress) { reports = append(reports, p) }))
 	rotateCheck(t, s, newKey, want)
 	assert.Equal(t, seqs, rotatePending(t, s))
 	require.NotEmpty(t, reports)
@@ -360,7 +361,7 @@ func TestRotateKeyResumedAfterRestart(t *testing.T) {
 
 	// Interrupt in the middle of pending_outbound_message.
 	cctx, cancel := context.WithCancel(ctx)
-	err := s.RotateKey(cctx, newKey, 2, func(p sqlitestore.RotationProgress) {
+	err := s.RotateKey(cctx, newKey, 2, func(p store.RotationProgress) {
 		if p.Table == "pending_outbound_message" {
 			cancel()
 		}
@@ -384,10 +385,10 @@ func TestRotateKeyResumedAfterRestart(t *testing.T) {
 // rotateDamage is one damaged row for TestRotateKeySkipsDamagedRows.
 type rotateDamage struct {
 	name string // the row's key in rotateSealed's result
-	want sqlitestore.SkippedRow
+	want store.SkippedRow
 	// remove deletes the row through the store, as the application would
 	// once told about it.
-	remove func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow)
+	remove func(t *testing.T, s *sqlitestore.Store, r store.SkippedRow)
 }
 
 // TestRotateKeySkipsDamagedRows: a row that does not open, or holds a
@@ -415,10 +416,10 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 		_, err := s.DB().ExecContext(context.Background(), "UPDATE "+strings.Replace(query, "WHERE", "SET sealed = ? WHERE", 1), append([]any{v}, args...)...)
 		require.NoError(t, err)
 	}
-	deleteSequence := func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
+	deleteSequence := func(t *testing.T, s *sqlitestore.Store, r store.SkippedRow) {
 		u, ok := r.Pending()
 		require.True(t, ok)
-		gone, err := s.AbandonPendingSequence(context.Background(), u.Sequence)
+		gone, err := s.AbandonPendingMessage(context.Background(), u.PendingMessage)
 		require.NoError(t, err)
 		require.True(t, gone)
 	}
@@ -439,7 +440,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				flipLast(t, s, "pending_outbound_message WHERE sequence = ?", m.Sequence)
 				name := fmt.Sprintf("pending_outbound_message/%d", m.Sequence)
 				delete(want, name)
-				return rotateDamage{name: name, remove: deleteSequence, want: sqlitestore.SkippedRow{
+				return rotateDamage{name: name, remove: deleteSequence, want: store.SkippedRow{
 					Table: "pending_outbound_message", Address: m.Recipient, Sequence: m.Sequence, ID: m.ID,
 					SealedWith: oldKey.ID(), HasHeader: true,
 				}}
@@ -455,9 +456,9 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				name := "session/" + bob.String()
 				delete(want, name)
 				return rotateDamage{
-					name: name, want: sqlitestore.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true},
-					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
-						require.NoError(t, s.SavePeer(context.Background(), r.Address, store.PeerState{Session: []byte{}}))
+					name: name, want: store.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true},
+					remove: func(t *testing.T, s *sqlitestore.Store, r store.SkippedRow) {
+						require.NoError(t, s.SavePeer(context.Background(), r.Address, storage.PeerState{Session: []byte{}}))
 					},
 				}
 			},
@@ -475,12 +476,12 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				name := fmt.Sprintf("pending_outbound_message/%d", m.Sequence)
 				delete(want, name)
 				return rotateDamage{
-					name: name, want: sqlitestore.SkippedRow{
+					name: name, want: store.SkippedRow{
 						Table: "pending_outbound_message", Address: m.Recipient, Sequence: m.Sequence, ID: m.ID,
 						SealedWith: oldKey.ID(), HasHeader: true, Authentic: true,
 					},
 					// Abandoned by recipient and id, as a page reports it.
-					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
+					remove: func(t *testing.T, s *sqlitestore.Store, r store.SkippedRow) {
 						u, ok := r.Pending()
 						require.True(t, ok)
 						gone, err := s.AbandonPending(context.Background(), u.Recipient, u.ID)
@@ -501,10 +502,10 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				name := "session/" + bob.String()
 				delete(want, name)
 				return rotateDamage{
-					name: name, want: sqlitestore.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true, Authentic: true},
+					name: name, want: store.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true, Authentic: true},
 					// The store never finds a row of another class under
 					// its peer (lookups bind TEXT): removed by hand.
-					remove: func(t *testing.T, s *sqlitestore.Store, r sqlitestore.SkippedRow) {
+					remove: func(t *testing.T, s *sqlitestore.Store, r store.SkippedRow) {
 						_, err := s.DB().ExecContext(context.Background(), "DELETE FROM session WHERE user_id = CAST(? AS BLOB) AND device_id = ?", r.Address.UserID, r.Address.DeviceID)
 						require.NoError(t, err)
 					},
@@ -519,7 +520,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				stray, err := seal.NewKeyring(strayKey)
 				require.NoError(t, err)
 				to, id := ids.DeviceAddress{UserID: "erin", DeviceID: 5}, ids.NewLogicalMessageID()
-				v, err := stray.Seal(seal.RecordPendingOutbound, store.MessageAD(to, id), []byte("stray"))
+				v, err := stray.Seal(seal.RecordPendingOutbound, storage.MessageAD(to, id), []byte("stray"))
 				require.NoError(t, err)
 				seq, err := db.New(s.DB()).InsertPendingOutbound(context.Background(), db.InsertPendingOutboundParams{
 					RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: v,
@@ -527,7 +528,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				require.NoError(t, err)
 				return rotateDamage{
 					name: fmt.Sprintf("pending_outbound_message/%d", seq), remove: deleteSequence,
-					want: sqlitestore.SkippedRow{
+					want: store.SkippedRow{
 						Table: "pending_outbound_message", Address: to, Sequence: seq, ID: id,
 						SealedWith: strayKey.ID(), HasHeader: true,
 					},
@@ -550,9 +551,9 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 			// requireReport checks that err reports exactly the damaged row.
 			requireReport := func(t *testing.T, err, cause error) {
 				t.Helper()
-				require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+				require.ErrorIs(t, err, store.ErrRowsSkipped)
 				require.ErrorIs(t, err, cause)
-				var re *sqlitestore.RotationError
+				var re *store.RotationError
 				require.ErrorAs(t, err, &re)
 				require.Len(t, re.Skipped, 1)
 				got := re.Skipped[0]
@@ -592,8 +593,8 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				assert.Equal(t, wantStates, states)
 			}
 
-			var reports []sqlitestore.RotationProgress
-			err := s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) { reports = append(reports, p) })
+			var reports []store.RotationProgress
+			err := s.RotateKey(ctx, newKey, 2, func(p store.RotationProgress) { reports = append(reports, p) })
 			requireReport(t, err, tc.cause)
 			requireRest(t)
 			assert.Equal(t, pending, rotatePending(t, s), "the readable pending rows are unchanged")
@@ -634,7 +635,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 
 			// The application removes the row as reported; a last run
 			// finishes cleanly and drops the old key.
-			var re *sqlitestore.RotationError
+			var re *store.RotationError
 			require.ErrorAs(t, again, &re)
 			d.remove(t, s, re.Skipped[0])
 			require.NoError(t, s.RotateKey(ctx, newKey, 2, nil))
@@ -662,18 +663,18 @@ func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
 	damaged := rotateSealed(t, s)[name]
 
 	cctx, cancel := context.WithCancel(ctx)
-	err = s.RotateKey(cctx, newKey, 2, func(p sqlitestore.RotationProgress) {
+	err = s.RotateKey(cctx, newKey, 2, func(p store.RotationProgress) {
 		if p.Table == "pending_outbound_message" {
 			cancel()
 		}
 	})
 	require.ErrorIs(t, err, context.Canceled)
-	require.NotErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+	require.NotErrorIs(t, err, store.ErrRowsSkipped)
 	require.NoError(t, s.Close())
 
 	s2 := rotateOpen(t, path, newKey, oldKey)
 	err = s2.RotateKey(ctx, newKey, 2, nil)
-	var re *sqlitestore.RotationError
+	var re *store.RotationError
 	require.ErrorAs(t, err, &re)
 	require.ErrorIs(t, err, seal.ErrAuthentication, "moved to another device: its associated data no longer matches")
 	require.Len(t, re.Skipped, 1)
@@ -684,7 +685,8 @@ func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
 	assert.Empty(t, re.Kept)
 	assert.Equal(t, damaged, rotateSealed(t, s2)[name])
 
-	gone, err := s2.AbandonPendingSequence(ctx, m.Sequence)
+	u, _ := re.Skipped[0].Pending()
+	gone, err := s2.AbandonPendingMessage(ctx, u.PendingMessage)
 	require.NoError(t, err)
 	require.True(t, gone)
 	require.NoError(t, s2.RotateKey(ctx, newKey, 2, nil))
@@ -726,7 +728,7 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 					errs <- err
 					return
 				}
-				if err := s.SavePeer(ctx, peer, store.PeerState{Session: []byte(fmt.Sprint("session ", i))}); err != nil {
+				if err := s.SavePeer(ctx, peer, storage.PeerState{Session: []byte(fmt.Sprint("session ", i))}); err != nil {
 					errs <- err
 					return
 				}
@@ -734,8 +736,8 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 			errs <- nil
 		}()
 	}
-	var reports []sqlitestore.RotationProgress
-	rotated := s.RotateKey(ctx, newKey, 5, func(p sqlitestore.RotationProgress) { reports = append(reports, p) })
+	var reports []store.RotationProgress
+	rotated := s.RotateKey(ctx, newKey, 5, func(p store.RotationProgress) { reports = append(reports, p) })
 	for range 4 {
 		require.NoError(t, <-errs)
 	}
@@ -809,9 +811,9 @@ func TestRotateKeyRowsAtOrBelowZero(t *testing.T) {
 func TestRotationErrorMessageIsBounded(t *testing.T) {
 	for _, n := range []int{1, 10, 25} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			e := &sqlitestore.RotationError{}
+			e := &store.RotationError{}
 			for i := range n {
-				e.Skipped = append(e.Skipped, sqlitestore.SkippedRow{Table: "pending_outbound_message", Sequence: int64(i + 1), Cause: seal.ErrAuthentication})
+				e.Skipped = append(e.Skipped, store.SkippedRow{Table: "pending_outbound_message", Sequence: int64(i + 1), Cause: seal.ErrAuthentication})
 			}
 			msg := e.Error()
 			require.Contains(t, msg, fmt.Sprintf("%d skipped", n))
@@ -821,7 +823,7 @@ func TestRotationErrorMessageIsBounded(t *testing.T) {
 			} else {
 				require.NotContains(t, msg, "more")
 			}
-			require.ErrorIs(t, e, sqlitestore.ErrRowsSkipped)
+			require.ErrorIs(t, e, store.ErrRowsSkipped)
 			require.ErrorIs(t, e, seal.ErrAuthentication)
 		})
 	}
@@ -865,7 +867,7 @@ func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 			re := oneCorruptRowSkipped(t, s.RotateKey(ctx, newKey, 2, nil))
 			got := re.Skipped[0]
 			got.Cause = nil
-			assert.Equal(t, sqlitestore.SkippedRow{Table: "local_identity", Address: tc.reported, SealedWith: oldKey.ID(), HasHeader: true, Authentic: tc.authentic}, got)
+			assert.Equal(t, store.SkippedRow{Table: "local_identity", Address: tc.reported, SealedWith: oldKey.ID(), HasHeader: true, Authentic: tc.authentic}, got)
 			if !tc.authentic {
 				assert.Empty(t, re.Kept, "a header that does not authenticate keeps no key")
 				assert.Equal(t, []seal.KeyID{newKey.ID()}, s.Keyring().KeyIDs())
@@ -902,10 +904,10 @@ func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 // Done/Total never goes back, and the last report has Done == Total. If
 // exact (nothing was written during the rotation), Total never changes
 // and no report before the last has Done == Total.
-func requireProgress(t *testing.T, reports []sqlitestore.RotationProgress, exact bool) {
+func requireProgress(t *testing.T, reports []store.RotationProgress, exact bool) {
 	t.Helper()
 	require.NotEmpty(t, reports)
-	var prev sqlitestore.RotationProgress
+	var prev store.RotationProgress
 	for i, p := range reports {
 		require.LessOrEqual(t, p.Done, p.Total, "report %d", i)
 		require.GreaterOrEqual(t, p.Done, prev.Done, "report %d: Done never decreases", i)
@@ -933,9 +935,9 @@ type tableWalk struct {
 }
 
 // rotationWalk splits the reports' running totals by pass and table.
-func rotationWalk(reports []sqlitestore.RotationProgress) map[int]map[string]tableWalk {
+func rotationWalk(reports []store.RotationProgress) map[int]map[string]tableWalk {
 	out := map[int]map[string]tableWalk{}
-	var prev sqlitestore.RotationProgress
+	var prev store.RotationProgress
 	for _, p := range reports {
 		if out[p.Pass] == nil {
 			out[p.Pass] = map[string]tableWalk{}
@@ -960,15 +962,15 @@ func TestRotateKeyDefaultBatch(t *testing.T) {
 	s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
 	rotateFill(t, s)
 	rows := len(rotatePending(t, s)) + sqlitestore.DefaultRotationBatch + 7
-	peers := make([]store.PeerUpdate, sqlitestore.DefaultRotationBatch+7)
+	peers := make([]storage.PeerUpdate, sqlitestore.DefaultRotationBatch+7)
 	for i := range peers {
-		peers[i] = store.PeerUpdate{Peer: ids.DeviceAddress{UserID: "bob", DeviceID: int64(i)}}
+		peers[i] = storage.PeerUpdate{Peer: ids.DeviceAddress{UserID: "bob", DeviceID: int64(i)}}
 	}
 	_, err := s.CommitSendMany(ctx, rotateID(1), []byte("to every device"), peers) // one transaction
 	require.NoError(t, err)
 
-	var reports []sqlitestore.RotationProgress
-	require.NoError(t, s.RotateKey(ctx, newKey, 0, func(p sqlitestore.RotationProgress) { reports = append(reports, p) }))
+	var reports []store.RotationProgress
+	require.NoError(t, s.RotateKey(ctx, newKey, 0, func(p store.RotationProgress) { reports = append(reports, p) }))
 	requireProgress(t, reports, true)
 	pending := rotationWalk(reports)[1]["pending_outbound_message"]
 	require.EqualValues(t, rows, pending.rows)
@@ -997,9 +999,9 @@ func TestRotateKeyProgressRowsChange(t *testing.T) {
 			rotateFill(t, s)
 			seqs := rotatePending(t, s)
 			require.Greater(t, len(seqs), 4)
-			var reports []sqlitestore.RotationProgress
+			var reports []store.RotationProgress
 			changed := false
-			require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p sqlitestore.RotationProgress) {
+			require.NoError(t, s.RotateKey(ctx, newKey, 2, func(p store.RotationProgress) {
 				reports = append(reports, p)
 				if p.Table != "pending_outbound_message" || changed {
 					return
@@ -1010,7 +1012,11 @@ func TestRotateKeyProgressRowsChange(t *testing.T) {
 					require.NoError(t, err)
 				}
 				for _, seq := range seqs[len(seqs)-max(0, -tc.change):] { // the last ones, not walked yet
-					gone, err := s.AbandonPendingSequence(ctx, seq)
+					after := seq - 1
+					page, err := s.PendingMessages(ctx, store.PageRequest{After: &after, Limit: 1})
+					require.NoError(t, err)
+					require.Len(t, page.Messages, 1)
+					gone, err := s.AbandonPendingMessage(ctx, page.Messages[0])
 					require.NoError(t, err)
 					require.True(t, gone)
 				}
@@ -1028,11 +1034,11 @@ func TestRotateKeyProgressRowsChange(t *testing.T) {
 
 // oneCorruptRowSkipped checks that err is the RotationError of a rotation
 // that skipped one row, for a corrupt column, and returns it.
-func oneCorruptRowSkipped(t *testing.T, err error) *sqlitestore.RotationError {
+func oneCorruptRowSkipped(t *testing.T, err error) *store.RotationError {
 	t.Helper()
-	require.ErrorIs(t, err, sqlitestore.ErrRowsSkipped)
+	require.ErrorIs(t, err, store.ErrRowsSkipped)
 	require.ErrorIs(t, err, store.ErrCorruptRow)
-	var re *sqlitestore.RotationError
+	var re *store.RotationError
 	require.ErrorAs(t, err, &re)
 	require.Len(t, re.Skipped, 1)
 	return re

@@ -21,9 +21,10 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 type benchDB struct {
@@ -140,7 +141,7 @@ func rawPage(ctx context.Context, d *benchDB, query string, args ...any) error {
 		if err != nil {
 			return err
 		}
-		if _, err := d.keys.Open(seal.RecordPendingOutbound, store.MessageAD(ids.DeviceAddress{UserID: user, DeviceID: device}, id), sealed); err != nil {
+		if _, err := d.keys.Open(seal.RecordPendingOutbound, storage.MessageAD(ids.DeviceAddress{UserID: user, DeviceID: device}, id), sealed); err != nil {
 			return err
 		}
 	}
@@ -234,7 +235,7 @@ func BenchmarkPending(b *testing.B) {
 			return d.s.AbandonPending(ctx, r, id)
 		}},
 		{"commit-ack", func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return d.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: session}})
+			return d.s.CommitAck(ctx, r, id, storage.Inbound{Update: storage.PeerState{Session: session}})
 		}},
 	} {
 		for _, d := range dbs {

@@ -7,6 +7,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -150,8 +151,8 @@ func walkStorageKeys() rowBatches {
 			after = r.KeyID
 			keyID := r.KeyID
 			out = append(out, sealedRow{
-				id: SkippedRow{Table: "storage_key"}, rt: seal.RecordKeyVerifier,
-				ad: store.KeyVerifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
+				id: store.SkippedRow{Table: "storage_key"}, rt: seal.RecordKeyVerifier,
+				ad: storage.KeyVerifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
 				update: func(ctx context.Context, q *db.Queries, v []byte) error {
 					return q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: keyID})
 				},
@@ -181,7 +182,7 @@ func (r addressRow) sealedRow(table string, rt seal.RecordType, write func(ctx c
 	addr := c.address("user_id", r.userID, "device_id", r.deviceID)
 	sealed := c.blob("sealed", r.sealed)
 	return sealedRow{
-		id: SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: store.AddressAD(addr), sealed: sealed,
+		id: store.SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: storage.AddressAD(addr), sealed: sealed,
 		update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
 	}
 }
@@ -258,7 +259,7 @@ func messageTable(
 		// under the old key.
 		var after *int64
 		return func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-			from, more := store.FirstSequence(after)
+			from, more := storage.FirstSequence(after)
 			if !more {
 				return nil, nil
 			}
@@ -271,8 +272,8 @@ func messageTable(
 				seq := r.seq
 				after = &seq
 				out = append(out, sealedRow{
-					id:  SkippedRow{Table: name, Address: r.addr, Sequence: seq, ID: r.id},
-					bad: r.bad, rt: rt, ad: store.MessageAD(r.addr, r.id), sealed: r.sealed,
+					id:  store.SkippedRow{Table: name, Address: r.addr, Sequence: seq, ID: r.id},
+					bad: r.bad, rt: rt, ad: storage.MessageAD(r.addr, r.id), sealed: r.sealed,
 					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) },
 				})
 			}

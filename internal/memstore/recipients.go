@@ -10,7 +10,7 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// PendingRecipients implements store.Pending. It looks at every pending
+// PendingRecipients implements storage.Pending. It looks at every pending
 // row (the in-memory store keeps no recipient index), and gives the
 // answers the SQLite store's index gives.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {

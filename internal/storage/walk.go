@@ -1,8 +1,10 @@
-package store
+package storage
 
 import (
 	"context"
 	"iter"
+
+	"github.com/securemsg/storage/store"
 )
 
 // WalkPendingMessages returns an iterator over the pending messages p
@@ -21,11 +23,11 @@ import (
 // with a zero PendingMessage and ends the walk; if ctx is done, the walk
 // yields ctx.Err() before the next message or page and ends. Breaking
 // out of the loop stops the walk with no further call to p.
-func WalkPendingMessages(ctx context.Context, p Pending, req PageRequest) iter.Seq2[PendingMessage, error] {
-	return func(yield func(PendingMessage, error) bool) {
+func WalkPendingMessages(ctx context.Context, p Pending, req store.PageRequest) iter.Seq2[store.PendingMessage, error] {
+	return func(yield func(store.PendingMessage, error) bool) {
 		for {
 			if err := ctx.Err(); err != nil {
-				yield(PendingMessage{}, err)
+				yield(store.PendingMessage{}, err)
 				return
 			}
 			page, err := p.PendingMessages(ctx, req)
@@ -33,13 +35,13 @@ func WalkPendingMessages(ctx context.Context, p Pending, req PageRequest) iter.S
 				if cerr := ctx.Err(); cerr != nil {
 					err = cerr
 				}
-				yield(PendingMessage{}, err)
+				yield(store.PendingMessage{}, err)
 				return
 			}
 			ms, us := page.Messages, page.Unreadable
 			for len(ms) > 0 || len(us) > 0 {
 				if err := ctx.Err(); err != nil {
-					yield(PendingMessage{}, err)
+					yield(store.PendingMessage{}, err)
 					return
 				}
 				if len(us) == 0 || (len(ms) > 0 && ms[0].Sequence < us[0].Sequence) {
@@ -49,7 +51,7 @@ func WalkPendingMessages(ctx context.Context, p Pending, req PageRequest) iter.S
 					ms = ms[1:]
 					continue
 				}
-				if !yield(PendingMessage{}, &UnreadableError{Entries: us[:1:1]}) {
+				if !yield(store.PendingMessage{}, &store.UnreadableError{Entries: us[:1:1]}) {
 					return
 				}
 				us = us[1:]

@@ -11,9 +11,10 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // verifierTexts opens every storage key verifier of the database behind
@@ -24,7 +25,7 @@ func verifierTexts(t *testing.T, conn *sql.DB, kr *seal.Keyring) map[seal.KeyID]
 	require.NoError(t, err)
 	out := map[seal.KeyID]string{}
 	for _, r := range rows {
-		text, err := kr.Open(seal.RecordKeyVerifier, store.KeyVerifierAD(seal.KeyID(r.KeyID)), r.Verifier)
+		text, err := kr.Open(seal.RecordKeyVerifier, storage.KeyVerifierAD(seal.KeyID(r.KeyID)), r.Verifier)
 		require.NoError(t, err, "storage key %d", r.KeyID)
 		out[seal.KeyID(r.KeyID)] = string(text)
 	}
@@ -35,7 +36,7 @@ func verifierTexts(t *testing.T, conn *sql.DB, kr *seal.Keyring) map[seal.KeyID]
 // by one sealing text with kr's current key.
 func setVerifier(t *testing.T, path string, kr *seal.Keyring, id seal.KeyID, text string) {
 	t.Helper()
-	v, err := kr.Seal(seal.RecordKeyVerifier, store.KeyVerifierAD(id), []byte(text))
+	v, err := kr.Seal(seal.RecordKeyVerifier, storage.KeyVerifierAD(id), []byte(text))
 	require.NoError(t, err)
 	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
 	require.NoError(t, err)
@@ -68,25 +69,25 @@ func TestVerifierMarked(t *testing.T) {
 	}{
 		{"a new database", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			return keyring(t, oldKey)
-		}, map[seal.KeyID]string{oldKey.ID(): store.KeyVerifierSealedQueue}},
+		}, map[seal.KeyID]string{oldKey.ID(): storage.KeyVerifierSealedQueue}},
 		{"a rotation", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			require.NoError(t, s.RotateKey(ctx, newKey, 2, nil))
 			return keyring(t, newKey)
-		}, map[seal.KeyID]string{newKey.ID(): store.KeyVerifierSealedQueue}},
+		}, map[seal.KeyID]string{newKey.ID(): storage.KeyVerifierSealedQueue}},
 		{"an interrupted rotation", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			err := s.RotateKey(cctx, newKey, 1, func(p sqlitestore.RotationProgress) {
+			err := s.RotateKey(cctx, newKey, 1, func(p store.RotationProgress) {
 				if p.Table == "storage_key" {
 					cancel()
 				}
 			})
 			require.ErrorIs(t, err, context.Canceled)
 			return keyring(t, newKey, oldKey)
-		}, map[seal.KeyID]string{newKey.ID(): store.KeyVerifierSealedQueue, oldKey.ID(): store.KeyVerifierSealedQueue}},
+		}, map[seal.KeyID]string{newKey.ID(): storage.KeyVerifierSealedQueue, oldKey.ID(): storage.KeyVerifierSealedQueue}},
 		{"an earlier build's verifier, reopened", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			require.NoError(t, s.Close())
-			setVerifier(t, path, keyring(t, oldKey), oldKey.ID(), store.KeyVerifierText)
+			setVerifier(t, path, keyring(t, oldKey), oldKey.ID(), storage.KeyVerifierText)
 			before := dump(t, path)
 			s2, err := sqlitestore.Open(ctx, path, keyring(t, oldKey))
 			require.NoError(t, err)
@@ -94,15 +95,15 @@ func TestVerifierMarked(t *testing.T) {
 			after := dump(t, path)
 			assert.Equal(t, withoutTable(before, "storage_key"), withoutTable(after, "storage_key"), "only the verifier changes")
 			return keyring(t, oldKey)
-		}, map[seal.KeyID]string{oldKey.ID(): store.KeyVerifierSealedQueue}},
+		}, map[seal.KeyID]string{oldKey.ID(): storage.KeyVerifierSealedQueue}},
 		{"an earlier build's verifier of a key that is not current", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			require.NoError(t, s.Close())
-			setVerifier(t, path, keyring(t, oldKey), oldKey.ID(), store.KeyVerifierText)
+			setVerifier(t, path, keyring(t, oldKey), oldKey.ID(), storage.KeyVerifierText)
 			s2, err := sqlitestore.Open(ctx, path, keyring(t, newKey, oldKey))
 			require.NoError(t, err)
 			require.NoError(t, s2.Close())
 			return keyring(t, oldKey)
-		}, map[seal.KeyID]string{oldKey.ID(): store.KeyVerifierText}},
+		}, map[seal.KeyID]string{oldKey.ID(): storage.KeyVerifierText}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

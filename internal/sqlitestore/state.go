@@ -10,12 +10,13 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
-// LocalIdentity implements store.State.
-func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
+// LocalIdentity implements storage.State.
+func (s *Store) LocalIdentity(ctx context.Context) (storage.LocalIdentity, error) {
 	var row db.GetLocalIdentityRow
 	err := s.withTx(ctx, func(q *db.Queries) error {
 		var err error
@@ -23,27 +24,27 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", store.ErrNotFound)
+		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", store.ErrNotFound)
 	}
 	if err != nil {
-		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
 	}
 	addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
-	secret, err := s.keys.Open(seal.RecordLocalIdentity, store.AddressAD(addr), row.Sealed)
+	secret, err := s.keys.Open(seal.RecordLocalIdentity, storage.AddressAD(addr), row.Sealed)
 	if err != nil {
-		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
 	}
-	return store.LocalIdentity{Address: addr, Secret: secret}, nil
+	return storage.LocalIdentity{Address: addr, Secret: secret}, nil
 }
 
-// SaveLocalIdentity implements store.State.
-func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
+// SaveLocalIdentity implements storage.State.
+func (s *Store) SaveLocalIdentity(ctx context.Context, id storage.LocalIdentity) error {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := store.ValidateAddress(id.Address); err != nil {
+	if err := storage.ValidateAddress(id.Address); err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
-	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, store.AddressAD(id.Address), id.Secret)
+	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, storage.AddressAD(id.Address), id.Secret)
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
@@ -69,30 +70,30 @@ func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, seale
 	return q.UpdateLocalIdentitySealed(ctx, sealed)
 }
 
-// Peer implements store.State.
-func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
-	if err := store.ValidateAddress(peer); err != nil {
-		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
+// Peer implements storage.State.
+func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (storage.PeerState, error) {
+	if err := storage.ValidateAddress(peer); err != nil {
+		return storage.PeerState{}, fmt.Errorf("store: peer: %w", err)
 	}
-	var sealed store.PeerState
+	var sealed storage.PeerState
 	err := s.withTx(ctx, func(q *db.Queries) error {
 		var err error
 		sealed, err = sealedPeer(ctx, q, peer)
 		return err
 	})
 	if err != nil {
-		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		return storage.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
 	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
 	if err != nil {
-		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		return storage.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
 	return out, nil
 }
 
 // sealedPeer reads the sealed session, initiation and pin of peer (nil
 // for a part not stored) inside the caller's transaction.
-func sealedPeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress) (st store.PeerState, err error) {
+func sealedPeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress) (st storage.PeerState, err error) {
 	user, dev := peer.UserID, peer.DeviceID
 	if st.Session, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: user, DeviceID: dev})); err != nil {
 		return st, err
@@ -111,11 +112,11 @@ func optional(b []byte, err error) ([]byte, error) {
 	return b, err
 }
 
-// SavePeer implements store.State.
-func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
+// SavePeer implements storage.State.
+func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u storage.PeerState) error {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := store.ValidateAddress(peer); err != nil {
+	if err := storage.ValidateAddress(peer); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
 	if err := u.ValidateUpdate(); err != nil {
@@ -134,7 +135,7 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 
 // savePeer applies an update whose values are sealed (rowseal.SealPeer):
 // nil leaves a part unchanged, empty deletes it.
-func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u store.PeerState) error {
+func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u storage.PeerState) error {
 	user, dev := peer.UserID, peer.DeviceID
 	switch {
 	case u.Session == nil:
@@ -166,8 +167,8 @@ func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u stor
 	return nil
 }
 
-// CommitReceived implements store.State.
-func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+// CommitReceived implements storage.State.
+func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in storage.Inbound) (bool, error) {
 	n, err := s.commitInbound(ctx, peer, in, false, func(q *db.Queries) (int64, error) {
 		return q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
 			SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix(),
@@ -179,8 +180,8 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id i
 	return n == 1, nil
 }
 
-// CommitAck implements store.State.
-func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+// CommitAck implements storage.State.
+func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in storage.Inbound) (bool, error) {
 	n, err := s.commitInbound(ctx, peer, in, true, func(q *db.Queries) (int64, error) {
 		return deletePending(ctx, q, peer, id)
 	})
@@ -193,10 +194,10 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.Lo
 // commitInbound seals in, then applies it and runs op in one transaction,
 // returning op's row count. deletesPending says op deletes that many
 // pending outbound rows (the in-memory count follows).
-func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
+func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in storage.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := store.ValidateAddress(peer); err != nil {
+	if err := storage.ValidateAddress(peer); err != nil {
 		return 0, err
 	}
 	if err := in.Validate(); err != nil {
@@ -208,7 +209,7 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	}
 	var local []byte
 	if in.Local != nil {
-		if local, err = s.keys.Seal(seal.RecordLocalIdentity, store.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
+		if local, err = s.keys.Seal(seal.RecordLocalIdentity, storage.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
 			return 0, err
 		}
 	}
@@ -236,20 +237,20 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	return n, err
 }
 
-// DiscardUnreadablePeer implements store.State. It reads each part with
+// DiscardUnreadablePeer implements storage.State. It reads each part with
 // the same queries as Peer, checks it and deletes it by the same key in
 // the same transaction, so the row it removes is the one that failed to
 // open or that check refused.
-func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte, check store.PeerCheck) (store.PeerDamage, error) {
+func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte, check storage.PeerCheck) (store.PeerDamage, error) {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := store.ValidateAddress(peer); err != nil {
+	if err := storage.ValidateAddress(peer); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
 	}
 	var replacement []byte
 	if len(pin) > 0 {
 		var err error
-		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, store.AddressAD(peer), pin); err != nil {
+		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, storage.AddressAD(peer), pin); err != nil {
 			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
 		}
 	}

@@ -11,25 +11,12 @@ import (
 	"github.com/securemsg/storage/internal/db"
 )
 
-// ErrSequenceExhausted means the pending sequence's high-water mark is at
-// the largest int64, so no new pending message can be given a sequence.
-// Only a writer other than the store can put it there (the store would
-// take 2^63 sends). Open reports it and changes nothing, unless given
-// WithSequenceRestart; a send (InsertPending, CommitSend, CommitSendMany)
-// that meets it stores nothing and returns it. The way out is Open with
-// WithSequenceRestart, which keeps every stored message.
+// ErrSequenceExhausted is store/sqlitestore.ErrSequenceExhausted, which
+// documents it.
 var ErrSequenceExhausted = errors.New("store: pending sequence exhausted (its high-water mark is at the largest int64)")
 
-// WithSequenceRestart makes Open lower a pending sequence high-water mark
-// found at the largest int64 to the highest sequence stored (0 if none),
-// in the transaction that checks the key; no stored message changes.
-// Sequences above the highest stored one that were handed out before
-// (to messages since acknowledged or abandoned) may be handed out again:
-// they cannot be told from a mark a writer raised. If a stored message
-// holds the largest sequence itself, sends keep failing with
-// ErrSequenceExhausted until the application removes it (it is listed by
-// PendingMessages like any other; AbandonPending) and opens with
-// WithSequenceRestart again.
+// WithSequenceRestart is store/sqlitestore.WithSequenceRestart, which
+// documents it.
 func WithSequenceRestart() Option {
 	return func(o *options) { o.restart = true }
 }

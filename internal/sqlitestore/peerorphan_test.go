@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/store"
 )
 
@@ -20,17 +21,17 @@ import (
 // its bytes and opens as before.
 func TestPeerRowsOfWrongStorageClass(t *testing.T) {
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 7}
-	full := store.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
+	full := storage.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
 	for _, tc := range []struct {
 		table, set string
-		without    func(store.PeerState) store.PeerState
-		fresh      store.PeerState
+		without    func(storage.PeerState) storage.PeerState
+		fresh      storage.PeerState
 	}{
-		{"session", "user_id = CAST(user_id AS BLOB)", func(p store.PeerState) store.PeerState { p.Session = nil; return p }, store.PeerState{Session: []byte("new session")}},
-		{"session", "device_id = CAST(device_id AS BLOB)", func(p store.PeerState) store.PeerState { p.Session = nil; return p }, store.PeerState{Session: []byte("new session")}},
-		{"session_initiation", "user_id = CAST(user_id AS BLOB)", func(p store.PeerState) store.PeerState { p.Initiation = nil; return p }, store.PeerState{Initiation: []byte("new initiation")}},
-		{"identity_pin", "device_id = CAST(device_id AS BLOB)", func(p store.PeerState) store.PeerState { p.Pin = nil; return p }, store.PeerState{Pin: []byte("new pin")}},
-		{"identity_pin", "sealed = CAST(sealed AS TEXT)", func(p store.PeerState) store.PeerState { return p }, store.PeerState{}},
+		{"session", "user_id = CAST(user_id AS BLOB)", func(p storage.PeerState) storage.PeerState { p.Session = nil; return p }, storage.PeerState{Session: []byte("new session")}},
+		{"session", "device_id = CAST(device_id AS BLOB)", func(p storage.PeerState) storage.PeerState { p.Session = nil; return p }, storage.PeerState{Session: []byte("new session")}},
+		{"session_initiation", "user_id = CAST(user_id AS BLOB)", func(p storage.PeerState) storage.PeerState { p.Initiation = nil; return p }, storage.PeerState{Initiation: []byte("new initiation")}},
+		{"identity_pin", "device_id = CAST(device_id AS BLOB)", func(p storage.PeerState) storage.PeerState { p.Pin = nil; return p }, storage.PeerState{Pin: []byte("new pin")}},
+		{"identity_pin", "sealed = CAST(sealed AS TEXT)", func(p storage.PeerState) storage.PeerState { return p }, storage.PeerState{}},
 	} {
 		t.Run(tc.table+" "+tc.set, func(t *testing.T) {
 			ctx := context.Background()

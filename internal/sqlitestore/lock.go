@@ -13,16 +13,10 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// ErrNotDatabase means the path Open was given is not a SQLite database
-// file: a directory, another kind of file, or a file that does not start
-// with SQLite's header. Nothing is changed and no file is left beside it.
+// ErrNotDatabase is store/sqlitestore.ErrNotDatabase, which documents it.
 var ErrNotDatabase = errors.New("store: not a SQLite database file")
 
-// ErrSymlink means a file SQLite keeps beside the database (its -wal,
-// -shm or -journal) or the store's lock file is a symbolic link. The store
-// creates regular files only, so one was planted: it is never followed
-// (SQLite would write, and Open would change the mode of, the file it
-// names). Nothing is changed.
+// ErrSymlink is store/sqlitestore.ErrSymlink, which documents it.
 var ErrSymlink = dblock.ErrSymlink
 
 // sqliteHeader starts every SQLite database file.
