@@ -36,7 +36,7 @@ func TestNotInitialized(t *testing.T) {
 					return err
 				}},
 				{"PendingRecipients", func() error {
-					_, err := c.PendingRecipients(ctx, client.RecipientPageRequest{Limit: 10})
+					_, err := c.PendingRecipients(ctx, store.RecipientPageRequest{Limit: 10})
 					return err
 				}},
 				{"PendingMessageCount", func() error { _, err := c.PendingMessageCount(ctx, nil); return err }},

@@ -7,22 +7,6 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// RecipientPageRequest selects a page of the recipients with pending
-// messages: After is the cursor (nil for the first page, then the
-// NextAfterRecipient of the page before; any address is a valid
-// position), Limit the page size (1..MaxPageSize).
-type RecipientPageRequest = store.RecipientPageRequest
-
-// PendingRecipient is a device with at least one pending message: its
-// Recipient address as stored, and the OldestSequence of its pending
-// messages (readable or not).
-type PendingRecipient = store.PendingRecipient
-
-// PendingRecipientPage is one page of recipients with pending messages,
-// ascending by address (user id compared byte by byte, then device id);
-// NextAfterRecipient is the cursor for the next page, nil on the last.
-type PendingRecipientPage = store.PendingRecipientPage
-
 // PendingRecipients returns one page of the devices that have pending
 // messages: what a restarted application retries, one
 // RetryPendingMessages call per recipient, without reading the messages
@@ -36,15 +20,15 @@ type PendingRecipientPage = store.PendingRecipientPage
 // ErrInvalidArgument, and its messages are in the pages' Unreadable. A
 // row whose recipient columns hold another storage class than the schema
 // declares is not listed (the pages report it, see
-// UnreadablePendingMessage). Returns ErrNotInitialized before Initialize,
+// store.UnreadablePendingMessage). Returns ErrNotInitialized before Initialize,
 // ErrInvalidArgument if Limit is outside 1..MaxPageSize.
-func (c *Client) PendingRecipients(ctx context.Context, req RecipientPageRequest) (PendingRecipientPage, error) {
+func (c *Client) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := c.checkInitialized(); err != nil {
-		return PendingRecipientPage{}, err
+		return store.PendingRecipientPage{}, err
 	}
 	page, err := c.st.PendingRecipients(ctx, req)
 	if err != nil {
-		return PendingRecipientPage{}, fmt.Errorf("client: pending recipients: %w", err)
+		return store.PendingRecipientPage{}, fmt.Errorf("client: pending recipients: %w", err)
 	}
 	return page, nil
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -27,7 +27,7 @@ func ExampleClient_PendingRecipients() {
 		}
 	}
 
-	req := client.RecipientPageRequest{Limit: 1}
+	req := store.RecipientPageRequest{Limit: 1}
 	for {
 		page, err := alice.PendingRecipients(ctx, req)
 		if err != nil {

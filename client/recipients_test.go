@@ -7,13 +7,14 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // recipients lists every recipient with pending messages, limit per page.
-func (d *device) recipients(limit int) []client.PendingRecipient {
+func (d *device) recipients(limit int) []store.PendingRecipient {
 	d.tb.Helper()
-	var out []client.PendingRecipient
-	req := client.RecipientPageRequest{Limit: limit}
+	var out []store.PendingRecipient
+	req := store.RecipientPageRequest{Limit: limit}
 	for {
 		p, err := d.c.PendingRecipients(d.tb.Context(), req)
 		require.NoError(d.tb, err)
@@ -47,7 +48,7 @@ func TestRestartRetryByRecipient(t *testing.T) {
 			}
 			pending := a.all(100, nil)
 			require.Len(t, pending, 5)
-			want := []client.PendingRecipient{
+			want := []store.PendingRecipient{
 				{Recipient: bob, OldestSequence: pending[1].Sequence},
 				{Recipient: carol, OldestSequence: pending[3].Sequence},
 				{Recipient: dave, OldestSequence: pending[0].Sequence},
@@ -76,10 +77,10 @@ func TestPendingRecipientsArguments(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			_, a := openAlice(t, kind)
 			for _, limit := range []int{0, -1, client.MaxPageSize + 1} {
-				_, err := a.c.PendingRecipients(t.Context(), client.RecipientPageRequest{Limit: limit})
+				_, err := a.c.PendingRecipients(t.Context(), store.RecipientPageRequest{Limit: limit})
 				require.ErrorIs(t, err, client.ErrInvalidArgument, "limit %d", limit)
 			}
-			p, err := a.c.PendingRecipients(t.Context(), client.RecipientPageRequest{After: &ids.DeviceAddress{}, Limit: 1})
+			p, err := a.c.PendingRecipients(t.Context(), store.RecipientPageRequest{After: &ids.DeviceAddress{}, Limit: 1})
 			require.NoError(t, err, "any address is a position")
 			require.Empty(t, p.Recipients)
 		})

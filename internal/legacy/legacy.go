@@ -179,63 +179,20 @@ const readChunk = 256
 // shapeChunk is how many rows a storage-class read returns (no values).
 const shapeChunk = 4096
 
-// Phase is the step of the migration a Progress report belongs to.
-type Phase int
-
-const (
-	// PhaseSeal: batches of legacy rows are being sealed.
-	PhaseSeal Phase = iota + 1
-	// PhaseErase: every row is sealed; the file and its WAL are being
-	// rewritten without the legacy plaintext (VACUUM, checkpoint).
-	PhaseErase
-	// PhaseSetAside: the legacy table was set aside (step 1 committed),
-	// its malformed rows erased; nothing is sealed yet.
-	PhaseSetAside
+// Phase, Progress and ErasedRow are the public store types: Open's
+// caller receives the reports this package sends.
+type (
+	Phase     = store.LegacyPhase
+	Progress  = store.LegacyProgress
+	ErasedRow = store.ErasedLegacyRow
 )
 
-// String returns "seal", "erase" or "set-aside".
-func (p Phase) String() string {
-	switch p {
-	case PhaseSeal:
-		return "seal"
-	case PhaseErase:
-		return "erase"
-	case PhaseSetAside:
-		return "set-aside"
-	}
-	return fmt.Sprintf("Phase(%d)", int(p))
-}
-
-// Progress reports how far a legacy migration has come. MigratePlaintextWith
-// sends one when it has set the legacy table aside (PhaseSetAside, only
-// in the run that does it), one after every committed batch (PhaseSeal)
-// and one when the erase step starts (PhaseErase).
-type Progress struct {
-	// Phase is the step under way.
-	Phase Phase
-	// Sealed is the number of legacy rows sealed so far, by this run and
-	// by the interrupted runs before it.
-	Sealed int64
-	// Total is the number of legacy rows of the whole migration (sealed
-	// before this run plus left to seal when it started), erased rows not
-	// included.
-	Total int64
-	// Erased lists the malformed rows erased instead of sealed, in
-	// sequence order; set in the PhaseSetAside report only.
-	Erased []ErasedRow
-}
-
-// ErasedRow is a legacy row that could not be sealed as a pending message
-// and was erased when the legacy table was set aside: its plaintext is
-// deleted with it, and the erase step removes it from the file.
-type ErasedRow struct {
-	// Sequence is the row's sequence.
-	Sequence int64
-	// Reason wraps store.ErrCorruptRow (a column NULL or of the wrong
-	// storage class) or ids.ErrInvalid (a malformed recipient or logical
-	// id).
-	Reason error
-}
+// The phases of a migration, as Progress reports them.
+const (
+	PhaseSeal     = store.LegacySeal
+	PhaseErase    = store.LegacyErase
+	PhaseSetAside = store.LegacySetAside
+)
 
 // Options tunes MigratePlaintextWith. The zero value is the default.
 type Options struct {

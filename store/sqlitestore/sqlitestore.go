@@ -17,6 +17,7 @@ import (
 	"context"
 
 	"github.com/securemsg/storage/internal/legacy"
+	"github.com/securemsg/storage/internal/migration"
 	impl "github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -141,15 +142,13 @@ type Store interface {
 // option, seal.ErrKey for a keyring holding no key (the zero Keyring),
 // ErrSequenceExhausted for a pending sequence high-water mark at the
 // largest int64 (without WithSequenceRestart), ErrLegacyLayout,
-// migration.ErrUnknownObject (naming each) for
+// ErrUnknownObject (naming each) for
 // a database holding a table, index, view or trigger that no migration
-// defines, a legacy migration error (legacy.ErrPlaintextRefused for a
+// defines, a legacy migration error (ErrPlaintextRefused for a
 // plaintext table in a database whose pending queue was sealed or a
-// set-aside table without its proof, legacy.ErrUnknownLayout,
-// legacy.ErrKeyNotRecorded, ...), or a migration error
-// (migration.ErrChecksum, migration.ErrNewerDatabase,
-// migration.ErrUnknownState, migration.ErrOutOfOrder for a migration file
-// added below the database's version).
+// set-aside table without its proof, ErrUnknownLayout,
+// ErrKeyNotRecorded), or a migration error
+// (ErrChecksum, ErrNewerDatabase, ErrUnknownState, ErrOutOfOrder).
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (Store, error) {
 	o := make([]impl.Option, len(opts))
 	for i, opt := range opts {
@@ -180,12 +179,12 @@ func WithLegacyUpgrade() Option { return Option{impl.WithLegacyUpgrade()} }
 // with its sequence and reason), after every committed batch and when the
 // erase step starts. fn runs on the goroutine calling Open. On a database
 // with nothing to migrate it is never called.
-func WithLegacyProgress(fn func(legacy.Progress)) Option {
+func WithLegacyProgress(fn func(store.LegacyProgress)) Option {
 	return Option{impl.WithLegacyProgress(fn)}
 }
 
 // WithLegacyBatch sets how many legacy rows Open seals per transaction
-// (legacy.DefaultBatch if n is 0). A smaller batch commits more often; a
+// (DefaultLegacyBatch if n is 0). A smaller batch commits more often; a
 // kill loses at most one batch of work either way.
 func WithLegacyBatch(n int) Option { return Option{impl.WithLegacyBatch(n)} }
 
@@ -243,3 +242,42 @@ var ErrSequenceExhausted = impl.ErrSequenceExhausted
 // it like any other; client.AbandonPendingMessage) and opens with
 // WithSequenceRestart again.
 func WithSequenceRestart() Option { return Option{impl.WithSequenceRestart()} }
+
+// DefaultLegacyBatch is the batch WithLegacyBatch uses when given 0: legacy
+// rows sealed per transaction.
+const DefaultLegacyBatch = legacy.DefaultBatch
+
+// Errors of the schema migration Open runs, and of the legacy plaintext
+// migration it runs with WithLegacyUpgrade; each is wrapped with what it
+// names, and Open changes nothing when it returns one.
+var (
+	// ErrChecksum means the embedded migration directory does not match
+	// its atlas.sum.
+	ErrChecksum = migration.ErrChecksum
+	// ErrNewerDatabase means the database records a schema version newer
+	// than this library's: it was opened by a newer release.
+	ErrNewerDatabase = migration.ErrNewerDatabase
+	// ErrUnknownState means the database holds tables but no schema
+	// history this library can place it at.
+	ErrUnknownState = migration.ErrUnknownState
+	// ErrOutOfOrder means a migration file sits at or below the database's
+	// version without being in its history.
+	ErrOutOfOrder = migration.ErrOutOfOrder
+	// ErrUnknownObject means the database holds a table, index, view or
+	// trigger that no migration defines: something else created it (a
+	// planted trigger would run inside the store's own transactions), so
+	// the database is not used. The message names each object.
+	ErrUnknownObject = migration.ErrUnknownObject
+	// ErrPlaintextRefused means the database holds a plaintext pending
+	// table the legacy migration may not seal (in a database whose
+	// pending queue was sealed, or set aside without its proof). The
+	// message names the table.
+	ErrPlaintextRefused = legacy.ErrPlaintextRefused
+	// ErrUnknownLayout means the pending table has neither the legacy
+	// plaintext layout nor the sealed one.
+	ErrUnknownLayout = legacy.ErrUnknownLayout
+	// ErrKeyNotRecorded means the keyring's current key is not the key
+	// the database records as active, so a legacy migration would seal
+	// rows with another key than the rows before them.
+	ErrKeyNotRecorded = legacy.ErrKeyNotRecorded
+)
