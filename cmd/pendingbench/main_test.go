@@ -49,7 +49,11 @@ func TestRunTiny(t *testing.T) {
 	for _, tc := range []struct{ prefix, target, result string }{
 		{"page of 100, one recipient: 900 / 600 pending", "-", "info"},
 		{"floor: page of 100, one recipient, all in memory", "-", "info"},
-		{"page of 100, all recipients / same query raw + 100 Keyring.Open at 900", "<= 1.5", ""},
+		{"page of 100, all recipients / same query raw + 100 Keyring.Open at 900", "<= 1.2", ""},
+		{"first page of 100, all recipients / raw floor at 900", "<= 1.2", ""},
+		{"page of a recipient with ", "<= 1.3", ""},
+		{"count of a recipient with ", "<= 1.3", ""},
+		{"abandon (client.AbandonPending) / raw floor at 900", "<= 1.1", ""},
 		{"page of 100, one recipient / same query raw + 100 Keyring.Open at 900", "<= 1.3", ""},
 	} {
 		line := tableLine(t, text, tc.prefix)

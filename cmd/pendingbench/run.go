@@ -51,6 +51,7 @@ var lines = []line{
 	{"count", countLines},
 	{"recipients", recipientLines},
 	{"page vs raw select + opens", rawPageLines},
+	{"library vs raw floor", libraryFloorLines},
 	{"abandon and ACK", deleteLines},
 	{"cold cache", coldLines},
 	{"send", sendLines},
