@@ -51,9 +51,11 @@ type pendingCount struct {
 
 // writePending runs fn, which inserts or deletes pending rows and returns
 // by how many their number changed, in one transaction, and moves the
-// in-memory count by that change once the transaction committed. After a
-// failure the count is dropped: a failed commit may or may not have
-// reached the disk, and the next count asks SQLite.
+// in-memory count by that change once the transaction committed. (Its
+// explicit COMMIT, rather than a lone DELETE's implicit one, is what lets a
+// failed commit be told apart and the count dropped; it costs two round
+// trips, a few percent of a write's sync.) After a failure the count is dropped: a failed commit may or may not
+// have reached the disk, and the next count asks SQLite.
 func (s *Store) writePending(ctx context.Context, fn func(q *db.Queries) (delta int64, err error)) error {
 	c := &s.count
 	c.mu.Lock()

@@ -387,6 +387,21 @@ func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error 
 	return sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
 }
 
+// run runs fn's statements as one transaction. One statement (multi
+// false) runs on the store's connection outside BEGIN, where SQLite gives
+// it its own transaction (one snapshot, committed on its own), without
+// the round trips of BEGIN and COMMIT; several (multi) run in one
+// transaction begun by withTx.
+func (s *Store) run(ctx context.Context, multi bool, fn func(q *db.Queries) error) error {
+	if multi {
+		return s.withTx(ctx, fn)
+	}
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return fn(s.q)
+}
+
 // withConn runs fn on a connection held for the whole call, passing its
 // identity: the driver connection (comparable with ==), so that fn knows
 // which connection its statements run on (see pendingCount). q runs
@@ -500,35 +515,46 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	}
 	after := req.After
 	from, more := storage.FirstSequence(after)
-	var rows []pendingRow
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	var all []db.PagePendingOutboundRow
+	var to []db.PagePendingOutboundForRecipientRow
+	// A negative cursor is checked against the table in the same snapshot
+	// as the page: two statements. Any other page is one.
+	err := s.run(ctx, negative(after), func(q *db.Queries) error {
 		if err := checkCursor(ctx, q, after); err != nil || !more {
 			return err
 		}
 		limit := int64(req.Limit) + 1
+		var err error
 		if req.Recipient == nil {
-			rs, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
-			for _, r := range rs {
-				rows = append(rows, pendingRow(r))
-			}
+			all, err = q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
 			return err
 		}
-		rs, err := q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+		to, err = q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
 			RecipientUserID:   req.Recipient.UserID,
 			RecipientDeviceID: req.Recipient.DeviceID,
 			FromSequence:      from,
 			RowLimit:          limit,
 		})
-		for _, r := range rs {
-			rows = append(rows, pendingRow(r))
-		}
 		return err
 	})
 	if err != nil {
 		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	return rowseal.Page(rows, req.Limit, func(r pendingRow) int64 { return r.Sequence }, s.openPending), nil
+	if req.Recipient == nil {
+		return rowseal.Page(all, req.Limit, func(r db.PagePendingOutboundRow) int64 { return r.Sequence },
+			func(r db.PagePendingOutboundRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
+				return s.openPending(pendingRow(r))
+			}), nil
+	}
+	return rowseal.Page(to, req.Limit, func(r db.PagePendingOutboundForRecipientRow) int64 { return r.Sequence },
+		func(r db.PagePendingOutboundForRecipientRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
+			return s.openPending(pendingRow(r))
+		}), nil
 }
+
+// negative reports whether after is a negative cursor, which is checked
+// against what the table holds (see checkCursor).
+func negative(after *int64) bool { return after != nil && *after < 0 }
 
 // checkCursor refuses a negative cursor unless a row with a negative
 // sequence is stored (see storage.CheckCursor).
@@ -561,7 +587,7 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAd
 		return n, nil
 	}
 	var n int64
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.run(ctx, false, func(q *db.Queries) error {
 		var err error
 		n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
 			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
@@ -635,7 +661,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 	}
 	from, more := storage.FirstSequence(after)
 	var row db.NextPendingOutboundForRecipientRow
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.run(ctx, negative(after), func(q *db.Queries) error {
 		if err := checkCursor(ctx, q, after); err != nil {
 			return err
 		}
