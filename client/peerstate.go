@@ -149,17 +149,12 @@ func decodePeer(addr ids.DeviceAddress, st storage.PeerState) (*peer, store.Peer
 // checkPeerPart is the storage.PeerCheck of DiscardUnreadablePeerState: it
 // refuses exactly the opened values decodePeer does not decode.
 func checkPeerPart(part store.PeerPart, plaintext []byte) error {
-	st := storage.PeerState{}
-	switch part {
-	case store.PeerSession:
-		st.Session = plaintext
-	case store.PeerInitiation:
-		st.Initiation = plaintext
-	case store.PeerPin:
-		st.Pin = plaintext
-	default:
+	p, ok := storage.PartOf(part)
+	if !ok {
 		return fmt.Errorf("%w: unknown peer state part %v", ErrInvalidArgument, part)
 	}
+	st := storage.PeerState{}
+	*p.State(&st) = plaintext
 	_, damage := decodePeer(ids.DeviceAddress{}, st)
 	return errors.Join(damage.Session, damage.Initiation, damage.Pin)
 }

@@ -275,9 +275,13 @@ func (c *Client) handOff(ctx context.Context, to ids.DeviceAddress, raw []byte) 
 	return nil
 }
 
-// maxBody is the largest plaintext Send accepts: a frame must fit the
-// session's plaintext limit.
-const maxBody = session.MaxPlaintextSize - frameHeaderSize
+// maxBody is the largest plaintext Send accepts: store.MaxPlaintextSize,
+// the room a frame leaves in a session plaintext. The constant below
+// stops the build if the frame's header and the store's limit ever
+// disagree.
+const maxBody = store.MaxPlaintextSize
+
+const _ = uint(maxBody-(session.MaxPlaintextSize-frameHeaderSize)) + uint((session.MaxPlaintextSize-frameHeaderSize)-maxBody)
 
 // Send encrypts plaintext for to (fetching a bundle only if there is no
 // session with to, or its sending chain is full), stores it as pending

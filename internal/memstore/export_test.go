@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/store"
 )
 
@@ -49,8 +50,12 @@ func (s *Store) TamperPeer(peer ids.DeviceAddress, part store.PeerPart, sealed [
 	if p == nil {
 		return false
 	}
-	v := map[store.PeerPart]*[]byte{store.PeerSession: &p.Session, store.PeerInitiation: &p.Initiation, store.PeerPin: &p.Pin}[part]
-	if v == nil || *v == nil {
+	e, ok := storage.PartOf(part)
+	if !ok {
+		return false
+	}
+	v := e.State(p)
+	if *v == nil {
 		return false
 	}
 	*v = sealed

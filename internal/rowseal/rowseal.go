@@ -120,34 +120,20 @@ func Page[R any](rows []R, limit int, seq func(R) int64, open func(R) (store.Pen
 	return page
 }
 
-// peerFields lists the parts of a PeerState with their record types.
-func peerFields(p *storage.PeerState) []struct {
-	rt seal.RecordType
-	v  *[]byte
-} {
-	return []struct {
-		rt seal.RecordType
-		v  *[]byte
-	}{
-		{seal.RecordSession, &p.Session},
-		{seal.RecordSessionInitiation, &p.Initiation},
-		{seal.RecordIdentityPin, &p.Pin},
-	}
-}
-
 // SealPeer returns u with every non-empty part sealed for peer; nil
 // (unchanged) and empty (delete) parts stay as they are.
 func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u storage.PeerState) (storage.PeerState, error) {
 	ad := storage.AddressAD(peer)
-	for _, f := range peerFields(&u) {
-		if len(*f.v) == 0 {
+	for _, p := range storage.PeerParts {
+		f := p.State(&u)
+		if len(*f) == 0 {
 			continue
 		}
-		v, err := keys.Seal(f.rt, ad, *f.v)
+		v, err := keys.Seal(p.Record, ad, *f)
 		if err != nil {
 			return storage.PeerState{}, err
 		}
-		*f.v = v
+		*f = v
 	}
 	return u, nil
 }
@@ -169,18 +155,18 @@ func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerSta
 func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState) (storage.PeerState, store.PeerDamage) {
 	ad := storage.AddressAD(peer)
 	var damage store.PeerDamage
-	causes := []*error{&damage.Session, &damage.Initiation, &damage.Pin}
-	for i, f := range peerFields(&sealed) {
-		if *f.v == nil {
+	for _, p := range storage.PeerParts {
+		f := p.State(&sealed)
+		if *f == nil {
 			continue
 		}
-		pt, err := keys.Open(f.rt, ad, *f.v)
+		pt, err := keys.Open(p.Record, ad, *f)
 		if err != nil {
-			*causes[i] = err
-			*f.v = nil
+			*p.Damage(&damage) = err
+			*f = nil
 			continue
 		}
-		*f.v = pt
+		*f = pt
 	}
 	return sealed, damage
 }
@@ -194,20 +180,13 @@ func DiscardablePeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed sto
 	if check == nil {
 		return damage
 	}
-	for _, p := range []struct {
-		part  store.PeerPart
-		value []byte
-		cause *error
-	}{
-		{store.PeerSession, opened.Session, &damage.Session},
-		{store.PeerInitiation, opened.Initiation, &damage.Initiation},
-		{store.PeerPin, opened.Pin, &damage.Pin},
-	} {
-		if p.value == nil || *p.cause != nil {
+	for _, p := range storage.PeerParts {
+		value, cause := *p.State(&opened), p.Damage(&damage)
+		if value == nil || *cause != nil {
 			continue
 		}
-		if err := check(p.part, p.value); err != nil {
-			*p.cause = err
+		if err := check(p.Part, value); err != nil {
+			*cause = err
 		}
 	}
 	return damage

@@ -12,14 +12,14 @@ import (
 
 // PendingRecipients implements storage.Pending: a loose index scan of the
 // recipient index (see PendingOutboundRecipients): limit+1 steps of a
-// few seeks each, in one read transaction, no message opened.
+// few seeks each, in one statement (its own transaction), no message opened.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := req.Validate(); err != nil {
 		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
 	}
 	from := req.From()
 	var rows []db.PendingOutboundRecipientsRow
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.run(ctx, false, func(q *db.Queries) error {
 		var err error
 		rows, err = q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
 			AfterUserID:   from.UserID,

@@ -217,6 +217,35 @@ type PeerState struct {
 	Pin        []byte
 }
 
+// PeerPart is one part of a remote device's stored state: its name, the
+// record type it is sealed as, its field in a PeerState and its cause in
+// a store.PeerDamage. PeerParts is the one table of them.
+type PeerPart struct {
+	Part   store.PeerPart
+	Record seal.RecordType
+	State  func(*PeerState) *[]byte
+	Damage func(*store.PeerDamage) *error
+}
+
+// PeerParts lists the parts of a remote device's stored state, in the
+// order session, initiation, pin; every walk over the parts reads it.
+var PeerParts = [...]PeerPart{
+	{store.PeerSession, seal.RecordSession, func(s *PeerState) *[]byte { return &s.Session }, func(d *store.PeerDamage) *error { return &d.Session }},
+	{store.PeerInitiation, seal.RecordSessionInitiation, func(s *PeerState) *[]byte { return &s.Initiation }, func(d *store.PeerDamage) *error { return &d.Initiation }},
+	{store.PeerPin, seal.RecordIdentityPin, func(s *PeerState) *[]byte { return &s.Pin }, func(d *store.PeerDamage) *error { return &d.Pin }},
+}
+
+// PartOf returns the table entry of p, false for a value that names no
+// part.
+func PartOf(p store.PeerPart) (PeerPart, bool) {
+	for _, e := range PeerParts {
+		if e.Part == p {
+			return e, true
+		}
+	}
+	return PeerPart{}, false
+}
+
 // PeerCheck tells DiscardUnreadablePeer whether the opened value of one
 // part of a remote device's state is usable: nil if it is, the reason if
 // it is not (the part is then removed, with that reason as its cause).

@@ -44,18 +44,13 @@ type peerDamageCase struct {
 
 // recordType returns the record type a part is sealed as.
 func recordType(p store.PeerPart) seal.RecordType {
-	switch p {
-	case store.PeerSession:
-		return seal.RecordSession
-	case store.PeerInitiation:
-		return seal.RecordSessionInitiation
-	}
-	return seal.RecordIdentityPin
+	e, _ := storage.PartOf(p)
+	return e.Record
 }
 
 func peerDamageCases() []peerDamageCase {
 	var out []peerDamageCase
-	for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
+	for _, part := range peerParts() {
 		out = append(out,
 			peerDamageCase{part.String() + " moved from bob", part, func(t *testing.T, h *harness) []byte {
 				v, err := h.keys.Seal(recordType(part), storage.AddressAD(bob), []byte("bob's value"))
@@ -87,14 +82,8 @@ func peerDamageCases() []peerDamageCase {
 // cause as a stand-in (compared with requirePeerDamage).
 func damageOf(part store.PeerPart, cause error) store.PeerDamage {
 	var d store.PeerDamage
-	switch part {
-	case store.PeerSession:
-		d.Session = cause
-	case store.PeerInitiation:
-		d.Initiation = cause
-	case store.PeerPin:
-		d.Pin = cause
-	}
+	e, _ := storage.PartOf(part)
+	*e.Damage(&d) = cause
 	return d
 }
 
@@ -116,15 +105,7 @@ func requirePeerDamage(t *testing.T, want, got store.PeerDamage) {
 
 // without returns st with part absent.
 func without(st storage.PeerState, part store.PeerPart) storage.PeerState {
-	switch part {
-	case store.PeerSession:
-		st.Session = nil
-	case store.PeerInitiation:
-		st.Initiation = nil
-	case store.PeerPin:
-		st.Pin = nil
-	}
-	return st
+	return with(st, part, nil)
 }
 
 // peerSetup stores full state for alice and bob, a pending message to
@@ -187,7 +168,7 @@ func testPeerUnreadable(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
 		other := NewKeyring(t)
-		for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
+		for _, part := range peerParts() {
 			v, err := other.Seal(recordType(part), storage.AddressAD(alice), []byte("x"))
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
@@ -236,7 +217,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 	t.Run("every part damaged", func(t *testing.T) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
-		for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
+		for _, part := range peerParts() {
 			v, err := h.keys.Seal(recordType(part), storage.AddressAD(bob), []byte("moved"))
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
@@ -307,14 +288,8 @@ func refusingCheck() (storage.PeerCheck, *[]checkCall) {
 
 // with returns st with part set to v.
 func with(st storage.PeerState, part store.PeerPart, v []byte) storage.PeerState {
-	switch part {
-	case store.PeerSession:
-		st.Session = v
-	case store.PeerInitiation:
-		st.Initiation = v
-	case store.PeerPin:
-		st.Pin = v
-	}
+	e, _ := storage.PartOf(part)
+	*e.State(&st) = v
 	return st
 }
 
@@ -326,7 +301,7 @@ func with(st storage.PeerState, part store.PeerPart, v []byte) storage.PeerState
 // does not judge plaintexts.
 func testDiscardRefusedPeer(t *testing.T, h *harness) {
 	replacement := []byte("replacement pin")
-	for _, part := range []store.PeerPart{store.PeerSession, store.PeerInitiation, store.PeerPin} {
+	for _, part := range peerParts() {
 		for _, pin := range [][]byte{nil, replacement} {
 			name := part.String()
 			if pin != nil {
@@ -406,4 +381,13 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 		require.Equal(t, store.PeerDamage{}, d)
 		require.Empty(t, *calls, "nothing stored, nothing checked")
 	})
+}
+
+// peerParts lists the parts of a remote device's stored state.
+func peerParts() []store.PeerPart {
+	var out []store.PeerPart
+	for _, e := range storage.PeerParts {
+		out = append(out, e.Part)
+	}
+	return out
 }
