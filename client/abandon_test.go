@@ -12,7 +12,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -108,7 +108,7 @@ func mapKeys[K comparable, V any](m map[K]V) []K {
 func seedPendingInbound(t *testing.T, d *device, from ids.DeviceAddress, text string) {
 	t.Helper()
 	id := ids.NewLogicalMessageID()
-	sealed, err := d.kr.Seal(seal.RecordPendingInbound, storage.MessageAD(from, id), []byte(text))
+	sealed, err := d.kr.Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), []byte(text))
 	require.NoError(t, err)
 	_, err = db.New(d.sql.DB()).InsertPendingInbound(context.Background(), db.InsertPendingInboundParams{
 		SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
@@ -100,7 +101,7 @@ var peerDamages = []peerDamage{
 		return out
 	}, seal.ErrAuthentication},
 	{"under a key the keyring does not hold", func(t *testing.T, _ *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, _ []byte) []byte {
-		v, err := newKeyring(t).Seal(rt, storage.AddressAD(peer), []byte("restored from elsewhere"))
+		v, err := newKeyring(t).Seal(rt, rowseal.AddressAD(peer), []byte("restored from elsewhere"))
 		require.NoError(t, err)
 		return v
 	}, seal.ErrWrongKey},
@@ -114,9 +115,9 @@ var peerDamages = []peerDamage{
 // release does not read (see newerEncoding).
 func resealNewer(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte {
 	t.Helper()
-	pt, err := kr.Open(rt, storage.AddressAD(peer), v)
+	pt, err := kr.Open(rt, rowseal.AddressAD(peer), v)
 	require.NoError(t, err)
-	v, err = kr.Seal(rt, storage.AddressAD(peer), newerEncoding(t, rt, pt))
+	v, err = kr.Seal(rt, rowseal.AddressAD(peer), newerEncoding(t, rt, pt))
 	require.NoError(t, err)
 	return v
 }

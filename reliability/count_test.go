@@ -14,6 +14,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storage"
@@ -108,7 +109,7 @@ func fanoutPeers(rng *rand.Rand, update storage.PeerState) []storage.PeerUpdate 
 // as another process writing the same database would.
 func (g *countRig) externalInsert(k pendingKey) {
 	g.t.Helper()
-	sealed, err := g.keys.Seal(seal.RecordPendingOutbound, storage.MessageAD(k.r, k.id), []byte("written by another connection"))
+	sealed, err := g.keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(k.r, k.id), []byte("written by another connection"))
 	require.NoError(g.t, err)
 	seq, err := db.New(g.other).InsertPendingOutbound(g.ctx, db.InsertPendingOutboundParams{
 		RecipientUserID: k.r.UserID, RecipientDeviceID: k.r.DeviceID, LogicalID: k.id[:], Sealed: sealed,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -180,7 +180,7 @@ func rawPage(ctx context.Context, e *env, c cursor) error {
 func openRow(e *env, to ids.DeviceAddress, lid, sealed []byte) error {
 	var id ids.LogicalMessageID
 	copy(id[:], lid)
-	_, err := e.keys.Open(seal.RecordPendingOutbound, storage.MessageAD(to, id), sealed)
+	_, err := e.keys.Open(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), sealed)
 	return err
 }
 

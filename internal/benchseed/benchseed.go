@@ -15,7 +15,7 @@
 // Rows are deterministic: row i (0-based) is for Layout.Row(i) and, seeded
 // into an empty table, gets sequence i+1, so benchmarks can name victims
 // and cursor positions without reading the database. Every sealed value is
-// a real seal record of the store's keyring bound to storage.MessageAD, so
+// a real seal record of the store's keyring bound to rowseal.MessageAD, so
 // the store's pages open it. Seeding writes through the sqlc-generated
 // InsertPendingOutbound inside large transactions, on a raw connection
 // opened with sqlitestore.DSN after sqlitestore.Open has migrated the file.
@@ -38,6 +38,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/storage"
@@ -168,7 +169,7 @@ func Plaintext(i, size int) []byte {
 // SealRow seals plaintext as a pending outbound record of keys for
 // (recipient, id), exactly as the store does.
 func SealRow(keys *seal.Keyring, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) ([]byte, error) {
-	return keys.Seal(seal.RecordPendingOutbound, storage.MessageAD(recipient, id), plaintext)
+	return keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(recipient, id), plaintext)
 }
 
 type batch struct {

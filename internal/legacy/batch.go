@@ -8,8 +8,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/internal/db/legacydb"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 )
 
@@ -40,7 +40,7 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 				if err != nil {
 					return err
 				}
-				sealed, err := m.keys.Seal(seal.RecordPendingOutbound, storage.MessageAD(to, id), r.Plaintext)
+				sealed, err := m.keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), r.Plaintext)
 				clear(r.Plaintext)
 				if err != nil {
 					return fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)

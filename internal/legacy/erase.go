@@ -12,7 +12,6 @@ import (
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/internal/storage"
 )
 
 // finish is step 3: with every row sealed, it empties the set-aside table,
@@ -86,7 +85,7 @@ func (m *migrator) erase(ctx context.Context) error {
 		if err := execStep(ctx, tx, stepDropPlaintext); err != nil {
 			return err
 		}
-		return m.setVerifier(ctx, legacydb.New(tx), []byte(storage.KeyVerifierSealedQueue))
+		return m.setVerifier(ctx, legacydb.New(tx), []byte(rowseal.KeyVerifierSealedQueue))
 	})
 }
 

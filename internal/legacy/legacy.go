@@ -16,10 +16,10 @@
 //   - a database sealed before its pending queue was (a legacy client
 //     sealed its keys, identity, pins and sessions but not the queue, as
 //     fixtures/legacy): it records storage keys, every verifier opens with
-//     the keyring and seals exactly storage.KeyVerifierText, the unmarked
+//     the keyring and seals exactly rowseal.KeyVerifierText, the unmarked
 //     legacy-era text, and the keyring's current key is the active one.
 //
-// Every verifier this library records seals storage.KeyVerifierSealedQueue
+// Every verifier this library records seals rowseal.KeyVerifierSealedQueue
 // instead, the text marked "the pending queue is sealed by this library":
 // a new database's, a key rotation's, and this package's own once a
 // migration ends; sqlitestore.Open marks the unmarked verifier of a
@@ -56,7 +56,7 @@
 //     package set them aside, with this key;
 //  2. each batch transaction copies the next Options.Batch rows in
 //     sequence order, with their sequence and their plaintext sealed
-//     (record type 5, bound by storage.MessageAD to recipient and logical
+//     (record type 5, bound by rowseal.MessageAD to recipient and logical
 //     id): the largest sealed sequence is the durable cursor;
 //  3. once every row is sealed, one transaction empties the set-aside
 //     table, makes the proof name no rows, restores the sqlite_sequence
@@ -68,7 +68,7 @@
 //     held plaintext, a TRUNCATE checkpoint empties the WAL, and only then
 //     is the emptied set-aside table dropped, in the transaction that
 //     gives the storage key the marked verifier
-//     (storage.KeyVerifierSealedQueue).
+//     (rowseal.KeyVerifierSealedQueue).
 //
 // The set-aside table marks a migration under way: the next run continues
 // with the batches or, once it is empty, with the erase step, but only if
@@ -129,7 +129,7 @@ var (
 	// ErrPlaintextRefused means the database holds a plaintext pending
 	// table this package may not seal: the legacy layout in a database
 	// whose pending queue this library sealed (a storage key verifier
-	// carries the mark storage.KeyVerifierSealedQueue or a migration's
+	// carries the mark rowseal.KeyVerifierSealedQueue or a migration's
 	// proof), whose verifier does not open with the keyring (the error
 	// then also wraps the seal error, seal.ErrWrongKey or
 	// seal.ErrAuthentication), or that holds a local identity or sealed

@@ -18,6 +18,7 @@ import (
 
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
+	"github.com/securemsg/storage/internal/rowseal"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,6 @@ import (
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
@@ -149,9 +149,9 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	require.NoError(t, conn.QueryRow("SELECT key_id, state, verifier FROM storage_key").Scan(&keyID, &state, &verifier))
 	assert.Equal(t, int64(version14.Key().ID()), keyID)
 	assert.Equal(t, "active", state)
-	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, storage.KeyVerifierAD(seal.KeyID(keyID)), verifier)
+	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(seal.KeyID(keyID)), verifier)
 	require.NoError(t, err)
-	assert.Equal(t, storage.KeyVerifierSealedQueue, string(text))
+	assert.Equal(t, rowseal.KeyVerifierSealedQueue, string(text))
 	assert.Equal(t, int64(1), count(t, conn, "SELECT count(*) FROM storage_key"))
 	assert.Equal(t, int64(11), count(t, conn, pendingHighWater), "high-water mark kept")
 	var sealedRows int

@@ -13,7 +13,6 @@ import (
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 )
 
@@ -123,8 +122,8 @@ func refused(tables, why string) error {
 // in another sealed table; then record is true: step 1 records the key),
 // or it was sealed before the pending queue was, by a client that never
 // sealed a pending row (every storage key verifier opens with the keyring
-// and seals exactly storage.KeyVerifierText, none the mark
-// storage.KeyVerifierSealedQueue or a migration's proof; the keyring's
+// and seals exactly rowseal.KeyVerifierText, none the mark
+// rowseal.KeyVerifierSealedQueue or a migration's proof; the keyring's
 // current key is the active one). Otherwise it returns the reason it is
 // refused.
 func (m *migrator) mayBegin(ctx context.Context, q *legacydb.Queries) (record bool, err error) {
@@ -151,7 +150,7 @@ func (m *migrator) mayBegin(ctx context.Context, q *legacydb.Queries) (record bo
 			// keyring, or a verifier put in place of the database's own.
 			return false, fmt.Errorf("%w: %s: storage key %d's verifier does not open with this keyring: %w", ErrPlaintextRefused, table, k.KeyID, err)
 		}
-		if string(text) != storage.KeyVerifierText {
+		if string(text) != rowseal.KeyVerifierText {
 			return false, refused(table, fmt.Sprintf("the database's pending queue was sealed by this library (storage key %d's verifier is marked or carries a migration's proof)", k.KeyID))
 		}
 		if k.State == "active" && k.KeyID == int64(m.keys.Current()) {

@@ -17,7 +17,6 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -124,13 +123,13 @@ func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
 const proofTag = "\x00legacy migration rows\x00"
 
 func proofText(sum [sha256.Size]byte) []byte {
-	return append([]byte(storage.KeyVerifierText+proofTag), sum[:]...)
+	return append([]byte(rowseal.KeyVerifierText+proofTag), sum[:]...)
 }
 
 // proofSum returns the digest a verifier's plaintext carries, if it is a
 // migration's proof.
 func proofSum(text []byte) (sum [sha256.Size]byte, ok bool) {
-	rest, found := strings.CutPrefix(string(text), storage.KeyVerifierText+proofTag)
+	rest, found := strings.CutPrefix(string(text), rowseal.KeyVerifierText+proofTag)
 	if !found || len(rest) != sha256.Size {
 		return sum, false
 	}

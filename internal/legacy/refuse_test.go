@@ -18,8 +18,8 @@ import (
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -223,7 +223,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	require.NotEmpty(t, others["local_identity"])
 	require.NotEmpty(t, others["identity_pin"])
 	require.NotEmpty(t, others["session"])
-	require.Equal(t, storage.KeyVerifierText, verifierText(t, conn))
+	require.Equal(t, rowseal.KeyVerifierText, verifierText(t, conn))
 	require.NoError(t, conn.Close())
 
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
@@ -232,7 +232,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	conn, err = sql.Open("sqlite3", sqlitestore.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
-	assert.Equal(t, storage.KeyVerifierSealedQueue, verifierText(t, conn), "marked")
+	assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, conn), "marked")
 	checkMigrated(t, path, conn, before, others)
 	assert.Empty(t, onDisk(t, path, before), "no legacy plaintext left")
 
@@ -253,7 +253,7 @@ func verifierText(t *testing.T, conn *sql.DB) string {
 		verifier []byte
 	)
 	require.NoError(t, conn.QueryRow("SELECT key_id, verifier FROM storage_key").Scan(&keyID, &verifier))
-	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, storage.KeyVerifierAD(seal.KeyID(keyID)), verifier)
+	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(seal.KeyID(keyID)), verifier)
 	require.NoError(t, err)
 	return string(text)
 }
@@ -271,7 +271,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 	otherKeys, err := seal.NewKeyring(other)
 	require.NoError(t, err)
 	unmarked := func(t *testing.T, kr *seal.Keyring, id seal.KeyID) []byte {
-		v, err := kr.Seal(seal.RecordKeyVerifier, storage.KeyVerifierAD(id), []byte(storage.KeyVerifierText))
+		v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierText))
 		require.NoError(t, err)
 		return v
 	}
@@ -284,7 +284,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 		rewrite(t, path, "UPDATE storage_key SET verifier = ?", v)
 		s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 		require.NoError(t, err)
-		assert.Equal(t, storage.KeyVerifierSealedQueue, verifierText(t, s.DB()), "marked on open")
+		assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, s.DB()), "marked on open")
 		own := listAll(t, s)
 		require.NoError(t, s.Close())
 
@@ -446,14 +446,14 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 		}},
 		{name: "the proof replaced by a plain verifier", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			id := version14.Key().ID()
-			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, storage.KeyVerifierAD(id), []byte(storage.KeyVerifierText))
+			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
 		}},
 		{name: "the proof replaced by a marked verifier", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			id := version14.Key().ID()
-			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, storage.KeyVerifierAD(id), []byte(storage.KeyVerifierSealedQueue))
+			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierSealedQueue))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
@@ -461,7 +461,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 		{name: "the proof replaced by one sealed with another key", want: seal.ErrWrongKey, tamper: func(t *testing.T, conn *sql.DB) {
 			kr, err := seal.NewKeyring(other)
 			require.NoError(t, err)
-			v, err := kr.Seal(seal.RecordKeyVerifier, storage.KeyVerifierAD(version14.Key().ID()), []byte(storage.KeyVerifierText))
+			v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(version14.Key().ID()), []byte(rowseal.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)

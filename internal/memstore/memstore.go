@@ -225,14 +225,14 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	}
 	after := req.After
 	from, more := storage.FirstSequence(after)
-	var rows []pendingRow
+	var rows []rowseal.Row
 	err := s.locked(ctx, func() error {
 		if err := s.checkCursorLocked(after); err != nil || !more {
 			return err
 		}
 		for i := s.from(from); i < len(s.pending) && len(rows) <= req.Limit; i++ {
 			if r := s.pending[i]; req.Recipient == nil || r.key.addr == *req.Recipient {
-				rows = append(rows, r)
+				rows = append(rows, rowseal.Row{Seq: r.seq, To: r.key.addr, ID: r.key.id, Sealed: r.sealed})
 			}
 		}
 		return nil
@@ -240,7 +240,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	if err != nil {
 		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	return rowseal.Page(rows, req.Limit, func(r pendingRow) int64 { return r.seq }, s.open), nil
+	return rowseal.Page(s.keys, rows, req.Limit), nil
 }
 
 func (s *Store) open(r pendingRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
@@ -367,7 +367,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (storage.LocalIdentity, error
 	if err != nil {
 		return storage.LocalIdentity{}, err
 	}
-	secret, err := s.keys.Open(seal.RecordLocalIdentity, storage.AddressAD(row.addr), row.sealed)
+	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(row.addr), row.sealed)
 	if err != nil {
 		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
 	}
@@ -379,7 +379,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id storage.LocalIdentity)
 	if err := storage.ValidateAddress(id.Address); err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
-	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, storage.AddressAD(id.Address), id.Secret)
+	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
@@ -434,7 +434,7 @@ func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddres
 	var replacement []byte
 	if len(pin) > 0 {
 		var err error
-		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, storage.AddressAD(peer), pin); err != nil {
+		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
 			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
 		}
 	}
@@ -535,7 +535,7 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	}
 	var local []byte
 	if in.Local != nil {
-		if local, err = s.keys.Seal(seal.RecordLocalIdentity, storage.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
+		if local, err = s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
 			return false, err
 		}
 	}

@@ -1,6 +1,7 @@
 // Package rowseal seals and opens the values the stores write, each bound
-// to its row (record type and storage.AddressAD / storage.MessageAD). The
-// SQLite and in-memory stores both use it, so that they seal identically
+// to its row by its record type and associated data (AddressAD,
+// MessageAD, KeyVerifierAD, all defined here). The SQLite and in-memory
+// stores both use it, so that they seal identically
 // and open exactly the same records; the SQLite store and package legacy
 // seal and open the storage key verifiers with it.
 //
@@ -8,6 +9,7 @@
 package rowseal
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
@@ -28,7 +30,7 @@ func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, p
 	if len(plaintext) > store.MaxPlaintextSize {
 		return nil, nil, fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), store.MaxPlaintextSize)
 	}
-	sealed, err := keys.Seal(seal.RecordPendingOutbound, storage.MessageAD(to, id), plaintext)
+	sealed, err := keys.Seal(seal.RecordPendingOutbound, MessageAD(to, id), plaintext)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,7 +82,7 @@ func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.Log
 	if err := to.Validate(); err != nil {
 		return store.PendingMessage{}, Corrupt(seq, to, id, "recipient %q: %v", to, err)
 	}
-	pt, err := keys.Open(seal.RecordPendingOutbound, storage.MessageAD(to, id), sealed)
+	pt, err := keys.Open(seal.RecordPendingOutbound, MessageAD(to, id), sealed)
 	if err != nil {
 		return store.PendingMessage{}, &store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: seq, Recipient: to, ID: id}, Cause: fmt.Errorf("pending sequence %d: %w", seq, err)}
 	}
@@ -95,27 +97,40 @@ func Corrupt(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, format st
 		Cause: fmt.Errorf("pending sequence %d: %w: %s", seq, store.ErrCorruptRow, fmt.Sprintf(format, args...))}
 }
 
-// Page builds the page of the rows a store read for a page of limit:
-// rows in ascending sequence order (seq gives a row's sequence), at most
-// limit + 1 of them (the last one only says that another page follows,
-// and is never opened). Each returned row is opened with open and goes to
-// Messages or Unreadable; NextAfterSequence is the last returned sequence if more
-// follow.
-func Page[R any](rows []R, limit int, seq func(R) int64, open func(R) (store.PendingMessage, *store.UnreadablePendingMessage)) store.PendingMessagePage {
+// Row is a pending row as a store read it, its columns decoded: Bad is
+// set (and the row never opened) if they hold values the schema never
+// stores.
+type Row struct {
+	Seq    int64
+	To     ids.DeviceAddress
+	ID     ids.LogicalMessageID
+	Sealed []byte
+	Bad    *store.UnreadablePendingMessage
+}
+
+// Page builds the page of the rows a store read for a page of limit: rows
+// in ascending sequence order, at most limit + 1 of them (the last one only
+// says that another page follows, and is never opened). Each returned row
+// is opened (OpenPending) into Messages or reported in Unreadable;
+// NextAfterSequence is the last returned sequence if more follow.
+func Page(keys *seal.Keyring, rows []Row, limit int) store.PendingMessagePage {
 	var page store.PendingMessagePage
 	if len(rows) > limit {
 		rows = rows[:limit]
-		next := seq(rows[len(rows)-1])
+		next := rows[len(rows)-1].Seq
 		page.NextAfterSequence = &next
 	}
 	page.Messages = make([]store.PendingMessage, 0, len(rows))
 	for _, r := range rows {
-		m, bad := open(r)
-		if bad != nil {
-			page.Unreadable = append(page.Unreadable, *bad)
-			continue
+		bad := r.Bad
+		if bad == nil {
+			var m store.PendingMessage
+			if m, bad = OpenPending(keys, r.Seq, r.To, r.ID, r.Sealed); bad == nil {
+				page.Messages = append(page.Messages, m)
+				continue
+			}
 		}
-		page.Messages = append(page.Messages, m)
+		page.Unreadable = append(page.Unreadable, *bad)
 	}
 	return page
 }
@@ -123,7 +138,7 @@ func Page[R any](rows []R, limit int, seq func(R) int64, open func(R) (store.Pen
 // SealPeer returns u with every non-empty part sealed for peer; nil
 // (unchanged) and empty (delete) parts stay as they are.
 func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u storage.PeerState) (storage.PeerState, error) {
-	ad := storage.AddressAD(peer)
+	ad := AddressAD(peer)
 	for _, p := range storage.PeerParts {
 		f := p.State(&u)
 		if len(*f) == 0 {
@@ -153,7 +168,7 @@ func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerSta
 // own: a part that opens comes back opened, one that does not comes back
 // nil with its cause in the damage; absent (nil) parts stay nil.
 func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState) (storage.PeerState, store.PeerDamage) {
-	ad := storage.AddressAD(peer)
+	ad := AddressAD(peer)
 	var damage store.PeerDamage
 	for _, p := range storage.PeerParts {
 		f := p.State(&sealed)
@@ -195,12 +210,12 @@ func DiscardablePeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed sto
 // SealKeyVerifier seals text as the storage key verifier of keys' current
 // key and returns that key's id (the storage_key row the verifier belongs
 // to) with the sealed value: a verifier is always sealed by the key it
-// names, which only its holder can do. text is storage.KeyVerifierText, or
-// starts with it (storage.KeyVerifierSealedQueue, package legacy's proof).
+// names, which only its holder can do. text is KeyVerifierText, or
+// starts with it (KeyVerifierSealedQueue, package legacy's proof).
 // It returns the keyring's sealing error.
 func SealKeyVerifier(keys *seal.Keyring, text []byte) (seal.KeyID, []byte, error) {
 	id := keys.Current()
-	v, err := keys.Seal(seal.RecordKeyVerifier, storage.KeyVerifierAD(id), text)
+	v, err := keys.Seal(seal.RecordKeyVerifier, KeyVerifierAD(id), text)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -211,5 +226,42 @@ func SealKeyVerifier(keys *seal.Keyring, text []byte) (seal.KeyID, []byte, error
 // returns the text it seals; the keyring's error (seal.ErrWrongKey,
 // seal.ErrAuthentication, ...) if it does not open.
 func OpenKeyVerifier(keys *seal.Keyring, id seal.KeyID, verifier []byte) ([]byte, error) {
-	return keys.Open(seal.RecordKeyVerifier, storage.KeyVerifierAD(id), verifier)
+	return keys.Open(seal.RecordKeyVerifier, KeyVerifierAD(id), verifier)
+}
+
+// AddressAD is the associated data binding a sealed value to the row of
+// one remote device (identity pin, session, session initiation) or to the
+// local identity.
+func AddressAD(a ids.DeviceAddress) []byte {
+	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)))
+}
+
+// MessageAD is the associated data binding a sealed message to its row:
+// the remote device (recipient or sender) and the logical id.
+func MessageAD(a ids.DeviceAddress, id ids.LogicalMessageID) []byte {
+	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)), id[:])
+}
+
+// KeyVerifierText is the known value a storage key's verifier seals
+// (record type seal.RecordKeyVerifier, associated data KeyVerifierAD):
+// opening it proves a keyring holds the key before anything else is opened
+// with it. A verifier may seal more after this prefix (KeyVerifierSealedQueue;
+// package legacy carries its migration's proof there); opening it is the
+// proof of the key. A verifier sealing exactly KeyVerifierText is one
+// written before the pending queue was sealed (a legacy database), or by a
+// build that did not mark it yet.
+const KeyVerifierText = "securemsg storage key verifier"
+
+// KeyVerifierSealedQueue is the text every verifier this library records
+// seals: KeyVerifierText marked "this database's pending queue is sealed
+// by this library". Only a holder of the storage key can write it, so a
+// marked verifier proves to package legacy that a plaintext pending table
+// found beside it was not written by this library's client and must be
+// refused.
+const KeyVerifierSealedQueue = KeyVerifierText + "\x00pending queue sealed"
+
+// KeyVerifierAD is the associated data binding a storage key's verifier to
+// its storage_key row (the key id).
+func KeyVerifierAD(id seal.KeyID) []byte {
+	return seal.AD([]byte("storage_key"), []byte(fmt.Sprint(id)))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
@@ -141,7 +142,7 @@ func rawPage(ctx context.Context, d *benchDB, query string, args ...any) error {
 		if err != nil {
 			return err
 		}
-		if _, err := d.keys.Open(seal.RecordPendingOutbound, storage.MessageAD(ids.DeviceAddress{UserID: user, DeviceID: device}, id), sealed); err != nil {
+		if _, err := d.keys.Open(seal.RecordPendingOutbound, rowseal.MessageAD(ids.DeviceAddress{UserID: user, DeviceID: device}, id), sealed); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/seal"
@@ -62,7 +63,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	me := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
 	secret := []byte("alice/1 identity and prekeys")
 	require.NoError(t, s.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: me, Secret: secret}))
-	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, storage.AddressAD(me), secret}
+	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, rowseal.AddressAD(me), secret}
 
 	peers := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}, {UserID: "dave", DeviceID: 0}}
 	for i, p := range peers {
@@ -74,12 +75,12 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 			u.Initiation = []byte("initiation to " + p.String())
 		}
 		require.NoError(t, s.SavePeer(ctx, p, u))
-		want["identity_pin/"+p.String()] = rotateValue{seal.RecordIdentityPin, storage.AddressAD(p), u.Pin}
+		want["identity_pin/"+p.String()] = rotateValue{seal.RecordIdentityPin, rowseal.AddressAD(p), u.Pin}
 		if u.Session != nil {
-			want["session/"+p.String()] = rotateValue{seal.RecordSession, storage.AddressAD(p), u.Session}
+			want["session/"+p.String()] = rotateValue{seal.RecordSession, rowseal.AddressAD(p), u.Session}
 		}
 		if u.Initiation != nil {
-			want["session_initiation/"+p.String()] = rotateValue{seal.RecordSessionInitiation, storage.AddressAD(p), u.Initiation}
+			want["session_initiation/"+p.String()] = rotateValue{seal.RecordSessionInitiation, rowseal.AddressAD(p), u.Initiation}
 		}
 	}
 
@@ -94,7 +95,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 			gone = id
 			continue
 		}
-		want[fmt.Sprintf("pending_outbound_message/%d", seq)] = rotateValue{seal.RecordPendingOutbound, storage.MessageAD(to, id), pt}
+		want[fmt.Sprintf("pending_outbound_message/%d", seq)] = rotateValue{seal.RecordPendingOutbound, rowseal.MessageAD(to, id), pt}
 	}
 	ok, err := s.AbandonPending(ctx, peers[8%3], gone)
 	require.NoError(t, err)
@@ -107,18 +108,18 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 		require.NoError(t, err)
 		require.True(t, fresh)
 	}
-	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, storage.AddressAD(peers[0]), bobSession}
+	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, rowseal.AddressAD(peers[0]), bobSession}
 
 	q := db.New(s.DB())
 	for i := range 3 {
 		from := peers[i%2]
 		id := ids.NewLogicalMessageID()
 		pt := fmt.Appendf(nil, "inbound %d from %s", i, from)
-		sealed, err := s.Keyring().Seal(seal.RecordPendingInbound, storage.MessageAD(from, id), pt)
+		sealed, err := s.Keyring().Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), pt)
 		require.NoError(t, err)
 		seq, err := q.InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed})
 		require.NoError(t, err)
-		want[fmt.Sprintf("pending_inbound_message/%d", seq)] = rotateValue{seal.RecordPendingInbound, storage.MessageAD(from, id), pt}
+		want[fmt.Sprintf("pending_inbound_message/%d", seq)] = rotateValue{seal.RecordPendingInbound, rowseal.MessageAD(from, id), pt}
 	}
 	return want
 }
@@ -520,7 +521,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				stray, err := seal.NewKeyring(strayKey)
 				require.NoError(t, err)
 				to, id := ids.DeviceAddress{UserID: "erin", DeviceID: 5}, ids.NewLogicalMessageID()
-				v, err := stray.Seal(seal.RecordPendingOutbound, storage.MessageAD(to, id), []byte("stray"))
+				v, err := stray.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), []byte("stray"))
 				require.NoError(t, err)
 				seq, err := db.New(s.DB()).InsertPendingOutbound(context.Background(), db.InsertPendingOutboundParams{
 					RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: v,

@@ -152,7 +152,7 @@ func walkStorageKeys() rowBatches {
 			keyID := r.KeyID
 			out = append(out, sealedRow{
 				id: store.SkippedRow{Table: "storage_key"}, rt: seal.RecordKeyVerifier,
-				ad: storage.KeyVerifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
+				ad: rowseal.KeyVerifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
 				update: func(ctx context.Context, q *db.Queries, v []byte) error {
 					return q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: keyID})
 				},
@@ -182,7 +182,7 @@ func (r addressRow) sealedRow(table string, rt seal.RecordType, write func(ctx c
 	addr := c.address("user_id", r.userID, "device_id", r.deviceID)
 	sealed := c.blob("sealed", r.sealed)
 	return sealedRow{
-		id: store.SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: storage.AddressAD(addr), sealed: sealed,
+		id: store.SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: rowseal.AddressAD(addr), sealed: sealed,
 		update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
 	}
 }
@@ -273,7 +273,7 @@ func messageTable(
 				after = &seq
 				out = append(out, sealedRow{
 					id:  store.SkippedRow{Table: name, Address: r.addr, Sequence: seq, ID: r.id},
-					bad: r.bad, rt: rt, ad: storage.MessageAD(r.addr, r.id), sealed: r.sealed,
+					bad: r.bad, rt: rt, ad: rowseal.MessageAD(r.addr, r.id), sealed: r.sealed,
 					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) },
 				})
 			}

@@ -275,8 +275,8 @@ func (s *Store) init(ctx context.Context, o options) error {
 //
 // It runs after the legacy migration, so the pending queue is sealed: an
 // active verifier of the keyring's current key that seals the unmarked
-// storage.KeyVerifierText (written by a build that did not mark it) is
-// given the marked storage.KeyVerifierSealedQueue in the same transaction,
+// rowseal.KeyVerifierText (written by a build that did not mark it) is
+// given the marked rowseal.KeyVerifierSealedQueue in the same transaction,
 // so that package legacy refuses a plaintext table planted from then on.
 func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 	rows, err := q.ListStorageKeys(ctx)
@@ -295,7 +295,7 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 		// A verifier is sealed by its own key, which seals only while
 		// current: another key's waits until it is current (or a
 		// rotation records it anew).
-		if string(text) == storage.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
+		if string(text) == rowseal.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
 			if err := s.markKey(ctx, q); err != nil {
 				return err
 			}
@@ -317,7 +317,7 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 
 // markKey gives the record of keys' current key the marked verifier.
 func (s *Store) markKey(ctx context.Context, q *db.Queries) error {
-	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(storage.KeyVerifierSealedQueue))
+	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(rowseal.KeyVerifierSealedQueue))
 	if err != nil {
 		return fmt.Errorf("store: storage key %d: mark verifier: %w", id, err)
 	}
@@ -330,7 +330,7 @@ func (s *Store) markKey(ctx context.Context, q *db.Queries) error {
 // addKey records keys' current key as the active one, with the marked
 // verifier (the store keeps its pending queue sealed).
 func (s *Store) addKey(ctx context.Context, q *db.Queries) error {
-	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(storage.KeyVerifierSealedQueue))
+	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(rowseal.KeyVerifierSealedQueue))
 	if err != nil {
 		return fmt.Errorf("store: record storage key: %w", err)
 	}
@@ -541,15 +541,26 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
 	if req.Recipient == nil {
-		return rowseal.Page(all, req.Limit, func(r db.PagePendingOutboundRow) int64 { return r.Sequence },
-			func(r db.PagePendingOutboundRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
-				return s.openPending(pendingRow(r))
-			}), nil
+		return rowseal.Page(s.keys, decodeRows(all), req.Limit), nil
 	}
-	return rowseal.Page(to, req.Limit, func(r db.PagePendingOutboundForRecipientRow) int64 { return r.Sequence },
-		func(r db.PagePendingOutboundForRecipientRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
-			return s.openPending(pendingRow(r))
-		}), nil
+	return rowseal.Page(s.keys, decodeRows(to), req.Limit), nil
+}
+
+// pageRow is a row of either page query: the same columns.
+type pageRow interface {
+	db.PagePendingOutboundRow | db.PagePendingOutboundForRecipientRow
+}
+
+// decodeRows decodes the rows of a page query (decodePending), for
+// rowseal.Page to open.
+func decodeRows[R pageRow](rows []R) []rowseal.Row {
+	out := make([]rowseal.Row, len(rows))
+	for i, r := range rows {
+		pr := pendingRow(r)
+		to, id, sealed, bad := decodePending(pr)
+		out[i] = rowseal.Row{Seq: pr.Sequence, To: to, ID: id, Sealed: sealed, Bad: bad}
+	}
+	return out
 }
 
 // negative reports whether after is a negative cursor, which is checked

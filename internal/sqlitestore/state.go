@@ -30,7 +30,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (storage.LocalIdentity, error
 		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
 	}
 	addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
-	secret, err := s.keys.Open(seal.RecordLocalIdentity, storage.AddressAD(addr), row.Sealed)
+	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), row.Sealed)
 	if err != nil {
 		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
 	}
@@ -44,7 +44,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id storage.LocalIdentity)
 	if err := storage.ValidateAddress(id.Address); err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
-	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, storage.AddressAD(id.Address), id.Secret)
+	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
@@ -209,7 +209,7 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	}
 	var local []byte
 	if in.Local != nil {
-		if local, err = s.keys.Seal(seal.RecordLocalIdentity, storage.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
+		if local, err = s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
 			return 0, err
 		}
 	}
@@ -250,7 +250,7 @@ func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddres
 	var replacement []byte
 	if len(pin) > 0 {
 		var err error
-		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, storage.AddressAD(peer), pin); err != nil {
+		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
 			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
 		}
 	}

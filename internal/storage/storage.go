@@ -17,7 +17,6 @@ package storage
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -306,43 +305,6 @@ type Store interface {
 	Claim() (release func(), err error)
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error
-}
-
-// AddressAD is the associated data binding a sealed value to the row of
-// one remote device (identity pin, session, session initiation) or to the
-// local identity.
-func AddressAD(a ids.DeviceAddress) []byte {
-	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)))
-}
-
-// MessageAD is the associated data binding a sealed message to its row:
-// the remote device (recipient or sender) and the logical id.
-func MessageAD(a ids.DeviceAddress, id ids.LogicalMessageID) []byte {
-	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)), id[:])
-}
-
-// KeyVerifierText is the known value a storage key's verifier seals
-// (record type seal.RecordKeyVerifier, associated data KeyVerifierAD):
-// opening it proves a keyring holds the key before anything else is opened
-// with it. A verifier may seal more after this prefix (KeyVerifierSealedQueue;
-// package legacy carries its migration's proof there); opening it is the
-// proof of the key. A verifier sealing exactly KeyVerifierText is one
-// written before the pending queue was sealed (a legacy database), or by a
-// build that did not mark it yet.
-const KeyVerifierText = "securemsg storage key verifier"
-
-// KeyVerifierSealedQueue is the text every verifier this library records
-// seals: KeyVerifierText marked "this database's pending queue is sealed
-// by this library". Only a holder of the storage key can write it, so a
-// marked verifier proves to package legacy that a plaintext pending table
-// found beside it was not written by this library's client and must be
-// refused.
-const KeyVerifierSealedQueue = KeyVerifierText + "\x00pending queue sealed"
-
-// KeyVerifierAD is the associated data binding a storage key's verifier to
-// its storage_key row (the key id).
-func KeyVerifierAD(id seal.KeyID) []byte {
-	return seal.AD([]byte("storage_key"), []byte(fmt.Sprint(id)))
 }
 
 // RecipientLister lists the recipients that have pending messages.

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -17,7 +17,7 @@ import (
 // would: the starting point of a damaged value.
 func sealFor(t *testing.T, keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, text []byte) []byte {
 	t.Helper()
-	v, err := keys.Seal(seal.RecordPendingOutbound, storage.MessageAD(to, id), text)
+	v, err := keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), text)
 	require.NoError(t, err)
 	return v
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -214,7 +214,7 @@ func checkStateOpens(ctx context.Context, m *migration.Migrator, path string, ex
 		if err != nil {
 			return err
 		}
-		pt, err := s.Keyring().Open(seal.RecordPendingInbound, storage.MessageAD(from, id), r.Sealed)
+		pt, err := s.Keyring().Open(seal.RecordPendingInbound, rowseal.MessageAD(from, id), r.Sealed)
 		if err != nil {
 			return fmt.Errorf("pending inbound %d: %w", r.Sequence, err)
 		}
