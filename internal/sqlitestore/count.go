@@ -38,8 +38,8 @@ import (
 // mean the same connection, as the stored reference keeps the old
 // connection's memory from being reused for a new one.
 type pendingCount struct {
-	// mu is held by every pending-row writer across its transaction and
-	// by PendingMessageCount(nil) across its own, so that a count never reads
+	// mu is held by every transaction (Store.tx) and by
+	// PendingMessageCount(nil) across its own, so that a count never reads
 	// the number between a commit and the update that follows it. Lock
 	// order: Store.sealMu, then mu, then the connection.
 	mu      sync.Mutex
@@ -50,28 +50,17 @@ type pendingCount struct {
 }
 
 // writePending runs fn, which inserts or deletes pending rows and returns
-// by how many their number changed, in one transaction, and moves the
-// in-memory count by that change once the transaction committed. (Its
-// explicit COMMIT, rather than a lone DELETE's implicit one, is what lets a
-// failed commit be told apart and the count dropped; it costs two round
-// trips, a few percent of a write's sync.) After a failure the count is dropped: a failed commit may or may not
-// have reached the disk, and the next count asks SQLite.
+// by how many their number changed, as one transaction (tx), recording
+// that change for the in-memory count. Any failure drops the count: a
+// failed commit may or may not have reached the disk, and the next count
+// asks SQLite.
 func (s *Store) writePending(ctx context.Context, fn func(q *db.Queries) (delta int64, err error)) error {
-	c := &s.count
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var delta int64
-	err := s.withTx(ctx, func(q *db.Queries) error {
-		var err error
-		delta, err = fn(q)
+	return s.tx(ctx, pendingWrite, func(t *txn) error {
+		t.counted = true
+		delta, err := fn(t.Queries)
+		t.pending += delta
 		return err
 	})
-	if err != nil {
-		c.known = false
-		return err
-	}
-	c.n += delta
-	return nil
 }
 
 // countAll returns the number of pending outbound rows: the in-memory

@@ -19,7 +19,7 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 	}
 	from := req.From()
 	var rows []db.PendingOutboundRecipientsRow
-	err := s.run(ctx, false, func(q *db.Queries) error {
+	err := s.tx(ctx, oneRead, func(q *txn) error {
 		var err error
 		rows, err = q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
 			AfterUserID:   from.UserID,

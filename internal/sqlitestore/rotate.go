@@ -110,7 +110,7 @@ func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, new
 	if err != nil {
 		return err
 	}
-	return s.withTx(ctx, func(q *db.Queries) error {
+	return s.tx(ctx, inTx, func(q *txn) error {
 		rows, err := q.ListStorageKeys(ctx)
 		if err != nil {
 			return fmt.Errorf("read storage keys: %w", err)
@@ -162,7 +162,7 @@ func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID, skipped []
 		}
 	}
 	keptSet := map[seal.KeyID]bool{}
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.tx(ctx, inTx, func(q *txn) error {
 		rows, err := q.ListStorageKeys(ctx)
 		if err != nil {
 			return fmt.Errorf("read storage keys: %w", err)
@@ -277,9 +277,9 @@ func (t *rotationTally) finish() {
 // transaction.
 func (s *Store) countSealedRows(ctx context.Context) (int64, error) {
 	var rows int64
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.tx(ctx, inTx, func(q *txn) error {
 		for _, t := range sealedTables {
-			n, err := t.count(ctx, q)
+			n, err := t.count(ctx, q.Queries)
 			if err != nil {
 				return fmt.Errorf("%s: count rows: %w", t.name, err)
 			}
@@ -302,8 +302,8 @@ func (s *Store) resealTable(ctx context.Context, t sealedTable, sealer *seal.Key
 	for {
 		var n, resealed int64
 		var sk []store.SkippedRow
-		err := s.withTx(ctx, func(q *db.Queries) error {
-			rows, err := next(ctx, q, int64(batch))
+		err := s.tx(ctx, inTx, func(q *txn) error {
+			rows, err := next(ctx, q.Queries, int64(batch))
 			if err != nil {
 				return fmt.Errorf("read batch: %w", err)
 			}
@@ -328,7 +328,7 @@ func (s *Store) resealTable(ctx context.Context, t sealedTable, sealer *seal.Key
 				if err != nil {
 					return fmt.Errorf("%s: %w", r.id, err)
 				}
-				if err := r.update(ctx, q, v); err != nil {
+				if err := r.update(ctx, q.Queries, v); err != nil {
 					return fmt.Errorf("%s: write: %w", r.id, err)
 				}
 				resealed++

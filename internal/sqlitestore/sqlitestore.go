@@ -255,14 +255,14 @@ func (s *Store) init(ctx context.Context, o options) error {
 		}
 	}
 	// One transaction for what every open checks on a sealed database.
-	return s.withTx(ctx, func(q *db.Queries) error {
-		if err := s.checkKey(ctx, q); err != nil {
+	return s.tx(ctx, inTx, func(q *txn) error {
+		if err := s.checkKey(ctx, q.Queries); err != nil {
 			return err
 		}
-		if err := repairSequence(ctx, q); err != nil {
+		if err := repairSequence(ctx, q.Queries); err != nil {
 			return err
 		}
-		return checkSequence(ctx, q, o.restart)
+		return checkSequence(ctx, q.Queries, o.restart)
 	})
 }
 
@@ -375,32 +375,6 @@ func (s *Store) DB() *sql.DB { return s.conn }
 
 // Keyring returns the keyring the store seals with.
 func (s *Store) Keyring() *seal.Keyring { return s.keys }
-
-// withTx is the store's way into a transaction (withConn for one
-// held connection): every call that touches the database runs fn with the
-// generated queries bound to one transaction, committed if fn returns nil
-// and rolled back otherwise.
-func (s *Store) withTx(ctx context.Context, fn func(q *db.Queries) error) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error { return fn(s.q.WithTx(tx)) })
-}
-
-// run runs fn's statements as one transaction. One statement (multi
-// false) runs on the store's connection outside BEGIN, where SQLite gives
-// it its own transaction (one snapshot, committed on its own), without
-// the round trips of BEGIN and COMMIT; several (multi) run in one
-// transaction begun by withTx.
-func (s *Store) run(ctx context.Context, multi bool, fn func(q *db.Queries) error) error {
-	if multi {
-		return s.withTx(ctx, fn)
-	}
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	return fn(s.q)
-}
 
 // withConn runs fn on a connection held for the whole call, passing its
 // identity: the driver connection (comparable with ==), so that fn knows
@@ -519,8 +493,8 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	var to []db.PagePendingOutboundForRecipientRow
 	// A negative cursor is checked against the table in the same snapshot
 	// as the page: two statements. Any other page is one.
-	err := s.run(ctx, negative(after), func(q *db.Queries) error {
-		if err := checkCursor(ctx, q, after); err != nil || !more {
+	err := s.tx(ctx, readKind(after), func(q *txn) error {
+		if err := checkCursor(ctx, q.Queries, after); err != nil || !more {
 			return err
 		}
 		limit := int64(req.Limit) + 1
@@ -563,9 +537,15 @@ func decodeRows[R pageRow](rows []R) []rowseal.Row {
 	return out
 }
 
-// negative reports whether after is a negative cursor, which is checked
-// against what the table holds (see checkCursor).
-func negative(after *int64) bool { return after != nil && *after < 0 }
+// readKind is the kind of a read from the cursor after: one statement,
+// or for a negative cursor, which is checked against what the table holds
+// (see checkCursor) in the read's snapshot, two in one transaction.
+func readKind(after *int64) txKind {
+	if after != nil && *after < 0 {
+		return inTx
+	}
+	return oneRead
+}
 
 // checkCursor refuses a negative cursor unless a row with a negative
 // sequence is stored (see storage.CheckCursor).
@@ -598,7 +578,7 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAd
 		return n, nil
 	}
 	var n int64
-	err := s.run(ctx, false, func(q *db.Queries) error {
+	err := s.tx(ctx, oneRead, func(q *txn) error {
 		var err error
 		n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
 			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
@@ -672,8 +652,8 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 	}
 	from, more := storage.FirstSequence(after)
 	var row db.NextPendingOutboundForRecipientRow
-	err := s.run(ctx, negative(after), func(q *db.Queries) error {
-		if err := checkCursor(ctx, q, after); err != nil {
+	err := s.tx(ctx, readKind(after), func(q *txn) error {
+		if err := checkCursor(ctx, q.Queries, after); err != nil {
 			return err
 		}
 		if !more {
@@ -702,7 +682,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 // deleted or not: the next insert gets a greater one.
 func (s *Store) SequenceHighWater(ctx context.Context) (int64, error) {
 	var hw int64
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.tx(ctx, inTx, func(q *txn) error {
 		var err error
 		hw, err = q.PendingOutboundSequenceHighWater(ctx)
 		return err

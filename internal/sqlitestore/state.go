@@ -18,7 +18,7 @@ import (
 // LocalIdentity implements storage.State.
 func (s *Store) LocalIdentity(ctx context.Context) (storage.LocalIdentity, error) {
 	var row db.GetLocalIdentityRow
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.tx(ctx, inTx, func(q *txn) error {
 		var err error
 		row, err = q.GetLocalIdentity(ctx)
 		return err
@@ -48,7 +48,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id storage.LocalIdentity)
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
-	err = s.withTx(ctx, func(q *db.Queries) error { return saveLocal(ctx, q, id.Address, sealed) })
+	err = s.tx(ctx, inTx, func(q *txn) error { return saveLocal(ctx, q.Queries, id.Address, sealed) })
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
@@ -76,9 +76,9 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (storage.PeerS
 		return storage.PeerState{}, fmt.Errorf("store: peer: %w", err)
 	}
 	var sealed storage.PeerState
-	err := s.withTx(ctx, func(q *db.Queries) error {
+	err := s.tx(ctx, inTx, func(q *txn) error {
 		var err error
-		sealed, err = sealedPeer(ctx, q, peer)
+		sealed, err = sealedPeer(ctx, q.Queries, peer)
 		return err
 	})
 	if err != nil {
@@ -126,7 +126,7 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u storage.
 	if err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	err = s.withTx(ctx, func(q *db.Queries) error { return savePeer(ctx, q, peer, sealed) })
+	err = s.tx(ctx, inTx, func(q *txn) error { return savePeer(ctx, q.Queries, peer, sealed) })
 	if err != nil {
 		return fmt.Errorf("store: save peer %s: %w", peer, err)
 	}
@@ -230,7 +230,7 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	if !deletesPending {
 		// No pending row changes: the in-memory count is neither moved
 		// nor dropped if this fails.
-		err = s.withTx(ctx, func(q *db.Queries) error { _, err := apply(q); return err })
+		err = s.tx(ctx, inTx, func(q *txn) error { _, err := apply(q.Queries); return err })
 		return n, err
 	}
 	err = s.writePending(ctx, apply)
@@ -256,8 +256,8 @@ func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddres
 	}
 	user, dev := peer.UserID, peer.DeviceID
 	var damage store.PeerDamage
-	err := s.withTx(ctx, func(q *db.Queries) error {
-		sealed, err := sealedPeer(ctx, q, peer)
+	err := s.tx(ctx, inTx, func(q *txn) error {
+		sealed, err := sealedPeer(ctx, q.Queries, peer)
 		if err != nil {
 			return err
 		}
