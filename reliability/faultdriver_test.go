@@ -138,6 +138,9 @@ type faultConn struct {
 	maxPages int64
 	// statements run in the current transaction, for opCommit
 	txSQL []string
+	// inTx is set between BeginTx and the transaction's end; outside it a
+	// statement is its own transaction, whose commit opCommit fails.
+	inTx bool
 }
 
 var (
@@ -176,6 +179,13 @@ func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver
 		return nil, err
 	}
 	c.txSQL = append(c.txSQL, query) // attempted: opBadConn matches a failed statement too
+	if !c.inTx {
+		// The statement's own transaction fails to commit: SQLite rolls
+		// it back, so nothing it did stays.
+		if ok, _ := c.inj.take(opCommit, query); ok {
+			return nil, fmt.Errorf("commit of %q: %w", firstLine(query), errInjected)
+		}
+	}
 	if ok, f := c.inj.take(opStmt, query); ok {
 		f.hold()
 		return nil, fmt.Errorf("exec %q: %w", firstLine(query), errInjected)
@@ -223,6 +233,7 @@ func (c *faultConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 		return nil, err
 	}
 	c.txSQL = c.txSQL[:0]
+	c.inTx = true
 	return &faultTx{inner: tx, c: c}, nil
 }
 
@@ -241,6 +252,7 @@ type faultTx struct {
 // Commit fails like a COMMIT that hit an I/O error: the transaction is
 // rolled back and the error returned.
 func (tx *faultTx) Commit() error {
+	tx.c.inTx = false
 	for _, q := range tx.c.txSQL {
 		if ok, _ := tx.c.inj.take(opCommit, q); ok {
 			if err := tx.inner.Rollback(); err != nil {
@@ -253,6 +265,7 @@ func (tx *faultTx) Commit() error {
 }
 
 func (tx *faultTx) Rollback() error {
+	tx.c.inTx = false
 	if err := tx.inner.Rollback(); err != nil {
 		return err
 	}

@@ -596,11 +596,15 @@ func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress,
 	if err := storage.ValidateAddress(recipient); err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)
 	}
+	// One DELETE: SQLite's own transaction of the statement is the
+	// abandon's one transaction.
 	var n int64
-	err := s.writePending(ctx, func(q *db.Queries) (int64, error) {
+	err := s.tx(ctx, onePendingWrite, func(t *txn) error {
+		t.counted = true
 		var err error
-		n, err = deletePending(ctx, q, recipient, id)
-		return -n, err
+		n, err = deletePending(ctx, t.Queries, recipient, id)
+		t.pending -= n
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: delete pending: %w", err)

@@ -36,6 +36,12 @@ const (
 	// it holds the in-memory count's lock across the transaction, so that
 	// a count never reads between its commit and the count's update.
 	pendingWrite
+	// onePendingWrite is a single statement that inserts or deletes
+	// pending rows: it runs outside BEGIN, where SQLite commits it as its
+	// own transaction (durable when it returns, synchronous=FULL), without
+	// the round trips of BEGIN and COMMIT, and holds the in-memory count's
+	// lock as a pendingWrite does.
+	onePendingWrite
 )
 
 // tx is the store's one way into the database: it runs fn as one
@@ -49,21 +55,24 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 		return store.ErrClosed
 	}
 	t := &txn{}
-	if kind == oneRead {
-		t.Queries = s.q
-		return fn(t)
-	}
+	counted := kind == pendingWrite || kind == onePendingWrite
 	c := &s.count
-	if kind == pendingWrite {
+	if counted {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 	}
-	err := sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error {
-		t.Queries = s.q.WithTx(tx)
-		return fn(t)
-	})
+	var err error
+	if kind == oneRead || kind == onePendingWrite {
+		t.Queries = s.q
+		err = fn(t)
+	} else {
+		err = sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error {
+			t.Queries = s.q.WithTx(tx)
+			return fn(t)
+		})
+	}
 	switch {
-	case kind != pendingWrite:
+	case !counted:
 	case err != nil && t.counted:
 		c.known = false
 	case err == nil:
