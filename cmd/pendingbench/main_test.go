@@ -55,6 +55,9 @@ func TestRunTiny(t *testing.T) {
 		{"count of a recipient with ", "<= 1.3", ""},
 		{"abandon (client.AbandonPending) / raw floor at 900", "<= 1.1", ""},
 		{"page of 100, one recipient / same query raw + 100 Keyring.Open at 900", "<= 1.3", ""},
+		{"recipients, page of 100 / SELECT DISTINCT at 900 over 50 recipients", "<= 1.5", ""},
+		{"recipients, every one / SELECT DISTINCT at 900 over 50 recipients", "<= 0.2", ""},
+		{"recipients, every one / SELECT DISTINCT at 900 over 80 recipients", "-", "info"},
 	} {
 		line := tableLine(t, text, tc.prefix)
 		if strings.Contains(tc.prefix, "same query raw") {
