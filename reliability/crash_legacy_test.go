@@ -270,6 +270,11 @@ func TestCrashLegacyMigration(t *testing.T) {
 		}
 		ended := time.Now()
 		lines := <-linesDone
+		// The reader may take the worker's last lines from the pipe after
+		// Wait returned: the run ended no earlier than its last line.
+		if k := len(lines); k > 0 && lines[k-1].at.After(ended) {
+			ended = lines[k-1].at
+		}
 		res := runResult{path: path, took: ended.Sub(began)}
 		for _, l := range lines {
 			res.lines = append(res.lines, l.text)
