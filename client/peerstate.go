@@ -61,10 +61,10 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // DiscardUnreadablePeerState removes, in one storage transaction, the
 // parts of remote's stored state that do not open or that open but do not
 // decode (see ErrPeerStateUnreadable), never a part that opens and
-// decodes, and returns which it removed. The decoding is the one every
-// call loading remote's state does, run inside that transaction on the
-// values it removes or keeps, so a part it keeps is one those calls
-// accept. After it, calls for remote work again: a send or retry
+// decodes, and returns which it removed. It reads the parts, decodes them
+// (the decoding every call loading remote's state does) outside any
+// transaction, then removes the damaged ones only if each still holds the
+// value it read, so a part it keeps is one those calls accept. After it, calls for remote work again: a send or retry
 // starts a new session if the session was removed (fetching remote's
 // bundle), and remote can start one by an initiation. Pending messages to
 // remote are kept, for RetryPendingMessages; inbound bookkeeping and every
@@ -88,7 +88,9 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // If every part opens and decodes (or remote has no state) it removes
 // nothing and returns the zero store.PeerDamage with no error, so that
 // a repeated call is harmless. Returns ErrNotInitialized before Initialize,
-// ErrInvalidArgument for a malformed address, and the store's error (then
+// ErrInvalidArgument for a malformed address, an error matching
+// store.ErrPeerChanged if a part it was to remove changed after it read it
+// (nothing was removed; call it again), and the store's error (then
 // nothing was removed).
 func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (store.PeerDamage, error) {
 	if err := c.checkInitialized(); err != nil {
@@ -108,7 +110,7 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 	// The cached state was loaded before the damage was found (or holds
 	// none): the next call reloads what the store holds.
 	defer c.forget(remote)
-	d, err := c.st.DiscardUnreadablePeer(ctx, remote, pin, checkPeerPart)
+	d, err := storage.DiscardUnreadablePeer(ctx, c.st, remote, pin, checkPeerPart)
 	if err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
 	}

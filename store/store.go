@@ -67,6 +67,10 @@ var (
 	// matched by a *PeerUnreadableError, which says which parts and why;
 	// client.DiscardUnreadablePeerState removes exactly those parts.
 	ErrPeerUnreadable = errors.New("unreadable peer state")
+	// ErrPeerChanged means a remote device's state changed between the
+	// read that found parts of it damaged and their removal, so nothing
+	// was removed: client.DiscardUnreadablePeerState can be called again.
+	ErrPeerChanged = errors.New("peer state changed since it was read")
 )
 
 // PendingMessage is one sent, not yet acknowledged message.

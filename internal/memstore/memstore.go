@@ -8,6 +8,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -426,8 +427,29 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (storage.PeerS
 	return out, nil
 }
 
-// DiscardUnreadablePeer implements storage.State.
-func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte, check storage.PeerCheck) (store.PeerDamage, error) {
+// ReadPeerParts implements storage.State.
+func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (storage.PeerReading, error) {
+	if err := storage.ValidateAddress(peer); err != nil {
+		return storage.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
+	}
+	var sealed storage.PeerState
+	err := s.locked(ctx, func() error {
+		if p := s.peers[peer]; p != nil {
+			sealed = storage.PeerState{Session: bytes.Clone(p.Session), Initiation: bytes.Clone(p.Initiation), Pin: bytes.Clone(p.Pin)}
+		}
+		return nil
+	})
+	if err != nil {
+		return storage.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
+	}
+	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
+}
+
+// DiscardPeerParts implements storage.State.
+func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read storage.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
+	if !damage.Damaged() {
+		return store.PeerDamage{}, storage.ValidateAddress(peer)
+	}
 	if err := storage.ValidateAddress(peer); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
 	}
@@ -438,13 +460,18 @@ func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddres
 			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
 		}
 	}
-	var damage store.PeerDamage
 	err := s.locked(ctx, func() error {
+		var current storage.PeerState
+		if p := s.peers[peer]; p != nil {
+			current = *p
+		}
+		if !read.Unchanged(current, damage) {
+			return store.ErrPeerChanged
+		}
 		p := s.peers[peer]
 		if p == nil {
 			return nil
 		}
-		damage = rowseal.DiscardablePeerParts(s.keys, peer, *p, check)
 		if damage.Session != nil {
 			p.Session = nil
 		}

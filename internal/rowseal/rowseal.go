@@ -186,25 +186,12 @@ func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.Pe
 	return sealed, damage
 }
 
-// DiscardablePeerParts returns the damage DiscardUnreadablePeer removes:
-// each sealed part that does not open, with its seal error, and, if check
-// is not nil, each part that opens and check refuses, with check's error
-// (check sees only parts that open). Absent (nil) parts are not damaged.
-func DiscardablePeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState, check storage.PeerCheck) store.PeerDamage {
+// ReadPeerParts returns the reading of peer's sealed state (see
+// storage.PeerReading): each part as stored, and opened or with its seal
+// error.
+func ReadPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState) storage.PeerReading {
 	opened, damage := OpenPeerParts(keys, peer, sealed)
-	if check == nil {
-		return damage
-	}
-	for _, p := range storage.PeerParts {
-		value, cause := *p.State(&opened), p.Damage(&damage)
-		if value == nil || *cause != nil {
-			continue
-		}
-		if err := check(p.Part, value); err != nil {
-			*cause = err
-		}
-	}
-	return damage
+	return storage.PeerReading{Sealed: sealed, Opened: opened, Unopened: damage}
 }
 
 // SealKeyVerifier seals text as the storage key verifier of keys' current

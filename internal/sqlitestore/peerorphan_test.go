@@ -48,7 +48,7 @@ func TestPeerRowsOfWrongStorageClass(t *testing.T) {
 			got, err := s.Peer(ctx, bob)
 			require.NoError(t, err, "the row does not block Peer")
 			require.Equal(t, tc.without(full), got)
-			d, err := s.DiscardUnreadablePeer(ctx, bob, []byte("replacement"), nil)
+			d, err := storage.DiscardUnreadablePeer(ctx, s, bob, []byte("replacement"), nil)
 			require.NoError(t, err)
 			require.Equal(t, store.PeerDamage{}, d, "nothing to discard")
 			require.Equal(t, 1, rows(), "the row is left alone")

@@ -237,11 +237,33 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	return n, err
 }
 
-// DiscardUnreadablePeer implements storage.State. It reads each part with
+// ReadPeerParts implements storage.State.
+func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (storage.PeerReading, error) {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
+	if err := storage.ValidateAddress(peer); err != nil {
+		return storage.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
+	}
+	var sealed storage.PeerState
+	err := s.tx(ctx, inTx, func(q *txn) error {
+		var err error
+		sealed, err = sealedPeer(ctx, q.Queries, peer)
+		return err
+	})
+	if err != nil {
+		return storage.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
+	}
+	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
+}
+
+// DiscardPeerParts implements storage.State. It reads each part with
 // the same queries as Peer, checks it and deletes it by the same key in
 // the same transaction, so the row it removes is the one that failed to
 // open or that check refused.
-func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte, check storage.PeerCheck) (store.PeerDamage, error) {
+func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read storage.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
+	if !damage.Damaged() {
+		return store.PeerDamage{}, storage.ValidateAddress(peer)
+	}
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
 	if err := storage.ValidateAddress(peer); err != nil {
@@ -255,13 +277,14 @@ func (s *Store) DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddres
 		}
 	}
 	user, dev := peer.UserID, peer.DeviceID
-	var damage store.PeerDamage
 	err := s.tx(ctx, inTx, func(q *txn) error {
 		sealed, err := sealedPeer(ctx, q.Queries, peer)
 		if err != nil {
 			return err
 		}
-		damage = rowseal.DiscardablePeerParts(s.keys, peer, sealed, check)
+		if !read.Unchanged(sealed, damage) {
+			return store.ErrPeerChanged
+		}
 		if damage.Session != nil {
 			if err := q.DeleteSession(ctx, db.DeleteSessionParams{UserID: user, DeviceID: dev}); err != nil {
 				return err

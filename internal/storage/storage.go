@@ -16,6 +16,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -139,20 +140,22 @@ type State interface {
 	// pin cannot be deleted).
 	SavePeer(ctx context.Context, peer ids.DeviceAddress, update PeerState) error
 
-	// DiscardUnreadablePeer removes, in one transaction, each part of
-	// peer's stored state (session, unanswered initiation, identity pin)
-	// whose sealed value does not open with any key the keyring holds or,
-	// if check is not nil, whose opened value check refuses; never a part
-	// that opens and check accepts. check is called inside the
-	// transaction, once for each stored part that opens, with that
-	// part's plaintext (see PeerCheck). It returns what it removed, each
-	// part with its cause (the seal error, or check's error); if nothing
-	// is removed it returns the zero PeerDamage and changes nothing. If it
-	// removes the pin and pin is not nil, pin is stored (sealed) in its
-	// place in the same transaction. Pending messages and every other row
-	// are left as they are. Returns ErrInvalidArgument for a malformed
-	// peer.
-	DiscardUnreadablePeer(ctx context.Context, peer ids.DeviceAddress, pin []byte, check PeerCheck) (store.PeerDamage, error)
+	// ReadPeerParts returns each part of peer's stored state (session,
+	// unanswered initiation, identity pin) as stored, and opened or with
+	// the error it does not open with (see PeerReading). Absent parts are
+	// nil everywhere. Returns ErrInvalidArgument for a malformed peer.
+	ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (PeerReading, error)
+	// DiscardPeerParts removes, in one transaction, each part of peer's
+	// state that damage names (a non-nil cause), but only if each of them
+	// still holds the sealed value read.Sealed has for it: otherwise it
+	// removes nothing and returns an error matching store.ErrPeerChanged. It
+	// returns what it removed, each part with its cause from damage; if
+	// damage names no part it returns the zero PeerDamage and changes
+	// nothing. If it removes the pin and pin is not nil, pin is stored
+	// (sealed) in its place in the same transaction. Pending messages and
+	// every other row are left as they are. Returns ErrInvalidArgument for
+	// a malformed peer.
+	DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read PeerReading, damage store.PeerDamage) (store.PeerDamage, error)
 
 	// CommitSend stores a new pending message (as InsertPending) and
 	// peer's advanced state (as SavePeer) in one transaction, and returns
@@ -245,14 +248,58 @@ func PartOf(p store.PeerPart) (PeerPart, bool) {
 	return PeerPart{}, false
 }
 
+// PeerReading is what ReadPeerParts read of a remote device's state.
+type PeerReading struct {
+	// Sealed is each part as stored; DiscardPeerParts compares with it.
+	Sealed PeerState
+	// Opened is the plaintext of each part that opens.
+	Opened PeerState
+	// Unopened is, for each part that does not open with any key the
+	// keyring holds, the seal error.
+	Unopened store.PeerDamage
+}
+
+// Unchanged reports whether current, the sealed state stored now, holds
+// for each part damage names the same sealed value as r.Sealed.
+func (r PeerReading) Unchanged(current PeerState, damage store.PeerDamage) bool {
+	for _, p := range PeerParts {
+		if *p.Damage(&damage) != nil && !bytes.Equal(*p.State(&current), *p.State(&r.Sealed)) {
+			return false
+		}
+	}
+	return true
+}
+
 // PeerCheck tells DiscardUnreadablePeer whether the opened value of one
 // part of a remote device's state is usable: nil if it is, the reason if
 // it is not (the part is then removed, with that reason as its cause).
 // The store knows nothing of the values' encodings; the client, which
-// decodes them, decides. It runs inside the store's transaction, so it
-// must only look at plaintext (which it must not keep): never call the
-// store.
+// decodes them, decides. It runs outside any transaction.
 type PeerCheck func(part store.PeerPart, plaintext []byte) error
+
+// DiscardUnreadablePeer removes each part of peer's stored state held by
+// st whose sealed value does not open or, if check is not nil, whose
+// opened value check refuses; never a part that opens and check accepts.
+// It reads the parts (ReadPeerParts), calls check on each opened one
+// outside any transaction, then removes the damaged ones
+// (DiscardPeerParts, pin replacing a removed pin), which fails with
+// store.ErrPeerChanged if any of them changed in between. It returns what it
+// removed, each part with its cause (the seal error, or check's error).
+func DiscardUnreadablePeer(ctx context.Context, st State, peer ids.DeviceAddress, pin []byte, check PeerCheck) (store.PeerDamage, error) {
+	read, err := st.ReadPeerParts(ctx, peer)
+	if err != nil {
+		return store.PeerDamage{}, err
+	}
+	damage := read.Unopened
+	for _, p := range PeerParts {
+		value, cause := *p.State(&read.Opened), p.Damage(&damage)
+		if check == nil || value == nil || *cause != nil {
+			continue
+		}
+		*cause = check(p.Part, value)
+	}
+	return st.DiscardPeerParts(ctx, peer, pin, read, damage)
+}
 
 // PeerUpdate is one device of a CommitSendMany: its address and the
 // update of its state (as SavePeer) that commits with its pending message.

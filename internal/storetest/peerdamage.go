@@ -124,7 +124,7 @@ func (h *harness) peerSetup() (storage.PeerState, []msg) {
 // check) finds nothing to remove and leaves her state want.
 func (h *harness) requireNothingLeft(t *testing.T, pin []byte, check storage.PeerCheck, want storage.PeerState) {
 	t.Helper()
-	again, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, check)
+	again, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, check)
 	require.NoError(t, err)
 	require.Equal(t, store.PeerDamage{}, again, "nothing left to discard")
 	after, err := h.s.Peer(h.ctx, alice)
@@ -198,7 +198,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 				h := h.fresh(t)
 				st, ms := h.peerSetup()
 				h.tamper.SetPeerSealed(t, h.s, alice, tc.part, tc.value(t, h))
-				got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, nil)
+				got, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, nil)
 				require.NoError(t, err)
 				requirePeerDamage(t, damageOf(tc.part, tc.want), got)
 
@@ -223,7 +223,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
-		got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, nil, nil)
+		got, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, nil, nil)
 		require.NoError(t, err)
 		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrAuthentication, Initiation: seal.ErrAuthentication, Pin: seal.ErrAuthentication}, got)
 		after, err := h.s.Peer(h.ctx, alice)
@@ -235,7 +235,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		st, ms := h.peerSetup()
 		for _, pin := range [][]byte{nil, replacement} {
-			got, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, nil)
+			got, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, nil)
 			require.NoError(t, err)
 			require.Equal(t, store.PeerDamage{}, got)
 			after, err := h.s.Peer(h.ctx, alice)
@@ -246,7 +246,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 	})
 	t.Run("unknown peer", func(t *testing.T) {
 		h := h.fresh(t)
-		got, err := h.s.DiscardUnreadablePeer(h.ctx, aliceTwo, replacement, nil)
+		got, err := storage.DiscardUnreadablePeer(h.ctx, h.s, aliceTwo, replacement, nil)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, got)
 		after, err := h.s.Peer(h.ctx, aliceTwo)
@@ -257,7 +257,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
 		for _, a := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "x", DeviceID: -1}} {
-			_, err := h.s.DiscardUnreadablePeer(h.ctx, a, replacement, nil)
+			_, err := storage.DiscardUnreadablePeer(h.ctx, h.s, a, replacement, nil)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 		}
 		h.requireRestUnchanged(ms)
@@ -319,7 +319,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 				require.Equal(t, stored, got)
 
 				check, calls := refusingCheck()
-				d, err := h.s.DiscardUnreadablePeer(h.ctx, alice, pin, check)
+				d, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, check)
 				require.NoError(t, err)
 				requirePeerDamage(t, damageOf(part, errRefused), d)
 				require.ElementsMatch(t, []checkCall{
@@ -351,7 +351,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 		h.tamper.SetPeerSealed(t, h.s, alice, store.PeerSession, v)
 
 		check, calls := refusingCheck()
-		d, err := h.s.DiscardUnreadablePeer(h.ctx, alice, replacement, check)
+		d, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, replacement, check)
 		require.NoError(t, err)
 		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrWrongKey, Pin: errRefused}, d)
 		require.ElementsMatch(t, []checkCall{{store.PeerInitiation, string(st.Initiation)}, {store.PeerPin, "bad pin"}}, *calls,
@@ -365,7 +365,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		st, ms := h.peerSetup()
 		check, calls := refusingCheck()
-		d, err := h.s.DiscardUnreadablePeer(h.ctx, alice, replacement, check)
+		d, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, replacement, check)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, d)
 		require.Len(t, *calls, 3)
@@ -377,7 +377,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 	t.Run("unknown peer", func(t *testing.T) {
 		h := h.fresh(t)
 		check, calls := refusingCheck()
-		d, err := h.s.DiscardUnreadablePeer(h.ctx, aliceTwo, replacement, check)
+		d, err := storage.DiscardUnreadablePeer(h.ctx, h.s, aliceTwo, replacement, check)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, d)
 		require.Empty(t, *calls, "nothing stored, nothing checked")
@@ -391,4 +391,63 @@ func peerParts() []store.PeerPart {
 		out = append(out, e.Part)
 	}
 	return out
+}
+
+// testDiscardChangedPeer: DiscardPeerParts removes nothing, and says
+// ErrPeerChanged, when a part it is to remove was rewritten (or deleted)
+// after ReadPeerParts read it; a change to a part it does not remove does
+// not stop it.
+func testDiscardChangedPeer(t *testing.T, h *harness) {
+	for _, tc := range peerDamageCases() {
+		for _, change := range []string{"rewritten", "deleted"} {
+			if change == "deleted" && tc.part == store.PeerPin {
+				continue // the pin cannot be deleted by SavePeer
+			}
+			t.Run(tc.name+", "+change, func(t *testing.T) {
+				h := h.fresh(t)
+				st, ms := h.peerSetup()
+				h.tamper.SetPeerSealed(t, h.s, alice, tc.part, tc.value(t, h))
+				read, err := h.s.ReadPeerParts(h.ctx, alice)
+				require.NoError(t, err)
+				requirePeerDamage(t, damageOf(tc.part, tc.want), read.Unopened)
+
+				v := []byte("new value")
+				if change == "deleted" {
+					v = []byte{}
+				}
+				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(storage.PeerState{}, tc.part, v)))
+				got, err := h.s.DiscardPeerParts(h.ctx, alice, []byte("replacement pin"), read, read.Unopened)
+				require.ErrorIs(t, err, store.ErrPeerChanged)
+				require.Equal(t, store.PeerDamage{}, got)
+
+				want := with(st, tc.part, v)
+				if change == "deleted" {
+					want = without(st, tc.part)
+				}
+				after, err := h.s.Peer(h.ctx, alice)
+				require.NoError(t, err)
+				require.Equal(t, want, after, "nothing removed or replaced")
+				h.requireRestUnchanged(ms)
+			})
+		}
+	}
+	t.Run("another part changed", func(t *testing.T) {
+		h := h.fresh(t)
+		st, ms := h.peerSetup()
+		v, err := h.keys.Seal(recordType(store.PeerSession), rowseal.AddressAD(bob), []byte("moved"))
+		require.NoError(t, err)
+		h.tamper.SetPeerSealed(t, h.s, alice, store.PeerSession, v)
+		read, err := h.s.ReadPeerParts(h.ctx, alice)
+		require.NoError(t, err)
+		require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Initiation: []byte("new init")}))
+		got, err := h.s.DiscardPeerParts(h.ctx, alice, nil, read, read.Unopened)
+		require.NoError(t, err)
+		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrAuthentication}, got)
+		after, err := h.s.Peer(h.ctx, alice)
+		require.NoError(t, err)
+		want := without(st, store.PeerSession)
+		want.Initiation = []byte("new init")
+		require.Equal(t, want, after)
+		h.requireRestUnchanged(ms)
+	})
 }

@@ -116,6 +116,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) storage.Store
 		{"PeerUnreadable", testPeerUnreadable},
 		{"DiscardUnreadablePeer", testDiscardUnreadablePeer},
 		{"DiscardRefusedPeer", testDiscardRefusedPeer},
+		{"DiscardChangedPeer", testDiscardChangedPeer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, newHarness(t, open, tamper))
