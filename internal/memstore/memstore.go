@@ -411,13 +411,8 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (storage.PeerS
 	if err := storage.ValidateAddress(peer); err != nil {
 		return storage.PeerState{}, fmt.Errorf("store: peer: %w", err)
 	}
-	var sealed storage.PeerState
-	if err := s.locked(ctx, func() error {
-		if p := s.peers[peer]; p != nil {
-			sealed = *p
-		}
-		return nil
-	}); err != nil {
+	sealed, err := s.sealedPeer(ctx, peer)
+	if err != nil {
 		return storage.PeerState{}, err
 	}
 	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
@@ -427,18 +422,23 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (storage.PeerS
 	return out, nil
 }
 
-// ReadPeerParts implements storage.State.
-func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (storage.PeerReading, error) {
-	if err := storage.ValidateAddress(peer); err != nil {
-		return storage.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
-	}
-	var sealed storage.PeerState
-	err := s.locked(ctx, func() error {
+// sealedPeer returns a copy of the sealed parts stored for peer.
+func (s *Store) sealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed storage.PeerState, err error) {
+	err = s.locked(ctx, func() error {
 		if p := s.peers[peer]; p != nil {
 			sealed = storage.PeerState{Session: bytes.Clone(p.Session), Initiation: bytes.Clone(p.Initiation), Pin: bytes.Clone(p.Pin)}
 		}
 		return nil
 	})
+	return sealed, err
+}
+
+// ReadPeerParts implements storage.State.
+func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (storage.PeerReading, error) {
+	if err := storage.ValidateAddress(peer); err != nil {
+		return storage.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
+	}
+	sealed, err := s.sealedPeer(ctx, peer)
 	if err != nil {
 		return storage.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
 	}
@@ -447,11 +447,11 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 
 // DiscardPeerParts implements storage.State.
 func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read storage.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
-	if !damage.Damaged() {
-		return store.PeerDamage{}, storage.ValidateAddress(peer)
-	}
 	if err := storage.ValidateAddress(peer); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
+	}
+	if !damage.Damaged() {
+		return store.PeerDamage{}, nil
 	}
 	var replacement []byte
 	if len(pin) > 0 {

@@ -75,12 +75,7 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (storage.PeerS
 	if err := storage.ValidateAddress(peer); err != nil {
 		return storage.PeerState{}, fmt.Errorf("store: peer: %w", err)
 	}
-	var sealed storage.PeerState
-	err := s.tx(ctx, inTx, func(q *txn) error {
-		var err error
-		sealed, err = sealedPeer(ctx, q.Queries, peer)
-		return err
-	})
+	sealed, err := s.readSealedPeer(ctx, peer)
 	if err != nil {
 		return storage.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
@@ -89,6 +84,16 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (storage.PeerS
 		return storage.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
 	return out, nil
+}
+
+// readSealedPeer reads the sealed parts of peer in a transaction of its
+// own (see sealedPeer).
+func (s *Store) readSealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed storage.PeerState, err error) {
+	err = s.tx(ctx, inTx, func(q *txn) error {
+		sealed, err = sealedPeer(ctx, q.Queries, peer)
+		return err
+	})
+	return sealed, err
 }
 
 // sealedPeer reads the sealed session, initiation and pin of peer (nil
@@ -244,12 +249,7 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 	if err := storage.ValidateAddress(peer); err != nil {
 		return storage.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
 	}
-	var sealed storage.PeerState
-	err := s.tx(ctx, inTx, func(q *txn) error {
-		var err error
-		sealed, err = sealedPeer(ctx, q.Queries, peer)
-		return err
-	})
+	sealed, err := s.readSealedPeer(ctx, peer)
 	if err != nil {
 		return storage.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
 	}
@@ -257,17 +257,17 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 }
 
 // DiscardPeerParts implements storage.State. It reads each part with
-// the same queries as Peer, checks it and deletes it by the same key in
-// the same transaction, so the row it removes is the one that failed to
-// open or that check refused.
+// the same queries as Peer, compares it with the value read and deletes
+// it by the same key in the same transaction, so the row it removes is
+// the one that was found damaged.
 func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read storage.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
-	if !damage.Damaged() {
-		return store.PeerDamage{}, storage.ValidateAddress(peer)
-	}
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
 	if err := storage.ValidateAddress(peer); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
+	}
+	if !damage.Damaged() {
+		return store.PeerDamage{}, nil
 	}
 	var replacement []byte
 	if len(pin) > 0 {
