@@ -98,6 +98,10 @@ var (
 	// logical id already exists (see SendToDevices). It is
 	// store.ErrDuplicate.
 	ErrDuplicate = store.ErrDuplicate
+	// ErrPeerChanged means DiscardUnreadablePeerState found a part it was
+	// to remove changed after it read it, and removed nothing: call it
+	// again. It is store.ErrPeerChanged.
+	ErrPeerChanged = store.ErrPeerChanged
 )
 
 // Config is what a client is built on.

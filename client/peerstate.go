@@ -89,7 +89,7 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // nothing and returns the zero store.PeerDamage with no error, so that
 // a repeated call is harmless. Returns ErrNotInitialized before Initialize,
 // ErrInvalidArgument for a malformed address, an error matching
-// store.ErrPeerChanged if a part it was to remove changed after it read it
+// ErrPeerChanged if a part it was to remove changed after it read it
 // (nothing was removed; call it again), and the store's error (then
 // nothing was removed).
 func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (store.PeerDamage, error) {
