@@ -17,7 +17,7 @@ import (
 //
 //	for m, err := range c.AllPendingMessages(ctx, nil) {
 //		if errors.Is(err, client.ErrUnreadable) {
-//			continue // or abandon it: errors.As gives the *UnreadableError
+//			continue // or abandon it: errors.As gives the *store.UnreadableError
 //		}
 //		if err != nil {
 //			return err
@@ -34,8 +34,8 @@ import (
 // call.
 //
 // Each message is yielded with a nil error. A pending message that cannot
-// be opened (see UnreadablePendingMessage) is yielded in its place as a
-// zero PendingMessage and an *UnreadableError holding it alone, and the
+// be opened (see store.UnreadablePendingMessage) is yielded in its place as a
+// zero PendingMessage and a *store.UnreadableError holding it alone, and the
 // walk goes on. Any other error ends the walk, yielded once with a zero
 // PendingMessage: ErrNotInitialized before Initialize, ErrInvalidArgument
 // for a malformed recipient, a storage error, or ctx.Err() itself when
