@@ -9,7 +9,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -117,7 +118,7 @@ func pinned(tb testing.TB, a *device) session.PublicIdentity {
 func (d *device) loseSession(peer ids.DeviceAddress) {
 	d.tb.Helper()
 	ctx := context.Background()
-	require.NoError(d.tb, d.st.SavePeer(ctx, peer, storage.PeerState{Session: []byte{}, Initiation: []byte{}}))
+	require.NoError(d.tb, d.st.SavePeer(ctx, peer, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
 	require.NoError(d.tb, d.c.Close())
 	c, err := client.Open(ctx, d.config())
 	require.NoError(d.tb, err)

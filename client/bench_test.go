@@ -19,9 +19,9 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/memstore"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 

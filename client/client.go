@@ -39,7 +39,8 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/nilarg"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -157,8 +158,8 @@ type EncryptPolicy interface {
 // Client is one device's messaging client. It is safe for concurrent use.
 type Client struct {
 	cfg Config
-	// st is cfg.Store as the storage contract it implements.
-	st storage.Store
+	// st is cfg.Store.
+	st store.Store
 
 	// sendMu is the send mutex: send, retry, ACK sends, accepting an
 	// identity change, abandon, discarding unreadable peer state, and the
@@ -184,10 +185,7 @@ func newClient(cfg Config) (*Client, error) {
 	if nilarg.Is(cfg.Store) || nilarg.Is(cfg.Transport) || nilarg.Is(cfg.Directory) {
 		return nil, fmt.Errorf("client: open: %w: Store, Transport and Directory are required", ErrInvalidArgument)
 	}
-	st, ok := cfg.Store.(storage.Store)
-	if !ok {
-		return nil, fmt.Errorf("client: open: %w: Store %T was not opened by sqlitestore.Open or memstore.New", ErrInvalidArgument, cfg.Store)
-	}
+	st := cfg.Store
 	// nil means the default, but a nil pointer in the interface would
 	// panic at its first use.
 	if (cfg.Rand != nil && nilarg.Is(cfg.Rand)) || (cfg.EncryptPolicy != nil && nilarg.Is(cfg.EncryptPolicy)) {
@@ -300,7 +298,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 // ErrInvalidArgument for a malformed addr, ErrAlreadyInitialized if the
 // client is another device.
 func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
-	if err := storage.ValidateAddress(addr); err != nil {
+	if err := storeimpl.ValidateAddress(addr); err != nil {
 		return fmt.Errorf("client: initialize: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
@@ -325,7 +323,7 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 		if err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}
-		if err := c.st.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: addr, Secret: secret}); err != nil {
+		if err := c.st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: addr, Secret: secret}); err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}
 		c.addr, c.identity, c.prekeys = addr, id, pk

@@ -9,7 +9,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // A pending sequence a file writer raised to the largest int64 under a

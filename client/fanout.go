@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+	"github.com/securemsg/storage/store"
 )
 
 // DeviceOutcome is what SendToDevices did for one device.
@@ -51,7 +52,7 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 	defer c.sendMu.Unlock()
 	frame := encodeFrame(frameMessage, id, plaintext)
 	out := make([]DeviceOutcome, len(recipients))
-	updates := make([]storage.PeerUpdate, len(recipients))
+	updates := make([]store.PeerUpdate, len(recipients))
 	peers := make([]*peer, len(recipients))
 	envelopes := make([][]byte, len(recipients))
 	for i, to := range recipients {
@@ -109,7 +110,7 @@ func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte)
 	}
 	seen := make(map[ids.DeviceAddress]struct{}, len(recipients))
 	for _, to := range recipients {
-		if err := storage.ValidateAddress(to); err != nil {
+		if err := storeimpl.ValidateAddress(to); err != nil {
 			return err
 		}
 		if to == self {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -41,15 +41,15 @@ func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 	ctx := context.Background()
 	li, err := d.st.LocalIdentity(ctx)
 	require.NoError(d.tb, err)
-	states := map[ids.DeviceAddress]storage.PeerState{}
+	states := map[ids.DeviceAddress]store.PeerState{}
 	for _, p := range peers {
 		states[p], err = d.st.Peer(ctx, p)
 		require.NoError(d.tb, err)
 	}
 	return struct {
 		pending []store.PendingMessage
-		local   storage.LocalIdentity
-		peers   map[ids.DeviceAddress]storage.PeerState
+		local   store.LocalIdentity
+		peers   map[ids.DeviceAddress]store.PeerState
 	}{d.all(client.MaxPageSize, nil), li, states}
 }
 

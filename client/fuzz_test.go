@@ -13,8 +13,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/memstore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/memstore"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -30,7 +30,7 @@ var (
 // and messages pending to bob, and the envelopes seen on the way.
 type fuzzTarget struct {
 	net   *transporttest.Network
-	st    storage.Store
+	st    store.Store
 	c     *client.Client
 	seeds map[string][]byte
 }
@@ -43,7 +43,7 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	tb.Helper()
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, storage.Store) {
+	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, store.Store) {
 		st := memstore.New(newKeyring(tb))
 		var s [32]byte
 		s[0] = seed
@@ -147,8 +147,8 @@ func flipped(b []byte, i int) []byte {
 type fuzzState struct {
 	pending  []store.PendingMessage
 	count    int64
-	identity storage.LocalIdentity
-	peers    map[ids.DeviceAddress]storage.PeerState
+	identity store.LocalIdentity
+	peers    map[ids.DeviceAddress]store.PeerState
 }
 
 func (ft *fuzzTarget) state(t *testing.T) fuzzState {
@@ -159,7 +159,7 @@ func (ft *fuzzTarget) state(t *testing.T) fuzzState {
 	require.NoError(t, err)
 	li, err := ft.st.LocalIdentity(ctx)
 	require.NoError(t, err)
-	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[ids.DeviceAddress]storage.PeerState{}}
+	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[ids.DeviceAddress]store.PeerState{}}
 	for _, a := range []ids.DeviceAddress{fuzzBob, fuzzCarol} {
 		ps, err := ft.st.Peer(ctx, a)
 		require.NoError(t, err)

@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -96,7 +97,7 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 	if err := c.checkInitialized(); err != nil {
 		return store.PeerDamage{}, err
 	}
-	if err := storage.ValidateAddress(remote); err != nil {
+	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state: %w", err)
 	}
 	pin, err := session.NewPin(remote, discardedPinIdentity).MarshalBinary()
@@ -110,7 +111,7 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 	// The cached state was loaded before the damage was found (or holds
 	// none): the next call reloads what the store holds.
 	defer c.forget(remote)
-	d, err := storage.DiscardUnreadablePeer(ctx, c.st, remote, pin, checkPeerPart)
+	d, err := storeimpl.DiscardUnreadablePeer(ctx, c.st, remote, pin, checkPeerPart)
 	if err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
 	}
@@ -120,7 +121,7 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 // decodePeer decodes the opened state st of addr. Each part that does not
 // decode is left out of the peer and named in the damage, with the
 // decoding error (matching session.ErrMalformedState) as its cause.
-func decodePeer(addr ids.DeviceAddress, st storage.PeerState) (*peer, store.PeerDamage) {
+func decodePeer(addr ids.DeviceAddress, st store.PeerState) (*peer, store.PeerDamage) {
 	p := &peer{addr: addr}
 	var damage store.PeerDamage
 	if st.Session != nil {
@@ -148,14 +149,14 @@ func decodePeer(addr ids.DeviceAddress, st storage.PeerState) (*peer, store.Peer
 	return p, damage
 }
 
-// checkPeerPart is the storage.PeerCheck of DiscardUnreadablePeerState: it
+// checkPeerPart is the storeimpl.PeerCheck of DiscardUnreadablePeerState: it
 // refuses exactly the opened values decodePeer does not decode.
 func checkPeerPart(part store.PeerPart, plaintext []byte) error {
-	p, ok := storage.PartOf(part)
+	p, ok := storeimpl.PartOf(part)
 	if !ok {
 		return fmt.Errorf("%w: unknown peer state part %v", ErrInvalidArgument, part)
 	}
-	st := storage.PeerState{}
+	st := store.PeerState{}
 	*p.State(&st) = plaintext
 	_, damage := decodePeer(ids.DeviceAddress{}, st)
 	return errors.Join(damage.Session, damage.Initiation, damage.Pin)

@@ -14,7 +14,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/storage"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
@@ -397,7 +397,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 		s := newPeerStateSetup(t)
 		damageBoth(t, s)
 		// Bob starts over too: his next message is a new initiation.
-		require.NoError(t, s.b.st.SavePeer(s.ctx, alice, storage.PeerState{Session: []byte{}, Initiation: []byte{}}))
+		require.NoError(t, s.b.st.SavePeer(s.ctx, alice, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
 		require.NoError(t, s.b.c.Close())
 		c, err := client.Open(s.ctx, s.b.config())
 		require.NoError(t, err)
@@ -677,7 +677,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 
 				// The store seals what it is given: a correctly sealed
 				// record that does not decode.
-				var newer storage.PeerState
+				var newer store.PeerState
 				if tc.session {
 					newer.Session = newerEncoding(t, seal.RecordSession, before.Session)
 				}

@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/store"
 )
 
@@ -74,7 +75,7 @@ func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceA
 // error the message stays pending. Returns ErrNotInitialized before
 // Initialize, ErrInvalidArgument for a malformed recipient.
 func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (AbandonStatus, error) {
-	if err := storage.ValidateAddress(recipient); err != nil {
+	if err := storeimpl.ValidateAddress(recipient); err != nil {
 		return 0, fmt.Errorf("client: abandon: %w", err)
 	}
 	return c.abandon(ctx, store.PendingMessage{Recipient: recipient, ID: id}, false)

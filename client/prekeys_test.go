@@ -12,7 +12,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -143,7 +144,7 @@ func TestSignedPrekeyRotationAndReplenishment(t *testing.T) {
 
 			st, err := b.st.Peer(ctx, alice)
 			require.NoError(t, err)
-			require.Equal(t, storage.PeerState{}, st, "no session, initiation or pin for alice")
+			require.Equal(t, store.PeerState{}, st, "no session, initiation or pin for alice")
 
 			// The rotated state survives a restart; both sessions work.
 			b.withClock(clk)

@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store"
+
 	"github.com/securemsg/storage/session"
 )
 
@@ -162,7 +163,7 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 	}
 	// One transaction: the advanced session, a new pin or the end of an
 	// initiation, the used-up prekey, and the message or the ACK.
-	var in storage.Inbound
+	var in store.Inbound
 	if in.Update, err = p.update(); err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
@@ -171,7 +172,7 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 		if err != nil {
 			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 		}
-		in.Local = &storage.LocalIdentity{Address: self, Secret: secret}
+		in.Local = &store.LocalIdentity{Address: self, Secret: secret}
 	}
 	commit, what := c.st.CommitReceived, "message"
 	if kind == frameAck {

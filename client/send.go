@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -102,7 +103,7 @@ func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdent
 		// Check recorded the new identity in the pin: store it.
 		pin, serr := p.pin.MarshalBinary()
 		if serr == nil {
-			serr = c.st.SavePeer(ctx, p.addr, storage.PeerState{Pin: pin})
+			serr = c.st.SavePeer(ctx, p.addr, store.PeerState{Pin: pin})
 		}
 		if serr != nil {
 			return errors.Join(err, serr)
@@ -139,8 +140,8 @@ func (p *peer) saved() {
 // session, the pin if it changed, and the initiation marker if it
 // appeared, ended, or names another initiation (a new session replaced an
 // unanswered one).
-func (p *peer) update() (storage.PeerState, error) {
-	var u storage.PeerState
+func (p *peer) update() (store.PeerState, error) {
+	var u store.PeerState
 	if p.sess != nil {
 		b, err := p.sess.MarshalBinary()
 		if err != nil {
@@ -386,7 +387,7 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 	if err := c.checkInitialized(); err != nil {
 		return nil, err
 	}
-	if err := storage.ValidateAddress(remote); err != nil {
+	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return nil, fmt.Errorf("client: retry: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
@@ -460,13 +461,13 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 // and an error matching session.ErrNoIdentityChange if no change is
 // recorded.
 func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
-	return c.settleIdentityChange(ctx, "accept", remote, func(p *peer) (storage.PeerState, error) {
+	return c.settleIdentityChange(ctx, "accept", remote, func(p *peer) (store.PeerState, error) {
 		if err := p.pin.Accept(observed); err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
 		pin, err := p.pin.MarshalBinary()
 		if err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
 		// Drop the old identity's sessions and initiation in the same
 		// transaction, keeping only what recognises replays of its
@@ -474,10 +475,10 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 		sess := []byte{}
 		if p.sess != nil {
 			if sess, err = p.sess.Retire().MarshalBinary(); err != nil {
-				return storage.PeerState{}, err
+				return store.PeerState{}, err
 			}
 		}
-		return storage.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}, nil
+		return store.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}, nil
 	})
 }
 
@@ -491,29 +492,29 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 // (DiscardUnreadablePeerState): it trusts no identity to go back to, so
 // only accepting a verified identity unblocks the device.
 func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
-	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (storage.PeerState, error) {
+	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (store.PeerState, error) {
 		if PinDiscarded(p.pin.Identity) {
 			// There is no trusted identity to go back to.
-			return storage.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", ErrInvalidArgument, remote)
+			return store.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", ErrInvalidArgument, remote)
 		}
 		if err := p.pin.Decline(observed); err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
 		pin, err := p.pin.MarshalBinary()
 		if err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
-		return storage.PeerState{Pin: pin}, nil
+		return store.PeerState{Pin: pin}, nil
 	})
 }
 
 // settleIdentityChange runs settle on remote's stored state under the send
 // mutex and saves what it returns.
-func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (storage.PeerState, error)) error {
+func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (store.PeerState, error)) error {
 	if err := c.checkInitialized(); err != nil {
 		return err
 	}
-	if err := storage.ValidateAddress(remote); err != nil {
+	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	if err := c.lockSend(); err != nil {

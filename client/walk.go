@@ -7,7 +7,8 @@ import (
 	"iter"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/store"
 )
 
@@ -47,7 +48,7 @@ func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAd
 			return
 		}
 		req := store.PageRequest{Limit: MaxPageSize, Recipient: recipient}
-		for m, err := range storage.WalkPendingMessages(ctx, c.st, req) {
+		for m, err := range storeimpl.WalkPendingMessages(ctx, c.st, req) {
 			var ue *store.UnreadableError
 			if err != nil && !errors.As(err, &ue) && err != ctx.Err() {
 				err = fmt.Errorf("client: all pending messages: %w", err)

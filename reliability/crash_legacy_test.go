@@ -24,10 +24,10 @@ import (
 
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 const (

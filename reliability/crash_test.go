@@ -26,8 +26,8 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // crashKills is how many times TestCrashRecovery kills the worker by

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // The attack of the key table: with the store closed, delete every

@@ -13,7 +13,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -496,7 +496,7 @@ func TestTamperPeerState(t *testing.T) {
 			tc.tamper(t, s)
 			st, err := s.a.store.Peer(s.ctx, tc.peer)
 			requireOnly(t, err, tc.want)
-			require.Equal(t, storage.PeerState{}, st, "no state with an error")
+			require.Equal(t, store.PeerState{}, st, "no state with an error")
 			// After a restart (the running client caches peer state),
 			// sending to that peer fails with the same error and hands
 			// nothing off, but the message is kept pending for a retry.

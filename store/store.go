@@ -1,8 +1,13 @@
-// Package store holds what an application and the client share about
-// local storage: the handle a store is opened as (Store, from
-// store/sqlitestore or store/memstore), the pending queue's types
+// Package store is the contract between the client and its storage: the
+// Store interface (the pending outbound queue and the rest of the
+// client's persisted state), the types its calls take and return
 // (PendingMessage, PageRequest, PendingMessagePage,
-// UnreadablePendingMessage) and the errors every store returns.
+// UnreadablePendingMessage, ...) and the errors every store returns.
+//
+// The two implementations are store/sqlitestore (the client's SQLite
+// database) and store/memstore (in memory, for tests and examples). A
+// store never opens a network connection, never decides what a message
+// means and never keeps a tombstone for a removed message.
 package store
 
 import (
@@ -13,15 +18,6 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 )
-
-// Store is a client's local storage, as sqlitestore.Open or memstore.New
-// returns it: hand it to client.Open, which runs on it alone, and Close
-// it after the client. A value that one of those did not return is
-// refused by client.Open with ErrInvalidArgument.
-type Store interface {
-	// Close releases the store. Calls after Close return ErrClosed.
-	Close() error
-}
 
 // MaxPageSize is the largest page of pending messages a store returns.
 const MaxPageSize = 100

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // floorCacheKiB is the page cache the in-memory floor runs with: more

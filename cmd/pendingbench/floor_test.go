@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // TestFloorLinesGiveTheCacheBack checks that the in-memory floor runs with

@@ -39,7 +39,7 @@ type device struct {
 	path  string
 	keys  *seal.Keyring
 	net   *transporttest.Network
-	store sqlitestore.Store
+	store *sqlitestore.Store
 	c     *client.Client
 }
 

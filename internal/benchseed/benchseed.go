@@ -39,9 +39,9 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -426,7 +426,7 @@ func (v *Victims) Next() (slot int, recipient ids.DeviceAddress, id ids.LogicalM
 // Replace inserts, through the store p (which seals it and keeps its
 // count), a new pending message for the recipient of slot, which then
 // points to it.
-func (v *Victims) Replace(ctx context.Context, p storage.Pending, slot int) error {
+func (v *Victims) Replace(ctx context.Context, p store.Pending, slot int) error {
 	s := &v.slots[slot]
 	s.id = ReplacementID()
 	_, err := p.InsertPending(ctx, s.recipient, s.id, Plaintext(s.row, v.cfg.PlaintextSize))

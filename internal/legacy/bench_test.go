@@ -18,8 +18,8 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/legacy"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // legacyBenchEnv lists the legacy table sizes BenchmarkLegacyOpen runs

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // doctorCopy is what a file writer does to a copy of the user's sealed

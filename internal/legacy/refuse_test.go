@@ -19,9 +19,9 @@ import (
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // dump renders the whole database file at path through a plain

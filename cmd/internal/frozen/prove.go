@@ -19,7 +19,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // Check is one check of a proof: its name, whether it passed and, when it

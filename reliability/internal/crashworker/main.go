@@ -61,9 +61,9 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/legacy"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 

@@ -7,7 +7,8 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -259,7 +260,7 @@ func messageTable(
 		// under the old key.
 		var after *int64
 		return func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-			from, more := storage.FirstSequence(after)
+			from, more := storeimpl.FirstSequence(after)
 			if !more {
 				return nil, nil
 			}

@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/store"
 )
 
@@ -21,17 +22,17 @@ import (
 // its bytes and opens as before.
 func TestPeerRowsOfWrongStorageClass(t *testing.T) {
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 7}
-	full := storage.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
+	full := store.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
 	for _, tc := range []struct {
 		table, set string
-		without    func(storage.PeerState) storage.PeerState
-		fresh      storage.PeerState
+		without    func(store.PeerState) store.PeerState
+		fresh      store.PeerState
 	}{
-		{"session", "user_id = CAST(user_id AS BLOB)", func(p storage.PeerState) storage.PeerState { p.Session = nil; return p }, storage.PeerState{Session: []byte("new session")}},
-		{"session", "device_id = CAST(device_id AS BLOB)", func(p storage.PeerState) storage.PeerState { p.Session = nil; return p }, storage.PeerState{Session: []byte("new session")}},
-		{"session_initiation", "user_id = CAST(user_id AS BLOB)", func(p storage.PeerState) storage.PeerState { p.Initiation = nil; return p }, storage.PeerState{Initiation: []byte("new initiation")}},
-		{"identity_pin", "device_id = CAST(device_id AS BLOB)", func(p storage.PeerState) storage.PeerState { p.Pin = nil; return p }, storage.PeerState{Pin: []byte("new pin")}},
-		{"identity_pin", "sealed = CAST(sealed AS TEXT)", func(p storage.PeerState) storage.PeerState { return p }, storage.PeerState{}},
+		{"session", "user_id = CAST(user_id AS BLOB)", func(p store.PeerState) store.PeerState { p.Session = nil; return p }, store.PeerState{Session: []byte("new session")}},
+		{"session", "device_id = CAST(device_id AS BLOB)", func(p store.PeerState) store.PeerState { p.Session = nil; return p }, store.PeerState{Session: []byte("new session")}},
+		{"session_initiation", "user_id = CAST(user_id AS BLOB)", func(p store.PeerState) store.PeerState { p.Initiation = nil; return p }, store.PeerState{Initiation: []byte("new initiation")}},
+		{"identity_pin", "device_id = CAST(device_id AS BLOB)", func(p store.PeerState) store.PeerState { p.Pin = nil; return p }, store.PeerState{Pin: []byte("new pin")}},
+		{"identity_pin", "sealed = CAST(sealed AS TEXT)", func(p store.PeerState) store.PeerState { return p }, store.PeerState{}},
 	} {
 		t.Run(tc.table+" "+tc.set, func(t *testing.T) {
 			ctx := context.Background()
@@ -48,7 +49,7 @@ func TestPeerRowsOfWrongStorageClass(t *testing.T) {
 			got, err := s.Peer(ctx, bob)
 			require.NoError(t, err, "the row does not block Peer")
 			require.Equal(t, tc.without(full), got)
-			d, err := storage.DiscardUnreadablePeer(ctx, s, bob, []byte("replacement"), nil)
+			d, err := storeimpl.DiscardUnreadablePeer(ctx, s, bob, []byte("replacement"), nil)
 			require.NoError(t, err)
 			require.Equal(t, store.PeerDamage{}, d, "nothing to discard")
 			require.Equal(t, 1, rows(), "the row is left alone")

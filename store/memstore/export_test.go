@@ -4,7 +4,8 @@ import (
 	"sort"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/store"
 )
 
@@ -50,7 +51,7 @@ func (s *Store) TamperPeer(peer ids.DeviceAddress, part store.PeerPart, sealed [
 	if p == nil {
 		return false
 	}
-	e, ok := storage.PartOf(part)
+	e, ok := storeimpl.PartOf(part)
 	if !ok {
 		return false
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/memstore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/memstore"
+
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -23,7 +23,7 @@ func TestNilKeyringReportsErrors(t *testing.T) {
 	s := memstore.New(nil)
 	alice := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	update := storage.PeerState{Session: []byte("session"), Pin: []byte("pin")}
+	update := store.PeerState{Session: []byte("session"), Pin: []byte("pin")}
 
 	release, err := s.Claim()
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
@@ -42,19 +42,19 @@ func TestNilKeyringReportsErrors(t *testing.T) {
 			return err
 		}},
 		{"CommitSendMany", func() error {
-			_, err := s.CommitSendMany(ctx, storetest.ID(3), []byte("x"), []storage.PeerUpdate{{Peer: bob, Update: update}})
+			_, err := s.CommitSendMany(ctx, storetest.ID(3), []byte("x"), []store.PeerUpdate{{Peer: bob, Update: update}})
 			return err
 		}},
 		{"SaveLocalIdentity", func() error {
-			return s.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: alice, Secret: []byte("secret")})
+			return s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: alice, Secret: []byte("secret")})
 		}},
 		{"SavePeer", func() error { return s.SavePeer(ctx, bob, update) }},
 		{"CommitReceived", func() error {
-			_, err := s.CommitReceived(ctx, bob, storetest.ID(4), storage.Inbound{Update: update})
+			_, err := s.CommitReceived(ctx, bob, storetest.ID(4), store.Inbound{Update: update})
 			return err
 		}},
 		{"CommitAck", func() error {
-			_, err := s.CommitAck(ctx, bob, storetest.ID(5), storage.Inbound{Update: update})
+			_, err := s.CommitAck(ctx, bob, storetest.ID(5), store.Inbound{Update: update})
 			return err
 		}},
 	} {
@@ -73,7 +73,7 @@ func TestNilKeyringReportsErrors(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound)
 		st, err := s.Peer(ctx, bob)
 		require.NoError(t, err)
-		require.Equal(t, storage.PeerState{}, st)
+		require.Equal(t, store.PeerState{}, st)
 		page, err := s.PendingMessages(ctx, store.PageRequest{Limit: 10})
 		require.NoError(t, err)
 		require.Empty(t, page.Messages)

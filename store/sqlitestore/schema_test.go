@@ -9,9 +9,9 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // A database holding a schema object no migration defines is refused by

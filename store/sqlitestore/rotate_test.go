@@ -16,8 +16,8 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -62,12 +62,12 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 
 	me := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
 	secret := []byte("alice/1 identity and prekeys")
-	require.NoError(t, s.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: me, Secret: secret}))
+	require.NoError(t, s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: me, Secret: secret}))
 	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, rowseal.AddressAD(me), secret}
 
 	peers := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}, {UserID: "dave", DeviceID: 0}}
 	for i, p := range peers {
-		u := storage.PeerState{Pin: []byte("pin of " + p.String())}
+		u := store.PeerState{Pin: []byte("pin of " + p.String())}
 		if i != 2 {
 			u.Session = []byte("session with " + p.String())
 		}
@@ -104,7 +104,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	// Received messages: the session advances and the ids are processed.
 	bobSession := []byte("session with bob/1, advanced")
 	for range 2 {
-		fresh, err := s.CommitReceived(ctx, peers[0], ids.NewLogicalMessageID(), storage.Inbound{Update: storage.PeerState{Session: bobSession}})
+		fresh, err := s.CommitReceived(ctx, peers[0], ids.NewLogicalMessageID(), store.Inbound{Update: store.PeerState{Session: bobSession}})
 		require.NoError(t, err)
 		require.True(t, fresh)
 	}
@@ -459,7 +459,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				return rotateDamage{
 					name: name, want: store.SkippedRow{Table: "session", Address: bob, SealedWith: oldKey.ID(), HasHeader: true},
 					remove: func(t *testing.T, s *sqlitestore.Store, r store.SkippedRow) {
-						require.NoError(t, s.SavePeer(context.Background(), r.Address, storage.PeerState{Session: []byte{}}))
+						require.NoError(t, s.SavePeer(context.Background(), r.Address, store.PeerState{Session: []byte{}}))
 					},
 				}
 			},
@@ -729,7 +729,7 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 					errs <- err
 					return
 				}
-				if err := s.SavePeer(ctx, peer, storage.PeerState{Session: []byte(fmt.Sprint("session ", i))}); err != nil {
+				if err := s.SavePeer(ctx, peer, store.PeerState{Session: []byte(fmt.Sprint("session ", i))}); err != nil {
 					errs <- err
 					return
 				}
@@ -963,9 +963,9 @@ func TestRotateKeyDefaultBatch(t *testing.T) {
 	s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
 	rotateFill(t, s)
 	rows := len(rotatePending(t, s)) + sqlitestore.DefaultRotationBatch + 7
-	peers := make([]storage.PeerUpdate, sqlitestore.DefaultRotationBatch+7)
+	peers := make([]store.PeerUpdate, sqlitestore.DefaultRotationBatch+7)
 	for i := range peers {
-		peers[i] = storage.PeerUpdate{Peer: ids.DeviceAddress{UserID: "bob", DeviceID: int64(i)}}
+		peers[i] = store.PeerUpdate{Peer: ids.DeviceAddress{UserID: "bob", DeviceID: int64(i)}}
 	}
 	_, err := s.CommitSendMany(ctx, rotateID(1), []byte("to every device"), peers) // one transaction
 	require.NoError(t, err)

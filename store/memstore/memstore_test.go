@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/memstore"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
 )
 
 func TestSequenceHighWater(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // Database files are created owner-only under the usual umask 022: the

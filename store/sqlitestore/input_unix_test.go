@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // Bad input to Open gets an error that says which, with a sentinel, and

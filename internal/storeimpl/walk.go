@@ -1,4 +1,4 @@
-package storage
+package storeimpl
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // with a zero PendingMessage and ends the walk; if ctx is done, the walk
 // yields ctx.Err() before the next message or page and ends. Breaking
 // out of the loop stops the walk with no further call to p.
-func WalkPendingMessages(ctx context.Context, p Pending, req store.PageRequest) iter.Seq2[store.PendingMessage, error] {
+func WalkPendingMessages(ctx context.Context, p store.Pending, req store.PageRequest) iter.Seq2[store.PendingMessage, error] {
 	return func(yield func(store.PendingMessage, error) bool) {
 		for {
 			if err := ctx.Err(); err != nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -46,7 +46,7 @@ func dbPath(tb testing.TB) string {
 	return filepath.Join(tb.TempDir(), "client.db")
 }
 
-func insert(tb testing.TB, s storage.Store, to ids.DeviceAddress, n int) store.PendingMessage {
+func insert(tb testing.TB, s store.Store, to ids.DeviceAddress, n int) store.PendingMessage {
 	tb.Helper()
 	m := store.PendingMessage{Recipient: to, ID: storetest.ID(n), Plaintext: []byte(fmt.Sprintf("message %d to %s", n, to))}
 	seq, err := s.InsertPending(context.Background(), to, m.ID, m.Plaintext)
@@ -55,7 +55,7 @@ func insert(tb testing.TB, s storage.Store, to ids.DeviceAddress, n int) store.P
 	return m
 }
 
-func all(tb testing.TB, s storage.Store) []store.PendingMessage {
+func all(tb testing.TB, s store.Store) []store.PendingMessage {
 	tb.Helper()
 	var out []store.PendingMessage
 	req := store.PageRequest{Limit: store.MaxPageSize}
@@ -127,11 +127,11 @@ func TestReopenPersistence(t *testing.T) {
 	hw, err := s.SequenceHighWater(ctx)
 	require.NoError(t, err)
 	require.Equal(t, highest.Sequence, hw, "the high-water mark keeps the deleted sequence")
-	me := storage.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 9}, Secret: []byte("identity")}
+	me := store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 9}, Secret: []byte("identity")}
 	require.NoError(t, s.SaveLocalIdentity(ctx, me))
-	peer := storage.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
+	peer := store.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
 	require.NoError(t, s.SavePeer(ctx, alice, peer))
-	fresh, err := s.CommitReceived(ctx, bob, storetest.ID(77), storage.Inbound{Update: storage.PeerState{Session: []byte("bob session")}})
+	fresh, err := s.CommitReceived(ctx, bob, storetest.ID(77), store.Inbound{Update: store.PeerState{Session: []byte("bob session")}})
 	require.NoError(t, err)
 	require.True(t, fresh)
 	require.NoError(t, s.Close())
@@ -150,7 +150,7 @@ func TestReopenPersistence(t *testing.T) {
 	gotPeer, err := s.Peer(ctx, alice)
 	require.NoError(t, err)
 	require.Equal(t, peer, gotPeer)
-	fresh, err = s.CommitReceived(ctx, bob, storetest.ID(77), storage.Inbound{Update: storage.PeerState{Session: []byte("bob session 2")}})
+	fresh, err = s.CommitReceived(ctx, bob, storetest.ID(77), store.Inbound{Update: store.PeerState{Session: []byte("bob session 2")}})
 	require.NoError(t, err)
 	require.False(t, fresh, "processed ids survive a restart")
 
@@ -426,13 +426,13 @@ func TestSealedValueMovedToAnotherTable(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
 	m := insert(t, s, alice, 1)
-	require.NoError(t, s.SavePeer(ctx, alice, storage.PeerState{Session: []byte("session")}))
+	require.NoError(t, s.SavePeer(ctx, alice, store.PeerState{Session: []byte("session")}))
 	_, err := s.DB().Exec(`UPDATE session SET sealed = (SELECT sealed FROM pending_outbound_message WHERE sequence = ?) WHERE user_id = ? AND device_id = ?`,
 		m.Sequence, alice.UserID, alice.DeviceID)
 	require.NoError(t, err)
 	p, err := s.Peer(ctx, alice)
 	require.ErrorIs(t, err, seal.ErrRecordType)
-	require.Equal(t, storage.PeerState{}, p)
+	require.Equal(t, store.PeerState{}, p)
 }
 
 func TestReopenWithKeyringLackingTheKey(t *testing.T) {
@@ -641,7 +641,7 @@ func TestDeleteStorageClassTwins(t *testing.T) {
 			require.EqualValues(t, 3, n)
 			var ok bool
 			if tc.ack {
-				ok, err = s.CommitAck(ctx, alice, a.ID, storage.Inbound{Update: storage.PeerState{Session: []byte("s")}})
+				ok, err = s.CommitAck(ctx, alice, a.ID, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 			} else {
 				ok, err = s.AbandonPending(ctx, alice, a.ID)
 			}

@@ -10,13 +10,14 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
-// LocalIdentity implements storage.State.
-func (s *Store) LocalIdentity(ctx context.Context) (storage.LocalIdentity, error) {
+// LocalIdentity implements store.State.
+func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
 	var row db.GetLocalIdentityRow
 	err := s.tx(ctx, inTx, func(q *txn) error {
 		var err error
@@ -24,24 +25,24 @@ func (s *Store) LocalIdentity(ctx context.Context) (storage.LocalIdentity, error
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", store.ErrNotFound)
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", store.ErrNotFound)
 	}
 	if err != nil {
-		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
 	}
 	addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
 	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), row.Sealed)
 	if err != nil {
-		return storage.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
 	}
-	return storage.LocalIdentity{Address: addr, Secret: secret}, nil
+	return store.LocalIdentity{Address: addr, Secret: secret}, nil
 }
 
-// SaveLocalIdentity implements storage.State.
-func (s *Store) SaveLocalIdentity(ctx context.Context, id storage.LocalIdentity) error {
+// SaveLocalIdentity implements store.State.
+func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := storage.ValidateAddress(id.Address); err != nil {
+	if err := storeimpl.ValidateAddress(id.Address); err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
 	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
@@ -70,25 +71,25 @@ func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, seale
 	return q.UpdateLocalIdentitySealed(ctx, sealed)
 }
 
-// Peer implements storage.State.
-func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (storage.PeerState, error) {
-	if err := storage.ValidateAddress(peer); err != nil {
-		return storage.PeerState{}, fmt.Errorf("store: peer: %w", err)
+// Peer implements store.State.
+func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
 	}
 	sealed, err := s.readSealedPeer(ctx, peer)
 	if err != nil {
-		return storage.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
 	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
 	if err != nil {
-		return storage.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
 	}
 	return out, nil
 }
 
 // readSealedPeer reads the sealed parts of peer in a transaction of its
 // own (see sealedPeer).
-func (s *Store) readSealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed storage.PeerState, err error) {
+func (s *Store) readSealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed store.PeerState, err error) {
 	err = s.tx(ctx, inTx, func(q *txn) error {
 		sealed, err = sealedPeer(ctx, q.Queries, peer)
 		return err
@@ -98,7 +99,7 @@ func (s *Store) readSealedPeer(ctx context.Context, peer ids.DeviceAddress) (sea
 
 // sealedPeer reads the sealed session, initiation and pin of peer (nil
 // for a part not stored) inside the caller's transaction.
-func sealedPeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress) (st storage.PeerState, err error) {
+func sealedPeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress) (st store.PeerState, err error) {
 	user, dev := peer.UserID, peer.DeviceID
 	if st.Session, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: user, DeviceID: dev})); err != nil {
 		return st, err
@@ -117,14 +118,14 @@ func optional(b []byte, err error) ([]byte, error) {
 	return b, err
 }
 
-// SavePeer implements storage.State.
-func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u storage.PeerState) error {
+// SavePeer implements store.State.
+func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := storage.ValidateAddress(peer); err != nil {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	if err := u.ValidateUpdate(); err != nil {
+	if err := storeimpl.ValidateUpdate(u); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
 	sealed, err := rowseal.SealPeer(s.keys, peer, u)
@@ -140,7 +141,7 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u storage.
 
 // savePeer applies an update whose values are sealed (rowseal.SealPeer):
 // nil leaves a part unchanged, empty deletes it.
-func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u storage.PeerState) error {
+func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u store.PeerState) error {
 	user, dev := peer.UserID, peer.DeviceID
 	switch {
 	case u.Session == nil:
@@ -172,8 +173,8 @@ func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u stor
 	return nil
 }
 
-// CommitReceived implements storage.State.
-func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in storage.Inbound) (bool, error) {
+// CommitReceived implements store.State.
+func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
 	n, err := s.commitInbound(ctx, peer, in, false, func(q *db.Queries) (int64, error) {
 		return q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
 			SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix(),
@@ -185,8 +186,8 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id i
 	return n == 1, nil
 }
 
-// CommitAck implements storage.State.
-func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in storage.Inbound) (bool, error) {
+// CommitAck implements store.State.
+func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
 	n, err := s.commitInbound(ctx, peer, in, true, func(q *db.Queries) (int64, error) {
 		return deletePending(ctx, q, peer, id)
 	})
@@ -199,13 +200,13 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.Lo
 // commitInbound seals in, then applies it and runs op in one transaction,
 // returning op's row count. deletesPending says op deletes that many
 // pending outbound rows (the in-memory count follows).
-func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in storage.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
+func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := storage.ValidateAddress(peer); err != nil {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return 0, err
 	}
-	if err := in.Validate(); err != nil {
+	if err := storeimpl.ValidateInbound(in); err != nil {
 		return 0, err
 	}
 	update, err := rowseal.SealPeer(s.keys, peer, in.Update)
@@ -242,28 +243,28 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	return n, err
 }
 
-// ReadPeerParts implements storage.State.
-func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (storage.PeerReading, error) {
+// ReadPeerParts implements store.State.
+func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (store.PeerReading, error) {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := storage.ValidateAddress(peer); err != nil {
-		return storage.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return store.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
 	}
 	sealed, err := s.readSealedPeer(ctx, peer)
 	if err != nil {
-		return storage.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
+		return store.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
 	}
 	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
 }
 
-// DiscardPeerParts implements storage.State. It reads each part with
+// DiscardPeerParts implements store.State. It reads each part with
 // the same queries as Peer, compares it with the value read and deletes
 // it by the same key in the same transaction, so the row it removes is
 // the one that was found damaged.
-func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read storage.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
+func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
-	if err := storage.ValidateAddress(peer); err != nil {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
 	}
 	if !damage.Damaged() {
@@ -282,7 +283,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pi
 		if err != nil {
 			return err
 		}
-		if !read.Unchanged(sealed, damage) {
+		if !storeimpl.Unchanged(read, sealed, damage) {
 			return store.ErrPeerChanged
 		}
 		if damage.Session != nil {

@@ -22,8 +22,8 @@ import (
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -236,7 +236,7 @@ func BenchmarkPending(b *testing.B) {
 			return d.s.AbandonPending(ctx, r, id)
 		}},
 		{"commit-ack", func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-			return d.s.CommitAck(ctx, r, id, storage.Inbound{Update: storage.PeerState{Session: session}})
+			return d.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: session}})
 		}},
 	} {
 		for _, d := range dbs {

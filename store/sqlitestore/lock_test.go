@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqlitedriver"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // While a store is open, a second Open of its file fails at once with

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // listDir returns the names in dir.

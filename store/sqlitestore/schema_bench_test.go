@@ -6,9 +6,9 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/schema"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // BenchmarkOpenSchemaCheck measures what Open's check of the schema

@@ -12,9 +12,9 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // verifierTexts opens every storage key verifier of the database behind

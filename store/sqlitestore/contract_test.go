@@ -8,15 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, keys *seal.Keyring) storage.Store {
+	storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
 		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "client.db"), keys)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -28,7 +28,7 @@ func TestContract(t *testing.T) {
 // with write access to the database file could.
 type tamper struct{}
 
-func (tamper) exec(t *testing.T, s storage.Store, query string, args ...any) {
+func (tamper) exec(t *testing.T, s store.Store, query string, args ...any) {
 	t.Helper()
 	res, err := s.(*sqlitestore.Store).DB().Exec(query, args...)
 	require.NoError(t, err)
@@ -37,19 +37,19 @@ func (tamper) exec(t *testing.T, s storage.Store, query string, args ...any) {
 	require.EqualValues(t, 1, n, "%s %v", query, args)
 }
 
-func (tp tamper) SetSealed(t *testing.T, s storage.Store, seq int64, sealed []byte) {
+func (tp tamper) SetSealed(t *testing.T, s store.Store, seq int64, sealed []byte) {
 	tp.exec(t, s, `UPDATE pending_outbound_message SET sealed = ? WHERE sequence = ?`, sealed, seq)
 }
 
-func (tp tamper) SetSequence(t *testing.T, s storage.Store, seq, to int64) {
+func (tp tamper) SetSequence(t *testing.T, s store.Store, seq, to int64) {
 	tp.exec(t, s, `UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?`, to, seq)
 }
 
-func (tp tamper) SetUserID(t *testing.T, s storage.Store, seq int64, user string) {
+func (tp tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
 	tp.exec(t, s, `UPDATE pending_outbound_message SET recipient_user_id = ? WHERE sequence = ?`, user, seq)
 }
 
-func (tp tamper) SetPeerSealed(t *testing.T, s storage.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
+func (tp tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
 	table := map[store.PeerPart]string{store.PeerSession: "session", store.PeerInitiation: "session_initiation", store.PeerPin: "identity_pin"}[part]
 	require.NotEmpty(t, table, "%s", part)
 	tp.exec(t, s, `UPDATE `+table+` SET sealed = ? WHERE user_id = ? AND device_id = ?`, sealed, peer.UserID, peer.DeviceID)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/internal/tabledump"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // Open repairs a pending sequence high-water mark (sqlite_sequence) that a
