@@ -11,6 +11,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -75,7 +76,7 @@ func TestOneClientPerStore(t *testing.T) {
 func storeSnapshot(tb testing.TB, d *device, peer ids.DeviceAddress) any {
 	tb.Helper()
 	if d.sql != nil {
-		return dumpTables(tb, d.sql.DB())
+		return dumpTables(tb, sqliteaccess.DB(d.sql))
 	}
 	ctx := context.Background()
 	st, err := d.st.Peer(ctx, peer)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
@@ -36,7 +37,7 @@ func (d *device) fanout(to []ids.DeviceAddress, id ids.LogicalMessageID, text st
 func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 	d.tb.Helper()
 	if d.sql != nil {
-		return dumpTables(d.tb, d.sql.DB())
+		return dumpTables(d.tb, sqliteaccess.DB(d.sql))
 	}
 	ctx := context.Background()
 	li, err := d.st.LocalIdentity(ctx)
@@ -140,7 +141,7 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 			before := a.all(client.MaxPageSize, nil)
 			var tables map[string][]string
 			if a.sql != nil {
-				tables = dumpTables(t, a.sql.DB())
+				tables = dumpTables(t, sqliteaccess.DB(a.sql))
 			}
 
 			net.ResetCalls()
@@ -148,7 +149,7 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 			require.Empty(t, net.Calls(), "abandon is local only")
 			require.Equal(t, []store.PendingMessage{before[0], before[2]}, a.all(client.MaxPageSize, nil))
 			if a.sql != nil {
-				after := dumpTables(t, a.sql.DB())
+				after := dumpTables(t, sqliteaccess.DB(a.sql))
 				for table, rows := range tables {
 					if table != "pending_outbound_message" {
 						require.Equal(t, rows, after[table], "table %s changed", table)

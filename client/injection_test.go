@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -92,11 +93,11 @@ func TestAcceptTakesOnlyTheVerifiedIdentity(t *testing.T) {
 	injected := b.recordedChange(alice)
 	require.NotEqual(t, verified, injected)
 
-	before := dumpTables(t, b.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(b.sql))
 	err = b.c.AcceptRemoteIdentityChange(ctx, alice, verified)
 	require.ErrorAs(t, err, &ice)
 	require.Equal(t, injected, ice.Observed, "the error names the change recorded now")
-	require.Equal(t, before, dumpTables(t, b.sql.DB()), "a refused accept changes nothing")
+	require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "a refused accept changes nothing")
 
 	m.d.retry(bob)
 	res, errs := deliver(t, b, m.envelopes(t))

@@ -14,6 +14,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
@@ -72,14 +73,14 @@ func newPeerStateSetup(t *testing.T) *peerStateSetup {
 func (s *peerStateSetup) sealedOf(t *testing.T, table string, peer ids.DeviceAddress) []byte {
 	t.Helper()
 	var v []byte
-	require.NoError(t, s.a.sql.DB().QueryRowContext(s.ctx, "SELECT sealed FROM "+table+" WHERE user_id = ? AND device_id = ?", peer.UserID, peer.DeviceID).Scan(&v))
+	require.NoError(t, sqliteaccess.DB(s.a.sql).QueryRowContext(s.ctx, "SELECT sealed FROM "+table+" WHERE user_id = ? AND device_id = ?", peer.UserID, peer.DeviceID).Scan(&v))
 	return v
 }
 
 // setSealed replaces that value behind the client's back.
 func (s *peerStateSetup) setSealed(t *testing.T, table string, peer ids.DeviceAddress, v []byte) {
 	t.Helper()
-	res, err := s.a.sql.DB().ExecContext(s.ctx, "UPDATE "+table+" SET sealed = ? WHERE user_id = ? AND device_id = ?", v, peer.UserID, peer.DeviceID)
+	res, err := sqliteaccess.DB(s.a.sql).ExecContext(s.ctx, "UPDATE "+table+" SET sealed = ? WHERE user_id = ? AND device_id = ?", v, peer.UserID, peer.DeviceID)
 	require.NoError(t, err)
 	n, err := res.RowsAffected()
 	require.NoError(t, err)
@@ -198,7 +199,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 
 				// Every call for the target fails with the sentinel and
 				// hands nothing off; the new message is kept pending.
-				before := dumpTables(t, s.a.sql.DB())
+				before := dumpTables(t, sqliteaccess.DB(s.a.sql))
 				s.net.ResetCalls()
 				_, err := s.a.c.RetryPendingMessages(s.ctx, target)
 				requireUnreadablePeer(t, err, target, part.table, dmg.want)
@@ -218,7 +219,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				require.ErrorIs(t, err, client.ErrMessageNotSent)
 				require.NotEqual(t, ids.LogicalMessageID{}, afterDamage, "stored pending")
 				require.Empty(t, s.net.Calls(), "nothing handed off or fetched")
-				failed := dumpTables(t, s.a.sql.DB())
+				failed := dumpTables(t, sqliteaccess.DB(s.a.sql))
 				for table, rows := range before {
 					if table != "pending_outbound_message" && table != "sqlite_sequence" {
 						require.Equal(t, rows, failed[table], "%s unchanged by the failed calls", table)
@@ -237,7 +238,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 						require.NoError(t, p.field(got), "%s kept", p.table)
 					}
 				}
-				discarded := dumpTables(t, s.a.sql.DB())
+				discarded := dumpTables(t, sqliteaccess.DB(s.a.sql))
 				for table, rows := range failed {
 					if table != part.table {
 						require.Equal(t, rows, discarded[table], "%s unchanged by the discard", table)
@@ -253,7 +254,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				again, err := s.a.c.DiscardUnreadablePeerState(s.ctx, target)
 				require.NoError(t, err)
 				require.Equal(t, store.PeerDamage{}, again)
-				require.Equal(t, discarded, dumpTables(t, s.a.sql.DB()), "a second discard changes nothing")
+				require.Equal(t, discarded, dumpTables(t, sqliteaccess.DB(s.a.sql)), "a second discard changes nothing")
 
 				// Sending works again: on a new session if the session was
 				// removed, on the kept one otherwise. The pin that replaced
@@ -266,10 +267,10 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 					require.ErrorIs(t, err, client.ErrIdentityChanged)
 					require.ErrorIs(t, err, client.ErrMessageNotSent)
 					// No trusted identity to go back to: declining is refused.
-					pinBefore := dumpTables(t, s.a.sql.DB())["identity_pin"]
+					pinBefore := dumpTables(t, sqliteaccess.DB(s.a.sql))["identity_pin"]
 					err = s.a.c.DeclineRemoteIdentityChange(s.ctx, target, s.a.recordedChange(target))
 					require.ErrorIs(t, err, client.ErrInvalidArgument)
-					require.Equal(t, pinBefore, dumpTables(t, s.a.sql.DB())["identity_pin"])
+					require.Equal(t, pinBefore, dumpTables(t, sqliteaccess.DB(s.a.sql))["identity_pin"])
 					require.NoError(t, s.a.acceptChange(target))
 				} else {
 					s.a.send(target, "after discard")
@@ -420,14 +421,14 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 // that has none) discarding removes nothing and changes no row.
 func TestDiscardUnreadablePeerStateHealthy(t *testing.T) {
 	s := newPeerStateSetup(t)
-	before := dumpTables(t, s.a.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(s.a.sql))
 	for _, peer := range []ids.DeviceAddress{bob, carol, dave, {UserID: "nobody", DeviceID: 9}} {
 		got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, peer)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, got)
 		require.False(t, got.Damaged())
 	}
-	require.Equal(t, before, dumpTables(t, s.a.sql.DB()))
+	require.Equal(t, before, dumpTables(t, sqliteaccess.DB(s.a.sql)))
 	s.a.send(bob, "still works")
 	require.Contains(t, receivedTexts(t, s.b.poll()), "still works")
 }
@@ -816,14 +817,14 @@ func TestDiscardRemovesUndecodableBehindUnopened(t *testing.T) {
 
 	_, err := s.a.c.Send(s.ctx, bob, []byte("after damage"))
 	requireUnreadablePeer(t, err, bob, "identity_pin", seal.ErrAuthentication)
-	before := dumpTables(t, s.a.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(s.a.sql))
 
 	got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, bob)
 	require.NoError(t, err)
 	require.ErrorIs(t, got.Pin, seal.ErrAuthentication)
 	require.ErrorIs(t, got.Session, session.ErrMalformedState)
 	require.NoError(t, got.Initiation)
-	after := dumpTables(t, s.a.sql.DB())
+	after := dumpTables(t, sqliteaccess.DB(s.a.sql))
 	for table, rows := range before {
 		if table != "session" && table != "identity_pin" {
 			require.Equal(t, rows, after[table], "%s unchanged", table)

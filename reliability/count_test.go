@@ -15,6 +15,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store/sqlitestore"
 
@@ -53,7 +54,7 @@ func newCountRig(t *testing.T) *countRig {
 		path: filepath.Join(t.TempDir(), "count.db"), pending: map[pendingKey]int64{}}
 	g.drv = registerFaultDriver(t, g.inj)
 	g.reopen()
-	other, err := sql.Open("sqlite3", sqlitestore.DSN(g.path))
+	other, err := sql.Open("sqlite3", sqliteaccess.DSN(g.path))
 	require.NoError(t, err)
 	other.SetMaxOpenConns(1)
 	t.Cleanup(func() { _ = other.Close() })
@@ -414,7 +415,7 @@ func TestCountNoWindowWhileConnectionReplaced(t *testing.T) {
 	go func() { saved <- g.s.SavePeer(g.ctx, bob, store.PeerState{Session: countSession}) }()
 	<-reached // the save holds the only connection
 
-	waits := g.s.DB().Stats().WaitCount
+	waits := sqliteaccess.DB(g.s).Stats().WaitCount
 	counted := make(chan error, 1)
 	var n int64
 	go func() {
@@ -422,7 +423,7 @@ func TestCountNoWindowWhileConnectionReplaced(t *testing.T) {
 		n, err = g.s.PendingMessageCount(g.ctx, nil)
 		counted <- err
 	}()
-	for g.s.DB().Stats().WaitCount == waits {
+	for sqliteaccess.DB(g.s).Stats().WaitCount == waits {
 		runtime.Gosched() // until the count waits for the connection
 	}
 	close(hold)

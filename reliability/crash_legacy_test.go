@@ -24,6 +24,7 @@ import (
 
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -61,7 +62,7 @@ func buildLegacyTemplate(t *testing.T, path string) (map[int64]legacyWant, int64
 	ctx := context.Background()
 	text, err := os.ReadFile("../fixtures/legacy/fixture.sql")
 	require.NoError(t, err)
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
@@ -335,7 +336,7 @@ func TestCrashLegacyMigration(t *testing.T) {
 			req.After = p.NextAfterSequence
 		}
 		require.Equal(t, len(want), got, "%s: every row once", when)
-		n, err := s.SequenceHighWater(ctx)
+		n, err := sqliteaccess.SequenceHighWater(ctx, s)
 		require.NoError(t, err)
 		require.Equal(t, hw, n, "%s: high-water mark kept", when)
 		require.NoError(t, s.Close())

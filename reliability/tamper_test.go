@@ -13,6 +13,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -80,7 +81,7 @@ func newTamperSetup(t *testing.T) *tamperSetup {
 	require.Len(t, s.toBob, 2)
 	s.toCar = allPending(t, s.a.c, &carol, 10)[0]
 	s.toDave = allPending(t, s.a.c, &dave, 10)[0]
-	s.db = s.a.sql.DB()
+	s.db = sqliteaccess.DB(s.a.sql)
 	return s
 }
 

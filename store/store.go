@@ -11,7 +11,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -28,46 +27,6 @@ const MaxPageSize = 100
 // The store enforces it itself so that no caller can fill the queue with
 // messages that could never be sent.
 const MaxPlaintextSize = session.MaxPlaintextSize - (2 + ids.LogicalMessageIDLen)
-
-// Errors shared by every implementation, checked with errors.Is.
-var (
-	// ErrInvalidArgument means a call was given a malformed argument (a
-	// page limit outside 1..MaxPageSize, a negative cursor, a malformed
-	// address or id). Nothing was changed.
-	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrNotFound means the record asked for does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrDuplicate means a pending message with the same recipient and
-	// logical id already exists.
-	ErrDuplicate = errors.New("duplicate pending message")
-	// ErrClosed means the store was closed.
-	ErrClosed = errors.New("closed")
-	// ErrInUse means the store, or its database file, already serves
-	// another user: a second client on one store (Claim), or a second
-	// open of a database file that an open store holds (sqlitestore.Open).
-	// Nothing was changed. Two users of one state would each cache the
-	// sessions and encrypt under the same message keys.
-	ErrInUse = errors.New("store in use")
-	// ErrUnreadable means pending rows could not be opened; it is matched
-	// by an *UnreadableError, which lists them.
-	ErrUnreadable = errors.New("unreadable pending message")
-	// ErrCorruptRow means a pending row's columns hold values the schema
-	// never stores: the wrong storage class (a recipient stored as a BLOB,
-	// say, which would escape the per-recipient index) or a value out of
-	// bounds (a malformed recipient, a logical id of the wrong length). It
-	// is the cause of an UnreadablePendingMessage.
-	ErrCorruptRow = errors.New("corrupt pending row")
-	// ErrPeerUnreadable means part of a remote device's stored state (its
-	// session, unanswered initiation or identity pin) could not be opened,
-	// or (as the client reports it) opened but could not be decoded. It is
-	// matched by a *PeerUnreadableError, which says which parts and why;
-	// client.DiscardUnreadablePeerState removes exactly those parts.
-	ErrPeerUnreadable = errors.New("unreadable peer state")
-	// ErrPeerChanged means a remote device's state changed between the
-	// read that found parts of it damaged and their removal, so nothing
-	// was removed: client.DiscardUnreadablePeerState can be called again.
-	ErrPeerChanged = errors.New("peer state changed since it was read")
-)
 
 // PendingMessage is one sent, not yet acknowledged message.
 type PendingMessage struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/legacy"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
@@ -41,7 +42,7 @@ func buildLegacyBench(b *testing.B, path string, n int) {
 	ctx := context.Background()
 	text, err := os.ReadFile(legacyFixture)
 	require.NoError(b, err)
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(b, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)

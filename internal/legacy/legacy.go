@@ -26,7 +26,7 @@
 // database sealed by an earlier build on its first open. A legacy layout
 // anywhere else (no key record beside sealed rows, a marked verifier, a
 // migration's proof, a verifier that does not open) is refused with
-// ErrPlaintextRefused and nothing is changed, so that someone who can
+// store.ErrPlaintextRefused and nothing is changed, so that someone who can
 // write the file but does not hold the storage key cannot have rows of
 // their own sealed as the user's messages.
 //
@@ -78,7 +78,7 @@
 // legacy database or not, are not looked at: only a holder of the key
 // could write the proof). A set-aside table
 // without that proof (planted, or changed since it was set aside) is
-// refused with ErrPlaintextRefused, nothing changed. So after a crash at
+// refused with store.ErrPlaintextRefused, nothing changed. So after a crash at
 // any point, the next successful run leaves no legacy plaintext in the
 // database file, its free pages or its WAL.
 //
@@ -107,38 +107,10 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-)
-
-// Errors returned (wrapped) by MigratePlaintextWith.
-var (
-	// ErrUnknownLayout means pending_outbound_message has neither the
-	// legacy plaintext layout nor the sealed one.
-	ErrUnknownLayout = errors.New("legacy: unknown pending_outbound_message layout")
-	// ErrKeyNotRecorded means the keyring's current key is not the
-	// database's active storage key: a migration under way recorded
-	// another key (the rows left would be sealed with another key than
-	// the rows before them), or a legacy database sealed before its
-	// pending queue records another key as active (or none). Nothing is
-	// changed.
-	ErrKeyNotRecorded = errors.New("legacy: keyring's current key is not the database's active storage key")
-	// ErrPlaintextRefused means the database holds a plaintext pending
-	// table this package may not seal: the legacy layout in a database
-	// whose pending queue this library sealed (a storage key verifier
-	// carries the mark rowseal.KeyVerifierSealedQueue or a migration's
-	// proof), whose verifier does not open with the keyring (the error
-	// then also wraps the seal error, seal.ErrWrongKey or
-	// seal.ErrAuthentication), or that holds a local identity or sealed
-	// rows but records no storage key; a set-aside
-	// pending_outbound_message_plaintext without the proof that this
-	// package set it aside with the keyring's current key (or whose rows
-	// changed since); or both tables at once. The message names the
-	// table. Nothing is changed, sealed or listed.
-	ErrPlaintextRefused = errors.New("legacy: plaintext table refused")
 )
 
 // The DDL steps, in order (see the files for what each does).
@@ -234,10 +206,10 @@ type hooks struct {
 // conn must be limited to one connection (sql.DB.SetMaxOpenConns(1), as
 // sqlitestore's is). It returns an error wrapping store.ErrInvalidArgument
 // for a nil database or keyring, a database allowed more connections, or
-// invalid options (Options.Validate), ErrPlaintextRefused for a plaintext
+// invalid options (Options.Validate), store.ErrPlaintextRefused for a plaintext
 // table on a database whose pending queue this library sealed (or whose
 // verifier does not open) or a set-aside table without its proof,
-// ErrUnknownLayout for a table it does not recognise, ErrKeyNotRecorded if
+// store.ErrUnknownLayout for a table it does not recognise, store.ErrKeyNotRecorded if
 // keys' current key is not the database's active one, seal.ErrWrongKey /
 // seal.ErrAuthentication if a migration under way was started with
 // another key than keys' current one, or the context's error. An error

@@ -86,7 +86,7 @@ func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
 		return refused(setAside, fmt.Sprintf("no proof that this library set it aside (%d storage key records, none active)", len(keys)))
 	}
 	if !found {
-		return fmt.Errorf("%w: current key %d, recorded %v", ErrKeyNotRecorded, m.keys.Current(), active)
+		return fmt.Errorf("%w: current key %d, recorded %v", store.ErrKeyNotRecorded, m.keys.Current(), active)
 	}
 	text, err := rowseal.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -77,7 +79,7 @@ func dump(t *testing.T, path string) string {
 // connection (someone with the files, not the key).
 func exec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
@@ -137,7 +139,7 @@ func listAll(t *testing.T, s *sqlitestore.Store) []store.PendingMessage {
 }
 
 // On a database that was sealed, a planted plaintext table is refused by
-// Open: ErrPlaintextRefused naming the table, the file's schema and rows
+// Open: store.ErrPlaintextRefused naming the table, the file's schema and rows
 // unchanged, nothing of it sealed or listed; also with the storage key
 // records deleted.
 func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
@@ -181,10 +183,10 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 					s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
 					require.Nil(t, s)
 					if tc.unknown != "" {
-						require.ErrorIs(t, err, migration.ErrUnknownObject)
+						require.ErrorIs(t, err, schema.ErrUnknownObject)
 						assert.Contains(t, err.Error(), tc.unknown)
 					} else {
-						require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+						require.ErrorIs(t, err, store.ErrPlaintextRefused)
 						assert.Contains(t, err.Error(), "refused: "+tc.table+": ")
 					}
 					assert.Equal(t, before, dump(t, path), "nothing changed")
@@ -229,7 +231,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	conn, err = sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, conn), "marked")
@@ -239,7 +241,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	exec(t, path, dropSealed, plantLegacy, plantLegacyRow)
 	snapshot := dump(t, path)
 	_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
-	require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+	require.ErrorIs(t, err, store.ErrPlaintextRefused)
 	assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database's pending queue was sealed by this library")
 	assert.Equal(t, snapshot, dump(t, path), "nothing changed")
 }
@@ -284,14 +286,14 @@ func TestLegacyVerifierMark(t *testing.T) {
 		rewrite(t, path, "UPDATE storage_key SET verifier = ?", v)
 		s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 		require.NoError(t, err)
-		assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, s.DB()), "marked on open")
+		assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, sqliteaccess.DB(s)), "marked on open")
 		own := listAll(t, s)
 		require.NoError(t, s.Close())
 
 		exec(t, path, plant...)
 		snapshot := dump(t, path)
 		_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
-		require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+		require.ErrorIs(t, err, store.ErrPlaintextRefused)
 		assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database's pending queue was sealed by this library")
 		assert.Equal(t, snapshot, dump(t, path), "nothing changed")
 		assert.NotContains(t, fmt.Sprint(own), forged)
@@ -315,7 +317,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 			exec(t, path, plant...)
 			snapshot := dump(t, path)
 			_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
-			require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+			require.ErrorIs(t, err, store.ErrPlaintextRefused)
 			assert.ErrorIs(t, err, seal.ErrWrongKey, "the verifier does not open")
 			assert.Contains(t, err.Error(), "refused: pending_outbound_message: ")
 			assert.Equal(t, snapshot, dump(t, path), "nothing changed")
@@ -327,7 +329,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 // through a plain connection.
 func rewrite(t *testing.T, path, stmt string, args ...any) {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Exec(stmt, args...)
@@ -404,7 +406,7 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 			}
 			assert.Empty(t, onDisk(t, path, []legacyRow{{seq: 4, plaintext: []byte(marker)}}), "the erased row's plaintext is gone")
 
-			conn, err = sql.Open("sqlite3", sqlitestore.DSN(path))
+			conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
 			require.NoError(t, err)
 			conn.SetMaxOpenConns(1)
 			checkMigrated(t, path, conn, before, others)
@@ -428,30 +430,30 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 		want   error
 	}{
 		{name: "untouched"},
-		{name: "a row added to the set-aside table", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "a row added to the set-aside table", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("INSERT INTO pending_outbound_message_plaintext VALUES (50, 'bob', 1, randomblob(16), CAST('" + forged + "' AS BLOB))")
 			require.NoError(t, err)
 		}},
-		{name: "a malformed row added to the set-aside table", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "a malformed row added to the set-aside table", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("INSERT INTO pending_outbound_message_plaintext VALUES (50, '', 1, randomblob(16), CAST('" + forged + "' AS BLOB))")
 			require.NoError(t, err)
 		}},
-		{name: "a plaintext rewritten", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "a plaintext rewritten", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("UPDATE pending_outbound_message_plaintext SET plaintext = CAST('" + forged + "' AS BLOB) WHERE sequence = 10")
 			require.NoError(t, err)
 		}},
-		{name: "a row deleted from the set-aside table", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "a row deleted from the set-aside table", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("DELETE FROM pending_outbound_message_plaintext WHERE sequence = 10")
 			require.NoError(t, err)
 		}},
-		{name: "the proof replaced by a plain verifier", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "the proof replaced by a plain verifier", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			id := version14.Key().ID()
 			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
 		}},
-		{name: "the proof replaced by a marked verifier", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "the proof replaced by a marked verifier", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			id := version14.Key().ID()
 			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierSealedQueue))
 			require.NoError(t, err)
@@ -466,15 +468,15 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
 		}},
-		{name: "the key record deleted", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "the key record deleted", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec(deleteKeys)
 			require.NoError(t, err)
 		}},
-		{name: "the key record marked retiring", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "the key record marked retiring", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("UPDATE storage_key SET state = 'retiring'")
 			require.NoError(t, err)
 		}},
-		{name: "resumed with another current key", want: legacy.ErrKeyNotRecorded, keys: func(t *testing.T) *seal.Keyring {
+		{name: "resumed with another current key", want: store.ErrKeyNotRecorded, keys: func(t *testing.T) *seal.Keyring {
 			kr, err := seal.NewKeyring(other, version14.Key())
 			require.NoError(t, err)
 			return kr
@@ -517,7 +519,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			snapshot := dump(t, path)
 			_, err = sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade())
 			require.ErrorIs(t, err, tc.want)
-			if errors.Is(tc.want, legacy.ErrPlaintextRefused) {
+			if errors.Is(tc.want, store.ErrPlaintextRefused) {
 				assert.Contains(t, err.Error(), "refused: pending_outbound_message_plaintext: ")
 			}
 			assert.Equal(t, snapshot, dump(t, path), "nothing changed")

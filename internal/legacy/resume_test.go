@@ -283,6 +283,6 @@ func TestLegacyBothTablesRefused(t *testing.T) {
 	require.NoError(t, err)
 	before := state(t, conn)
 	_, err = legacy.MigratePlaintext(context.Background(), conn, fixtureKeyring(t))
-	require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+	require.ErrorIs(t, err, store.ErrPlaintextRefused)
 	assert.Equal(t, before, state(t, conn))
 }

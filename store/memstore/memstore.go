@@ -1,5 +1,5 @@
-// Package memstore is the in-memory implementation of store.Store (the
-// one store/memstore.New returns for an application). It seals values
+// Package memstore is an in-memory store (New), for tests and examples:
+// give it to client.Open as the SQLite store is given. It seals values
 // exactly like the SQLite store, keeps pending messages ordered by
 // sequence, and hands out sequences from a high-water mark that only
 // grows, so sequences are never reused.

@@ -22,6 +22,7 @@ import (
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/seal"
@@ -120,7 +121,7 @@ const pageColumns = "sequence, recipient_user_id, recipient_device_id, logical_i
 // rawPage reads 101 rows with query (args) on the store's own connection
 // and opens the first 100: the floor a store page is compared with.
 func rawPage(ctx context.Context, d *benchDB, query string, args ...any) error {
-	rows, err := d.s.DB().QueryContext(ctx, query, args...)
+	rows, err := sqliteaccess.DB(d.s).QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func BenchmarkPending(b *testing.B) {
 			}
 		})
 		b.Run("count/raw/"+d.name, func(b *testing.B) {
-			q := db.New(d.s.DB())
+			q := db.New(sqliteaccess.DB(d.s))
 			for b.Loop() {
 				if _, err := q.CountPendingOutbound(ctx); err != nil {
 					b.Fatal(err)

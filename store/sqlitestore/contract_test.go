@@ -10,6 +10,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/sqlitestore"
 
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -30,7 +31,7 @@ type tamper struct{}
 
 func (tamper) exec(t *testing.T, s store.Store, query string, args ...any) {
 	t.Helper()
-	res, err := s.(*sqlitestore.Store).DB().Exec(query, args...)
+	res, err := sqliteaccess.DB(s.(*sqlitestore.Store)).Exec(query, args...)
 	require.NoError(t, err)
 	n, err := res.RowsAffected()
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 // taken together with the connection's PRAGMA data_version, which changes
 // whenever another connection (another process, another Store, the
 // migrate command) commits; a count that sees a different data_version
-// runs SELECT count(*) again. Writing pending rows through Store.DB() on
+// runs SELECT count(*) again. Writing pending rows through sqliteaccess.DB on
 // the store's own connection is not seen: DB() is for reading.
 //
 // data_version values of two connections are not comparable (a fresh

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -16,7 +17,7 @@ import (
 
 // A pending sequence at the largest int64 (a high-water mark raised
 // there, or a row stored there, by a writer other than the store) is
-// reported: Open fails with ErrSequenceExhausted and changes nothing; a
+// reported: Open fails with store.ErrSequenceExhausted and changes nothing; a
 // send meeting it stores nothing and returns it; Open with
 // WithSequenceRestart is the way out, keeping every stored message
 // (a row at the maximum is listed, and once the application abandons it
@@ -27,7 +28,7 @@ func TestSequenceExhausted(t *testing.T) {
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
 	markAt := func(t *testing.T, s *sqlitestore.Store) int64 {
 		var m int64
-		require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'pending_outbound_message'`).Scan(&m))
+		require.NoError(t, sqliteaccess.DB(s).QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'pending_outbound_message'`).Scan(&m))
 		return m
 	}
 	for _, tc := range []struct {
@@ -50,9 +51,9 @@ func TestSequenceExhausted(t *testing.T) {
 				// A genuine message of the user's moved to the largest
 				// sequence.
 				m := insert(t, s, bob, 9)
-				_, err := s.DB().ExecContext(ctx, "UPDATE pending_outbound_message SET sequence = 9223372036854775807 WHERE sequence = ?", m.Sequence)
+				_, err := sqliteaccess.DB(s).ExecContext(ctx, "UPDATE pending_outbound_message SET sequence = 9223372036854775807 WHERE sequence = ?", m.Sequence)
 				require.NoError(t, err)
-				_, err = s.DB().ExecContext(ctx, "UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'pending_outbound_message'")
+				_, err = sqliteaccess.DB(s).ExecContext(ctx, "UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'pending_outbound_message'")
 				require.NoError(t, err)
 			}
 			require.NoError(t, s.Close())
@@ -62,7 +63,7 @@ func TestSequenceExhausted(t *testing.T) {
 			before := dump(t, path)
 
 			_, err := sqlitestore.Open(ctx, path, kr)
-			require.ErrorIs(t, err, sqlitestore.ErrSequenceExhausted)
+			require.ErrorIs(t, err, store.ErrSequenceExhausted)
 			require.ErrorContains(t, err, "WithSequenceRestart")
 			assert.Equal(t, before, dump(t, path), "nothing changed")
 
@@ -82,7 +83,7 @@ func TestSequenceExhausted(t *testing.T) {
 			assert.Equal(t, kept, listed[:3])
 
 			_, err = s.InsertPending(ctx, bob, storetest.ID(4), []byte("after the maximum"))
-			require.ErrorIs(t, err, sqlitestore.ErrSequenceExhausted)
+			require.ErrorIs(t, err, store.ErrSequenceExhausted)
 			n, err := s.PendingMessageCount(ctx, nil)
 			require.NoError(t, err)
 			assert.EqualValues(t, 4, n, "nothing stored")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -44,13 +45,13 @@ func TestOpenBadInputChangesNothing(t *testing.T) {
 			require.NoError(t, os.Mkdir(d, 0o755))
 			require.NoError(t, os.Chmod(d, 0o755))
 			return d
-		}, want: sqlitestore.ErrNotDatabase, says: "it is a directory"},
+		}, want: store.ErrNotDatabase, says: "it is a directory"},
 		{name: "text file", make: func(t *testing.T, dir string) string {
 			f := filepath.Join(dir, "notes.txt")
 			require.NoError(t, os.WriteFile(f, []byte("not a database, just some notes\n"), 0o644))
 			require.NoError(t, os.Chmod(f, 0o644))
 			return f
-		}, want: sqlitestore.ErrNotDatabase, says: "does not start with SQLite's header"},
+		}, want: store.ErrNotDatabase, says: "does not start with SQLite's header"},
 		{name: "read-only database file", make: func(t *testing.T, dir string) string {
 			path := database(t, dir, "ro.db")
 			require.NoError(t, os.Chmod(path, 0o400))

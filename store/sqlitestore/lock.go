@@ -13,12 +13,6 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// ErrNotDatabase is store/sqlitestore.ErrNotDatabase, which documents it.
-var ErrNotDatabase = errors.New("store: not a SQLite database file")
-
-// ErrSymlink is store/sqlitestore.ErrSymlink, which documents it.
-var ErrSymlink = dblock.ErrSymlink
-
 // sqliteHeader starts every SQLite database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
@@ -30,8 +24,8 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 // hands SQLite, and the lock. On error nothing it created is left and no
 // mode is changed; the error wraps store.ErrInUse (naming the file) if
 // another open store, in this process or another, holds the file,
-// ErrNotDatabase, fs.ErrPermission for a read-only file or directory,
-// fs.ErrNotExist for a dangling symbolic link, or ErrSymlink.
+// store.ErrNotDatabase, fs.ErrPermission for a read-only file or directory,
+// fs.ErrNotExist for a dangling symbolic link, or store.ErrSymlink.
 func holdFile(path string) (string, *dblock.Lock, error) {
 	fail := func(err error) (string, *dblock.Lock, error) {
 		return "", nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -46,9 +40,9 @@ func holdFile(path string) (string, *dblock.Lock, error) {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fail(err)
 	case exists && fi.IsDir():
-		return fail(fmt.Errorf("%w: it is a directory", ErrNotDatabase))
+		return fail(fmt.Errorf("%w: it is a directory", store.ErrNotDatabase))
 	case exists && !fi.Mode().IsRegular():
-		return fail(fmt.Errorf("%w: it is not a regular file (%s)", ErrNotDatabase, fi.Mode().Type()))
+		return fail(fmt.Errorf("%w: it is not a regular file (%s)", store.ErrNotDatabase, fi.Mode().Type()))
 	case exists && readOnly(real, fi):
 		return fail(fmt.Errorf("the database file is read-only: %w", fs.ErrPermission))
 	}
@@ -100,7 +94,7 @@ func holdFile(path string) (string, *dblock.Lock, error) {
 }
 
 // checkFile checks, under the lock, that the file at real is empty or a
-// SQLite database (ErrNotDatabase otherwise), then restricts modes
+// SQLite database (store.ErrNotDatabase otherwise), then restricts modes
 // (privateFiles).
 func checkFile(real string, l *dblock.Lock) error {
 	f := l.File()
@@ -119,7 +113,7 @@ func checkFile(real string, l *dblock.Lock) error {
 		return fmt.Errorf("read the database header: %w", err)
 	}
 	if n > 0 && !bytes.Equal(header[:n], sqliteHeader) || n > 0 && n < len(header) {
-		return fmt.Errorf("%w: it does not start with SQLite's header", ErrNotDatabase)
+		return fmt.Errorf("%w: it does not start with SQLite's header", store.ErrNotDatabase)
 	}
 	return privateFiles(real)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -22,7 +23,7 @@ import (
 // connection of its own, closed (so checkpointed) before it returns.
 func rawExec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	for _, q := range stmts {
 		_, err := conn.Exec(q)
@@ -36,7 +37,7 @@ func rawExec(t *testing.T, path string, stmts ...string) {
 // test below.
 func sealedTables(t *testing.T, path string) []string {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	rows, err := conn.Query(`SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c
@@ -54,7 +55,7 @@ func sealedTables(t *testing.T, path string) []string {
 }
 
 // With its storage_key rows deleted, a database that holds any sealed value
-// refuses every keyring (wrong or right) with ErrNoKeyRecord and the file
+// refuses every keyring (wrong or right) with store.ErrNoKeyRecord and the file
 // stays byte-identical; before the check, a wrong key was adopted as
 // active and the right one then failed with ErrWrongKey.
 func TestOpenRefusesKeyAdoptionOverSealedValues(t *testing.T) {
@@ -111,7 +112,7 @@ func TestOpenRefusesKeyAdoptionOverSealedValues(t *testing.T) {
 
 			for _, kr := range []*seal.Keyring{storetest.NewKeyring(t), right} {
 				_, err := sqlitestore.Open(ctx, path, kr)
-				require.ErrorIs(t, err, sqlitestore.ErrNoKeyRecord)
+				require.ErrorIs(t, err, store.ErrNoKeyRecord)
 				after, err := os.ReadFile(path)
 				require.NoError(t, err)
 				require.Equal(t, before, after, "a refused open leaves the file byte-identical")
@@ -135,7 +136,7 @@ func TestOpenAdoptsKeyForDatabaseWithoutSealedValues(t *testing.T) {
 	}{
 		{name: "new file", prepare: func(*testing.T, string) {}},
 		{name: "migrated by migrate up", prepare: func(t *testing.T, path string) {
-			conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+			conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 			require.NoError(t, err)
 			defer conn.Close()
 			m, err := migration.Default()

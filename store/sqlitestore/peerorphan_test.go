@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/store"
@@ -38,11 +39,11 @@ func TestPeerRowsOfWrongStorageClass(t *testing.T) {
 			ctx := context.Background()
 			s := mustOpen(t)
 			require.NoError(t, s.SavePeer(ctx, bob, full))
-			_, err := s.DB().ExecContext(ctx, "UPDATE "+tc.table+" SET "+tc.set)
+			_, err := sqliteaccess.DB(s).ExecContext(ctx, "UPDATE "+tc.table+" SET "+tc.set)
 			require.NoError(t, err)
 			rows := func() int {
 				var n int
-				require.NoError(t, s.DB().QueryRowContext(ctx, fmt.Sprintf("SELECT count(*) FROM %q", tc.table)).Scan(&n))
+				require.NoError(t, sqliteaccess.DB(s).QueryRowContext(ctx, fmt.Sprintf("SELECT count(*) FROM %q", tc.table)).Scan(&n))
 				return n
 			}
 

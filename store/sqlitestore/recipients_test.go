@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store"
 )
 
@@ -36,7 +37,7 @@ func TestRecipientsStorageClasses(t *testing.T) {
 		{"'alice'", "CAST(0 AS BLOB)"},
 		{"CAST('' AS BLOB)", "0"}, // the smallest BLOB
 	} {
-		_, err := s.DB().Exec(fmt.Sprintf(twin, tc.user, tc.device), a1.Sequence)
+		_, err := sqliteaccess.DB(s).Exec(fmt.Sprintf(twin, tc.user, tc.device), a1.Sequence)
 		require.NoError(t, err, "%s, %s", tc.user, tc.device)
 	}
 	n, err := s.PendingMessageCount(ctx, nil)

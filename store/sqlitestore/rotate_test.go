@@ -16,6 +16,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/seal"
@@ -110,12 +111,12 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	}
 	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, rowseal.AddressAD(peers[0]), bobSession}
 
-	q := db.New(s.DB())
+	q := db.New(sqliteaccess.DB(s))
 	for i := range 3 {
 		from := peers[i%2]
 		id := ids.NewLogicalMessageID()
 		pt := fmt.Appendf(nil, "inbound %d from %s", i, from)
-		sealed, err := s.Keyring().Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), pt)
+		sealed, err := sqliteaccess.Keyring(s).Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), pt)
 		require.NoError(t, err)
 		seq, err := q.InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed})
 		require.NoError(t, err)
@@ -129,7 +130,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 func rotateSealed(t *testing.T, s *sqlitestore.Store) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
-	q := db.New(s.DB())
+	q := db.New(sqliteaccess.DB(s))
 	got := map[string][]byte{}
 	li, err := q.GetLocalIdentity(ctx)
 	require.NoError(t, err)
@@ -174,7 +175,7 @@ func rotateKeyIDs(t *testing.T, s *sqlitestore.Store) map[seal.KeyID]int {
 		require.NoError(t, err, name)
 		n[h.KeyID]++
 	}
-	keys, err := db.New(s.DB()).ListStorageKeys(context.Background())
+	keys, err := db.New(sqliteaccess.DB(s)).ListStorageKeys(context.Background())
 	require.NoError(t, err)
 	for _, k := range keys {
 		h, err := seal.Parse(k.Verifier)
@@ -203,7 +204,7 @@ func rotateCheck(t *testing.T, s *sqlitestore.Store, key seal.Key, want map[stri
 		require.NoError(t, err, name)
 		assert.Equal(t, w.plaintext, pt, name)
 	}
-	keys, err := db.New(s.DB()).ListStorageKeys(context.Background())
+	keys, err := db.New(sqliteaccess.DB(s)).ListStorageKeys(context.Background())
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
 	assert.Equal(t, int64(key.ID()), keys[0].KeyID)
@@ -211,7 +212,7 @@ func rotateCheck(t *testing.T, s *sqlitestore.Store, key seal.Key, want map[stri
 	h, err := seal.Parse(keys[0].Verifier)
 	require.NoError(t, err)
 	assert.Equal(t, key.ID(), h.KeyID)
-	assert.Equal(t, []seal.KeyID{key.ID()}, s.Keyring().KeyIDs(), "every other key is forgotten")
+	assert.Equal(t, []seal.KeyID{key.ID()}, sqliteaccess.Keyring(s).KeyIDs(), "every other key is forgotten")
 }
 
 // rotatePending returns every pending message's sequence, in cursor order.
@@ -239,7 +240,7 @@ func TestRotateKey(t *testing.T) {
 	s := rotateOpen(t, path, oldKey)
 	want := rotateFill(t, s)
 	seqs := rotatePending(t, s)
-	hw, err := s.SequenceHighWater(ctx)
+	hw, err := sqliteaccess.SequenceHighWater(ctx, s)
 	require.NoError(t, err)
 	require.Greater(t, hw, seqs[len(seqs)-1], "the fill leaves a gap at the top")
 
@@ -248,11 +249,11 @@ func TestRotateKey(t *testing.T) {
 
 	rotateCheck(t, s, newKey, want)
 	assert.Equal(t, seqs, rotatePending(t, s), "sequences unchanged")
-	hw2, err := s.SequenceHighWater(ctx)
+	hw2, err := sqliteaccess.SequenceHighWater(ctx, s)
 	require.NoError(t, err)
 	assert.Equal(t, hw, hw2, "high-water mark unchanged")
-	assert.NotContains(t, s.Keyring().KeyIDs(), oldKey.ID())
-	assert.Equal(t, newKey.ID(), s.Keyring().Current())
+	assert.NotContains(t, sqliteaccess.Keyring(s).KeyIDs(), oldKey.ID())
+	assert.Equal(t, newKey.ID(), sqliteaccess.Keyring(s).Current())
 
 	// Progress: one report over the whole rotation, every table walked in
 	// batches of at most 2, the first pass re-sealing everything and the
@@ -327,15 +328,15 @@ func TestRotateKeyInterruptedThenResumed(t *testing.T) {
 	counts := rotateKeyIDs(t, s)
 	assert.Positive(t, counts[newKey.ID()])
 	assert.Positive(t, counts[oldKey.ID()])
-	keys, err := db.New(s.DB()).ListStorageKeys(ctx)
+	keys, err := db.New(sqliteaccess.DB(s)).ListStorageKeys(ctx)
 	require.NoError(t, err)
 	states := map[int64]string{}
 	for _, k := range keys {
 		states[k.KeyID] = k.State
 	}
 	assert.Equal(t, map[int64]string{int64(newKey.ID()): "active", int64(oldKey.ID()): "retiring"}, states)
-	assert.Contains(t, s.Keyring().KeyIDs(), oldKey.ID())
-	assert.Equal(t, newKey.ID(), s.Keyring().Current())
+	assert.Contains(t, sqliteaccess.Keyring(s).KeyIDs(), oldKey.ID())
+	assert.Equal(t, newKey.ID(), sqliteaccess.Keyring(s).Current())
 
 	// The store still works mid-rotation: new writes seal with the new key.
 	_, err = s.LocalIdentity(ctx)
@@ -412,9 +413,9 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 	flipLast := func(t *testing.T, s *sqlitestore.Store, query string, args ...any) {
 		t.Helper()
 		var v []byte
-		require.NoError(t, s.DB().QueryRowContext(context.Background(), "SELECT sealed FROM "+query, args...).Scan(&v))
+		require.NoError(t, sqliteaccess.DB(s).QueryRowContext(context.Background(), "SELECT sealed FROM "+query, args...).Scan(&v))
 		v[len(v)-1] ^= 0x01 // in the tag: the header still names the old key
-		_, err := s.DB().ExecContext(context.Background(), "UPDATE "+strings.Replace(query, "WHERE", "SET sealed = ? WHERE", 1), append([]any{v}, args...)...)
+		_, err := sqliteaccess.DB(s).ExecContext(context.Background(), "UPDATE "+strings.Replace(query, "WHERE", "SET sealed = ? WHERE", 1), append([]any{v}, args...)...)
 		require.NoError(t, err)
 	}
 	deleteSequence := func(t *testing.T, s *sqlitestore.Store, r store.SkippedRow) {
@@ -471,7 +472,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 			name: "pending row with a BLOB recipient",
 			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
 				m := firstPending(t, s)
-				_, err := s.DB().ExecContext(context.Background(),
+				_, err := sqliteaccess.DB(s).ExecContext(context.Background(),
 					"UPDATE pending_outbound_message SET recipient_user_id = CAST(recipient_user_id AS BLOB) WHERE sequence = ?", m.Sequence)
 				require.NoError(t, err)
 				name := fmt.Sprintf("pending_outbound_message/%d", m.Sequence)
@@ -498,7 +499,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 			name: "session row with a BLOB user id",
 			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
 				ctx := context.Background()
-				_, err := s.DB().ExecContext(ctx, "UPDATE session SET user_id = CAST(user_id AS BLOB) WHERE user_id = ? AND device_id = ?", bob.UserID, bob.DeviceID)
+				_, err := sqliteaccess.DB(s).ExecContext(ctx, "UPDATE session SET user_id = CAST(user_id AS BLOB) WHERE user_id = ? AND device_id = ?", bob.UserID, bob.DeviceID)
 				require.NoError(t, err)
 				name := "session/" + bob.String()
 				delete(want, name)
@@ -507,7 +508,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 					// The store never finds a row of another class under
 					// its peer (lookups bind TEXT): removed by hand.
 					remove: func(t *testing.T, s *sqlitestore.Store, r store.SkippedRow) {
-						_, err := s.DB().ExecContext(context.Background(), "DELETE FROM session WHERE user_id = CAST(? AS BLOB) AND device_id = ?", r.Address.UserID, r.Address.DeviceID)
+						_, err := sqliteaccess.DB(s).ExecContext(context.Background(), "DELETE FROM session WHERE user_id = CAST(? AS BLOB) AND device_id = ?", r.Address.UserID, r.Address.DeviceID)
 						require.NoError(t, err)
 					},
 				}
@@ -523,7 +524,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				to, id := ids.DeviceAddress{UserID: "erin", DeviceID: 5}, ids.NewLogicalMessageID()
 				v, err := stray.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), []byte("stray"))
 				require.NoError(t, err)
-				seq, err := db.New(s.DB()).InsertPendingOutbound(context.Background(), db.InsertPendingOutboundParams{
+				seq, err := db.New(sqliteaccess.DB(s)).InsertPendingOutbound(context.Background(), db.InsertPendingOutboundParams{
 					RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: v,
 				})
 				require.NoError(t, err)
@@ -577,11 +578,11 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 					require.NoError(t, err, name)
 					assert.Equal(t, w.plaintext, pt, name)
 				}
-				assert.Equal(t, newKey.ID(), s.Keyring().Current())
+				assert.Equal(t, newKey.ID(), sqliteaccess.Keyring(s).Current())
 				held := append([]seal.KeyID{newKey.ID()}, tc.kept...)
 				slices.Sort(held)
-				assert.Equal(t, held, s.Keyring().KeyIDs(), "only the kept old keys stay held")
-				keys, err := db.New(s.DB()).ListStorageKeys(ctx)
+				assert.Equal(t, held, sqliteaccess.Keyring(s).KeyIDs(), "only the kept old keys stay held")
+				keys, err := db.New(sqliteaccess.DB(s)).ListStorageKeys(ctx)
 				require.NoError(t, err)
 				states := map[int64]string{}
 				for _, k := range keys {
@@ -620,7 +621,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 
 			// Again: nothing is written, the same row is reported.
 			before := rotateSealed(t, s)
-			keysBefore, err := db.New(s.DB()).ListStorageKeys(ctx)
+			keysBefore, err := db.New(sqliteaccess.DB(s)).ListStorageKeys(ctx)
 			require.NoError(t, err)
 			again := s.RotateKey(ctx, newKey, 2, nil)
 			if tc.again != nil {
@@ -629,7 +630,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				requireReport(t, again, tc.cause)
 			}
 			assert.Equal(t, before, rotateSealed(t, s))
-			keysAfter, err := db.New(s.DB()).ListStorageKeys(ctx)
+			keysAfter, err := db.New(sqliteaccess.DB(s)).ListStorageKeys(ctx)
 			require.NoError(t, err)
 			assert.Equal(t, keysBefore, keysAfter)
 			requireRest(t)
@@ -657,7 +658,7 @@ func TestRotateKeySkipsDamagedRowsResumed(t *testing.T) {
 	p, err := s.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
 	m := p.Messages[len(p.Messages)-1] // walked after the interruption
-	_, err = s.DB().ExecContext(ctx, "UPDATE pending_outbound_message SET recipient_device_id = recipient_device_id + 1 WHERE sequence = ?", m.Sequence)
+	_, err = sqliteaccess.DB(s).ExecContext(ctx, "UPDATE pending_outbound_message SET recipient_device_id = recipient_device_id + 1 WHERE sequence = ?", m.Sequence)
 	require.NoError(t, err)
 	name := fmt.Sprintf("pending_outbound_message/%d", m.Sequence)
 	delete(want, name)
@@ -701,7 +702,7 @@ func TestRotateKeyInvalidArguments(t *testing.T) {
 	err = s.RotateKey(context.Background(), seal.Key{}, 2, nil)
 	assert.ErrorIs(t, err, store.ErrInvalidArgument)
 	assert.False(t, errors.Is(err, seal.ErrWrongKey))
-	assert.Equal(t, 1, len(s.Keyring().KeyIDs()), "nothing was added")
+	assert.Equal(t, 1, len(sqliteaccess.Keyring(s).KeyIDs()), "nothing was added")
 }
 
 // TestRotateKeyWithConcurrentWrites rotates while other goroutines keep
@@ -788,7 +789,7 @@ func TestRotateKeyRowsAtOrBelowZero(t *testing.T) {
 		seq, err := s.InsertPending(ctx, to, rotateID(i), []byte(fmt.Sprintf("message %d", i)))
 		require.NoError(t, err)
 		if target, ok := moved[i]; ok {
-			_, err := s.DB().ExecContext(ctx, "UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?", target, seq)
+			_, err := sqliteaccess.DB(s).ExecContext(ctx, "UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?", target, seq)
 			require.NoError(t, err)
 		}
 	}
@@ -861,8 +862,8 @@ func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 			s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
 			want := rotateFill(t, s)
 			var before []byte
-			require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT sealed FROM local_identity").Scan(&before))
-			_, err := s.DB().ExecContext(ctx, tc.damage, tc.args...)
+			require.NoError(t, sqliteaccess.DB(s).QueryRowContext(ctx, "SELECT sealed FROM local_identity").Scan(&before))
+			_, err := sqliteaccess.DB(s).ExecContext(ctx, tc.damage, tc.args...)
 			require.NoError(t, err)
 
 			re := oneCorruptRowSkipped(t, s.RotateKey(ctx, newKey, 2, nil))
@@ -871,14 +872,14 @@ func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 			assert.Equal(t, store.SkippedRow{Table: "local_identity", Address: tc.reported, SealedWith: oldKey.ID(), HasHeader: true, Authentic: tc.authentic}, got)
 			if !tc.authentic {
 				assert.Empty(t, re.Kept, "a header that does not authenticate keeps no key")
-				assert.Equal(t, []seal.KeyID{newKey.ID()}, s.Keyring().KeyIDs())
+				assert.Equal(t, []seal.KeyID{newKey.ID()}, sqliteaccess.Keyring(s).KeyIDs())
 				return
 			}
 			assert.Equal(t, []seal.KeyID{oldKey.ID()}, re.Kept, "authentic: its key stays")
 
 			// Repaired by hand: the row is byte-identical, every other row
 			// is under the new key alone.
-			_, err = s.DB().ExecContext(ctx, "UPDATE local_identity SET user_id = ?, device_id = ?", me.UserID, me.DeviceID)
+			_, err = sqliteaccess.DB(s).ExecContext(ctx, "UPDATE local_identity SET user_id = ?, device_id = ?", me.UserID, me.DeviceID)
 			require.NoError(t, err)
 			only, err := seal.NewKeyring(newKey)
 			require.NoError(t, err)
@@ -1055,11 +1056,11 @@ func TestRotateKeyPlantedHeaderKeepsNoKey(t *testing.T) {
 	s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), oldKey)
 	want := rotateFill(t, s)
 	var v []byte
-	require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT sealed FROM pending_outbound_message ORDER BY sequence LIMIT 1").Scan(&v))
+	require.NoError(t, sqliteaccess.DB(s).QueryRowContext(ctx, "SELECT sealed FROM pending_outbound_message ORDER BY sequence LIMIT 1").Scan(&v))
 	// The 10-byte header (magic, version, record type, key id) kept,
 	// everything after it zeroed.
 	forged := append(append([]byte{}, v[:10]...), make([]byte, len(v)-10)...)
-	_, err := s.DB().ExecContext(ctx, "INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed) VALUES (CAST('mallory' AS BLOB), 1, randomblob(16), ?)", forged)
+	_, err := sqliteaccess.DB(s).ExecContext(ctx, "INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed) VALUES (CAST('mallory' AS BLOB), 1, randomblob(16), ?)", forged)
 	require.NoError(t, err)
 
 	re := oneCorruptRowSkipped(t, s.RotateKey(ctx, newKey, 2, nil))
@@ -1067,9 +1068,9 @@ func TestRotateKeyPlantedHeaderKeepsNoKey(t *testing.T) {
 	assert.Equal(t, oldKey.ID(), re.Skipped[0].SealedWith)
 	assert.False(t, re.Skipped[0].Authentic)
 	assert.Empty(t, re.Kept)
-	assert.Equal(t, []seal.KeyID{newKey.ID()}, s.Keyring().KeyIDs())
+	assert.Equal(t, []seal.KeyID{newKey.ID()}, sqliteaccess.Keyring(s).KeyIDs())
 	var keys int
-	require.NoError(t, s.DB().QueryRowContext(ctx, "SELECT count(*) FROM storage_key WHERE key_id = ?", int64(oldKey.ID())).Scan(&keys))
+	require.NoError(t, sqliteaccess.DB(s).QueryRowContext(ctx, "SELECT count(*) FROM storage_key WHERE key_id = ?", int64(oldKey.ID())).Scan(&keys))
 	assert.Zero(t, keys, "the old key's record is deleted")
 	only, err := seal.NewKeyring(newKey)
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -40,8 +41,8 @@ func BenchmarkOpenSchemaCheck(b *testing.B) {
 		}
 		return m
 	}
-	open := func(b *testing.B, opts ...sqlitestore.Option) {
-		s, err := sqlitestore.Open(ctx, path, keys, opts...)
+	open := func(b *testing.B, ctx context.Context) {
+		s, err := sqlitestore.Open(ctx, path, keys)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,12 +52,12 @@ func BenchmarkOpenSchemaCheck(b *testing.B) {
 	}
 	b.Run("open/first-in-process", func(b *testing.B) {
 		for b.Loop() {
-			open(b, sqlitestore.WithMigrator(fresh(b)))
+			open(b, sqliteaccess.WithMigrator(ctx, fresh(b)))
 		}
 	})
 	b.Run("open/later", func(b *testing.B) {
 		for b.Loop() {
-			open(b)
+			open(b, ctx)
 		}
 	})
 	s, err = sqlitestore.Open(ctx, path, keys)
@@ -69,7 +70,7 @@ func BenchmarkOpenSchemaCheck(b *testing.B) {
 			b.StopTimer()
 			m := fresh(b)
 			b.StartTimer()
-			if _, err := m.UnknownObjects(ctx, s.DB()); err != nil {
+			if _, err := m.UnknownObjects(ctx, sqliteaccess.DB(s)); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -80,7 +81,7 @@ func BenchmarkOpenSchemaCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			if _, err := m.UnknownObjects(ctx, s.DB()); err != nil {
+			if _, err := m.UnknownObjects(ctx, sqliteaccess.DB(s)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // A database holding a schema object no migration defines is refused by
-// Open, every time, with migration.ErrUnknownObject naming each object,
+// Open, every time, with schema.ErrUnknownObject naming each object,
 // and nothing in the file changes; once the object is dropped the same
 // file opens. The two triggers are the attacks: one re-inserts an
 // abandoned (or acknowledged) pending row, so AbandonPending would report
@@ -71,7 +71,7 @@ func TestOpenRefusesUnknownSchemaObjects(t *testing.T) {
 			before := dump(t, path)
 			for range 2 {
 				s, err := sqlitestore.Open(ctx, path, keys)
-				require.ErrorIs(t, err, migration.ErrUnknownObject)
+				require.ErrorIs(t, err, schema.ErrUnknownObject)
 				require.Nil(t, s)
 				for _, n := range tc.named {
 					assert.Contains(t, err.Error(), n)

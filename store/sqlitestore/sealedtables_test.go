@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 )
 
@@ -23,7 +24,7 @@ func TestSealedTablesCoverSchema(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 
-	rows, err := s.DB().QueryContext(ctx, `
+	rows, err := sqliteaccess.DB(s).QueryContext(ctx, `
 		SELECT m.name FROM sqlite_schema AS m, pragma_table_info(m.name) AS c
 		WHERE m.type = 'table' AND (c.name = 'sealed' OR (m.name = 'storage_key' AND c.name = 'verifier'))
 		ORDER BY m.name`)

@@ -9,19 +9,24 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/store"
 )
 
-// ErrSequenceExhausted is store/sqlitestore.ErrSequenceExhausted, which
-// documents it.
-var ErrSequenceExhausted = errors.New("store: pending sequence exhausted (its high-water mark is at the largest int64)")
-
-// WithSequenceRestart is store/sqlitestore.WithSequenceRestart, which
-// documents it.
+// WithSequenceRestart makes Open lower a pending sequence high-water mark
+// found at the largest int64 to the highest sequence stored (0 if none),
+// in the transaction that checks the key; no stored message changes.
+// Sequences above the highest stored one that were handed out before
+// (to messages since acknowledged or abandoned) may be handed out again:
+// they cannot be told from a mark a writer raised. If a stored message
+// holds the largest sequence itself, sends keep failing with
+// ErrSequenceExhausted until the application removes it (a page lists
+// it like any other; client.AbandonPendingMessage) and opens with
+// WithSequenceRestart again.
 func WithSequenceRestart() Option {
 	return func(o *options) { o.restart = true }
 }
 
-// checkSequence fails with ErrSequenceExhausted if the pending sequence's
+// checkSequence fails with store.ErrSequenceExhausted if the pending sequence's
 // high-water mark is at the largest int64, or, with restart, lowers it.
 // It runs after repairSequence, in the same transaction.
 func checkSequence(ctx context.Context, q *db.Queries, restart bool) error {
@@ -33,7 +38,7 @@ func checkSequence(ctx context.Context, q *db.Queries, restart bool) error {
 		return nil
 	}
 	if !restart {
-		return fmt.Errorf("%w: open with sqlitestore.WithSequenceRestart to lower it to the highest stored sequence; nothing was changed", ErrSequenceExhausted)
+		return fmt.Errorf("%w: open with sqlitestore.WithSequenceRestart to lower it to the highest stored sequence; nothing was changed", store.ErrSequenceExhausted)
 	}
 	if _, err := q.LowerPendingOutboundSequence(ctx); err != nil {
 		return fmt.Errorf("store: lower pending sequence high-water mark: %w", err)
@@ -41,7 +46,7 @@ func checkSequence(ctx context.Context, q *db.Queries, restart bool) error {
 	return nil
 }
 
-// exhausted returns ErrSequenceExhausted if err, an insert's error, is
+// exhausted returns store.ErrSequenceExhausted if err, an insert's error, is
 // SQLite's "database or disk is full" because the high-water mark is at
 // the largest int64 (what AUTOINCREMENT fails with then), err otherwise.
 func exhausted(ctx context.Context, q *db.Queries, err error) error {
@@ -52,7 +57,7 @@ func exhausted(ctx context.Context, q *db.Queries, err error) error {
 	if mark, qerr := q.PendingOutboundSequenceHighWater(ctx); qerr != nil || mark != math.MaxInt64 {
 		return err
 	}
-	return fmt.Errorf("%w: nothing stored; reopen the store with sqlitestore.WithSequenceRestart", ErrSequenceExhausted)
+	return fmt.Errorf("%w: nothing stored; reopen the store with sqlitestore.WithSequenceRestart", store.ErrSequenceExhausted)
 }
 
 // repairSequence raises the pending sequence's high-water mark (its

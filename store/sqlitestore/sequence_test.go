@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/internal/tabledump"
-	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // Open repairs a pending sequence high-water mark (sqlite_sequence) that a
@@ -58,7 +58,7 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 			before := dumpFile(t, path)
 
 			s = mustOpenAt(t, path, kr)
-			hw, err := s.SequenceHighWater(ctx)
+			hw, err := sqliteaccess.SequenceHighWater(ctx, s)
 			require.NoError(t, err)
 			require.Equal(t, tt.wantMark, hw)
 			if tt.tamper == "" {
@@ -67,7 +67,7 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 				s = mustOpenAt(t, path, kr)
 			}
 			var got string
-			require.NoError(t, s.DB().QueryRow(mark).Scan(&got))
+			require.NoError(t, sqliteaccess.DB(s).QueryRow(mark).Scan(&got))
 			require.Equal(t, strconv.FormatInt(tt.wantMark, 10), got, "one row, raised (a higher mark is kept)")
 
 			// The highest stored row goes (an ACK): the next send still
@@ -87,7 +87,7 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 // dumpFile returns every row of every table of the closed database at path.
 func dumpFile(t *testing.T, path string) map[string][]string {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	return tabledump.Tables(t, conn)

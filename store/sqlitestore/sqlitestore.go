@@ -1,17 +1,22 @@
-// Package sqlitestore is the SQLite implementation of store.Store (the
-// one store/sqlitestore opens for an application): the
-// client's local database, migrated to the head schema on open, every
-// statement a sqlc-generated query from queries/*.sql, every sealed column
-// a seal record bound to its row.
+// Package sqlitestore is the client's local SQLite database (Open): the
+// store an application hands to client.Open, migrated to the head schema
+// on open, every statement a sqlc-generated query from queries/*.sql,
+// every sealed column a seal record bound to its row.
 //
 // Durability: the database runs in WAL mode with synchronous=FULL, so a
-// transaction that returned is on disk and survives a process kill or a
-// power loss; foreign keys are enforced. Every write is one transaction
-// begun IMMEDIATE (so that two writers never deadlock upgrading a read
-// lock), through the single helper in internal/sqltx.
+// call that returned is on disk and survives a process kill or a power
+// loss; foreign keys are enforced.
 //
-// Package sqlitestore never runs OFFSET queries, never opens a sealed
-// record it does not return, and never makes a network call.
+// Transactions: every call runs as one transaction through one helper
+// (Store.tx in tx.go). A call of one statement (a page from a
+// non-negative cursor, a count, a recipient's next message, an abandon)
+// runs as SQLite's own transaction of that statement, without BEGIN and
+// COMMIT around it; a call of several statements runs between BEGIN
+// IMMEDIATE and COMMIT (internal/sqltx), so that two writers never
+// deadlock upgrading a read lock and a failed COMMIT is seen as such.
+//
+// The store never runs OFFSET queries, never opens a sealed record it
+// does not return, and never makes a network call.
 package sqlitestore
 
 import (
@@ -21,7 +26,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +39,7 @@ import (
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/storeimpl"
@@ -72,77 +77,122 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+func init() {
+	sqliteaccess.Register(sqliteaccess.Accessors{
+		DB:      func(st any) *sql.DB { return st.(*Store).conn },
+		Keyring: func(st any) *seal.Keyring { return st.(*Store).keys },
+		SequenceHighWater: func(ctx context.Context, st any) (int64, error) {
+			return st.(*Store).sequenceHighWater(ctx)
+		},
+	})
+}
+
 // mark is embedded by Store under an unexported name, so that it is no
 // part of Store's documented fields.
 type mark = storemark.Mark
 
-// DSN returns the go-sqlite3 data source name the store opens path with:
-// immediate transactions, a busy timeout, foreign keys on, WAL,
-// synchronous=FULL, a per-connection cache of prepared statements (the
-// store runs the same few queries over and over), and a page cache of
-// 2 MB (PageCacheKiB).
-//
-// The page cache size and memory mapping were chosen by measurement
-// (cmd/pendingbench, BENCHMARKS.md): with pages at random cursors over a
-// queue of a million, a 64 MiB cache changes nothing (nearly every page
-// read is a first touch, which no cache holds), and mmap_size, which
-// saves the read copies when warm, makes the first calls after a start
-// ten times slower (each page fault reads ahead 128 KiB). So the cache
-// stays at SQLite's default of 2 MB, stated here so that a change is
-// deliberate, and the file is not memory-mapped (mmap_size 0, the
-// build's default).
-func DSN(path string) string {
-	return "file:" + migration.URIPath(path) + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32" +
-		"&_cache_size=-" + strconv.Itoa(PageCacheKiB)
-}
-
-// PageCacheKiB is the most memory, in KiB, the store's connection uses
-// for SQLite's page cache (PRAGMA cache_size = -PageCacheKiB).
-const PageCacheKiB = 2000
-
-// ErrNoKeyRecord is store/sqlitestore.ErrNoKeyRecord, which documents it.
-var ErrNoKeyRecord = errors.New("store: database holds sealed values but records no active storage key")
+// DefaultLegacyBatch is the batch WithLegacyBatch uses when given 0: legacy
+// rows sealed per transaction.
+const DefaultLegacyBatch = legacy.DefaultBatch
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	legacy   legacy.Options
-	upgrade  bool // WithLegacyUpgrade
-	restart  bool // WithSequenceRestart
-	migrator *migration.Migrator
+	legacy  legacy.Options
+	upgrade bool // WithLegacyUpgrade
+	restart bool // WithSequenceRestart
 }
 
-// ErrLegacyLayout is store/sqlitestore.ErrLegacyLayout, which documents it.
-var ErrLegacyLayout = errors.New("store: database holds the legacy plaintext pending queue and the legacy upgrade was not requested")
-
-// WithLegacyUpgrade is store/sqlitestore.WithLegacyUpgrade, which documents it.
+// WithLegacyUpgrade makes Open seal a pending queue left in the legacy
+// plaintext layout, or resume such a migration. Without it Open refuses
+// such a database with ErrLegacyLayout: a file writer who plants the
+// plaintext layout (in a doctored copy with the key records removed, say)
+// would otherwise have text of their choosing sealed with the user's key.
+// Only the release that upgrades databases from the plaintext layout
+// should pass it, and only until its users have started it once.
 func WithLegacyUpgrade() Option {
 	return func(o *options) { o.upgrade = true }
 }
 
-// WithMigrator makes Open migrate the database with m instead of the
-// directory embedded in package schema. It is for tools that prove a
-// migration directory under review, before it is built into the
-// application (cmd/migrate fixture-test -dir): an application opens its
-// database with the embedded directory, the default.
-func WithMigrator(m *migration.Migrator) Option {
-	return func(o *options) { o.migrator = m }
-}
-
-// WithLegacyProgress is store/sqlitestore.WithLegacyProgress, which documents it.
-func WithLegacyProgress(fn func(legacy.Progress)) Option {
+// WithLegacyProgress makes Open report the progress of a legacy plaintext
+// migration (run only with WithLegacyUpgrade) to fn: when the legacy table
+// is set aside (with the malformed rows erased instead of sealed, each
+// with its sequence and reason), after every committed batch and when the
+// erase step starts. fn runs on the goroutine calling Open. On a database
+// with nothing to migrate it is never called.
+func WithLegacyProgress(fn func(store.LegacyProgress)) Option {
 	return func(o *options) { o.legacy.Progress = fn }
 }
 
-// WithLegacyBatch is store/sqlitestore.WithLegacyBatch, which documents it.
+// WithLegacyBatch sets how many legacy rows Open seals per transaction
+// (DefaultLegacyBatch if n is 0). A smaller batch commits more often; a
+// kill loses at most one batch of work either way.
 func WithLegacyBatch(n int) Option {
 	return func(o *options) { o.legacy.Batch = n }
 }
 
-// Open implements store/sqlitestore.Open, which documents it, and returns
-// the store with the methods of the storage contract and the tools'
-// accessors (DB, Keyring, SequenceHighWater).
+// Open opens (creating if absent) the database at path, migrates it to the
+// head schema, with WithLegacyUpgrade seals a pending queue left in the
+// legacy plaintext layout by a database whose pending queue was never
+// sealed (resuming an interrupted legacy migration, including its erase
+// step), and checks that keys holds the database's
+// storage key. Without WithLegacyUpgrade, a database holding the legacy
+// layout is refused with ErrLegacyLayout before anything is changed. A
+// database holding any schema object the migrations do not define (a
+// planted trigger, view, table or index) is refused before anything is
+// changed too.
+//
+// Every storage key verifier the store records carries a mark that tells
+// the legacy migration to refuse a plaintext pending table found later. On a database sealed by a
+// build that did not mark it, Open gives the active verifier of keys'
+// current key the mark (one transaction, nothing else changed).
+//
+// path is first resolved to the file it names (every symbolic link
+// followed; a dangling symbolic link is refused with an error wrapping
+// fs.ErrNotExist), and everything below is done on that file. A new
+// database file is created with mode 0600 (owner only) before SQLite
+// opens it; SQLite gives its -wal and -shm files the database file's mode.
+// An existing database file (and its -wal and -shm) readable or writable
+// by group or others has those permission bits removed; a -wal, -shm or
+// -journal that is a symbolic link is refused with ErrSymlink.
+//
+// The store holds the database file while it is open: a second Open of
+// the same file, by any path, in this process or another (an app
+// extension, say), fails at once with an error wrapping store.ErrInUse
+// that names the file, until the store is closed or its process ends (a
+// killed process leaves no stale hold). The hold is an exclusive flock on
+// the sidecar file <file>-lock, created 0600 beside the database and left
+// in place (never followed if it is a symbolic link: ErrSymlink), and, on
+// unix, an flock on the database file itself, so that removing or
+// replacing the sidecar lets no second store in. migrate up takes the
+// same hold, while the read-only migrate commands (status, plan, drift)
+// do not and work beside an open store.
+//
+// Bad input changes nothing, and leaves no file beside the path:
+// "" and ":memory:" are refused with store.ErrInvalidArgument (the store
+// needs a file); a directory, another kind of file or a file that is not
+// a SQLite database with ErrNotDatabase; a read-only file or directory
+// (no owner write permission, or none for this process) with an error
+// matching fs.ErrPermission.
+//
+// Open records keys' current key as the storage key only for a database
+// that records none and holds no sealed value. It returns an error
+// wrapping store.ErrInUse if another store holds the file, the errors of
+// bad input above, an error
+// wrapping seal.ErrWrongKey if the database was sealed with a key keys
+// does not hold, ErrNoKeyRecord if it records no active key but holds
+// sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
+// option, seal.ErrKey for a keyring holding no key (the zero Keyring),
+// ErrSequenceExhausted for a pending sequence high-water mark at the
+// largest int64 (without WithSequenceRestart), ErrLegacyLayout,
+// ErrUnknownObject (naming each) for
+// a database holding a table, index, view or trigger that no migration
+// defines, a legacy migration error (ErrPlaintextRefused for a
+// plaintext table in a database whose pending queue was sealed or a
+// set-aside table without its proof, ErrUnknownLayout,
+// ErrKeyNotRecorded), or a migration error
+// (ErrChecksum, ErrNewerDatabase, ErrUnknownState, ErrOutOfOrder).
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("store: open: %w: nil keyring", store.ErrInvalidArgument)
@@ -168,7 +218,7 @@ func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) 
 	}
 	// go-sqlite3, or in this module's tests a driver wrapping it that
 	// injects faults (internal/sqlitedriver).
-	conn, err := sql.Open(sqlitedriver.Name(ctx), DSN(real))
+	conn, err := sql.Open(sqlitedriver.Name(ctx), sqliteaccess.DSN(real))
 	if err != nil {
 		lock.Release()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -187,7 +237,7 @@ func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) 
 
 // privateFiles removes group and other permissions from the database file
 // at path and its -wal and -shm (SQLite gives those the database file's
-// mode when it creates them), and refuses (ErrSymlink) a -wal, -shm or
+// mode when it creates them), and refuses (store.ErrSymlink) a -wal, -shm or
 // -journal that is a symbolic link, before SQLite would follow it.
 func privateFiles(path string) error {
 	for _, name := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
@@ -199,7 +249,7 @@ func privateFiles(path string) error {
 			return err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s: %w", name, ErrSymlink)
+			return fmt.Errorf("%s: %w", name, store.ErrSymlink)
 		}
 		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 			if err := os.Chmod(name, perm&^0o077); err != nil {
@@ -229,10 +279,10 @@ func (s *Store) init(ctx context.Context, o options) error {
 			return fmt.Errorf("store: %w", err)
 		}
 		if found {
-			return ErrLegacyLayout
+			return store.ErrLegacyLayout
 		}
 	}
-	m := o.migrator
+	m := sqliteaccess.Migrator(ctx)
 	if m == nil {
 		var err error
 		if m, err = migration.Default(); err != nil {
@@ -277,7 +327,7 @@ func (s *Store) init(ctx context.Context, o options) error {
 // checkKey proves the keyring holds the database's active storage key by
 // opening its verifier, or records the current key for a database that
 // records no key and holds nothing sealed. A database holding sealed
-// values without an active key record is refused (ErrNoKeyRecord): adopting
+// values without an active key record is refused (store.ErrNoKeyRecord): adopting
 // the given key would make a wrong key the database's, and the right one
 // fail from then on.
 //
@@ -318,7 +368,7 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 		return fmt.Errorf("store: look for sealed values: %w", err)
 	}
 	if len(rows) > 0 || sealed != 0 {
-		return fmt.Errorf("store: %d storage key rows, none active: %w", len(rows), ErrNoKeyRecord)
+		return fmt.Errorf("store: %d storage key rows, none active: %w", len(rows), store.ErrNoKeyRecord)
 	}
 	return s.addKey(ctx, q)
 }
@@ -373,16 +423,6 @@ func (s *Store) Claim() (func(), error) {
 	// A release of an earlier claim frees no later one.
 	return func() { s.claim.CompareAndSwap(c, nil) }, nil
 }
-
-// DB returns the underlying database, for read-only inspection in tests,
-// tools and benchmarks. Writing through it bypasses the store's sealing,
-// and pending rows inserted or deleted through it are not seen by the
-// in-memory count of PendingMessageCount (it runs on the same connection, so
-// PRAGMA data_version does not change).
-func (s *Store) DB() *sql.DB { return s.conn }
-
-// Keyring returns the keyring the store seals with.
-func (s *Store) Keyring() *seal.Keyring { return s.keys }
 
 // withConn runs fn on a connection held for the whole call, passing its
 // identity: the driver connection (comparable with ==), so that fn knows
@@ -690,9 +730,9 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 	return m, nil
 }
 
-// SequenceHighWater returns the largest pending sequence ever handed out,
+// sequenceHighWater returns the largest pending sequence ever handed out,
 // deleted or not: the next insert gets a greater one.
-func (s *Store) SequenceHighWater(ctx context.Context) (int64, error) {
+func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {
 	var hw int64
 	err := s.tx(ctx, inTx, func(q *txn) error {
 		var err error

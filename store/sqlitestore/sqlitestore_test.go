@@ -15,6 +15,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/sqlitestore"
 
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -124,7 +125,7 @@ func TestReopenPersistence(t *testing.T) {
 	ok, err := s.AbandonPending(ctx, highest.Recipient, highest.ID)
 	require.NoError(t, err)
 	require.True(t, ok)
-	hw, err := s.SequenceHighWater(ctx)
+	hw, err := sqliteaccess.SequenceHighWater(ctx, s)
 	require.NoError(t, err)
 	require.Equal(t, highest.Sequence, hw, "the high-water mark keeps the deleted sequence")
 	me := store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 9}, Secret: []byte("identity")}
@@ -141,7 +142,7 @@ func TestReopenPersistence(t *testing.T) {
 	n, err := s.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(4), n)
-	hw, err = s.SequenceHighWater(ctx)
+	hw, err = sqliteaccess.SequenceHighWater(ctx, s)
 	require.NoError(t, err)
 	require.Equal(t, highest.Sequence, hw, "the high-water mark survives a restart")
 	gotMe, err := s.LocalIdentity(ctx)
@@ -158,7 +159,7 @@ func TestReopenPersistence(t *testing.T) {
 	// highest one.
 	next := insert(t, s, alice, 6)
 	require.Greater(t, next.Sequence, highest.Sequence)
-	hw, err = s.SequenceHighWater(ctx)
+	hw, err = sqliteaccess.SequenceHighWater(ctx, s)
 	require.NoError(t, err)
 	require.Equal(t, next.Sequence, hw)
 }
@@ -225,7 +226,7 @@ func TestOpenWrongKeyring(t *testing.T) {
 	m := insert(t, s, alice, 3)
 	require.Equal(t, append(ms, m), all(t, s))
 	var sealed []byte
-	require.NoError(t, s.DB().QueryRow(`SELECT sealed FROM pending_outbound_message WHERE sequence = ?`, m.Sequence).Scan(&sealed))
+	require.NoError(t, sqliteaccess.DB(s).QueryRow(`SELECT sealed FROM pending_outbound_message WHERE sequence = ?`, m.Sequence).Scan(&sealed))
 	h, err := seal.Parse(sealed)
 	require.NoError(t, err)
 	require.Equal(t, newKey.ID(), h.KeyID)
@@ -246,7 +247,7 @@ func TestPragmas(t *testing.T) {
 	} {
 		t.Run(tc.pragma, func(t *testing.T) {
 			var got string
-			require.NoError(t, s.DB().QueryRow("PRAGMA "+tc.pragma).Scan(&got))
+			require.NoError(t, sqliteaccess.DB(s).QueryRow("PRAGMA "+tc.pragma).Scan(&got))
 			require.Equal(t, tc.want, strings.ToLower(got))
 		})
 	}
@@ -274,12 +275,12 @@ func TestTamper(t *testing.T) {
 		}, seal.ErrAuthentication},
 		{"truncate", func(t *testing.T, s *sqlitestore.Store, a, b store.PendingMessage) {
 			for _, m := range []store.PendingMessage{a, b} {
-				_, err := s.DB().Exec(`UPDATE pending_outbound_message SET sealed = substr(sealed, 1, 20) WHERE sequence = ?`, m.Sequence)
+				_, err := sqliteaccess.DB(s).Exec(`UPDATE pending_outbound_message SET sealed = substr(sealed, 1, 20) WHERE sequence = ?`, m.Sequence)
 				require.NoError(t, err)
 			}
 		}, seal.ErrTruncated},
 		{"empty", func(t *testing.T, s *sqlitestore.Store, a, b store.PendingMessage) {
-			_, err := s.DB().Exec(`UPDATE pending_outbound_message SET sealed = x'' WHERE sequence IN (?, ?)`, a.Sequence, b.Sequence)
+			_, err := sqliteaccess.DB(s).Exec(`UPDATE pending_outbound_message SET sealed = x'' WHERE sequence IN (?, ?)`, a.Sequence, b.Sequence)
 			require.NoError(t, err)
 		}, seal.ErrTruncated},
 		{"flip a ciphertext bit", func(t *testing.T, s *sqlitestore.Store, a, b store.PendingMessage) {
@@ -310,18 +311,18 @@ func TestTamper(t *testing.T) {
 			// Rewrite the row identities instead of the values: the
 			// sealed value of a now sits under another logical id.
 			moved := storetest.ID(900)
-			_, err := s.DB().Exec(`UPDATE pending_outbound_message SET logical_id = ? WHERE sequence = ?`, moved[:], a.Sequence)
+			_, err := sqliteaccess.DB(s).Exec(`UPDATE pending_outbound_message SET logical_id = ? WHERE sequence = ?`, moved[:], a.Sequence)
 			require.NoError(t, err)
 			moved = storetest.ID(901)
-			_, err = s.DB().Exec(`UPDATE pending_outbound_message SET logical_id = ? WHERE sequence = ?`, moved[:], b.Sequence)
+			_, err = sqliteaccess.DB(s).Exec(`UPDATE pending_outbound_message SET logical_id = ? WHERE sequence = ?`, moved[:], b.Sequence)
 			require.NoError(t, err)
 		}, seal.ErrAuthentication},
 		{"keyring loses the key", func(t *testing.T, s *sqlitestore.Store, a, b store.PendingMessage) {
 			k, err := seal.GenerateKey()
 			require.NoError(t, err)
-			old := s.Keyring().Current()
-			s.Keyring().Add(k)
-			require.NoError(t, s.Keyring().Forget(old))
+			old := sqliteaccess.Keyring(s).Current()
+			sqliteaccess.Keyring(s).Add(k)
+			require.NoError(t, sqliteaccess.Keyring(s).Forget(old))
 		}, seal.ErrWrongKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -397,13 +398,13 @@ func TestTamper(t *testing.T) {
 func sealedOf(t *testing.T, s *sqlitestore.Store, seq int64) []byte {
 	t.Helper()
 	var v []byte
-	require.NoError(t, s.DB().QueryRow(`SELECT sealed FROM pending_outbound_message WHERE sequence = ?`, seq).Scan(&v))
+	require.NoError(t, sqliteaccess.DB(s).QueryRow(`SELECT sealed FROM pending_outbound_message WHERE sequence = ?`, seq).Scan(&v))
 	return v
 }
 
 func setSealed(t *testing.T, s *sqlitestore.Store, seq int64, v []byte) {
 	t.Helper()
-	res, err := s.DB().Exec(`UPDATE pending_outbound_message SET sealed = ? WHERE sequence = ?`, v, seq)
+	res, err := sqliteaccess.DB(s).Exec(`UPDATE pending_outbound_message SET sealed = ? WHERE sequence = ?`, v, seq)
 	require.NoError(t, err)
 	n, err := res.RowsAffected()
 	require.NoError(t, err)
@@ -427,7 +428,7 @@ func TestSealedValueMovedToAnotherTable(t *testing.T) {
 	s := mustOpen(t)
 	m := insert(t, s, alice, 1)
 	require.NoError(t, s.SavePeer(ctx, alice, store.PeerState{Session: []byte("session")}))
-	_, err := s.DB().Exec(`UPDATE session SET sealed = (SELECT sealed FROM pending_outbound_message WHERE sequence = ?) WHERE user_id = ? AND device_id = ?`,
+	_, err := sqliteaccess.DB(s).Exec(`UPDATE session SET sealed = (SELECT sealed FROM pending_outbound_message WHERE sequence = ?) WHERE user_id = ? AND device_id = ?`,
 		m.Sequence, alice.UserID, alice.DeviceID)
 	require.NoError(t, err)
 	p, err := s.Peer(ctx, alice)
@@ -600,7 +601,7 @@ func explain(t *testing.T, s *sqlitestore.Store, name string, q pendingQuery) []
 	for _, a := range q.args {
 		args = append(args, dummyArg(t, a))
 	}
-	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+q.sql, args...)
+	rows, err := sqliteaccess.DB(s).Query("EXPLAIN QUERY PLAN "+q.sql, args...)
 	require.NoError(t, err, q.sql)
 	var plan []string
 	for rows.Next() {
@@ -633,7 +634,7 @@ func TestDeleteStorageClassTwins(t *testing.T) {
 			s := mustOpen(t)
 			a := insert(t, s, alice, 1)
 			other := insert(t, s, alice, 2)
-			_, err := s.DB().Exec(`INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+			_, err := sqliteaccess.DB(s).Exec(`INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
 				SELECT `+tc.copy+`, sealed FROM pending_outbound_message WHERE sequence = ?`, a.Sequence)
 			require.NoError(t, err)
 			n, err := s.PendingMessageCount(ctx, nil)

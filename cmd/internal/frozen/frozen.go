@@ -52,6 +52,7 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -323,7 +324,7 @@ func ReadContents(ctx context.Context, m *migration.Migrator, path, version stri
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithMigrator(m))
+	s, err := sqlitestore.Open(sqliteaccess.WithMigrator(ctx, m), path, keys)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrWrongKey, err)
 	}
@@ -336,7 +337,7 @@ func ReadContents(ctx context.Context, m *migration.Migrator, path, version stri
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("frozen: local identity: %w", err)
 	}
-	addrs, err := peerAddresses(ctx, s.DB())
+	addrs, err := peerAddresses(ctx, sqliteaccess.DB(s))
 	if err != nil {
 		return nil, err
 	}

@@ -61,6 +61,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/legacy"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -289,7 +290,7 @@ func digest(b []byte) string {
 }
 
 func (w *worker) send(to ids.DeviceAddress) {
-	hw, err := w.sender.store.SequenceHighWater(w.ctx)
+	hw, err := sqliteaccess.SequenceHighWater(w.ctx, w.sender.store)
 	if err != nil {
 		fail(3, "high-water mark: %v", err)
 	}
