@@ -260,7 +260,7 @@ func TestForgedInitiationDuringIdentityChange(t *testing.T) {
 	a2 := mustOpen(t, net, alice) // reinstalled: a new identity
 	a2.send(bob, "new device")
 	_, err := b.c.Poll(ctx)
-	require.ErrorIs(t, err, client.ErrIdentityChanged)
+	require.ErrorIs(t, err, session.ErrIdentityChanged)
 	var ice *session.IdentityChangedError
 	require.ErrorAs(t, err, &ice)
 	reinstalled := ice.Observed
@@ -337,7 +337,7 @@ func TestReplayAfterAcceptedIdentityChange(t *testing.T) {
 			a2 := mustOpen(t, net, alice) // reinstalled: a new identity
 			a2.send(bob, "new device")
 			_, err := b.c.Poll(ctx)
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.NoError(t, b.acceptChange(alice))
 			newPin, err := b.st.Peer(ctx, alice)
 			require.NoError(t, err)

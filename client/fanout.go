@@ -16,7 +16,7 @@ type DeviceOutcome struct {
 	To ids.DeviceAddress
 	// Err is nil if the envelope was handed to the transport. Otherwise it
 	// matches ErrMessageNotSent and its cause (a failed hand-off, bundle
-	// fetch or encryption, ErrIdentityChanged, ErrPeerStateUnreadable): the
+	// fetch or encryption, session.ErrIdentityChanged, store.ErrPeerUnreadable): the
 	// message is pending for To all the same, for RetryPendingMessages or
 	// an abandon.
 	Err error
@@ -36,10 +36,10 @@ type DeviceOutcome struct {
 //
 // If some devices were not sent to, it returns the outcomes and an error
 // matching ErrMessageNotSent. If the messages cannot be stored it returns
-// no outcome and the store's error (ErrDuplicate if id is already pending
+// no outcome and the store's error (store.ErrDuplicate if id is already pending
 // for one of the devices); then nothing was stored or handed off for any
 // device. So it is, with ErrBundleAddress, if the directory answers the
-// fetch of a device's bundle with the bundle of another device. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
+// fetch of a device's bundle with the bundle of another device. Returns ErrNotInitialized before Initialize, store.ErrInvalidArgument
 // for no recipient, a malformed, repeated or own address, or a plaintext
 // above the size limit (nothing changed).
 func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) ([]DeviceOutcome, error) {
@@ -98,7 +98,7 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 }
 
 // checkSendable returns ErrNotInitialized before Initialize, and
-// ErrInvalidArgument for no recipient, a malformed, repeated or own
+// store.ErrInvalidArgument for no recipient, a malformed, repeated or own
 // address, or a plaintext above the size limit.
 func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte) error {
 	_, _, self, err := c.local()
@@ -106,7 +106,7 @@ func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte)
 		return err
 	}
 	if len(recipients) == 0 {
-		return fmt.Errorf("%w: no recipient", ErrInvalidArgument)
+		return fmt.Errorf("%w: no recipient", store.ErrInvalidArgument)
 	}
 	seen := make(map[ids.DeviceAddress]struct{}, len(recipients))
 	for _, to := range recipients {
@@ -114,15 +114,15 @@ func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte)
 			return err
 		}
 		if to == self {
-			return fmt.Errorf("%w: cannot send to self", ErrInvalidArgument)
+			return fmt.Errorf("%w: cannot send to self", store.ErrInvalidArgument)
 		}
 		if _, dup := seen[to]; dup {
-			return fmt.Errorf("%w: %s listed twice", ErrInvalidArgument, to)
+			return fmt.Errorf("%w: %s listed twice", store.ErrInvalidArgument, to)
 		}
 		seen[to] = struct{}{}
 	}
 	if len(plaintext) > maxBody {
-		return fmt.Errorf("%w: plaintext is %d bytes, limit %d", ErrInvalidArgument, len(plaintext), maxBody)
+		return fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), maxBody)
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 		pending []store.PendingMessage
 		local   store.LocalIdentity
 		peers   map[ids.DeviceAddress]store.PeerState
-	}{d.all(client.MaxPageSize, nil), li, states}
+	}{d.all(store.MaxPageSize, nil), li, states}
 }
 
 // pendingTo returns the recipients of the pending messages with id, in
@@ -59,7 +59,7 @@ func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 func (d *device) pendingTo(id ids.LogicalMessageID) []ids.DeviceAddress {
 	d.tb.Helper()
 	var out []ids.DeviceAddress
-	for _, m := range d.all(client.MaxPageSize, nil) {
+	for _, m := range d.all(store.MaxPageSize, nil) {
 		if m.ID == id {
 			out = append(out, m.Recipient)
 		}
@@ -92,7 +92,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 			require.Equal(t, []client.DeviceOutcome{{To: bob}, {To: bob2}, {To: bob3}}, outs)
 			require.Equal(t, []string{transporttest.OpFetch, transporttest.OpFetch, transporttest.OpSend, transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()),
 				"bundles fetched only where there is no session, and before any hand-off")
-			all := a.all(client.MaxPageSize, nil)
+			all := a.all(store.MaxPageSize, nil)
 			require.Len(t, all, 4)
 			require.Equal(t, other, all[0].ID)
 			for i, m := range all[1:] {
@@ -138,7 +138,7 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 			_, b2, _ := openBobs(t, kind, net)
 			id := ids.NewLogicalMessageID()
 			a.fanout(bobs, id, "fan-out")
-			before := a.all(client.MaxPageSize, nil)
+			before := a.all(store.MaxPageSize, nil)
 			var tables map[string][]string
 			if a.sql != nil {
 				tables = dumpTables(t, sqliteaccess.DB(a.sql))
@@ -147,7 +147,7 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 			net.ResetCalls()
 			require.Equal(t, client.Abandoned, a.abandon(bob2, id))
 			require.Empty(t, net.Calls(), "abandon is local only")
-			require.Equal(t, []store.PendingMessage{before[0], before[2]}, a.all(client.MaxPageSize, nil))
+			require.Equal(t, []store.PendingMessage{before[0], before[2]}, a.all(store.MaxPageSize, nil))
 			if a.sql != nil {
 				after := dumpTables(t, sqliteaccess.DB(a.sql))
 				for table, rows := range tables {
@@ -325,7 +325,7 @@ func TestSendToDevicesInvalidInput(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					net.ResetCalls()
 					outs, err := a.c.SendToDevices(ctx, tc.to, ids.NewLogicalMessageID(), make([]byte, tc.size))
-					require.ErrorIs(t, err, client.ErrInvalidArgument)
+					require.ErrorIs(t, err, store.ErrInvalidArgument)
 					require.Nil(t, outs)
 					require.Empty(t, net.Calls())
 					require.Equal(t, before, a.snapshot(bobs...))

@@ -153,7 +153,7 @@ type fuzzState struct {
 
 func (ft *fuzzTarget) state(t *testing.T) fuzzState {
 	ctx := context.Background()
-	p, err := ft.c.PendingMessages(ctx, store.PageRequest{Limit: client.MaxPageSize})
+	p, err := ft.c.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
 	n, err := ft.c.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
@@ -174,7 +174,7 @@ func (ft *fuzzTarget) state(t *testing.T) fuzzState {
 // queue, count, local identity (prekeys), sessions and initiations stay
 // as they were, nothing is handed to the transport. The one documented
 // exception: an initiation header showing another identity for a pinned
-// device records that change in its pin (ErrIdentityChanged).
+// device records that change in its pin (session.ErrIdentityChanged).
 func FuzzReceive(f *testing.F) {
 	ft := newFuzzTarget(f)
 	for _, name := range []string{
@@ -206,7 +206,7 @@ func FuzzReceive(f *testing.F) {
 			got := after.peers[a]
 			require.True(t, bytes.Equal(ps.Session, got.Session), "session with %s changed", a)
 			require.True(t, bytes.Equal(ps.Initiation, got.Initiation), "initiation with %s changed", a)
-			if !errors.Is(err, client.ErrIdentityChanged) {
+			if !errors.Is(err, session.ErrIdentityChanged) {
 				require.True(t, bytes.Equal(ps.Pin, got.Pin), "pin of %s changed (%v)", a, err)
 			}
 		}

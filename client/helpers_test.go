@@ -271,7 +271,7 @@ func (d *device) all(limit int, recipient *ids.DeviceAddress) []store.PendingMes
 func (d *device) pendingIDs(recipient *ids.DeviceAddress) []ids.LogicalMessageID {
 	d.tb.Helper()
 	var out []ids.LogicalMessageID
-	for _, m := range d.all(client.MaxPageSize, recipient) {
+	for _, m := range d.all(store.MaxPageSize, recipient) {
 		out = append(out, m.ID)
 	}
 	return out

@@ -19,7 +19,7 @@ import (
 // client.Open never panics on a nil or typed-nil part of its
 // Config: a missing Store, Transport or Directory, one that is a nil
 // pointer in its interface, a Rand or EncryptPolicy that is a nil pointer,
-// and a memstore made with a nil keyring are ErrInvalidArgument, and no
+// and a memstore made with a nil keyring are store.ErrInvalidArgument, and no
 // store is claimed (a good client opens on the same store afterwards).
 // Before, a typed-nil store panicked in Claim and a store with a nil
 // keyring at Initialize.
@@ -58,7 +58,7 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 					err error
 				)
 				require.NotPanics(t, func() { c, err = ctor.open(cfg) })
-				require.ErrorIs(t, err, client.ErrInvalidArgument)
+				require.ErrorIs(t, err, store.ErrInvalidArgument)
 				require.Nil(t, c)
 
 				c, err = client.Open(ctx, good)

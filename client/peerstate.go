@@ -12,26 +12,6 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// ErrPeerStateUnreadable means the session, unanswered initiation or
-// identity pin stored for a remote device does not open (damaged, tampered
-// with, sealed with a key the keyring no longer holds), or opens but does
-// not decode (a record of an encoding version this release does not read,
-// written by a newer one before a downgrade, say). Every call that loads
-// that device's state fails with it, wrapped with the cause (errors.Is
-// matches seal.ErrAuthentication, seal.ErrWrongKey, ... for a part that
-// does not open, session.ErrMalformedState for one that does not decode)
-// and a *store.PeerUnreadableError (errors.As) saying which parts: Send
-// and SendToDevices (the message is stored pending all the same, matching
-// ErrMessageNotSent too), RetryPendingMessages, Receive of that device's
-// envelopes, AcceptRemoteIdentityChange and DeclineRemoteIdentityChange.
-// Other devices are unaffected.
-// If some part does not open, the error names only the parts that do not
-// open (the others are not decoded). The remedy is
-// DiscardUnreadablePeerState, which removes, at once, every part that
-// does not open or does not decode, and only those. It is
-// store.ErrPeerUnreadable.
-var ErrPeerStateUnreadable = store.ErrPeerUnreadable
-
 // discardedPinIdentity is the identity a discarded pin is replaced with:
 // no device can show it. Its signing key is the encoding of y = 2, for
 // which no x exists on the Ed25519 curve, so it decodes to no point and
@@ -61,7 +41,7 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 
 // DiscardUnreadablePeerState removes, in one storage transaction, the
 // parts of remote's stored state that do not open or that open but do not
-// decode (see ErrPeerStateUnreadable), never a part that opens and
+// decode (see store.ErrPeerUnreadable), never a part that opens and
 // decodes, and returns which it removed. It reads the parts, decodes them
 // (the decoding every call loading remote's state does) outside any
 // transaction, then removes the damaged ones only if each still holds the
@@ -77,7 +57,7 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // replaced, in the same transaction, by a pin that trusts no identity:
 // the next identity seen for remote (in the bundle of the next session, or
 // in an initiation from remote) is not trusted on first use but reported
-// as ErrIdentityChanged, with a Pinned identity for which PinDiscarded is
+// as session.ErrIdentityChanged, with a Pinned identity for which PinDiscarded is
 // true, and nothing is sent to or accepted from remote until
 // AcceptRemoteIdentityChange. The application should show remote as
 // unverified and have the user compare fingerprints before accepting. A
@@ -89,8 +69,8 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // If every part opens and decodes (or remote has no state) it removes
 // nothing and returns the zero store.PeerDamage with no error, so that
 // a repeated call is harmless. Returns ErrNotInitialized before Initialize,
-// ErrInvalidArgument for a malformed address, an error matching
-// ErrPeerChanged if a part it was to remove changed after it read it
+// store.ErrInvalidArgument for a malformed address, an error matching
+// store.ErrPeerChanged if a part it was to remove changed after it read it
 // (nothing was removed; call it again), and the store's error (then
 // nothing was removed).
 func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (store.PeerDamage, error) {
@@ -154,7 +134,7 @@ func decodePeer(addr ids.DeviceAddress, st store.PeerState) (*peer, store.PeerDa
 func checkPeerPart(part store.PeerPart, plaintext []byte) error {
 	p, ok := storeimpl.PartOf(part)
 	if !ok {
-		return fmt.Errorf("%w: unknown peer state part %v", ErrInvalidArgument, part)
+		return fmt.Errorf("%w: unknown peer state part %v", store.ErrInvalidArgument, part)
 	}
 	st := store.PeerState{}
 	*p.State(&st) = plaintext

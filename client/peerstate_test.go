@@ -166,7 +166,7 @@ var peerParts = []struct {
 // is "").
 func requireUnreadablePeer(t *testing.T, err error, peer ids.DeviceAddress, table string, want error) {
 	t.Helper()
-	require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
+	require.ErrorIs(t, err, store.ErrPeerUnreadable)
 	var pe *store.PeerUnreadableError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, peer, pe.Peer)
@@ -185,7 +185,7 @@ func requireUnreadablePeer(t *testing.T, err error, peer ids.DeviceAddress, tabl
 
 // TestDamagedPeerStateRecovers: a session, initiation or pin of one device
 // that does not open fails every call for that device with
-// ErrPeerStateUnreadable and hands nothing off; DiscardUnreadablePeerState
+// store.ErrPeerUnreadable and hands nothing off; DiscardUnreadablePeerState
 // removes exactly that row (every other row of every table unchanged, the
 // pending messages kept); then sends, retries and replies work again.
 func TestDamagedPeerStateRecovers(t *testing.T) {
@@ -264,12 +264,12 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				s.net.ResetCalls()
 				if part.table == "identity_pin" {
 					_, err := s.a.c.Send(s.ctx, target, []byte("after discard"))
-					require.ErrorIs(t, err, client.ErrIdentityChanged)
+					require.ErrorIs(t, err, session.ErrIdentityChanged)
 					require.ErrorIs(t, err, client.ErrMessageNotSent)
 					// No trusted identity to go back to: declining is refused.
 					pinBefore := dumpTables(t, sqliteaccess.DB(s.a.sql))["identity_pin"]
 					err = s.a.c.DeclineRemoteIdentityChange(s.ctx, target, s.a.recordedChange(target))
-					require.ErrorIs(t, err, client.ErrInvalidArgument)
+					require.ErrorIs(t, err, store.ErrInvalidArgument)
 					require.Equal(t, pinBefore, dumpTables(t, sqliteaccess.DB(s.a.sql))["identity_pin"])
 					require.NoError(t, s.a.acceptChange(target))
 				} else {
@@ -366,7 +366,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 	}
 	requireDiscardedChange := func(t *testing.T, err error, s *peerStateSetup) {
 		t.Helper()
-		require.ErrorIs(t, err, client.ErrIdentityChanged)
+		require.ErrorIs(t, err, session.ErrIdentityChanged)
 		var ic *session.IdentityChangedError
 		require.ErrorAs(t, err, &ic)
 		require.True(t, client.PinDiscarded(ic.Pinned), "the pinned identity is the discarded placeholder")
@@ -451,7 +451,7 @@ func TestDiscardUnreadablePeerStateArguments(t *testing.T) {
 			require.NoError(t, err)
 			for _, addr := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "bob", DeviceID: -1}} {
 				_, err := a.c.DiscardUnreadablePeerState(ctx, addr)
-				require.ErrorIs(t, err, client.ErrInvalidArgument)
+				require.ErrorIs(t, err, store.ErrInvalidArgument)
 			}
 			after, err := a.st.Peer(ctx, bob)
 			require.NoError(t, err)
@@ -462,11 +462,11 @@ func TestDiscardUnreadablePeerStateArguments(t *testing.T) {
 
 // TestDiscardRacesSendAndReceive: a discard of bob's damaged pin runs
 // while alice sends to bob and receives bob's envelopes. Before the
-// discard each call fails with ErrPeerStateUnreadable; after it the pin
+// discard each call fails with store.ErrPeerUnreadable; after it the pin
 // trusts no identity, so the session held is not used: a send fails with
-// ErrIdentityChanged (the identity bob shows must be accepted), an
+// session.ErrIdentityChanged (the identity bob shows must be accepted), an
 // envelope of the old session with session.ErrNoInitiation, one carrying
-// bob's initiation with ErrIdentityChanged. No other
+// bob's initiation with session.ErrIdentityChanged. No other
 // error, no envelope received twice, every message kept pending and
 // delivered once bob's identity is accepted, and under -race no
 // unguarded access to the client's cached peer state.
@@ -504,7 +504,7 @@ func TestDiscardRacesSendAndReceive(t *testing.T) {
 		for i := range n {
 			_, err := s.a.c.Send(s.ctx, bob, []byte(fmt.Sprintf("alice %d", i)))
 			if err != nil {
-				if !errors.Is(err, client.ErrMessageNotSent) || !(errors.Is(err, client.ErrPeerStateUnreadable) || errors.Is(err, client.ErrIdentityChanged)) {
+				if !errors.Is(err, client.ErrMessageNotSent) || !(errors.Is(err, store.ErrPeerUnreadable) || errors.Is(err, session.ErrIdentityChanged)) {
 					report(err)
 				}
 				select {
@@ -530,10 +530,10 @@ func TestDiscardRacesSendAndReceive(t *testing.T) {
 					mu.Unlock()
 					break
 				}
-				if errors.Is(err, session.ErrNoInitiation) || errors.Is(err, client.ErrIdentityChanged) {
+				if errors.Is(err, session.ErrNoInitiation) || errors.Is(err, session.ErrIdentityChanged) {
 					break // after the discard: the old session is not used, a new initiation's identity needs accepting
 				}
-				if !errors.Is(err, client.ErrPeerStateUnreadable) {
+				if !errors.Is(err, store.ErrPeerUnreadable) {
 					report(err)
 					return
 				}
@@ -592,7 +592,7 @@ func TestDiscardDropsCachedPeer(t *testing.T) {
 
 // TestForgottenKeyPeerStateBothStores: on either store, a device whose
 // session and pin were sealed with a key the keyring forgot fails with
-// ErrPeerStateUnreadable (seal.ErrWrongKey); the discard removes both,
+// store.ErrPeerUnreadable (seal.ErrWrongKey); the discard removes both,
 // and after the user accepts the device's identity again the
 // conversation goes on.
 func TestForgottenKeyPeerStateBothStores(t *testing.T) {
@@ -632,7 +632,7 @@ func TestForgottenKeyPeerStateBothStores(t *testing.T) {
 			require.NoError(t, got.Initiation)
 
 			_, err = a.c.Send(ctx, bob, []byte("third"))
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			var ic *session.IdentityChangedError
 			require.ErrorAs(t, err, &ic)
 			require.True(t, client.PinDiscarded(ic.Pinned))
@@ -651,7 +651,7 @@ func TestForgottenKeyPeerStateBothStores(t *testing.T) {
 // TestUndecodablePeerStateBothStores: on either store, a session or pin
 // of bob that opens but is of an encoding this release does not read (as
 // a newer release wrote it before a downgrade), alone or both, fails a
-// send with ErrPeerStateUnreadable naming exactly those parts (matching
+// send with store.ErrPeerUnreadable naming exactly those parts (matching
 // session.ErrMalformedState) and hands nothing off; the discard removes
 // exactly them (the pin replaced by the placeholder), keeps every part
 // that decodes, and the conversation goes on.
@@ -694,7 +694,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 				net.ResetCalls()
 				_, err = a.c.Send(ctx, bob, []byte("second"))
 				require.ErrorIs(t, err, client.ErrMessageNotSent)
-				require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
+				require.ErrorIs(t, err, store.ErrPeerUnreadable)
 				require.ErrorIs(t, err, session.ErrMalformedState)
 				var pe *store.PeerUnreadableError
 				require.ErrorAs(t, err, &pe)
@@ -740,7 +740,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 				net.ResetCalls()
 				_, err = a.c.Send(ctx, bob, []byte("third"))
 				if tc.pin {
-					require.ErrorIs(t, err, client.ErrIdentityChanged)
+					require.ErrorIs(t, err, session.ErrIdentityChanged)
 					require.Zero(t, sendsTo(net.Calls(), bob))
 					require.NoError(t, a.acceptChange(bob))
 				} else {
@@ -789,7 +789,7 @@ func TestCheckPeerPart(t *testing.T) {
 		{"empty session", store.PeerSession, []byte{}, session.ErrMalformedState},
 		{"pin in the session", store.PeerSession, st.Pin, session.ErrMalformedState},
 		{"session in the pin", store.PeerPin, st.Session, session.ErrMalformedState},
-		{"unknown part", store.PeerPart(0), st.Session, client.ErrInvalidArgument},
+		{"unknown part", store.PeerPart(0), st.Session, store.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := client.CheckPeerPart(tc.part, tc.value)
@@ -835,7 +835,7 @@ func TestDiscardRemovesUndecodableBehindUnopened(t *testing.T) {
 	requireRowsBut(t, before["identity_pin"], after["identity_pin"], bob)
 
 	_, err = s.a.c.Send(s.ctx, bob, []byte("after discard"))
-	require.ErrorIs(t, err, client.ErrIdentityChanged)
+	require.ErrorIs(t, err, session.ErrIdentityChanged)
 	require.NoError(t, s.a.acceptChange(bob))
 	s.a.retry(bob)
 	require.Subset(t, receivedTexts(t, s.b.poll()), []string{"pending to bob", "after damage", "after discard"})

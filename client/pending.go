@@ -37,7 +37,7 @@ func (s AbandonStatus) String() string {
 // pages cause no skip and no repeat. Only the returned messages are
 // opened. A message that cannot be opened is returned in Unreadable, not
 // as an error, so that the application can abandon it and page on.
-// Returns ErrNotInitialized before Initialize, ErrInvalidArgument if Limit
+// Returns ErrNotInitialized before Initialize, store.ErrInvalidArgument if Limit
 // is outside 1..MaxPageSize, After is negative (see store.PageRequest) or
 // Recipient is malformed.
 func (c *Client) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
@@ -53,7 +53,7 @@ func (c *Client) PendingMessages(ctx context.Context, req store.PageRequest) (st
 
 // PendingMessageCount counts pending messages, all of them or those to
 // recipient, without opening any. Returns ErrNotInitialized before
-// Initialize, ErrInvalidArgument for a malformed recipient.
+// Initialize, store.ErrInvalidArgument for a malformed recipient.
 func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if err := c.checkInitialized(); err != nil {
 		return 0, err
@@ -73,7 +73,7 @@ func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceA
 // envelopes already handed off may still be delivered and acknowledged.
 // It holds the send mutex, so it waits for a running send or retry. On
 // error the message stays pending. Returns ErrNotInitialized before
-// Initialize, ErrInvalidArgument for a malformed recipient.
+// Initialize, store.ErrInvalidArgument for a malformed recipient.
 func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (AbandonStatus, error) {
 	if err := storeimpl.ValidateAddress(recipient); err != nil {
 		return 0, fmt.Errorf("client: abandon: %w", err)

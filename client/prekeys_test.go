@@ -330,7 +330,7 @@ func TestNewRefusesBadPrekeySettings(t *testing.T) {
 				require.NoError(t, c.Close())
 				return
 			}
-			require.ErrorIs(t, err, client.ErrInvalidArgument)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
 		})
 	}
 }

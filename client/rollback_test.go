@@ -42,7 +42,7 @@ func TestSessionRollbackAfterAcceptedIdentityChange(t *testing.T) {
 			a2 := mustOpen(t, net, alice) // reinstalled: a new identity
 			a2.send(bob, "new device")
 			_, err := b.c.Poll(ctx)
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.NoError(t, b.acceptChange(alice))
 
 			// The database writer's rollback of the one session row.

@@ -87,7 +87,7 @@ func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, e
 // verified bundle or authenticated by a new initiation from p: the first
 // one is pinned (stored with what commits next for p); a different one is
 // recorded as p's unaccepted change, stored alone at once (the pin, no
-// session or initiation), and reported as ErrIdentityChanged.
+// session or initiation), and reported as session.ErrIdentityChanged.
 func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdentity) error {
 	if p.pin == nil {
 		pin := session.NewPin(p.addr, seen)
@@ -212,7 +212,7 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 	return nil
 }
 
-// unacceptedChange returns an error matching ErrIdentityChanged if an
+// unacceptedChange returns an error matching session.ErrIdentityChanged if an
 // identity change of p is recorded and not settled yet: until
 // AcceptRemoteIdentityChange or DeclineRemoteIdentityChange nothing is
 // sent to p or accepted from it.
@@ -294,10 +294,10 @@ const _ = uint(maxBody-(session.MaxPlaintextSize-frameHeaderSize)) + uint((sessi
 // stored at all it returns the store's error and no id. If the directory
 // answers with the bundle of another device it returns ErrBundleAddress
 // and no id, and stores nothing. Returns
-// ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
-// or own address or a plaintext above the size limit; ErrIdentityChanged
+// ErrNotInitialized before Initialize, store.ErrInvalidArgument for a malformed
+// or own address or a plaintext above the size limit; session.ErrIdentityChanged
 // (with ErrMessageNotSent) while to's identity change is not accepted;
-// ErrPeerStateUnreadable (with ErrMessageNotSent) if to's stored state
+// store.ErrPeerUnreadable (with ErrMessageNotSent) if to's stored state
 // does not open.
 func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (_ ids.LogicalMessageID, err error) {
 	if err := c.checkSendable([]ids.DeviceAddress{to}, plaintext); err != nil {
@@ -375,10 +375,10 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // A pending message that cannot be opened (see store.UnreadablePendingMessage)
 // is skipped, never sent, and the ones after it are still sent. If it
 // skipped any, it returns the sent ids with an *store.UnreadableError listing
-// the skipped messages (errors.Is matches ErrUnreadable and each cause),
+// the skipped messages (errors.Is matches store.ErrUnreadable and each cause),
 // alone or, after a failed hand-off, joined with the ErrMessageNotSent
-// error. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
-// for a malformed address, ErrPeerStateUnreadable if a message waits and
+// error. Returns ErrNotInitialized before Initialize, store.ErrInvalidArgument
+// for a malformed address, store.ErrPeerUnreadable if a message waits and
 // remote's stored state does not open (nothing is sent), and
 // ErrBundleAddress (with ErrMessageNotSent; nothing stored for remote) if
 // the directory answers the fetch of remote's bundle with another
@@ -444,7 +444,7 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 }
 
 // AcceptRemoteIdentityChange trusts observed, the new identity recorded
-// for remote (IdentityChangedError.Observed, see ErrIdentityChanged), as
+// for remote (IdentityChangedError.Observed, see session.ErrIdentityChanged), as
 // the user verified it: the pin moves to it and the sessions with the old
 // identity are dropped, so the next send or retry starts a session with
 // the new one. The base keys of the old identity's initiations are kept
@@ -456,8 +456,8 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 // the one the user was shown (an injected initiation, a directory's
 // bundle), nothing changes and the error is an *IdentityChangedError
 // naming the identity recorded now, for the user to verify again. Returns
-// ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
-// address, ErrPeerStateUnreadable if remote's stored state does not open,
+// ErrNotInitialized before Initialize, store.ErrInvalidArgument for a malformed
+// address, store.ErrPeerUnreadable if remote's stored state does not open,
 // and an error matching session.ErrNoIdentityChange if no change is
 // recorded.
 func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
@@ -488,14 +488,14 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 // a change the user refused (or one an attacker injected: any initiation
 // claiming remote's address records one). If the identity is seen again
 // it is reported again. Errors as AcceptRemoteIdentityChange, and
-// ErrInvalidArgument if remote's pin was discarded
+// store.ErrInvalidArgument if remote's pin was discarded
 // (DiscardUnreadablePeerState): it trusts no identity to go back to, so
 // only accepting a verified identity unblocks the device.
 func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
 	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (store.PeerState, error) {
 		if PinDiscarded(p.pin.Identity) {
 			// There is no trusted identity to go back to.
-			return store.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", ErrInvalidArgument, remote)
+			return store.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", store.ErrInvalidArgument, remote)
 		}
 		if err := p.pin.Decline(observed); err != nil {
 			return store.PeerState{}, err

@@ -377,6 +377,6 @@ func TestFaultErrorsUnwrapToDriver(t *testing.T) {
 	f.inj.fail(fault{Op: opStmt, Match: sqlDeletePending})
 	_, err := f.a.c.AbandonPending(f.ctx, bob, f.sentToBob[0])
 	f.requireFault(t, err)
-	require.False(t, errors.Is(err, client.ErrInvalidArgument))
+	require.False(t, errors.Is(err, store.ErrInvalidArgument))
 	require.False(t, errors.Is(err, client.ErrNotInitialized))
 }

@@ -11,9 +11,6 @@ var (
 	// ErrInvalidBundle is returned for a structurally invalid bundle
 	// (bad address, duplicate one-time prekey ids, too many prekeys).
 	ErrInvalidBundle = errors.New("session: invalid bundle")
-	// ErrInvalidArgument is returned for a nil identity, nil prekeys, an
-	// invalid local address or a bundle addressed to the caller itself.
-	ErrInvalidArgument = errors.New("session: invalid argument")
 	// ErrInvalidKey is returned when a Diffie-Hellman computation fails
 	// (low-order or otherwise invalid X25519 public key).
 	ErrInvalidKey = errors.New("session: invalid public key")

@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/session"
 )
 
 // MaxPageSize is the largest page of pending messages a store returns.
@@ -23,10 +22,11 @@ const MaxPageSize = 100
 
 // MaxPlaintextSize is the largest pending message plaintext a store
 // accepts: the largest body a client frame carries (the session's
-// plaintext limit less the frame's 2-byte header and 16-byte logical id).
-// The store enforces it itself so that no caller can fill the queue with
+// plaintext limit, 63 KiB, less the frame's 2-byte header and 16-byte
+// logical id; package client does not build if the two disagree). The
+// store enforces it itself so that no caller can fill the queue with
 // messages that could never be sent.
-const MaxPlaintextSize = session.MaxPlaintextSize - (2 + ids.LogicalMessageIDLen)
+const MaxPlaintextSize = 64494
 
 // PendingMessage is one sent, not yet acknowledged message.
 type PendingMessage struct {
