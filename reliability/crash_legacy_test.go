@@ -22,8 +22,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
@@ -180,7 +180,7 @@ func TestCrashLegacyMigration(t *testing.T) {
 	}
 	key, err := seal.NewKey(secret)
 	require.NoError(t, err)
-	require.Equal(t, version14.Key().ID(), key.ID(), "the legacy fixture's key")
+	require.Equal(t, fixturekit.Key().ID(), key.ID(), "the legacy fixture's key")
 	template := filepath.Join(t.TempDir(), "template.db")
 	want, hw := buildLegacyTemplate(t, template)
 	patterns := [][]byte{[]byte(legacyMarker)}

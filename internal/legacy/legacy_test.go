@@ -40,7 +40,7 @@ const legacyFixture = "../../fixtures/legacy/fixture.sql"
 // The legacy fixture's storage key is the version-14 fixture's test key.
 func fixtureKeyring(t testing.TB) *seal.Keyring {
 	t.Helper()
-	kr, err := seal.NewKeyring(version14.Key())
+	kr, err := seal.NewKeyring(fixturekit.Key())
 	require.NoError(t, err)
 	return kr
 }
@@ -148,7 +148,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 		verifier []byte
 	)
 	require.NoError(t, conn.QueryRow("SELECT key_id, state, verifier FROM storage_key").Scan(&keyID, &state, &verifier))
-	assert.Equal(t, int64(version14.Key().ID()), keyID)
+	assert.Equal(t, int64(fixturekit.Key().ID()), keyID)
 	assert.Equal(t, "active", state)
 	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(seal.KeyID(keyID)), verifier)
 	require.NoError(t, err)
@@ -164,7 +164,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 		h, err := seal.Parse(v)
 		require.NoError(t, err)
 		assert.Equal(t, seal.RecordPendingOutbound, h.RecordType)
-		assert.Equal(t, version14.Key().ID(), h.KeyID)
+		assert.Equal(t, fixturekit.Key().ID(), h.KeyID)
 		sealedRows++
 	}
 	require.NoError(t, rows.Err())

@@ -282,7 +282,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 	t.Run("an earlier build's database is marked on open", func(t *testing.T) {
 		t.Parallel()
 		path := sealedDatabase(t)
-		v := unmarked(t, fixtureKeyring(t), version14.Key().ID())
+		v := unmarked(t, fixtureKeyring(t), fixturekit.Key().ID())
 		rewrite(t, path, "UPDATE storage_key SET verifier = ?", v)
 		s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 		require.NoError(t, err)
@@ -303,7 +303,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 		stmts func(t *testing.T) []any // statement, then its arguments
 	}{
 		{"an unmarked verifier sealed with another key for the database's key id", func(t *testing.T) []any {
-			return []any{"UPDATE storage_key SET verifier = ?", unmarked(t, otherKeys, version14.Key().ID())}
+			return []any{"UPDATE storage_key SET verifier = ?", unmarked(t, otherKeys, fixturekit.Key().ID())}
 		}},
 		{"the key record replaced by one of another key", func(t *testing.T) []any {
 			return []any{"UPDATE storage_key SET key_id = ?, verifier = ?", int64(other.ID()), unmarked(t, otherKeys, other.ID())}
@@ -447,14 +447,14 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			require.NoError(t, err)
 		}},
 		{name: "the proof replaced by a plain verifier", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
-			id := version14.Key().ID()
+			id := fixturekit.Key().ID()
 			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
 		}},
 		{name: "the proof replaced by a marked verifier", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
-			id := version14.Key().ID()
+			id := fixturekit.Key().ID()
 			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierSealedQueue))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
@@ -463,7 +463,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 		{name: "the proof replaced by one sealed with another key", want: seal.ErrWrongKey, tamper: func(t *testing.T, conn *sql.DB) {
 			kr, err := seal.NewKeyring(other)
 			require.NoError(t, err)
-			v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(version14.Key().ID()), []byte(rowseal.KeyVerifierText))
+			v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(fixturekit.Key().ID()), []byte(rowseal.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
@@ -477,7 +477,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			require.NoError(t, err)
 		}},
 		{name: "resumed with another current key", want: store.ErrKeyNotRecorded, keys: func(t *testing.T) *seal.Keyring {
-			kr, err := seal.NewKeyring(other, version14.Key())
+			kr, err := seal.NewKeyring(other, fixturekit.Key())
 			require.NoError(t, err)
 			return kr
 		}},

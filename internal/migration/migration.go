@@ -267,7 +267,7 @@ func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 		if len(pending) == 0 {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, schema.RevisionTable); err != nil {
+		if _, err := tx.ExecContext(ctx, schema.RevisionTable()); err != nil {
 			return fmt.Errorf("migration: create schema_revision: %w", err)
 		}
 		rrw := &revisions{q: db.New(tx)}

@@ -490,7 +490,7 @@ func TestRefusesUnknownState(t *testing.T) {
 		},
 		{
 			name:  "empty history table beside unrelated tables",
-			setup: openThen(mustOpen, schema.RevisionTable, `CREATE TABLE notes (id INTEGER PRIMARY KEY)`),
+			setup: openThen(mustOpen, schema.RevisionTable(), `CREATE TABLE notes (id INTEGER PRIMARY KEY)`),
 		},
 		{
 			// Below head, so not newer code's: another branch's history.
@@ -501,7 +501,7 @@ func TestRefusesUnknownState(t *testing.T) {
 		},
 		{
 			name: "partly applied version",
-			setup: openThen(openV14, schema.RevisionTable, `INSERT INTO schema_revision
+			setup: openThen(openV14, schema.RevisionTable(), `INSERT INTO schema_revision
 					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
 					VALUES ('14', 'baseline', 2, 3, 8, 0, 0, 'h1:x', 'older')`),
 		},

@@ -102,7 +102,7 @@ func (m *Migrator) defined(ctx context.Context, drv driver.Driver) (map[Object]b
 		}
 		return nil
 	}
-	if _, err := mem.ExecContext(ctx, schema.RevisionTable); err != nil {
+	if _, err := mem.ExecContext(ctx, schema.RevisionTable()); err != nil {
 		return nil, fmt.Errorf("migration: build the defined schema: %w", err)
 	}
 	for _, f := range m.files {

@@ -164,3 +164,13 @@ func ValidateUpdate(u store.PeerState) error {
 	}
 	return nil
 }
+
+// RecipientsFrom returns the position a recipients' page of r starts
+// after: the cursor, or for a page from the start an address below every
+// one the schema admits (the empty user id and the smallest device id).
+func RecipientsFrom(r store.RecipientPageRequest) ids.DeviceAddress {
+	if r.After == nil {
+		return ids.DeviceAddress{UserID: "", DeviceID: math.MinInt64}
+	}
+	return *r.After
+}

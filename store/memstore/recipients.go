@@ -7,6 +7,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
 
@@ -17,7 +18,7 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 	if err := req.Validate(); err != nil {
 		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
 	}
-	from := req.From()
+	from := storeimpl.RecipientsFrom(req)
 	oldest := map[ids.DeviceAddress]int64{}
 	err := s.locked(ctx, func() error {
 		for _, r := range s.pending { // ascending by seq: the first seen is the oldest

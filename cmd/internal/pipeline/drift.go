@@ -253,7 +253,7 @@ func openAt(ctx context.Context, m *migration.Migrator, st migration.Status, wit
 		}
 	}
 	if withHistory {
-		if _, err := conn.ExecContext(ctx, dbschema.RevisionTable); err != nil {
+		if _, err := conn.ExecContext(ctx, dbschema.RevisionTable()); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("migration: build the schema of version %s: %w", st.Current, err)
 		}
