@@ -19,8 +19,8 @@ import (
 // taken together with the connection's PRAGMA data_version, which changes
 // whenever another connection (another process, another Store, the
 // migrate command) commits; a count that sees a different data_version
-// runs SELECT count(*) again. Writing pending rows through sqliteaccess.DB on
-// the store's own connection is not seen: DB() is for reading.
+// runs SELECT count(*) again. Writing pending rows through the store's
+// own connection (internal/sqliteaccess.DB) is not seen: it is for reading.
 //
 // data_version values of two connections are not comparable (a fresh
 // connection starts from the same value), and database/sql replaces the
@@ -38,10 +38,9 @@ import (
 // mean the same connection, as the stored reference keeps the old
 // connection's memory from being reused for a new one.
 type pendingCount struct {
-	// mu is held by every transaction (Store.tx) and by
-	// PendingMessageCount(nil) across its own, so that a count never reads
-	// the number between a commit and the update that follows it. Lock
-	// order: Store.sealMu, then mu, then the connection.
+	// mu is held by every transaction that changes or counts pending
+	// rows (Store.tx), so that a count never reads the number between a
+	// commit and the update that follows it.
 	mu      sync.Mutex
 	known   bool
 	n       int64
@@ -49,47 +48,31 @@ type pendingCount struct {
 	conn    any   // the driver connection n was taken on
 }
 
-// writePending runs fn, which inserts or deletes pending rows and returns
-// by how many their number changed, as one transaction (tx), recording
-// that change for the in-memory count. Any failure drops the count: a
-// failed commit may or may not have reached the disk, and the next count
-// asks SQLite.
-func (s *Store) writePending(ctx context.Context, fn func(q *db.Queries) (delta int64, err error)) error {
-	return s.tx(ctx, pendingWrite, func(t *txn) error {
-		t.counted = true
-		delta, err := fn(t.Queries)
-		t.pending += delta
-		return err
-	})
-}
-
 // countAll returns the number of pending outbound rows: the in-memory
 // count if nothing can have changed it behind the store, else SELECT
 // count(*), which becomes the new in-memory count.
 func (s *Store) countAll(ctx context.Context) (int64, error) {
-	c := &s.count
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c := &s.count // its lock is held by tx
 	var n, version int64
 	var on any
 	fresh := false
-	err := s.withConn(ctx, func(conn any, q *db.Queries, inTx func(func(q *db.Queries) error) error) error {
-		on = conn
+	err := s.tx(ctx, countRead, func(t *txn) error {
+		on = t.conn
 		// The fast path needs no transaction: c.mu keeps the store's own
 		// writers out, and a data_version equal to the one n was taken
 		// with means no other connection committed since.
 		var err error
-		if version, err = q.PendingOutboundDataVersion(ctx); err != nil {
+		if version, err = t.PendingOutboundDataVersion(ctx); err != nil {
 			return err
 		}
-		if c.known && c.conn == conn && c.version == version {
+		if c.known && c.conn == t.conn && c.version == version {
 			n = c.n
 			return nil
 		}
 		// Recount: the number and the version it goes with are read in
 		// one transaction.
 		fresh = true
-		return inTx(func(q *db.Queries) error {
+		return t.begin(func(q *db.Queries) error {
 			var err error
 			if version, err = q.PendingOutboundDataVersion(ctx); err != nil {
 				return err

@@ -41,7 +41,6 @@ import (
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqlitedriver"
-	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
 
@@ -62,10 +61,10 @@ type Store struct {
 	lock  *dblock.Lock
 	claim atomic.Pointer[byte] // a byte, not a zero-size value: each claim distinct
 
-	// sealMu is held shared by every write from the moment it seals until
-	// its transaction ends, and exclusively by RotateKey while it switches
-	// the sealing key: so no value sealed with the old key can be written
-	// once a rotation has started walking the tables.
+	// sealMu is held shared by every transaction (tx), in which the
+	// values it writes are sealed, and exclusively by RotateKey while it
+	// switches the sealing key: so no value sealed with the old key is
+	// written once a rotation has started walking the tables.
 	sealMu sync.RWMutex
 
 	// rotateMu serialises this store's key rotations (RotateKey).
@@ -424,30 +423,6 @@ func (s *Store) Claim() (func(), error) {
 	return func() { s.claim.CompareAndSwap(c, nil) }, nil
 }
 
-// withConn runs fn on a connection held for the whole call, passing its
-// identity: the driver connection (comparable with ==), so that fn knows
-// which connection its statements run on (see pendingCount). q runs
-// statements on that connection outside any transaction; inTx runs a
-// function in one transaction on it (internal/sqltx).
-func (s *Store) withConn(ctx context.Context, fn func(conn any, q *db.Queries, inTx func(func(q *db.Queries) error) error) error) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	c, err := s.conn.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("get connection: %w", err)
-	}
-	defer c.Close()
-	var conn any
-	if err := c.Raw(func(dc any) error { conn = dc; return nil }); err != nil {
-		return fmt.Errorf("get connection: %w", err)
-	}
-	inTx := func(f func(q *db.Queries) error) error {
-		return sqltx.Run(ctx, c, func(tx *sql.Tx) error { return f(s.q.WithTx(tx)) })
-	}
-	return fn(conn, db.New(c), inTx)
-}
-
 // InsertPending implements store.Pending.
 func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
 	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
@@ -468,21 +443,19 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 
 // CommitSendMany implements store.State.
 func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
-	sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
-	if err != nil {
-		return nil, fmt.Errorf("store: commit send many: %w", err)
-	}
-	seqs := make([]int64, len(sends))
-	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
+	seqs := make([]int64, len(peers))
+	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+		sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+		if err != nil {
+			return err
+		}
 		for i, m := range sends {
-			var err error
-			if seqs[i], err = insertRow(ctx, q, m.Peer, id, m.Message, &m.Update); err != nil {
-				return 0, err
+			if seqs[i], err = insertRow(ctx, t.Queries, m.Peer, id, m.Message, &m.Update); err != nil {
+				return err
 			}
 		}
-		return int64(len(sends)), nil
+		t.pending += int64(len(sends))
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: commit send many: %w", err)
@@ -493,16 +466,17 @@ func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, pla
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state in the same transaction.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
-	sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
-	if err != nil {
-		return 0, err
-	}
 	var seq int64
-	err = s.writePending(ctx, func(q *db.Queries) (int64, error) {
-		seq, err = insertRow(ctx, q, recipient, id, sealed, peer)
-		return 1, err
+	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+		sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
+		if err != nil {
+			return err
+		}
+		if seq, err = insertRow(ctx, t.Queries, recipient, id, sealed, peer); err != nil {
+			return err
+		}
+		t.pending++
+		return nil
 	})
 	return seq, err
 }
@@ -648,7 +622,6 @@ func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress,
 	// abandon's one transaction.
 	var n int64
 	err := s.tx(ctx, onePendingWrite, func(t *txn) error {
-		t.counted = true
 		var err error
 		n, err = deletePending(ctx, t.Queries, recipient, id)
 		t.pending -= n
@@ -664,23 +637,25 @@ func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress,
 func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessage) (bool, error) {
 	valid := storeimpl.ValidateAddress(m.Recipient)
 	var n int64
-	err := s.writePending(ctx, func(q *db.Queries) (int64, error) {
-		rows, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: m.Sequence, RowLimit: 1})
+	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+		rows, err := t.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: m.Sequence, RowLimit: 1})
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if len(rows) == 1 && rows[0].Sequence == m.Sequence {
 			to, id, _, _ := decodePending(pendingRow(rows[0]))
 			if to == m.Recipient && id == m.ID {
-				n, err = q.DeletePendingOutboundSequence(ctx, m.Sequence)
-				return -n, err
+				n, err = t.DeletePendingOutboundSequence(ctx, m.Sequence)
+				t.pending -= n
+				return err
 			}
 		}
 		if valid != nil {
-			return 0, nil // no identity to fall back on
+			return nil // no identity to fall back on
 		}
-		n, err = deletePending(ctx, q, m.Recipient, m.ID)
-		return -n, err
+		n, err = deletePending(ctx, t.Queries, m.Recipient, m.ID)
+		t.pending -= n
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("store: abandon pending sequence %d: %w", m.Sequence, err)

@@ -40,16 +40,16 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 
 // SaveLocalIdentity implements store.State.
 func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
 	if err := storeimpl.ValidateAddress(id.Address); err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
-	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
-	if err != nil {
-		return fmt.Errorf("store: save local identity: %w", err)
-	}
-	err = s.tx(ctx, inTx, func(q *txn) error { return saveLocal(ctx, q.Queries, id.Address, sealed) })
+	err := s.tx(ctx, inTx, func(t *txn) error {
+		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
+		if err != nil {
+			return err
+		}
+		return saveLocal(ctx, t.Queries, id.Address, sealed)
+	})
 	if err != nil {
 		return fmt.Errorf("store: save local identity: %w", err)
 	}
@@ -120,19 +120,19 @@ func optional(b []byte, err error) ([]byte, error) {
 
 // SavePeer implements store.State.
 func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
 	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
 	if err := storeimpl.ValidateUpdate(u); err != nil {
 		return fmt.Errorf("store: save peer: %w", err)
 	}
-	sealed, err := rowseal.SealPeer(s.keys, peer, u)
-	if err != nil {
-		return fmt.Errorf("store: save peer: %w", err)
-	}
-	err = s.tx(ctx, inTx, func(q *txn) error { return savePeer(ctx, q.Queries, peer, sealed) })
+	err := s.tx(ctx, inTx, func(t *txn) error {
+		sealed, err := rowseal.SealPeer(s.keys, peer, u)
+		if err != nil {
+			return err
+		}
+		return savePeer(ctx, t.Queries, peer, sealed)
+	})
 	if err != nil {
 		return fmt.Errorf("store: save peer %s: %w", peer, err)
 	}
@@ -201,52 +201,45 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.Lo
 // returning op's row count. deletesPending says op deletes that many
 // pending outbound rows (the in-memory count follows).
 func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
 	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return 0, err
 	}
 	if err := storeimpl.ValidateInbound(in); err != nil {
 		return 0, err
 	}
-	update, err := rowseal.SealPeer(s.keys, peer, in.Update)
-	if err != nil {
-		return 0, err
-	}
-	var local []byte
-	if in.Local != nil {
-		if local, err = s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
-			return 0, err
-		}
+	// Without a pending row to delete, the in-memory count is neither
+	// moved nor dropped if this fails.
+	kind := inTx
+	if deletesPending {
+		kind = pendingWrite
 	}
 	var n int64
-	apply := func(q *db.Queries) (int64, error) {
-		if err := savePeer(ctx, q, peer, update); err != nil {
-			return 0, err
+	err := s.tx(ctx, kind, func(t *txn) error {
+		update, err := rowseal.SealPeer(s.keys, peer, in.Update)
+		if err != nil {
+			return err
+		}
+		if err := savePeer(ctx, t.Queries, peer, update); err != nil {
+			return err
 		}
 		if in.Local != nil {
-			if err := saveLocal(ctx, q, in.Local.Address, local); err != nil {
-				return 0, err
+			local, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret)
+			if err != nil {
+				return err
+			}
+			if err := saveLocal(ctx, t.Queries, in.Local.Address, local); err != nil {
+				return err
 			}
 		}
-		var err error
-		n, err = op(q)
-		return -n, err
-	}
-	if !deletesPending {
-		// No pending row changes: the in-memory count is neither moved
-		// nor dropped if this fails.
-		err = s.tx(ctx, inTx, func(q *txn) error { _, err := apply(q.Queries); return err })
-		return n, err
-	}
-	err = s.writePending(ctx, apply)
+		n, err = op(t.Queries)
+		t.pending -= n
+		return err
+	})
 	return n, err
 }
 
 // ReadPeerParts implements store.State.
 func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (store.PeerReading, error) {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
 	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return store.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
 	}
@@ -262,23 +255,21 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 // it by the same key in the same transaction, so the row it removes is
 // the one that was found damaged.
 func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
 	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
 	}
 	if !damage.Damaged() {
 		return store.PeerDamage{}, nil
 	}
-	var replacement []byte
-	if len(pin) > 0 {
-		var err error
-		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
-			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
-		}
-	}
 	user, dev := peer.UserID, peer.DeviceID
 	err := s.tx(ctx, inTx, func(q *txn) error {
+		var replacement []byte
+		if len(pin) > 0 {
+			var err error
+			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
+				return err
+			}
+		}
 		sealed, err := sealedPeer(ctx, q.Queries, peer)
 		if err != nil {
 			return err
