@@ -243,7 +243,7 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 		return fmt.Errorf("client: initialize: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
-		return err
+		return fmt.Errorf("client: initialize: %w", err)
 	}
 	defer c.sendMu.Unlock()
 	c.mu.Lock()

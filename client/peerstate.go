@@ -75,7 +75,7 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // nothing was removed).
 func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (store.PeerDamage, error) {
 	if err := c.checkInitialized(); err != nil {
-		return store.PeerDamage{}, err
+		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state: %w", err)
 	}
 	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state: %w", err)

@@ -42,7 +42,7 @@ func (s AbandonStatus) String() string {
 // Recipient is malformed.
 func (c *Client) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
 	if err := c.checkInitialized(); err != nil {
-		return store.PendingMessagePage{}, err
+		return store.PendingMessagePage{}, fmt.Errorf("client: pending messages: %w", err)
 	}
 	page, err := c.st.PendingMessages(ctx, req)
 	if err != nil {
@@ -56,7 +56,7 @@ func (c *Client) PendingMessages(ctx context.Context, req store.PageRequest) (st
 // Initialize, store.ErrInvalidArgument for a malformed recipient.
 func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if err := c.checkInitialized(); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("client: pending message count: %w", err)
 	}
 	n, err := c.st.PendingMessageCount(ctx, recipient)
 	if err != nil {
@@ -99,7 +99,7 @@ func (c *Client) AbandonPendingMessage(ctx context.Context, msg store.PendingMes
 // read is set, else by identity alone.
 func (c *Client) abandon(ctx context.Context, m store.PendingMessage, read bool) (AbandonStatus, error) {
 	if err := c.checkInitialized(); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("client: abandon %s to %s: %w", m.ID, m.Recipient, err)
 	}
 	if err := c.lockSend(); err != nil {
 		return 0, fmt.Errorf("client: abandon %s to %s: %w", m.ID, m.Recipient, err)

@@ -237,7 +237,7 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 // can no longer receive. Returns ErrNotInitialized before Initialize.
 func (c *Client) Poll(ctx context.Context) ([]ReceiveResult, error) {
 	if err := c.checkInitialized(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: poll: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
 		return nil, fmt.Errorf("client: poll: %w", err)

@@ -24,7 +24,7 @@ import (
 // store.ErrInvalidArgument if Limit is outside 1..MaxPageSize.
 func (c *Client) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := c.checkInitialized(); err != nil {
-		return store.PendingRecipientPage{}, err
+		return store.PendingRecipientPage{}, fmt.Errorf("client: pending recipients: %w", err)
 	}
 	page, err := c.st.PendingRecipients(ctx, req)
 	if err != nil {

@@ -385,7 +385,7 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // device's.
 func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
 	if err := c.checkInitialized(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: retry %s: %w", remote, err)
 	}
 	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return nil, fmt.Errorf("client: retry: %w", err)
@@ -512,7 +512,7 @@ func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.Dev
 // mutex and saves what it returns.
 func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (store.PeerState, error)) error {
 	if err := c.checkInitialized(); err != nil {
-		return err
+		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return fmt.Errorf("client: %s identity change: %w", verb, err)
