@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/store"
@@ -16,20 +17,58 @@ import (
 // sqliteHeader starts every SQLite database file.
 var sqliteHeader = []byte("SQLite format 3\x00")
 
+// held is a database file Open holds: its resolved path and lock, and
+// what Open made (the file, its lock file) to remove if it fails.
+type held struct {
+	real        string
+	lock        *dblock.Lock
+	created     bool // the database file was created by Open
+	lockCreated bool // the lock file was created by Open
+}
+
+// undo releases the hold and removes what Open created: the database file
+// (with the -wal and -shm SQLite made beside it) if Open created it, and
+// the lock file if it did, so that a failed Open leaves no file behind.
+func (h held) undo() {
+	if h.created {
+		for _, name := range []string{h.real + "-wal", h.real + "-shm", h.real + "-journal", h.real} {
+			os.Remove(name)
+		}
+	}
+	if h.lockCreated {
+		// Removed while held, as migrate up does: no opener can have
+		// taken a lock on it meanwhile.
+		os.Remove(dblock.Path(h.real))
+	}
+	h.lock.Release()
+}
+
+// checkPath refuses a path that names no file of its own: "" and
+// ":memory:" (SQLite's in-memory databases) and any SQLite URI ("file:"
+// in any case), whose parameters could open another file, a shared
+// in-memory database, or change how the file is opened.
+func checkPath(path string) error {
+	switch {
+	case path == "" || path == ":memory:":
+		return fmt.Errorf("%w: the store needs a database file (it runs in WAL mode and holds the file)", store.ErrInvalidArgument)
+	case len(path) >= len("file:") && strings.EqualFold(path[:len("file:")], "file:"):
+		return fmt.Errorf("%w: a SQLite URI is not a path: pass the file's path (the store sets how it is opened)", store.ErrInvalidArgument)
+	}
+	return nil
+}
+
 // holdFile resolves path to the file that will be opened (every symbolic
 // link resolved, a dangling one refused), checks that it can be a
 // writable database, creates it 0600 if absent, takes its writer lock
 // (package internal/dblock) and restricts the modes of the file and its
 // -wal and -shm (privateFiles). It returns the resolved path, which Open
-// hands SQLite, and the lock. On error nothing it created is left and no
+// hands SQLite, the lock and what it created (held). On error nothing it created is left and no
 // mode is changed; the error wraps store.ErrInUse (naming the file) if
 // another open store, in this process or another, holds the file,
 // store.ErrNotDatabase, fs.ErrPermission for a read-only file or directory,
 // fs.ErrNotExist for a dangling symbolic link, or store.ErrSymlink.
-func holdFile(path string) (string, *dblock.Lock, error) {
-	fail := func(err error) (string, *dblock.Lock, error) {
-		return "", nil, fmt.Errorf("store: open %s: %w", path, err)
-	}
+func holdFile(path string) (held, error) {
+	fail := func(err error) (held, error) { return held{}, err }
 	real, err := dblock.Resolve(path)
 	if err != nil {
 		return fail(err)
@@ -78,7 +117,7 @@ func holdFile(path string) (string, *dblock.Lock, error) {
 	if err == nil {
 		err = checkFile(real, l)
 		if err == nil {
-			return real, l, nil
+			return held{real: real, lock: l, created: created, lockCreated: lockCreated}, nil
 		}
 		if lockCreated {
 			// Removed while held, as migrate up does: no opener can have
@@ -125,7 +164,3 @@ func checkFile(real string, l *dblock.Lock) error {
 func readOnly(name string, fi fs.FileInfo) bool {
 	return fi.Mode().Perm()&0o200 == 0 || !writable(name)
 }
-
-// inMemory reports whether path names no file but SQLite's in-memory (or
-// temporary) database.
-func inMemory(path string) bool { return path == "" || path == ":memory:" }

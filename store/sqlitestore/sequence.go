@@ -32,7 +32,7 @@ func WithSequenceRestart() Option {
 func checkSequence(ctx context.Context, q *db.Queries, restart bool) error {
 	mark, err := q.PendingOutboundSequenceHighWater(ctx)
 	if err != nil {
-		return fmt.Errorf("store: read pending sequence high-water mark: %w", err)
+		return fmt.Errorf("read pending sequence high-water mark: %w", err)
 	}
 	if mark != math.MaxInt64 {
 		return nil
@@ -41,7 +41,7 @@ func checkSequence(ctx context.Context, q *db.Queries, restart bool) error {
 		return fmt.Errorf("%w: open with sqlitestore.WithSequenceRestart to lower it to the highest stored sequence; nothing was changed", store.ErrSequenceExhausted)
 	}
 	if _, err := q.LowerPendingOutboundSequence(ctx); err != nil {
-		return fmt.Errorf("store: lower pending sequence high-water mark: %w", err)
+		return fmt.Errorf("lower pending sequence high-water mark: %w", err)
 	}
 	return nil
 }
@@ -71,10 +71,10 @@ func exhausted(ctx context.Context, q *db.Queries, err error) error {
 // It runs in Open's transaction that checks the storage key.
 func repairSequence(ctx context.Context, q *db.Queries) error {
 	if _, err := q.RaisePendingOutboundSequence(ctx); err != nil {
-		return fmt.Errorf("store: repair pending sequence high-water mark: %w", err)
+		return fmt.Errorf("repair pending sequence high-water mark: %w", err)
 	}
 	if _, err := q.RestorePendingOutboundSequence(ctx); err != nil {
-		return fmt.Errorf("store: repair pending sequence high-water mark: %w", err)
+		return fmt.Errorf("repair pending sequence high-water mark: %w", err)
 	}
 	return nil
 }

@@ -193,42 +193,55 @@ func WithLegacyBatch(n int) Option {
 // ErrKeyNotRecorded), or a migration error
 // (ErrChecksum, ErrNewerDatabase, ErrUnknownState, ErrOutOfOrder).
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
+	s, err := open(ctx, path, keys, opts)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %q: %w", path, err)
+	}
+	return s, nil
+}
+
+// open is Open, its errors not yet naming the path.
+func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (*Store, error) {
 	if keys == nil {
-		return nil, fmt.Errorf("store: open: %w: nil keyring", store.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil keyring", store.ErrInvalidArgument)
 	}
 	if len(keys.KeyIDs()) == 0 {
 		// The zero Keyring: seal.NewKeyring makes every other one, and it
 		// and Keyring.Add refuse the zero Key.
-		return nil, fmt.Errorf("store: open: %w: the keyring holds no key (make it with seal.NewKeyring)", seal.ErrKey)
+		return nil, fmt.Errorf("%w: the keyring holds no key (make it with seal.NewKeyring)", seal.ErrKey)
 	}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if err := o.legacy.Validate(); err != nil {
-		return nil, fmt.Errorf("store: open: %w", err)
+		return nil, err
 	}
-	if inMemory(path) {
-		return nil, fmt.Errorf("store: open %q: %w: the store needs a database file (it runs in WAL mode and holds the file)", path, store.ErrInvalidArgument)
+	if err := checkPath(path); err != nil {
+		return nil, err
 	}
-	real, lock, err := holdFile(path)
+	// Before any file is made: a context already done changes nothing.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h, err := holdFile(path)
 	if err != nil {
 		return nil, err
 	}
 	// go-sqlite3, or in this module's tests a driver wrapping it that
 	// injects faults (internal/sqlitedriver).
-	conn, err := sql.Open(sqlitedriver.Name(ctx), sqliteaccess.DSN(real))
+	conn, err := sql.Open(sqlitedriver.Name(ctx), sqliteaccess.DSN(h.real))
 	if err != nil {
-		lock.Release()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		h.undo()
+		return nil, err
 	}
 	// One connection: the client is the database's only user, and a single
 	// connection turns would-be SQLITE_BUSY contention into Go-side waits.
 	conn.SetMaxOpenConns(1)
-	s := &Store{conn: conn, q: db.New(conn), keys: keys, lock: lock}
+	s := &Store{conn: conn, q: db.New(conn), keys: keys, lock: h.lock}
 	if err := s.init(ctx, o); err != nil {
 		conn.Close()
-		lock.Release()
+		h.undo()
 		return nil, err
 	}
 	return s, nil
@@ -262,20 +275,20 @@ func privateFiles(path string) error {
 func (s *Store) init(ctx context.Context, o options) error {
 	var mode string
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return fmt.Errorf("store: enable wal: %w", err)
+		return fmt.Errorf("enable wal: %w", err)
 	}
 	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("store: enable wal: journal mode is %q", mode)
+		return fmt.Errorf("enable wal: journal mode is %q", mode)
 	}
 	var fk int
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
-		return fmt.Errorf("store: enable foreign keys: %v (foreign_keys=%d)", err, fk)
+		return fmt.Errorf("enable foreign keys: %v (foreign_keys=%d)", err, fk)
 	}
 	// Before the schema migrations, which would index a legacy table.
 	if !o.upgrade {
 		found, err := legacy.Found(ctx, s.conn)
 		if err != nil {
-			return fmt.Errorf("store: %w", err)
+			return err
 		}
 		if found {
 			return store.ErrLegacyLayout
@@ -285,7 +298,7 @@ func (s *Store) init(ctx context.Context, o options) error {
 	if m == nil {
 		var err error
 		if m, err = migration.Default(); err != nil {
-			return fmt.Errorf("store: %w", err)
+			return err
 		}
 	}
 	// Before anything writes: a planted trigger would run inside the
@@ -295,10 +308,10 @@ func (s *Store) init(ctx context.Context, o options) error {
 		allow = legacy.SchemaObjects()
 	}
 	if err := m.CheckObjects(ctx, s.conn, allow...); err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	if _, err := m.Up(ctx, s.conn); err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	// A database from before sealing keeps its pending queue in plaintext:
 	// seal it now, if asked to (a no-op on a sealed database). Before the
@@ -308,7 +321,7 @@ func (s *Store) init(ctx context.Context, o options) error {
 	// database.
 	if o.upgrade {
 		if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
-			return fmt.Errorf("store: %w", err)
+			return err
 		}
 	}
 	// One transaction for what every open checks on a sealed database.
@@ -338,7 +351,7 @@ func (s *Store) init(ctx context.Context, o options) error {
 func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 	rows, err := q.ListStorageKeys(ctx)
 	if err != nil {
-		return fmt.Errorf("store: read storage keys: %w", err)
+		return fmt.Errorf("read storage keys: %w", err)
 	}
 	active := 0
 	for _, r := range rows {
@@ -346,8 +359,12 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 			continue
 		}
 		text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
+		if errors.Is(err, seal.ErrWrongKey) {
+			// seal's own text names the key id too: name each id once.
+			return fmt.Errorf("the database's active storage key is key id %d, the keyring holds key ids %v: %w", r.KeyID, s.keys.KeyIDs(), seal.ErrWrongKey)
+		}
 		if err != nil {
-			return fmt.Errorf("store: storage key %d: %w", r.KeyID, err)
+			return fmt.Errorf("storage key %d: %w", r.KeyID, err)
 		}
 		// A verifier is sealed by its own key, which seals only while
 		// current: another key's waits until it is current (or a
@@ -364,10 +381,10 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 	}
 	sealed, err := q.AnySealedValue(ctx)
 	if err != nil {
-		return fmt.Errorf("store: look for sealed values: %w", err)
+		return fmt.Errorf("look for sealed values: %w", err)
 	}
 	if len(rows) > 0 || sealed != 0 {
-		return fmt.Errorf("store: %d storage key rows, none active: %w", len(rows), store.ErrNoKeyRecord)
+		return fmt.Errorf("%d storage key rows, none active: %w", len(rows), store.ErrNoKeyRecord)
 	}
 	return s.addKey(ctx, q)
 }
@@ -376,10 +393,10 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 func (s *Store) markKey(ctx context.Context, q *db.Queries) error {
 	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(rowseal.KeyVerifierSealedQueue))
 	if err != nil {
-		return fmt.Errorf("store: storage key %d: mark verifier: %w", id, err)
+		return fmt.Errorf("storage key %d: mark verifier: %w", id, err)
 	}
 	if err := q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: int64(id)}); err != nil {
-		return fmt.Errorf("store: storage key %d: mark verifier: %w", id, err)
+		return fmt.Errorf("storage key %d: mark verifier: %w", id, err)
 	}
 	return nil
 }
@@ -389,10 +406,10 @@ func (s *Store) markKey(ctx context.Context, q *db.Queries) error {
 func (s *Store) addKey(ctx context.Context, q *db.Queries) error {
 	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(rowseal.KeyVerifierSealedQueue))
 	if err != nil {
-		return fmt.Errorf("store: record storage key: %w", err)
+		return fmt.Errorf("record storage key: %w", err)
 	}
 	if err := q.InsertStorageKey(ctx, db.InsertStorageKeyParams{KeyID: int64(id), State: "active", Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
-		return fmt.Errorf("store: record storage key: %w", err)
+		return fmt.Errorf("record storage key: %w", err)
 	}
 	return nil
 }
