@@ -169,29 +169,32 @@ func WithLegacyBatch(n int) Option {
 // do not and work beside an open store.
 //
 // Bad input changes nothing, and leaves no file beside the path:
-// "" and ":memory:" are refused with store.ErrInvalidArgument (the store
-// needs a file); a directory, another kind of file or a file that is not
-// a SQLite database with ErrNotDatabase; a read-only file or directory
-// (no owner write permission, or none for this process) with an error
-// matching fs.ErrPermission.
+// "", ":memory:" and any SQLite URI ("file:" in any case) are refused
+// with store.ErrInvalidArgument (the store needs the path of a file); a
+// directory, another kind of file or a file that is not a SQLite
+// database with store.ErrNotDatabase; a read-only file or directory (no
+// owner write permission, or none for this process) with an error
+// matching fs.ErrPermission. An Open that fails for any other reason (a
+// done context, a refused database) removes the files it created. Every
+// error names the path once.
 //
 // Open records keys' current key as the storage key only for a database
-// that records none and holds no sealed value. It returns an error
-// wrapping store.ErrInUse if another store holds the file, the errors of
-// bad input above, an error
-// wrapping seal.ErrWrongKey if the database was sealed with a key keys
-// does not hold, ErrNoKeyRecord if it records no active key but holds
-// sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
-// option, seal.ErrKey for a keyring holding no key (the zero Keyring),
-// ErrSequenceExhausted for a pending sequence high-water mark at the
-// largest int64 (without WithSequenceRestart), ErrLegacyLayout,
-// ErrUnknownObject (naming each) for
-// a database holding a table, index, view or trigger that no migration
-// defines, a legacy migration error (ErrPlaintextRefused for a
-// plaintext table in a database whose pending queue was sealed or a
-// set-aside table without its proof, ErrUnknownLayout,
-// ErrKeyNotRecorded), or a migration error
-// (ErrChecksum, ErrNewerDatabase, ErrUnknownState, ErrOutOfOrder).
+// that records none and holds no sealed value. Its errors, all checked
+// with errors.Is, are those of bad input above; store.ErrInUse if another
+// store holds the file; seal.ErrWrongKey if the database was sealed with
+// a key keys does not hold; store.ErrNoKeyRecord if it records no active
+// key but holds sealed values; store.ErrInvalidArgument for a nil keyring
+// or an invalid option; seal.ErrKey for a keyring holding no key (the
+// zero Keyring); store.ErrSequenceExhausted for a pending sequence
+// high-water mark at the largest int64 (without WithSequenceRestart);
+// store.ErrLegacyLayout; schema.ErrUnknownObject (naming each) for a
+// database holding a table, index, view or trigger that no migration
+// defines; a legacy upgrade's store.ErrPlaintextRefused (a plaintext
+// table in a database whose pending queue was sealed, or a set-aside
+// table without its proof), store.ErrUnknownLayout or
+// store.ErrKeyNotRecorded; and the schema's schema.ErrChecksum,
+// schema.ErrNewerDatabase, schema.ErrUnknownState and
+// schema.ErrOutOfOrder.
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
 	s, err := open(ctx, path, keys, opts)
 	if err != nil {
