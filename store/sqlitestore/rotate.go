@@ -47,7 +47,7 @@ const maxRotationPasses = 3
 // not hold, a column of the wrong storage class) never stops the rotation: it is left exactly as it was and the walk goes on.
 // The rotation then finishes as above and RotateKey returns a
 // *RotationError listing the skipped rows of the last pass (errors.Is
-// matches ErrRowsSkipped and each row's cause).
+// matches store.ErrRowsSkipped and each row's cause).
 //
 // Old keys are dropped only where that cannot make an openable row
 // unreadable. A row that was opened under an old key has been re-sealed.

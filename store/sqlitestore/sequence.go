@@ -19,7 +19,7 @@ import (
 // (to messages since acknowledged or abandoned) may be handed out again:
 // they cannot be told from a mark a writer raised. If a stored message
 // holds the largest sequence itself, sends keep failing with
-// ErrSequenceExhausted until the application removes it (a page lists
+// store.ErrSequenceExhausted until the application removes it (a page lists
 // it like any other; client.AbandonPendingMessage) and opens with
 // WithSequenceRestart again.
 func WithSequenceRestart() Option {

@@ -105,7 +105,7 @@ type options struct {
 
 // WithLegacyUpgrade makes Open seal a pending queue left in the legacy
 // plaintext layout, or resume such a migration. Without it Open refuses
-// such a database with ErrLegacyLayout: a file writer who plants the
+// such a database with store.ErrLegacyLayout: a file writer who plants the
 // plaintext layout (in a doctored copy with the key records removed, say)
 // would otherwise have text of their choosing sealed with the user's key.
 // Only the release that upgrades databases from the plaintext layout
@@ -137,7 +137,7 @@ func WithLegacyBatch(n int) Option {
 // sealed (resuming an interrupted legacy migration, including its erase
 // step), and checks that keys holds the database's
 // storage key. Without WithLegacyUpgrade, a database holding the legacy
-// layout is refused with ErrLegacyLayout before anything is changed. A
+// layout is refused with store.ErrLegacyLayout before anything is changed. A
 // database holding any schema object the migrations do not define (a
 // planted trigger, view, table or index) is refused before anything is
 // changed too.
@@ -154,7 +154,7 @@ func WithLegacyBatch(n int) Option {
 // opens it; SQLite gives its -wal and -shm files the database file's mode.
 // An existing database file (and its -wal and -shm) readable or writable
 // by group or others has those permission bits removed; a -wal, -shm or
-// -journal that is a symbolic link is refused with ErrSymlink.
+// -journal that is a symbolic link is refused with store.ErrSymlink.
 //
 // The store holds the database file while it is open: a second Open of
 // the same file, by any path, in this process or another (an app
@@ -162,7 +162,7 @@ func WithLegacyBatch(n int) Option {
 // that names the file, until the store is closed or its process ends (a
 // killed process leaves no stale hold). The hold is an exclusive flock on
 // the sidecar file <file>-lock, created 0600 beside the database and left
-// in place (never followed if it is a symbolic link: ErrSymlink), and, on
+// in place (never followed if it is a symbolic link: store.ErrSymlink), and, on
 // unix, an flock on the database file itself, so that removing or
 // replacing the sidecar lets no second store in. migrate up takes the
 // same hold, while the read-only migrate commands (status, plan, drift)
