@@ -17,9 +17,9 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -126,8 +126,8 @@ func BenchmarkLegacyOpen(b *testing.B) {
 				evict(b, path)
 				kr := fixtureKeyring(b)
 				var eraseStart time.Time
-				progress := func(p legacy.Progress) {
-					if p.Phase == legacy.PhaseErase {
+				progress := func(p store.LegacyProgress) {
+					if p.Phase == store.LegacyErase {
 						eraseStart = time.Now()
 					}
 				}

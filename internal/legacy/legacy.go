@@ -151,21 +151,6 @@ const readChunk = 256
 // shapeChunk is how many rows a storage-class read returns (no values).
 const shapeChunk = 4096
 
-// Phase, Progress and ErasedRow are the public store types: Open's
-// caller receives the reports this package sends.
-type (
-	Phase     = store.LegacyPhase
-	Progress  = store.LegacyProgress
-	ErasedRow = store.ErasedLegacyRow
-)
-
-// The phases of a migration, as Progress reports them.
-const (
-	PhaseSeal     = store.LegacySeal
-	PhaseErase    = store.LegacyErase
-	PhaseSetAside = store.LegacySetAside
-)
-
 // Options tunes MigratePlaintextWith. The zero value is the default.
 type Options struct {
 	// Batch is the number of rows sealed per transaction; 0 means
@@ -174,7 +159,7 @@ type Options struct {
 	// Progress, if not nil, is called when the table is set aside, after
 	// every committed batch and when the erase step starts, on the
 	// migrating goroutine.
-	Progress func(Progress)
+	Progress func(store.LegacyProgress)
 }
 
 // Validate returns an error wrapping store.ErrInvalidArgument if o cannot
@@ -253,7 +238,7 @@ type migrator struct {
 
 	after         int64 // the last sequence sealed: the next batch starts above it
 	sealed, total int64 // for Progress
-	erased        []ErasedRow
+	erased        []store.ErasedLegacyRow
 	began         bool // this call set the legacy table aside
 }
 
@@ -271,7 +256,7 @@ func (m *migrator) run(ctx context.Context) error {
 		return err
 	}
 	if m.began {
-		m.report(PhaseSetAside)
+		m.report(store.LegacySetAside)
 	}
 	restore, err := setCache(ctx, m.conn, migrationCacheKiB)
 	if err != nil {

@@ -400,17 +400,17 @@ func TestLegacyOpenedByStore(t *testing.T) {
 	_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(-1))
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 
-	var reports []legacy.Progress
+	var reports []store.LegacyProgress
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(4),
-		sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
+		sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { reports = append(reports, p) }))
 	require.NoError(t, err)
 	defer s.Close()
-	require.Equal(t, []legacy.Progress{
-		{Phase: legacy.PhaseSetAside, Sealed: 0, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 4, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 8, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 9, Total: 9},
-		{Phase: legacy.PhaseErase, Sealed: 9, Total: 9},
+	require.Equal(t, []store.LegacyProgress{
+		{Phase: store.LegacySetAside, Sealed: 0, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 4, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 8, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 9, Total: 9},
+		{Phase: store.LegacyErase, Sealed: 9, Total: 9},
 	}, reports, "Open reports the legacy migration's progress")
 	// The migration's larger page cache is given back: the store runs
 	// with the cache any other store has.

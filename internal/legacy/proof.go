@@ -190,7 +190,7 @@ func (m *migrator) scanRows(ctx context.Context, q *legacydb.Queries, erase bool
 		if err := q.DeleteLegacyPending(ctx, seq); err != nil {
 			return fmt.Errorf("erase legacy sequence %d: %w", seq, err)
 		}
-		m.erased = append(m.erased, ErasedRow{Sequence: seq, Reason: reason})
+		m.erased = append(m.erased, store.ErasedLegacyRow{Sequence: seq, Reason: reason})
 		return nil
 	}
 	for after := int64(math.MinInt64); ; {

@@ -178,9 +178,9 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 				before := dump(t, path)
 				require.Contains(t, before, forged)
 
-				var reports []legacy.Progress
+				var reports []store.LegacyProgress
 				for range 2 { // refused every time, not only the first
-					s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
+					s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { reports = append(reports, p) }))
 					require.Nil(t, s)
 					if tc.unknown != "" {
 						require.ErrorIs(t, err, schema.ErrUnknownObject)
@@ -390,13 +390,13 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, conn.Close())
 
-			var reports []legacy.Progress
-			s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
+			var reports []store.LegacyProgress
+			s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { reports = append(reports, p) }))
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
 			require.NotEmpty(t, reports)
 			first := reports[0]
-			assert.Equal(t, legacy.PhaseSetAside, first.Phase)
+			assert.Equal(t, store.LegacySetAside, first.Phase)
 			assert.Equal(t, int64(len(before)), first.Total, "the other rows are all sealed")
 			require.Len(t, first.Erased, 1)
 			assert.Equal(t, int64(4), first.Erased[0].Sequence)

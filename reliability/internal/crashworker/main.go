@@ -60,7 +60,6 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -503,7 +502,7 @@ func openLegacy(path, keyHex string, batch int) {
 	}
 	ctx := context.Background()
 	s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(batch),
-		sqlitestore.WithLegacyProgress(func(p legacy.Progress) { fmt.Printf("progress %s %d %d\n", p.Phase, p.Sealed, p.Total) }))
+		sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { fmt.Printf("progress %s %d %d\n", p.Phase, p.Sealed, p.Total) }))
 	if err != nil {
 		fail(3, "open %s: %v", path, err)
 	}
