@@ -301,3 +301,49 @@ func TestGoBlocksCompile(t *testing.T) {
 	}
 	require.Positive(t, blocks, "README.md shows the quickstart as a Go block")
 }
+
+// sealedRow is a row of SECURITY.md's table of sealed records: its record
+// type's number and name, and the column it seals.
+var sealedRow = regexp.MustCompile("^\\| (\\d+) `(Record\\w+)` \\| `(\\w+)\\.(\\w+)` \\|")
+
+// TestSecurityListsEveryRecordType: SECURITY.md's table of sealed records
+// lists every seal.RecordType constant once, with its value.
+func TestSecurityListsEveryRecordType(t *testing.T) {
+	root := repoRoot(t)
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, filepath.Join(root, "seal"), func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	require.NoError(t, err)
+	code := map[string]string{}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.CONST {
+					continue
+				}
+				for _, s := range g.Specs {
+					v := s.(*ast.ValueSpec)
+					if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "RecordType" || len(v.Values) != 1 {
+						continue
+					}
+					lit, ok := v.Values[0].(*ast.BasicLit)
+					require.True(t, ok, "%s is not a literal", v.Names[0].Name)
+					code[v.Names[0].Name] = lit.Value
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, code, "seal declares its record types as RecordType constants")
+	b, err := os.ReadFile(filepath.Join(root, "SECURITY.md"))
+	require.NoError(t, err)
+	doc := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := sealedRow.FindStringSubmatch(line); m != nil {
+			require.NotContains(t, doc, m[2], "%s listed twice", m[2])
+			doc[m[2]] = m[1]
+		}
+	}
+	require.Equal(t, code, doc, "SECURITY.md's table of sealed records against seal's RecordType constants")
+}

@@ -32,9 +32,9 @@ const maxRotationPasses = 3
 // It records newKey in storage_key as 'active' (with a verifier sealed by
 // it) and every other key as 'retiring', then adds newKey to the keyring,
 // where it becomes the sealing key. It then re-seals every sealed row of
-// every table (local_identity, identity_pin, session, session_initiation,
-// pending_outbound_message, pending_inbound_message and the storage_key
-// verifiers), batch rows per transaction, in key order, calling progress
+// every table with a sealed column (SECURITY.md lists them; the
+// storage_key verifiers too), batch rows per transaction, in key order,
+// calling progress
 // after each committed batch. Rows already sealed with newKey
 // are skipped without being opened, so a rotation interrupted by an error,
 // a cancelled context or a crash is finished by calling RotateKey again
