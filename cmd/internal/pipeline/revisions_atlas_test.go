@@ -24,7 +24,9 @@ import (
 // reference its own applier is held to.
 type atlasRevisions struct{ q *db.Queries }
 
-func (r atlasRevisions) Ident() *migrate.TableIdent { return &migrate.TableIdent{Name: "schema_revision"} }
+func (r atlasRevisions) Ident() *migrate.TableIdent {
+	return &migrate.TableIdent{Name: "schema_revision"}
+}
 
 func (r atlasRevisions) ReadRevisions(ctx context.Context) ([]*migrate.Revision, error) {
 	rows, err := r.q.ListRevisions(ctx)
