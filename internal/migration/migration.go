@@ -8,13 +8,21 @@
 // files run on the caller's connection, all in one transaction, and each
 // applied version is recorded in the schema_revision table in the format
 // Atlas's executor writes, so that the Atlas CLI and cmd/migrate read the
-// history as their own. Running again is a no-op. A database written by a
+// history as their own. Running again applies nothing. A database written by a
 // newer version of this code is refused with ErrNewerDatabase and left
 // untouched.
 //
 // A version-14 database made before schema_revision existed (it carries
 // PRAGMA user_version = 14 and no history) is adopted at version 14 as a
 // baseline: nothing of version 14 is run again on it.
+//
+// Differences compares a database's schema with what the migrations
+// define at its version, object by object and by definition (columns,
+// constraints, indexes, collations), whatever the spacing, quoting or
+// case of its SQL; CheckObjects refuses any difference, with
+// ErrUnknownObject or ErrSchemaMismatch, reading only. Up first empties
+// the planner statistics a file carries (ClearStatistics): this code
+// never writes any.
 //
 // This package is what an application links to open its database: it
 // registers no database/sql driver, has no init side effects and links
@@ -78,10 +86,9 @@ type Migrator struct {
 	// applied version records.
 	sum migrate.HashFile
 
-	// knownMu guards known, the schema objects the files define
-	// (objects.go), built on first use.
-	knownMu sync.Mutex
-	known   map[Object]bool
+	// defsCache holds what the files define (objects.go), built on
+	// first use.
+	defsCache definitionsCache
 }
 
 // New returns a Migrator for the Atlas migration directory at dir in fsys.
@@ -282,8 +289,10 @@ func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error
 }
 
 // Up migrates db to the head version in one transaction and returns the
-// versions it applied (none if db was already at head). On any error
-// nothing is applied. It returns an error wrapping ErrNewerDatabase or
+// versions it applied (none if db was already at head). In the same
+// transaction, before anything is applied, it deletes the planner
+// statistics db holds (ClearStatistics). On any error nothing is applied
+// and nothing is deleted. It returns an error wrapping ErrNewerDatabase or
 // ErrUnknownState for a database it cannot place, and one wrapping
 // ErrOutOfOrder, naming the files, when the directory holds a file added
 // below the database's version (Status.OutOfOrder).
@@ -295,6 +304,11 @@ func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 			err = p.refuseOutOfOrder()
 		}
 		if err != nil {
+			return err
+		}
+		// Before anything else reads the tables, on every run: the
+		// statistics a file carries were not written by this code.
+		if _, err := ClearStatistics(ctx, tx); err != nil {
 			return err
 		}
 		current, pending := p.current, p.pending

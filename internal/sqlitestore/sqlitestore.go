@@ -235,7 +235,10 @@ func (s *Store) init(ctx context.Context, o options) error {
 	// store's own transactions from the first one on.
 	var allow []migration.Object
 	if o.upgrade {
-		allow = legacy.SchemaObjects()
+		var err error
+		if allow, err = legacy.Allowed(ctx, s.conn); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
 	}
 	if err := m.CheckObjects(ctx, s.conn, allow...); err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -251,6 +254,10 @@ func (s *Store) init(ctx context.Context, o options) error {
 	// database.
 	if o.upgrade {
 		if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		// The rebuilt pending table is held to the migrations' definitions.
+		if err := m.CheckObjects(ctx, s.conn); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
 	}
