@@ -53,4 +53,3 @@ func ClearStatistics(ctx context.Context, tx *sql.Tx) (int64, error) {
 	}
 	return deleted, nil
 }
-
