@@ -25,6 +25,9 @@ type objectDef struct {
 	// (pragma_foreign_key_list) and indexes (pragma_index_list); an
 	// index's columns (pragma_index_xinfo).
 	pragma map[string]string
+	// asked says whether pragma was read: SQLite is not asked about an
+	// object whose stored SQL already differs.
+	asked bool
 }
 
 // differences lists how got departs from d, one line per fact: the facts
@@ -34,7 +37,7 @@ func (d *objectDef) differences(got *objectDef) []string {
 	if d.Table != got.Table && d.Type != "table" {
 		out = append(out, fmt.Sprintf("on table %s (defined: on %s)", Escape(got.Table), Escape(d.Table)))
 	}
-	if diff := factDifferences(d.sql, got.sql); len(diff) > 0 {
+	if diff := factDifferences(d.sql, got.sql); len(diff) > 0 || !got.asked {
 		return append(out, diff...)
 	}
 	return append(out, factDifferences(d.pragma, got.pragma)...)
@@ -111,13 +114,13 @@ const (
 )
 
 // readSchema reads every object of the schema behind q, by key, with the
-// facts of its stored SQL; and, for the objects deep selects (those whose
-// definition is compared), SQLite's pragma facts. Objects not selected
-// are not touched beyond sqlite_master: a planted virtual table of a
-// module this build lacks is reported, not opened.
-func readSchema(ctx context.Context, q querier, deep func(Object) bool) (map[string]*objectDef, error) {
+// facts of its stored SQL; and, for the objects deep selects (given them
+// all, once read), SQLite's pragma facts. Objects not selected are not
+// touched beyond sqlite_master: a planted virtual table of a module this
+// build lacks, or a column of a collation it does not know, is reported
+// from its text, and SQLite is not asked about it.
+func readSchema(ctx context.Context, q querier, deep func(d *objectDef, all map[string]*objectDef) bool) (map[string]*objectDef, error) {
 	out := map[string]*objectDef{}
-	var names []string
 	err := eachRow(ctx, q, schemaQuery, nil, func(scan func(...any) error) error {
 		var o Object
 		var text sql.NullString
@@ -129,17 +132,22 @@ func readSchema(ctx context.Context, q querier, deep func(Object) bool) (map[str
 			d.sql = sqlFacts(o.Type, text.String)
 		}
 		out[key(o)] = d
-		if deep(o) {
-			names = append(names, key(o))
-		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	var names []string
+	for k, d := range out {
+		if deep(d, out) {
+			names = append(names, k)
+			d.asked = true
+		}
+	}
 	if len(names) == 0 {
 		return out, nil
 	}
+	sort.Strings(names)
 	arg := jsonNames(names)
 	fact := func(obj, k, format string, args ...any) {
 		if d := out[strings.ToLower(obj)]; d != nil {

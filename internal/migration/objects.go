@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -146,15 +147,28 @@ func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Objec
 			return err
 		}
 		want := defs.at[p.current]
-		found, err := readSchema(ctx, tx, func(o Object) bool {
-			// The definitions SQLite is asked about: those of the
-			// objects defined under that name (not the statistics
-			// tables, held to their stored SQL only).
-			d := want[key(o)]
-			if d == nil {
-				d = defs.optional[key(o)]
+		defOf := func(k string) *objectDef {
+			if d := want[k]; d != nil {
+				return d
 			}
-			return d != nil && d.Type == o.Type && d.pragma != nil
+			return defs.optional[k]
+		}
+		// SQLite is asked about the objects whose stored SQL states their
+		// definition (an index with its table's): a difference in the
+		// text is reported from the text.
+		same := func(d *objectDef) bool {
+			def := defOf(key(d.Object))
+			return def != nil && def.Type == d.Type && def.pragma != nil && maps.Equal(def.sql, d.sql)
+		}
+		found, err := readSchema(ctx, tx, func(d *objectDef, all map[string]*objectDef) bool {
+			if !same(d) {
+				return false
+			}
+			if d.Type != "index" {
+				return true
+			}
+			t := all[strings.ToLower(d.Table)]
+			return t != nil && t.Type == "table" && same(t) && strings.EqualFold(d.Table, defOf(key(d.Object)).Table)
 		})
 		if err != nil {
 			return err
@@ -209,7 +223,7 @@ func (m *Migrator) UnknownObjects(ctx context.Context, conn *sql.DB, allow ...Ob
 	if err != nil {
 		return nil, err
 	}
-	found, err := readSchema(ctx, conn, func(Object) bool { return false })
+	found, err := readSchema(ctx, conn, func(*objectDef, map[string]*objectDef) bool { return false })
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +278,7 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 	if _, err := mem.ExecContext(ctx, schema.RevisionTable); err != nil {
 		return fail(err)
 	}
-	all := func(Object) bool { return true }
+	all := func(*objectDef, map[string]*objectDef) bool { return true }
 	history, err := readSchema(ctx, mem, all)
 	if err != nil {
 		return fail(err)
