@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -66,12 +66,19 @@ const recipientIndex = "CREATE INDEX pending_outbound_message_recipient ON pendi
 
 // lookalike is a driver that knows the collation "lookalike" (which the
 // store's driver does not): a writer's tool creating a table SQLite could
-// not create otherwise.
-var registerLookalike = sync.OnceFunc(func() {
-	sql.Register("sqlite3_lookalike", &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		return c.RegisterCollation("lookalike", func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
-	}})
-})
+// not create otherwise. It is not registered (TestRegistersNoDriver).
+var lookalike = &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+	return c.RegisterCollation("lookalike", func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
+}}
+
+// dsnConnector opens dsn with drv.
+type dsnConnector struct {
+	drv driver.Driver
+	dsn string
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
 
 // storeFile creates a database with the store at head, holding a pending
 // row for bob (its sealed value is not one: Open does not open pending
@@ -84,18 +91,20 @@ func storeFile(t *testing.T) (string, *seal.Keyring) {
 	s, err := sqlitestore.Open(ctx, path, keys)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	doctor(t, "sqlite3", path, `INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+	doctor(t, nil, path, `INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
 		VALUES ('bob', 1, randomblob(16), x'05')`)
 	return path, keys
 }
 
 // doctor runs stmts on the file at path as a writer of the file would,
-// through driver, in one transaction, and closes it (checkpointing the
-// WAL into the file).
-func doctor(t *testing.T, driver, path string, stmts ...string) {
+// through drv (go-sqlite3's if nil), in one transaction, and closes it
+// (checkpointing the WAL into the file).
+func doctor(t *testing.T, drv driver.Driver, path string, stmts ...string) {
 	t.Helper()
-	conn, err := sql.Open(driver, "file:"+path+"?_foreign_keys=off")
-	require.NoError(t, err)
+	if drv == nil {
+		drv = &sqlite3.SQLiteDriver{}
+	}
+	conn := sql.OpenDB(dsnConnector{drv: drv, dsn: "file:" + path + "?_foreign_keys=off"})
 	defer conn.Close()
 	tx, err := conn.Begin()
 	require.NoError(t, err)
@@ -131,11 +140,10 @@ func fileHash(t *testing.T, path string) map[string][32]byte {
 // reports the same.
 func TestOpenRefusesChangedDefinitions(t *testing.T) {
 	ctx := context.Background()
-	registerLookalike()
 	const copyAll = pendingColumns
 	for _, tc := range []struct {
 		name   string
-		driver string
+		driver driver.Driver
 		stmts  []string
 		object string   // the object the error names
 		want   []string // what it says differs
@@ -214,7 +222,7 @@ func TestOpenRefusesChangedDefinitions(t *testing.T) {
 		},
 		{
 			name:   "a collation this build does not know",
-			driver: "sqlite3_lookalike",
+			driver: lookalike,
 			stmts: recreate("pending_outbound_message",
 				pendingWith(definedSequence, "TEXT NOT NULL COLLATE lookalike", definedDevice, definedLogical, definedUnique),
 				copyAll, copyAll, recipientIndex),
@@ -245,11 +253,7 @@ func TestOpenRefusesChangedDefinitions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path, keys := storeFile(t)
-			driver := tc.driver
-			if driver == "" {
-				driver = "sqlite3"
-			}
-			doctor(t, driver, path, tc.stmts...)
+			doctor(t, tc.driver, path, tc.stmts...)
 			before := fileHash(t, path)
 			for range 2 { // refused every time
 				s, err := sqlitestore.Open(ctx, path, keys)
@@ -288,7 +292,7 @@ func TestOpenRefusesChangedDefinitions(t *testing.T) {
 func TestOpenAcceptsDefinitionsSpelledOtherwise(t *testing.T) {
 	ctx := context.Background()
 	path, keys := storeFile(t)
-	doctor(t, "sqlite3", path, recreate("pending_outbound_message", `create table "pending_outbound_message"(
+	doctor(t, nil, path, recreate("pending_outbound_message", `create table "pending_outbound_message"(
 		"sequence" integer not null primary key autoincrement, -- the cursor
 		[recipient_user_id] text not null, `+"`recipient_device_id`"+` integer NOT NULL check(recipient_device_id>=0),
 		logical_id   blob not NULL   CHECK ( LENGTH(logical_id)=16 ), /* sealed */ sealed BLOB NOT NULL,
@@ -305,7 +309,7 @@ func TestOpenAcceptsDefinitionsSpelledOtherwise(t *testing.T) {
 func TestDifferencesEscapeFileText(t *testing.T) {
 	ctx := context.Background()
 	path, keys := storeFile(t)
-	doctor(t, "sqlite3", path, "CREATE TABLE \"x\n::stop-commands::token\x1b[2J\" (a)")
+	doctor(t, nil, path, "CREATE TABLE \"x\n::stop-commands::token\x1b[2J\" (a)")
 	_, err := sqlitestore.Open(ctx, path, keys)
 	require.ErrorIs(t, err, migration.ErrUnknownObject)
 	require.NotContains(t, err.Error(), "\n")

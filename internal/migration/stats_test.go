@@ -111,7 +111,7 @@ func TestUpClearsPlantedStatistics(t *testing.T) {
 func TestOpenClearsPlantedStatistics(t *testing.T) {
 	ctx := context.Background()
 	path, keys := storeFile(t)
-	doctor(t, "sqlite3", path, plantUselessStats...)
+	doctor(t, nil, path, plantUselessStats...)
 
 	s, err := sqlitestore.Open(ctx, path, keys)
 	require.NoError(t, err)
@@ -122,7 +122,7 @@ func TestOpenClearsPlantedStatistics(t *testing.T) {
 	require.Zero(t, statRows(t, conn))
 	require.NoError(t, conn.Close())
 
-	doctor(t, "sqlite3", path, append(plantUselessStats, "CREATE TABLE stash (v BLOB)")...)
+	doctor(t, nil, path, append(plantUselessStats, "CREATE TABLE stash (v BLOB)")...)
 	before := fileHash(t, path)
 	_, err = sqlitestore.Open(ctx, path, keys)
 	require.Error(t, err)
