@@ -17,6 +17,9 @@ import (
 // objectDef is one object of a schema and its definition.
 type objectDef struct {
 	Object
+	// text is its stored SQL as SQLite keeps it, "" for an index SQLite
+	// made for a constraint.
+	text string
 	// sql are the facts of its stored SQL (sqlFacts); none for an index
 	// SQLite made for a UNIQUE or PRIMARY KEY constraint.
 	sql map[string]string
@@ -114,12 +117,13 @@ const (
 )
 
 // readSchema reads every object of the schema behind q, by key, with the
-// facts of its stored SQL; and, for the objects deep selects (given them
-// all, once read), SQLite's pragma facts. Objects not selected are not
-// touched beyond sqlite_master: a planted virtual table of a module this
-// build lacks, or a column of a collation it does not know, is reported
-// from its text, and SQLite is not asked about it.
-func readSchema(ctx context.Context, q querier, deep func(d *objectDef, all map[string]*objectDef) bool) (map[string]*objectDef, error) {
+// facts of its stored SQL (taken from known when it holds that very
+// text, which then need not be read again); and, for the objects deep
+// selects (given them all, once read), SQLite's pragma facts. Objects not
+// selected are not touched beyond sqlite_master: a planted virtual table
+// of a module this build lacks, or a column of a collation it does not
+// know, is reported from its text, and SQLite is not asked about it.
+func readSchema(ctx context.Context, q querier, known map[string]map[string]string, deep func(d *objectDef, all map[string]*objectDef) bool) (map[string]*objectDef, error) {
 	out := map[string]*objectDef{}
 	err := eachRow(ctx, q, schemaQuery, nil, func(scan func(...any) error) error {
 		var o Object
@@ -127,9 +131,11 @@ func readSchema(ctx context.Context, q querier, deep func(d *objectDef, all map[
 		if err := scan(&o.Type, &o.Name, &o.Table, &text); err != nil {
 			return err
 		}
-		d := &objectDef{Object: o, pragma: map[string]string{}}
+		d := &objectDef{Object: o, text: text.String, pragma: map[string]string{}}
 		if text.Valid {
-			d.sql = sqlFacts(o.Type, text.String)
+			if d.sql = known[o.Type+" "+text.String]; d.sql == nil {
+				d.sql = sqlFacts(o.Type, text.String)
+			}
 		}
 		out[key(o)] = d
 		return nil

@@ -154,21 +154,24 @@ func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Objec
 			return defs.optional[k]
 		}
 		// SQLite is asked about the objects whose stored SQL states their
-		// definition (an index with its table's): a difference in the
-		// text is reported from the text.
+		// definition but in other words (an index with its table's): a
+		// difference in the facts is reported from the text, and the very
+		// text the migrations wrote defines the very same object.
 		same := func(d *objectDef) bool {
 			def := defOf(key(d.Object))
 			return def != nil && def.Type == d.Type && def.pragma != nil && maps.Equal(def.sql, d.sql)
 		}
-		found, err := readSchema(ctx, tx, func(d *objectDef, all map[string]*objectDef) bool {
+		found, err := readSchema(ctx, tx, defs.texts, func(d *objectDef, all map[string]*objectDef) bool {
 			if !same(d) {
 				return false
 			}
+			reworded := d.text != defOf(key(d.Object)).text
 			if d.Type != "index" {
-				return true
+				return reworded
 			}
 			t := all[strings.ToLower(d.Table)]
-			return t != nil && t.Type == "table" && same(t) && strings.EqualFold(d.Table, defOf(key(d.Object)).Table)
+			return t != nil && t.Type == "table" && same(t) && strings.EqualFold(d.Table, defOf(key(d.Object)).Table) &&
+				(reworded || t.text != defOf(key(t.Object)).text)
 		})
 		if err != nil {
 			return err
@@ -223,7 +226,7 @@ func (m *Migrator) UnknownObjects(ctx context.Context, conn *sql.DB, allow ...Ob
 	if err != nil {
 		return nil, err
 	}
-	found, err := readSchema(ctx, conn, func(*objectDef, map[string]*objectDef) bool { return false })
+	found, err := readSchema(ctx, conn, defs.texts, func(*objectDef, map[string]*objectDef) bool { return false })
 	if err != nil {
 		return nil, err
 	}
@@ -250,6 +253,10 @@ type defined struct {
 	// optional are the objects a database may hold or not at any version:
 	// the history table and SQLite's statistics tables.
 	optional map[string]*objectDef
+	// texts are the facts of every stored SQL text the migrations
+	// wrote, by type and text: a database's object of that very text is
+	// not parsed again.
+	texts map[string]map[string]string
 }
 
 // definitionsCache is what Migrator.definitions builds once.
@@ -274,17 +281,19 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 	fail := func(err error) (*defined, error) {
 		return nil, fmt.Errorf("migration: build the defined schema: %w", err)
 	}
-	defs := &defined{at: map[string]map[string]*objectDef{"": {}}, known: map[Object]bool{}, optional: map[string]*objectDef{}}
+	defs := &defined{at: map[string]map[string]*objectDef{"": {}}, known: map[Object]bool{}, optional: map[string]*objectDef{},
+		texts: map[string]map[string]string{}}
 	if _, err := mem.ExecContext(ctx, schema.RevisionTable); err != nil {
 		return fail(err)
 	}
 	all := func(*objectDef, map[string]*objectDef) bool { return true }
-	history, err := readSchema(ctx, mem, all)
+	history, err := readSchema(ctx, mem, nil, all)
 	if err != nil {
 		return fail(err)
 	}
 	for k, d := range history {
 		defs.optional[k] = d
+		defs.texts[d.Type+" "+d.text] = d.sql
 	}
 	for name, ddl := range sqliteStats {
 		o := Object{Type: "table", Name: name, Table: name}
@@ -300,13 +309,16 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 				return fail(fmt.Errorf("%s: %w", f.Name(), err))
 			}
 		}
-		objs, err := readSchema(ctx, mem, all)
+		objs, err := readSchema(ctx, mem, nil, all)
 		if err != nil {
 			return fail(err)
 		}
 		at := map[string]*objectDef{}
 		for k, d := range objs {
 			defs.known[d.Object] = true
+			if d.text != "" {
+				defs.texts[d.Type+" "+d.text] = d.sql
+			}
 			if defs.optional[k] == nil {
 				at[k] = d
 			}
@@ -343,6 +355,9 @@ func compare(want, optional, found map[string]*objectDef, allow []Object) []Diff
 		if def == nil || def.Type != got.Type {
 			out = append(out, Difference{Object: got.Object, Kind: Unknown})
 			continue
+		}
+		if got.text != "" && got.text == def.text && got.Table == def.Table {
+			continue // the very statement the migrations ran
 		}
 		if details := def.differences(got); len(details) > 0 {
 			out = append(out, Difference{Object: got.Object, Kind: Changed, Details: details})
