@@ -17,6 +17,9 @@ import (
 //
 //   - open: Open and Close of the file, with Default's Migrator (its
 //     defined schema built already): every Open after a process's first.
+//   - open/1M-pending: the same on a file holding a million pending rows
+//     (their sealed values are not ones: Open does not open pending
+//     rows), in the OS cache.
 //   - check/first-in-process: the schema check (CheckObjects) with a
 //     Migrator new to the process, so the migrations are replayed into an
 //     in-memory database first, as on a process's first Open.
@@ -37,6 +40,38 @@ func BenchmarkOpenAtHead(b *testing.B) {
 	b.Run("open", func(b *testing.B) {
 		for b.Loop() {
 			s, err := sqlitestore.Open(ctx, path, keys)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	big := filepath.Join(b.TempDir(), "big.db")
+	s, err = sqlitestore.Open(ctx, big, keys)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	seed, err := sql.Open("sqlite3", "file:"+big)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = seed.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+		INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+		SELECT 'user' || (i % 1000), 1, randomblob(16), randomblob(64) FROM n`)
+	if err == nil {
+		err = seed.Close()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("open/1M-pending", func(b *testing.B) {
+		for b.Loop() {
+			s, err := sqlitestore.Open(ctx, big, keys)
 			if err != nil {
 				b.Fatal(err)
 			}

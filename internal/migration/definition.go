@@ -93,27 +93,27 @@ type querier interface {
 
 // The introspection queries: sqlite_master and SQLite's table-valued
 // pragma functions, joined so that one query reads a pragma for every
-// object named in the JSON array ?1 (of lowercased names). sqlc cannot
-// type the pragma functions, so these stay here beside the code that
-// reads them.
+// object named (lowercased) by the parameters that replace %s, one "?"
+// each. sqlc cannot type the pragma functions, so these stay here beside
+// the code that reads them.
 const (
 	schemaQuery = `SELECT type, name, tbl_name, sql FROM sqlite_master`
 	// Columns of every table named, generated and hidden ones included.
 	tableXInfoQuery = `SELECT m.name, x.cid, x.name, x.type, x."notnull", x.dflt_value, x.pk, x.hidden
 		FROM sqlite_master AS m, pragma_table_xinfo(m.name) AS x
-		WHERE m.type = 'table' AND lower(m.name) IN (SELECT value FROM json_each(?1))`
+		WHERE m.type = 'table' AND lower(m.name) IN %s`
 	foreignKeyQuery = `SELECT m.name, f.id, f.seq, f."table", f."from", f."to", f.on_update, f.on_delete, f."match"
 		FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS f
-		WHERE m.type = 'table' AND lower(m.name) IN (SELECT value FROM json_each(?1))`
+		WHERE m.type = 'table' AND lower(m.name) IN %s`
 	indexListQuery = `SELECT m.name, l.name, l."unique", l.origin, l.partial
 		FROM sqlite_master AS m, pragma_index_list(m.name) AS l
-		WHERE m.type = 'table' AND lower(m.name) IN (SELECT value FROM json_each(?1))`
+		WHERE m.type = 'table' AND lower(m.name) IN %s`
 	// Every column of every index named: key columns (with their
 	// collation and order; cid -2 for an expression) and the rowid or
 	// primary key columns a row is found by.
 	indexXInfoQuery = `SELECT m.name, x.seqno, x.cid, x.name, x."desc", x.coll, x."key"
 		FROM sqlite_master AS m, pragma_index_xinfo(m.name) AS x
-		WHERE m.type = 'index' AND lower(m.name) IN (SELECT value FROM json_each(?1))`
+		WHERE m.type = 'index' AND lower(m.name) IN %s`
 )
 
 // readSchema reads every object of the schema behind q, by key, with the
@@ -154,13 +154,17 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 		return out, nil
 	}
 	sort.Strings(names)
-	arg := jsonNames(names)
+	marks := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + ")"
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
 	fact := func(obj, k, format string, args ...any) {
 		if d := out[strings.ToLower(obj)]; d != nil {
 			d.pragma[k] = fmt.Sprintf(format, args...)
 		}
 	}
-	err = eachRow(ctx, q, tableXInfoQuery, arg, func(scan func(...any) error) error {
+	err = eachRow(ctx, q, fmt.Sprintf(tableXInfoQuery, marks), args, func(scan func(...any) error) error {
 		var tbl, name, typ string
 		var cid, notNull, pk, hidden int64
 		var dflt sql.NullString
@@ -178,7 +182,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, q, foreignKeyQuery, arg, func(scan func(...any) error) error {
+	err = eachRow(ctx, q, fmt.Sprintf(foreignKeyQuery, marks), args, func(scan func(...any) error) error {
 		var tbl, parent, from, onUpdate, onDelete, match string
 		var to sql.NullString
 		var id, seq int64
@@ -192,7 +196,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, q, indexListQuery, arg, func(scan func(...any) error) error {
+	err = eachRow(ctx, q, fmt.Sprintf(indexListQuery, marks), args, func(scan func(...any) error) error {
 		var tbl, index, origin string
 		var unique, partial int64
 		if err := scan(&tbl, &index, &unique, &origin, &partial); err != nil {
@@ -204,7 +208,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, q, indexXInfoQuery, arg, func(scan func(...any) error) error {
+	err = eachRow(ctx, q, fmt.Sprintf(indexXInfoQuery, marks), args, func(scan func(...any) error) error {
 		var index, coll string
 		var name sql.NullString
 		var seq, cid, desc, isKey int64
@@ -221,12 +225,8 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 	return out, nil
 }
 
-// eachRow runs query (with arg, if not nil) and calls fn for every row.
-func eachRow(ctx context.Context, q querier, query string, arg any, fn func(scan func(...any) error) error) error {
-	var args []any
-	if arg != nil {
-		args = append(args, arg)
-	}
+// eachRow runs query with args and calls fn for every row.
+func eachRow(ctx context.Context, q querier, query string, args []any, fn func(scan func(...any) error) error) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("migration: read schema: %w", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -387,10 +386,3 @@ type memoryConnector struct{ drv driver.Driver }
 
 func (c memoryConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(":memory:") }
 func (c memoryConnector) Driver() driver.Driver                        { return c.drv }
-
-// jsonNames is the JSON array of names the introspection queries read
-// pragmas of.
-func jsonNames(names []string) string {
-	b, _ := json.Marshal(names) // a []string always marshals
-	return string(b)
-}
