@@ -13,6 +13,8 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/fixtures/version14"
+	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
@@ -136,8 +138,8 @@ func fileHash(t *testing.T, path string) map[string][32]byte {
 // a file whose table or index has the defined name and another
 // definition is refused by Open, every time, before anything is written
 // (the file and its WAL byte for byte as they were), with
-// ErrSchemaMismatch naming the object and what differs; Differences
-// reports the same.
+// ErrSchemaMismatch naming the object and what differs, with or without
+// WithLegacyUpgrade; Differences reports the same.
 func TestOpenRefusesChangedDefinitions(t *testing.T) {
 	ctx := context.Background()
 	const copyAll = pendingColumns
@@ -255,8 +257,11 @@ func TestOpenRefusesChangedDefinitions(t *testing.T) {
 			path, keys := storeFile(t)
 			doctor(t, tc.driver, path, tc.stmts...)
 			before := fileHash(t, path)
-			for range 2 { // refused every time
-				s, err := sqlitestore.Open(ctx, path, keys)
+			// Refused every time, also by the release that upgrades legacy
+			// files: only a pending table in the legacy layout is taken
+			// as the legacy client left it.
+			for _, opts := range [][]sqlitestore.Option{nil, nil, {sqlitestore.WithLegacyUpgrade()}} {
+				s, err := sqlitestore.Open(ctx, path, keys, opts...)
 				require.Nil(t, s)
 				require.ErrorIs(t, err, migration.ErrSchemaMismatch)
 				require.NotErrorIs(t, err, migration.ErrUnknownObject)
@@ -315,4 +320,55 @@ func TestDifferencesEscapeFileText(t *testing.T) {
 	require.NotContains(t, err.Error(), "\n")
 	require.NotContains(t, err.Error(), "\x1b")
 	require.Contains(t, err.Error(), `table x\n::stop-commands::token\x1b[2J`)
+}
+
+// With WithLegacyUpgrade, a file in the legacy plaintext layout opens
+// (its pending table is the legacy client's, rebuilt as version 14
+// defines it and then held to that definition), but every other table is
+// still held to its definition: a doctored session table is refused
+// before anything is written, nothing sealed.
+func TestLegacyUpgradeHoldsOtherTables(t *testing.T) {
+	ctx := context.Background()
+	fixture, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "legacy", "fixture.sql"))
+	require.NoError(t, err)
+	keys, err := seal.NewKeyring(version14.Key())
+	require.NoError(t, err)
+	load := func(t *testing.T) string {
+		path := filepath.Join(t.TempDir(), "legacy.db")
+		require.NoError(t, fixturekit.Load(ctx, path, fixture))
+		// In WAL mode already, as every file the store opened: Open
+		// switches a file to WAL first, a change of its header.
+		conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
+		require.NoError(t, err)
+		require.NoError(t, conn.Ping())
+		require.NoError(t, conn.Close())
+		return path
+	}
+
+	t.Run("intact", func(t *testing.T) {
+		path := load(t)
+		s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade())
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+		require.NoError(t, err)
+		defer conn.Close()
+		diffs, err := mustDefault(t).Differences(ctx, conn)
+		require.NoError(t, err)
+		require.Empty(t, diffs, "the rebuilt table is the defined one")
+	})
+
+	t.Run("session doctored", func(t *testing.T) {
+		path := load(t)
+		doctor(t, nil, path, recreate("session", `CREATE TABLE session (
+			user_id TEXT NOT NULL COLLATE NOCASE, device_id INTEGER NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL,
+			PRIMARY KEY (user_id, device_id))`, "user_id, device_id, sealed", "user_id, device_id, sealed")...)
+		before := fileHash(t, path)
+		s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade())
+		require.Nil(t, s)
+		require.ErrorIs(t, err, migration.ErrSchemaMismatch)
+		require.ErrorContains(t, err, "table session: column user_id: text not null collate nocase (defined: text not null)")
+		require.NotContains(t, err.Error(), "pending_outbound_message")
+		require.Equal(t, before, fileHash(t, path), "nothing sealed, nothing written")
+	})
 }
