@@ -116,7 +116,8 @@ var sqliteStats = map[string]string{
 // conn with what the migrations define at the database's version (its
 // newest applied version; for a database without history adopted at
 // LegacyBaselineVersion, that version; for an empty one, nothing), by
-// definition (definition.go): it returns the objects the migrations do
+// definition (a table's columns and constraints, an index's table,
+// columns, collations, expressions and WHERE): it returns the objects the migrations do
 // not define at that version, those they define and the database lacks,
 // and those whose definition differs, sorted by type and name. The
 // schema_revision history and SQLite's statistics tables may be present,
