@@ -37,7 +37,7 @@ type objectDef struct {
 // of the stored SQL, or, when those all agree, SQLite's own.
 func (d *objectDef) differences(got *objectDef) []string {
 	var out []string
-	if d.Table != got.Table && d.Type != "table" {
+	if !strings.EqualFold(d.Table, got.Table) {
 		out = append(out, fmt.Sprintf("on table %s (defined: on %s)", Escape(got.Table), Escape(d.Table)))
 	}
 	if diff := factDifferences(d.sql, got.sql); len(diff) > 0 || !got.asked {

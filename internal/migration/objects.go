@@ -356,7 +356,7 @@ func compare(want, optional, found map[string]*objectDef, allow []Object) []Diff
 			out = append(out, Difference{Object: got.Object, Kind: Unknown})
 			continue
 		}
-		if got.text != "" && got.text == def.text && got.Table == def.Table {
+		if got.text != "" && got.text == def.text && strings.EqualFold(got.Table, def.Table) {
 			continue // the very statement the migrations ran
 		}
 		if details := def.differences(got); len(details) > 0 {
