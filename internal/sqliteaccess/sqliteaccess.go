@@ -57,12 +57,13 @@ func SequenceHighWater(ctx context.Context, st any) (int64, error) {
 const PageCacheKiB = 2000
 
 // DSN returns the go-sqlite3 data source name a store opens path with:
-// immediate transactions, a busy timeout, foreign keys on, WAL,
-// synchronous=FULL, a per-connection cache of prepared statements (the
+// immediate transactions, a busy timeout, foreign keys on,
+// synchronous=FULL (WAL is set by Open once the file passed its checks,
+// and stays set in the file), a per-connection cache of prepared statements (the
 // store runs the same few queries over and over), and a page cache of
 // PageCacheKiB.
 func DSN(path string) string {
-	return "file:" + migration.URIPath(path) + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32" +
+	return "file:" + migration.URIPath(path) + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_synchronous=FULL&_stmt_cache_size=32" +
 		"&_cache_size=-" + strconv.Itoa(PageCacheKiB)
 }
 

@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqlitedriver"
+	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -122,4 +124,30 @@ func TestOpenErrorsNameThePathOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A refused file in another journal mode than WAL is left byte for byte as
+// it was: Open switches to WAL only once the file passed its checks.
+func TestRefusedRollbackJournalFileIsUnchanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "alice.db")
+	kr := keyring(t)
+	s, err := sqlitestore.Open(t.Context(), path, kr)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	raw, err := sql.Open("sqlite3", path)
+	require.NoError(t, err)
+	var mode string
+	require.NoError(t, raw.QueryRow("PRAGMA journal_mode = DELETE").Scan(&mode))
+	require.Equal(t, "delete", mode)
+	_, err = raw.Exec("CREATE VIEW planted AS SELECT 1")
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	_, err = sqlitestore.Open(t.Context(), path, kr)
+	require.ErrorIs(t, err, schema.ErrUnknownObject)
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the refused file is unchanged")
 }

@@ -278,13 +278,6 @@ func privateFiles(path string) error {
 }
 
 func (s *Store) init(ctx context.Context, o options) error {
-	var mode string
-	if err := s.conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return fmt.Errorf("enable wal: %w", err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("enable wal: journal mode is %q", mode)
-	}
 	var fk int
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
 		return fmt.Errorf("enable foreign keys: %v (foreign_keys=%d)", err, fk)
@@ -317,6 +310,16 @@ func (s *Store) init(ctx context.Context, o options) error {
 	}
 	if err := m.CheckObjects(ctx, s.conn, allow...); err != nil {
 		return err
+	}
+	// WAL only once the file passed the checks: switching a file in
+	// another journal mode rewrites its header, and a refused file is
+	// left as it was.
+	var mode string
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("enable wal: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("enable wal: journal mode is %q", mode)
 	}
 	if _, err := m.Up(ctx, s.conn); err != nil {
 		return err
