@@ -46,8 +46,8 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	w := env.text()
 	fi, statErr := os.Stat(path)
 	switch {
-	case statErr == nil && fi.IsDir():
-		return fmt.Errorf("%s is a directory, not a database file", path)
+	case statErr == nil && !fi.Mode().IsRegular():
+		return notRegular(path, fi)
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
 		return statErr
 	case statErr != nil:
