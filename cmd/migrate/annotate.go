@@ -65,7 +65,8 @@ type annotation struct {
 	msg      string
 }
 
-// annotate writes as, one a line, in env's -format.
+// annotate writes as, one a line, in env's -format, each file and message
+// escaped for it.
 func (env *cmdEnv) annotate(as []annotation) {
 	for _, a := range as {
 		line := max(a.line, 1)
@@ -74,18 +75,8 @@ func (env *cmdEnv) annotate(as []annotation) {
 			fmt.Fprintf(env.stdout, "::%s file=%s,line=%d,col=1::%s\n", a.severity, escapeProperty(a.file), line, escapeData(msg))
 			continue
 		}
-		fmt.Fprintf(env.stdout, "%s:%d:1: %s: %s\n", a.file, line, a.severity, msg)
+		fmt.Fprintf(env.stdout, "%s:%d:1: %s: %s\n", escapeText(a.file), line, a.severity, escapeText(msg))
 	}
-}
-
-// escapeData escapes a workflow command's message as the runner reads it.
-func escapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
-
-// escapeProperty escapes a workflow command's property value.
-func escapeProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }
 
 // repoRelative returns path relative to the repository root, slash-

@@ -73,25 +73,27 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		if len(found.unknown) > 0 {
 			fmt.Fprintf(w, "-- %d schema object(s) no migration defines (the store refuses to open %s):\n", len(found.unknown), path)
 			for _, o := range found.unknown {
-				fmt.Fprintf(w, "-- %s\n", o)
+				fmt.Fprintf(w, "-- %s\n", escapeText(o.String()))
 			}
 		}
 		if len(d.Schema) > 0 {
 			fmt.Fprintf(w, "-- schema drift: %d statement(s) would bring %s to head %s (not run)\n", len(d.Schema), path, m.Head())
 			for _, f := range d.Found {
-				fmt.Fprintf(w, "-- %s\n", f)
+				fmt.Fprintf(w, "-- %s\n", escapeText(f.String()))
 			}
 			for _, c := range d.Schema {
 				if c.Comment != "" {
-					fmt.Fprintf(w, "-- %s\n", c.Comment)
+					fmt.Fprintf(w, "-- %s\n", escapeText(c.Comment))
 				}
-				fmt.Fprintln(w, strings.TrimSuffix(strings.TrimSpace(c.SQL), ";")+";")
+				// One line a statement: a name holding a line break
+				// cannot make a line of its own.
+				fmt.Fprintln(w, escapeText(strings.TrimSuffix(oneLine(c.SQL), ";"))+";")
 			}
 		}
 		if len(d.History) > 0 {
 			fmt.Fprintf(w, "-- history drift: %d schema_revision row(s) disagree with the migration directory\n", len(d.History))
 			for _, h := range d.History {
-				fmt.Fprintf(w, "-- %s\n", h)
+				fmt.Fprintf(w, "-- %s\n", escapeText(h.String()))
 			}
 		}
 		if n == 0 {

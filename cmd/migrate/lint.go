@@ -154,7 +154,7 @@ func printLint(w io.Writer, r pipeline.LintReport, note string) {
 		fmt.Fprintln(w, "lint: "+note)
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintln(w, f)
+		fmt.Fprintln(w, escapeText(f.String()))
 	}
 	fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d above version %s\n", r.Files, len(r.Findings), r.Blocking(), frozenBaseline)
 }

@@ -363,7 +363,7 @@ func runEnv(args []string, env *cmdEnv) int {
 	err := cmd.run(context.Background(), env)
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "migrate %s: %s\n", cmd.name, ue.msg)
+		fmt.Fprintf(stderr, "migrate %s: %s\n", cmd.name, escapeText(ue.msg))
 		fset.Usage()
 		doc := env.doc
 		if doc == nil {
@@ -390,10 +390,10 @@ func runEnv(args []string, env *cmdEnv) int {
 	case err == nil:
 		return exitOK
 	case isFinding(err):
-		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, oneLine(describe(err)))
+		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, escapeText(oneLine(describe(err))))
 		return exitFinding
 	default:
-		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, oneLine(describe(err)))
+		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, escapeText(oneLine(describe(err))))
 		return exitError
 	}
 }

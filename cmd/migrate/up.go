@@ -295,7 +295,7 @@ func refuseUnknownObjects(ctx context.Context, env *cmdEnv, m *migration.Migrato
 	w := env.text()
 	fmt.Fprintf(w, "-- %s holds %d schema object(s) no migration defines (the store refuses to open it): nothing applied\n", path, len(objs))
 	for _, o := range objs {
-		fmt.Fprintf(w, "-- %s\n", o)
+		fmt.Fprintf(w, "-- %s\n", escapeText(o.String()))
 	}
 	return findingf("%s holds %d schema object(s) no migration defines; nothing applied", path, len(objs))
 }
@@ -372,14 +372,14 @@ func (v *verifyFields) report(w io.Writer, err error, current *string) {
 	}
 	*current = r.current
 	v.Differences, v.History = nonNil(r.d.Found), nonNil(r.d.History)
-	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): up refuses it, nothing applied\n", r.path, r.current)
+	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): up refuses it, nothing applied\n", r.path, escapeText(r.current))
 	for _, f := range r.d.Found {
-		fmt.Fprintf(w, "-- %s\n", strings.Replace(f.String(), "at head", "at version "+r.current, 1))
+		fmt.Fprintf(w, "-- %s\n", escapeText(strings.Replace(f.String(), "at head", "at version "+r.current, 1)))
 	}
 	if len(r.d.Found) == 0 && len(r.d.Schema) > 0 {
 		fmt.Fprintf(w, "-- the schema differs (run drift for the SQL)\n")
 	}
 	for _, h := range r.d.History {
-		fmt.Fprintf(w, "-- %s\n", h)
+		fmt.Fprintf(w, "-- %s\n", escapeText(h.String()))
 	}
 }
