@@ -1,6 +1,7 @@
 // Command migrate is what a pipeline (and a developer) runs against the
 // client database's schema history: it applies the embedded migration
-// directory (package schema, verified against its atlas.sum), reports where
+// directory (the checkout's, or the one embedded in package schema,
+// verified against its atlas.sum), reports where
 // a database stands and how it drifted from head, shows what would run,
 // lints the directory with Atlas's analyzers, proves every frozen fixture,
 // and regenerates the reviewable artifacts (query plans, schema reference,
@@ -49,15 +50,15 @@
 // and leaves the database as it found it; with -json the document keeps
 // every field of a success and adds "error".
 //
-// Every command but hash reads the migration directory embedded in the
-// binary (a database is migrated with exactly the files the binary was
-// built with), or the one -dir names. Each run says which, and its head:
-// first on stderr in text ("migrate: migrations embedded, head 15"), as
-// "migrations" and "head" in its JSON document; run inside a checkout
-// whose schema/migrations differs from the embedded copy, it warns on
-// stderr. hash, and the default outputs of plans, schema-doc, freeze and
-// fixture-test's fixtures, are the repository's files, found from any
-// directory of the checkout.
+// Every command reads the migration directory -dir names; without it,
+// inside a checkout of the module, the checkout's schema/migrations as it
+// is on disk (its atlas.sum and declarations included, whatever the binary
+// was built with), and only outside a checkout the directory embedded in
+// the binary. Each run says which, and its head: first on stderr in text
+// ("migrate: migrations schema/migrations, head 15"), as "migrations"
+// and "head" in its JSON document. hash, and the default outputs of
+// plans, schema-doc, freeze and fixture-test's fixtures, are the
+// repository's files, found from any directory of the checkout.
 package main
 
 import (
@@ -157,6 +158,10 @@ type cmdEnv struct {
 	// embedded returns the Migrator of the directory embedded in the
 	// binary: migration.Default, replaced by tests that add a migration.
 	embedded func() (*migration.Migrator, error)
+	// checkout returns the checkout's migration directory on disk, which
+	// a command reads unless -dir names another: checkoutDir, replaced by
+	// tests that run the embedded directory as outside a checkout.
+	checkout func() (string, error)
 }
 
 // emit writes v as the command's one JSON document on stdout.
@@ -302,6 +307,9 @@ func runEnv(args []string, env *cmdEnv) int {
 	}
 	if env.embedded == nil {
 		env.embedded = migration.Default
+	}
+	if env.checkout == nil {
+		env.checkout = checkoutDir
 	}
 	stdout, stderr := env.stdout, env.stderr
 	// A usage error under -json writes a document too: the command's own,
