@@ -93,6 +93,10 @@ func foldRebuilds(drv migrate.Driver, changes []*sqlcheck.Change) []*sqlcheck.Ch
 								changes[i].Stmt.Text, changes[i+1].Stmt.Text,
 								changes[i+2].Stmt.Text, changes[i+3].Stmt.Text,
 							}, "\n"),
+							// The four statements' comments, so that a
+							// directive above any of them applies.
+							Comments: slices.Concat(changes[i].Stmt.Comments, changes[i+1].Stmt.Comments,
+								changes[i+2].Stmt.Comments, changes[i+3].Stmt.Comments),
 						},
 						Changes: schema.Changes{&schema.ModifyTable{T: to, Changes: diff}},
 					})
