@@ -1,8 +1,7 @@
 // Command migrate is what a pipeline (and a developer) runs against the
-// client database's schema history: it applies the embedded migration
-// directory (the checkout's, or the one embedded in package schema,
-// verified against its atlas.sum), reports where
-// a database stands and how it drifted from head, shows what would run,
+// client database's schema history: it applies the migration directory
+// (the checkout's, or outside one the copy embedded in package schema;
+// verified against its atlas.sum), reports where a database stands and how it drifted from head, shows what would run,
 // lints the directory with Atlas's analyzers, proves every frozen fixture,
 // and regenerates the reviewable artifacts (query plans, schema reference,
 // atlas.sum).
@@ -330,6 +329,10 @@ func runEnv(args []string, env *cmdEnv) int {
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "-help" || name == "--help" {
+		if wantsJSON {
+			env.emit(newHelpDoc(commands))
+			return exitOK
+		}
 		usage(stdout)
 		return exitOK
 	}
@@ -348,6 +351,9 @@ func runEnv(args []string, env *cmdEnv) int {
 	fset := flag.NewFlagSet("migrate "+cmd.name, flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	fset.Usage = func() {
+		if wantsJSON && slices.ContainsFunc(args[1:], isHelpFlag) {
+			return // help's JSON document says it
+		}
 		fmt.Fprintf(fset.Output(), "usage: migrate %s %s\n\n%s.\n\n", cmd.name, cmd.args, cmd.summary)
 		fset.PrintDefaults()
 		fmt.Fprintf(fset.Output(), "\n%s", exitCodes)
@@ -357,6 +363,9 @@ func runEnv(args []string, env *cmdEnv) int {
 	}
 	if err := fset.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if wantsJSON {
+				env.emit(newHelpDoc([]*command{cmd}))
+			}
 			return exitOK
 		}
 		// flag has already printed the error and the usage.
@@ -418,6 +427,15 @@ func isJSONFlag(arg string) bool {
 	}
 	b, err := strconv.ParseBool(value)
 	return err == nil && b
+}
+
+// isHelpFlag reports whether a command-line argument asks for help.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 func usage(w io.Writer) {
