@@ -9,7 +9,7 @@ import (
 // helpDoc is the JSON document of help (migrate help -json, migrate -h
 // -json, and migrate <command> -h -json for one command).
 type helpDoc struct {
-	docHeader              // command "help"; ok true
+	docHeader               // command "help"; ok true
 	Commands  []helpCommand `json:"commands"`
 	ExitCodes []helpExit    `json:"exit_codes"`
 }
