@@ -16,7 +16,7 @@
 //	                                           print FILE's schema and history drift from head
 //	migrate lint [-dir DIR] [-db FILE] [-git-base REF] [-json | -format F]
 //	                                           run Atlas's analyzers over the directory
-//	migrate fixture-test [-dir DIR] [-fixtures DIR] [-json | -format F]
+//	migrate fixture-test [-dir DIR] [-fixtures DIR] [-require-head] [-json | -format F]
 //	                                           migrate a temporary copy of every frozen
 //	                                           fixtures/versionNN to head and check it
 //	migrate plans [-dir DIR] [-out FILE] [-json]
@@ -147,6 +147,7 @@ type cmdEnv struct {
 	format         string        // -format (lint, drift, fixture-test)
 	lockTimeout    time.Duration // -lock-timeout
 	gitBase        string        // -git-base
+	requireHead    bool          // -require-head (fixture-test)
 	// doc is the command's JSON document with -json, set as soon as the
 	// command starts and filled as it goes: written once it returns, so
 	// that a failure is reported with the fields a success has.
@@ -241,10 +242,11 @@ var commands = []*command{
 		run: cmdHash, doc: docOf(newHashDoc),
 	},
 	{
-		name: "fixture-test", args: "[-dir DIR] [-fixtures DIR] [-json | -format F]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
+		name: "fixture-test", args: "[-dir DIR] [-fixtures DIR] [-require-head] [-json | -format F]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
 		flags: withFormat(withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			dirFlag(fs, env)
 			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
+			fs.BoolVar(&env.requireHead, "require-head", false, "also fail when no fixture is frozen at head (a skipped freeze), as CI runs it")
 		})),
 		run: cmdFixtureTest, doc: docOf(newFixtureTestDoc),
 	},
