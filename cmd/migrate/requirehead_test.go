@@ -1,11 +1,13 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/cmd/internal/frozen"
 	"github.com/securemsg/storage/internal/migration"
 )
 
@@ -31,6 +33,13 @@ func TestFixtureTestRequireHead(t *testing.T) {
 
 	mustRun(t, exitOK, "freeze", "-fixtures", fixtures)
 	mustRun(t, exitOK, "fixture-test", "-fixtures", fixtures, "-require-head")
+	// The files freeze writes name the command the guide builds.
+	for _, name := range []string{frozen.FixtureFile, frozen.ReadmeFile} {
+		b, err := os.ReadFile(filepath.Join(fixtures, "version"+head, name))
+		require.NoError(t, err)
+		require.Contains(t, string(b), "`bin/migrate freeze`", name)
+		require.NotContains(t, string(b), "go -C cmd run", name)
+	}
 
 	t.Run("the repository", func(t *testing.T) {
 		mustRun(t, exitOK, "fixture-test", "-require-head")
