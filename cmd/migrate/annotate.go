@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -65,7 +63,8 @@ type annotation struct {
 	msg      string
 }
 
-// annotate writes as, one a line, in env's -format.
+// annotate writes as, one a line, in env's -format, each file and message
+// escaped for it.
 func (env *cmdEnv) annotate(as []annotation) {
 	for _, a := range as {
 		line := max(a.line, 1)
@@ -74,18 +73,8 @@ func (env *cmdEnv) annotate(as []annotation) {
 			fmt.Fprintf(env.stdout, "::%s file=%s,line=%d,col=1::%s\n", a.severity, escapeProperty(a.file), line, escapeData(msg))
 			continue
 		}
-		fmt.Fprintf(env.stdout, "%s:%d:1: %s: %s\n", a.file, line, a.severity, msg)
+		fmt.Fprintf(env.stdout, "%s:%d:1: %s: %s\n", escapeText(a.file), line, a.severity, escapeText(msg))
 	}
-}
-
-// escapeData escapes a workflow command's message as the runner reads it.
-func escapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
-
-// escapeProperty escapes a workflow command's property value.
-func escapeProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }
 
 // repoRelative returns path relative to the repository root, slash-
@@ -171,19 +160,55 @@ func (env *cmdEnv) driftAnnotations(m *migration.Migrator, path string, d pipeli
 	return out
 }
 
-// definedAt returns the newest file of files, and its line, holding a
-// CREATE or ALTER statement that names name; "" if none does.
+// definedAt returns the newest file of files that defines name, and the
+// line of the statement that does: a CREATE of it, an ALTER TABLE of it,
+// or the CREATE TABLE of the copy a rebuild renames to it (CREATE TABLE
+// new_T ... ALTER TABLE new_T RENAME TO T defines T at its CREATE). Names
+// compare as SQLite's do, without case. It returns "" if no file does.
 func definedAt(files []migrate.File, name string) (string, int) {
-	re := regexp.MustCompile(`(?i)^\s*(CREATE|ALTER)\b.*[\s."` + "`" + `\[]` + regexp.QuoteMeta(name) + `(["` + "`" + `\]]|\s|\(|$)`)
+	is := func(ident string) bool { return strings.EqualFold(unquoteIdent(ident), name) }
 	for _, f := range slices.Backward(files) {
-		sc := bufio.NewScanner(bytes.NewReader(f.Bytes()))
-		for n := 1; sc.Scan(); n++ {
-			if re.MatchString(sc.Text()) {
-				return f.Name(), n
+		stmts, err := f.StmtDecls()
+		if err != nil {
+			continue
+		}
+		copyOf := "" // the rebuild's copy renamed to name
+		for _, s := range stmts {
+			if m := renameToRE.FindStringSubmatch(s.Text); m != nil && is(m[3]) {
+				copyOf = unquoteIdent(m[2])
+			}
+		}
+		for _, s := range stmts {
+			m := createRE.FindStringSubmatch(s.Text)
+			if m == nil {
+				m = alterRE.FindStringSubmatch(s.Text)
+			}
+			if m != nil && (is(m[2]) || (copyOf != "" && strings.EqualFold(unquoteIdent(m[2]), copyOf))) {
+				return f.Name(), pipeline.Line(f, s.Pos)
 			}
 		}
 	}
 	return "", 0
+}
+
+// sqlIdent is an SQLite identifier, quoted or bare.
+const sqlIdent = `("[^"]+"|` + "`[^`]+`" + `|\[[^\]]+\]|[A-Za-z_][A-Za-z0-9_$]*)`
+
+var (
+	createRE   = regexp.MustCompile(`(?is)^\s*CREATE\s+(?:UNIQUE\s+)?(?:TEMP\s+|TEMPORARY\s+)?(?:TABLE|INDEX|VIEW|TRIGGER)\s+(?:IF\s+NOT\s+EXISTS\s+)?(?:` + sqlIdent + `\s*\.\s*)?` + sqlIdent)
+	alterRE    = regexp.MustCompile(`(?is)^\s*ALTER\s+TABLE\s+(?:` + sqlIdent + `\s*\.\s*)?` + sqlIdent)
+	renameToRE = regexp.MustCompile(`(?is)^\s*ALTER\s+TABLE\s+(?:` + sqlIdent + `\s*\.\s*)?` + sqlIdent + `\s+RENAME\s+TO\s+` + sqlIdent)
+)
+
+// unquoteIdent returns an identifier without its quotes.
+func unquoteIdent(s string) string {
+	if len(s) >= 2 {
+		switch s[0] {
+		case '"', '`', '[':
+			return s[1 : len(s)-1]
+		}
+	}
+	return s
 }
 
 // fixtureAnnotations returns fixture-test's failed checks as

@@ -89,21 +89,57 @@ func (env *cmdEnv) readExisting(ctx context.Context, path string, read func(*sql
 		}
 		return err
 	}
-	if fi.IsDir() {
-		return fmt.Errorf("%s is a directory, not a database file", path)
+	if err := notRegular(path, fi); err != nil {
+		return err
 	}
-	// Read permission, checked by the OS rather than guessed from the mode.
-	f, err := os.Open(path)
+	// Read permission, checked by the OS rather than guessed from the
+	// mode; non-blocking, and checked again on what was opened, so that a
+	// FIFO put in the file's place meanwhile fails rather than hangs.
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlocking, 0)
 	if err != nil {
 		return err
 	}
+	fi, err = f.Stat()
 	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := notRegular(path, fi); err != nil {
+		return err
+	}
 	return env.readStable(ctx, path, func(conn *sql.DB) error {
 		if err := checkDatabase(conn, path); err != nil {
 			return err
 		}
 		return read(conn)
 	})
+}
+
+// notRegular returns an error naming what path is when fi (its Stat) is
+// not a regular file: SQLite would block for ever opening a FIFO, and a
+// directory, a device or a socket holds no database a command should
+// read. nil for a regular file (a symbolic link to one included).
+func notRegular(path string, fi fs.FileInfo) error {
+	mode := fi.Mode()
+	var what string
+	switch {
+	case mode.IsRegular():
+		return nil
+	case mode.IsDir():
+		return fmt.Errorf("%s is a directory, not a database file", path)
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a FIFO"
+	case mode&fs.ModeCharDevice != 0:
+		what = "a character device"
+	case mode&fs.ModeDevice != 0:
+		what = "a device"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	default:
+		what = "not a regular file"
+		return fmt.Errorf("%s is %s: a database is a regular file; nothing read", path, what)
+	}
+	return fmt.Errorf("%s is %s, not a regular file: a database is a regular file; nothing read", path, what)
 }
 
 // checkDatabase reads the schema cookie, which fails on a file that is not

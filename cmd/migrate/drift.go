@@ -30,12 +30,18 @@ type driftDoc struct {
 	// (migration.Migrator.UnknownObjects): the store refuses to open a
 	// database holding one.
 	Unknown []string `json:"unknown_objects"`
+	// Definitions names each table or index the migrations define at the
+	// database's version that is missing or has another definition, and
+	// what differs (migration.Migrator.Differences): the store refuses to
+	// open such a database too. Text read from the file is escaped.
+	Definitions []string `json:"definition_differences"`
 }
 
 // driftFound is what drift reads from the database.
 type driftFound struct {
 	d       pipeline.Differences
 	unknown []migration.Object
+	changed []migration.Difference
 }
 
 // cmdDrift compares a real database, opened read-only, with head: the
@@ -49,21 +55,24 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		return err
 	}
 	path, m, found, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (driftFound, error) {
-		unknown, err := m.UnknownObjects(ctx, conn)
+		unknown, changed, err := objectDifferences(ctx, m, conn)
 		if err != nil {
 			return driftFound{}, err
 		}
 		d, err := pipeline.Drift(ctx, m, conn)
-		return driftFound{d: d, unknown: unknown}, err
+		return driftFound{d: d, unknown: unknown, changed: changed}, err
 	})
 	if err != nil {
 		return err
 	}
 	d := found.d
-	n := len(d.Schema) + len(d.History) + len(found.unknown)
+	n := len(d.Schema) + len(d.History) + len(found.unknown) + len(found.changed)
 	doc.Differences, doc.Schema, doc.History = nonNil(d.Found), nonNil(d.Schema), nonNil(d.History)
 	for _, o := range found.unknown {
-		doc.Unknown = append(doc.Unknown, o.String())
+		doc.Unknown = append(doc.Unknown, rawObject(o))
+	}
+	for _, c := range found.changed {
+		doc.Definitions = append(doc.Definitions, c.String())
 	}
 	if env.annotating() {
 		env.annotate(env.driftAnnotations(m, path, d, doc.Unknown))
@@ -73,25 +82,33 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		if len(found.unknown) > 0 {
 			fmt.Fprintf(w, "-- %d schema object(s) no migration defines (the store refuses to open %s):\n", len(found.unknown), path)
 			for _, o := range found.unknown {
-				fmt.Fprintf(w, "-- %s\n", o)
+				fmt.Fprintf(w, "-- %s\n", escapeText(rawObject(o)))
+			}
+		}
+		if len(found.changed) > 0 {
+			fmt.Fprintf(w, "-- %d defined schema object(s) missing or defined otherwise (the store refuses to open %s):\n", len(found.changed), path)
+			for _, c := range found.changed {
+				fmt.Fprintf(w, "-- %s\n", escapeText(c.String()))
 			}
 		}
 		if len(d.Schema) > 0 {
 			fmt.Fprintf(w, "-- schema drift: %d statement(s) would bring %s to head %s (not run)\n", len(d.Schema), path, m.Head())
 			for _, f := range d.Found {
-				fmt.Fprintf(w, "-- %s\n", f)
+				fmt.Fprintf(w, "-- %s\n", escapeText(f.String()))
 			}
 			for _, c := range d.Schema {
 				if c.Comment != "" {
-					fmt.Fprintf(w, "-- %s\n", c.Comment)
+					fmt.Fprintf(w, "-- %s\n", escapeText(c.Comment))
 				}
-				fmt.Fprintln(w, strings.TrimSuffix(strings.TrimSpace(c.SQL), ";")+";")
+				// One line a statement: a name holding a line break
+				// cannot make a line of its own.
+				fmt.Fprintln(w, escapeText(strings.TrimSuffix(oneLine(c.SQL), ";"))+";")
 			}
 		}
 		if len(d.History) > 0 {
 			fmt.Fprintf(w, "-- history drift: %d schema_revision row(s) disagree with the migration directory\n", len(d.History))
 			for _, h := range d.History {
-				fmt.Fprintf(w, "-- %s\n", h)
+				fmt.Fprintf(w, "-- %s\n", escapeText(h.String()))
 			}
 		}
 		if n == 0 {
@@ -99,7 +116,7 @@ func cmdDrift(ctx context.Context, env *cmdEnv) error {
 		}
 	}
 	if n > 0 {
-		return findingf("drift from head: %d schema difference(s), %d history row(s), %d unknown schema object(s)", schemaDifferences(d), len(d.History), len(found.unknown))
+		return findingf("drift from head: %d schema difference(s), %d history row(s), %d unknown schema object(s), %d object(s) missing or defined otherwise", schemaDifferences(d), len(d.History), len(found.unknown), len(found.changed))
 	}
 	return nil
 }

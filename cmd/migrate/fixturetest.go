@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"github.com/securemsg/storage/cmd/internal/frozen"
 )
@@ -75,13 +77,38 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 		}
 		doc.Fixtures = append(doc.Fixtures, fd)
 	}
+	missing := ""
+	if env.requireHead && !slices.ContainsFunc(dirs, func(d frozen.Dir) bool { return sameVersion(d.Version, m.Head()) }) {
+		// A skipped freeze: the head is proved against nothing of its
+		// own, and the next version is never tested against it.
+		dir := filepath.Join(root, "version"+m.Head())
+		if rel, err := relToWD(dir); err == nil && !filepath.IsAbs(env.fixtures) {
+			dir = rel
+		}
+		missing = fmt.Sprintf("no fixture is frozen at head %s (%s): run bin/migrate freeze and commit it", m.Head(), dir)
+		fmt.Fprintf(env.text(), "== %s (version %s)\nFAIL %s\n", dir, m.Head(), missing)
+		doc.Fixtures = append(doc.Fixtures, fixtureDoc{Dir: dir, Version: m.Head(), Checks: []frozen.Check{{Name: "a fixture frozen at head", Error: missing}}})
+	}
 	if env.annotating() {
 		env.annotate(fixtureAnnotations(doc.Fixtures))
 	}
-	if failed > 0 {
+	switch {
+	case failed > 0 && missing != "":
+		return findingf("%d of %d fixture(s) failed; %s", failed, len(dirs), missing)
+	case failed > 0:
 		return findingf("%d of %d fixture(s) failed", failed, len(dirs))
+	case missing != "":
+		return findingf("%s", missing)
 	}
 	return nil
+}
+
+// sameVersion reports whether two versions are the same number (a fixture
+// directory's, version14, and a migration's, 14).
+func sameVersion(a, b string) bool {
+	x, errX := strconv.Atoi(a)
+	y, errY := strconv.Atoi(b)
+	return errX == nil && errY == nil && x == y
 }
 
 // relToWD returns path relative to the working directory.

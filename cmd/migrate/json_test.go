@@ -32,20 +32,20 @@ func TestStatusJSON(t *testing.T) {
 	require.Equal(t, "migrate: status: 1 version(s) pending (15): run up\n", stderr)
 	doc := decode[statusDoc](t, stdout)
 	require.Equal(t, statusDoc{
-		docHeader: docHeader{Command: "status", Migrations: "embedded", DB: doc.DB, Head: "15", Error: "1 version(s) pending (15): run up"},
+		docHeader: docHeader{Command: "status", Migrations: "schema/migrations", DB: doc.DB, Head: "15", Error: "1 version(s) pending (15): run up"},
 		Current:   "14", Pending: []string{"15"}, OutOfOrder: []string{},
 	}, doc)
 
 	code, stdout, _ = runCmd(t, "status", "-db", headDB(t), "-json")
 	require.Equal(t, 0, code)
-	require.JSONEq(t, `{"command":"status","migrations":"embedded","db":`+jsonString(decode[statusDoc](t, stdout).DB)+`,"ok":true,"current":"15","head":"15","pending":[],"out_of_order":[]}`, stdout)
+	require.JSONEq(t, `{"command":"status","migrations":"schema/migrations","db":`+jsonString(decode[statusDoc](t, stdout).DB)+`,"ok":true,"current":"15","head":"15","pending":[],"out_of_order":[]}`, stdout)
 
 	// An error is one document too, with the fields a success has, the
 	// error, and exit 2.
 	missing := filepath.Join(t.TempDir(), "missing.db")
 	code, stdout, stderr = runCmd(t, "status", "-db", missing, "-json")
 	require.Equal(t, 2, code)
-	require.JSONEq(t, `{"command":"status","migrations":"embedded","db":`+jsonString(missing)+`,"ok":false,"head":"15","error":`+jsonString(missing+": no such database file")+`,"current":"","pending":[],"out_of_order":[]}`, stdout)
+	require.JSONEq(t, `{"command":"status","migrations":"schema/migrations","db":`+jsonString(missing)+`,"ok":false,"head":"15","error":`+jsonString(missing+": no such database file")+`,"current":"","pending":[],"out_of_order":[]}`, stdout)
 	require.Equal(t, "migrate: status: "+missing+": no such database file\n", stderr)
 }
 
@@ -82,7 +82,7 @@ func TestLintJSON(t *testing.T) {
 	require.NoError(t, err)
 	code, stdout, stderr := runCmd(t, "lint", "-json")
 	require.Equal(t, 0, code, stderr)
-	require.JSONEq(t, fmt.Sprintf(`{"command":"lint","migrations":"embedded","head":"15","ok":true,"files":2,"baseline":"14","blocking":0,"query_plans":%d,"findings":[]}`, len(queries)), stdout)
+	require.JSONEq(t, fmt.Sprintf(`{"command":"lint","migrations":"schema/migrations","head":"15","ok":true,"files":2,"baseline":"14","blocking":0,"query_plans":%d,"findings":[]}`, len(queries)), stdout)
 
 	dir := writeDir(t, withFiles(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"}))
 	code, stdout, stderr = runCmd(t, "lint", "-dir", dir, "-json")

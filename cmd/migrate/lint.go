@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/migration"
@@ -32,15 +33,23 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
+	// What blocks: findings above the frozen baseline, or with -git-base
+	// those in files added (or changed) since the base.
+	blockingWhat := "in versions above " + frozenBaseline
 	switch {
 	case env.gitBase != "":
-		// The directory against the base branch's: a file added below
-		// what it has, whatever this binary embeds.
+		// The directory against the base branch's: its files have landed
+		// (their findings inform), a file added below what it has is a
+		// finding, whatever this binary embeds.
 		base, err := gitBaseDir(ctx, env, env.gitBase)
 		if err != nil {
 			return err
 		}
+		blockingWhat = "in files added since " + env.gitBase
 		if base != nil {
+			if r.Findings, err = pipeline.Landed(r.Findings, m, base, env.gitBase); err != nil {
+				return err
+			}
 			below, err := pipeline.AddedBelow(base, m, "the head of "+env.gitBase)
 			if err != nil {
 				return err
@@ -77,10 +86,10 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	case env.annotating():
 		env.annotate(env.lintAnnotations(r.Findings))
 	case !env.json:
-		printLint(env.stdout, r, note)
+		printLint(env.stdout, r, note, blockingWhat)
 	}
 	if blocking > 0 {
-		return findingf("%d finding(s) in versions above %s", blocking, frozenBaseline)
+		return findingf("%d finding(s) %s", blocking, blockingWhat)
 	}
 	return nil
 }
@@ -140,7 +149,7 @@ func lintDir(ctx context.Context, m *migration.Migrator, queries []pipeline.Quer
 	if err != nil {
 		return err
 	}
-	printLint(w, r, note)
+	printLint(w, r, note, "in versions above "+frozenBaseline)
 	if blocking := r.Blocking(); blocking > 0 {
 		return findingf("%d finding(s) in versions above %s", blocking, frozenBaseline)
 	}
@@ -148,13 +157,18 @@ func lintDir(ctx context.Context, m *migration.Migrator, queries []pipeline.Quer
 }
 
 // printLint prints note (if any), every finding of r, one a line, and a
-// summary line.
-func printLint(w io.Writer, r pipeline.LintReport, note string) {
+// summary line counting the blocking ones (blockingWhat says which: "in
+// versions above 14").
+func printLint(w io.Writer, r pipeline.LintReport, note, blockingWhat string) {
 	if note != "" {
 		fmt.Fprintln(w, "lint: "+note)
 	}
 	for _, f := range r.Findings {
-		fmt.Fprintln(w, f)
+		fmt.Fprintln(w, escapeText(f.String()))
 	}
-	fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d above version %s\n", r.Files, len(r.Findings), r.Blocking(), frozenBaseline)
+	if blockingWhat == "in versions above "+frozenBaseline {
+		fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d above version %s\n", r.Files, len(r.Findings), r.Blocking(), frozenBaseline)
+		return
+	}
+	fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d blocking (%s)\n", r.Files, len(r.Findings), r.Blocking(), strings.TrimPrefix(blockingWhat, "in "))
 }

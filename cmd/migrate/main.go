@@ -1,7 +1,7 @@
 // Command migrate is what a pipeline (and a developer) runs against the
-// client database's schema history: it applies the embedded migration
-// directory (package schema, verified against its atlas.sum), reports where
-// a database stands and how it drifted from head, shows what would run,
+// client database's schema history: it applies the migration directory
+// (the checkout's, or outside one the copy embedded in package schema;
+// verified against its atlas.sum), reports where a database stands and how it drifted from head, shows what would run,
 // lints the directory with Atlas's analyzers, proves every frozen fixture,
 // and regenerates the reviewable artifacts (query plans, schema reference,
 // atlas.sum).
@@ -16,7 +16,7 @@
 //	                                           print FILE's schema and history drift from head
 //	migrate lint [-dir DIR] [-db FILE] [-git-base REF] [-json | -format F]
 //	                                           run Atlas's analyzers over the directory
-//	migrate fixture-test [-dir DIR] [-fixtures DIR] [-json | -format F]
+//	migrate fixture-test [-dir DIR] [-fixtures DIR] [-require-head] [-json | -format F]
 //	                                           migrate a temporary copy of every frozen
 //	                                           fixtures/versionNN to head and check it
 //	migrate plans [-dir DIR] [-out FILE] [-json]
@@ -49,15 +49,15 @@
 // and leaves the database as it found it; with -json the document keeps
 // every field of a success and adds "error".
 //
-// Every command but hash reads the migration directory embedded in the
-// binary (a database is migrated with exactly the files the binary was
-// built with), or the one -dir names. Each run says which, and its head:
-// first on stderr in text ("migrate: migrations embedded, head 15"), as
-// "migrations" and "head" in its JSON document; run inside a checkout
-// whose schema/migrations differs from the embedded copy, it warns on
-// stderr. hash, and the default outputs of plans, schema-doc, freeze and
-// fixture-test's fixtures, are the repository's files, found from any
-// directory of the checkout.
+// Every command reads the migration directory -dir names; without it,
+// inside a checkout of the module, the checkout's schema/migrations as it
+// is on disk (its atlas.sum and declarations included, whatever the binary
+// was built with), and only outside a checkout the directory embedded in
+// the binary. Each run says which, and its head: first on stderr in text
+// ("migrate: migrations schema/migrations, head 15"), as "migrations"
+// and "head" in its JSON document. hash, and the default outputs of
+// plans, schema-doc, freeze and fixture-test's fixtures, are the
+// repository's files, found from any directory of the checkout.
 package main
 
 import (
@@ -148,6 +148,7 @@ type cmdEnv struct {
 	format         string        // -format (lint, drift, fixture-test)
 	lockTimeout    time.Duration // -lock-timeout
 	gitBase        string        // -git-base
+	requireHead    bool          // -require-head (fixture-test)
 	// doc is the command's JSON document with -json, set as soon as the
 	// command starts and filled as it goes: written once it returns, so
 	// that a failure is reported with the fields a success has.
@@ -158,6 +159,10 @@ type cmdEnv struct {
 	// embedded returns the Migrator of the directory embedded in the
 	// binary: migration.Default, replaced by tests that add a migration.
 	embedded func() (*migration.Migrator, error)
+	// checkout returns the checkout's migration directory on disk, which
+	// a command reads unless -dir names another: checkoutDir, replaced by
+	// tests that run the embedded directory as outside a checkout.
+	checkout func() (string, error)
 }
 
 // emit writes v as the command's one JSON document on stdout.
@@ -238,10 +243,11 @@ var commands = []*command{
 		run: cmdHash, doc: docOf(newHashDoc),
 	},
 	{
-		name: "fixture-test", args: "[-dir DIR] [-fixtures DIR] [-json | -format F]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
+		name: "fixture-test", args: "[-dir DIR] [-fixtures DIR] [-require-head] [-json | -format F]", summary: "migrate a temporary copy of every frozen fixtures/versionNN to head and check it",
 		flags: withFormat(withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			dirFlag(fs, env)
 			fs.StringVar(&env.fixtures, "fixtures", "", "`DIR` holding the versionNN fixture directories (default: fixtures in the repository)")
+			fs.BoolVar(&env.requireHead, "require-head", false, "also fail when no fixture is frozen at head (a skipped freeze), as CI runs it")
 		})),
 		run: cmdFixtureTest, doc: docOf(newFixtureTestDoc),
 	},
@@ -304,6 +310,9 @@ func runEnv(args []string, env *cmdEnv) int {
 	if env.embedded == nil {
 		env.embedded = migration.Default
 	}
+	if env.checkout == nil {
+		env.checkout = checkoutDir
+	}
 	stdout, stderr := env.stdout, env.stderr
 	// A usage error under -json writes a document too: the command's own,
 	// as it is before anything is read, with the error.
@@ -323,6 +332,10 @@ func runEnv(args []string, env *cmdEnv) int {
 	}
 	name := args[0]
 	if name == "help" || name == "-h" || name == "-help" || name == "--help" {
+		if wantsJSON {
+			env.emit(newHelpDoc(commands))
+			return exitOK
+		}
 		usage(stdout)
 		return exitOK
 	}
@@ -341,6 +354,9 @@ func runEnv(args []string, env *cmdEnv) int {
 	fset := flag.NewFlagSet("migrate "+cmd.name, flag.ContinueOnError)
 	fset.SetOutput(stderr)
 	fset.Usage = func() {
+		if wantsJSON && slices.ContainsFunc(args[1:], isHelpFlag) {
+			return // help's JSON document says it
+		}
 		fmt.Fprintf(fset.Output(), "usage: migrate %s %s\n\n%s.\n\n", cmd.name, cmd.args, cmd.summary)
 		fset.PrintDefaults()
 		fmt.Fprintf(fset.Output(), "\n%s", exitCodes)
@@ -350,6 +366,9 @@ func runEnv(args []string, env *cmdEnv) int {
 	}
 	if err := fset.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if wantsJSON {
+				env.emit(newHelpDoc([]*command{cmd}))
+			}
 			return exitOK
 		}
 		// flag has already printed the error and the usage.
@@ -364,7 +383,7 @@ func runEnv(args []string, env *cmdEnv) int {
 	err := cmd.run(context.Background(), env)
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "migrate %s: %s\n", cmd.name, ue.msg)
+		fmt.Fprintf(stderr, "migrate %s: %s\n", cmd.name, escapeText(ue.msg))
 		fset.Usage()
 		doc := env.doc
 		if doc == nil {
@@ -391,10 +410,10 @@ func runEnv(args []string, env *cmdEnv) int {
 	case err == nil:
 		return exitOK
 	case isFinding(err):
-		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, oneLine(describe(err)))
+		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, escapeText(oneLine(describe(err))))
 		return exitFinding
 	default:
-		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, oneLine(describe(err)))
+		fmt.Fprintf(stderr, "migrate: %s: %s\n", cmd.name, escapeText(oneLine(describe(err))))
 		return exitError
 	}
 }
@@ -411,6 +430,15 @@ func isJSONFlag(arg string) bool {
 	}
 	b, err := strconv.ParseBool(value)
 	return err == nil && b
+}
+
+// isHelpFlag reports whether a command-line argument asks for help.
+func isHelpFlag(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 func usage(w io.Writer) {

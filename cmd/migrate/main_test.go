@@ -446,7 +446,7 @@ DROP TABLE session;
 ALTER TABLE new_session RENAME TO session;
 `})
 			},
-			lines: []string{`16 16_rebuild.sql: schemaloss: rows of "session" are copied with a WHERE: the rows it does not select are lost when "session" is dropped [SL106, line 1]`},
+			lines: []string{`16 16_rebuild.sql: schemaloss: rows of "session" are copied with a WHERE: the rows it does not select are lost when "session" is dropped [SL106, line 2]`},
 			fails: true,
 		},
 		{
@@ -458,7 +458,7 @@ DROP TABLE session;
 ALTER TABLE new_session RENAME TO session;
 `})
 			},
-			lines: []string{`16 16_rebuild.sql: schemaloss: rows of "session" are copied with INSERT OR IGNORE: a row the new table refuses is lost when "session" is dropped [SL106, line 1]`},
+			lines: []string{`16 16_rebuild.sql: schemaloss: rows of "session" are copied with INSERT OR IGNORE: a row the new table refuses is lost when "session" is dropped [SL106, line 2]`},
 			fails: true,
 		},
 		{

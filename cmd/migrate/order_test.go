@@ -13,11 +13,13 @@ import (
 )
 
 // runWith runs the command line args with dir as the binary's embedded
-// migration directory.
+// migration directory, as outside a checkout (where the embedded one is
+// read).
 func runWith(t *testing.T, dir fs.FS, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	env := &cmdEnv{stdout: &out, stderr: &errOut, embedded: func() (*migration.Migrator, error) { return migration.New(dir, ".") }}
+	env := &cmdEnv{stdout: &out, stderr: &errOut, embedded: func() (*migration.Migrator, error) { return migration.New(dir, ".") },
+		checkout: func() (string, error) { return "", errNotInRepo }}
 	code = runEnv(args, env)
 	return code, out.String(), withoutSource(errOut.String())
 }

@@ -102,7 +102,7 @@ func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
 	if missing {
 		fmt.Fprintf(env.stdout, "-- %s does not exist: planned as an empty database\n", path)
 	}
-	current := st.Current
+	current := escapeText(st.Current)
 	if current == "" {
 		current = "none"
 	}

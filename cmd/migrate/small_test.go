@@ -72,7 +72,7 @@ func TestUpAtHeadWritesNothing(t *testing.T) {
 	code, stdout, stderr = runCmd(t, "up", "-db", path, "-json")
 	require.Equal(t, exitOK, code, stderr)
 	doc := decode[upDoc](t, stdout)
-	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "embedded", DB: path, Head: "15", OK: true}, Current: "15", Applied: []string{}, verifyFields: noDifferences}, doc)
+	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "schema/migrations", DB: path, Head: "15", OK: true}, Current: "15", Applied: []string{}, verifyFields: noDifferences}, doc)
 	require.Equal(t, before, snapshot(t, filepath.Dir(path)), "up at head changed the directory")
 }
 
@@ -86,12 +86,12 @@ func TestUpJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "new.db")
 	code, stdout, stderr := runCmd(t, "up", "-db", path, "-json")
 	require.Equal(t, exitOK, code, stderr)
-	require.JSONEq(t, `{"command":"up","migrations":"embedded","db":`+jsonString(path)+`,"head":"15","ok":true,"created":true,"current":"","applied":["14","15"],"differences":[],"history":[]}`, stdout)
+	require.JSONEq(t, `{"command":"up","migrations":"schema/migrations","db":`+jsonString(path)+`,"head":"15","ok":true,"created":true,"current":"","applied":["14","15"],"differences":[],"history":[]}`, stdout)
 
 	v14 := v14DB(t)
 	code, stdout, stderr = runCmd(t, "up", "-db", v14, "-json")
 	require.Equal(t, exitOK, code, stderr)
-	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "embedded", DB: v14, Head: "15", OK: true}, Current: "14", Applied: []string{"15"}, verifyFields: noDifferences}, decode[upDoc](t, stdout))
+	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "schema/migrations", DB: v14, Head: "15", OK: true}, Current: "14", Applied: []string{"15"}, verifyFields: noDifferences}, decode[upDoc](t, stdout))
 
 	drifted := headDB(t, "DROP INDEX pending_outbound_message_recipient")
 	before := snapshot(t, filepath.Dir(drifted))

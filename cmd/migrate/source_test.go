@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ func runRaw(args ...string) (code int, stdout, stderr string) {
 
 // TestMigrationsSource checks that every command that reads migrations
 // says, first on stderr in text mode and as "migrations" in its JSON
-// document, which directory it read and its head: the embedded one by
+// document, which directory it read and its head: the checkout's by
 // default, the -dir one when named.
 func TestMigrationsSource(t *testing.T) {
 	v16 := writeDir(t, withFiles(t, benignV16))
@@ -38,7 +37,7 @@ func TestMigrationsSource(t *testing.T) {
 		code       int
 		stdoutHave string
 	}{
-		{"status, embedded", []string{"status", "-db", db}, "migrate: migrations embedded, head 15\n", 0, "pending: none"},
+		{"status, checkout", []string{"status", "-db", db}, "migrate: migrations schema/migrations, head 15\n", 0, "pending: none"},
 		{"status, -dir", []string{"status", "-db", db, "-dir", v16}, "migrate: migrations " + v16 + ", head 16\n", 1, "pending: 16"},
 		{"plan, -dir", []string{"plan", "-db", db, "-dir", v16}, "migrate: migrations " + v16 + ", head 16\n", 1, "CREATE TABLE message_note"},
 		{"lint, -dir", []string{"lint", "-dir", v16}, "migrate: migrations " + v16 + ", head 16\n", 0, "lint: 3 file(s)"},
@@ -65,7 +64,7 @@ func TestMigrationsSource(t *testing.T) {
 
 	code, stdout, _ = runRaw("status", "-db", db, "-json")
 	require.Equal(t, 0, code)
-	require.Equal(t, "embedded", decode[statusDoc](t, stdout).Migrations)
+	require.Equal(t, "schema/migrations", decode[statusDoc](t, stdout).Migrations)
 
 	// A -dir that is not there is an error naming it, before any database
 	// is touched.
@@ -80,40 +79,4 @@ func TestMigrationsSource(t *testing.T) {
 		require.Equal(t, "migrate: "+args[0]+": "+nope+": directory does not exist\n", stderr, args[0])
 	}
 	require.NoFileExists(t, out)
-}
-
-// TestCheckoutDiffersWarning runs the embedded directory from inside a
-// checkout whose schema/migrations holds a v16: the run uses the embedded
-// directory, says so, and warns that the checkout's differs, naming -dir.
-// With -dir, or in a checkout that matches, there is no warning.
-func TestCheckoutDiffersWarning(t *testing.T) {
-	db := headDB(t)
-	checkout := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(checkout, "go.mod"), []byte("module "+modulePath+"\n\ngo 1.24\n"), 0o644))
-	migrations := filepath.Join(checkout, "schema", "migrations")
-	require.NoError(t, os.MkdirAll(migrations, 0o755))
-	for name, f := range withFiles(t, benignV16) {
-		require.NoError(t, os.WriteFile(filepath.Join(migrations, name), f.Data, 0o644))
-	}
-	t.Chdir(checkout)
-
-	code, stdout, stderr := runRaw("status", "-db", db)
-	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "current: 15\npending: none\n", stdout, "the embedded directory is used")
-	require.Equal(t, "migrate: migrations embedded, head 15\n"+
-		"migrate: warning: schema/migrations (head 16) differs from the migrations embedded in this binary (head 15), which this run uses; pass -dir schema/migrations to use the checkout's\n", stderr)
-
-	code, stdout, stderr = runRaw("status", "-db", db, "-dir", "schema/migrations")
-	require.Equal(t, 1, code, stderr, "16 is pending")
-	require.Equal(t, "current: 15\npending: 16\n", stdout)
-	require.Equal(t, "migrate: migrations schema/migrations, head 16\nmigrate: status: 1 version(s) pending (16): run up\n", stderr, "no warning when the directory is named")
-
-	// A checkout whose directory is the embedded one: no warning.
-	require.NoError(t, os.Remove(filepath.Join(migrations, "16_message_note.sql")))
-	for name, f := range withFiles(t, nil) {
-		require.NoError(t, os.WriteFile(filepath.Join(migrations, name), f.Data, 0o644))
-	}
-	code, _, stderr = runRaw("status", "-db", db)
-	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "migrate: migrations embedded, head 15\n", stderr)
 }

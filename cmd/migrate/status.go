@@ -76,8 +76,8 @@ func writeStatus(w io.Writer, st migration.Status) {
 	if len(st.Pending) > 0 {
 		pending = strings.Join(st.Pending, " ")
 	}
-	fmt.Fprintf(w, "current: %s\npending: %s\n", current, pending)
+	fmt.Fprintf(w, "current: %s\npending: %s\n", escapeText(current), escapeText(pending))
 	if len(st.OutOfOrder) > 0 {
-		fmt.Fprintf(w, "out of order: %s (at or below the current version, not in its history: up refuses to run)\n", strings.Join(st.OutOfOrder, " "))
+		fmt.Fprintf(w, "out of order: %s (at or below the current version, not in its history: up refuses to run)\n", escapeText(strings.Join(st.OutOfOrder, " ")))
 	}
 }

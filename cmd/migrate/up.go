@@ -46,8 +46,8 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	w := env.text()
 	fi, statErr := os.Stat(path)
 	switch {
-	case statErr == nil && fi.IsDir():
-		return fmt.Errorf("%s is a directory, not a database file", path)
+	case statErr == nil && !fi.Mode().IsRegular():
+		return notRegular(path, fi)
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
 		return statErr
 	case statErr != nil:
@@ -276,28 +276,27 @@ func atHead(ctx context.Context, env *cmdEnv, m *migration.Migrator, path string
 	return current, true, nil
 }
 
-// refuseUnknownObjects refuses, as a finding, a database holding schema
-// objects no migration defines (migration.Migrator.UnknownObjects, the
-// check sqlitestore.Open makes), each printed on stdout; nothing is
-// changed.
-func refuseUnknownObjects(ctx context.Context, env *cmdEnv, m *migration.Migrator, conn *sql.DB, path string) error {
-	objs, err := m.UnknownObjects(ctx, conn)
-	if err != nil {
-		var se sqlite3.Error
-		if errors.As(err, &se) {
-			return explainOpen(path, err)
-		}
-		return err
-	}
-	if len(objs) == 0 {
+// refuseObjects refuses, as a finding, a database holding schema objects
+// no migration defines (objs), or defined ones missing or defined
+// otherwise (changed): the check sqlitestore.Open makes
+// (objectDifferences), each printed on stdout; nothing is changed.
+func refuseObjects(env *cmdEnv, path string, objs []migration.Object, changed []migration.Difference) error {
+	if len(objs)+len(changed) == 0 {
 		return nil
 	}
 	w := env.text()
-	fmt.Fprintf(w, "-- %s holds %d schema object(s) no migration defines (the store refuses to open it): nothing applied\n", path, len(objs))
-	for _, o := range objs {
-		fmt.Fprintf(w, "-- %s\n", o)
+	if len(objs) > 0 {
+		fmt.Fprintf(w, "-- %s holds %d schema object(s) no migration defines (the store refuses to open it): nothing applied\n", path, len(objs))
+		for _, o := range objs {
+			fmt.Fprintf(w, "-- %s\n", escapeText(rawObject(o)))
+		}
+		return findingf("%s holds %d schema object(s) no migration defines; nothing applied", path, len(objs))
 	}
-	return findingf("%s holds %d schema object(s) no migration defines; nothing applied", path, len(objs))
+	fmt.Fprintf(w, "-- %s holds %d defined schema object(s) missing or defined otherwise (the store refuses to open it): nothing applied\n", path, len(changed))
+	for _, c := range changed {
+		fmt.Fprintf(w, "-- %s\n", escapeText(c.String()))
+	}
+	return findingf("%s holds %d defined schema object(s) missing or defined otherwise; nothing applied", path, len(changed))
 }
 
 // verifyBeforeUp refuses, as a finding, a database holding schema objects
@@ -315,11 +314,21 @@ func verifyBeforeUp(ctx context.Context, env *cmdEnv, m *migration.Migrator, con
 		}
 		return err
 	}
-	if err := refuseUnknownObjects(ctx, env, m, conn, path); err != nil {
+	objs, changed, err := objectDifferences(ctx, m, conn)
+	if err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) {
+			return explainOpen(path, err)
+		}
+		return err
+	}
+	if err := refuseObjects(env, path, objs, nil); err != nil {
 		return err
 	}
 	if d.Empty() {
-		return nil
+		// What Atlas's inspection does not see (a collation, a generated
+		// column, a partial index's WHERE) the definitions check does.
+		return refuseObjects(env, path, nil, changed)
 	}
 	st, err := m.Status(ctx, conn)
 	if err != nil {
@@ -372,14 +381,14 @@ func (v *verifyFields) report(w io.Writer, err error, current *string) {
 	}
 	*current = r.current
 	v.Differences, v.History = nonNil(r.d.Found), nonNil(r.d.History)
-	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): up refuses it, nothing applied\n", r.path, r.current)
+	fmt.Fprintf(w, "-- %s is not what its history says it is (version %s): up refuses it, nothing applied\n", r.path, escapeText(r.current))
 	for _, f := range r.d.Found {
-		fmt.Fprintf(w, "-- %s\n", strings.Replace(f.String(), "at head", "at version "+r.current, 1))
+		fmt.Fprintf(w, "-- %s\n", escapeText(strings.Replace(f.String(), "at head", "at version "+r.current, 1)))
 	}
 	if len(r.d.Found) == 0 && len(r.d.Schema) > 0 {
 		fmt.Fprintf(w, "-- the schema differs (run drift for the SQL)\n")
 	}
 	for _, h := range r.d.History {
-		fmt.Fprintf(w, "-- %s\n", h)
+		fmt.Fprintf(w, "-- %s\n", escapeText(h.String()))
 	}
 }

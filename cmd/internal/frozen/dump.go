@@ -261,7 +261,7 @@ func literal(v any) (string, error) {
 func (d *Database) SQL(version string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "-- FROZEN fixture: a version-%s client database, written by\n", version)
-	fmt.Fprintf(&b, "-- `go -C cmd run ./migrate freeze`. Never edit; see README.md.\n\n")
+	fmt.Fprintf(&b, "-- `bin/migrate freeze` (see cmd/migrate/README.md). Never edit; see README.md.\n\n")
 	fmt.Fprintf(&b, "PRAGMA user_version = %d;\n", d.UserVersion)
 	for _, s := range d.Schema {
 		fmt.Fprintf(&b, "\n%s;\n", s)

@@ -444,8 +444,8 @@ func peerAddresses(ctx context.Context, conn *sql.DB) ([]ids.DeviceAddress, erro
 func readme(version string, c *Contents) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Version-%s database fixture (FROZEN)\n\n", version)
-	fmt.Fprintf(&b, "Written by `go -C cmd run ./migrate freeze`. **Never edit these files**: every\n")
-	fmt.Fprintf(&b, "later schema version is tested against them by `go -C cmd run ./migrate fixture-test`.\n\n")
+	fmt.Fprintf(&b, "Written by `bin/migrate freeze` (see cmd/migrate/README.md). **Never edit these files**: every\n")
+	fmt.Fprintf(&b, "later schema version is tested against them by `bin/migrate fixture-test`.\n\n")
 	fmt.Fprintf(&b, "| File | What it is |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| `%s` | the database as SQL: `PRAGMA user_version`, the schema, one INSERT per row (blobs as `X'..'`), `sqlite_sequence` |\n", FixtureFile)
 	fmt.Fprintf(&b, "| `%s` | what the SQLite store reads from it with the fixture test key, in clear (hex) |\n\n", ContentsFile)

@@ -3,9 +3,12 @@
 // command calls (see the package example):
 //
 //   - Lint runs Atlas's analyzers, and its own for what a table rebuild
-//     loses and for query plans that get worse, over a
-//     migration directory; AddedBelow and OrderFindings add the files
-//     added below what was shipped or what a database's history holds.
+//     loses, for a DELETE or UPDATE of every row and for query plans that
+//     get worse, over a migration directory, honouring atlas:nolint
+//     directives as Atlas does; AddedBelow and OrderFindings add the files
+//     added below what was shipped or what a database's history holds,
+//     and Landed makes the findings of files a base branch holds
+//     informational.
 //   - Drift compares a database with head, schema and history; Verify
 //     compares it with what its own history says it is, as up does before
 //     it applies anything.

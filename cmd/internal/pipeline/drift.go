@@ -155,7 +155,7 @@ func schemaDrift(ctx context.Context, conn, want *sql.DB) (Differences, error) {
 	if err != nil {
 		return d, err
 	}
-	got, err := InspectRealm(ctx, conn)
+	got, err := inspectAgainst(ctx, conn, head)
 	if err != nil {
 		return d, err
 	}

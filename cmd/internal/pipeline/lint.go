@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -28,8 +29,12 @@ type Finding struct {
 	Analyzer string `json:"analyzer"`
 	Code     string `json:"code"` // Atlas's diagnostic code, e.g. DS102
 	Text     string `json:"text"`
-	// Blocking is false for findings at or below LintBaseline.
+	// Blocking is false for findings at or below LintBaseline, and for
+	// those Informational explains.
 	Blocking bool `json:"blocking"`
+	// Informational says why a finding above LintBaseline does not block
+	// ("landed in origin/main", a backfill's UPDATE); "" otherwise.
+	Informational string `json:"informational,omitempty"`
 }
 
 // String describes the finding in one line, as cmd/migrate lint prints it.
@@ -41,7 +46,10 @@ func (f Finding) String() string {
 	case f.Line > 0:
 		s += fmt.Sprintf(" [line %d]", f.Line)
 	}
-	if !f.Blocking {
+	switch {
+	case !f.Blocking && f.Informational != "":
+		s += " (informational: " + f.Informational + ")"
+	case !f.Blocking:
 		s += " (informational: version " + LintBaseline + " is the frozen baseline)"
 	}
 	return s
@@ -116,6 +124,14 @@ func Lint(ctx context.Context, m *migration.Migrator, opts ...LintOption) (LintR
 			changes = append(changes, &sqlcheck.Change{Stmt: s.Stmt, Changes: fixRenames(s.Stmt, s.Changes)})
 		}
 		changes = foldRebuilds(dev, changes)
+		var stmts, changed []*migrate.Stmt
+		for _, s := range rf.Statements {
+			stmts = append(stmts, s.Stmt)
+		}
+		for _, c := range changes {
+			changed = append(changed, c.Stmt)
+		}
+		nl := nolintOf(f, stmts, changed)
 		sum, err := dev.RealmDiff(rf.From, rf.To)
 		if err != nil {
 			return fmt.Errorf("%s: diff: %w", f.Name(), err)
@@ -131,13 +147,19 @@ func Lint(ctx context.Context, m *migration.Migrator, opts ...LintOption) (LintR
 				Dev:  dev,
 				Reporter: sqlcheck.ReportWriterFunc(func(r sqlcheck.Report) {
 					fd := Finding{Version: f.Version(), File: f.Name(), Analyzer: az.Name(), Blocking: blocking}
-					if len(r.Diagnostics) == 0 {
+					if len(r.Diagnostics) == 0 && !nl.ignored {
 						fd.Text = r.Text
 						report.Findings = append(report.Findings, fd)
 					}
 					for _, d := range r.Diagnostics {
+						if nl.skips(d.Pos, az.Name(), d.Code) {
+							continue // accepted by an atlas:nolint directive
+						}
 						fd := fd
 						fd.Text, fd.Code, fd.Line = d.Text, d.Code, Line(f, d.Pos)
+						if why := informational[d.Code]; why != "" && fd.Blocking {
+							fd.Blocking, fd.Informational = false, why
+						}
 						report.Findings = append(report.Findings, fd)
 					}
 				}),
@@ -153,6 +175,42 @@ func Lint(ctx context.Context, m *migration.Migrator, opts ...LintOption) (LintR
 	}
 	report.Files = len(files)
 	return report, nil
+}
+
+// Landed returns findings with those in a file of m that base holds byte
+// for byte made informational ("landed in " + ref): a pipeline that lints
+// against the base branch (cmd/migrate lint -git-base) blocks only on the
+// files a change adds or edits, as Atlas's migrate lint --git-base reports
+// only the files added since the base. Findings of OrderAnalyzer stay
+// blocking. It returns an error if either directory cannot be read.
+func Landed(findings []Finding, m, base *migration.Migrator, ref string) ([]Finding, error) {
+	bytesOf := func(m *migration.Migrator) (map[string][]byte, error) {
+		files, err := m.Dir().Files()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+		}
+		out := map[string][]byte{}
+		for _, f := range files {
+			out[f.Name()] = f.Bytes()
+		}
+		return out, nil
+	}
+	ours, err := bytesOf(m)
+	if err != nil {
+		return nil, err
+	}
+	theirs, err := bytesOf(base)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(findings)
+	for i, f := range out {
+		b, ok := theirs[f.File]
+		if ok && f.Blocking && f.Analyzer != OrderAnalyzer && bytes.Equal(b, ours[f.File]) {
+			out[i].Blocking, out[i].Informational = false, "landed in "+ref
+		}
+	}
+	return out, nil
 }
 
 // OrderAnalyzer is the Analyzer of OrderFindings.
@@ -207,7 +265,7 @@ func AddedBelow(base, m *migration.Migrator, baseName string) ([]Finding, error)
 
 // analyzers returns Atlas's destructive, data-dependent and
 // backward-incompatible analyzers, with the SQLite handlers for
-// data-dependent NOT NULL changes, then SchemaLoss and, if queries is not
+// data-dependent NOT NULL changes, then SchemaLoss, WholeTable and, if queries is not
 // empty, QueryPlans over them. The "error" option of Atlas's analyzers is
 // off: the caller decides what fails from the findings, not from the
 // analyzer's verdict.
@@ -228,7 +286,7 @@ func analyzers(queries []Query) ([]sqlcheck.NamedAnalyzer, error) {
 		return nil, err
 	}
 	bc.Error = &off
-	azs := []sqlcheck.NamedAnalyzer{ds, dd, bc, SchemaLoss{}}
+	azs := []sqlcheck.NamedAnalyzer{ds, dd, bc, SchemaLoss{}, WholeTable{}}
 	if len(queries) > 0 {
 		azs = append(azs, &QueryPlans{Queries: queries})
 	}

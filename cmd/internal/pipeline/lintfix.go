@@ -78,8 +78,9 @@ func fixRenames(stmt *migrate.Stmt, changes schema.Changes) schema.Changes {
 // new_T, copy the rows, DROP TABLE T, ALTER TABLE new_T RENAME TO T. The
 // four statements become one ModifyTable of T, so that the analyzers judge
 // what actually changed (a dropped column, say) rather than reporting the
-// DROP TABLE of a table that is immediately put back. This is what Atlas's
-// sqlitecheck does before its analyzers run.
+// DROP TABLE of a table that is immediately put back. Atlas's own migrate
+// lint does not fold them: it reports the DROP TABLE (DS102), which an
+// atlas:nolint DS102 directive above it accepts in both.
 func foldRebuilds(drv migrate.Driver, changes []*sqlcheck.Change) []*sqlcheck.Change {
 	var out []*sqlcheck.Change
 	for i := 0; i < len(changes); i++ {
@@ -93,6 +94,10 @@ func foldRebuilds(drv migrate.Driver, changes []*sqlcheck.Change) []*sqlcheck.Ch
 								changes[i].Stmt.Text, changes[i+1].Stmt.Text,
 								changes[i+2].Stmt.Text, changes[i+3].Stmt.Text,
 							}, "\n"),
+							// The four statements' comments, so that a
+							// directive above any of them applies.
+							Comments: slices.Concat(changes[i].Stmt.Comments, changes[i+1].Stmt.Comments,
+								changes[i+2].Stmt.Comments, changes[i+3].Stmt.Comments),
 						},
 						Changes: schema.Changes{&schema.ModifyTable{T: to, Changes: diff}},
 					})

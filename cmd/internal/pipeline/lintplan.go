@@ -89,8 +89,11 @@ func (a *QueryPlans) Analyze(ctx context.Context, p *sqlcheck.Pass) error {
 			if count(n.lines, "USE TEMP B-TREE") > count(b.lines, "USE TEMP B-TREE") {
 				why = append(why, "it sorts in a temporary b-tree")
 			}
+			// Once per index, however many steps of the plan used it.
+			gone := map[string]bool{}
 			for _, l := range b.lines {
-				if m := indexRE.FindStringSubmatch(l); m != nil && !indexes[m[1]] {
+				if m := indexRE.FindStringSubmatch(l); m != nil && !indexes[m[1]] && !gone[m[1]] {
+					gone[m[1]] = true
 					why = append(why, fmt.Sprintf("index %s is gone", m[1]))
 				}
 			}

@@ -108,22 +108,30 @@ var (
 )
 
 // filteredCopies reports each INSERT ... SELECT of the file that copies
-// only some rows (a WHERE, or OR IGNORE) of a table the file drops.
+// only some rows (a WHERE, or OR IGNORE) of a table the file drops, at the
+// INSERT (the file's own statements: a folded rebuild's change stands at
+// its CREATE TABLE).
 func filteredCopies(f *sqlcheck.File) []sqlcheck.Diagnostic {
 	dropped := droppedTables(f)
+	stmts, err := f.File.StmtDecls()
+	if err != nil {
+		for _, c := range f.Changes {
+			stmts = append(stmts, c.Stmt)
+		}
+	}
 	var out []sqlcheck.Diagnostic
-	for _, c := range f.Changes {
-		for _, m := range insertSelectRE.FindAllStringSubmatch(c.Stmt.Text, -1) {
+	for _, stmt := range stmts {
+		for _, m := range insertSelectRE.FindAllStringSubmatch(stmt.Text, -1) {
 			src := unquote(m[2])
 			if !dropped[src] {
 				continue
 			}
 			switch {
 			case m[1] != "":
-				out = append(out, sqlcheck.Diagnostic{Pos: c.Stmt.Pos, Code: CodeRowsFiltered,
+				out = append(out, sqlcheck.Diagnostic{Pos: stmt.Pos, Code: CodeRowsFiltered,
 					Text: fmt.Sprintf("rows of %q are copied with INSERT OR IGNORE: a row the new table refuses is lost when %q is dropped", src, src)})
 			case whereRE.MatchString(m[3]):
-				out = append(out, sqlcheck.Diagnostic{Pos: c.Stmt.Pos, Code: CodeRowsFiltered,
+				out = append(out, sqlcheck.Diagnostic{Pos: stmt.Pos, Code: CodeRowsFiltered,
 					Text: fmt.Sprintf("rows of %q are copied with a WHERE: the rows it does not select are lost when %q is dropped", src, src)})
 			}
 		}
