@@ -30,6 +30,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -89,10 +90,29 @@ const (
 // the key itself, so a record names the exact key that sealed it.
 type KeyID uint32
 
-// Key is a 32-byte storage key with its id.
+// Key is a 32-byte storage key with its id. It never prints its bytes:
+// every fmt verb, slog and the text and JSON encoders see a redacted
+// value (see Format); Bytes is the one way to them.
 type Key struct {
-	id     KeyID
-	secret [KeySize]byte
+	id KeyID
+	// secret points to the key's KeySize bytes, through an
+	// unsafe.Pointer because that is the one kind fmt always prints as an
+	// address: printing a struct that holds a Key in an unexported field
+	// (where fmt cannot call Format) shows the pointer, never the bytes, under
+	// any verb. The bytes are never written after NewKey, so copies of a Key
+	// share them; nil is the zero Key.
+	secret unsafe.Pointer
+}
+
+// zeroSecret is the zero Key's secret. It is only read.
+var zeroSecret [KeySize]byte
+
+// raw returns the key's secret bytes, not a copy: callers only read them.
+func (k Key) raw() []byte {
+	if k.secret == nil {
+		return zeroSecret[:]
+	}
+	return (*[KeySize]byte)(k.secret)[:]
 }
 
 // NewKey returns the key holding secret (a copy of it). It returns an
@@ -106,7 +126,9 @@ func NewKey(secret []byte) (Key, error) {
 	if isZero(secret) {
 		return k, fmt.Errorf("%w: key is %d zero bytes", ErrKey, KeySize)
 	}
-	copy(k.secret[:], secret)
+	b := new([KeySize]byte)
+	copy(b[:], secret)
+	k.secret = unsafe.Pointer(b)
 	sum := sha256.Sum256(append([]byte("securemsg storage key id v1\x00"), secret...))
 	k.id = KeyID(binary.BigEndian.Uint32(sum[:4]))
 	return k, nil
@@ -129,7 +151,7 @@ func (k Key) ID() KeyID { return k.id }
 // application's keystore: NewKey of them returns the same key. Whoever
 // holds them can open every record the key sealed. The zero Key returns
 // KeySize zero bytes, which NewKey refuses.
-func (k Key) Bytes() []byte { return append([]byte(nil), k.secret[:]...) }
+func (k Key) Bytes() []byte { return append([]byte(nil), k.raw()...) }
 
 // isZero reports whether b is all zero bytes, in time independent of
 // where a non-zero byte is.
@@ -159,7 +181,7 @@ type Keyring struct {
 // NewKey or GenerateKey), which would seal with 32 zero bytes.
 func NewKeyring(current Key, older ...Key) (*Keyring, error) {
 	for i, k := range append([]Key{current}, older...) {
-		if isZero(k.secret[:]) {
+		if isZero(k.raw()) {
 			return nil, fmt.Errorf("%w: key %d of the keyring is the zero Key: make keys with NewKey or GenerateKey", ErrKey, i)
 		}
 	}
@@ -205,7 +227,7 @@ func (kr *Keyring) Add(k Key) error {
 	if kr == nil {
 		return errNilKeyring
 	}
-	if isZero(k.secret[:]) {
+	if isZero(k.raw()) {
 		return fmt.Errorf("%w: the zero Key: make keys with NewKey or GenerateKey", ErrKey)
 	}
 	kr.mu.Lock()
@@ -240,7 +262,7 @@ func (kr *Keyring) Seal(rt RecordType, ad, plaintext []byte) ([]byte, error) {
 	kr.mu.RLock()
 	k := kr.keys[kr.current]
 	kr.mu.RUnlock()
-	aead, err := chacha20poly1305.NewX(k.secret[:])
+	aead, err := chacha20poly1305.NewX(k.raw())
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
@@ -306,7 +328,7 @@ func (kr *Keyring) Open(rt RecordType, ad, sealed []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: key id %d", ErrWrongKey, h.KeyID)
 	}
-	aead, err := chacha20poly1305.NewX(k.secret[:])
+	aead, err := chacha20poly1305.NewX(k.raw())
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
