@@ -371,8 +371,10 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // whatever it missed), and stops at the first failure, returning what it
 // sent with an error matching ErrMessageNotSent.
 //
-// A pending message that cannot be opened (see store.UnreadablePendingMessage)
-// is skipped, never sent, and the ones after it are still sent. If it
+// A pending message that cannot be opened (see store.UnreadablePendingMessage),
+// or that the store returns for remote but is stored for another
+// recipient (any byte of the address differs: store.ErrCorruptRow), is
+// skipped, never sent, and the ones after it are still sent. If it
 // skipped any, it returns the sent ids with an *store.UnreadableError listing
 // the skipped messages (errors.Is matches ErrUnreadable and each cause),
 // alone or, after a failed hand-off, joined with the ErrMessageNotSent
@@ -428,6 +430,11 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 			continue
 		case err != nil:
 			return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
+		}
+		if u, foreign := foreignRow(m, remote); foreign {
+			skipped = append(skipped, u)
+			cursor = &u.Sequence
+			continue
 		}
 		if p == nil {
 			if p, err = c.peerFor(ctx, remote); err != nil {
