@@ -86,7 +86,9 @@ func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, e
 // verified bundle or authenticated by a new initiation from p: the first
 // one is pinned (stored with what commits next for p); a different one is
 // recorded as p's unaccepted change, stored alone at once (the pin, no
-// session or initiation), and reported as ErrIdentityChanged.
+// session or initiation), and reported as ErrIdentityChanged. If that
+// store fails, p's cached state is dropped, since its pin then records a
+// change the store does not hold; otherwise the cached state is as stored.
 func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdentity) error {
 	if p.pin == nil {
 		pin := session.NewPin(p.addr, seen)
@@ -105,6 +107,7 @@ func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdent
 			serr = c.st.SavePeer(ctx, p.addr, storage.PeerState{Pin: pin})
 		}
 		if serr != nil {
+			c.forget(p.addr)
 			return errors.Join(err, serr)
 		}
 	}
