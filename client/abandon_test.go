@@ -13,6 +13,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -38,7 +39,7 @@ func TestAbandonIsLocalOnly(t *testing.T) {
 	md := a.send(dave, "d1")
 	require.Equal(t, []string{"b1", "b2 (abandoned)", "b3"}, messages(t, b.poll())) // ACKs wait in alice's mailbox
 
-	before := dumpTables(t, a.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(a.sql))
 	for _, table := range []string{"identity_pin", "session", "session_initiation", "pending_inbound_message",
 		"processed_inbound_message", "pending_outbound_message", "local_identity", "storage_key", "sqlite_sequence"} {
 		require.NotEmpty(t, before[table], "fixture: %s has rows", table)
@@ -63,7 +64,7 @@ func TestAbandonIsLocalOnly(t *testing.T) {
 		require.Equal(t, n, net.Pending(addr), "no frame to %s", addr)
 	}
 
-	after := dumpTables(t, a.sql.DB())
+	after := dumpTables(t, sqliteaccess.DB(a.sql))
 	require.ElementsMatch(t, mapKeys(before), mapKeys(after))
 	for table, rows := range before {
 		if table == "pending_outbound_message" {
@@ -110,7 +111,7 @@ func seedPendingInbound(t *testing.T, d *device, from ids.DeviceAddress, text st
 	id := ids.NewLogicalMessageID()
 	sealed, err := d.kr.Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), []byte(text))
 	require.NoError(t, err)
-	_, err = db.New(d.sql.DB()).InsertPendingInbound(context.Background(), db.InsertPendingInboundParams{
+	_, err = db.New(sqliteaccess.DB(d.sql)).InsertPendingInbound(context.Background(), db.InsertPendingInboundParams{
 		SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed,
 	})
 	require.NoError(t, err)

@@ -9,7 +9,9 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/store"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -84,19 +86,19 @@ func TestForgedInitiationChangesNothing(t *testing.T) {
 				}
 				forged := forgedInitiation(t, tt.from, bob, tt.identity(a), bundle)
 
-				before := dumpTables(t, b.sql.DB())
+				before := dumpTables(t, sqliteaccess.DB(b.sql))
 				_, err = b.c.Receive(ctx, forged)
 				require.ErrorIs(t, err, session.ErrDecrypt)
 				require.NotErrorIs(t, err, session.ErrIdentityChanged)
-				require.Equal(t, before, dumpTables(t, b.sql.DB()), "a forged initiation changes no row")
+				require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "a forged initiation changes no row")
 
 				// Through the network, and across a restart: still nothing.
 				require.NoError(t, net.Send(ctx, bob, forged))
 				_, err = b.c.Poll(ctx)
 				require.ErrorIs(t, err, session.ErrDecrypt)
-				require.Equal(t, before, dumpTables(t, b.sql.DB()))
+				require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)))
 				b.reopen()
-				require.Equal(t, before, dumpTables(t, b.sql.DB()))
+				require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)))
 				converse(t, a, b)
 				converse(t, b, a)
 			})
@@ -117,7 +119,7 @@ func pinned(tb testing.TB, a *device) session.PublicIdentity {
 func (d *device) loseSession(peer ids.DeviceAddress) {
 	d.tb.Helper()
 	ctx := context.Background()
-	require.NoError(d.tb, d.st.SavePeer(ctx, peer, storage.PeerState{Session: []byte{}, Initiation: []byte{}}))
+	require.NoError(d.tb, d.st.SavePeer(ctx, peer, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
 	require.NoError(d.tb, d.c.Close())
 	c, err := client.Open(ctx, d.config())
 	require.NoError(d.tb, err)
@@ -180,14 +182,14 @@ func TestReplayedInitiationChangesNothing(t *testing.T) {
 				converse(t, a, b)
 			}
 
-			before := dumpTables(t, b.sql.DB())
+			before := dumpTables(t, sqliteaccess.DB(b.sql))
 			_, err := b.c.Receive(ctx, replayed)
 			require.ErrorIs(t, err, session.ErrReplay)
-			require.Equal(t, before, dumpTables(t, b.sql.DB()), "a replayed initiation changes no row")
+			require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "a replayed initiation changes no row")
 			b.reopen()
 			_, err = b.c.Receive(ctx, replayed)
 			require.ErrorIs(t, err, session.ErrReplay)
-			require.Equal(t, before, dumpTables(t, b.sql.DB()))
+			require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)))
 			converse(t, a, b)
 			converse(t, b, a)
 		})
@@ -258,17 +260,17 @@ func TestForgedInitiationDuringIdentityChange(t *testing.T) {
 	a2 := mustOpen(t, net, alice) // reinstalled: a new identity
 	a2.send(bob, "new device")
 	_, err := b.c.Poll(ctx)
-	require.ErrorIs(t, err, client.ErrIdentityChanged)
+	require.ErrorIs(t, err, session.ErrIdentityChanged)
 	var ice *session.IdentityChangedError
 	require.ErrorAs(t, err, &ice)
 	reinstalled := ice.Observed
 
 	bundle, err := net.Fetch(ctx, bob)
 	require.NoError(t, err)
-	before := dumpTables(t, b.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(b.sql))
 	_, err = b.c.Receive(ctx, forgedInitiation(t, alice, bob, randomIdentity(t), bundle))
 	require.ErrorIs(t, err, session.ErrDecrypt)
-	require.Equal(t, before, dumpTables(t, b.sql.DB()))
+	require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)))
 
 	// The recorded change is still the reinstalled device's.
 	_, err = b.c.Send(ctx, alice, []byte("blocked"))
@@ -335,13 +337,13 @@ func TestReplayAfterAcceptedIdentityChange(t *testing.T) {
 			a2 := mustOpen(t, net, alice) // reinstalled: a new identity
 			a2.send(bob, "new device")
 			_, err := b.c.Poll(ctx)
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.NoError(t, b.acceptChange(alice))
 			newPin, err := b.st.Peer(ctx, alice)
 			require.NoError(t, err)
 			tt.before(t, a2, b)
 
-			before := dumpTables(t, b.sql.DB())
+			before := dumpTables(t, sqliteaccess.DB(b.sql))
 			for _, restart := range []bool{false, true} {
 				if restart {
 					b.reopen()
@@ -350,7 +352,7 @@ func TestReplayAfterAcceptedIdentityChange(t *testing.T) {
 					_, err := b.c.Receive(ctx, raw)
 					require.ErrorIs(t, err, session.ErrReplay, "replay %d, restart %v", i, restart)
 					require.NotErrorIs(t, err, session.ErrIdentityChanged)
-					require.Equal(t, before, dumpTables(t, b.sql.DB()), "replay %d changes no row (restart %v)", i, restart)
+					require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "replay %d changes no row (restart %v)", i, restart)
 				}
 			}
 			st, err := b.st.Peer(ctx, alice)

@@ -19,9 +19,10 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/memstore"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -93,7 +94,7 @@ func BenchmarkSend(b *testing.B) {
 	b.Run("raw-insert", func(b *testing.B) {
 		for b.Loop() {
 			id := ids.NewLogicalMessageID()
-			must(b, sqltx.Run(ctx, s.DB(), func(tx *sql.Tx) error {
+			must(b, sqltx.Run(ctx, sqliteaccess.DB(s), func(tx *sql.Tx) error {
 				_, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
 					RecipientUserID: bAddr.UserID, RecipientDeviceID: bAddr.DeviceID, LogicalID: id[:], Sealed: sealed,
 				})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport"
 )
@@ -118,7 +119,7 @@ func TestBundleOfAnotherAddressIsRefused(t *testing.T) {
 func peersSnapshot(tb testing.TB, d *device, peers ...ids.DeviceAddress) any {
 	tb.Helper()
 	if d.sql != nil {
-		return dumpTables(tb, d.sql.DB())
+		return dumpTables(tb, sqliteaccess.DB(d.sql))
 	}
 	out := []any{}
 	for _, p := range peers {

@@ -11,14 +11,16 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // One store serves one client: a second client (New or Open) on a store
-// that serves one is refused with ErrStoreInUse and changes nothing, so
+// that serves one is refused with store.ErrInUse and changes nothing, so
 // two clients never encrypt under the same cached session. After Close,
 // the closed client refuses every call that would use a session or the
-// identity (ErrClosed), and a new client on the store carries the
+// identity (store.ErrClosed), and a new client on the store carries the
 // conversation on. A second SQLite store on the same file is refused too.
 func TestOneClientPerStore(t *testing.T) {
 	ctx := context.Background()
@@ -31,12 +33,12 @@ func TestOneClientPerStore(t *testing.T) {
 			hw := a.pendingIDs(nil)
 
 			_, err := client.Open(ctx, a.config())
-			require.ErrorIs(t, err, client.ErrStoreInUse)
+			require.ErrorIs(t, err, store.ErrInUse)
 			_, err = client.Open(context.Background(), a.config())
-			require.ErrorIs(t, err, client.ErrStoreInUse)
+			require.ErrorIs(t, err, store.ErrInUse)
 			if kind == sqliteKind {
 				_, err := sqlitestore.Open(ctx, a.path, a.kr)
-				require.ErrorIs(t, err, client.ErrStoreInUse, "a second store on the file")
+				require.ErrorIs(t, err, store.ErrInUse, "a second store on the file")
 				require.ErrorContains(t, err, a.path)
 			}
 			require.Equal(t, hw, a.pendingIDs(nil), "refusals change nothing")
@@ -47,11 +49,11 @@ func TestOneClientPerStore(t *testing.T) {
 			require.NoError(t, old.Close())
 			require.NoError(t, old.Close(), "closing twice is harmless")
 			_, err = old.Send(ctx, bob, []byte("from a closed client"))
-			require.ErrorIs(t, err, client.ErrClosed)
+			require.ErrorIs(t, err, store.ErrClosed)
 			_, err = old.RetryPendingMessages(ctx, bob)
-			require.ErrorIs(t, err, client.ErrClosed)
-			require.ErrorIs(t, old.Initialize(ctx, alice), client.ErrClosed)
-			require.ErrorIs(t, old.RotateSignedPrekey(ctx), client.ErrClosed)
+			require.ErrorIs(t, err, store.ErrClosed)
+			require.ErrorIs(t, old.Initialize(ctx, alice), store.ErrClosed)
+			require.ErrorIs(t, old.RotateSignedPrekey(ctx), store.ErrClosed)
 			require.Empty(t, b.poll(), "a closed client hands nothing off")
 
 			c, err := client.Open(ctx, a.config())
@@ -75,7 +77,7 @@ func TestOneClientPerStore(t *testing.T) {
 func storeSnapshot(tb testing.TB, d *device, peer ids.DeviceAddress) any {
 	tb.Helper()
 	if d.sql != nil {
-		return dumpTables(tb, d.sql.DB())
+		return dumpTables(tb, sqliteaccess.DB(d.sql))
 	}
 	ctx := context.Background()
 	st, err := d.st.Peer(ctx, peer)
@@ -103,7 +105,7 @@ func waitForMutexWaiter(tb testing.TB, fn string) {
 }
 
 // A call that passed its early checks and then waited for Close (which
-// holds the send mutex) fails with ErrClosed and writes nothing to the
+// holds the send mutex) fails with store.ErrClosed and writes nothing to the
 // store, which may serve another client by then, and hands nothing off.
 func TestCallWaitingForCloseWritesNothing(t *testing.T) {
 	ctx := context.Background()
@@ -148,7 +150,7 @@ func TestCallWaitingForCloseWritesNothing(t *testing.T) {
 				client.CloseHeld(a.c)
 				release()
 
-				require.ErrorIs(t, <-done, client.ErrClosed)
+				require.ErrorIs(t, <-done, store.ErrClosed)
 				require.Equal(t, before, storeSnapshot(t, a, bob), "the closed client changed its store")
 				require.Empty(t, net.Calls(), "the closed client used the network")
 			})

@@ -19,7 +19,7 @@
 //
 // A remote device's session, initiation or identity pin that the store
 // cannot open fails the calls for that device only, with
-// ErrPeerStateUnreadable, and DiscardUnreadablePeerState removes exactly
+// store.ErrPeerUnreadable, and DiscardUnreadablePeerState removes exactly
 // what does not open, so that the conversation can start again.
 //
 // Package client never recalls a message, keeps no tombstone, runs no
@@ -37,69 +37,11 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
-)
-
-// MaxPageSize is the largest page PendingMessages returns.
-const MaxPageSize = store.MaxPageSize
-
-// Errors returned by the client, checked with errors.Is.
-var (
-	// ErrNotInitialized means the client has no local identity yet: call
-	// Initialize first.
-	ErrNotInitialized = errors.New("not initialized")
-	// ErrInvalidArgument means a malformed argument (page limit outside
-	// 1..MaxPageSize, negative cursor, malformed address). Nothing changed.
-	// It is the same value as store.ErrInvalidArgument.
-	ErrInvalidArgument = store.ErrInvalidArgument
-	// ErrMessageNotSent means the message is stored as pending but its
-	// hand-off to the transport (or its encryption) failed; a later
-	// RetryPendingMessages sends it.
-	ErrMessageNotSent = errors.New("message not sent")
-	// ErrIdentityChanged means the remote device shows another identity
-	// than the pinned one; nothing is sent to it or accepted from it until
-	// AcceptRemoteIdentityChange or DeclineRemoteIdentityChange, given the
-	// identity the user verified (the *session.IdentityChangedError's
-	// Observed). It is session.ErrIdentityChanged.
-	ErrIdentityChanged = session.ErrIdentityChanged
-	// ErrAlreadyInitialized means Initialize was called on a client that
-	// has an identity for another address.
-	ErrAlreadyInitialized = errors.New("already initialized")
-	// ErrUnreadable means pending messages were skipped because they could
-	// not be opened (see store.UnreadableError). It is store.ErrUnreadable.
-	ErrUnreadable = store.ErrUnreadable
-	// ErrCorruptRow is the cause of an unreadable pending message whose
-	// stored values have the wrong storage class or are out of bounds. It
-	// is store.ErrCorruptRow.
-	ErrCorruptRow = store.ErrCorruptRow
-	// ErrDirectoryAnswer means the directory answered something no
-	// directory can hold (a negative prekey count); nothing was changed.
-	ErrDirectoryAnswer = errors.New("impossible directory answer")
-	// ErrBundleAddress means the directory answered the fetch of one
-	// device's bundle with a bundle of another address (a genuine bundle
-	// of another device, say): it is not used, so no session with the
-	// wrong device is made and no identity is pinned or recorded for the
-	// device asked for. Send, SendToDevices and RetryPendingMessages fail
-	// with it and store nothing: no pending message, no session, no pin.
-	ErrBundleAddress = errors.New("directory answered with the bundle of another device")
-	// ErrStoreInUse means the store already serves another client (Open),
-	// or its database file is held by another open store. It is
-	// store.ErrInUse.
-	ErrStoreInUse = store.ErrInUse
-	// ErrClosed means Close was called on the client (its store may serve
-	// another client now), or on its store. It is store.ErrClosed.
-	ErrClosed = store.ErrClosed
-	// ErrDuplicate means a pending message with the same recipient and
-	// logical id already exists (see SendToDevices). It is
-	// store.ErrDuplicate.
-	ErrDuplicate = store.ErrDuplicate
-	// ErrPeerChanged means DiscardUnreadablePeerState found a part it was
-	// to remove changed after it read it, and removed nothing: call it
-	// again. It is store.ErrPeerChanged.
-	ErrPeerChanged = store.ErrPeerChanged
 )
 
 // Config is what a client is built on.
@@ -155,8 +97,8 @@ type EncryptPolicy interface {
 // Client is one device's messaging client. It is safe for concurrent use.
 type Client struct {
 	cfg Config
-	// st is cfg.Store as the storage contract it implements.
-	st storage.Store
+	// st is cfg.Store.
+	st store.Store
 
 	// sendMu is the send mutex: send, retry, ACK sends, accepting an
 	// identity change, abandon, discarding unreadable peer state, and the
@@ -179,22 +121,22 @@ type Client struct {
 // newClient returns a client over cfg that is not initialized, holding
 // the claim on its store (see Open).
 func newClient(cfg Config) (*Client, error) {
-	cfg, st, err := checkConfig(cfg)
+	cfg, err := checkConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	release, err := st.Claim()
+	release, err := cfg.Store.Claim()
 	if err != nil {
 		return nil, fmt.Errorf("client: open: %w", err)
 	}
-	return &Client{cfg: cfg, st: st, release: release}, nil
+	return &Client{cfg: cfg, st: cfg.Store, release: release}, nil
 }
 
 // Close gives up the client's claim on its store, so that another client
 // can be opened on it (a restart on the same store); it waits for a send,
 // receive or other call holding the send mutex to finish, and does not
 // close the store. After Close, every call that would use a session or the
-// local identity returns ErrClosed. Close always returns nil.
+// local identity returns store.ErrClosed. Close always returns nil.
 func (c *Client) Close() error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -211,7 +153,7 @@ func (c *Client) closeLocked() {
 }
 
 // lockSend takes the send mutex for a call that reads or writes the
-// store's sessions, prekeys or pending messages, or returns ErrClosed
+// store's sessions, prekeys or pending messages, or returns store.ErrClosed
 // (the mutex not held) if Close has run. Checked under the mutex, so that
 // a call that passed its early checks and then waited for Close writes
 // nothing to a store that may serve another client by now.
@@ -219,7 +161,7 @@ func (c *Client) lockSend() error {
 	c.sendMu.Lock()
 	if c.closed.Load() {
 		c.sendMu.Unlock()
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return nil
 }
@@ -229,8 +171,8 @@ func (c *Client) lockSend() error {
 // but Initialize then returns ErrNotInitialized until Initialize succeeds.
 // The client claims its store until Close: one store serves one client,
 // since each client caches the sessions and two would encrypt under the
-// same message keys. It returns ErrStoreInUse if the store already serves
-// a client; ErrInvalidArgument if a required part of cfg is missing (nil,
+// same message keys. It returns store.ErrInUse if the store already serves
+// a client; store.ErrInvalidArgument if a required part of cfg is missing (nil,
 // or an interface holding a nil pointer), the Store was not returned by
 // sqlitestore.Open or memstore.New, Rand or EncryptPolicy holds a nil
 // pointer, OneTimePrekeys is negative or above
@@ -265,14 +207,14 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 // Initialize gives the client its identity as device addr: it creates and
 // stores an identity and prekeys and publishes the bundle. On a client
 // already initialized as addr it only republishes the bundle. Returns
-// ErrInvalidArgument for a malformed addr, ErrAlreadyInitialized if the
+// store.ErrInvalidArgument for a malformed addr, ErrAlreadyInitialized if the
 // client is another device.
 func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
-	if err := storage.ValidateAddress(addr); err != nil {
+	if err := storeimpl.ValidateAddress(addr); err != nil {
 		return fmt.Errorf("client: initialize: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
-		return err
+		return fmt.Errorf("client: initialize: %w", err)
 	}
 	defer c.sendMu.Unlock()
 	c.mu.Lock()
@@ -293,7 +235,7 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 		if err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}
-		if err := c.st.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: addr, Secret: secret}); err != nil {
+		if err := c.st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: addr, Secret: secret}); err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}
 		c.addr, c.identity, c.prekeys = addr, id, pk
@@ -319,7 +261,7 @@ func (c *Client) local() (*session.Identity, *session.Prekeys, ids.DeviceAddress
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed.Load() {
-		return nil, nil, ids.DeviceAddress{}, ErrClosed
+		return nil, nil, ids.DeviceAddress{}, store.ErrClosed
 	}
 	if c.identity == nil {
 		return nil, nil, ids.DeviceAddress{}, ErrNotInitialized

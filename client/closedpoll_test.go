@@ -7,9 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/store"
 )
 
-// Poll on a closed client returns ErrClosed before it asks the transport
+// Poll on a closed client returns store.ErrClosed before it asks the transport
 // for anything: the envelopes waiting in the device's mailbox stay there,
 // and the next client on the store receives them. Before, Poll drained
 // the mailbox first and then failed on every envelope, which lost them.
@@ -26,7 +27,7 @@ func TestPollOnClosedClientLeavesMailbox(t *testing.T) {
 			require.NoError(t, a.c.Close())
 			net.ResetCalls()
 			res, err := a.c.Poll(ctx)
-			require.ErrorIs(t, err, client.ErrClosed)
+			require.ErrorIs(t, err, store.ErrClosed)
 			require.Empty(t, res)
 			require.Empty(t, net.Calls(), "a closed client's Poll used the network")
 			require.Equal(t, 2, net.Pending(alice), "the mailbox keeps its envelopes")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -154,14 +155,14 @@ func TestForgedCopyOfRejectedInitiation(t *testing.T) {
 	forged, err := env.MarshalBinary()
 	require.NoError(t, err)
 
-	before := dumpTables(t, a.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(a.sql))
 	_, err = a.c.Receive(ctx, forged)
 	require.ErrorIs(t, err, session.ErrDecrypt)
-	require.Equal(t, before, dumpTables(t, a.sql.DB()), "a forged copy changes no row")
+	require.Equal(t, before, dumpTables(t, sqliteaccess.DB(a.sql)), "a forged copy changes no row")
 	r, err := a.c.Receive(ctx, genuine)
 	require.NoError(t, err)
 	require.Equal(t, &client.Rejected{From: bob, InitiationID: env.Initiation.ID}, r)
-	require.Equal(t, before, dumpTables(t, a.sql.DB()), "a genuine copy changes no row")
+	require.Equal(t, before, dumpTables(t, sqliteaccess.DB(a.sql)), "a genuine copy changes no row")
 
 	require.Equal(t, []string{"a1"}, messages(t, b.poll()))
 	a.poll()

@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/internal/memstore"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -36,7 +37,6 @@ func TestConfigRefusalNamesTheField(t *testing.T) {
 	}{
 		{"nil Store", func(c *client.Config) { c.Store = nil }, "Store", "nil"},
 		{"typed-nil Store", func(c *client.Config) { c.Store = (*memstore.Store)(nil) }, "Store", "(*memstore.Store)(nil)"},
-		{"foreign Store", func(c *client.Config) { c.Store = foreignStore{} }, "Store", "client_test.foreignStore"},
 		{"nil Transport", func(c *client.Config) { c.Transport = nil }, "Transport", "nil"},
 		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transporttest.Network)(nil) }, "Transport", "(*transporttest.Network)(nil)"},
 		{"nil Directory", func(c *client.Config) { c.Directory = nil }, "Directory", "nil"},
@@ -55,7 +55,7 @@ func TestConfigRefusalNamesTheField(t *testing.T) {
 			cfg := good
 			tt.modify(&cfg)
 			c, err := client.Open(ctx, cfg)
-			require.ErrorIs(t, err, client.ErrInvalidArgument)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
 			require.Nil(t, c)
 			msg := err.Error()
 			named := "Config." + tt.field + " " + tt.value + ":"

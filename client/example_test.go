@@ -70,7 +70,7 @@ func ExampleClient_PendingMessages() {
 	}
 
 	// Only bob's, on the same global cursor.
-	p, err := alice.PendingMessages(ctx, store.PageRequest{Limit: client.MaxPageSize, Recipient: &bob})
+	p, err := alice.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize, Recipient: &bob})
 	if err != nil {
 		panic(err)
 	}
@@ -80,8 +80,8 @@ func ExampleClient_PendingMessages() {
 	}
 	fmt.Println()
 
-	_, err = alice.PendingMessages(ctx, store.PageRequest{Limit: client.MaxPageSize + 1})
-	fmt.Println("limit 101 invalid:", errors.Is(err, client.ErrInvalidArgument))
+	_, err = alice.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize + 1})
+	fmt.Println("limit 101 invalid:", errors.Is(err, store.ErrInvalidArgument))
 	// Output:
 	// page 1: b1→bob c1→carol
 	// page 2: b2→bob b3→bob

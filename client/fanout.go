@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+	"github.com/securemsg/storage/store"
 )
 
 // DeviceOutcome is what SendToDevices did for one device.
@@ -15,7 +16,7 @@ type DeviceOutcome struct {
 	To ids.DeviceAddress
 	// Err is nil if the envelope was handed to the transport. Otherwise it
 	// matches ErrMessageNotSent and its cause (a failed hand-off, bundle
-	// fetch or encryption, ErrIdentityChanged, ErrPeerStateUnreadable): the
+	// fetch or encryption, session.ErrIdentityChanged, store.ErrPeerUnreadable): the
 	// message is pending for To all the same, for RetryPendingMessages or
 	// an abandon.
 	Err error
@@ -35,10 +36,10 @@ type DeviceOutcome struct {
 //
 // If some devices were not sent to, it returns the outcomes and an error
 // matching ErrMessageNotSent. If the messages cannot be stored it returns
-// no outcome and the store's error (ErrDuplicate if id is already pending
+// no outcome and the store's error (store.ErrDuplicate if id is already pending
 // for one of the devices); then nothing was stored or handed off for any
 // device. So it is, with ErrBundleAddress, if the directory answers the
-// fetch of a device's bundle with the bundle of another device. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
+// fetch of a device's bundle with the bundle of another device. Returns ErrNotInitialized before Initialize, store.ErrInvalidArgument
 // for no recipient, a malformed, repeated or own address, or a plaintext
 // above the size limit (nothing changed).
 func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) ([]DeviceOutcome, error) {
@@ -51,7 +52,7 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 	defer c.sendMu.Unlock()
 	frame := encodeFrame(frameMessage, id, plaintext)
 	out := make([]DeviceOutcome, len(recipients))
-	updates := make([]storage.PeerUpdate, len(recipients))
+	updates := make([]store.PeerUpdate, len(recipients))
 	peers := make([]*peer, len(recipients))
 	envelopes := make([][]byte, len(recipients))
 	for i, to := range recipients {
@@ -97,7 +98,7 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 }
 
 // checkSendable returns ErrNotInitialized before Initialize, and
-// ErrInvalidArgument for no recipient, a malformed, repeated or own
+// store.ErrInvalidArgument for no recipient, a malformed, repeated or own
 // address, or a plaintext above the size limit.
 func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte) error {
 	_, _, self, err := c.local()
@@ -105,23 +106,23 @@ func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte)
 		return err
 	}
 	if len(recipients) == 0 {
-		return fmt.Errorf("%w: no recipient", ErrInvalidArgument)
+		return fmt.Errorf("%w: no recipient", store.ErrInvalidArgument)
 	}
 	seen := make(map[ids.DeviceAddress]struct{}, len(recipients))
 	for _, to := range recipients {
-		if err := storage.ValidateAddress(to); err != nil {
+		if err := storeimpl.ValidateAddress(to); err != nil {
 			return err
 		}
 		if to == self {
-			return fmt.Errorf("%w: cannot send to self", ErrInvalidArgument)
+			return fmt.Errorf("%w: cannot send to self", store.ErrInvalidArgument)
 		}
 		if _, dup := seen[to]; dup {
-			return fmt.Errorf("%w: %s listed twice", ErrInvalidArgument, to)
+			return fmt.Errorf("%w: %s listed twice", store.ErrInvalidArgument, to)
 		}
 		seen[to] = struct{}{}
 	}
 	if len(plaintext) > maxBody {
-		return fmt.Errorf("%w: plaintext is %d bytes, limit %d", ErrInvalidArgument, len(plaintext), maxBody)
+		return fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), maxBody)
 	}
 	return nil
 }

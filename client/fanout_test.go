@@ -10,7 +10,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -36,21 +37,21 @@ func (d *device) fanout(to []ids.DeviceAddress, id ids.LogicalMessageID, text st
 func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 	d.tb.Helper()
 	if d.sql != nil {
-		return dumpTables(d.tb, d.sql.DB())
+		return dumpTables(d.tb, sqliteaccess.DB(d.sql))
 	}
 	ctx := context.Background()
 	li, err := d.st.LocalIdentity(ctx)
 	require.NoError(d.tb, err)
-	states := map[ids.DeviceAddress]storage.PeerState{}
+	states := map[ids.DeviceAddress]store.PeerState{}
 	for _, p := range peers {
 		states[p], err = d.st.Peer(ctx, p)
 		require.NoError(d.tb, err)
 	}
 	return struct {
 		pending []store.PendingMessage
-		local   storage.LocalIdentity
-		peers   map[ids.DeviceAddress]storage.PeerState
-	}{d.all(client.MaxPageSize, nil), li, states}
+		local   store.LocalIdentity
+		peers   map[ids.DeviceAddress]store.PeerState
+	}{d.all(store.MaxPageSize, nil), li, states}
 }
 
 // pendingTo returns the recipients of the pending messages with id, in
@@ -58,7 +59,7 @@ func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 func (d *device) pendingTo(id ids.LogicalMessageID) []ids.DeviceAddress {
 	d.tb.Helper()
 	var out []ids.DeviceAddress
-	for _, m := range d.all(client.MaxPageSize, nil) {
+	for _, m := range d.all(store.MaxPageSize, nil) {
 		if m.ID == id {
 			out = append(out, m.Recipient)
 		}
@@ -91,7 +92,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 			require.Equal(t, []client.DeviceOutcome{{To: bob}, {To: bob2}, {To: bob3}}, outs)
 			require.Equal(t, []string{transporttest.OpFetch, transporttest.OpFetch, transporttest.OpSend, transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()),
 				"bundles fetched only where there is no session, and before any hand-off")
-			all := a.all(client.MaxPageSize, nil)
+			all := a.all(store.MaxPageSize, nil)
 			require.Len(t, all, 4)
 			require.Equal(t, other, all[0].ID)
 			for i, m := range all[1:] {
@@ -137,18 +138,18 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 			_, b2, _ := openBobs(t, kind, net)
 			id := ids.NewLogicalMessageID()
 			a.fanout(bobs, id, "fan-out")
-			before := a.all(client.MaxPageSize, nil)
+			before := a.all(store.MaxPageSize, nil)
 			var tables map[string][]string
 			if a.sql != nil {
-				tables = dumpTables(t, a.sql.DB())
+				tables = dumpTables(t, sqliteaccess.DB(a.sql))
 			}
 
 			net.ResetCalls()
 			require.Equal(t, client.Abandoned, a.abandon(bob2, id))
 			require.Empty(t, net.Calls(), "abandon is local only")
-			require.Equal(t, []store.PendingMessage{before[0], before[2]}, a.all(client.MaxPageSize, nil))
+			require.Equal(t, []store.PendingMessage{before[0], before[2]}, a.all(store.MaxPageSize, nil))
 			if a.sql != nil {
-				after := dumpTables(t, a.sql.DB())
+				after := dumpTables(t, sqliteaccess.DB(a.sql))
 				for table, rows := range tables {
 					if table != "pending_outbound_message" {
 						require.Equal(t, rows, after[table], "table %s changed", table)
@@ -324,7 +325,7 @@ func TestSendToDevicesInvalidInput(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					net.ResetCalls()
 					outs, err := a.c.SendToDevices(ctx, tc.to, ids.NewLogicalMessageID(), make([]byte, tc.size))
-					require.ErrorIs(t, err, client.ErrInvalidArgument)
+					require.ErrorIs(t, err, store.ErrInvalidArgument)
 					require.Nil(t, outs)
 					require.Empty(t, net.Calls())
 					require.Equal(t, before, a.snapshot(bobs...))

@@ -19,8 +19,9 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -30,7 +31,7 @@ import (
 // work their header allows.
 type forgedAtBounds struct {
 	c       *client.Client
-	st      storage.Store
+	st      store.Store
 	peer    ids.DeviceAddress
 	forgeds []forgedEnvelope
 	// bundle is the client's own prekey bundle, as a directory serves it.
@@ -63,10 +64,10 @@ func newForgedAtBounds(b *testing.B) *forgedAtBounds {
 	b.Cleanup(func() { st.Close() })
 	secret, err := client.EncodeLocal(built.self, built.prekey)
 	must(b, err)
-	must(b, st.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: self, Secret: secret}))
+	must(b, st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: self, Secret: secret}))
 	pin, err := session.NewPin(peer, built.peer).MarshalBinary()
 	must(b, err)
-	must(b, st.SavePeer(ctx, peer, storage.PeerState{Session: raw, Pin: pin}))
+	must(b, st.SavePeer(ctx, peer, store.PeerState{Session: raw, Pin: pin}))
 	net := transporttest.NewNetwork()
 	c, err := client.Open(ctx, client.Config{Store: st, Transport: net, Directory: net})
 	must(b, err)
@@ -168,16 +169,16 @@ func BenchmarkForgedInitiationAtClient(b *testing.B) {
 	}{{"known-change", true}, {"new-identity", false}} {
 		envs := initiations(64, tt.same)
 		// The first records the identity as the contact's change.
-		if _, err := f.c.Receive(ctx, envs[0]); !errors.Is(err, client.ErrIdentityChanged) {
-			b.Fatalf("%s: %v, want client.ErrIdentityChanged", tt.name, err)
+		if _, err := f.c.Receive(ctx, envs[0]); !errors.Is(err, session.ErrIdentityChanged) {
+			b.Fatalf("%s: %v, want session.ErrIdentityChanged", tt.name, err)
 		}
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
 				i++
-				if _, err := f.c.Receive(ctx, envs[i%len(envs)]); !errors.Is(err, client.ErrIdentityChanged) {
-					b.Fatalf("%v, want client.ErrIdentityChanged", err)
+				if _, err := f.c.Receive(ctx, envs[i%len(envs)]); !errors.Is(err, session.ErrIdentityChanged) {
+					b.Fatalf("%v, want session.ErrIdentityChanged", err)
 				}
 			}
 			b.ReportMetric(float64(len(stored.Session)), "record-B")

@@ -11,8 +11,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // authenticInitiation is an initiation to device to, claiming from's
@@ -54,21 +54,21 @@ func TestForgedInitiationFromOwnKeysKeepsPeerCache(t *testing.T) {
 			x, y := newIdentity(), newIdentity()
 
 			_, err := b.c.Receive(ctx, authenticInitiation(t, b, alice, bob, x))
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.True(t, b.recordedChange(alice).Equal(x.Public()))
 
 			for i := range 3 {
 				before := storeSnapshot(t, b, alice)
 				opened := b.kr.Opens()
 				_, err := b.c.Receive(ctx, authenticInitiation(t, b, alice, bob, x))
-				require.ErrorIs(t, err, client.ErrIdentityChanged)
+				require.ErrorIs(t, err, session.ErrIdentityChanged)
 				require.Equal(t, opened, b.kr.Opens(), "initiation %d was tried on the cached state", i)
 				require.Equal(t, before, storeSnapshot(t, b, alice), "initiation %d changed nothing", i)
 			}
 
 			opened := b.kr.Opens()
 			_, err = b.c.Receive(ctx, authenticInitiation(t, b, alice, bob, y))
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.Equal(t, opened, b.kr.Opens(), "a new identity's initiation was tried on the cached state")
 			require.True(t, b.recordedChange(alice).Equal(y.Public()), "and its change stored")
 
@@ -82,11 +82,11 @@ func TestForgedInitiationFromOwnKeysKeepsPeerCache(t *testing.T) {
 
 // savePeerFailingStore fails the next SavePeer once fail is set.
 type savePeerFailingStore struct {
-	storage.Store
+	store.Store
 	fail atomic.Bool
 }
 
-func (s *savePeerFailingStore) SavePeer(ctx context.Context, peer ids.DeviceAddress, u storage.PeerState) error {
+func (s *savePeerFailingStore) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
 	if s.fail.CompareAndSwap(true, false) {
 		return errStoreBroken
 	}
@@ -115,7 +115,7 @@ func TestUnstoredIdentityChangeIsNotCached(t *testing.T) {
 			require.NoError(t, err)
 			fs.fail.Store(true)
 			_, err = b.c.Receive(ctx, authenticInitiation(t, b, alice, bob, x))
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.ErrorIs(t, err, errStoreBroken)
 			require.Nil(t, b.storedPin(alice).Changed)
 			converse(t, a, b)

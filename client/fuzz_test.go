@@ -13,8 +13,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/memstore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/memstore"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -30,7 +30,7 @@ var (
 // and messages pending to bob, and the envelopes seen on the way.
 type fuzzTarget struct {
 	net   *transporttest.Network
-	st    storage.Store
+	st    store.Store
 	c     *client.Client
 	seeds map[string][]byte
 }
@@ -43,7 +43,7 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	tb.Helper()
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, storage.Store) {
+	mk := func(addr ids.DeviceAddress, seed byte) (*client.Client, store.Store) {
 		st := memstore.New(newKeyring(tb))
 		var s [32]byte
 		s[0] = seed
@@ -147,19 +147,19 @@ func flipped(b []byte, i int) []byte {
 type fuzzState struct {
 	pending  []store.PendingMessage
 	count    int64
-	identity storage.LocalIdentity
-	peers    map[ids.DeviceAddress]storage.PeerState
+	identity store.LocalIdentity
+	peers    map[ids.DeviceAddress]store.PeerState
 }
 
 func (ft *fuzzTarget) state(t *testing.T) fuzzState {
 	ctx := context.Background()
-	p, err := ft.c.PendingMessages(ctx, store.PageRequest{Limit: client.MaxPageSize})
+	p, err := ft.c.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
 	n, err := ft.c.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
 	li, err := ft.st.LocalIdentity(ctx)
 	require.NoError(t, err)
-	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[ids.DeviceAddress]storage.PeerState{}}
+	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[ids.DeviceAddress]store.PeerState{}}
 	for _, a := range []ids.DeviceAddress{fuzzBob, fuzzCarol} {
 		ps, err := ft.st.Peer(ctx, a)
 		require.NoError(t, err)
@@ -174,7 +174,7 @@ func (ft *fuzzTarget) state(t *testing.T) fuzzState {
 // queue, count, local identity (prekeys), sessions and initiations stay
 // as they were, nothing is handed to the transport. The one documented
 // exception: an initiation header showing another identity for a pinned
-// device records that change in its pin (ErrIdentityChanged).
+// device records that change in its pin (session.ErrIdentityChanged).
 func FuzzReceive(f *testing.F) {
 	ft := newFuzzTarget(f)
 	for _, name := range []string{
@@ -206,7 +206,7 @@ func FuzzReceive(f *testing.F) {
 			got := after.peers[a]
 			require.True(t, bytes.Equal(ps.Session, got.Session), "session with %s changed", a)
 			require.True(t, bytes.Equal(ps.Initiation, got.Initiation), "initiation with %s changed", a)
-			if !errors.Is(err, client.ErrIdentityChanged) {
+			if !errors.Is(err, session.ErrIdentityChanged) {
 				require.True(t, bytes.Equal(ps.Pin, got.Pin), "pin of %s changed (%v)", a, err)
 			}
 		}

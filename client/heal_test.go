@@ -9,6 +9,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -19,7 +20,7 @@ import (
 func peerSnapshot(tb testing.TB, d *device, peer ids.DeviceAddress) any {
 	tb.Helper()
 	if d.sql != nil {
-		return dumpTables(tb, d.sql.DB())
+		return dumpTables(tb, sqliteaccess.DB(d.sql))
 	}
 	st, err := d.st.Peer(context.Background(), peer)
 	require.NoError(tb, err)

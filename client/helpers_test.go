@@ -14,9 +14,9 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/memstore"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
@@ -49,7 +49,7 @@ type device struct {
 	addr ids.DeviceAddress
 	kind storeKind
 	c    *client.Client
-	st   storage.Store
+	st   store.Store
 	sql  *sqlitestore.Store // nil for memstore
 	path string
 	kr   *seal.Keyring
@@ -271,7 +271,7 @@ func (d *device) all(limit int, recipient *ids.DeviceAddress) []store.PendingMes
 func (d *device) pendingIDs(recipient *ids.DeviceAddress) []ids.LogicalMessageID {
 	d.tb.Helper()
 	var out []ids.LogicalMessageID
-	for _, m := range d.all(client.MaxPageSize, recipient) {
+	for _, m := range d.all(store.MaxPageSize, recipient) {
 		out = append(out, m.ID)
 	}
 	return out
@@ -409,7 +409,7 @@ func requireNoAbandonYet(tb testing.TB, done <-chan client.AbandonStatus, holder
 
 // failingStore wraps a store and fails AbandonPending when fail is set.
 type failingStore struct {
-	storage.Store
+	store.Store
 	fail error
 }
 

@@ -49,7 +49,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 
 			// alice sees the new identity and refuses it.
 			res, err := a.c.Poll(ctx)
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.Empty(t, res, "nothing is accepted from bob, not even on the old session")
 			var ice *session.IdentityChangedError
 			require.ErrorAs(t, err, &ice)
@@ -59,10 +59,10 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			// Until the change is accepted nothing is sent to bob.
 			net.ResetCalls()
 			_, err = a.c.Send(ctx, bob, []byte("blocked"))
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			sent, err := a.c.RetryPendingMessages(ctx, bob)
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.Empty(t, sent)
 			require.Zero(t, sendsTo(net.Calls(), bob), "no envelope to an unaccepted identity")
 			blocked := a.pendingIDs(&bob)[3]
@@ -120,7 +120,7 @@ func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
 			b2 := mustOpenKind(t, kind, net, bob)
 			hello := b2.send(zed, "hello from the new device")
 			_, err := z.c.Poll(ctx)
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.Equal(t, client.Abandoned, z.abandon(bob, m2))
 			require.NoError(t, z.acceptChange(bob))
 			require.Equal(t, []ids.LogicalMessageID{m1, m3}, z.retry(bob))
@@ -161,14 +161,14 @@ func TestSendSeesIdentityChangeInBundle(t *testing.T) {
 			b2 := mustOpenKind(t, kind, net, bob) // second identity
 			b2.send(alice, "hello from the second device")
 			_, err := a.c.Poll(ctx)
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.NoError(t, a.acceptChange(bob))
 			a.requireNoSession(bob, "accepting the change")
 
 			mustOpenKind(t, kind, net, bob) // third identity, published before alice sends
 			net.ResetCalls()
 			id, err := a.c.Send(ctx, bob, []byte("to the second device"))
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			require.Equal(t, []string{transporttest.OpFetch}, ops(net.Calls()), "the bundle is fetched, nothing is sent")
 			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(&bob))
@@ -184,7 +184,7 @@ func TestSendSeesIdentityChangeInBundle(t *testing.T) {
 				}
 				net.ResetCalls()
 				_, err = a.c.Send(ctx, bob, []byte("still refused"))
-				require.ErrorIs(t, err, client.ErrIdentityChanged, "restart %v", restart)
+				require.ErrorIs(t, err, session.ErrIdentityChanged, "restart %v", restart)
 				require.Empty(t, net.Calls(), "the stored change refuses the send before any fetch (restart %v)", restart)
 			}
 		})

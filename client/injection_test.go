@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -88,20 +89,20 @@ func TestAcceptTakesOnlyTheVerifiedIdentity(t *testing.T) {
 	m.d.send(bob, "from the injector")
 	_, errs := deliver(t, b, m.envelopes(t))
 	require.Len(t, errs, 1)
-	require.ErrorIs(t, errs[0], client.ErrIdentityChanged) // a background poll: the app may not re-prompt
+	require.ErrorIs(t, errs[0], session.ErrIdentityChanged) // a background poll: the app may not re-prompt
 	injected := b.recordedChange(alice)
 	require.NotEqual(t, verified, injected)
 
-	before := dumpTables(t, b.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(b.sql))
 	err = b.c.AcceptRemoteIdentityChange(ctx, alice, verified)
 	require.ErrorAs(t, err, &ice)
 	require.Equal(t, injected, ice.Observed, "the error names the change recorded now")
-	require.Equal(t, before, dumpTables(t, b.sql.DB()), "a refused accept changes nothing")
+	require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "a refused accept changes nothing")
 
 	m.d.retry(bob)
 	res, errs := deliver(t, b, m.envelopes(t))
 	for _, err := range errs {
-		require.ErrorIs(t, err, client.ErrIdentityChanged)
+		require.ErrorIs(t, err, session.ErrIdentityChanged)
 	}
 	for _, r := range res {
 		if msg, ok := r.(*client.Message); ok {
@@ -112,7 +113,7 @@ func TestAcceptTakesOnlyTheVerifiedIdentity(t *testing.T) {
 	require.NoError(t, b.c.DeclineRemoteIdentityChange(ctx, alice, injected))
 	a2.retry(bob)
 	_, err = b.c.Poll(ctx)
-	require.ErrorIs(t, err, client.ErrIdentityChanged, "the new device's identity is a change again")
+	require.ErrorIs(t, err, session.ErrIdentityChanged, "the new device's identity is a change again")
 	require.NoError(t, b.c.AcceptRemoteIdentityChange(ctx, alice, verified))
 	a2.retry(bob)
 	require.Contains(t, messages(t, b.poll()), "new device")
@@ -134,11 +135,11 @@ func TestDeclineUnblocksThePinnedDevice(t *testing.T) {
 	m.d.send(bob, "from the injector")
 	_, errs := deliver(t, b, m.envelopes(t))
 	require.Len(t, errs, 1)
-	require.ErrorIs(t, errs[0], client.ErrIdentityChanged)
+	require.ErrorIs(t, errs[0], session.ErrIdentityChanged)
 	_, err := b.c.Send(ctx, alice, []byte("blocked"))
-	require.ErrorIs(t, err, client.ErrIdentityChanged)
+	require.ErrorIs(t, err, session.ErrIdentityChanged)
 
-	require.ErrorIs(t, b.c.DeclineRemoteIdentityChange(ctx, alice, b.pinnedIdentity(alice)), client.ErrIdentityChanged, "only the recorded change can be declined")
+	require.ErrorIs(t, b.c.DeclineRemoteIdentityChange(ctx, alice, b.pinnedIdentity(alice)), session.ErrIdentityChanged, "only the recorded change can be declined")
 	require.NoError(t, b.c.DeclineRemoteIdentityChange(ctx, alice, b.recordedChange(alice)))
 	require.ErrorIs(t, b.c.DeclineRemoteIdentityChange(ctx, alice, b.pinnedIdentity(alice)), session.ErrNoIdentityChange)
 
@@ -161,7 +162,7 @@ func TestDeclineUnblocksThePinnedDevice(t *testing.T) {
 
 // TestDeclineRacesSendAndReceive: bob declines an injected identity change
 // of alice while bob sends to alice and polls alice's envelopes. Before
-// the decline each call fails with ErrIdentityChanged (the message is
+// the decline each call fails with session.ErrIdentityChanged (the message is
 // kept pending), after it each works; no other error, and under -race no
 // unguarded access to bob's cached peer state. Afterwards the pin still
 // trusts alice, and every message kept pending on either side is
@@ -197,7 +198,7 @@ func TestDeclineRacesSendAndReceive(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range n {
-			if _, err := b.c.Send(ctx, alice, []byte(fmt.Sprintf("bob %d", i))); err != nil && !(errors.Is(err, client.ErrIdentityChanged) && errors.Is(err, client.ErrMessageNotSent)) {
+			if _, err := b.c.Send(ctx, alice, []byte(fmt.Sprintf("bob %d", i))); err != nil && !(errors.Is(err, session.ErrIdentityChanged) && errors.Is(err, client.ErrMessageNotSent)) {
 				unexpected(err)
 			}
 		}
@@ -214,7 +215,7 @@ func TestDeclineRacesSendAndReceive(t *testing.T) {
 				}
 			}
 			for _, e := range joined(err) {
-				if !errors.Is(e, client.ErrIdentityChanged) {
+				if !errors.Is(e, session.ErrIdentityChanged) {
 					unexpected(e)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -28,7 +29,7 @@ const pendingTable = "pending_outbound_message"
 func redeclareRecipientNoCase(t *testing.T, d *device) {
 	t.Helper()
 	ctx := context.Background()
-	tx, err := d.sql.DB().BeginTx(ctx, nil)
+	tx, err := sqliteaccess.DB(d.sql).BeginTx(ctx, nil)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback() }()
 	var table string
@@ -67,7 +68,7 @@ func redeclareRecipientNoCase(t *testing.T, d *device) {
 func insertRawPending(t *testing.T, d *device, seq *int64, to ids.DeviceAddress, sealed []byte) ids.LogicalMessageID {
 	t.Helper()
 	id := ids.NewLogicalMessageID()
-	_, err := d.sql.DB().ExecContext(context.Background(),
+	_, err := sqliteaccess.DB(d.sql).ExecContext(context.Background(),
 		`INSERT INTO `+pendingTable+` (sequence, recipient_user_id, recipient_device_id, logical_id, sealed) VALUES (?, ?, ?, ?, ?)`,
 		nullable(seq), to.UserID, to.DeviceID, id[:], sealed)
 	require.NoError(t, err)
@@ -104,7 +105,7 @@ func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 	requireCleared(t, a.poll(), true)
 
 	x := a.sendFailed(bigBob, "the door code is 4711")
-	doorCode := a.all(client.MaxPageSize, &bigBob)
+	doorCode := a.all(store.MaxPageSize, &bigBob)
 	require.Len(t, doorCode, 1)
 	redeclareRecipientNoCase(t, a)
 	// A garbage row for bob, which makes a restart loop retry bob.
@@ -114,7 +115,7 @@ func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 	// The retry of bob sends nothing and reports both rows.
 	sent, err := a.c.RetryPendingMessages(ctx, bob)
 	require.Empty(t, sent)
-	require.ErrorIs(t, err, client.ErrUnreadable)
+	require.ErrorIs(t, err, store.ErrUnreadable)
 	require.ErrorIs(t, err, store.ErrCorruptRow)
 	require.NotErrorIs(t, err, client.ErrMessageNotSent)
 	var ue *store.UnreadableError
@@ -129,7 +130,7 @@ func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 	require.Empty(t, lookalike.poll())
 
 	// bob's page and walk report the row, never as bob's message.
-	page, err := a.c.PendingMessages(ctx, store.PageRequest{Limit: client.MaxPageSize, Recipient: &bob})
+	page, err := a.c.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize, Recipient: &bob})
 	require.NoError(t, err)
 	require.Empty(t, page.Messages)
 	require.Len(t, page.Unreadable, 2)
@@ -159,11 +160,11 @@ func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 	st, err = a.c.AbandonPendingMessage(ctx, ue.Entries[1].PendingMessage)
 	require.NoError(t, err)
 	require.Equal(t, client.Abandoned, st)
-	require.Equal(t, doorCode, a.all(client.MaxPageSize, &bigBob))
+	require.Equal(t, doorCode, a.all(store.MaxPageSize, &bigBob))
 	require.Equal(t, []ids.LogicalMessageID{x}, a.retry(bigBob))
 	require.Equal(t, []string{"the door code is 4711"}, messages(t, realBob.poll()))
 	requireCleared(t, a.poll(), true)
-	require.Empty(t, a.all(client.MaxPageSize, &bigBob))
+	require.Empty(t, a.all(store.MaxPageSize, &bigBob))
 }
 
 // A walk meets a page of unreadable rows at sequences at and below zero
@@ -187,7 +188,7 @@ func TestWalkAbandoningRowsAtOrBelowZero(t *testing.T) {
 			// A full page of rows below zero, so that the page ends on a
 			// negative cursor, then one at zero.
 			var damaged []ids.LogicalMessageID
-			for seq := -int64(client.MaxPageSize); seq <= 0; seq++ {
+			for seq := -int64(store.MaxPageSize); seq <= 0; seq++ {
 				damaged = append(damaged, insertRawPending(t, a, &seq, bob, []byte(fmt.Sprint("garbage ", seq))))
 			}
 			var want []ids.LogicalMessageID

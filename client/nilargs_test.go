@@ -3,26 +3,23 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/internal/memstore"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
-
-// foreignStore has the public store.Store's method set and nothing else.
-type foreignStore struct{}
-
-func (foreignStore) Close() error { return nil }
 
 // client.Open never panics on a nil or typed-nil part of its
 // Config: a missing Store, Transport or Directory, one that is a nil
 // pointer in its interface, a Rand or EncryptPolicy that is a nil pointer,
-// and a memstore made with a nil keyring are ErrInvalidArgument, and no
+// and a memstore made with a nil keyring are store.ErrInvalidArgument, and no
 // store is claimed (a good client opens on the same store afterwards).
 // Before, a typed-nil store panicked in Claim and a store with a nil
 // keyring at Initialize.
@@ -36,7 +33,6 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 		{"typed-nil memstore", func(c *client.Config) { c.Store = (*memstore.Store)(nil) }},
 		{"typed-nil sqlitestore", func(c *client.Config) { c.Store = (*sqlitestore.Store)(nil) }},
 		{"memstore with a nil keyring", func(c *client.Config) { c.Store = memstore.New(nil) }},
-		{"a Store neither sqlitestore nor memstore opened", func(c *client.Config) { c.Store = foreignStore{} }},
 		{"nil Transport", func(c *client.Config) { c.Transport = nil }},
 		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transporttest.Network)(nil) }},
 		{"nil Directory", func(c *client.Config) { c.Directory = nil }},
@@ -62,7 +58,7 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 					err error
 				)
 				require.NotPanics(t, func() { c, err = ctor.open(cfg) })
-				require.ErrorIs(t, err, client.ErrInvalidArgument)
+				require.ErrorIs(t, err, store.ErrInvalidArgument)
 				require.Nil(t, c)
 
 				c, err = client.Open(ctx, good)
@@ -70,5 +66,22 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 				require.NoError(t, c.Initialize(ctx, alice))
 			})
 		}
+	}
+}
+
+// store.Store has a method no package outside this module can declare, so
+// client.Config.Store holds one of this module's stores or nil: a type
+// with the contract's exported methods alone does not compile as one.
+func TestStoreIsClosedToOtherImplementations(t *testing.T) {
+	st := reflect.TypeFor[store.Store]()
+	var unexported []string
+	for i := range st.NumMethod() {
+		if m := st.Method(i); !m.IsExported() {
+			unexported = append(unexported, m.PkgPath+"."+m.Name)
+		}
+	}
+	require.NotEmpty(t, unexported, "store.Store has only exported methods: any type could implement it")
+	for _, m := range unexported {
+		require.Contains(t, m, "github.com/securemsg/storage/internal/", "the unexported method must be declared in an internal package, so that no other module can declare it")
 	}
 }

@@ -79,9 +79,9 @@ func TestNewAndInitializeArguments(t *testing.T) {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
 	_, err := client.Open(context.Background(), client.Config{Transport: net, Directory: net})
-	require.ErrorIs(t, err, client.ErrInvalidArgument)
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
 	d := mustOpen(t, net, alice)
-	require.ErrorIs(t, d.c.Initialize(ctx, ids.DeviceAddress{}), client.ErrInvalidArgument)
+	require.ErrorIs(t, d.c.Initialize(ctx, ids.DeviceAddress{}), store.ErrInvalidArgument)
 	require.ErrorIs(t, d.c.Initialize(ctx, bob), client.ErrAlreadyInitialized)
 	require.NoError(t, d.c.Initialize(ctx, alice), "re-initializing as the same device only republishes")
 }

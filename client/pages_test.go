@@ -13,7 +13,7 @@ import (
 )
 
 // TestPageArguments: limits outside 1..MaxPageSize, a negative cursor and
-// a malformed recipient are ErrInvalidArgument; the bounds are accepted.
+// a malformed recipient are store.ErrInvalidArgument; the bounds are accepted.
 func TestPageArguments(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
@@ -27,12 +27,12 @@ func TestPageArguments(t *testing.T) {
 			}{
 				{"limit 0", store.PageRequest{Limit: 0}, false},
 				{"limit -1", store.PageRequest{Limit: -1}, false},
-				{"limit 101", store.PageRequest{Limit: client.MaxPageSize + 1}, false},
+				{"limit 101", store.PageRequest{Limit: store.MaxPageSize + 1}, false},
 				{"negative cursor", store.PageRequest{Limit: 10, After: ptr[int64](-1)}, false},
 				{"negative cursor, filtered", store.PageRequest{Limit: 10, After: ptr[int64](-5), Recipient: &bob}, false},
 				{"bad recipient", store.PageRequest{Limit: 10, Recipient: &ids.DeviceAddress{UserID: "", DeviceID: 1}}, false},
 				{"limit 1", store.PageRequest{Limit: 1}, true},
-				{"limit 100", store.PageRequest{Limit: client.MaxPageSize}, true},
+				{"limit 100", store.PageRequest{Limit: store.MaxPageSize}, true},
 				{"cursor 0", store.PageRequest{Limit: 10, After: ptr[int64](0)}, true},
 				{"cursor far ahead", store.PageRequest{Limit: 10, After: ptr[int64](1 << 60)}, true},
 			}
@@ -44,14 +44,14 @@ func TestPageArguments(t *testing.T) {
 						require.Nil(t, page.NextAfterSequence)
 						return
 					}
-					require.ErrorIs(t, err, client.ErrInvalidArgument)
+					require.ErrorIs(t, err, store.ErrInvalidArgument)
 					require.Empty(t, page.Messages)
 				})
 			}
 			_, err := a.c.PendingMessageCount(ctx, &ids.DeviceAddress{UserID: "x", DeviceID: -1})
-			require.ErrorIs(t, err, client.ErrInvalidArgument)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
 			_, err = a.c.AbandonPending(ctx, ids.DeviceAddress{}, ids.NewLogicalMessageID())
-			require.ErrorIs(t, err, client.ErrInvalidArgument)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
 			require.EqualValues(t, 1, a.count(nil))
 		})
 	}

@@ -10,18 +10,19 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store"
+
 	"github.com/securemsg/storage/session"
 )
 
 // commitFailingStore fails the next CommitReceived once fail is set, as a
 // full disk or a lost connection would, after the envelope decrypted.
 type commitFailingStore struct {
-	storage.Store
+	store.Store
 	fail atomic.Bool
 }
 
-func (s *commitFailingStore) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in storage.Inbound) (bool, error) {
+func (s *commitFailingStore) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
 	if s.fail.CompareAndSwap(true, false) {
 		return false, errStoreBroken
 	}

@@ -6,30 +6,11 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
-
-// ErrPeerStateUnreadable means the session, unanswered initiation or
-// identity pin stored for a remote device does not open (damaged, tampered
-// with, sealed with a key the keyring no longer holds), or opens but does
-// not decode (a record of an encoding version this release does not read,
-// written by a newer one before a downgrade, say). Every call that loads
-// that device's state fails with it, wrapped with the cause (errors.Is
-// matches seal.ErrAuthentication, seal.ErrWrongKey, ... for a part that
-// does not open, session.ErrMalformedState for one that does not decode)
-// and a *store.PeerUnreadableError (errors.As) saying which parts: Send
-// and SendToDevices (the message is stored pending all the same, matching
-// ErrMessageNotSent too), RetryPendingMessages, Receive of that device's
-// envelopes, AcceptRemoteIdentityChange and DeclineRemoteIdentityChange.
-// Other devices are unaffected.
-// If some part does not open, the error names only the parts that do not
-// open (the others are not decoded). The remedy is
-// DiscardUnreadablePeerState, which removes, at once, every part that
-// does not open or does not decode, and only those. It is
-// store.ErrPeerUnreadable.
-var ErrPeerStateUnreadable = store.ErrPeerUnreadable
 
 // discardedPinIdentity is the identity a discarded pin is replaced with:
 // no device can show it. Its signing key is the encoding of y = 2, for
@@ -60,7 +41,7 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 
 // DiscardUnreadablePeerState removes, in one storage transaction, the
 // parts of remote's stored state that do not open or that open but do not
-// decode (see ErrPeerStateUnreadable), never a part that opens and
+// decode (see store.ErrPeerUnreadable), never a part that opens and
 // decodes, and returns which it removed. It reads the parts, decodes them
 // (the decoding every call loading remote's state does) outside any
 // transaction, then removes the damaged ones only if each still holds the
@@ -76,7 +57,7 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // replaced, in the same transaction, by a pin that trusts no identity:
 // the next identity seen for remote (in the bundle of the next session, or
 // in an initiation from remote) is not trusted on first use but reported
-// as ErrIdentityChanged, with a Pinned identity for which PinDiscarded is
+// as session.ErrIdentityChanged, with a Pinned identity for which PinDiscarded is
 // true, and nothing is sent to or accepted from remote until
 // AcceptRemoteIdentityChange. The application should show remote as
 // unverified and have the user compare fingerprints before accepting. A
@@ -88,15 +69,15 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // If every part opens and decodes (or remote has no state) it removes
 // nothing and returns the zero store.PeerDamage with no error, so that
 // a repeated call is harmless. Returns ErrNotInitialized before Initialize,
-// ErrInvalidArgument for a malformed address, an error matching
-// ErrPeerChanged if a part it was to remove changed after it read it
+// store.ErrInvalidArgument for a malformed address, an error matching
+// store.ErrPeerChanged if a part it was to remove changed after it read it
 // (nothing was removed; call it again), and the store's error (then
 // nothing was removed).
 func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (store.PeerDamage, error) {
 	if err := c.checkInitialized(); err != nil {
-		return store.PeerDamage{}, err
+		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state: %w", err)
 	}
-	if err := storage.ValidateAddress(remote); err != nil {
+	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state: %w", err)
 	}
 	pin, err := session.NewPin(remote, discardedPinIdentity).MarshalBinary()
@@ -110,7 +91,7 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 	// The cached state was loaded before the damage was found (or holds
 	// none): the next call reloads what the store holds.
 	defer c.forget(remote)
-	d, err := storage.DiscardUnreadablePeer(ctx, c.st, remote, pin, checkPeerPart)
+	d, err := storeimpl.DiscardUnreadablePeer(ctx, c.st, remote, pin, checkPeerPart)
 	if err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)
 	}
@@ -120,7 +101,7 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 // decodePeer decodes the opened state st of addr. Each part that does not
 // decode is left out of the peer and named in the damage, with the
 // decoding error (matching session.ErrMalformedState) as its cause.
-func decodePeer(addr ids.DeviceAddress, st storage.PeerState) (*peer, store.PeerDamage) {
+func decodePeer(addr ids.DeviceAddress, st store.PeerState) (*peer, store.PeerDamage) {
 	p := &peer{addr: addr}
 	var damage store.PeerDamage
 	if st.Session != nil {
@@ -148,14 +129,14 @@ func decodePeer(addr ids.DeviceAddress, st storage.PeerState) (*peer, store.Peer
 	return p, damage
 }
 
-// checkPeerPart is the storage.PeerCheck of DiscardUnreadablePeerState: it
+// checkPeerPart is the storeimpl.PeerCheck of DiscardUnreadablePeerState: it
 // refuses exactly the opened values decodePeer does not decode.
 func checkPeerPart(part store.PeerPart, plaintext []byte) error {
-	p, ok := storage.PartOf(part)
+	p, ok := storeimpl.PartOf(part)
 	if !ok {
-		return fmt.Errorf("%w: unknown peer state part %v", ErrInvalidArgument, part)
+		return fmt.Errorf("%w: unknown peer state part %v", store.ErrInvalidArgument, part)
 	}
-	st := storage.PeerState{}
+	st := store.PeerState{}
 	*p.State(&st) = plaintext
 	_, damage := decodePeer(ids.DeviceAddress{}, st)
 	return errors.Join(damage.Session, damage.Initiation, damage.Pin)

@@ -14,7 +14,8 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
@@ -72,14 +73,14 @@ func newPeerStateSetup(t *testing.T) *peerStateSetup {
 func (s *peerStateSetup) sealedOf(t *testing.T, table string, peer ids.DeviceAddress) []byte {
 	t.Helper()
 	var v []byte
-	require.NoError(t, s.a.sql.DB().QueryRowContext(s.ctx, "SELECT sealed FROM "+table+" WHERE user_id = ? AND device_id = ?", peer.UserID, peer.DeviceID).Scan(&v))
+	require.NoError(t, sqliteaccess.DB(s.a.sql).QueryRowContext(s.ctx, "SELECT sealed FROM "+table+" WHERE user_id = ? AND device_id = ?", peer.UserID, peer.DeviceID).Scan(&v))
 	return v
 }
 
 // setSealed replaces that value behind the client's back.
 func (s *peerStateSetup) setSealed(t *testing.T, table string, peer ids.DeviceAddress, v []byte) {
 	t.Helper()
-	res, err := s.a.sql.DB().ExecContext(s.ctx, "UPDATE "+table+" SET sealed = ? WHERE user_id = ? AND device_id = ?", v, peer.UserID, peer.DeviceID)
+	res, err := sqliteaccess.DB(s.a.sql).ExecContext(s.ctx, "UPDATE "+table+" SET sealed = ? WHERE user_id = ? AND device_id = ?", v, peer.UserID, peer.DeviceID)
 	require.NoError(t, err)
 	n, err := res.RowsAffected()
 	require.NoError(t, err)
@@ -165,7 +166,7 @@ var peerParts = []struct {
 // is "").
 func requireUnreadablePeer(t *testing.T, err error, peer ids.DeviceAddress, table string, want error) {
 	t.Helper()
-	require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
+	require.ErrorIs(t, err, store.ErrPeerUnreadable)
 	var pe *store.PeerUnreadableError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, peer, pe.Peer)
@@ -184,7 +185,7 @@ func requireUnreadablePeer(t *testing.T, err error, peer ids.DeviceAddress, tabl
 
 // TestDamagedPeerStateRecovers: a session, initiation or pin of one device
 // that does not open fails every call for that device with
-// ErrPeerStateUnreadable and hands nothing off; DiscardUnreadablePeerState
+// store.ErrPeerUnreadable and hands nothing off; DiscardUnreadablePeerState
 // removes exactly that row (every other row of every table unchanged, the
 // pending messages kept); then sends, retries and replies work again.
 func TestDamagedPeerStateRecovers(t *testing.T) {
@@ -198,7 +199,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 
 				// Every call for the target fails with the sentinel and
 				// hands nothing off; the new message is kept pending.
-				before := dumpTables(t, s.a.sql.DB())
+				before := dumpTables(t, sqliteaccess.DB(s.a.sql))
 				s.net.ResetCalls()
 				_, err := s.a.c.RetryPendingMessages(s.ctx, target)
 				requireUnreadablePeer(t, err, target, part.table, dmg.want)
@@ -218,7 +219,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				require.ErrorIs(t, err, client.ErrMessageNotSent)
 				require.NotEqual(t, ids.LogicalMessageID{}, afterDamage, "stored pending")
 				require.Empty(t, s.net.Calls(), "nothing handed off or fetched")
-				failed := dumpTables(t, s.a.sql.DB())
+				failed := dumpTables(t, sqliteaccess.DB(s.a.sql))
 				for table, rows := range before {
 					if table != "pending_outbound_message" && table != "sqlite_sequence" {
 						require.Equal(t, rows, failed[table], "%s unchanged by the failed calls", table)
@@ -237,7 +238,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 						require.NoError(t, p.field(got), "%s kept", p.table)
 					}
 				}
-				discarded := dumpTables(t, s.a.sql.DB())
+				discarded := dumpTables(t, sqliteaccess.DB(s.a.sql))
 				for table, rows := range failed {
 					if table != part.table {
 						require.Equal(t, rows, discarded[table], "%s unchanged by the discard", table)
@@ -253,7 +254,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				again, err := s.a.c.DiscardUnreadablePeerState(s.ctx, target)
 				require.NoError(t, err)
 				require.Equal(t, store.PeerDamage{}, again)
-				require.Equal(t, discarded, dumpTables(t, s.a.sql.DB()), "a second discard changes nothing")
+				require.Equal(t, discarded, dumpTables(t, sqliteaccess.DB(s.a.sql)), "a second discard changes nothing")
 
 				// Sending works again: on a new session if the session was
 				// removed, on the kept one otherwise. The pin that replaced
@@ -263,13 +264,13 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				s.net.ResetCalls()
 				if part.table == "identity_pin" {
 					_, err := s.a.c.Send(s.ctx, target, []byte("after discard"))
-					require.ErrorIs(t, err, client.ErrIdentityChanged)
+					require.ErrorIs(t, err, session.ErrIdentityChanged)
 					require.ErrorIs(t, err, client.ErrMessageNotSent)
 					// No trusted identity to go back to: declining is refused.
-					pinBefore := dumpTables(t, s.a.sql.DB())["identity_pin"]
+					pinBefore := dumpTables(t, sqliteaccess.DB(s.a.sql))["identity_pin"]
 					err = s.a.c.DeclineRemoteIdentityChange(s.ctx, target, s.a.recordedChange(target))
-					require.ErrorIs(t, err, client.ErrInvalidArgument)
-					require.Equal(t, pinBefore, dumpTables(t, s.a.sql.DB())["identity_pin"])
+					require.ErrorIs(t, err, store.ErrInvalidArgument)
+					require.Equal(t, pinBefore, dumpTables(t, sqliteaccess.DB(s.a.sql))["identity_pin"])
 					require.NoError(t, s.a.acceptChange(target))
 				} else {
 					s.a.send(target, "after discard")
@@ -365,7 +366,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 	}
 	requireDiscardedChange := func(t *testing.T, err error, s *peerStateSetup) {
 		t.Helper()
-		require.ErrorIs(t, err, client.ErrIdentityChanged)
+		require.ErrorIs(t, err, session.ErrIdentityChanged)
 		var ic *session.IdentityChangedError
 		require.ErrorAs(t, err, &ic)
 		require.True(t, client.PinDiscarded(ic.Pinned), "the pinned identity is the discarded placeholder")
@@ -397,7 +398,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 		s := newPeerStateSetup(t)
 		damageBoth(t, s)
 		// Bob starts over too: his next message is a new initiation.
-		require.NoError(t, s.b.st.SavePeer(s.ctx, alice, storage.PeerState{Session: []byte{}, Initiation: []byte{}}))
+		require.NoError(t, s.b.st.SavePeer(s.ctx, alice, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
 		require.NoError(t, s.b.c.Close())
 		c, err := client.Open(s.ctx, s.b.config())
 		require.NoError(t, err)
@@ -420,14 +421,14 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 // that has none) discarding removes nothing and changes no row.
 func TestDiscardUnreadablePeerStateHealthy(t *testing.T) {
 	s := newPeerStateSetup(t)
-	before := dumpTables(t, s.a.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(s.a.sql))
 	for _, peer := range []ids.DeviceAddress{bob, carol, dave, {UserID: "nobody", DeviceID: 9}} {
 		got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, peer)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, got)
 		require.False(t, got.Damaged())
 	}
-	require.Equal(t, before, dumpTables(t, s.a.sql.DB()))
+	require.Equal(t, before, dumpTables(t, sqliteaccess.DB(s.a.sql)))
 	s.a.send(bob, "still works")
 	require.Contains(t, receivedTexts(t, s.b.poll()), "still works")
 }
@@ -450,7 +451,7 @@ func TestDiscardUnreadablePeerStateArguments(t *testing.T) {
 			require.NoError(t, err)
 			for _, addr := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "bob", DeviceID: -1}} {
 				_, err := a.c.DiscardUnreadablePeerState(ctx, addr)
-				require.ErrorIs(t, err, client.ErrInvalidArgument)
+				require.ErrorIs(t, err, store.ErrInvalidArgument)
 			}
 			after, err := a.st.Peer(ctx, bob)
 			require.NoError(t, err)
@@ -461,11 +462,11 @@ func TestDiscardUnreadablePeerStateArguments(t *testing.T) {
 
 // TestDiscardRacesSendAndReceive: a discard of bob's damaged pin runs
 // while alice sends to bob and receives bob's envelopes. Before the
-// discard each call fails with ErrPeerStateUnreadable; after it the pin
+// discard each call fails with store.ErrPeerUnreadable; after it the pin
 // trusts no identity, so the session held is not used: a send fails with
-// ErrIdentityChanged (the identity bob shows must be accepted), an
+// session.ErrIdentityChanged (the identity bob shows must be accepted), an
 // envelope of the old session with session.ErrNoInitiation, one carrying
-// bob's initiation with ErrIdentityChanged. No other
+// bob's initiation with session.ErrIdentityChanged. No other
 // error, no envelope received twice, every message kept pending and
 // delivered once bob's identity is accepted, and under -race no
 // unguarded access to the client's cached peer state.
@@ -503,7 +504,7 @@ func TestDiscardRacesSendAndReceive(t *testing.T) {
 		for i := range n {
 			_, err := s.a.c.Send(s.ctx, bob, []byte(fmt.Sprintf("alice %d", i)))
 			if err != nil {
-				if !errors.Is(err, client.ErrMessageNotSent) || !(errors.Is(err, client.ErrPeerStateUnreadable) || errors.Is(err, client.ErrIdentityChanged)) {
+				if !errors.Is(err, client.ErrMessageNotSent) || !(errors.Is(err, store.ErrPeerUnreadable) || errors.Is(err, session.ErrIdentityChanged)) {
 					report(err)
 				}
 				select {
@@ -529,10 +530,10 @@ func TestDiscardRacesSendAndReceive(t *testing.T) {
 					mu.Unlock()
 					break
 				}
-				if errors.Is(err, session.ErrNoInitiation) || errors.Is(err, client.ErrIdentityChanged) {
+				if errors.Is(err, session.ErrNoInitiation) || errors.Is(err, session.ErrIdentityChanged) {
 					break // after the discard: the old session is not used, a new initiation's identity needs accepting
 				}
-				if !errors.Is(err, client.ErrPeerStateUnreadable) {
+				if !errors.Is(err, store.ErrPeerUnreadable) {
 					report(err)
 					return
 				}
@@ -591,7 +592,7 @@ func TestDiscardDropsCachedPeer(t *testing.T) {
 
 // TestForgottenKeyPeerStateBothStores: on either store, a device whose
 // session and pin were sealed with a key the keyring forgot fails with
-// ErrPeerStateUnreadable (seal.ErrWrongKey); the discard removes both,
+// store.ErrPeerUnreadable (seal.ErrWrongKey); the discard removes both,
 // and after the user accepts the device's identity again the
 // conversation goes on.
 func TestForgottenKeyPeerStateBothStores(t *testing.T) {
@@ -631,7 +632,7 @@ func TestForgottenKeyPeerStateBothStores(t *testing.T) {
 			require.NoError(t, got.Initiation)
 
 			_, err = a.c.Send(ctx, bob, []byte("third"))
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			var ic *session.IdentityChangedError
 			require.ErrorAs(t, err, &ic)
 			require.True(t, client.PinDiscarded(ic.Pinned))
@@ -650,7 +651,7 @@ func TestForgottenKeyPeerStateBothStores(t *testing.T) {
 // TestUndecodablePeerStateBothStores: on either store, a session or pin
 // of bob that opens but is of an encoding this release does not read (as
 // a newer release wrote it before a downgrade), alone or both, fails a
-// send with ErrPeerStateUnreadable naming exactly those parts (matching
+// send with store.ErrPeerUnreadable naming exactly those parts (matching
 // session.ErrMalformedState) and hands nothing off; the discard removes
 // exactly them (the pin replaced by the placeholder), keeps every part
 // that decodes, and the conversation goes on.
@@ -677,7 +678,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 
 				// The store seals what it is given: a correctly sealed
 				// record that does not decode.
-				var newer storage.PeerState
+				var newer store.PeerState
 				if tc.session {
 					newer.Session = newerEncoding(t, seal.RecordSession, before.Session)
 				}
@@ -693,7 +694,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 				net.ResetCalls()
 				_, err = a.c.Send(ctx, bob, []byte("second"))
 				require.ErrorIs(t, err, client.ErrMessageNotSent)
-				require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
+				require.ErrorIs(t, err, store.ErrPeerUnreadable)
 				require.ErrorIs(t, err, session.ErrMalformedState)
 				var pe *store.PeerUnreadableError
 				require.ErrorAs(t, err, &pe)
@@ -739,7 +740,7 @@ func TestUndecodablePeerStateBothStores(t *testing.T) {
 				net.ResetCalls()
 				_, err = a.c.Send(ctx, bob, []byte("third"))
 				if tc.pin {
-					require.ErrorIs(t, err, client.ErrIdentityChanged)
+					require.ErrorIs(t, err, session.ErrIdentityChanged)
 					require.Zero(t, sendsTo(net.Calls(), bob))
 					require.NoError(t, a.acceptChange(bob))
 				} else {
@@ -788,7 +789,7 @@ func TestCheckPeerPart(t *testing.T) {
 		{"empty session", store.PeerSession, []byte{}, session.ErrMalformedState},
 		{"pin in the session", store.PeerSession, st.Pin, session.ErrMalformedState},
 		{"session in the pin", store.PeerPin, st.Session, session.ErrMalformedState},
-		{"unknown part", store.PeerPart(0), st.Session, client.ErrInvalidArgument},
+		{"unknown part", store.PeerPart(0), st.Session, store.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := client.CheckPeerPart(tc.part, tc.value)
@@ -816,14 +817,14 @@ func TestDiscardRemovesUndecodableBehindUnopened(t *testing.T) {
 
 	_, err := s.a.c.Send(s.ctx, bob, []byte("after damage"))
 	requireUnreadablePeer(t, err, bob, "identity_pin", seal.ErrAuthentication)
-	before := dumpTables(t, s.a.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(s.a.sql))
 
 	got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, bob)
 	require.NoError(t, err)
 	require.ErrorIs(t, got.Pin, seal.ErrAuthentication)
 	require.ErrorIs(t, got.Session, session.ErrMalformedState)
 	require.NoError(t, got.Initiation)
-	after := dumpTables(t, s.a.sql.DB())
+	after := dumpTables(t, sqliteaccess.DB(s.a.sql))
 	for table, rows := range before {
 		if table != "session" && table != "identity_pin" {
 			require.Equal(t, rows, after[table], "%s unchanged", table)
@@ -834,7 +835,7 @@ func TestDiscardRemovesUndecodableBehindUnopened(t *testing.T) {
 	requireRowsBut(t, before["identity_pin"], after["identity_pin"], bob)
 
 	_, err = s.a.c.Send(s.ctx, bob, []byte("after discard"))
-	require.ErrorIs(t, err, client.ErrIdentityChanged)
+	require.ErrorIs(t, err, session.ErrIdentityChanged)
 	require.NoError(t, s.a.acceptChange(bob))
 	s.a.retry(bob)
 	require.Subset(t, receivedTexts(t, s.b.poll()), []string{"pending to bob", "after damage", "after discard"})

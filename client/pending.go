@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/store"
 )
 
@@ -38,12 +39,12 @@ func (s AbandonStatus) String() string {
 // as an error, so that the application can abandon it and page on; so is
 // one the store returns for req.Recipient but is stored for another
 // recipient (store.ErrCorruptRow).
-// Returns ErrNotInitialized before Initialize, ErrInvalidArgument if Limit
+// Returns ErrNotInitialized before Initialize, store.ErrInvalidArgument if Limit
 // is outside 1..MaxPageSize, After is negative (see store.PageRequest) or
 // Recipient is malformed.
 func (c *Client) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
 	if err := c.checkInitialized(); err != nil {
-		return store.PendingMessagePage{}, err
+		return store.PendingMessagePage{}, fmt.Errorf("client: pending messages: %w", err)
 	}
 	page, err := c.st.PendingMessages(ctx, req)
 	if err != nil {
@@ -57,10 +58,10 @@ func (c *Client) PendingMessages(ctx context.Context, req store.PageRequest) (st
 
 // PendingMessageCount counts pending messages, all of them or those to
 // recipient, without opening any. Returns ErrNotInitialized before
-// Initialize, ErrInvalidArgument for a malformed recipient.
+// Initialize, store.ErrInvalidArgument for a malformed recipient.
 func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if err := c.checkInitialized(); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("client: pending message count: %w", err)
 	}
 	n, err := c.st.PendingMessageCount(ctx, recipient)
 	if err != nil {
@@ -77,9 +78,9 @@ func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceA
 // envelopes already handed off may still be delivered and acknowledged.
 // It holds the send mutex, so it waits for a running send or retry. On
 // error the message stays pending. Returns ErrNotInitialized before
-// Initialize, ErrInvalidArgument for a malformed recipient.
+// Initialize, store.ErrInvalidArgument for a malformed recipient.
 func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (AbandonStatus, error) {
-	if err := storage.ValidateAddress(recipient); err != nil {
+	if err := storeimpl.ValidateAddress(recipient); err != nil {
 		return 0, fmt.Errorf("client: abandon: %w", err)
 	}
 	return c.abandon(ctx, store.PendingMessage{Recipient: recipient, ID: id}, false)
@@ -103,7 +104,7 @@ func (c *Client) AbandonPendingMessage(ctx context.Context, msg store.PendingMes
 // read is set, else by identity alone.
 func (c *Client) abandon(ctx context.Context, m store.PendingMessage, read bool) (AbandonStatus, error) {
 	if err := c.checkInitialized(); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("client: abandon %s to %s: %w", m.ID, m.Recipient, err)
 	}
 	if err := c.lockSend(); err != nil {
 		return 0, fmt.Errorf("client: abandon %s to %s: %w", m.ID, m.Recipient, err)

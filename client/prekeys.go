@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/securemsg/storage/internal/storage"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // defaultSignedPrekeyGrace is Config.SignedPrekeyGrace when unset.
@@ -108,7 +108,7 @@ func (c *Client) changePrekeys(ctx context.Context, what string, change func(*se
 	if err != nil {
 		return fmt.Errorf("client: %s: %w", what, err)
 	}
-	if err := c.st.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: self, Secret: secret}); err != nil {
+	if err := c.st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: self, Secret: secret}); err != nil {
 		return fmt.Errorf("client: %s: %w", what, err)
 	}
 	c.mu.Lock()

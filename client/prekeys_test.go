@@ -12,7 +12,9 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/store"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -133,17 +135,17 @@ func TestSignedPrekeyRotationAndReplenishment(t *testing.T) {
 			// Past the grace period the first signed prekey is refused.
 			var before map[string][]string
 			if b.sql != nil {
-				before = dumpTables(t, b.sql.DB())
+				before = dumpTables(t, sqliteaccess.DB(b.sql))
 			}
 			_, err = b.c.Receive(ctx, fromAlice)
 			require.ErrorIs(t, err, session.ErrUnknownPrekey)
 			if b.sql != nil {
-				require.Equal(t, before, dumpTables(t, b.sql.DB()), "a refused initiation changes no row")
+				require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "a refused initiation changes no row")
 			}
 
 			st, err := b.st.Peer(ctx, alice)
 			require.NoError(t, err)
-			require.Equal(t, storage.PeerState{}, st, "no session, initiation or pin for alice")
+			require.Equal(t, store.PeerState{}, st, "no session, initiation or pin for alice")
 
 			// The rotated state survives a restart; both sessions work.
 			b.withClock(clk)
@@ -249,12 +251,12 @@ func TestReplenishRefusesImpossibleCount(t *testing.T) {
 	require.NoError(t, err)
 	b.c = c
 
-	before := dumpTables(t, b.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(b.sql))
 	net.ResetCalls()
 	added, err := b.c.ReplenishPrekeys(ctx)
 	require.ErrorIs(t, err, client.ErrDirectoryAnswer)
 	require.Zero(t, added)
-	require.Equal(t, before, dumpTables(t, b.sql.DB()), "no row changes")
+	require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "no row changes")
 	require.Empty(t, net.Calls(), "nothing published")
 
 	res, err := b.c.Receive(ctx, rawInitiation(t, alice, bundle, "still held"))
@@ -283,13 +285,13 @@ func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
 		}
 		return out
 	}
-	before := dumpTables(t, b.sql.DB())
+	before := dumpTables(t, sqliteaccess.DB(b.sql))
 	net.ResetCalls()
 	added, err := b.c.ReplenishPrekeys(ctx)
 	require.NoError(t, err)
 	require.Zero(t, added)
 	require.Equal(t, []string{transporttest.OpCount}, ops(), "expired retired key: stored, not published")
-	expired := dumpTables(t, b.sql.DB())
+	expired := dumpTables(t, sqliteaccess.DB(b.sql))
 	require.NotEqual(t, before, expired, "the expired retired key is dropped from the stored prekeys")
 
 	net.ResetCalls()
@@ -297,7 +299,7 @@ func TestReplenishAboveThresholdPublishesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, added)
 	require.Equal(t, []string{transporttest.OpCount}, ops())
-	require.Equal(t, expired, dumpTables(t, b.sql.DB()), "nothing to do: no row changes")
+	require.Equal(t, expired, dumpTables(t, sqliteaccess.DB(b.sql)), "nothing to do: no row changes")
 }
 
 // TestNewRefusesBadPrekeySettings: a threshold that replenishment could
@@ -328,7 +330,7 @@ func TestNewRefusesBadPrekeySettings(t *testing.T) {
 				require.NoError(t, c.Close())
 				return
 			}
-			require.ErrorIs(t, err, client.ErrInvalidArgument)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
 		})
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store"
+
 	"github.com/securemsg/storage/session"
 )
 
@@ -55,9 +56,6 @@ func (*Duplicate) receiveResult()       {}
 func (*Acknowledgement) receiveResult() {}
 func (*Rejected) receiveResult()        {}
 
-// ErrMisdirected means an envelope is addressed to another device.
-var ErrMisdirected = errors.New("envelope for another device")
-
 // Receive processes one envelope handed over by the transport. A message
 // is decrypted, recorded as processed (a duplicate is not given again),
 // returned for the application and acknowledged back; an ACK deletes the
@@ -76,11 +74,11 @@ var ErrMisdirected = errors.New("envelope for another device")
 // naming a consumed one-time prekey or an expired signed prekey
 // (session.ErrUnknownPrekey), or a failed commit. For an authenticated
 // initiation showing another identity than the pinned one it returns
-// ErrIdentityChanged and only records the new identity in the pin, for
+// session.ErrIdentityChanged and only records the new identity in the pin, for
 // AcceptRemoteIdentityChange or DeclineRemoteIdentityChange; until then
 // nothing else is accepted from that device. A losing initiation of a collision gives *Rejected (its
 // base key is stored, so later copies are rejected without a write).
-// Returns ErrNotInitialized before Initialize, and ErrPeerStateUnreadable
+// Returns ErrNotInitialized before Initialize, and store.ErrPeerUnreadable
 // (nothing changed) if the sender's stored state does not open.
 func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error) {
 	self, err := c.Address()
@@ -162,7 +160,7 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 	}
 	// One transaction: the advanced session, a new pin or the end of an
 	// initiation, the used-up prekey, and the message or the ACK.
-	var in storage.Inbound
+	var in store.Inbound
 	if in.Update, err = p.update(); err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
@@ -171,7 +169,7 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 		if err != nil {
 			return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 		}
-		in.Local = &storage.LocalIdentity{Address: self, Secret: secret}
+		in.Local = &store.LocalIdentity{Address: self, Secret: secret}
 	}
 	commit, what := c.st.CommitReceived, "message"
 	if kind == frameAck {
@@ -238,12 +236,12 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 // envelope in it, in order. It returns the results of those that were
 // received and the errors of those that were not, joined. It holds the
 // send mutex from before it drains the mailbox until the last envelope is
-// received, so that a closed client (ErrClosed, also when Close ran while
+// received, so that a closed client (store.ErrClosed, also when Close ran while
 // it waited) leaves the mailbox untouched rather than drain envelopes it
 // can no longer receive. Returns ErrNotInitialized before Initialize.
 func (c *Client) Poll(ctx context.Context) ([]ReceiveResult, error) {
 	if err := c.checkInitialized(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: poll: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
 		return nil, fmt.Errorf("client: poll: %w", err)

@@ -17,14 +17,14 @@ import (
 // between pages may be absent, and one whose first message is sent after
 // the walk passed its address shows in the next walk. A recipient stored
 // malformed (a damaged row) is listed as stored; retrying it returns
-// ErrInvalidArgument, and its messages are in the pages' Unreadable. A
+// store.ErrInvalidArgument, and its messages are in the pages' Unreadable. A
 // row whose recipient columns hold another storage class than the schema
 // declares is not listed (the pages report it, see
 // store.UnreadablePendingMessage). Returns ErrNotInitialized before Initialize,
-// ErrInvalidArgument if Limit is outside 1..MaxPageSize.
+// store.ErrInvalidArgument if Limit is outside 1..MaxPageSize.
 func (c *Client) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := c.checkInitialized(); err != nil {
-		return store.PendingRecipientPage{}, err
+		return store.PendingRecipientPage{}, fmt.Errorf("client: pending recipients: %w", err)
 	}
 	page, err := c.st.PendingRecipients(ctx, req)
 	if err != nil {

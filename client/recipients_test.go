@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
@@ -54,7 +53,7 @@ func TestRestartRetryByRecipient(t *testing.T) {
 				{Recipient: dave, OldestSequence: pending[0].Sequence},
 			}
 			require.Equal(t, pending[0].ID, first)
-			for _, limit := range []int{1, 2, client.MaxPageSize} {
+			for _, limit := range []int{1, 2, store.MaxPageSize} {
 				require.Equal(t, want, a.recipients(limit), "limit %d", limit)
 			}
 
@@ -64,9 +63,9 @@ func TestRestartRetryByRecipient(t *testing.T) {
 			require.Equal(t, []string{"b1", "b2"}, messages(t, b.poll()))
 			require.Equal(t, []string{"c1"}, messages(t, c.poll()))
 			require.Equal(t, []string{"d1", "d2"}, messages(t, d.poll()))
-			require.Equal(t, want, a.recipients(client.MaxPageSize), "pending until acknowledged")
+			require.Equal(t, want, a.recipients(store.MaxPageSize), "pending until acknowledged")
 			a.poll()
-			require.Empty(t, a.recipients(client.MaxPageSize))
+			require.Empty(t, a.recipients(store.MaxPageSize))
 			require.Zero(t, a.count(nil))
 		})
 	}
@@ -76,9 +75,9 @@ func TestPendingRecipientsArguments(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			_, a := openAlice(t, kind)
-			for _, limit := range []int{0, -1, client.MaxPageSize + 1} {
+			for _, limit := range []int{0, -1, store.MaxPageSize + 1} {
 				_, err := a.c.PendingRecipients(t.Context(), store.RecipientPageRequest{Limit: limit})
-				require.ErrorIs(t, err, client.ErrInvalidArgument, "limit %d", limit)
+				require.ErrorIs(t, err, store.ErrInvalidArgument, "limit %d", limit)
 			}
 			p, err := a.c.PendingRecipients(t.Context(), store.RecipientPageRequest{After: &ids.DeviceAddress{}, Limit: 1})
 			require.NoError(t, err, "any address is a position")

@@ -17,8 +17,9 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -168,10 +169,10 @@ func BenchmarkSendSessionRecord(b *testing.B) {
 		b.Cleanup(func() { st.Close() })
 		secret, err := client.EncodeLocal(sid, spk)
 		must(b, err)
-		must(b, st.SaveLocalIdentity(ctx, storage.LocalIdentity{Address: self, Secret: secret}))
+		must(b, st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: self, Secret: secret}))
 		pin, err := session.NewPin(peer, peerID).MarshalBinary()
 		must(b, err)
-		must(b, st.SavePeer(ctx, peer, storage.PeerState{Session: raw, Pin: pin}))
+		must(b, st.SavePeer(ctx, peer, store.PeerState{Session: raw, Pin: pin}))
 		net := transporttest.NewNetwork()
 		cfg := client.Config{Store: st, Transport: net, Directory: net}
 		drain := func(b *testing.B, i int) {

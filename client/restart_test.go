@@ -7,6 +7,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -24,7 +25,7 @@ func TestRestartMidConversation(t *testing.T) {
 	abandoned := a.send(bob, "highest, abandoned before the restart")
 	require.Equal(t, client.Abandoned, a.abandon(bob, abandoned))
 	before := a.all(100, nil)
-	hw, err := a.sql.SequenceHighWater(t.Context())
+	hw, err := sqliteaccess.SequenceHighWater(t.Context(), a.sql)
 	require.NoError(t, err)
 	require.Greater(t, hw, before[len(before)-1].Sequence, "the abandoned message held the highest sequence")
 
@@ -32,7 +33,7 @@ func TestRestartMidConversation(t *testing.T) {
 	b.reopen()
 	require.Equal(t, before, a.all(100, nil), "pending messages, sequences and plaintexts survive")
 	require.EqualValues(t, 2, a.count(&bob))
-	hw2, err := a.sql.SequenceHighWater(t.Context())
+	hw2, err := sqliteaccess.SequenceHighWater(t.Context(), a.sql)
 	require.NoError(t, err)
 	require.Equal(t, hw, hw2)
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -147,16 +148,16 @@ func TestRetryFetchesOnlyWhenNeeded(t *testing.T) {
 	require.Empty(t, net.Calls())
 }
 
-// TestRetryArguments: a malformed address is ErrInvalidArgument.
+// TestRetryArguments: a malformed address is store.ErrInvalidArgument.
 func TestRetryArguments(t *testing.T) {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
 	a := mustOpen(t, net, alice)
 	_, err := a.c.RetryPendingMessages(ctx, ids.DeviceAddress{UserID: "", DeviceID: 1})
-	require.ErrorIs(t, err, client.ErrInvalidArgument)
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
 	_, err = a.c.Send(ctx, ids.DeviceAddress{UserID: "x", DeviceID: -1}, []byte("m"))
-	require.ErrorIs(t, err, client.ErrInvalidArgument)
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
 	_, err = a.c.Send(ctx, alice, []byte("self"))
-	require.ErrorIs(t, err, client.ErrInvalidArgument)
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
 	require.Zero(t, a.count(nil))
 }

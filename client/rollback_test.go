@@ -8,6 +8,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -36,19 +37,19 @@ func TestSessionRollbackAfterAcceptedIdentityChange(t *testing.T) {
 			converse(t, b, a)
 
 			var old []byte
-			require.NoError(t, b.sql.DB().QueryRowContext(ctx, "SELECT sealed FROM session WHERE user_id = ? AND device_id = ?", alice.UserID, alice.DeviceID).Scan(&old))
+			require.NoError(t, sqliteaccess.DB(b.sql).QueryRowContext(ctx, "SELECT sealed FROM session WHERE user_id = ? AND device_id = ?", alice.UserID, alice.DeviceID).Scan(&old))
 
 			a2 := mustOpen(t, net, alice) // reinstalled: a new identity
 			a2.send(bob, "new device")
 			_, err := b.c.Poll(ctx)
-			require.ErrorIs(t, err, client.ErrIdentityChanged)
+			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.NoError(t, b.acceptChange(alice))
 
 			// The database writer's rollback of the one session row.
-			_, err = b.sql.DB().ExecContext(ctx, "UPDATE session SET sealed = ? WHERE user_id = ? AND device_id = ?", old, alice.UserID, alice.DeviceID)
+			_, err = sqliteaccess.DB(b.sql).ExecContext(ctx, "UPDATE session SET sealed = ? WHERE user_id = ? AND device_id = ?", old, alice.UserID, alice.DeviceID)
 			require.NoError(t, err)
 			if tt.deletePin {
-				_, err = b.sql.DB().ExecContext(ctx, "DELETE FROM identity_pin WHERE user_id = ? AND device_id = ?", alice.UserID, alice.DeviceID)
+				_, err = sqliteaccess.DB(b.sql).ExecContext(ctx, "DELETE FROM identity_pin WHERE user_id = ? AND device_id = ?", alice.UserID, alice.DeviceID)
 				require.NoError(t, err)
 			}
 			b.reopen()
@@ -97,13 +98,13 @@ func TestSessionRollbackDoesNotRepeatKeystream(t *testing.T) {
 
 			var saved []byte
 			row := "SELECT sealed FROM session WHERE user_id = ? AND device_id = ?"
-			require.NoError(t, a.sql.DB().QueryRowContext(ctx, row, bob.UserID, bob.DeviceID).Scan(&saved))
+			require.NoError(t, sqliteaccess.DB(a.sql).QueryRowContext(ctx, row, bob.UserID, bob.DeviceID).Scan(&saved))
 			p1, p2 := "attack at dawn, bring the boats", "retreat at noon, burn the maps!"
 			require.Len(t, p2, len(p1))
 
 			net.ResetCalls()
 			id1 := a.send(bob, p1)
-			_, err := a.sql.DB().ExecContext(ctx, "UPDATE session SET sealed = ? WHERE user_id = ? AND device_id = ?", saved, bob.UserID, bob.DeviceID)
+			_, err := sqliteaccess.DB(a.sql).ExecContext(ctx, "UPDATE session SET sealed = ? WHERE user_id = ? AND device_id = ?", saved, bob.UserID, bob.DeviceID)
 			require.NoError(t, err)
 			a.reopen()
 			id2 := a.send(bob, p2)
@@ -123,10 +124,10 @@ func TestSessionRollbackDoesNotRepeatKeystream(t *testing.T) {
 			res, err := b.c.Poll(ctx)
 			require.ErrorIs(t, err, session.ErrReplay)
 			require.Equal(t, []string{p1}, messages(t, res))
-			before := dumpTables(t, b.sql.DB())
+			before := dumpTables(t, sqliteaccess.DB(b.sql))
 			_, err = b.c.Receive(ctx, calls[1].Envelope)
 			require.ErrorIs(t, err, session.ErrReplay)
-			require.Equal(t, before, dumpTables(t, b.sql.DB()), "the refused envelope changed bob's database")
+			require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "the refused envelope changed bob's database")
 
 			requireCleared(t, a.poll(), true) // the first is acknowledged
 			require.Equal(t, []ids.LogicalMessageID{id2}, a.pendingIDs(&bob))

@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -86,9 +87,10 @@ func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, e
 // verified bundle or authenticated by a new initiation from p: the first
 // one is pinned (stored with what commits next for p); a different one is
 // recorded as p's unaccepted change, stored alone at once (the pin, no
-// session or initiation), and reported as ErrIdentityChanged. If that
-// store fails, p's cached state is dropped, since its pin then records a
-// change the store does not hold; otherwise the cached state is as stored.
+// session or initiation), and reported as session.ErrIdentityChanged. If
+// that store fails, p's cached state is dropped, since its pin then
+// records a change the store does not hold; otherwise the cached state is
+// as stored.
 func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdentity) error {
 	if p.pin == nil {
 		pin := session.NewPin(p.addr, seen)
@@ -104,7 +106,7 @@ func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdent
 		// Check recorded the new identity in the pin: store it.
 		pin, serr := p.pin.MarshalBinary()
 		if serr == nil {
-			serr = c.st.SavePeer(ctx, p.addr, storage.PeerState{Pin: pin})
+			serr = c.st.SavePeer(ctx, p.addr, store.PeerState{Pin: pin})
 		}
 		if serr != nil {
 			c.forget(p.addr)
@@ -142,8 +144,8 @@ func (p *peer) saved() {
 // session, the pin if it changed, and the initiation marker if it
 // appeared, ended, or names another initiation (a new session replaced an
 // unanswered one).
-func (p *peer) update() (storage.PeerState, error) {
-	var u storage.PeerState
+func (p *peer) update() (store.PeerState, error) {
+	var u store.PeerState
 	if p.sess != nil {
 		b, err := p.sess.MarshalBinary()
 		if err != nil {
@@ -214,7 +216,7 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 	return nil
 }
 
-// unacceptedChange returns an error matching ErrIdentityChanged if an
+// unacceptedChange returns an error matching session.ErrIdentityChanged if an
 // identity change of p is recorded and not settled yet: until
 // AcceptRemoteIdentityChange or DeclineRemoteIdentityChange nothing is
 // sent to p or accepted from it.
@@ -296,10 +298,10 @@ const _ = uint(maxBody-(session.MaxPlaintextSize-frameHeaderSize)) + uint((sessi
 // stored at all it returns the store's error and no id. If the directory
 // answers with the bundle of another device it returns ErrBundleAddress
 // and no id, and stores nothing. Returns
-// ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
-// or own address or a plaintext above the size limit; ErrIdentityChanged
+// ErrNotInitialized before Initialize, store.ErrInvalidArgument for a malformed
+// or own address or a plaintext above the size limit; session.ErrIdentityChanged
 // (with ErrMessageNotSent) while to's identity change is not accepted;
-// ErrPeerStateUnreadable (with ErrMessageNotSent) if to's stored state
+// store.ErrPeerUnreadable (with ErrMessageNotSent) if to's stored state
 // does not open.
 func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (_ ids.LogicalMessageID, err error) {
 	if err := c.checkSendable([]ids.DeviceAddress{to}, plaintext); err != nil {
@@ -379,19 +381,19 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // recipient (any byte of the address differs: store.ErrCorruptRow), is
 // skipped, never sent, and the ones after it are still sent. If it
 // skipped any, it returns the sent ids with an *store.UnreadableError listing
-// the skipped messages (errors.Is matches ErrUnreadable and each cause),
+// the skipped messages (errors.Is matches store.ErrUnreadable and each cause),
 // alone or, after a failed hand-off, joined with the ErrMessageNotSent
-// error. Returns ErrNotInitialized before Initialize, ErrInvalidArgument
-// for a malformed address, ErrPeerStateUnreadable if a message waits and
+// error. Returns ErrNotInitialized before Initialize, store.ErrInvalidArgument
+// for a malformed address, store.ErrPeerUnreadable if a message waits and
 // remote's stored state does not open (nothing is sent), and
 // ErrBundleAddress (with ErrMessageNotSent; nothing stored for remote) if
 // the directory answers the fetch of remote's bundle with another
 // device's.
 func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
 	if err := c.checkInitialized(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: retry %s: %w", remote, err)
 	}
-	if err := storage.ValidateAddress(remote); err != nil {
+	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return nil, fmt.Errorf("client: retry: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
@@ -453,7 +455,7 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 }
 
 // AcceptRemoteIdentityChange trusts observed, the new identity recorded
-// for remote (IdentityChangedError.Observed, see ErrIdentityChanged), as
+// for remote (IdentityChangedError.Observed, see session.ErrIdentityChanged), as
 // the user verified it: the pin moves to it and the sessions with the old
 // identity are dropped, so the next send or retry starts a session with
 // the new one. The base keys of the old identity's initiations are kept
@@ -465,18 +467,18 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 // the one the user was shown (an injected initiation, a directory's
 // bundle), nothing changes and the error is an *IdentityChangedError
 // naming the identity recorded now, for the user to verify again. Returns
-// ErrNotInitialized before Initialize, ErrInvalidArgument for a malformed
-// address, ErrPeerStateUnreadable if remote's stored state does not open,
+// ErrNotInitialized before Initialize, store.ErrInvalidArgument for a malformed
+// address, store.ErrPeerUnreadable if remote's stored state does not open,
 // and an error matching session.ErrNoIdentityChange if no change is
 // recorded.
 func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
-	return c.settleIdentityChange(ctx, "accept", remote, func(p *peer) (storage.PeerState, error) {
+	return c.settleIdentityChange(ctx, "accept", remote, func(p *peer) (store.PeerState, error) {
 		if err := p.pin.Accept(observed); err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
 		pin, err := p.pin.MarshalBinary()
 		if err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
 		// Drop the old identity's sessions and initiation in the same
 		// transaction, keeping only what recognises replays of its
@@ -484,10 +486,10 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 		sess := []byte{}
 		if p.sess != nil {
 			if sess, err = p.sess.Retire().MarshalBinary(); err != nil {
-				return storage.PeerState{}, err
+				return store.PeerState{}, err
 			}
 		}
-		return storage.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}, nil
+		return store.PeerState{Pin: pin, Session: sess, Initiation: []byte{}}, nil
 	})
 }
 
@@ -497,33 +499,33 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 // a change the user refused (or one an attacker injected: any initiation
 // claiming remote's address records one). If the identity is seen again
 // it is reported again. Errors as AcceptRemoteIdentityChange, and
-// ErrInvalidArgument if remote's pin was discarded
+// store.ErrInvalidArgument if remote's pin was discarded
 // (DiscardUnreadablePeerState): it trusts no identity to go back to, so
 // only accepting a verified identity unblocks the device.
 func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
-	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (storage.PeerState, error) {
+	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (store.PeerState, error) {
 		if PinDiscarded(p.pin.Identity) {
 			// There is no trusted identity to go back to.
-			return storage.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", ErrInvalidArgument, remote)
+			return store.PeerState{}, fmt.Errorf("%w: the pin of %s was discarded and trusts no identity: verify and accept one", store.ErrInvalidArgument, remote)
 		}
 		if err := p.pin.Decline(observed); err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
 		pin, err := p.pin.MarshalBinary()
 		if err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
-		return storage.PeerState{Pin: pin}, nil
+		return store.PeerState{Pin: pin}, nil
 	})
 }
 
 // settleIdentityChange runs settle on remote's stored state under the send
 // mutex and saves what it returns.
-func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (storage.PeerState, error)) error {
+func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (store.PeerState, error)) error {
 	if err := c.checkInitialized(); err != nil {
-		return err
+		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
-	if err := storage.ValidateAddress(remote); err != nil {
+	if err := storeimpl.ValidateAddress(remote); err != nil {
 		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	if err := c.lockSend(); err != nil {

@@ -88,7 +88,7 @@ func TestPagesReportUnreadable(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			s := newUnreadableSetup(t, kind)
-			all := s.page(t, store.PageRequest{Limit: client.MaxPageSize})
+			all := s.page(t, store.PageRequest{Limit: store.MaxPageSize})
 			require.Equal(t, []ids.LogicalMessageID{s.two, s.car, s.three}, pageIDs(all))
 			requireLost(t, s, all.Unreadable)
 			require.Less(t, all.Unreadable[0].Sequence, all.Messages[0].Sequence)
@@ -132,7 +132,7 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 			require.Empty(t, sent)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			require.ErrorIs(t, err, transporttest.ErrInjected)
-			require.ErrorIs(t, err, client.ErrUnreadable)
+			require.ErrorIs(t, err, store.ErrUnreadable)
 			require.ErrorIs(t, err, seal.ErrWrongKey)
 			var ue *store.UnreadableError
 			require.ErrorAs(t, err, &ue)
@@ -143,7 +143,7 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 			s.net.ResetCalls()
 			sent, err = s.a.c.RetryPendingMessages(s.ctx, bob)
 			require.Equal(t, []ids.LogicalMessageID{s.two, s.three}, sent)
-			require.ErrorIs(t, err, client.ErrUnreadable)
+			require.ErrorIs(t, err, store.ErrUnreadable)
 			require.NotErrorIs(t, err, client.ErrMessageNotSent)
 			ue = nil
 			require.ErrorAs(t, err, &ue)

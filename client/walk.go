@@ -7,7 +7,8 @@ import (
 	"iter"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // for a range loop:
 //
 //	for m, err := range c.AllPendingMessages(ctx, nil) {
-//		if errors.Is(err, client.ErrUnreadable) {
+//		if errors.Is(err, store.ErrUnreadable) {
 //			continue // or abandon it: errors.As gives the *store.UnreadableError
 //		}
 //		if err != nil {
@@ -25,7 +26,7 @@ import (
 //		...
 //	}
 //
-// It reads MaxPageSize messages at a time, each page its own storage
+// It reads store.MaxPageSize messages at a time, each page its own storage
 // transaction, as PendingMessages does: a message acknowledged or abandoned
 // before its page is read is not yielded, none is yielded twice, and one
 // sent before the last page is read is yielded in its place. The next
@@ -38,8 +39,9 @@ import (
 // returns for recipient but is stored for another (store.ErrCorruptRow),
 // is yielded in its place as a zero PendingMessage and a
 // *store.UnreadableError holding it alone, and the walk goes on; abandoning
-// what it yields (AbandonPendingMessage), at any sequence, never ends it. Any other error ends the walk, yielded once with a zero
-// PendingMessage: ErrNotInitialized before Initialize, ErrInvalidArgument
+// what it yields (AbandonPendingMessage), at any sequence, never ends it.
+// Any other error ends the walk, yielded once with a zero
+// PendingMessage: ErrNotInitialized before Initialize, store.ErrInvalidArgument
 // for a malformed recipient, a storage error, or ctx.Err() itself when
 // ctx ends (checked before every message and page).
 func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAddress) iter.Seq2[store.PendingMessage, error] {
@@ -48,8 +50,8 @@ func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAd
 			yield(store.PendingMessage{}, err)
 			return
 		}
-		req := store.PageRequest{Limit: MaxPageSize, Recipient: recipient}
-		for m, err := range storage.WalkPendingMessages(ctx, c.st, req) {
+		req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
+		for m, err := range storeimpl.WalkPendingMessages(ctx, c.st, req) {
 			if err == nil && recipient != nil {
 				if u, foreign := foreignRow(m, *recipient); foreign {
 					m, err = store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{u}}

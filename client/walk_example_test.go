@@ -13,7 +13,7 @@ import (
 
 // A range loop over every pending message, page by page behind the
 // scenes: unreadable messages come in their place as errors matching
-// ErrUnreadable, any other error ends the loop.
+// store.ErrUnreadable, any other error ends the loop.
 func ExampleClient_AllPendingMessages() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()

@@ -13,7 +13,7 @@ import (
 )
 
 // TestAllPendingMessages: 250 messages to an offline device and a few to
-// another, walked with a range loop over pages of MaxPageSize: every
+// another, walked with a range loop over pages of store.MaxPageSize: every
 // message once, in order, also across the page boundaries; one abandoned
 // ahead of the walk at a page boundary is not yielded; the filter keeps
 // one recipient's; a malformed recipient and an uninitialized client end
@@ -34,14 +34,14 @@ func TestAllPendingMessages(t *testing.T) {
 				_, err := a.c.Send(ctx, to, []byte(fmt.Sprint("message ", i)))
 				require.ErrorIs(t, err, client.ErrMessageNotSent)
 			}
-			want := a.all(client.MaxPageSize, nil)
+			want := a.all(store.MaxPageSize, nil)
 			require.Len(t, want, 253)
 
 			var got []store.PendingMessage
 			for m, err := range a.c.AllPendingMessages(ctx, nil) {
 				require.NoError(t, err)
 				got = append(got, m)
-				if len(got) == client.MaxPageSize { // the last of the first page
+				if len(got) == store.MaxPageSize { // the last of the first page
 					require.Equal(t, client.Abandoned, a.abandon(want[150].Recipient, want[150].ID))
 				}
 			}
@@ -59,7 +59,7 @@ func TestAllPendingMessages(t *testing.T) {
 				errs = append(errs, err)
 			}
 			require.Len(t, errs, 1)
-			require.ErrorIs(t, errs[0], client.ErrInvalidArgument)
+			require.ErrorIs(t, errs[0], store.ErrInvalidArgument)
 
 			u := mustOpenUninitialized(t, kind, net, net)
 			errs = nil

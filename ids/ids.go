@@ -12,7 +12,7 @@ import (
 
 // ErrInvalid is returned (wrapped) by the validating constructors and
 // methods of this package when an address or id is malformed.
-var ErrInvalid = errors.New("ids: invalid identifier")
+var ErrInvalid = errors.New("invalid identifier")
 
 // MaxUserIDLen is the longest user id accepted, in bytes.
 const MaxUserIDLen = 256

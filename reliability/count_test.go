@@ -15,9 +15,10 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqlitedriver"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -53,7 +54,7 @@ func newCountRig(t *testing.T) *countRig {
 		path: filepath.Join(t.TempDir(), "count.db"), pending: map[pendingKey]int64{}}
 	g.drv = registerFaultDriver(t, g.inj)
 	g.reopen()
-	other, err := sql.Open("sqlite3", sqlitestore.DSN(g.path))
+	other, err := sql.Open("sqlite3", sqliteaccess.DSN(g.path))
 	require.NoError(t, err)
 	other.SetMaxOpenConns(1)
 	t.Cleanup(func() { _ = other.Close() })
@@ -97,10 +98,10 @@ func (g *countRig) isPending(k pendingKey) bool {
 
 // fanoutPeers returns two or three distinct recipients, in random order,
 // each with update.
-func fanoutPeers(rng *rand.Rand, update storage.PeerState) []storage.PeerUpdate {
-	var out []storage.PeerUpdate
+func fanoutPeers(rng *rand.Rand, update store.PeerState) []store.PeerUpdate {
+	var out []store.PeerUpdate
 	for _, i := range rng.Perm(len(countRecipients))[:2+rng.IntN(2)] {
-		out = append(out, storage.PeerUpdate{Peer: countRecipients[i], Update: update})
+		out = append(out, store.PeerUpdate{Peer: countRecipients[i], Update: update})
 	}
 	return out
 }
@@ -166,7 +167,7 @@ func TestCountProperty(t *testing.T) {
 			g := newCountRig(t)
 			rng := rand.New(rand.NewPCG(seed, 0x636f756e74))
 			ctx := g.ctx
-			update := storage.PeerState{Session: countSession}
+			update := store.PeerState{Session: countSession}
 			type op struct {
 				name string
 				do   func()
@@ -199,13 +200,13 @@ func TestCountProperty(t *testing.T) {
 					if !g.isPending(k) {
 						return
 					}
-					var peers []storage.PeerUpdate
+					var peers []store.PeerUpdate
 					for _, r := range countRecipients {
 						if r != k.r {
-							peers = append(peers, storage.PeerUpdate{Peer: r, Update: update})
+							peers = append(peers, store.PeerUpdate{Peer: r, Update: update})
 						}
 					}
-					peers = append(peers, storage.PeerUpdate{Peer: k.r, Update: update})
+					peers = append(peers, store.PeerUpdate{Peer: k.r, Update: update})
 					_, err := g.s.CommitSendMany(ctx, k.id, []byte("again"), peers)
 					require.ErrorIs(t, err, store.ErrDuplicate)
 				}},
@@ -272,7 +273,7 @@ func TestCountProperty(t *testing.T) {
 				}},
 				{"ACK", func() {
 					k := g.anyPending(rng)
-					ok, err := g.s.CommitAck(ctx, k.r, k.id, storage.Inbound{Update: update})
+					ok, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
 					require.NoError(t, err)
 					require.Equal(t, g.isPending(k), ok)
 					delete(g.pending, k)
@@ -280,17 +281,17 @@ func TestCountProperty(t *testing.T) {
 				{"ACK whose delete fails after the session was saved", func() {
 					k := g.anyPending(rng)
 					g.inj.fail(fault{Op: opStmt, Match: sqlDeletePending})
-					_, err := g.s.CommitAck(ctx, k.r, k.id, storage.Inbound{Update: update})
+					_, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
 					require.ErrorIs(t, err, errInjected)
 				}},
 				{"ACK whose commit fails", func() {
 					k := g.anyPending(rng)
 					g.inj.fail(fault{Op: opCommit, Match: sqlDeletePending})
-					_, err := g.s.CommitAck(ctx, k.r, k.id, storage.Inbound{Update: update})
+					_, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
 					require.ErrorIs(t, err, errInjected)
 				}},
 				{"received message (no pending row)", func() {
-					_, err := g.s.CommitReceived(ctx, countRecipients[rng.IntN(3)], g.newID(), storage.Inbound{Update: update})
+					_, err := g.s.CommitReceived(ctx, countRecipients[rng.IntN(3)], g.newID(), store.Inbound{Update: update})
 					require.NoError(t, err)
 				}},
 				{"connection dropped after a rolled-back insert, then another writer inserts", func() {
@@ -365,7 +366,7 @@ func TestCountAfterConnectionReplaced(t *testing.T) {
 		}},
 		{"session save", sqlInsertSession, func(g *countRig, k pendingKey) error {
 			g.inj.fail(fault{Op: opStmt, Match: sqlInsertSession})
-			return g.s.SavePeer(g.ctx, k.r, storage.PeerState{Session: countSession})
+			return g.s.SavePeer(g.ctx, k.r, store.PeerState{Session: countSession})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -411,10 +412,10 @@ func TestCountNoWindowWhileConnectionReplaced(t *testing.T) {
 	g.inj.fail(fault{Op: opBadConn, Match: sqlInsertSession})
 	opens := g.inj.opens.Load()
 	saved := make(chan error, 1)
-	go func() { saved <- g.s.SavePeer(g.ctx, bob, storage.PeerState{Session: countSession}) }()
+	go func() { saved <- g.s.SavePeer(g.ctx, bob, store.PeerState{Session: countSession}) }()
 	<-reached // the save holds the only connection
 
-	waits := g.s.DB().Stats().WaitCount
+	waits := sqliteaccess.DB(g.s).Stats().WaitCount
 	counted := make(chan error, 1)
 	var n int64
 	go func() {
@@ -422,7 +423,7 @@ func TestCountNoWindowWhileConnectionReplaced(t *testing.T) {
 		n, err = g.s.PendingMessageCount(g.ctx, nil)
 		counted <- err
 	}()
-	for g.s.DB().Stats().WaitCount == waits {
+	for sqliteaccess.DB(g.s).Stats().WaitCount == waits {
 		runtime.Gosched() // until the count waits for the connection
 	}
 	close(hold)
@@ -489,7 +490,7 @@ const sqlCountAll = "-- name: CountPendingOutbound :one"
 func TestCountServedFromMemory(t *testing.T) {
 	g := newCountRig(t)
 	ctx := g.ctx
-	update := storage.PeerState{Session: countSession}
+	update := store.PeerState{Session: countSession}
 	k := pendingKey{bob, g.newID()}
 	seq, err := g.s.InsertPending(ctx, k.r, k.id, []byte("hello"))
 	require.NoError(t, err)
@@ -498,9 +499,9 @@ func TestCountServedFromMemory(t *testing.T) {
 
 	g.inj.fail(fault{Op: opStmt, Match: sqlCountAll})
 	id := g.newID()
-	seqs, err := g.s.CommitSendMany(ctx, id, []byte("hello all"), []storage.PeerUpdate{{Peer: bob, Update: update}, {Peer: carol, Update: update}})
+	seqs, err := g.s.CommitSendMany(ctx, id, []byte("hello all"), []store.PeerUpdate{{Peer: bob, Update: update}, {Peer: carol, Update: update}})
 	require.NoError(t, err)
-	ok, err := g.s.CommitAck(ctx, k.r, k.id, storage.Inbound{Update: update})
+	ok, err := g.s.CommitAck(ctx, k.r, k.id, store.Inbound{Update: update})
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = g.s.AbandonPendingMessage(ctx, store.PendingMessage{Sequence: seqs[1], Recipient: carol, ID: id})

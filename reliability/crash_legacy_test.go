@@ -22,12 +22,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/fixturekit"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 const (
@@ -61,7 +62,7 @@ func buildLegacyTemplate(t *testing.T, path string) (map[int64]legacyWant, int64
 	ctx := context.Background()
 	text, err := os.ReadFile("../fixtures/legacy/fixture.sql")
 	require.NoError(t, err)
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
@@ -179,7 +180,7 @@ func TestCrashLegacyMigration(t *testing.T) {
 	}
 	key, err := seal.NewKey(secret)
 	require.NoError(t, err)
-	require.Equal(t, version14.Key().ID(), key.ID(), "the legacy fixture's key")
+	require.Equal(t, fixturekit.Key().ID(), key.ID(), "the legacy fixture's key")
 	template := filepath.Join(t.TempDir(), "template.db")
 	want, hw := buildLegacyTemplate(t, template)
 	patterns := [][]byte{[]byte(legacyMarker)}
@@ -335,7 +336,7 @@ func TestCrashLegacyMigration(t *testing.T) {
 			req.After = p.NextAfterSequence
 		}
 		require.Equal(t, len(want), got, "%s: every row once", when)
-		n, err := s.SequenceHighWater(ctx)
+		n, err := sqliteaccess.SequenceHighWater(ctx, s)
 		require.NoError(t, err)
 		require.Equal(t, hw, n, "%s: high-water mark kept", when)
 		require.NoError(t, s.Close())

@@ -26,8 +26,9 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // crashKills is how many times TestCrashRecovery kills the worker by
@@ -421,15 +422,15 @@ func (c *crashChecker) check(when string) []string {
 			c.fail(when, "%s: sqlitestore.Open: %v", f, err)
 		}
 		var res string
-		err = s.DB().QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res)
+		err = sqliteaccess.DB(s).QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&res)
 		if err == nil && res != "ok" {
 			err = fmt.Errorf("integrity_check: %s", res)
 		}
 		if err == nil && f == "sender.db" {
-			err = c.checkSender(ctx, s.DB(), keys, inflight)
+			err = c.checkSender(ctx, sqliteaccess.DB(s), keys, inflight)
 		}
 		if err == nil && f == "sender.db" {
-			err = c.checkKeys(ctx, s.DB())
+			err = c.checkKeys(ctx, sqliteaccess.DB(s))
 		}
 		require.NoError(c.t, s.Close())
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 )
 
 // TestFaultFanoutRollsBack: a fan-out send is one transaction. A storage
@@ -27,7 +28,7 @@ func TestFaultFanoutRollsBack(t *testing.T) {
 		{"commit", fault{Op: opCommit, Match: sqlInsertPending}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := dump(t, f.a.sql.DB())
+			before := dump(t, sqliteaccess.DB(f.a.sql))
 			f.net.ResetCalls()
 			f.inj.fail(tc.fault)
 			outs, err := f.a.c.SendToDevices(f.ctx, to, ids.NewLogicalMessageID(), []byte("never stored"))

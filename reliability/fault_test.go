@@ -11,6 +11,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -98,7 +99,7 @@ func (f *faultSetup) requireFault(t *testing.T, err error, contexts ...string) {
 // and that every message is still pending with its plaintext.
 func (f *faultSetup) requireUnchanged(t *testing.T, before map[string][]string) {
 	t.Helper()
-	require.Equal(t, before, dump(t, f.a.sql.DB()), "the failed call left something behind")
+	require.Equal(t, before, dump(t, sqliteaccess.DB(f.a.sql)), "the failed call left something behind")
 	got := allPending(t, f.a.c, nil, 7)
 	for _, m := range got {
 		require.Equal(t, f.bodiesByID[m.ID], m.Plaintext, "plaintext of %s", m.ID)
@@ -114,7 +115,7 @@ func TestFaultAbandonRollsBack(t *testing.T) {
 		{Op: opCommit, Match: sqlDeletePending},
 	} {
 		t.Run(fl.Op, func(t *testing.T) {
-			before := dump(t, f.a.sql.DB())
+			before := dump(t, sqliteaccess.DB(f.a.sql))
 			f.inj.fail(fl)
 			st, err := f.a.c.AbandonPending(f.ctx, bob, target)
 			f.requireFault(t, err, "client: abandon", "store: delete pending")
@@ -150,7 +151,7 @@ func TestFaultAckRollsBack(t *testing.T) {
 		{Op: opCommit, Match: sqlDeletePending},
 	} {
 		t.Run(fl.Op+" "+fl.Match, func(t *testing.T) {
-			before := dump(t, f.a.sql.DB())
+			before := dump(t, sqliteaccess.DB(f.a.sql))
 			f.inj.fail(fl)
 			res, err := f.a.c.Receive(f.ctx, ack)
 			f.requireFault(t, err, "client: receive ack from bob/1", "store: commit ack")
@@ -178,7 +179,7 @@ func TestFaultSendRollsBack(t *testing.T) {
 		{Op: opCommit, Match: sqlInsertPending},
 	} {
 		t.Run(fl.Op, func(t *testing.T) {
-			before := dump(t, f.a.sql.DB())
+			before := dump(t, sqliteaccess.DB(f.a.sql))
 			f.net.ResetCalls()
 			f.inj.fail(fl)
 			id, err := f.a.c.Send(f.ctx, bob, []byte("never stored"))
@@ -194,7 +195,7 @@ func TestFaultSendRollsBack(t *testing.T) {
 	// transaction: when the session write fails, the row is rolled back
 	// too, nothing leaves, and the next send (from the stored session)
 	// still reaches bob.
-	before := dump(t, f.a.sql.DB())
+	before := dump(t, sqliteaccess.DB(f.a.sql))
 	f.net.ResetCalls()
 	f.inj.fail(fault{Op: opStmt, Match: sqlInsertSession})
 	_, err := f.a.c.Send(f.ctx, bob, []byte("not stored"))
@@ -228,7 +229,7 @@ func TestFaultSendRollsBack(t *testing.T) {
 func TestFaultReadsFailCleanly(t *testing.T) {
 	f := newFaultSetup(t)
 	f.send(t, 4)
-	before := dump(t, f.a.sql.DB())
+	before := dump(t, sqliteaccess.DB(f.a.sql))
 
 	f.inj.fail(fault{Op: opStmt, Match: sqlPagePending})
 	p, err := f.a.c.PendingMessages(f.ctx, store.PageRequest{Limit: 5})
@@ -265,7 +266,7 @@ func TestFaultReadsFailCleanly(t *testing.T) {
 	require.Equal(t, f.sentToBob[:1], sent, "retry stops at the failure, reporting what it sent")
 
 	// Reads changed nothing but the session the retry advanced.
-	after := dump(t, f.a.sql.DB())
+	after := dump(t, sqliteaccess.DB(f.a.sql))
 	delete(before, "session")
 	delete(after, "session")
 	require.Equal(t, before, after)
@@ -278,7 +279,7 @@ func TestFaultReadsFailCleanly(t *testing.T) {
 func TestFaultFullDisk(t *testing.T) {
 	f := newFaultSetup(t)
 	f.send(t, 10)
-	db := f.a.sql.DB()
+	db := sqliteaccess.DB(f.a.sql)
 	var pages, free int64
 	require.NoError(t, db.QueryRowContext(f.ctx, "PRAGMA page_count").Scan(&pages))
 	require.NoError(t, db.QueryRowContext(f.ctx, "PRAGMA freelist_count").Scan(&free))
@@ -341,7 +342,7 @@ func TestFaultReceiveCommitKeepsPrekey(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, envs, 1)
 
-			before := dump(t, b.sql.DB())
+			before := dump(t, sqliteaccess.DB(b.sql))
 			inj.fail(fault{Op: opStmt, Match: sqlInsertInbound})
 			_, err = b.c.Receive(ctx, envs[0])
 			require.ErrorIs(t, err, errInjected)
@@ -349,7 +350,7 @@ func TestFaultReceiveCommitKeepsPrekey(t *testing.T) {
 			// Nothing is stored: no pin, no session, no processed id, and
 			// the prekeys still hold the one-time prekey (they commit in
 			// one transaction with the message).
-			after := dump(t, b.sql.DB())
+			after := dump(t, sqliteaccess.DB(b.sql))
 			require.Empty(t, after["identity_pin"])
 			require.Equal(t, before, after, "a failed receive stores nothing, prekeys included")
 			if restart {
@@ -376,6 +377,6 @@ func TestFaultErrorsUnwrapToDriver(t *testing.T) {
 	f.inj.fail(fault{Op: opStmt, Match: sqlDeletePending})
 	_, err := f.a.c.AbandonPending(f.ctx, bob, f.sentToBob[0])
 	f.requireFault(t, err)
-	require.False(t, errors.Is(err, client.ErrInvalidArgument))
+	require.False(t, errors.Is(err, store.ErrInvalidArgument))
 	require.False(t, errors.Is(err, client.ErrNotInitialized))
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/memstore"
 	"github.com/securemsg/storage/internal/sqlitedriver"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/seal"
@@ -33,7 +33,7 @@ var newKeyring = storetest.NewKeyring
 type device struct {
 	addr  ids.DeviceAddress
 	c     *client.Client
-	store storage.Store
+	store store.Store
 	sql   *sqlitestore.Store // nil for a memstore device
 	path  string
 	keys  *seal.Keyring

@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // The attack of the key table: with the store closed, delete every
@@ -54,7 +56,7 @@ func TestTamperStorageKeyRowsDeleted(t *testing.T) {
 
 	for name, kr := range map[string]*seal.Keyring{"wrong key": newKeyring(t), "right key": s.a.keys} {
 		_, err := sqlitestore.Open(ctx, s.a.path, kr)
-		require.ErrorIs(t, err, sqlitestore.ErrNoKeyRecord, name)
+		require.ErrorIs(t, err, store.ErrNoKeyRecord, name)
 		after, err := os.ReadFile(s.a.path)
 		require.NoError(t, err)
 		require.Equal(t, raw, after, "%s: the file is byte-identical", name)
@@ -65,7 +67,7 @@ func TestTamperStorageKeyRowsDeleted(t *testing.T) {
 	require.NoError(t, conn.Close())
 
 	// Put the rows back: the right key opens everything again.
-	conn, err = sql.Open("sqlite3", sqlitestore.DSN(s.a.path))
+	conn, err = sql.Open("sqlite3", sqliteaccess.DSN(s.a.path))
 	require.NoError(t, err)
 	for _, r := range saved {
 		_, err := conn.ExecContext(ctx, "INSERT INTO storage_key (key_id, state, verifier, created_at) VALUES (?, ?, ?, ?)", r.id, r.state, r.verifier, r.created)

@@ -214,7 +214,7 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 			seen := map[ids.LogicalMessageID]bool{}
 			last := int64(0)
 			for {
-				p, err := a.c.PendingMessages(bg, store.PageRequest{After: after, Limit: 1 + rng.IntN(client.MaxPageSize), Recipient: rcpt})
+				p, err := a.c.PendingMessages(bg, store.PageRequest{After: after, Limit: 1 + rng.IntN(store.MaxPageSize), Recipient: rcpt})
 				if err != nil {
 					l.fail(fmt.Errorf("walk: %w", err))
 					return

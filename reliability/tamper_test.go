@@ -13,7 +13,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -80,7 +81,7 @@ func newTamperSetup(t *testing.T) *tamperSetup {
 	require.Len(t, s.toBob, 2)
 	s.toCar = allPending(t, s.a.c, &carol, 10)[0]
 	s.toDave = allPending(t, s.a.c, &dave, 10)[0]
-	s.db = s.a.sql.DB()
+	s.db = sqliteaccess.DB(s.a.sql)
 	return s
 }
 
@@ -154,7 +155,7 @@ func (s *tamperSetup) page(t *testing.T, limit int, recipient *ids.DeviceAddress
 // bad, in place, with causes matching want.
 func (s *tamperSetup) requireUnreadable(t *testing.T, want error, recipient *ids.DeviceAddress, good []store.PendingMessage, bad []store.UnreadablePendingMessage) {
 	t.Helper()
-	p := s.page(t, client.MaxPageSize, recipient)
+	p := s.page(t, store.MaxPageSize, recipient)
 	if len(good) == 0 {
 		require.Empty(t, p.Messages)
 	} else {
@@ -389,7 +390,7 @@ func TestTamperPendingOutbound(t *testing.T) {
 			if !tc.inBobsQueue || len(skippedBob) == 0 {
 				require.NoError(t, err)
 			} else {
-				require.ErrorIs(t, err, client.ErrUnreadable)
+				require.ErrorIs(t, err, store.ErrUnreadable)
 				require.NotErrorIs(t, err, client.ErrMessageNotSent)
 				requireCause(t, err, tc.want)
 				var ue *store.UnreadableError
@@ -407,7 +408,7 @@ func TestTamperPendingOutbound(t *testing.T) {
 				if tc.bySequence {
 					named, err := s.a.c.AbandonPending(s.ctx, u.Recipient, u.ID)
 					if u.Recipient.Validate() != nil {
-						require.ErrorIs(t, err, client.ErrInvalidArgument, "a malformed recipient cannot be named")
+						require.ErrorIs(t, err, store.ErrInvalidArgument, "a malformed recipient cannot be named")
 					} else {
 						require.NoError(t, err)
 						require.Equal(t, client.NotPending, named, "a device id that does not decode names no row")
@@ -496,7 +497,7 @@ func TestTamperPeerState(t *testing.T) {
 			tc.tamper(t, s)
 			st, err := s.a.store.Peer(s.ctx, tc.peer)
 			requireOnly(t, err, tc.want)
-			require.Equal(t, storage.PeerState{}, st, "no state with an error")
+			require.Equal(t, store.PeerState{}, st, "no state with an error")
 			// After a restart (the running client caches peer state),
 			// sending to that peer fails with the same error and hands
 			// nothing off, but the message is kept pending for a retry.
@@ -507,7 +508,7 @@ func TestTamperPeerState(t *testing.T) {
 			_, err = c.Send(s.ctx, tc.peer, []byte("after tampering"))
 			requireOnly(t, err, tc.want)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
-			require.ErrorIs(t, err, client.ErrPeerStateUnreadable)
+			require.ErrorIs(t, err, store.ErrPeerUnreadable)
 			require.Empty(t, s.net.Calls())
 
 			// Discarding what does not open lets the peer work again.

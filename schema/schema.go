@@ -1,8 +1,9 @@
 // Package schema holds the client database's schema history: the Atlas
-// migration directory (versions 14 and 15 and their atlas.sum), embedded so
-// that the binary carries exactly the migrations it was built with.
+// migration directory (every version and its atlas.sum), embedded so that
+// the binary carries exactly the migrations it was built with, and the
+// errors of a database's schema against it (errors.go).
 //
-// Package schema only holds the files; package migration applies them.
+// Package schema only holds the files; sqlitestore.Open applies them.
 package schema
 
 import "embed"
@@ -20,8 +21,10 @@ var Migrations embed.FS
 // MigrationsDir is the path of the migration directory inside Migrations.
 const MigrationsDir = "migrations"
 
-// RevisionTable is the DDL of the migration history table, which lives
-// outside the versioned schema and is created before the first migration.
-//
+// RevisionTable returns the DDL of the migration history table, which
+// lives outside the versioned schema and is created before the first
+// migration.
+func RevisionTable() string { return revisionTable }
+
 //go:embed history/schema_revision.sql
-var RevisionTable string
+var revisionTable string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 const pinVersion = 1
@@ -97,7 +98,7 @@ func (p *Pin) checkChange(expected PublicIdentity) error {
 // a byte 0/1 telling whether a changed identity (64) follows.
 func (p Pin) MarshalBinary() ([]byte, error) {
 	if err := p.Address.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: pin: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: pin: %w", store.ErrInvalidArgument, err)
 	}
 	w := writer{}
 	w.u8(pinVersion)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // MaxOneTimePrekeys bounds the one-time prekeys held by Prekeys and offered
@@ -142,7 +143,7 @@ type Prekeys struct {
 // crypto/rand.
 func NewPrekeys(rand io.Reader, id *Identity, nOneTime int) (*Prekeys, error) {
 	if id == nil {
-		return nil, fmt.Errorf("%w: nil identity", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil identity", store.ErrInvalidArgument)
 	}
 	rand, err := randSource(rand)
 	if err != nil {
@@ -178,10 +179,10 @@ func (p *Prekeys) AddOneTime(rand io.Reader, n int) error {
 		return err
 	}
 	if n < 0 || len(p.oneTime)+n > MaxOneTimePrekeys {
-		return fmt.Errorf("%w: %d one-time prekeys (holding %d, at most %d)", ErrInvalidArgument, n, len(p.oneTime), MaxOneTimePrekeys)
+		return fmt.Errorf("%w: %d one-time prekeys (holding %d, at most %d)", store.ErrInvalidArgument, n, len(p.oneTime), MaxOneTimePrekeys)
 	}
 	if uint64(p.nextID)+uint64(n) > 1<<32-1 {
-		return fmt.Errorf("%w: one-time prekey ids exhausted", ErrInvalidArgument)
+		return fmt.Errorf("%w: one-time prekey ids exhausted", store.ErrInvalidArgument)
 	}
 	added := make([]oneTimePair, 0, n)
 	for range n {
@@ -201,11 +202,11 @@ func (p *Prekeys) AddOneTime(rand io.Reader, n int) error {
 // makes room by dropping the oldest held keys when the total would exceed
 // MaxOneTimePrekeys: those were handed out longest ago (a directory hands
 // out keys in id order) and never used, and an initiation that still
-// names one fails with ErrUnknownPrekey. Returns ErrInvalidArgument for n
+// names one fails with ErrUnknownPrekey. Returns store.ErrInvalidArgument for n
 // out of range or exhausted ids; on error p is unchanged.
 func (p *Prekeys) Replenish(rand io.Reader, n int) ([]OneTimePrekey, error) {
 	if n < 0 || n > MaxOneTimePrekeys {
-		return nil, fmt.Errorf("%w: %d one-time prekeys, at most %d", ErrInvalidArgument, n, MaxOneTimePrekeys)
+		return nil, fmt.Errorf("%w: %d one-time prekeys, at most %d", store.ErrInvalidArgument, n, MaxOneTimePrekeys)
 	}
 	c := p.clone()
 	if over := len(c.oneTime) + n - MaxOneTimePrekeys; over > 0 {
@@ -224,7 +225,7 @@ func (p *Prekeys) Replenish(rand io.Reader, n int) ([]OneTimePrekey, error) {
 }
 
 // Rotate replaces the signed prekey with a new one, signed by id (the
-// owner of p, else ErrInvalidArgument), with a new random id. The
+// owner of p, else store.ErrInvalidArgument), with a new random id. The
 // replaced one is retired: Respond still accepts initiations naming it
 // until now+grace (grace >= 0), so that initiators holding the previous
 // bundle are not refused; Expire drops it afterwards. At most
@@ -232,10 +233,10 @@ func (p *Prekeys) Replenish(rand io.Reader, n int) ([]OneTimePrekey, error) {
 // are dropped. A nil rand means crypto/rand. On error p is unchanged.
 func (p *Prekeys) Rotate(rand io.Reader, id *Identity, now time.Time, grace time.Duration) error {
 	if id == nil || id.Public() != p.identity {
-		return fmt.Errorf("%w: rotate: identity is not the prekeys' owner", ErrInvalidArgument)
+		return fmt.Errorf("%w: rotate: identity is not the prekeys' owner", store.ErrInvalidArgument)
 	}
 	if grace < 0 {
-		return fmt.Errorf("%w: rotate: negative grace period %s", ErrInvalidArgument, grace)
+		return fmt.Errorf("%w: rotate: negative grace period %s", store.ErrInvalidArgument, grace)
 	}
 	rand, err := randSource(rand)
 	if err != nil {
@@ -283,10 +284,10 @@ func (p *Prekeys) Expire(now time.Time) bool {
 // record, whose signature covered the signed prekey only, with the current
 // format (both identity keys): until then Bundle returns a bundle that
 // does not verify. It does nothing for current records. id must be the
-// owner of p, else ErrInvalidArgument.
+// owner of p, else store.ErrInvalidArgument.
 func (p *Prekeys) Upgrade(id *Identity) error {
 	if id == nil || id.Public() != p.identity {
-		return fmt.Errorf("%w: upgrade: identity is not the prekeys' owner", ErrInvalidArgument)
+		return fmt.Errorf("%w: upgrade: identity is not the prekeys' owner", store.ErrInvalidArgument)
 	}
 	if p.legacy {
 		p.signature = ed25519.Sign(id.signing, signedPrekeyMessage(p.identity, p.signedID, p.signed.pub))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // TestVersion1PrekeysUpgrade: a prekeys record stored in version 1 (no
@@ -42,7 +43,7 @@ func TestVersion1PrekeysUpgrade(t *testing.T) {
 
 	other, err := GenerateIdentity(rand.Reader)
 	require.NoError(t, err)
-	require.ErrorIs(t, old.Upgrade(other), ErrInvalidArgument)
+	require.ErrorIs(t, old.Upgrade(other), store.ErrInvalidArgument)
 	require.NoError(t, old.Upgrade(id))
 	require.NoError(t, old.Bundle(addr).Verify())
 	require.Equal(t, pk.Bundle(addr), old.Bundle(addr), "same keys, the current signature")

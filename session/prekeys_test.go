@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // TestBundleSignatureCoversIdentityKeys: replacing either identity key of
@@ -44,8 +45,8 @@ func TestRotateSignedPrekey(t *testing.T) {
 	bob := newDevice(t, "bob", 1, 0)
 	oldBundle := bob.bundle()
 	bob2 := newDevice(t, "bob", 2, 0)
-	require.ErrorIs(t, bob.pk.Rotate(rand.Reader, bob2.id, t0, grace), session.ErrInvalidArgument)
-	require.ErrorIs(t, bob.pk.Rotate(rand.Reader, bob.id, t0, -grace), session.ErrInvalidArgument)
+	require.ErrorIs(t, bob.pk.Rotate(rand.Reader, bob2.id, t0, grace), store.ErrInvalidArgument)
+	require.ErrorIs(t, bob.pk.Rotate(rand.Reader, bob.id, t0, -grace), store.ErrInvalidArgument)
 	require.NoError(t, bob.pk.Rotate(rand.Reader, bob.id, t0, grace))
 	require.NotEqual(t, oldBundle.SignedPrekeyID, bob.pk.SignedPrekeyID())
 	require.Equal(t, 1, bob.pk.RetiredSignedPrekeys())
@@ -103,7 +104,7 @@ func TestReplenishEvictsOldest(t *testing.T) {
 	require.Equal(t, uint32(3), keys[0].ID)
 	require.Equal(t, 5, bob.pk.OneTimeCount())
 	_, err = bob.pk.Replenish(rand.Reader, session.MaxOneTimePrekeys+1)
-	require.ErrorIs(t, err, session.ErrInvalidArgument)
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
 	require.Equal(t, 5, bob.pk.OneTimeCount(), "unchanged on error")
 
 	keys, err = bob.pk.Replenish(rand.Reader, session.MaxOneTimePrekeys-1)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // Bounds of a session record.
@@ -105,14 +106,14 @@ type Receipt struct {
 //     initiation becomes the session and current is archived (states of
 //     another remote identity are dropped, their base keys retired).
 //
-// Errors: ErrInvalidArgument (nil identity or prekeys), ErrWrongSession
+// Errors: store.ErrInvalidArgument (nil identity or prekeys), ErrWrongSession
 // (not addressed to local, or current belongs to another pair), ErrNoInitiation
 // (no session, or no current state, and no initiation header), ErrReplay,
 // ErrDecrypt (tampered or forged), ErrTooManySkipped (more than MaxSkip
 // messages skipped in a chain), and those of Respond.
 func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	if local.Identity == nil || local.Prekeys == nil {
-		return Receipt{}, fmt.Errorf("%w: nil identity or prekeys", ErrInvalidArgument)
+		return Receipt{}, fmt.Errorf("%w: nil identity or prekeys", store.ErrInvalidArgument)
 	}
 	if env.Recipient != local.Address || env.Sender == local.Address {
 		return Receipt{}, fmt.Errorf("%w: envelope %s -> %s received by %s", ErrWrongSession, env.Sender, env.Recipient, local.Address)
@@ -243,18 +244,18 @@ func (s *Session) Retire() *Session {
 // still decrypt), the others dropped, and the base keys prev remembers,
 // with those of the dropped states it answered, are kept, so replays of
 // their initiations are still recognised. Call it before s is first
-// stored. prev is unchanged. Returns ErrInvalidArgument if prev is nil, s
+// stored. prev is unchanged. Returns store.ErrInvalidArgument if prev is nil, s
 // has no state, or s already holds archived states or remembered
 // initiations (it is not new); ErrWrongSession if prev is for another pair
 // of devices.
 func (s *Session) Supersede(prev *Session) error {
 	if prev == nil || s.stateless {
-		return fmt.Errorf("%w: supersede: nil record or no current state", ErrInvalidArgument)
+		return fmt.Errorf("%w: supersede: nil record or no current state", store.ErrInvalidArgument)
 	}
 	// Only a new session has nothing of its own to lose: taking prev's
 	// archive and remembered keys over would drop what s holds.
 	if len(s.archive) > 0 || len(s.rejected) > 0 || len(s.retired) > 0 {
-		return fmt.Errorf("%w: supersede: the session already holds archived states or remembered initiations", ErrInvalidArgument)
+		return fmt.Errorf("%w: supersede: the session already holds archived states or remembered initiations", store.ErrInvalidArgument)
 	}
 	if prev.local != s.local || prev.remote != s.remote {
 		return fmt.Errorf("%w: supersede %s -> %s with %s -> %s", ErrWrongSession, prev.local, prev.remote, s.local, s.remote)

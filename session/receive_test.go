@@ -10,6 +10,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // receive runs session.Receive for d with the record current, commits
@@ -455,7 +456,7 @@ func TestReceiveRefusesWhatIsNotItsOwn(t *testing.T) {
 		{"envelope for another device", session.Local{Identity: alice.id, Address: alice.addr, Prekeys: alice.pk}, as, fromAlice, session.ErrWrongSession},
 		{"record of another pair", local, bs, fromCarol, session.ErrWrongSession},
 		{"message without a session", local, nil, fromAlice, session.ErrNoInitiation},
-		{"no prekeys", session.Local{Identity: bob.id, Address: bob.addr}, bs, fromAlice, session.ErrInvalidArgument},
+		{"no prekeys", session.Local{Identity: bob.id, Address: bob.addr}, bs, fromAlice, store.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // receiveErr runs session.Receive for d and returns only its error,
@@ -182,10 +183,10 @@ func TestSupersede(t *testing.T) {
 		prev *session.Session
 		want error
 	}{
-		{"nil record", other, nil, session.ErrInvalidArgument},
+		{"nil record", other, nil, store.ErrInvalidArgument},
 		{"another pair", other, f.record, session.ErrWrongSession},
-		{"no current state", f.record.Retire(), f.record, session.ErrInvalidArgument},
-		{"not new: it already superseded a record", rec, f.record, session.ErrInvalidArgument},
+		{"no current state", f.record.Retire(), f.record, store.ErrInvalidArgument},
+		{"not new: it already superseded a record", rec, f.record, store.ErrInvalidArgument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 func TestConversationBothWaysInterleaved(t *testing.T) {
@@ -372,7 +373,7 @@ func TestBundleVerify(t *testing.T) {
 	require.NoError(t, good.Verify(), "Clone kept the original intact")
 
 	_, err := session.Initiate(rand.Reader, bob.id, bob.addr, good)
-	require.ErrorIs(t, err, session.ErrInvalidArgument, "a bundle for oneself")
+	require.ErrorIs(t, err, store.ErrInvalidArgument, "a bundle for oneself")
 }
 
 func TestStateRoundTripMidConversation(t *testing.T) {

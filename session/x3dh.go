@@ -7,6 +7,7 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/nilarg"
+	"github.com/securemsg/storage/store"
 )
 
 // Initiate starts a session with the device that published remote, per the
@@ -20,16 +21,16 @@ import (
 // (RatchetHeader.Answers). Initiate makes no network or storage call.
 func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remote Bundle) (*Session, error) {
 	if local == nil {
-		return nil, fmt.Errorf("%w: nil identity", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil identity", store.ErrInvalidArgument)
 	}
 	if err := localAddr.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: local address: %w", ErrInvalidArgument, err)
+		return nil, fmt.Errorf("%w: local address: %w", store.ErrInvalidArgument, err)
 	}
 	if err := remote.Verify(); err != nil {
 		return nil, fmt.Errorf("session: initiate with %s: %w", remote.Address, err)
 	}
 	if remote.Address == localAddr {
-		return nil, fmt.Errorf("%w: bundle is for the local device %s", ErrInvalidArgument, localAddr)
+		return nil, fmt.Errorf("%w: bundle is for the local device %s", store.ErrInvalidArgument, localAddr)
 	}
 	rand, err := randSource(rand)
 	if err != nil {
@@ -102,7 +103,7 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 // against a pin: the caller does, with env.Initiation.Identity.
 func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
 	if local == nil || prekeys == nil {
-		return nil, nil, fmt.Errorf("%w: nil identity or prekeys", ErrInvalidArgument)
+		return nil, nil, fmt.Errorf("%w: nil identity or prekeys", store.ErrInvalidArgument)
 	}
 	ih := env.Initiation
 	if ih == nil {
@@ -115,7 +116,7 @@ func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env
 		return nil, nil, fmt.Errorf("%w: sender: %w", ErrMalformedEnvelope, err)
 	}
 	if prekeys.identity != local.Public() {
-		return nil, nil, fmt.Errorf("%w: prekeys belong to another identity", ErrInvalidArgument)
+		return nil, nil, fmt.Errorf("%w: prekeys belong to another identity", store.ErrInvalidArgument)
 	}
 	spk, ok := prekeys.signedPair(ih.SignedPrekeyID)
 	if !ok {
@@ -176,13 +177,13 @@ func normalizeInitiation(ih InitiationHeader) InitiationHeader {
 func defaultRand() io.Reader { return rand.Reader }
 
 // randSource returns r, or crypto/rand for nil; an interface holding a
-// nil pointer (which would panic at its first read) is ErrInvalidArgument.
+// nil pointer (which would panic at its first read) is store.ErrInvalidArgument.
 func randSource(r io.Reader) (io.Reader, error) {
 	if r == nil {
 		return defaultRand(), nil
 	}
 	if nilarg.Is(r) {
-		return nil, fmt.Errorf("%w: rand is a nil %T", ErrInvalidArgument, r)
+		return nil, fmt.Errorf("%w: rand is a nil %T", store.ErrInvalidArgument, r)
 	}
 	return r, nil
 }

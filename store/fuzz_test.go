@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/memstore"
-	"github.com/securemsg/storage/internal/sqlitestore"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -22,7 +22,7 @@ type pageModel []store.PendingMessage
 // pageStores fills a memory store and a SQLite store with the same queue
 // (three recipients, interleaved, with gaps left by deletions) and
 // returns them with the model of that queue.
-func pageStores(tb testing.TB) (map[string]storage.Store, pageModel) {
+func pageStores(tb testing.TB) (map[string]store.Store, pageModel) {
 	tb.Helper()
 	ctx := context.Background()
 	k, err := seal.GenerateKey()
@@ -32,7 +32,7 @@ func pageStores(tb testing.TB) (map[string]storage.Store, pageModel) {
 	sq, err := sqlitestore.Open(ctx, filepath.Join(tb.TempDir(), "fuzz.db"), kr)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = sq.Close() })
-	stores := map[string]storage.Store{"memory": memstore.New(kr), "sqlite": sq}
+	stores := map[string]store.Store{"memory": memstore.New(kr), "sqlite": sq}
 
 	recipients := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 0}}
 	var model pageModel

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/securemsg/storage/ids"
 )
@@ -27,16 +26,6 @@ func (r RecipientPageRequest) Validate() error {
 		return fmt.Errorf("%w: page limit %d outside 1..%d", ErrInvalidArgument, r.Limit, MaxPageSize)
 	}
 	return nil
-}
-
-// From returns the position a page starts after: the cursor, or for a
-// page from the start an address below every one the schema admits (the
-// empty user id and the smallest device id).
-func (r RecipientPageRequest) From() ids.DeviceAddress {
-	if r.After == nil {
-		return ids.DeviceAddress{UserID: "", DeviceID: math.MinInt64}
-	}
-	return *r.After
 }
 
 // PendingRecipient is a recipient with at least one pending message. It

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -46,11 +45,6 @@ type RotationProgress struct {
 	// behind the walk, runs past Total).
 	Pass int
 }
-
-// ErrRowsSkipped means a key rotation finished but left rows it could not
-// open as they were. It is matched by the *RotationError RotateKey
-// returns, which lists them.
-var ErrRowsSkipped = errors.New("store: key rotation skipped rows it could not open")
 
 // SkippedRow is a row a key rotation could not open, or whose columns hold
 // values the schema never stores, and therefore left byte for byte as it

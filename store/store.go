@@ -1,77 +1,32 @@
-// Package store holds what an application and the client share about
-// local storage: the handle a store is opened as (Store, from
-// store/sqlitestore or store/memstore), the pending queue's types
+// Package store is the contract between the client and its storage: the
+// Store interface (the pending outbound queue and the rest of the
+// client's persisted state), the types its calls take and return
 // (PendingMessage, PageRequest, PendingMessagePage,
-// UnreadablePendingMessage) and the errors every store returns.
+// UnreadablePendingMessage, ...) and the errors every store returns.
+//
+// The two implementations are store/sqlitestore (the client's SQLite
+// database) and store/memstore (in memory, for tests and examples). A
+// store never opens a network connection, never decides what a message
+// means and never keeps a tombstone for a removed message.
 package store
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/session"
 )
-
-// Store is a client's local storage, as sqlitestore.Open or memstore.New
-// returns it: hand it to client.Open, which runs on it alone, and Close
-// it after the client. A value that one of those did not return is
-// refused by client.Open with ErrInvalidArgument.
-type Store interface {
-	// Close releases the store. Calls after Close return ErrClosed.
-	Close() error
-}
 
 // MaxPageSize is the largest page of pending messages a store returns.
 const MaxPageSize = 100
 
 // MaxPlaintextSize is the largest pending message plaintext a store
 // accepts: the largest body a client frame carries (the session's
-// plaintext limit less the frame's 2-byte header and 16-byte logical id).
-// The store enforces it itself so that no caller can fill the queue with
+// plaintext limit, 63 KiB, less the frame's 2-byte header and 16-byte
+// logical id; package client does not build if the two disagree). The
+// store enforces it itself so that no caller can fill the queue with
 // messages that could never be sent.
-const MaxPlaintextSize = session.MaxPlaintextSize - (2 + ids.LogicalMessageIDLen)
-
-// Errors shared by every implementation, checked with errors.Is.
-var (
-	// ErrInvalidArgument means a call was given a malformed argument (a
-	// page limit outside 1..MaxPageSize, a negative cursor, a malformed
-	// address or id). Nothing was changed.
-	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrNotFound means the record asked for does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrDuplicate means a pending message with the same recipient and
-	// logical id already exists.
-	ErrDuplicate = errors.New("duplicate pending message")
-	// ErrClosed means the store was closed.
-	ErrClosed = errors.New("closed")
-	// ErrInUse means the store, or its database file, already serves
-	// another user: a second client on one store (Claim), or a second
-	// open of a database file that an open store holds (sqlitestore.Open).
-	// Nothing was changed. Two users of one state would each cache the
-	// sessions and encrypt under the same message keys.
-	ErrInUse = errors.New("store in use")
-	// ErrUnreadable means pending rows could not be opened; it is matched
-	// by an *UnreadableError, which lists them.
-	ErrUnreadable = errors.New("unreadable pending message")
-	// ErrCorruptRow means a pending row's columns hold values the schema
-	// never stores: the wrong storage class (a recipient stored as a BLOB,
-	// say, which would escape the per-recipient index) or a value out of
-	// bounds (a malformed recipient, a logical id of the wrong length). It
-	// is the cause of an UnreadablePendingMessage.
-	ErrCorruptRow = errors.New("corrupt pending row")
-	// ErrPeerUnreadable means part of a remote device's stored state (its
-	// session, unanswered initiation or identity pin) could not be opened,
-	// or (as the client reports it) opened but could not be decoded. It is
-	// matched by a *PeerUnreadableError, which says which parts and why;
-	// client.DiscardUnreadablePeerState removes exactly those parts.
-	ErrPeerUnreadable = errors.New("unreadable peer state")
-	// ErrPeerChanged means a remote device's state changed between the
-	// read that found parts of it damaged and their removal, so nothing
-	// was removed: client.DiscardUnreadablePeerState can be called again.
-	ErrPeerChanged = errors.New("peer state changed since it was read")
-)
+const MaxPlaintextSize = 64494
 
 // PendingMessage is one sent, not yet acknowledged message.
 type PendingMessage struct {

@@ -22,12 +22,12 @@ import (
 var (
 	// ErrNoBundle is returned by Directory.Fetch when the device has not
 	// published a bundle.
-	ErrNoBundle = errors.New("transport: no bundle published")
+	ErrNoBundle = errors.New("no bundle published")
 	// ErrInvalidAddress is returned for a malformed device address.
-	ErrInvalidAddress = errors.New("transport: invalid address")
+	ErrInvalidAddress = errors.New("invalid address")
 	// ErrEnvelopeTooLarge is returned by Send for an envelope above
 	// session.MaxEnvelopeSize, or an empty one.
-	ErrEnvelopeTooLarge = errors.New("transport: envelope empty or too large")
+	ErrEnvelopeTooLarge = errors.New("envelope empty or too large")
 )
 
 // Transport hands envelopes to devices' mailboxes and drains them.

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // The read-only commands work beside an application's open store (its

@@ -33,7 +33,7 @@ func danglingLink(path string) error {
 
 // target returns what a command on one database starts from: the -db
 // path (a usage error without it) and the migration directory embedded in
-// the binary (an error wrapping migration.ErrChecksum or
+// the binary (an error wrapping schema.ErrChecksum or
 // migration.ErrDirectory if it is damaged).
 func (env *cmdEnv) target() (string, *migration.Migrator, error) {
 	path, err := env.requireDB()

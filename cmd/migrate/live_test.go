@@ -15,8 +15,8 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migrationtest"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // besideRuns is how often TestReadsBesideLiveApplication runs each

@@ -78,6 +78,7 @@ import (
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/schema"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -113,7 +114,7 @@ func findingf(format string, args ...any) error {
 // isFinding reports whether err is a finding rather than an error.
 func isFinding(err error) bool {
 	var f *finding
-	return errors.As(err, &f) || errors.Is(err, migration.ErrOutOfOrder)
+	return errors.As(err, &f) || errors.Is(err, schema.ErrOutOfOrder)
 }
 
 // command is one subcommand.

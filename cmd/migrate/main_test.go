@@ -19,6 +19,7 @@ import (
 	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/schema"
 )
 
 // runCmd runs the command line args and returns its exit code and output.
@@ -577,7 +578,7 @@ func TestHash(t *testing.T) {
 	// A new migration: hash makes the directory valid for the runner again.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "16_more.sql"), []byte("CREATE TABLE note (id INTEGER PRIMARY KEY);\n"), 0o644))
 	_, err = migration.New(os.DirFS(dir), ".")
-	require.ErrorIs(t, err, migration.ErrChecksum)
+	require.ErrorIs(t, err, schema.ErrChecksum)
 	code, _, stderr = runCmd(t, "hash", "-dir", dir)
 	require.Equal(t, 0, code, stderr)
 	m, err := migration.New(os.DirFS(dir), ".")

@@ -197,7 +197,7 @@ func TestUnknownStateCountsTables(t *testing.T) {
 	}{
 		{[]string{"CREATE TABLE notes (id INTEGER PRIMARY KEY)"}, "1 table, user_version 0 and no schema_revision"},
 		{[]string{"CREATE TABLE a (x)", "CREATE TABLE b (x)"}, "2 tables, user_version 0 and no schema_revision"},
-		{[]string{schema.RevisionTable, "CREATE TABLE a (x)"}, "1 table, user_version 0 and an empty schema_revision"},
+		{[]string{schema.RevisionTable(), "CREATE TABLE a (x)"}, "1 table, user_version 0 and an empty schema_revision"},
 	} {
 		code, _, stderr := runCmd(t, "status", "-db", newDB(t, tt.stmts...))
 		require.Equal(t, exitError, code)

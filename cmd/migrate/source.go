@@ -32,7 +32,7 @@ func dirFlag(fs *flag.FlagSet, env *cmdEnv) {
 // ("migrate: migrations embedded, head 15"), and warns on stderr when the
 // embedded directory is used from inside a checkout whose
 // schema/migrations differs from it. It returns an error if -dir is not a
-// directory, or one wrapping migration.ErrChecksum or
+// directory, or one wrapping schema.ErrChecksum or
 // migration.ErrDirectory if the directory is damaged.
 func (env *cmdEnv) migrations() (*migration.Migrator, error) {
 	var (

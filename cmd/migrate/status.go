@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/schema"
 )
 
 // newStatusDoc returns status's document for database db, before
@@ -58,13 +59,13 @@ func pending(versions []string) error {
 }
 
 // outOfOrder returns the finding of the files added below the database's
-// version (migration.ErrOutOfOrder), nil if there is none.
+// version (schema.ErrOutOfOrder), nil if there is none.
 func outOfOrder(st migration.Status) error {
 	if len(st.OutOfOrder) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: %s at or below version %s, not in its history: up refuses to run; give it a version above %s",
-		migration.ErrOutOfOrder, strings.Join(st.OutOfOrder, ", "), st.Current, st.Current)
+		schema.ErrOutOfOrder, strings.Join(st.OutOfOrder, ", "), st.Current, st.Current)
 }
 
 func writeStatus(w io.Writer, st migration.Status) {

@@ -10,7 +10,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store"
 )
 
 // victimSet hands out distinct rows of a database drawn at random over
@@ -56,7 +56,7 @@ func abandonPending(ctx context.Context, e *env, r ids.DeviceAddress, id ids.Log
 // ackDelete deletes one message as an ACK does, with the session update
 // the ACK carries (store CommitAck).
 func ackDelete(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-	return e.s.CommitAck(ctx, r, id, storage.Inbound{Update: storage.PeerState{Session: ackSession}})
+	return e.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: ackSession}})
 }
 
 func deleteLines(b *bench) ([]result, error) {

@@ -9,9 +9,10 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -40,7 +41,7 @@ func (e *env) seq(i int) int64 { return int64(i) + 1 }
 // same connection and page cache, no store code in between. It is only
 // read through, except by the raw insert floor of the send line, which
 // runs last (a write through it is not seen by the store's count).
-func (e *env) rawDB() *sql.DB { return e.s.DB() }
+func (e *env) rawDB() *sql.DB { return sqliteaccess.DB(e.s) }
 
 // open opens the store of e (closing it first if open) with the store's
 // own settings, then the -pragmas under trial.
@@ -61,7 +62,7 @@ func (e *env) open(ctx context.Context) error {
 
 func (e *env) applyPragmas(ctx context.Context) error {
 	for _, p := range e.pragmas {
-		if _, err := e.s.DB().ExecContext(ctx, "PRAGMA "+p); err != nil {
+		if _, err := sqliteaccess.DB(e.s).ExecContext(ctx, "PRAGMA "+p); err != nil {
 			return fmt.Errorf("PRAGMA %s: %w", p, err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -69,7 +70,7 @@ func fanoutBench(ctx context.Context, dir string, pending, iters int, add func(.
 	if err != nil {
 		return err
 	}
-	floor, err := newFanoutFloor(ctx, s.DB(), keys, peers.Addrs)
+	floor, err := newFanoutFloor(ctx, sqliteaccess.DB(s), keys, peers.Addrs)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 )
 
 // floorCacheKiB is the page cache the in-memory floor runs with: more
@@ -89,7 +89,7 @@ func (e *env) preRead(ctx context.Context) error {
 // restoreCache gives e's connection its shipped page cache back and
 // frees what the pre-read took.
 func (e *env) restoreCache(ctx context.Context) error {
-	for _, q := range []string{fmt.Sprintf("PRAGMA cache_size = -%d", sqlitestore.PageCacheKiB), "PRAGMA shrink_memory"} {
+	for _, q := range []string{fmt.Sprintf("PRAGMA cache_size = -%d", sqliteaccess.PageCacheKiB), "PRAGMA shrink_memory"} {
 		if _, err := e.rawDB().ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("%s: %s: %w", e.name, q, err)
 		}

@@ -6,9 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/stretchr/testify/require"
-
-	"github.com/securemsg/storage/internal/sqlitestore"
 )
 
 // TestFloorLinesGiveTheCacheBack checks that the in-memory floor runs with
@@ -40,7 +39,7 @@ func TestFloorLinesGiveTheCacheBack(t *testing.T) {
 	require.True(t, rs[0].Info, "the floor has no target")
 	require.Contains(t, rs[0].Name, "floor: page of 100, one recipient")
 	for _, e := range []*env{b.small, b.large} {
-		require.Equal(t, int64(-sqlitestore.PageCacheKiB), cacheSize(e), e.name)
+		require.Equal(t, int64(-sqliteaccess.PageCacheKiB), cacheSize(e), e.name)
 		var temp int64
 		require.NoError(t, e.rawDB().QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp))
 		require.Equal(t, int64(2), temp, fmt.Sprintf("%s: -pragmas applied again", e.name))

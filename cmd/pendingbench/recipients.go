@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
 
@@ -126,7 +127,7 @@ func recipientLines(b *bench) ([]result, error) {
 // cursor (nil: all), in address order, at most limit (-1: no limit), read
 // by SELECT DISTINCT over the recipient index on e's connection.
 func distinctRecipients(ctx context.Context, e *env, after *ids.DeviceAddress, limit int) ([]ids.DeviceAddress, error) {
-	from := store.RecipientPageRequest{After: after}.From()
+	from := storeimpl.RecipientsFrom(store.RecipientPageRequest{After: after})
 	rows, err := e.rawDB().QueryContext(ctx, `SELECT DISTINCT recipient_user_id, recipient_device_id
 		FROM pending_outbound_message
 		WHERE (recipient_user_id, recipient_device_id) > (?, ?)

@@ -80,7 +80,7 @@ func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *tra
 
 	// On every start: find whom to retry (index seeks, not a walk of the
 	// queue), and retry each.
-	req := store.RecipientPageRequest{Limit: client.MaxPageSize}
+	req := store.RecipientPageRequest{Limit: store.MaxPageSize}
 	for {
 		recipients, err := alice.PendingRecipients(ctx, req)
 		if err != nil {

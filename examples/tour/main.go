@@ -39,7 +39,7 @@ type device struct {
 	path  string
 	keys  *seal.Keyring
 	net   *transporttest.Network
-	store sqlitestore.Store
+	store *sqlitestore.Store
 	c     *client.Client
 }
 
@@ -145,7 +145,7 @@ func (t *tour) pages(d *device, limit int) error {
 // messages) and retries each.
 func (t *tour) retryAll(d *device) error {
 	t.say("  %s lists the recipients with pending messages and retries each:", d.name)
-	req := store.RecipientPageRequest{Limit: client.MaxPageSize}
+	req := store.RecipientPageRequest{Limit: store.MaxPageSize}
 	for {
 		page, err := d.c.PendingRecipients(t.ctx, req)
 		if err != nil {

@@ -18,7 +18,7 @@
 // a real seal record of the store's keyring bound to rowseal.MessageAD, so
 // the store's pages open it. Seeding writes through the sqlc-generated
 // InsertPendingOutbound inside large transactions, on a raw connection
-// opened with sqlitestore.DSN after sqlitestore.Open has migrated the file.
+// opened with sqliteaccess.DSN after sqlitestore.Open has migrated the file.
 //
 // Package benchseed is benchmark tooling: it is not used by the client.
 package benchseed
@@ -39,9 +39,10 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/store/sqlitestore"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -308,7 +309,7 @@ func SeedLayout(ctx context.Context, conn *sql.DB, keys *seal.Keyring, l *Layout
 
 // Open opens (creating and migrating) the store at path with keys, then
 // seeds it with cfg through a separate raw connection on the same file
-// (sqlitestore.DSN, a larger page cache for the load), which it closes
+// (sqliteaccess.DSN, a larger page cache for the load), which it closes
 // before returning. The store must be new.
 func Open(ctx context.Context, path string, keys *seal.Keyring, cfg Config) (*sqlitestore.Store, error) {
 	return OpenLayout(ctx, path, keys, cfg.withDefaults().Layout())
@@ -320,7 +321,7 @@ func OpenLayout(ctx context.Context, path string, keys *seal.Keyring, l *Layout)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	raw, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -426,7 +427,7 @@ func (v *Victims) Next() (slot int, recipient ids.DeviceAddress, id ids.LogicalM
 // Replace inserts, through the store p (which seals it and keeps its
 // count), a new pending message for the recipient of slot, which then
 // points to it.
-func (v *Victims) Replace(ctx context.Context, p storage.Pending, slot int) error {
+func (v *Victims) Replace(ctx context.Context, p store.Pending, slot int) error {
 	s := &v.slots[slot]
 	s.id = ReplacementID()
 	_, err := p.InsertPending(ctx, s.recipient, s.id, Plaintext(s.row, v.cfg.PlaintextSize))

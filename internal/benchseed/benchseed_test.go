@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store"
 )
 
@@ -165,7 +166,7 @@ func TestSeedRefusesNonEmptyTable(t *testing.T) {
 	s, err := benchseed.Open(ctx, filepath.Join(t.TempDir(), "seed.db"), keys, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
-	err = benchseed.Seed(ctx, s.DB(), keys, cfg)
+	err = benchseed.Seed(ctx, sqliteaccess.DB(s), keys, cfg)
 	require.ErrorContains(t, err, "pending table holds 20 rows, want an empty one")
 	n, err := s.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)

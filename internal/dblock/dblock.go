@@ -12,7 +12,7 @@
 // file, in one process or in two, and ends when its descriptor is closed:
 // on Release, or when the process dies, so a killed process leaves no
 // stale lock. The sidecar is created with O_NOFOLLOW (a planted symbolic
-// link is refused, ErrSymlink) and left in place after Release; it holds
+// link is refused, store.ErrSymlink) and left in place after Release; it holds
 // nothing.
 //
 // Anyone who can write the directory can remove or replace the sidecar,
@@ -36,6 +36,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/securemsg/storage/store"
 )
 
 // ErrHeld means another open description of the lock file (another store,
@@ -51,11 +53,6 @@ func Path(db string) string {
 	}
 	return db + "-lock"
 }
-
-// ErrSymlink means the lock file beside a database is a symbolic link:
-// planted, since Acquire creates a regular file. It is never followed
-// (the file it names would be created or locked instead).
-var ErrSymlink = errors.New("database side file is a symbolic link")
 
 // Resolve returns the path of the file that opening db opens: db with
 // every symbolic link resolved, or, when nothing exists at db yet, its
@@ -97,7 +94,7 @@ type Lock struct {
 // itself, if it exists (holdFile), so that a lock file removed or
 // replaced while held lets no second writer in. Returns an error wrapping
 // ErrHeld, and naming the lock file or the database file, if the lock is
-// held; ErrSymlink if the lock file is a symbolic link; the file system's
+// held; store.ErrSymlink if the lock file is a symbolic link; the file system's
 // error if the lock file cannot be created or locked.
 func Acquire(db string) (*Lock, error) {
 	p := Path(db)
@@ -105,7 +102,7 @@ func Acquire(db string) (*Lock, error) {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 		if err != nil {
 			if isLoop(err) {
-				return nil, fmt.Errorf("%s: %w", p, ErrSymlink)
+				return nil, fmt.Errorf("%s: %w", p, store.ErrSymlink)
 			}
 			return nil, fmt.Errorf("open lock file: %w", err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/seal"
 )
 
 // ErrNotEmpty means Load was given a file that holds data.
@@ -101,3 +102,18 @@ const (
 	sqliteOK     = 0
 	sqliteDeny   = 1
 )
+
+// Key returns the published fixture test key every frozen fixture is
+// sealed with (fixtures/version14, fixtures/legacy): secret = bytes 0x00, 0x01, ..., 0x1f. It is a published
+// test key: never use it for real data.
+func Key() seal.Key {
+	secret := make([]byte, seal.KeySize)
+	for i := range secret {
+		secret[i] = byte(i)
+	}
+	k, err := seal.NewKey(secret)
+	if err != nil {
+		panic(err) // KeySize bytes: cannot happen
+	}
+	return k
+}

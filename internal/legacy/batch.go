@@ -11,6 +11,7 @@ import (
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 )
 
 // batch is step 2: it copies the next batch of legacy rows, sealed, into
@@ -70,17 +71,17 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 	m.copied += n
 	m.sealed += int64(n)
 	if n > 0 {
-		m.report(PhaseSeal)
+		m.report(store.LegacySeal)
 	}
 	return n == m.opts.Batch, nil
 }
 
-func (m *migrator) report(p Phase) {
+func (m *migrator) report(p store.LegacyPhase) {
 	if m.opts.Progress == nil {
 		return
 	}
-	r := Progress{Phase: p, Sealed: m.sealed, Total: m.total}
-	if p == PhaseSetAside {
+	r := store.LegacyProgress{Phase: p, Sealed: m.sealed, Total: m.total}
+	if p == store.LegacySetAside {
 		r.Erased = m.erased
 	}
 	m.opts.Progress(r)

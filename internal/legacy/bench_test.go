@@ -17,9 +17,10 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/benchseed"
-	"github.com/securemsg/storage/internal/legacy"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // legacyBenchEnv lists the legacy table sizes BenchmarkLegacyOpen runs
@@ -41,7 +42,7 @@ func buildLegacyBench(b *testing.B, path string, n int) {
 	ctx := context.Background()
 	text, err := os.ReadFile(legacyFixture)
 	require.NoError(b, err)
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(b, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
@@ -125,8 +126,8 @@ func BenchmarkLegacyOpen(b *testing.B) {
 				evict(b, path)
 				kr := fixtureKeyring(b)
 				var eraseStart time.Time
-				progress := func(p legacy.Progress) {
-					if p.Phase == legacy.PhaseErase {
+				progress := func(p store.LegacyProgress) {
+					if p.Phase == store.LegacyErase {
 						eraseStart = time.Now()
 					}
 				}

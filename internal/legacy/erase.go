@@ -12,6 +12,7 @@ import (
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/store"
 )
 
 // finish is step 3: with every row sealed, it empties the set-aside table,
@@ -74,7 +75,7 @@ func (m *migrator) finish(ctx context.Context) error {
 // crash before that leaves the marker and its proof, and the next run
 // erases again.
 func (m *migrator) erase(ctx context.Context) error {
-	m.report(PhaseErase)
+	m.report(store.LegacyErase)
 	if err := execStep(ctx, m.conn, stepVacuum); err != nil {
 		return fmt.Errorf("erase: %w", err)
 	}

@@ -26,7 +26,7 @@
 // database sealed by an earlier build on its first open. A legacy layout
 // anywhere else (no key record beside sealed rows, a marked verifier, a
 // migration's proof, a verifier that does not open) is refused with
-// ErrPlaintextRefused and nothing is changed, so that someone who can
+// store.ErrPlaintextRefused and nothing is changed, so that someone who can
 // write the file but does not hold the storage key cannot have rows of
 // their own sealed as the user's messages.
 //
@@ -78,7 +78,7 @@
 // legacy database or not, are not looked at: only a holder of the key
 // could write the proof). A set-aside table
 // without that proof (planted, or changed since it was set aside) is
-// refused with ErrPlaintextRefused, nothing changed. So after a crash at
+// refused with store.ErrPlaintextRefused, nothing changed. So after a crash at
 // any point, the next successful run leaves no legacy plaintext in the
 // database file, its free pages or its WAL.
 //
@@ -107,38 +107,10 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
-)
-
-// Errors returned (wrapped) by MigratePlaintextWith.
-var (
-	// ErrUnknownLayout means pending_outbound_message has neither the
-	// legacy plaintext layout nor the sealed one.
-	ErrUnknownLayout = errors.New("legacy: unknown pending_outbound_message layout")
-	// ErrKeyNotRecorded means the keyring's current key is not the
-	// database's active storage key: a migration under way recorded
-	// another key (the rows left would be sealed with another key than
-	// the rows before them), or a legacy database sealed before its
-	// pending queue records another key as active (or none). Nothing is
-	// changed.
-	ErrKeyNotRecorded = errors.New("legacy: keyring's current key is not the database's active storage key")
-	// ErrPlaintextRefused means the database holds a plaintext pending
-	// table this package may not seal: the legacy layout in a database
-	// whose pending queue this library sealed (a storage key verifier
-	// carries the mark rowseal.KeyVerifierSealedQueue or a migration's
-	// proof), whose verifier does not open with the keyring (the error
-	// then also wraps the seal error, seal.ErrWrongKey or
-	// seal.ErrAuthentication), or that holds a local identity or sealed
-	// rows but records no storage key; a set-aside
-	// pending_outbound_message_plaintext without the proof that this
-	// package set it aside with the keyring's current key (or whose rows
-	// changed since); or both tables at once. The message names the
-	// table. Nothing is changed, sealed or listed.
-	ErrPlaintextRefused = errors.New("legacy: plaintext table refused")
 )
 
 // The DDL steps, in order (see the files for what each does).
@@ -179,21 +151,6 @@ const readChunk = 256
 // shapeChunk is how many rows a storage-class read returns (no values).
 const shapeChunk = 4096
 
-// Phase, Progress and ErasedRow are the public store types: Open's
-// caller receives the reports this package sends.
-type (
-	Phase     = store.LegacyPhase
-	Progress  = store.LegacyProgress
-	ErasedRow = store.ErasedLegacyRow
-)
-
-// The phases of a migration, as Progress reports them.
-const (
-	PhaseSeal     = store.LegacySeal
-	PhaseErase    = store.LegacyErase
-	PhaseSetAside = store.LegacySetAside
-)
-
 // Options tunes MigratePlaintextWith. The zero value is the default.
 type Options struct {
 	// Batch is the number of rows sealed per transaction; 0 means
@@ -202,7 +159,7 @@ type Options struct {
 	// Progress, if not nil, is called when the table is set aside, after
 	// every committed batch and when the erase step starts, on the
 	// migrating goroutine.
-	Progress func(Progress)
+	Progress func(store.LegacyProgress)
 }
 
 // Validate returns an error wrapping store.ErrInvalidArgument if o cannot
@@ -234,10 +191,10 @@ type hooks struct {
 // conn must be limited to one connection (sql.DB.SetMaxOpenConns(1), as
 // sqlitestore's is). It returns an error wrapping store.ErrInvalidArgument
 // for a nil database or keyring, a database allowed more connections, or
-// invalid options (Options.Validate), ErrPlaintextRefused for a plaintext
+// invalid options (Options.Validate), store.ErrPlaintextRefused for a plaintext
 // table on a database whose pending queue this library sealed (or whose
 // verifier does not open) or a set-aside table without its proof,
-// ErrUnknownLayout for a table it does not recognise, ErrKeyNotRecorded if
+// store.ErrUnknownLayout for a table it does not recognise, store.ErrKeyNotRecorded if
 // keys' current key is not the database's active one, seal.ErrWrongKey /
 // seal.ErrAuthentication if a migration under way was started with
 // another key than keys' current one, or the context's error. An error
@@ -281,7 +238,7 @@ type migrator struct {
 
 	after         int64 // the last sequence sealed: the next batch starts above it
 	sealed, total int64 // for Progress
-	erased        []ErasedRow
+	erased        []store.ErasedLegacyRow
 	began         bool // this call set the legacy table aside
 }
 
@@ -299,7 +256,7 @@ func (m *migrator) run(ctx context.Context) error {
 		return err
 	}
 	if m.began {
-		m.report(PhaseSetAside)
+		m.report(store.LegacySetAside)
 	}
 	restore, err := setCache(ctx, m.conn, migrationCacheKiB)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,12 +27,12 @@ import (
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/sqlitestore"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/tabledump"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 const legacyFixture = "../../fixtures/legacy/fixture.sql"
@@ -39,7 +40,7 @@ const legacyFixture = "../../fixtures/legacy/fixture.sql"
 // The legacy fixture's storage key is the version-14 fixture's test key.
 func fixtureKeyring(t testing.TB) *seal.Keyring {
 	t.Helper()
-	kr, err := seal.NewKeyring(version14.Key())
+	kr, err := seal.NewKeyring(fixturekit.Key())
 	require.NoError(t, err)
 	return kr
 }
@@ -70,7 +71,7 @@ func loadLegacy(t *testing.T) (string, *sql.DB) {
 	text, err := os.ReadFile(legacyFixture)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "legacy.db")
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	t.Cleanup(func() { conn.Close() })
@@ -147,7 +148,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 		verifier []byte
 	)
 	require.NoError(t, conn.QueryRow("SELECT key_id, state, verifier FROM storage_key").Scan(&keyID, &state, &verifier))
-	assert.Equal(t, int64(version14.Key().ID()), keyID)
+	assert.Equal(t, int64(fixturekit.Key().ID()), keyID)
 	assert.Equal(t, "active", state)
 	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(seal.KeyID(keyID)), verifier)
 	require.NoError(t, err)
@@ -163,7 +164,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 		h, err := seal.Parse(v)
 		require.NoError(t, err)
 		assert.Equal(t, seal.RecordPendingOutbound, h.RecordType)
-		assert.Equal(t, version14.Key().ID(), h.KeyID)
+		assert.Equal(t, fixturekit.Key().ID(), h.KeyID)
 		sealedRows++
 	}
 	require.NoError(t, rows.Err())
@@ -193,7 +194,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 		assert.Equal(t, w.id, got[i].ID)
 		assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
 	}
-	hw, err := s.SequenceHighWater(ctx)
+	hw, err := sqliteaccess.SequenceHighWater(ctx, s)
 	require.NoError(t, err)
 	assert.Equal(t, int64(11), hw)
 	seq, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("after"))
@@ -317,7 +318,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v14.db")
 	require.NoError(t, fixturekit.Load(ctx, path, version14.FixtureSQL()))
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	defer conn.Close()
@@ -328,7 +329,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	assert.Equal(t, before, state(t, conn))
 
 	// An empty database has no table: nothing to do either.
-	empty, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "empty.db")))
+	empty, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "empty.db")))
 	require.NoError(t, err)
 	empty.SetMaxOpenConns(1)
 	defer empty.Close()
@@ -339,14 +340,14 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 
 func TestLegacyUnknownLayout(t *testing.T) {
 	ctx := context.Background()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "odd.db")))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "odd.db")))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	defer conn.Close()
 	_, err = conn.Exec("CREATE TABLE pending_outbound_message (sequence INTEGER PRIMARY KEY AUTOINCREMENT, body BLOB, plaintext BLOB)")
 	require.NoError(t, err)
 	_, err = legacy.MigratePlaintext(ctx, conn, fixtureKeyring(t))
-	require.ErrorIs(t, err, legacy.ErrUnknownLayout)
+	require.ErrorIs(t, err, store.ErrUnknownLayout)
 	_, err = legacy.MigratePlaintext(ctx, conn, nil)
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 }
@@ -399,26 +400,26 @@ func TestLegacyOpenedByStore(t *testing.T) {
 	_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(-1))
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 
-	var reports []legacy.Progress
+	var reports []store.LegacyProgress
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(4),
-		sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
+		sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { reports = append(reports, p) }))
 	require.NoError(t, err)
 	defer s.Close()
-	require.Equal(t, []legacy.Progress{
-		{Phase: legacy.PhaseSetAside, Sealed: 0, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 4, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 8, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 9, Total: 9},
-		{Phase: legacy.PhaseErase, Sealed: 9, Total: 9},
+	require.Equal(t, []store.LegacyProgress{
+		{Phase: store.LegacySetAside, Sealed: 0, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 4, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 8, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 9, Total: 9},
+		{Phase: store.LegacyErase, Sealed: 9, Total: 9},
 	}, reports, "Open reports the legacy migration's progress")
 	// The migration's larger page cache is given back: the store runs
 	// with the cache any other store has.
 	fresh, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "fresh.db"), fixtureKeyring(t))
 	require.NoError(t, err)
 	var want, got int
-	require.NoError(t, fresh.DB().QueryRow("PRAGMA cache_size").Scan(&want))
+	require.NoError(t, sqliteaccess.DB(fresh).QueryRow("PRAGMA cache_size").Scan(&want))
 	require.NoError(t, fresh.Close())
-	require.NoError(t, s.DB().QueryRow("PRAGMA cache_size").Scan(&got))
+	require.NoError(t, sqliteaccess.DB(s).QueryRow("PRAGMA cache_size").Scan(&got))
 	require.Equal(t, want, got, "cache_size restored after the migration")
 	page, err := s.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
@@ -488,7 +489,7 @@ func requireNoDrift(t *testing.T, conn *sql.DB) {
 	ctx := context.Background()
 	m, err := migration.Default()
 	require.NoError(t, err)
-	head, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "head.db")))
+	head, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "head.db")))
 	require.NoError(t, err)
 	head.SetMaxOpenConns(1)
 	defer head.Close()
@@ -519,7 +520,7 @@ func schemaText(t *testing.T, conn *sql.DB) []string {
 // recipientIndex fails on a missing index and on one with other columns.
 func TestRecipientIndexCheck(t *testing.T) {
 	ctx := context.Background()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(filepath.Join(t.TempDir(), "v14.db")))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "v14.db")))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	defer conn.Close()

@@ -7,8 +7,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/schema"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // doctorCopy is what a file writer does to a copy of the user's sealed
@@ -44,7 +45,7 @@ var plantTrigger = []string{
 // it (WithLegacyUpgrade): without it, the doctored copy of a sealed
 // database, the planted-trigger variant, a planted set-aside table and
 // even the genuine frozen legacy fixture are refused with
-// ErrLegacyLayout, every time, the file's schema and rows unchanged, so
+// store.ErrLegacyLayout, every time, the file's schema and rows unchanged, so
 // no release but the upgrading one ever seals a writer's text with the
 // user's key.
 func TestLegacyUpgradeOnlyWhenAsked(t *testing.T) {
@@ -80,7 +81,7 @@ func TestLegacyUpgradeOnlyWhenAsked(t *testing.T) {
 			before := dump(t, path)
 			for range 2 { // refused every time, not only the first
 				s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t))
-				require.ErrorIs(t, err, sqlitestore.ErrLegacyLayout)
+				require.ErrorIs(t, err, store.ErrLegacyLayout)
 				require.Nil(t, s)
 				assert.Equal(t, before, dump(t, path), "nothing changed")
 			}
@@ -98,7 +99,7 @@ func TestLegacyUpgradeRefusesPlantedTrigger(t *testing.T) {
 	exec(t, path, plantTrigger...)
 	before := dump(t, path)
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
-	require.ErrorIs(t, err, migration.ErrUnknownObject)
+	require.ErrorIs(t, err, schema.ErrUnknownObject)
 	require.Nil(t, s)
 	for _, o := range []string{"trigger restore_user on storage_key", "table stash_storage_key", "table stash_local_identity"} {
 		assert.Contains(t, err.Error(), o)

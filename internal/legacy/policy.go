@@ -14,6 +14,7 @@ import (
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 )
 
 // start finds where the database stands: it begins a migration on a
@@ -59,8 +60,8 @@ const (
 )
 
 // readLayout classifies the pending queue tables, reading only. Both
-// tables at once are refused (ErrPlaintextRefused), a table of neither
-// layout is ErrUnknownLayout.
+// tables at once are refused (store.ErrPlaintextRefused), a table of neither
+// layout is store.ErrUnknownLayout.
 func readLayout(ctx context.Context, q *legacydb.Queries) (layout, error) {
 	cols, err := q.PendingOutboundColumns(ctx)
 	if err != nil {
@@ -78,13 +79,13 @@ func readLayout(ctx context.Context, q *legacydb.Queries) (layout, error) {
 	case underway == 0 && legacyLayout:
 		return layoutPlaintext, nil
 	case underway == 0:
-		return 0, fmt.Errorf("%w: columns %v", ErrUnknownLayout, cols)
+		return 0, fmt.Errorf("%w: columns %v", store.ErrUnknownLayout, cols)
 	case sealedLayout:
 		return layoutUnderWay, nil
 	case legacyLayout:
 		return 0, refused(setAside+" and "+table, "both the legacy table and a set-aside one")
 	default:
-		return 0, fmt.Errorf("%w: columns %v, %s present", ErrUnknownLayout, cols, setAside)
+		return 0, fmt.Errorf("%w: columns %v, %s present", store.ErrUnknownLayout, cols, setAside)
 	}
 }
 
@@ -103,8 +104,8 @@ func SchemaObjects() []migration.Object {
 // Found reports whether the database behind conn holds what
 // MigratePlaintextWith would seal or resume: a pending queue in the legacy
 // plaintext layout, or a migration under way (the set-aside table). It
-// only reads. It returns an error wrapping ErrUnknownLayout for a pending
-// table of neither layout, ErrPlaintextRefused for both tables at once.
+// only reads. It returns an error wrapping store.ErrUnknownLayout for a pending
+// table of neither layout, store.ErrPlaintextRefused for both tables at once.
 func Found(ctx context.Context, conn legacydb.DBTX) (bool, error) {
 	l, err := readLayout(ctx, legacydb.New(conn))
 	if err != nil {
@@ -114,7 +115,7 @@ func Found(ctx context.Context, conn legacydb.DBTX) (bool, error) {
 }
 
 func refused(tables, why string) error {
-	return fmt.Errorf("%w: %s: %s", ErrPlaintextRefused, tables, why)
+	return fmt.Errorf("%w: %s: %s", store.ErrPlaintextRefused, tables, why)
 }
 
 // mayBegin returns nil if a migration may start on the legacy layout: the
@@ -148,7 +149,7 @@ func (m *migrator) mayBegin(ctx context.Context, q *legacydb.Queries) (record bo
 		if err != nil {
 			// Whoever wrote it does not hold this keyring's keys: a wrong
 			// keyring, or a verifier put in place of the database's own.
-			return false, fmt.Errorf("%w: %s: storage key %d's verifier does not open with this keyring: %w", ErrPlaintextRefused, table, k.KeyID, err)
+			return false, fmt.Errorf("%w: %s: storage key %d's verifier does not open with this keyring: %w", store.ErrPlaintextRefused, table, k.KeyID, err)
 		}
 		if string(text) != rowseal.KeyVerifierText {
 			return false, refused(table, fmt.Sprintf("the database's pending queue was sealed by this library (storage key %d's verifier is marked or carries a migration's proof)", k.KeyID))
@@ -158,7 +159,7 @@ func (m *migrator) mayBegin(ctx context.Context, q *legacydb.Queries) (record bo
 		}
 	}
 	if !current {
-		return false, fmt.Errorf("%w: current key %d is not an active storage key record", ErrKeyNotRecorded, m.keys.Current())
+		return false, fmt.Errorf("%w: current key %d is not an active storage key record", store.ErrKeyNotRecorded, m.keys.Current())
 	}
 	return false, nil
 }

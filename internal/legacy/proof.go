@@ -86,7 +86,7 @@ func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
 		return refused(setAside, fmt.Sprintf("no proof that this library set it aside (%d storage key records, none active)", len(keys)))
 	}
 	if !found {
-		return fmt.Errorf("%w: current key %d, recorded %v", ErrKeyNotRecorded, m.keys.Current(), active)
+		return fmt.Errorf("%w: current key %d, recorded %v", store.ErrKeyNotRecorded, m.keys.Current(), active)
 	}
 	text, err := rowseal.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
 	if err != nil {
@@ -190,7 +190,7 @@ func (m *migrator) scanRows(ctx context.Context, q *legacydb.Queries, erase bool
 		if err := q.DeleteLegacyPending(ctx, seq); err != nil {
 			return fmt.Errorf("erase legacy sequence %d: %w", seq, err)
 		}
-		m.erased = append(m.erased, ErasedRow{Sequence: seq, Reason: reason})
+		m.erased = append(m.erased, store.ErasedLegacyRow{Sequence: seq, Reason: reason})
 		return nil
 	}
 	for after := int64(math.MinInt64); ; {

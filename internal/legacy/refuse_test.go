@@ -19,9 +19,11 @@ import (
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // dump renders the whole database file at path through a plain
@@ -77,7 +79,7 @@ func dump(t *testing.T, path string) string {
 // connection (someone with the files, not the key).
 func exec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
@@ -137,7 +139,7 @@ func listAll(t *testing.T, s *sqlitestore.Store) []store.PendingMessage {
 }
 
 // On a database that was sealed, a planted plaintext table is refused by
-// Open: ErrPlaintextRefused naming the table, the file's schema and rows
+// Open: store.ErrPlaintextRefused naming the table, the file's schema and rows
 // unchanged, nothing of it sealed or listed; also with the storage key
 // records deleted.
 func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
@@ -176,15 +178,15 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 				before := dump(t, path)
 				require.Contains(t, before, forged)
 
-				var reports []legacy.Progress
+				var reports []store.LegacyProgress
 				for range 2 { // refused every time, not only the first
-					s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
+					s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { reports = append(reports, p) }))
 					require.Nil(t, s)
 					if tc.unknown != "" {
-						require.ErrorIs(t, err, migration.ErrUnknownObject)
+						require.ErrorIs(t, err, schema.ErrUnknownObject)
 						assert.Contains(t, err.Error(), tc.unknown)
 					} else {
-						require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+						require.ErrorIs(t, err, store.ErrPlaintextRefused)
 						assert.Contains(t, err.Error(), "refused: "+tc.table+": ")
 					}
 					assert.Equal(t, before, dump(t, path), "nothing changed")
@@ -229,7 +231,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	conn, err = sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, conn), "marked")
@@ -239,7 +241,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	exec(t, path, dropSealed, plantLegacy, plantLegacyRow)
 	snapshot := dump(t, path)
 	_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
-	require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+	require.ErrorIs(t, err, store.ErrPlaintextRefused)
 	assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database's pending queue was sealed by this library")
 	assert.Equal(t, snapshot, dump(t, path), "nothing changed")
 }
@@ -280,18 +282,18 @@ func TestLegacyVerifierMark(t *testing.T) {
 	t.Run("an earlier build's database is marked on open", func(t *testing.T) {
 		t.Parallel()
 		path := sealedDatabase(t)
-		v := unmarked(t, fixtureKeyring(t), version14.Key().ID())
+		v := unmarked(t, fixtureKeyring(t), fixturekit.Key().ID())
 		rewrite(t, path, "UPDATE storage_key SET verifier = ?", v)
 		s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 		require.NoError(t, err)
-		assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, s.DB()), "marked on open")
+		assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, sqliteaccess.DB(s)), "marked on open")
 		own := listAll(t, s)
 		require.NoError(t, s.Close())
 
 		exec(t, path, plant...)
 		snapshot := dump(t, path)
 		_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
-		require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+		require.ErrorIs(t, err, store.ErrPlaintextRefused)
 		assert.Contains(t, err.Error(), "refused: pending_outbound_message: the database's pending queue was sealed by this library")
 		assert.Equal(t, snapshot, dump(t, path), "nothing changed")
 		assert.NotContains(t, fmt.Sprint(own), forged)
@@ -301,7 +303,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 		stmts func(t *testing.T) []any // statement, then its arguments
 	}{
 		{"an unmarked verifier sealed with another key for the database's key id", func(t *testing.T) []any {
-			return []any{"UPDATE storage_key SET verifier = ?", unmarked(t, otherKeys, version14.Key().ID())}
+			return []any{"UPDATE storage_key SET verifier = ?", unmarked(t, otherKeys, fixturekit.Key().ID())}
 		}},
 		{"the key record replaced by one of another key", func(t *testing.T) []any {
 			return []any{"UPDATE storage_key SET key_id = ?, verifier = ?", int64(other.ID()), unmarked(t, otherKeys, other.ID())}
@@ -315,7 +317,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 			exec(t, path, plant...)
 			snapshot := dump(t, path)
 			_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
-			require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+			require.ErrorIs(t, err, store.ErrPlaintextRefused)
 			assert.ErrorIs(t, err, seal.ErrWrongKey, "the verifier does not open")
 			assert.Contains(t, err.Error(), "refused: pending_outbound_message: ")
 			assert.Equal(t, snapshot, dump(t, path), "nothing changed")
@@ -327,7 +329,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 // through a plain connection.
 func rewrite(t *testing.T, path, stmt string, args ...any) {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqlitestore.DSN(path))
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Exec(stmt, args...)
@@ -388,13 +390,13 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, conn.Close())
 
-			var reports []legacy.Progress
-			s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p legacy.Progress) { reports = append(reports, p) }))
+			var reports []store.LegacyProgress
+			s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { reports = append(reports, p) }))
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
 			require.NotEmpty(t, reports)
 			first := reports[0]
-			assert.Equal(t, legacy.PhaseSetAside, first.Phase)
+			assert.Equal(t, store.LegacySetAside, first.Phase)
 			assert.Equal(t, int64(len(before)), first.Total, "the other rows are all sealed")
 			require.Len(t, first.Erased, 1)
 			assert.Equal(t, int64(4), first.Erased[0].Sequence)
@@ -404,7 +406,7 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 			}
 			assert.Empty(t, onDisk(t, path, []legacyRow{{seq: 4, plaintext: []byte(marker)}}), "the erased row's plaintext is gone")
 
-			conn, err = sql.Open("sqlite3", sqlitestore.DSN(path))
+			conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
 			require.NoError(t, err)
 			conn.SetMaxOpenConns(1)
 			checkMigrated(t, path, conn, before, others)
@@ -428,31 +430,31 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 		want   error
 	}{
 		{name: "untouched"},
-		{name: "a row added to the set-aside table", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "a row added to the set-aside table", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("INSERT INTO pending_outbound_message_plaintext VALUES (50, 'bob', 1, randomblob(16), CAST('" + forged + "' AS BLOB))")
 			require.NoError(t, err)
 		}},
-		{name: "a malformed row added to the set-aside table", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "a malformed row added to the set-aside table", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("INSERT INTO pending_outbound_message_plaintext VALUES (50, '', 1, randomblob(16), CAST('" + forged + "' AS BLOB))")
 			require.NoError(t, err)
 		}},
-		{name: "a plaintext rewritten", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "a plaintext rewritten", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("UPDATE pending_outbound_message_plaintext SET plaintext = CAST('" + forged + "' AS BLOB) WHERE sequence = 10")
 			require.NoError(t, err)
 		}},
-		{name: "a row deleted from the set-aside table", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "a row deleted from the set-aside table", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("DELETE FROM pending_outbound_message_plaintext WHERE sequence = 10")
 			require.NoError(t, err)
 		}},
-		{name: "the proof replaced by a plain verifier", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
-			id := version14.Key().ID()
+		{name: "the proof replaced by a plain verifier", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+			id := fixturekit.Key().ID()
 			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
 		}},
-		{name: "the proof replaced by a marked verifier", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
-			id := version14.Key().ID()
+		{name: "the proof replaced by a marked verifier", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+			id := fixturekit.Key().ID()
 			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierSealedQueue))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
@@ -461,21 +463,21 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 		{name: "the proof replaced by one sealed with another key", want: seal.ErrWrongKey, tamper: func(t *testing.T, conn *sql.DB) {
 			kr, err := seal.NewKeyring(other)
 			require.NoError(t, err)
-			v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(version14.Key().ID()), []byte(rowseal.KeyVerifierText))
+			v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(fixturekit.Key().ID()), []byte(rowseal.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
 		}},
-		{name: "the key record deleted", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "the key record deleted", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec(deleteKeys)
 			require.NoError(t, err)
 		}},
-		{name: "the key record marked retiring", want: legacy.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
+		{name: "the key record marked retiring", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			_, err := conn.Exec("UPDATE storage_key SET state = 'retiring'")
 			require.NoError(t, err)
 		}},
-		{name: "resumed with another current key", want: legacy.ErrKeyNotRecorded, keys: func(t *testing.T) *seal.Keyring {
-			kr, err := seal.NewKeyring(other, version14.Key())
+		{name: "resumed with another current key", want: store.ErrKeyNotRecorded, keys: func(t *testing.T) *seal.Keyring {
+			kr, err := seal.NewKeyring(other, fixturekit.Key())
 			require.NoError(t, err)
 			return kr
 		}},
@@ -517,7 +519,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			snapshot := dump(t, path)
 			_, err = sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade())
 			require.ErrorIs(t, err, tc.want)
-			if errors.Is(tc.want, legacy.ErrPlaintextRefused) {
+			if errors.Is(tc.want, store.ErrPlaintextRefused) {
 				assert.Contains(t, err.Error(), "refused: pending_outbound_message_plaintext: ")
 			}
 			assert.Equal(t, snapshot, dump(t, path), "nothing changed")

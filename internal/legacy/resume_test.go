@@ -111,13 +111,13 @@ func TestLegacyInterruptedResumes(t *testing.T) {
 			}
 
 			// Resumed: progress counts the earlier run's rows too.
-			var reports []legacy.Progress
-			n, err = legacy.MigratePlaintextWith(ctx, conn, fixtureKeyring(t), legacy.Options{Batch: tc.batch, Progress: func(p legacy.Progress) { reports = append(reports, p) }})
+			var reports []store.LegacyProgress
+			n, err = legacy.MigratePlaintextWith(ctx, conn, fixtureKeyring(t), legacy.Options{Batch: tc.batch, Progress: func(p store.LegacyProgress) { reports = append(reports, p) }})
 			require.NoError(t, err)
 			assert.Equal(t, len(before)-int(tc.want), n)
 			require.NotEmpty(t, reports)
-			assert.Equal(t, legacy.Progress{Phase: legacy.PhaseSeal, Sealed: tc.want + int64(min(tc.batch, len(before)-int(tc.want))), Total: int64(len(before))}, reports[0])
-			assert.Equal(t, legacy.Progress{Phase: legacy.PhaseErase, Sealed: int64(len(before)), Total: int64(len(before))}, reports[len(reports)-1])
+			assert.Equal(t, store.LegacyProgress{Phase: store.LegacySeal, Sealed: tc.want + int64(min(tc.batch, len(before)-int(tc.want))), Total: int64(len(before))}, reports[0])
+			assert.Equal(t, store.LegacyProgress{Phase: store.LegacyErase, Sealed: int64(len(before)), Total: int64(len(before))}, reports[len(reports)-1])
 			assert.Empty(t, onDisk(t, path, before), "legacy plaintext left on disk")
 			if !tc.upFirst {
 				_, err := m.Up(ctx, conn)
@@ -144,21 +144,21 @@ func TestLegacyEraseResumes(t *testing.T) {
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var reports []legacy.Progress
-	n, err := legacy.MigratePlaintextWith(cctx, conn, fixtureKeyring(t), legacy.Options{Batch: 4, Progress: func(p legacy.Progress) {
+	var reports []store.LegacyProgress
+	n, err := legacy.MigratePlaintextWith(cctx, conn, fixtureKeyring(t), legacy.Options{Batch: 4, Progress: func(p store.LegacyProgress) {
 		reports = append(reports, p)
-		if p.Phase == legacy.PhaseErase {
+		if p.Phase == store.LegacyErase {
 			cancel()
 		}
 	}})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, len(before), n)
-	assert.Equal(t, []legacy.Progress{
-		{Phase: legacy.PhaseSetAside, Sealed: 0, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 4, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 8, Total: 9},
-		{Phase: legacy.PhaseSeal, Sealed: 9, Total: 9},
-		{Phase: legacy.PhaseErase, Sealed: 9, Total: 9},
+	assert.Equal(t, []store.LegacyProgress{
+		{Phase: store.LegacySetAside, Sealed: 0, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 4, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 8, Total: 9},
+		{Phase: store.LegacySeal, Sealed: 9, Total: 9},
+		{Phase: store.LegacyErase, Sealed: 9, Total: 9},
 	}, reports)
 	assert.Equal(t, int64(1), count(t, conn, "SELECT count(*) FROM sqlite_master WHERE name = 'pending_outbound_message_plaintext'"), "the marker is kept")
 	assert.Zero(t, count(t, conn, "SELECT count(*) FROM pending_outbound_message_plaintext"))
@@ -168,16 +168,16 @@ func TestLegacyEraseResumes(t *testing.T) {
 
 	// The next run has nothing to seal, and erases.
 	reports = nil
-	n, err = legacy.MigratePlaintextWith(ctx, conn, fixtureKeyring(t), legacy.Options{Progress: func(p legacy.Progress) { reports = append(reports, p) }})
+	n, err = legacy.MigratePlaintextWith(ctx, conn, fixtureKeyring(t), legacy.Options{Progress: func(p store.LegacyProgress) { reports = append(reports, p) }})
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	assert.Equal(t, []legacy.Progress{{Phase: legacy.PhaseErase, Sealed: 9, Total: 9}}, reports)
+	assert.Equal(t, []store.LegacyProgress{{Phase: store.LegacyErase, Sealed: 9, Total: 9}}, reports)
 	assert.Empty(t, onDisk(t, path, before), "legacy plaintext left on disk")
 	assert.Zero(t, count(t, conn, "SELECT count(*) FROM sqlite_master WHERE name = 'pending_outbound_message_plaintext'"), "the marker is gone")
 
 	// Once done, a run is a no-op that reports nothing.
 	reports = nil
-	n, err = legacy.MigratePlaintextWith(ctx, conn, fixtureKeyring(t), legacy.Options{Progress: func(p legacy.Progress) { reports = append(reports, p) }})
+	n, err = legacy.MigratePlaintextWith(ctx, conn, fixtureKeyring(t), legacy.Options{Progress: func(p store.LegacyProgress) { reports = append(reports, p) }})
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Empty(t, reports)
@@ -283,6 +283,6 @@ func TestLegacyBothTablesRefused(t *testing.T) {
 	require.NoError(t, err)
 	before := state(t, conn)
 	_, err = legacy.MigratePlaintext(context.Background(), conn, fixtureKeyring(t))
-	require.ErrorIs(t, err, legacy.ErrPlaintextRefused)
+	require.ErrorIs(t, err, store.ErrPlaintextRefused)
 	assert.Equal(t, before, state(t, conn))
 }

@@ -3,10 +3,10 @@
 //
 // Before anything runs, the migration directory is checked against its
 // atlas.sum; a tampered, added or removed file stops everything with
-// ErrChecksum. Applied versions are recorded in the schema_revision table
+// schema.ErrChecksum. Applied versions are recorded in the schema_revision table
 // by a revision store of this package's own, all pending versions run in
 // one transaction, and running again is a no-op. A database written by a
-// newer version of this code is refused with ErrNewerDatabase and left
+// newer version of this code is refused with schema.ErrNewerDatabase and left
 // untouched.
 //
 // A version-14 database made before schema_revision existed (it carries
@@ -44,24 +44,9 @@ import (
 	"github.com/securemsg/storage/schema"
 )
 
-// Errors returned (wrapped) by this package.
-var (
-	// ErrChecksum means the migration directory does not match atlas.sum.
-	ErrChecksum = errors.New("migration: directory does not match atlas.sum")
-	// ErrNewerDatabase means the database holds a version this code does
-	// not know, written by newer code.
-	ErrNewerDatabase = errors.New("migration: database is newer than this code")
-	// ErrUnknownState means the database holds tables but no history this
-	// code can place it at.
-	ErrUnknownState = errors.New("migration: database has no recognisable schema history")
-	// ErrDirectory means the migration directory itself is malformed.
-	ErrDirectory = errors.New("migration: malformed migration directory")
-	// ErrOutOfOrder means the directory holds a migration file whose
-	// version is at or below the database's current version but is not
-	// in its history: it was added below the last applied version, so it
-	// would never run on this database while a new one gets it.
-	ErrOutOfOrder = errors.New("migration: migration file added below the database's version")
-)
+// ErrDirectory means a migration directory itself is malformed. The
+// errors of a database against the directory are package schema's.
+var ErrDirectory = errors.New("migration: malformed migration directory")
 
 // LegacyBaselineVersion is the version a database without schema_revision
 // but with PRAGMA user_version = 14 is adopted at.
@@ -80,7 +65,7 @@ type Migrator struct {
 }
 
 // New returns a Migrator for the Atlas migration directory at dir in fsys.
-// It returns an error wrapping ErrChecksum if the directory's files do not
+// It returns an error wrapping schema.ErrChecksum if the directory's files do not
 // match its atlas.sum (or atlas.sum is missing), and ErrDirectory if a file
 // name has no numeric version, two files have the same version, or two
 // versions differ in their number of digits (9 beside 14: Atlas, which
@@ -130,10 +115,10 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 	if err := migrate.Validate(d); err != nil {
 		if errors.Is(err, migrate.ErrChecksumMismatch) {
 			if why := editedSum(sub, files); why != "" {
-				return nil, fmt.Errorf("%w: %w: %s", ErrChecksum, err, why)
+				return nil, fmt.Errorf("%w: %w: %s", schema.ErrChecksum, err, why)
 			}
 		}
-		return nil, fmt.Errorf("%w: %w", ErrChecksum, err)
+		return nil, fmt.Errorf("%w: %w", schema.ErrChecksum, err)
 	}
 	return &Migrator{dir: d, files: files}, nil
 }
@@ -207,7 +192,7 @@ type Status struct {
 	// OutOfOrder lists the migration files (by name, oldest first) whose
 	// version is at or below Current but which the database's history
 	// does not hold. Up refuses to run while there is one
-	// (ErrOutOfOrder).
+	// (schema.ErrOutOfOrder).
 	OutOfOrder []string
 }
 
@@ -220,7 +205,7 @@ type PendingFile struct {
 
 // Status reports the current and pending versions of db, and the files
 // added out of order, without changing it. It returns an error wrapping
-// ErrNewerDatabase or ErrUnknownState.
+// schema.ErrNewerDatabase or schema.ErrUnknownState.
 func (m *Migrator) Status(ctx context.Context, conn *sql.DB) (Status, error) {
 	var st Status
 	err := sqltx.ReadOnly(ctx, conn, func(tx *sql.Tx) error {
@@ -238,7 +223,7 @@ func (m *Migrator) Status(ctx context.Context, conn *sql.DB) (Status, error) {
 }
 
 // Plan returns the statements Up would run on db, without running them.
-// It returns the same errors as Status, and one wrapping ErrOutOfOrder
+// It returns the same errors as Status, and one wrapping schema.ErrOutOfOrder
 // (naming the files) when Up would refuse to run.
 func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error) {
 	var out []PendingFile
@@ -264,9 +249,9 @@ func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error
 
 // Up migrates db to the head version in one transaction and returns the
 // versions it applied (none if db was already at head). On any error
-// nothing is applied. It returns an error wrapping ErrNewerDatabase or
-// ErrUnknownState for a database it cannot place, and one wrapping
-// ErrOutOfOrder, naming the files, when the directory holds a file added
+// nothing is applied. It returns an error wrapping schema.ErrNewerDatabase or
+// schema.ErrUnknownState for a database it cannot place, and one wrapping
+// schema.ErrOutOfOrder, naming the files, when the directory holds a file added
 // below the database's version (Status.OutOfOrder).
 func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 	var applied []string
@@ -282,7 +267,7 @@ func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 		if len(pending) == 0 {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, schema.RevisionTable); err != nil {
+		if _, err := tx.ExecContext(ctx, schema.RevisionTable()); err != nil {
 			return fmt.Errorf("migration: create schema_revision: %w", err)
 		}
 		rrw := &revisions{q: db.New(tx)}
@@ -332,7 +317,7 @@ type position struct {
 	outOfOrder []migrate.File
 }
 
-// refuseOutOfOrder returns an error wrapping ErrOutOfOrder naming the
+// refuseOutOfOrder returns an error wrapping schema.ErrOutOfOrder naming the
 // files added below the database's version, nil if there is none.
 func (p position) refuseOutOfOrder() error {
 	if len(p.outOfOrder) == 0 {
@@ -343,7 +328,7 @@ func (p position) refuseOutOfOrder() error {
 		names[i] = f.Name()
 	}
 	return fmt.Errorf("%w: %s at or below version %s, the database's newest, but not in its history: it would never run on this database while a new one gets it; give it a version above %s",
-		ErrOutOfOrder, strings.Join(names, ", "), p.current, p.current)
+		schema.ErrOutOfOrder, strings.Join(names, ", "), p.current, p.current)
 }
 
 // position finds the current version of the database behind tx, the
@@ -364,16 +349,16 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 		for _, r := range revs {
 			if !slices.Contains(m.Versions(), r.Version) {
 				if versionLess(m.Head(), r.Version) {
-					return p, fmt.Errorf("%w: it records version %s, this code knows up to %s", ErrNewerDatabase, r.Version, m.Head())
+					return p, fmt.Errorf("%w: it records version %s, this code knows up to %s", schema.ErrNewerDatabase, r.Version, m.Head())
 				}
 				// Below head: not newer code's, but a history this
 				// directory never had (another branch's, or a file
 				// removed since).
 				return p, fmt.Errorf("%w: it records version %s, which the migration directory (versions %s) does not have",
-					ErrUnknownState, r.Version, strings.Join(m.Versions(), " "))
+					schema.ErrUnknownState, r.Version, strings.Join(m.Versions(), " "))
 			}
 			if r.Applied != r.Total {
-				return p, fmt.Errorf("%w: version %s is only partly applied (%d of %d statements)", ErrUnknownState, r.Version, r.Applied, r.Total)
+				return p, fmt.Errorf("%w: version %s is only partly applied (%d of %d statements)", schema.ErrUnknownState, r.Version, r.Applied, r.Total)
 			}
 			recorded[r.Version] = true
 			if p.current == "" || versionLess(p.current, r.Version) {
@@ -387,7 +372,7 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 	}
 	head, _ := strconv.Atoi(m.Head())
 	if userVersion > head {
-		return p, fmt.Errorf("%w: user_version %d, this code knows up to %s", ErrNewerDatabase, userVersion, m.Head())
+		return p, fmt.Errorf("%w: user_version %d, this code knows up to %s", schema.ErrNewerDatabase, userVersion, m.Head())
 	}
 	if p.current == "" {
 		tables, err := q.UserTableCount(ctx)
@@ -409,7 +394,7 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 			if hasHistory > 0 {
 				history = "an empty schema_revision"
 			}
-			return p, fmt.Errorf("%w: %d %s, user_version %d and %s", ErrUnknownState, tables, noun, userVersion, history)
+			return p, fmt.Errorf("%w: %d %s, user_version %d and %s", schema.ErrUnknownState, tables, noun, userVersion, history)
 		}
 	}
 	for _, f := range m.files {

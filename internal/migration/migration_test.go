@@ -334,7 +334,7 @@ func TestNewRejectsBrokenDirectory(t *testing.T) {
 		{
 			name:   "file edited after hashing",
 			fsys:   validWith("2_b.sql", "CREATE TABLE b (y INTEGER, z TEXT);\n"),
-			want:   migration.ErrChecksum,
+			want:   schema.ErrChecksum,
 			atlas:  migrate.ErrChecksumMismatch,
 			file:   "2_b.sql",
 			reason: migrate.ReasonEdited,
@@ -342,7 +342,7 @@ func TestNewRejectsBrokenDirectory(t *testing.T) {
 		{
 			name:   "file added without re-hashing",
 			fsys:   validWith("3_c.sql", "CREATE TABLE c (z INTEGER);\n"),
-			want:   migration.ErrChecksum,
+			want:   schema.ErrChecksum,
 			atlas:  migrate.ErrChecksumMismatch,
 			file:   "3_c.sql",
 			reason: migrate.ReasonAdded,
@@ -350,7 +350,7 @@ func TestNewRejectsBrokenDirectory(t *testing.T) {
 		{
 			name:   "file removed",
 			fsys:   validWithout("2_b.sql"),
-			want:   migration.ErrChecksum,
+			want:   schema.ErrChecksum,
 			atlas:  migrate.ErrChecksumMismatch,
 			file:   "2_b.sql",
 			reason: migrate.ReasonRemoved,
@@ -358,13 +358,13 @@ func TestNewRejectsBrokenDirectory(t *testing.T) {
 		{
 			name:  "atlas.sum missing",
 			fsys:  validWithout(migrate.HashFileName),
-			want:  migration.ErrChecksum,
+			want:  schema.ErrChecksum,
 			atlas: migrate.ErrChecksumNotFound,
 		},
 		{
 			name: "atlas.sum garbled",
 			fsys: validWith(migrate.HashFileName, "not a sum file\n"),
-			want: migration.ErrChecksum,
+			want: schema.ErrChecksum,
 		},
 		{
 			name: "non-numeric version",
@@ -460,7 +460,7 @@ func TestRefusesNewerDatabase(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			requireRefused(t, m, tt.setup(t), migration.ErrNewerDatabase)
+			requireRefused(t, m, tt.setup(t), schema.ErrNewerDatabase)
 		})
 	}
 }
@@ -490,7 +490,7 @@ func TestRefusesUnknownState(t *testing.T) {
 		},
 		{
 			name:  "empty history table beside unrelated tables",
-			setup: openThen(mustOpen, schema.RevisionTable, `CREATE TABLE notes (id INTEGER PRIMARY KEY)`),
+			setup: openThen(mustOpen, schema.RevisionTable(), `CREATE TABLE notes (id INTEGER PRIMARY KEY)`),
 		},
 		{
 			// Below head, so not newer code's: another branch's history.
@@ -501,14 +501,14 @@ func TestRefusesUnknownState(t *testing.T) {
 		},
 		{
 			name: "partly applied version",
-			setup: openThen(openV14, schema.RevisionTable, `INSERT INTO schema_revision
+			setup: openThen(openV14, schema.RevisionTable(), `INSERT INTO schema_revision
 					(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
 					VALUES ('14', 'baseline', 2, 3, 8, 0, 0, 'h1:x', 'older')`),
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			requireRefused(t, m, tt.setup(t), migration.ErrUnknownState)
+			requireRefused(t, m, tt.setup(t), schema.ErrUnknownState)
 		})
 	}
 }
@@ -723,11 +723,11 @@ func TestOutOfOrderMigration(t *testing.T) {
 			require.Equal(t, migration.Status{Current: tt.current, Pending: tt.pending, OutOfOrder: []string{"13_late.sql"}}, st)
 
 			applied, err := m.Up(ctx, conn)
-			require.ErrorIs(t, err, migration.ErrOutOfOrder)
+			require.ErrorIs(t, err, schema.ErrOutOfOrder)
 			require.ErrorContains(t, err, "13_late.sql at or below version "+tt.current)
 			require.Empty(t, applied)
 			_, err = m.Plan(ctx, conn)
-			require.ErrorIs(t, err, migration.ErrOutOfOrder)
+			require.ErrorIs(t, err, schema.ErrOutOfOrder)
 			require.Equal(t, before, dump(t, conn), "nothing changed")
 		})
 	}

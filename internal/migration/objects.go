@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,13 +11,6 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/schema"
 )
-
-// ErrUnknownObject means the database holds a schema object (a table, an
-// index, a view or a trigger) that no migration of the directory defines:
-// something else created it. A planted trigger runs inside every
-// transaction that touches its table and can copy, restore or delete rows
-// unseen, so such a database is not used. The message names each object.
-var ErrUnknownObject = errors.New("migration: schema object no migration defines")
 
 // Object is one entry of a database's schema (sqlite_master).
 type Object struct {
@@ -73,7 +65,7 @@ func (m *Migrator) UnknownObjects(ctx context.Context, conn *sql.DB, allow ...Ob
 	return out, nil
 }
 
-// CheckObjects returns an error wrapping ErrUnknownObject that names every
+// CheckObjects returns an error wrapping schema.ErrUnknownObject that names every
 // object UnknownObjects finds, nil if there is none; or the error of
 // reading the schema.
 func (m *Migrator) CheckObjects(ctx context.Context, conn *sql.DB, allow ...Object) error {
@@ -85,7 +77,7 @@ func (m *Migrator) CheckObjects(ctx context.Context, conn *sql.DB, allow ...Obje
 	for i, o := range objs {
 		names[i] = o.String()
 	}
-	return fmt.Errorf("%w: %s", ErrUnknownObject, strings.Join(names, ", "))
+	return fmt.Errorf("%w: %s", schema.ErrUnknownObject, strings.Join(names, ", "))
 }
 
 // defined returns the objects m's migrations define, building them with
@@ -110,7 +102,7 @@ func (m *Migrator) defined(ctx context.Context, drv driver.Driver) (map[Object]b
 		}
 		return nil
 	}
-	if _, err := mem.ExecContext(ctx, schema.RevisionTable); err != nil {
+	if _, err := mem.ExecContext(ctx, schema.RevisionTable()); err != nil {
 		return nil, fmt.Errorf("migration: build the defined schema: %w", err)
 	}
 	for _, f := range m.files {

@@ -13,7 +13,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -23,8 +24,8 @@ import (
 // values sealed (see SealPeer). It returns store.ErrInvalidArgument for a
 // malformed recipient, a plaintext longer than store.MaxPlaintextSize or
 // an update deleting the pin.
-func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *storage.PeerState) ([]byte, *storage.PeerState, error) {
-	if err := storage.ValidateAddress(to); err != nil {
+func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) ([]byte, *store.PeerState, error) {
+	if err := storeimpl.ValidateAddress(to); err != nil {
 		return nil, nil, err
 	}
 	if len(plaintext) > store.MaxPlaintextSize {
@@ -37,7 +38,7 @@ func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, p
 	if update == nil {
 		return sealed, nil, nil
 	}
-	if err := update.ValidateUpdate(); err != nil {
+	if err := storeimpl.ValidateUpdate(*update); err != nil {
 		return nil, nil, err
 	}
 	peer, err := SealPeer(keys, to, *update)
@@ -52,15 +53,15 @@ func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, p
 type SealedSend struct {
 	Peer    ids.DeviceAddress
 	Message []byte
-	Update  storage.PeerState
+	Update  store.PeerState
 }
 
-// InsertMany validates peers (storage.ValidatePeerUpdates) and seals, for
+// InsertMany validates peers (storeimpl.ValidatePeerUpdates) and seals, for
 // each, what Insert seals: the message (id, plaintext) bound to that
 // peer's row, and its update. It returns store.ErrInvalidArgument as
-// storage.ValidatePeerUpdates does.
-func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, peers []storage.PeerUpdate) ([]SealedSend, error) {
-	if err := storage.ValidatePeerUpdates(peers); err != nil {
+// storeimpl.ValidatePeerUpdates does.
+func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]SealedSend, error) {
+	if err := storeimpl.ValidatePeerUpdates(peers); err != nil {
 		return nil, err
 	}
 	out := make([]SealedSend, len(peers))
@@ -137,16 +138,16 @@ func Page(keys *seal.Keyring, rows []Row, limit int) store.PendingMessagePage {
 
 // SealPeer returns u with every non-empty part sealed for peer; nil
 // (unchanged) and empty (delete) parts stay as they are.
-func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u storage.PeerState) (storage.PeerState, error) {
+func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u store.PeerState) (store.PeerState, error) {
 	ad := AddressAD(peer)
-	for _, p := range storage.PeerParts {
+	for _, p := range storeimpl.PeerParts {
 		f := p.State(&u)
 		if len(*f) == 0 {
 			continue
 		}
 		v, err := keys.Seal(p.Record, ad, *f)
 		if err != nil {
-			return storage.PeerState{}, err
+			return store.PeerState{}, err
 		}
 		*f = v
 	}
@@ -156,10 +157,10 @@ func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u storage.PeerState) (
 // OpenPeer opens the sealed parts of a peer's stored state; absent (nil)
 // parts stay nil. If any part does not open it returns a
 // *store.PeerUnreadableError naming every part that does not.
-func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState) (storage.PeerState, error) {
+func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) (store.PeerState, error) {
 	out, damage := OpenPeerParts(keys, peer, sealed)
 	if damage.Damaged() {
-		return storage.PeerState{}, &store.PeerUnreadableError{Peer: peer, Damage: damage}
+		return store.PeerState{}, &store.PeerUnreadableError{Peer: peer, Damage: damage}
 	}
 	return out, nil
 }
@@ -167,10 +168,10 @@ func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerSta
 // OpenPeerParts opens each sealed part of a peer's stored state on its
 // own: a part that opens comes back opened, one that does not comes back
 // nil with its cause in the damage; absent (nil) parts stay nil.
-func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState) (storage.PeerState, store.PeerDamage) {
+func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) (store.PeerState, store.PeerDamage) {
 	ad := AddressAD(peer)
 	var damage store.PeerDamage
-	for _, p := range storage.PeerParts {
+	for _, p := range storeimpl.PeerParts {
 		f := p.State(&sealed)
 		if *f == nil {
 			continue
@@ -187,11 +188,11 @@ func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.Pe
 }
 
 // ReadPeerParts returns the reading of peer's sealed state (see
-// storage.PeerReading): each part as stored, and opened or with its seal
+// store.PeerReading): each part as stored, and opened or with its seal
 // error.
-func ReadPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed storage.PeerState) storage.PeerReading {
+func ReadPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) store.PeerReading {
 	opened, damage := OpenPeerParts(keys, peer, sealed)
-	return storage.PeerReading{Sealed: sealed, Opened: opened, Unopened: damage}
+	return store.PeerReading{Sealed: sealed, Opened: opened, Unopened: damage}
 }
 
 // SealKeyVerifier seals text as the storage key verifier of keys' current

@@ -10,7 +10,8 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -45,7 +46,7 @@ type peerDamageCase struct {
 
 // recordType returns the record type a part is sealed as.
 func recordType(p store.PeerPart) seal.RecordType {
-	e, _ := storage.PartOf(p)
+	e, _ := storeimpl.PartOf(p)
 	return e.Record
 }
 
@@ -83,7 +84,7 @@ func peerDamageCases() []peerDamageCase {
 // cause as a stand-in (compared with requirePeerDamage).
 func damageOf(part store.PeerPart, cause error) store.PeerDamage {
 	var d store.PeerDamage
-	e, _ := storage.PartOf(part)
+	e, _ := storeimpl.PartOf(part)
 	*e.Damage(&d) = cause
 	return d
 }
@@ -105,26 +106,26 @@ func requirePeerDamage(t *testing.T, want, got store.PeerDamage) {
 }
 
 // without returns st with part absent.
-func without(st storage.PeerState, part store.PeerPart) storage.PeerState {
+func without(st store.PeerState, part store.PeerPart) store.PeerState {
 	return with(st, part, nil)
 }
 
 // peerSetup stores full state for alice and bob, a pending message to
 // each and a local identity, and returns alice's state.
-func (h *harness) peerSetup() (storage.PeerState, []msg) {
+func (h *harness) peerSetup() (store.PeerState, []msg) {
 	h.t.Helper()
-	st := storage.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
+	st := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
 	require.NoError(h.t, h.s.SavePeer(h.ctx, alice, st))
-	require.NoError(h.t, h.s.SavePeer(h.ctx, bob, storage.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}))
-	require.NoError(h.t, h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
+	require.NoError(h.t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}))
+	require.NoError(h.t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
 	return st, h.seed(3, alice, bob)
 }
 
 // requireNothingLeft checks that a second discard of alice (with pin and
 // check) finds nothing to remove and leaves her state want.
-func (h *harness) requireNothingLeft(t *testing.T, pin []byte, check storage.PeerCheck, want storage.PeerState) {
+func (h *harness) requireNothingLeft(t *testing.T, pin []byte, check storeimpl.PeerCheck, want store.PeerState) {
 	t.Helper()
-	again, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, check)
+	again, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, check)
 	require.NoError(t, err)
 	require.Equal(t, store.PeerDamage{}, again, "nothing left to discard")
 	after, err := h.s.Peer(h.ctx, alice)
@@ -138,7 +139,7 @@ func (h *harness) requireRestUnchanged(ms []msg) {
 	h.t.Helper()
 	got, err := h.s.Peer(h.ctx, bob)
 	require.NoError(h.t, err)
-	require.Equal(h.t, storage.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}, got)
+	require.Equal(h.t, store.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}, got)
 	require.Equal(h.t, pendings(ms...), h.all(nil))
 	id, err := h.s.LocalIdentity(h.ctx)
 	require.NoError(h.t, err)
@@ -157,7 +158,7 @@ func testPeerUnreadable(t *testing.T, h *harness) {
 			got, err := h.s.Peer(h.ctx, alice)
 			require.ErrorIs(t, err, store.ErrPeerUnreadable)
 			requireCauseOnly(t, err, tc.want)
-			require.Equal(t, storage.PeerState{}, got, "no state with an error")
+			require.Equal(t, store.PeerState{}, got, "no state with an error")
 			var pe *store.PeerUnreadableError
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, alice, pe.Peer)
@@ -198,7 +199,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 				h := h.fresh(t)
 				st, ms := h.peerSetup()
 				h.tamper.SetPeerSealed(t, h.s, alice, tc.part, tc.value(t, h))
-				got, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, nil)
+				got, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, nil)
 				require.NoError(t, err)
 				requirePeerDamage(t, damageOf(tc.part, tc.want), got)
 
@@ -223,19 +224,19 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
-		got, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, nil, nil)
+		got, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, alice, nil, nil)
 		require.NoError(t, err)
 		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrAuthentication, Initiation: seal.ErrAuthentication, Pin: seal.ErrAuthentication}, got)
 		after, err := h.s.Peer(h.ctx, alice)
 		require.NoError(t, err)
-		require.Equal(t, storage.PeerState{}, after)
+		require.Equal(t, store.PeerState{}, after)
 		h.requireRestUnchanged(ms)
 	})
 	t.Run("healthy peer", func(t *testing.T) {
 		h := h.fresh(t)
 		st, ms := h.peerSetup()
 		for _, pin := range [][]byte{nil, replacement} {
-			got, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, nil)
+			got, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, nil)
 			require.NoError(t, err)
 			require.Equal(t, store.PeerDamage{}, got)
 			after, err := h.s.Peer(h.ctx, alice)
@@ -246,18 +247,18 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 	})
 	t.Run("unknown peer", func(t *testing.T) {
 		h := h.fresh(t)
-		got, err := storage.DiscardUnreadablePeer(h.ctx, h.s, aliceTwo, replacement, nil)
+		got, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, aliceTwo, replacement, nil)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, got)
 		after, err := h.s.Peer(h.ctx, aliceTwo)
 		require.NoError(t, err)
-		require.Equal(t, storage.PeerState{}, after, "no pin is created for a peer without one")
+		require.Equal(t, store.PeerState{}, after, "no pin is created for a peer without one")
 	})
 	t.Run("malformed peer", func(t *testing.T) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
 		for _, a := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "x", DeviceID: -1}} {
-			_, err := storage.DiscardUnreadablePeer(h.ctx, h.s, a, replacement, nil)
+			_, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, a, replacement, nil)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 		}
 		h.requireRestUnchanged(ms)
@@ -276,7 +277,7 @@ type checkCall struct {
 // refusingCheck returns a PeerCheck refusing every plaintext that starts
 // with "bad" (as a client refuses a record it cannot decode), and the
 // calls it received.
-func refusingCheck() (storage.PeerCheck, *[]checkCall) {
+func refusingCheck() (storeimpl.PeerCheck, *[]checkCall) {
 	calls := &[]checkCall{}
 	return func(part store.PeerPart, plaintext []byte) error {
 		*calls = append(*calls, checkCall{part, string(plaintext)})
@@ -288,8 +289,8 @@ func refusingCheck() (storage.PeerCheck, *[]checkCall) {
 }
 
 // with returns st with part set to v.
-func with(st storage.PeerState, part store.PeerPart, v []byte) storage.PeerState {
-	e, _ := storage.PartOf(part)
+func with(st store.PeerState, part store.PeerPart, v []byte) store.PeerState {
+	e, _ := storeimpl.PartOf(part)
 	*e.State(&st) = v
 	return st
 }
@@ -312,14 +313,14 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 				h := h.fresh(t)
 				st, ms := h.peerSetup()
 				bad := []byte("bad " + part.String() + " of a newer encoding")
-				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(storage.PeerState{}, part, bad)))
+				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(store.PeerState{}, part, bad)))
 				stored := with(st, part, bad)
 				got, err := h.s.Peer(h.ctx, alice)
 				require.NoError(t, err, "the store does not decode")
 				require.Equal(t, stored, got)
 
 				check, calls := refusingCheck()
-				d, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, check)
+				d, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, alice, pin, check)
 				require.NoError(t, err)
 				requirePeerDamage(t, damageOf(part, errRefused), d)
 				require.ElementsMatch(t, []checkCall{
@@ -345,27 +346,27 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 	t.Run("one part does not open, another is refused", func(t *testing.T) {
 		h := h.fresh(t)
 		st, ms := h.peerSetup()
-		require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Pin: []byte("bad pin")}))
+		require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Pin: []byte("bad pin")}))
 		v, err := NewKeyring(t).Seal(seal.RecordSession, rowseal.AddressAD(alice), []byte("alice session"))
 		require.NoError(t, err)
 		h.tamper.SetPeerSealed(t, h.s, alice, store.PeerSession, v)
 
 		check, calls := refusingCheck()
-		d, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, replacement, check)
+		d, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, alice, replacement, check)
 		require.NoError(t, err)
 		requirePeerDamage(t, store.PeerDamage{Session: seal.ErrWrongKey, Pin: errRefused}, d)
 		require.ElementsMatch(t, []checkCall{{store.PeerInitiation, string(st.Initiation)}, {store.PeerPin, "bad pin"}}, *calls,
 			"a part that does not open is not checked")
 		after, err := h.s.Peer(h.ctx, alice)
 		require.NoError(t, err)
-		require.Equal(t, storage.PeerState{Initiation: st.Initiation, Pin: replacement}, after)
+		require.Equal(t, store.PeerState{Initiation: st.Initiation, Pin: replacement}, after)
 		h.requireRestUnchanged(ms)
 	})
 	t.Run("check accepts every part", func(t *testing.T) {
 		h := h.fresh(t)
 		st, ms := h.peerSetup()
 		check, calls := refusingCheck()
-		d, err := storage.DiscardUnreadablePeer(h.ctx, h.s, alice, replacement, check)
+		d, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, alice, replacement, check)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, d)
 		require.Len(t, *calls, 3)
@@ -377,7 +378,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 	t.Run("unknown peer", func(t *testing.T) {
 		h := h.fresh(t)
 		check, calls := refusingCheck()
-		d, err := storage.DiscardUnreadablePeer(h.ctx, h.s, aliceTwo, replacement, check)
+		d, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, aliceTwo, replacement, check)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, d)
 		require.Empty(t, *calls, "nothing stored, nothing checked")
@@ -387,7 +388,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 // peerParts lists the parts of a remote device's stored state.
 func peerParts() []store.PeerPart {
 	var out []store.PeerPart
-	for _, e := range storage.PeerParts {
+	for _, e := range storeimpl.PeerParts {
 		out = append(out, e.Part)
 	}
 	return out
@@ -415,7 +416,7 @@ func testDiscardChangedPeer(t *testing.T, h *harness) {
 				if change == "deleted" {
 					v = []byte{}
 				}
-				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(storage.PeerState{}, tc.part, v)))
+				require.NoError(t, h.s.SavePeer(h.ctx, alice, with(store.PeerState{}, tc.part, v)))
 				got, err := h.s.DiscardPeerParts(h.ctx, alice, []byte("replacement pin"), read, read.Unopened)
 				require.ErrorIs(t, err, store.ErrPeerChanged)
 				require.Equal(t, store.PeerDamage{}, got)
@@ -438,7 +439,7 @@ func testDiscardChangedPeer(t *testing.T, h *harness) {
 		h.tamper.SetPeerSealed(t, h.s, alice, tc.part, tc.value(t, h))
 		read, err := h.s.ReadPeerParts(h.ctx, alice)
 		require.NoError(t, err)
-		require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Initiation: []byte("new init")}))
+		require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Initiation: []byte("new init")}))
 		got, err := h.s.DiscardPeerParts(h.ctx, alice, nil, read, read.Unopened)
 		require.NoError(t, err)
 		requirePeerDamage(t, damageOf(tc.part, tc.want), got)

@@ -1,8 +1,8 @@
-// Package storetest holds the contract test suite of storage.Store. Every
+// Package storetest holds the contract test suite of store.Store. Every
 // implementation runs it from its own tests:
 //
 //	func TestContract(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, keys *seal.Keyring) storage.Store {
+//		storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
 //			return memstore.New(keys)
 //		}, tamper{})
 //	}
@@ -33,7 +33,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -43,22 +43,22 @@ import (
 // tests implement it with what only they can reach.
 type Tamper interface {
 	// SetSealed replaces the sealed value of the pending row at seq.
-	SetSealed(t *testing.T, s storage.Store, seq int64, sealed []byte)
+	SetSealed(t *testing.T, s store.Store, seq int64, sealed []byte)
 	// SetSequence moves the pending row at seq to sequence to.
-	SetSequence(t *testing.T, s storage.Store, seq, to int64)
+	SetSequence(t *testing.T, s store.Store, seq, to int64)
 	// SetUserID rewrites the recipient user id of the pending row at seq
 	// (to a malformed one, such as "").
-	SetUserID(t *testing.T, s storage.Store, seq int64, user string)
+	SetUserID(t *testing.T, s store.Store, seq int64, user string)
 	// SetPeerSealed replaces the sealed value of part of peer's stored
 	// state (the part is stored).
-	SetPeerSealed(t *testing.T, s storage.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte)
+	SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte)
 }
 
 // Run runs the contract suite against the stores open returns, damaging
 // rows through tamper where a test needs it. open returns a fresh, empty
 // store sealing with keys and registers its cleanup (closing the store,
 // removing files) on t.
-func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) storage.Store, tamper Tamper) {
+func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, tamper Tamper) {
 	t.Helper()
 	for _, tc := range []struct {
 		name string
@@ -124,7 +124,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) storage.Store
 	}
 }
 
-func newHarness(t *testing.T, open func(t *testing.T, keys *seal.Keyring) storage.Store, tamper Tamper) *harness {
+func newHarness(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, tamper Tamper) *harness {
 	t.Helper()
 	keys := NewKeyring(t)
 	s := open(t, keys)
@@ -166,11 +166,11 @@ func ID(n int) ids.LogicalMessageID {
 
 type harness struct {
 	t      *testing.T
-	s      storage.Store
+	s      store.Store
 	keys   *seal.Keyring
 	ctx    context.Context
 	tamper Tamper
-	open   func(t *testing.T, keys *seal.Keyring) storage.Store
+	open   func(t *testing.T, keys *seal.Keyring) store.Store
 }
 
 // msg is what the suite expects a pending message to be.
@@ -519,7 +519,7 @@ func testOpenCounts(t *testing.T, h *harness) {
 			require.False(t, ok)
 		}, 0},
 		{"commit ack opens none", func() {
-			ok, err := h.s.CommitAck(h.ctx, bob, ms[1].id, storage.Inbound{Update: storage.PeerState{Session: []byte("session")}})
+			ok, err := h.s.CommitAck(h.ctx, bob, ms[1].id, store.Inbound{Update: store.PeerState{Session: []byte("session")}})
 			require.NoError(t, err)
 			require.True(t, ok)
 		}, 0},
@@ -618,9 +618,9 @@ func testAbandonPendingMessage(t *testing.T, h *harness) {
 func testDeleteLeavesOthersIdentical(t *testing.T, h *harness) {
 	ms := h.seed(9, alice, bob, aliceTwo)
 	// Alice's peer state and identity must not be touched either.
-	peer := storage.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
+	peer := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
 	require.NoError(t, h.s.SavePeer(h.ctx, alice, peer))
-	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
+	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
 
 	for _, victim := range []int{4, 0, 8} { // middle, first, last
 		before := h.all(nil)
@@ -725,7 +725,7 @@ func testSequencesNeverReused(t *testing.T, h *harness) {
 
 func testInvalidArgument(t *testing.T, h *harness) {
 	ms := h.seed(5, alice, bob)
-	require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Session: []byte("s"), Pin: []byte("p")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s"), Pin: []byte("p")}))
 	countBefore := h.count(nil)
 	allBefore := h.all(nil)
 	peerBefore, err := h.s.Peer(h.ctx, alice)
@@ -758,14 +758,14 @@ func testInvalidArgument(t *testing.T, h *harness) {
 		}, false},
 		{"next pending negative cursor", func() error { _, err := h.s.NextPendingMessage(h.ctx, alice, ptr(int64(-1))); return err }, false},
 		{"save peer empty pin", func() error {
-			return h.s.SavePeer(h.ctx, alice, storage.PeerState{Session: []byte("new"), Pin: []byte{}})
+			return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("new"), Pin: []byte{}})
 		}, false},
 		{"insert plaintext over the limit", func() error {
 			_, err := h.s.InsertPending(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1))
 			return err
 		}, false},
 		{"commit send plaintext over the limit", func() error {
-			_, err := h.s.CommitSend(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1), storage.PeerState{Session: []byte("new")})
+			_, err := h.s.CommitSend(h.ctx, alice, ID(100), make([]byte, store.MaxPlaintextSize+1), store.PeerState{Session: []byte("new")})
 			return err
 		}, false},
 	}
@@ -780,17 +780,17 @@ func testInvalidArgument(t *testing.T, h *harness) {
 			call{"delete " + name, func() error { _, err := h.s.AbandonPending(h.ctx, a, ms[0].id); return err }, true},
 			call{"next " + name, func() error { _, err := h.s.NextPendingMessage(h.ctx, a, nil); return err }, true},
 			call{"peer " + name, func() error { _, err := h.s.Peer(h.ctx, a); return err }, true},
-			call{"save peer " + name, func() error { return h.s.SavePeer(h.ctx, a, storage.PeerState{Session: []byte("s")}) }, true},
+			call{"save peer " + name, func() error { return h.s.SavePeer(h.ctx, a, store.PeerState{Session: []byte("s")}) }, true},
 			call{"commit received " + name, func() error {
-				_, err := h.s.CommitReceived(h.ctx, a, ID(1), storage.Inbound{Update: storage.PeerState{Session: []byte("s")}})
+				_, err := h.s.CommitReceived(h.ctx, a, ID(1), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 				return err
 			}, true},
 			call{"commit ack " + name, func() error {
-				_, err := h.s.CommitAck(h.ctx, a, ms[0].id, storage.Inbound{Update: storage.PeerState{Session: []byte("s")}})
+				_, err := h.s.CommitAck(h.ctx, a, ms[0].id, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 				return err
 			}, true},
 			call{"save local identity " + name, func() error {
-				return h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: a, Secret: []byte("s")})
+				return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: a, Secret: []byte("s")})
 			}, true},
 		)
 	}
@@ -820,12 +820,12 @@ func testInvalidArgument(t *testing.T, h *harness) {
 // for both ways in; the limit itself is accepted.
 func testPlaintextSizeLimit(t *testing.T, h *harness) {
 	first := h.insert(bob, 1)
-	require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Session: []byte("s0")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0")}))
 	for _, size := range []int{store.MaxPlaintextSize + 1, 64 << 20} {
 		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
 			_, err := h.s.InsertPending(h.ctx, alice, ID(2), make([]byte, size))
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
-			_, err = h.s.CommitSend(h.ctx, alice, ID(2), make([]byte, size), storage.PeerState{Session: []byte("s1")})
+			_, err = h.s.CommitSend(h.ctx, alice, ID(2), make([]byte, size), store.PeerState{Session: []byte("s1")})
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 			require.Equal(t, pendings(first), h.all(nil), "nothing stored")
 			p, err := h.s.Peer(h.ctx, alice)
@@ -837,7 +837,7 @@ func testPlaintextSizeLimit(t *testing.T, h *harness) {
 	a := h.insert(alice, 3) // a sequence between the two below
 	seq, err := h.s.InsertPending(h.ctx, alice, ID(4), big)
 	require.NoError(t, err)
-	seq2, err := h.s.CommitSend(h.ctx, alice, ID(5), big, storage.PeerState{Session: []byte("s1")})
+	seq2, err := h.s.CommitSend(h.ctx, alice, ID(5), big, store.PeerState{Session: []byte("s1")})
 	require.NoError(t, err)
 	require.Equal(t, pendings(first, a, msg{seq: seq, to: alice, id: ID(4), text: big}, msg{seq: seq2, to: alice, id: ID(5), text: big}), h.all(nil))
 }
@@ -977,60 +977,60 @@ func testLocalIdentity(t *testing.T, h *harness) {
 	_, err := h.s.LocalIdentity(h.ctx)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: me, Secret: []byte("secret one")}))
+	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: me, Secret: []byte("secret one")}))
 	got, err := h.s.LocalIdentity(h.ctx)
 	require.NoError(t, err)
-	require.Equal(t, storage.LocalIdentity{Address: me, Secret: []byte("secret one")}, got)
+	require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("secret one")}, got)
 
 	// Same address: the secret is replaced.
-	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: me, Secret: []byte("secret two")}))
+	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: me, Secret: []byte("secret two")}))
 	got, err = h.s.LocalIdentity(h.ctx)
 	require.NoError(t, err)
-	require.Equal(t, storage.LocalIdentity{Address: me, Secret: []byte("secret two")}, got)
+	require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("secret two")}, got)
 
 	// Another address: refused, nothing changes.
 	for _, other := range []ids.DeviceAddress{{UserID: "me", DeviceID: 4}, {UserID: "you", DeviceID: 3}} {
-		err = h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: other, Secret: []byte("stolen")})
+		err = h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: other, Secret: []byte("stolen")})
 		require.ErrorIs(t, err, store.ErrInvalidArgument)
 		got, err = h.s.LocalIdentity(h.ctx)
 		require.NoError(t, err)
-		require.Equal(t, storage.LocalIdentity{Address: me, Secret: []byte("secret two")}, got)
+		require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("secret two")}, got)
 	}
 }
 
 func testPeer(t *testing.T, h *harness) {
-	peer := func(a ids.DeviceAddress) storage.PeerState {
+	peer := func(a ids.DeviceAddress) store.PeerState {
 		t.Helper()
 		p, err := h.s.Peer(h.ctx, a)
 		require.NoError(t, err)
 		return p
 	}
-	require.Equal(t, storage.PeerState{}, peer(alice), "unknown peer: all absent")
+	require.Equal(t, store.PeerState{}, peer(alice), "unknown peer: all absent")
 
 	steps := []struct {
 		name    string
-		update  storage.PeerState
+		update  store.PeerState
 		wantErr error
-		want    storage.PeerState
+		want    store.PeerState
 	}{
-		{"set all", storage.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}, nil,
-			storage.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}},
-		{"nil leaves all unchanged", storage.PeerState{}, nil,
-			storage.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}},
-		{"replace session only", storage.PeerState{Session: []byte("s2")}, nil,
-			storage.PeerState{Session: []byte("s2"), Initiation: []byte("i1"), Pin: []byte("p1")}},
-		{"empty initiation deletes it", storage.PeerState{Initiation: []byte{}}, nil,
-			storage.PeerState{Session: []byte("s2"), Pin: []byte("p1")}},
-		{"empty pin refused", storage.PeerState{Session: []byte("s3"), Pin: []byte{}}, store.ErrInvalidArgument,
-			storage.PeerState{Session: []byte("s2"), Pin: []byte("p1")}},
-		{"replace pin", storage.PeerState{Pin: []byte("p2")}, nil,
-			storage.PeerState{Session: []byte("s2"), Pin: []byte("p2")}},
-		{"empty session deletes it", storage.PeerState{Session: []byte{}}, nil,
-			storage.PeerState{Pin: []byte("p2")}},
-		{"deleting absent parts is fine", storage.PeerState{Session: []byte{}, Initiation: []byte{}}, nil,
-			storage.PeerState{Pin: []byte("p2")}},
-		{"new initiation", storage.PeerState{Initiation: []byte("i2")}, nil,
-			storage.PeerState{Initiation: []byte("i2"), Pin: []byte("p2")}},
+		{"set all", store.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}, nil,
+			store.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}},
+		{"nil leaves all unchanged", store.PeerState{}, nil,
+			store.PeerState{Session: []byte("s1"), Initiation: []byte("i1"), Pin: []byte("p1")}},
+		{"replace session only", store.PeerState{Session: []byte("s2")}, nil,
+			store.PeerState{Session: []byte("s2"), Initiation: []byte("i1"), Pin: []byte("p1")}},
+		{"empty initiation deletes it", store.PeerState{Initiation: []byte{}}, nil,
+			store.PeerState{Session: []byte("s2"), Pin: []byte("p1")}},
+		{"empty pin refused", store.PeerState{Session: []byte("s3"), Pin: []byte{}}, store.ErrInvalidArgument,
+			store.PeerState{Session: []byte("s2"), Pin: []byte("p1")}},
+		{"replace pin", store.PeerState{Pin: []byte("p2")}, nil,
+			store.PeerState{Session: []byte("s2"), Pin: []byte("p2")}},
+		{"empty session deletes it", store.PeerState{Session: []byte{}}, nil,
+			store.PeerState{Pin: []byte("p2")}},
+		{"deleting absent parts is fine", store.PeerState{Session: []byte{}, Initiation: []byte{}}, nil,
+			store.PeerState{Pin: []byte("p2")}},
+		{"new initiation", store.PeerState{Initiation: []byte("i2")}, nil,
+			store.PeerState{Initiation: []byte("i2"), Pin: []byte("p2")}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -1041,12 +1041,12 @@ func testPeer(t *testing.T, h *harness) {
 				require.NoError(t, err)
 			}
 			require.Equal(t, st.want, peer(alice))
-			require.Equal(t, storage.PeerState{}, peer(aliceTwo), "another device of the same user is untouched")
+			require.Equal(t, store.PeerState{}, peer(aliceTwo), "another device of the same user is untouched")
 		})
 	}
-	require.NoError(t, h.s.SavePeer(h.ctx, bob, storage.PeerState{Session: []byte("bob")}))
-	require.Equal(t, storage.PeerState{Session: []byte("bob")}, peer(bob))
-	require.Equal(t, storage.PeerState{Initiation: []byte("i2"), Pin: []byte("p2")}, peer(alice))
+	require.NoError(t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("bob")}))
+	require.Equal(t, store.PeerState{Session: []byte("bob")}, peer(bob))
+	require.Equal(t, store.PeerState{Initiation: []byte("i2"), Pin: []byte("p2")}, peer(alice))
 }
 
 func testCommitReceived(t *testing.T, h *harness) {
@@ -1068,12 +1068,12 @@ func testCommitReceived(t *testing.T, h *harness) {
 		{"id of a pending outbound message", alice, "s5", ms[0].id, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fresh, err := h.s.CommitReceived(h.ctx, tc.from, tc.id, storage.Inbound{Update: storage.PeerState{Session: []byte(tc.session)}})
+			fresh, err := h.s.CommitReceived(h.ctx, tc.from, tc.id, store.Inbound{Update: store.PeerState{Session: []byte(tc.session)}})
 			require.NoError(t, err)
 			require.Equal(t, tc.want, fresh)
 			p, err := h.s.Peer(h.ctx, tc.from)
 			require.NoError(t, err)
-			require.Equal(t, storage.PeerState{Session: []byte(tc.session)}, p, "the session is stored either way")
+			require.Equal(t, store.PeerState{Session: []byte(tc.session)}, p, "the session is stored either way")
 		})
 	}
 	require.Equal(t, pendingBefore, h.all(nil), "receiving touches no pending outbound message")
@@ -1081,7 +1081,7 @@ func testCommitReceived(t *testing.T, h *harness) {
 
 func testCommitAck(t *testing.T, h *harness) {
 	ms := h.seed(4, alice, bob)
-	require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Initiation: []byte("init"), Pin: []byte("pin")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Initiation: []byte("init"), Pin: []byte("pin")}))
 	for _, tc := range []struct {
 		name    string
 		from    ids.DeviceAddress
@@ -1096,7 +1096,7 @@ func testCommitAck(t *testing.T, h *harness) {
 		{"ack from bob", bob, "b1", ms[1].id, true, []msg{ms[2], ms[3]}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cleared, err := h.s.CommitAck(h.ctx, tc.from, tc.id, storage.Inbound{Update: storage.PeerState{Session: []byte(tc.session)}})
+			cleared, err := h.s.CommitAck(h.ctx, tc.from, tc.id, store.Inbound{Update: store.PeerState{Session: []byte(tc.session)}})
 			require.NoError(t, err)
 			require.Equal(t, tc.want, cleared)
 			require.Equal(t, pendings(tc.left...), h.all(nil))
@@ -1107,7 +1107,7 @@ func testCommitAck(t *testing.T, h *harness) {
 	}
 	p, err := h.s.Peer(h.ctx, alice)
 	require.NoError(t, err)
-	require.Equal(t, storage.PeerState{Session: []byte("s3"), Initiation: []byte("init"), Pin: []byte("pin")}, p)
+	require.Equal(t, store.PeerState{Session: []byte("s3"), Initiation: []byte("init"), Pin: []byte("pin")}, p)
 	// Abandon after ACK: not pending.
 	ok, err := h.s.AbandonPending(h.ctx, alice, ms[0].id)
 	require.NoError(t, err)
@@ -1116,28 +1116,28 @@ func testCommitAck(t *testing.T, h *harness) {
 
 func testCommitSend(t *testing.T, h *harness) {
 	first := h.insert(bob, 1)
-	require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
 
-	seq, err := h.s.CommitSend(h.ctx, alice, ID(2), []byte("to alice"), storage.PeerState{Session: []byte("s1"), Initiation: []byte("init")})
+	seq, err := h.s.CommitSend(h.ctx, alice, ID(2), []byte("to alice"), store.PeerState{Session: []byte("s1"), Initiation: []byte("init")})
 	require.NoError(t, err)
 	require.Greater(t, seq, first.seq)
 	sent := msg{seq: seq, to: alice, id: ID(2), text: []byte("to alice")}
 	require.Equal(t, pendings(first, sent), h.all(nil))
 	p, err := h.s.Peer(h.ctx, alice)
 	require.NoError(t, err)
-	require.Equal(t, storage.PeerState{Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")}, p)
+	require.Equal(t, store.PeerState{Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")}, p)
 
 	// Nothing of a refused commit is kept: neither the message nor the state.
 	for _, tc := range []struct {
 		name   string
 		to     ids.DeviceAddress
 		id     ids.LogicalMessageID
-		update storage.PeerState
+		update store.PeerState
 		want   error
 	}{
-		{"duplicate id", alice, ID(2), storage.PeerState{Session: []byte("s2")}, store.ErrDuplicate},
-		{"pin deletion", alice, ID(3), storage.PeerState{Session: []byte("s2"), Pin: []byte{}}, store.ErrInvalidArgument},
-		{"malformed peer", ids.DeviceAddress{DeviceID: 1}, ID(4), storage.PeerState{Session: []byte("s2")}, store.ErrInvalidArgument},
+		{"duplicate id", alice, ID(2), store.PeerState{Session: []byte("s2")}, store.ErrDuplicate},
+		{"pin deletion", alice, ID(3), store.PeerState{Session: []byte("s2"), Pin: []byte{}}, store.ErrInvalidArgument},
+		{"malformed peer", ids.DeviceAddress{DeviceID: 1}, ID(4), store.PeerState{Session: []byte("s2")}, store.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.s.CommitSend(h.ctx, tc.to, tc.id, []byte("x"), tc.update)
@@ -1155,12 +1155,12 @@ func testCommitSend(t *testing.T, h *harness) {
 // afterwards each row is its own (recipient, id), removed alone.
 func testCommitSendMany(t *testing.T, h *harness) {
 	first := h.insert(bob, 1)
-	require.NoError(t, h.s.SavePeer(h.ctx, alice, storage.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
-	require.NoError(t, h.s.SavePeer(h.ctx, bob, storage.PeerState{Session: []byte("b0")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
+	require.NoError(t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("b0")}))
 	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 3}
-	peers := func() map[ids.DeviceAddress]storage.PeerState {
+	peers := func() map[ids.DeviceAddress]store.PeerState {
 		t.Helper()
-		out := map[ids.DeviceAddress]storage.PeerState{}
+		out := map[ids.DeviceAddress]store.PeerState{}
 		for _, a := range []ids.DeviceAddress{alice, aliceTwo, bob, carol} {
 			p, err := h.s.Peer(h.ctx, a)
 			require.NoError(t, err)
@@ -1170,9 +1170,9 @@ func testCommitSendMany(t *testing.T, h *harness) {
 	}
 
 	text := []byte("to both of alice's devices")
-	seqs, err := h.s.CommitSendMany(h.ctx, ID(2), text, []storage.PeerUpdate{
-		{Peer: aliceTwo, Update: storage.PeerState{Session: []byte("t1"), Pin: []byte("pin two")}},
-		{Peer: alice, Update: storage.PeerState{Session: []byte("s1"), Initiation: []byte("init")}},
+	seqs, err := h.s.CommitSendMany(h.ctx, ID(2), text, []store.PeerUpdate{
+		{Peer: aliceTwo, Update: store.PeerState{Session: []byte("t1"), Pin: []byte("pin two")}},
+		{Peer: alice, Update: store.PeerState{Session: []byte("s1"), Initiation: []byte("init")}},
 	})
 	require.NoError(t, err)
 	require.Len(t, seqs, 2)
@@ -1181,7 +1181,7 @@ func testCommitSendMany(t *testing.T, h *harness) {
 	toTwo := msg{seq: seqs[0], to: aliceTwo, id: ID(2), text: text}
 	toOne := msg{seq: seqs[1], to: alice, id: ID(2), text: text}
 	require.Equal(t, pendings(first, toTwo, toOne), h.all(nil))
-	want := map[ids.DeviceAddress]storage.PeerState{
+	want := map[ids.DeviceAddress]store.PeerState{
 		alice:    {Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
 		aliceTwo: {Session: []byte("t1"), Pin: []byte("pin two")},
 		bob:      {Session: []byte("b0")},
@@ -1193,31 +1193,31 @@ func testCommitSendMany(t *testing.T, h *harness) {
 	// the refused one), no peer update, no sequence.
 	for _, tc := range []struct {
 		name  string
-		peers []storage.PeerUpdate
+		peers []store.PeerUpdate
 		want  error
 	}{
 		{"no peer", nil, store.ErrInvalidArgument},
-		{"empty list", []storage.PeerUpdate{}, store.ErrInvalidArgument},
-		{"duplicate for the last device", []storage.PeerUpdate{
-			{Peer: carol, Update: storage.PeerState{Session: []byte("c1")}},
-			{Peer: bob, Update: storage.PeerState{Session: []byte("b1")}},
-			{Peer: alice, Update: storage.PeerState{Session: []byte("s2")}},
+		{"empty list", []store.PeerUpdate{}, store.ErrInvalidArgument},
+		{"duplicate for the last device", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: bob, Update: store.PeerState{Session: []byte("b1")}},
+			{Peer: alice, Update: store.PeerState{Session: []byte("s2")}},
 		}, store.ErrDuplicate},
-		{"duplicate for the first device", []storage.PeerUpdate{
-			{Peer: aliceTwo, Update: storage.PeerState{Session: []byte("t2")}},
-			{Peer: carol, Update: storage.PeerState{Session: []byte("c1")}},
+		{"duplicate for the first device", []store.PeerUpdate{
+			{Peer: aliceTwo, Update: store.PeerState{Session: []byte("t2")}},
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
 		}, store.ErrDuplicate},
-		{"device listed twice", []storage.PeerUpdate{
-			{Peer: carol, Update: storage.PeerState{Session: []byte("c1")}},
-			{Peer: carol, Update: storage.PeerState{Session: []byte("c2")}},
+		{"device listed twice", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: carol, Update: store.PeerState{Session: []byte("c2")}},
 		}, store.ErrInvalidArgument},
-		{"malformed peer", []storage.PeerUpdate{
-			{Peer: carol, Update: storage.PeerState{Session: []byte("c1")}},
-			{Peer: ids.DeviceAddress{UserID: "x", DeviceID: -1}, Update: storage.PeerState{Session: []byte("x")}},
+		{"malformed peer", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: ids.DeviceAddress{UserID: "x", DeviceID: -1}, Update: store.PeerState{Session: []byte("x")}},
 		}, store.ErrInvalidArgument},
-		{"pin deletion", []storage.PeerUpdate{
-			{Peer: carol, Update: storage.PeerState{Session: []byte("c1")}},
-			{Peer: bob, Update: storage.PeerState{Session: []byte("b1"), Pin: []byte{}}},
+		{"pin deletion", []store.PeerUpdate{
+			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
+			{Peer: bob, Update: store.PeerState{Session: []byte("b1"), Pin: []byte{}}},
 		}, store.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1231,7 +1231,7 @@ func testCommitSendMany(t *testing.T, h *harness) {
 
 	// The same logical id goes to a device added later, with a greater
 	// sequence than any refused commit could have taken.
-	seqs, err = h.s.CommitSendMany(h.ctx, ID(2), text, []storage.PeerUpdate{{Peer: carol, Update: storage.PeerState{Session: []byte("c1")}}})
+	seqs, err = h.s.CommitSendMany(h.ctx, ID(2), text, []store.PeerUpdate{{Peer: carol, Update: store.PeerState{Session: []byte("c1")}}})
 	require.NoError(t, err)
 	require.Len(t, seqs, 1)
 	require.Greater(t, seqs[0], toOne.seq)
@@ -1243,7 +1243,7 @@ func testCommitSendMany(t *testing.T, h *harness) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, pendings(first, toTwo, toCarol), h.all(nil))
-	cleared, err := h.s.CommitAck(h.ctx, carol, ID(2), storage.Inbound{Update: storage.PeerState{Session: []byte("c2")}})
+	cleared, err := h.s.CommitAck(h.ctx, carol, ID(2), store.Inbound{Update: store.PeerState{Session: []byte("c2")}})
 	require.NoError(t, err)
 	require.True(t, cleared)
 	require.Equal(t, pendings(first, toTwo), h.all(nil))
@@ -1254,12 +1254,12 @@ func testCommitSendMany(t *testing.T, h *harness) {
 // whole update and the local identity with it, or nothing at all.
 func testCommitInboundAtomic(t *testing.T, h *harness) {
 	me := ids.DeviceAddress{UserID: "me", DeviceID: 1}
-	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: me, Secret: []byte("prekeys v1")}))
+	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: me, Secret: []byte("prekeys v1")}))
 	m := h.insert(alice, 1)
 
-	full := storage.Inbound{
-		Update: storage.PeerState{Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
-		Local:  &storage.LocalIdentity{Address: me, Secret: []byte("prekeys v2")},
+	full := store.Inbound{
+		Update: store.PeerState{Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
+		Local:  &store.LocalIdentity{Address: me, Secret: []byte("prekeys v2")},
 	}
 	fresh, err := h.s.CommitReceived(h.ctx, alice, ID(7), full)
 	require.NoError(t, err)
@@ -1274,11 +1274,11 @@ func testCommitInboundAtomic(t *testing.T, h *harness) {
 	// Refused: nothing of it is applied, the pending message stays.
 	for _, tc := range []struct {
 		name string
-		in   storage.Inbound
+		in   store.Inbound
 	}{
-		{"another local address", storage.Inbound{Update: storage.PeerState{Session: []byte("s2")}, Local: &storage.LocalIdentity{Address: bob, Secret: []byte("x")}}},
-		{"malformed local address", storage.Inbound{Update: storage.PeerState{Session: []byte("s2")}, Local: &storage.LocalIdentity{Address: ids.DeviceAddress{DeviceID: -1}}}},
-		{"pin deletion", storage.Inbound{Update: storage.PeerState{Session: []byte("s2"), Pin: []byte{}}}},
+		{"another local address", store.Inbound{Update: store.PeerState{Session: []byte("s2")}, Local: &store.LocalIdentity{Address: bob, Secret: []byte("x")}}},
+		{"malformed local address", store.Inbound{Update: store.PeerState{Session: []byte("s2")}, Local: &store.LocalIdentity{Address: ids.DeviceAddress{DeviceID: -1}}}},
+		{"pin deletion", store.Inbound{Update: store.PeerState{Session: []byte("s2"), Pin: []byte{}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.s.CommitAck(h.ctx, alice, m.id, tc.in)
@@ -1291,11 +1291,11 @@ func testCommitInboundAtomic(t *testing.T, h *harness) {
 			require.Equal(t, full.Update, p)
 			li, err := h.s.LocalIdentity(h.ctx)
 			require.NoError(t, err)
-			require.Equal(t, storage.LocalIdentity{Address: me, Secret: []byte("prekeys v2")}, li)
+			require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("prekeys v2")}, li)
 		})
 	}
 	// ID(8) was never recorded as processed by the refused commits.
-	fresh, err = h.s.CommitReceived(h.ctx, alice, ID(8), storage.Inbound{Update: storage.PeerState{Session: []byte("s3")}})
+	fresh, err = h.s.CommitReceived(h.ctx, alice, ID(8), store.Inbound{Update: store.PeerState{Session: []byte("s3")}})
 	require.NoError(t, err)
 	require.True(t, fresh)
 }
@@ -1319,20 +1319,20 @@ func testClosed(t *testing.T, h *harness) {
 		{"next", func() error { _, err := h.s.NextPendingMessage(h.ctx, alice, nil); return err }},
 		{"local identity", func() error { _, err := h.s.LocalIdentity(h.ctx); return err }},
 		{"save local identity", func() error {
-			return h.s.SaveLocalIdentity(h.ctx, storage.LocalIdentity{Address: alice, Secret: []byte("s")})
+			return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: alice, Secret: []byte("s")})
 		}},
 		{"peer", func() error { _, err := h.s.Peer(h.ctx, alice); return err }},
-		{"save peer", func() error { return h.s.SavePeer(h.ctx, alice, storage.PeerState{Session: []byte("s")}) }},
+		{"save peer", func() error { return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s")}) }},
 		{"commit received", func() error {
-			_, err := h.s.CommitReceived(h.ctx, alice, ID(1), storage.Inbound{Update: storage.PeerState{Session: []byte("s")}})
+			_, err := h.s.CommitReceived(h.ctx, alice, ID(1), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 			return err
 		}},
 		{"commit ack", func() error {
-			_, err := h.s.CommitAck(h.ctx, alice, ms[0].id, storage.Inbound{Update: storage.PeerState{Session: []byte("s")}})
+			_, err := h.s.CommitAck(h.ctx, alice, ms[0].id, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 			return err
 		}},
 		{"commit send many", func() error {
-			_, err := h.s.CommitSendMany(h.ctx, ID(9), []byte("x"), []storage.PeerUpdate{{Peer: alice, Update: storage.PeerState{Session: []byte("s")}}})
+			_, err := h.s.CommitSendMany(h.ctx, ID(9), []byte("x"), []store.PeerUpdate{{Peer: alice, Update: store.PeerState{Session: []byte("s")}}})
 			return err
 		}},
 		{"claim", func() error { _, err := h.s.Claim(); return err }},
@@ -1415,7 +1415,7 @@ func testConcurrentDelete(t *testing.T, h *harness) {
 				results[i], errs[i] = h.s.AbandonPending(h.ctx, ms[2].to, ms[2].id)
 			} else {
 				// An ACK races the abandons for the same row.
-				results[i], errs[i] = h.s.CommitAck(h.ctx, ms[2].to, ms[2].id, storage.Inbound{Update: storage.PeerState{Session: []byte(fmt.Sprint("session ", i))}})
+				results[i], errs[i] = h.s.CommitAck(h.ctx, ms[2].to, ms[2].id, store.Inbound{Update: store.PeerState{Session: []byte(fmt.Sprint("session ", i))}})
 			}
 		}(i)
 	}
@@ -1484,9 +1484,9 @@ func testConcurrentSendMany(t *testing.T, h *harness) {
 				seqs[i] = []int64{seq}
 				return
 			}
-			ups := make([]storage.PeerUpdate, len(peers))
+			ups := make([]store.PeerUpdate, len(peers))
 			for j, p := range peers {
-				ups[j] = storage.PeerUpdate{Peer: p, Update: storage.PeerState{Session: []byte(fmt.Sprint("session ", i))}}
+				ups[j] = store.PeerUpdate{Peer: p, Update: store.PeerState{Session: []byte(fmt.Sprint("session ", i))}}
 			}
 			seqs[i], errs[i] = h.s.CommitSendMany(h.ctx, ID(i), plaintext(alice, i), ups)
 		}()

@@ -10,14 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storage"
+	"github.com/securemsg/storage/internal/storeimpl"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
 // countingPending counts the pages read through it.
 type countingPending struct {
-	storage.Pending
+	store.Pending
 	pages atomic.Int64
 }
 
@@ -34,10 +35,10 @@ type walked struct {
 
 // walkAll runs WalkPendingMessages to its end, calling body after each
 // step (its index and what it yielded), and returns every step.
-func (h *harness) walkAll(p storage.Pending, req store.PageRequest, body func(i int, w walked)) []walked {
+func (h *harness) walkAll(p store.Pending, req store.PageRequest, body func(i int, w walked)) []walked {
 	h.t.Helper()
 	var out []walked
-	for m, err := range storage.WalkPendingMessages(h.ctx, p, req) {
+	for m, err := range storeimpl.WalkPendingMessages(h.ctx, p, req) {
 		require.Less(h.t, len(out), 10000, "the walk does not end")
 		w := walked{m, err}
 		out = append(out, w)
@@ -148,7 +149,7 @@ func testWalkUnderMutation(t *testing.T, h *harness) {
 			return // mid-page
 		}
 		acked := live[w.m.Sequence] // acknowledged once yielded
-		cleared, err := h.s.CommitAck(h.ctx, acked.to, acked.id, storage.Inbound{Update: storage.PeerState{Session: []byte("session")}})
+		cleared, err := h.s.CommitAck(h.ctx, acked.to, acked.id, store.Inbound{Update: store.PeerState{Session: []byte("session")}})
 		require.NoError(t, err)
 		require.True(t, cleared)
 		delete(live, acked.seq)
@@ -204,7 +205,7 @@ func testWalkBreak(t *testing.T, h *harness) {
 			c := &countingPending{Pending: h.s}
 			var got []store.PendingMessage
 			opens := h.opens(func() {
-				for m, err := range storage.WalkPendingMessages(h.ctx, c, store.PageRequest{Limit: 2}) {
+				for m, err := range storeimpl.WalkPendingMessages(h.ctx, c, store.PageRequest{Limit: 2}) {
 					require.NoError(t, err)
 					got = append(got, m)
 					if len(got) == tc.after {
@@ -228,7 +229,7 @@ func testWalkContext(t *testing.T, h *harness) {
 		cancel()
 		c := &countingPending{Pending: h.s}
 		var errs []error
-		for m, err := range storage.WalkPendingMessages(ctx, c, store.PageRequest{Limit: 2}) {
+		for m, err := range storeimpl.WalkPendingMessages(ctx, c, store.PageRequest{Limit: 2}) {
 			require.Equal(t, store.PendingMessage{}, m)
 			errs = append(errs, err)
 		}
@@ -241,7 +242,7 @@ func testWalkContext(t *testing.T, h *harness) {
 			defer cancel()
 			c := &countingPending{Pending: h.s}
 			var got []walked
-			for m, err := range storage.WalkPendingMessages(ctx, c, store.PageRequest{Limit: 2}) {
+			for m, err := range storeimpl.WalkPendingMessages(ctx, c, store.PageRequest{Limit: 2}) {
 				got = append(got, walked{m, err})
 				if len(got) == at {
 					cancel()
@@ -257,7 +258,7 @@ func testWalkContext(t *testing.T, h *harness) {
 		ctx, cancel := context.WithDeadline(h.ctx, time.Unix(0, 0))
 		defer cancel()
 		var errs []error
-		for _, err := range storage.WalkPendingMessages(ctx, h.s, store.PageRequest{Limit: 2}) {
+		for _, err := range storeimpl.WalkPendingMessages(ctx, h.s, store.PageRequest{Limit: 2}) {
 			errs = append(errs, err)
 		}
 		require.Equal(t, []error{context.DeadlineExceeded}, errs)
@@ -269,7 +270,7 @@ func testWalkContext(t *testing.T, h *harness) {
 func testWalkError(t *testing.T, h *harness) {
 	h.seed(3, alice)
 	var errs []error
-	for _, err := range storage.WalkPendingMessages(h.ctx, h.s, store.PageRequest{Limit: 0}) {
+	for _, err := range storeimpl.WalkPendingMessages(h.ctx, h.s, store.PageRequest{Limit: 0}) {
 		errs = append(errs, err)
 	}
 	require.Len(t, errs, 1)
@@ -277,7 +278,7 @@ func testWalkError(t *testing.T, h *harness) {
 
 	failing := &failAfter{Pending: h.s, ok: 1, err: errors.New("disk on fire")}
 	var got []walked
-	for m, err := range storage.WalkPendingMessages(h.ctx, failing, store.PageRequest{Limit: 2}) {
+	for m, err := range storeimpl.WalkPendingMessages(h.ctx, failing, store.PageRequest{Limit: 2}) {
 		got = append(got, walked{m, err})
 	}
 	require.Len(t, got, 3, "the first page, then the error")
@@ -287,7 +288,7 @@ func testWalkError(t *testing.T, h *harness) {
 
 	require.NoError(t, h.s.Close())
 	errs = nil
-	for _, err := range storage.WalkPendingMessages(h.ctx, h.s, store.PageRequest{Limit: 2}) {
+	for _, err := range storeimpl.WalkPendingMessages(h.ctx, h.s, store.PageRequest{Limit: 2}) {
 		errs = append(errs, err)
 	}
 	require.Len(t, errs, 1)
@@ -296,7 +297,7 @@ func testWalkError(t *testing.T, h *harness) {
 
 // failAfter reads ok pages through and then fails every page with err.
 type failAfter struct {
-	storage.Pending
+	store.Pending
 	ok  int
 	err error
 }

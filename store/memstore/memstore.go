@@ -1,19 +1,590 @@
-// Package memstore is an in-memory store for a client (New), for tests and
-// examples. It seals values exactly like the SQLite store, keeps pending
-// messages ordered by sequence, and hands out sequences from a high-water
-// mark that only grows, so sequences are never reused.
+// Package memstore is an in-memory store (New), for tests and examples:
+// give it to client.Open as the SQLite store is given. It seals values
+// exactly like the SQLite store, keeps pending messages ordered by
+// sequence, and hands out sequences from a high-water mark that only
+// grows, so sequences are never reused.
 //
-// It never persists anything: its state ends with the value.
+// Package memstore never persists anything: its state ends with the value.
 package memstore
 
 import (
-	impl "github.com/securemsg/storage/internal/memstore"
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/storeimpl"
+	"github.com/securemsg/storage/internal/storemark"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
-// New returns an empty in-memory store sealing with keys: give it to
-// client.Open. keys must not be nil: a store made with nil is refused by
-// client.Open with store.ErrInvalidArgument, and every call that seals or
-// opens fails with seal.ErrKey.
-func New(keys *seal.Keyring) store.Store { return impl.New(keys) }
+type pendingKey struct {
+	addr ids.DeviceAddress
+	id   ids.LogicalMessageID
+}
+
+type pendingRow struct {
+	seq    int64
+	key    pendingKey
+	sealed []byte
+}
+
+type processedKey = pendingKey
+
+// Store is the in-memory store. It is safe for concurrent use; every
+// method is atomic, as a transaction is in the SQLite store.
+type Store struct {
+	mark // implements store.Store (see internal/storemark)
+
+	keys *seal.Keyring
+
+	mu        sync.Mutex
+	closed    bool
+	claim     *byte // the client's claim (Claim), nil when unclaimed; never zero-size, so each is distinct
+	highWater int64
+	pending   []pendingRow // ascending by seq
+	bySeqKey  map[pendingKey]int64
+	identity  *identityRow
+	peers     map[ids.DeviceAddress]*store.PeerState // sealed values
+	processed map[processedKey]struct{}
+}
+
+type identityRow struct {
+	addr   ids.DeviceAddress
+	sealed []byte
+}
+
+var _ store.Store = (*Store)(nil)
+
+// mark is embedded by Store under an unexported name, so that it is no
+// part of Store's documented fields.
+type mark = storemark.Mark
+
+// New returns an empty store sealing with keys. keys must not be nil: a
+// store made with nil refuses Claim with store.ErrInvalidArgument (so no
+// client runs on it), and every call that seals or opens fails with
+// seal.ErrKey.
+func New(keys *seal.Keyring) *Store {
+	return &Store{
+		keys:      keys,
+		bySeqKey:  map[pendingKey]int64{},
+		peers:     map[ids.DeviceAddress]*store.PeerState{},
+		processed: map[processedKey]struct{}{},
+	}
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// Claim implements store.Store.
+func (s *Store) Claim() (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("store: claim: %w", store.ErrClosed)
+	}
+	if s.claim != nil {
+		return nil, fmt.Errorf("store: claim: %w: the store already serves a client", store.ErrInUse)
+	}
+	if s.keys == nil {
+		return nil, fmt.Errorf("store: claim: %w: the store was made with a nil keyring", store.ErrInvalidArgument)
+	}
+	c := new(byte)
+	s.claim = c
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.claim == c { // a release of an earlier claim frees no later one
+			s.claim = nil
+		}
+	}, nil
+}
+
+// locked runs fn under the store's mutex, unless the store is closed or
+// ctx is done (as the SQLite store refuses to begin a transaction then).
+func (s *Store) locked(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("store: %w", store.ErrClosed)
+	}
+	return fn()
+}
+
+// SequenceHighWater returns the largest pending sequence ever handed out.
+func (s *Store) SequenceHighWater() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.highWater
+}
+
+// InsertPending implements store.Pending.
+func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
+	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	return seq, nil
+}
+
+// CommitSend implements store.State.
+func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
+	seq, err := s.insertPending(ctx, peer, id, plaintext, &update)
+	if err != nil {
+		return 0, fmt.Errorf("store: commit send: %w", err)
+	}
+	return seq, nil
+}
+
+// CommitSendMany implements store.State.
+func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
+	sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	seqs := make([]int64, len(sends))
+	err = s.locked(ctx, func() error {
+		// Check every row before changing anything: all or nothing.
+		for _, m := range sends {
+			if err := s.checkNewLocked(pendingKey{m.Peer, id}); err != nil {
+				return err
+			}
+		}
+		for i, m := range sends {
+			seqs[i] = s.insertLocked(pendingKey{m.Peer, id}, m.Message, &m.Update)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	return seqs, nil
+}
+
+// insertPending seals and inserts a pending message and, if update is not
+// nil, saves the peer's state atomically with it.
+func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
+	sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
+	if err != nil {
+		return 0, err
+	}
+	k := pendingKey{recipient, id}
+	var seq int64
+	err = s.locked(ctx, func() error {
+		if err := s.checkNewLocked(k); err != nil {
+			return err
+		}
+		seq = s.insertLocked(k, sealed, peer)
+		return nil
+	})
+	return seq, err
+}
+
+// checkNewLocked returns ErrDuplicate if k is already pending.
+func (s *Store) checkNewLocked(k pendingKey) error {
+	if _, dup := s.bySeqKey[k]; dup {
+		return fmt.Errorf("%s for %s: %w", k.id, k.addr, store.ErrDuplicate)
+	}
+	return nil
+}
+
+// insertLocked appends the sealed message k under the next sequence and,
+// if peer is not nil, applies the peer's sealed update; k must be new.
+func (s *Store) insertLocked(k pendingKey, sealed []byte, peer *store.PeerState) int64 {
+	s.highWater++
+	s.pending = append(s.pending, pendingRow{seq: s.highWater, key: k, sealed: sealed})
+	s.bySeqKey[k] = s.highWater
+	if peer != nil {
+		s.savePeerLocked(k.addr, *peer)
+	}
+	return s.highWater
+}
+
+// from returns the index of the first pending row with seq >= from.
+func (s *Store) from(from int64) int {
+	return sort.Search(len(s.pending), func(i int) bool { return s.pending[i].seq >= from })
+}
+
+// checkCursorLocked refuses a negative cursor unless a row with a
+// negative sequence is stored (see storeimpl.CheckCursor).
+func (s *Store) checkCursorLocked(after *int64) error {
+	if after == nil || *after >= 0 {
+		return nil
+	}
+	return storeimpl.CheckCursor(*after, len(s.pending) > 0 && s.pending[0].seq < 0)
+}
+
+// PendingMessages implements store.Pending.
+func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
+	if err := req.Validate(); err != nil {
+		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
+	}
+	after := req.After
+	from, more := storeimpl.FirstSequence(after)
+	var rows []rowseal.Row
+	err := s.locked(ctx, func() error {
+		if err := s.checkCursorLocked(after); err != nil || !more {
+			return err
+		}
+		for i := s.from(from); i < len(s.pending) && len(rows) <= req.Limit; i++ {
+			if r := s.pending[i]; req.Recipient == nil || r.key.addr == *req.Recipient {
+				rows = append(rows, rowseal.Row{Seq: r.seq, To: r.key.addr, ID: r.key.id, Sealed: r.sealed})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
+	}
+	return rowseal.Page(s.keys, rows, req.Limit), nil
+}
+
+func (s *Store) open(r pendingRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
+	return rowseal.OpenPending(s.keys, r.seq, r.key.addr, r.key.id, r.sealed)
+}
+
+// PendingMessageCount implements store.Pending.
+func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+	if recipient != nil {
+		if err := storeimpl.ValidateAddress(*recipient); err != nil {
+			return 0, fmt.Errorf("store: count pending: %w", err)
+		}
+	}
+	var n int64
+	err := s.locked(ctx, func() error {
+		if recipient == nil {
+			n = int64(len(s.pending))
+			return nil
+		}
+		for _, r := range s.pending {
+			if r.key.addr == *recipient {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// AbandonPending implements store.Pending.
+func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+	if err := storeimpl.ValidateAddress(recipient); err != nil {
+		return false, fmt.Errorf("store: delete pending: %w", err)
+	}
+	var deleted bool
+	err := s.locked(ctx, func() error {
+		deleted = s.deleteLocked(pendingKey{recipient, id})
+		return nil
+	})
+	return deleted, err
+}
+
+func (s *Store) deleteLocked(k pendingKey) bool {
+	seq, ok := s.bySeqKey[k]
+	if !ok {
+		return false
+	}
+	return s.deleteSeqLocked(seq)
+}
+
+// deleteSeqLocked removes the row at seq, if there is one.
+func (s *Store) deleteSeqLocked(seq int64) bool {
+	i := s.from(seq)
+	if i == len(s.pending) || s.pending[i].seq != seq {
+		return false
+	}
+	delete(s.bySeqKey, s.pending[i].key)
+	s.pending = append(s.pending[:i], s.pending[i+1:]...)
+	return true
+}
+
+// AbandonPendingMessage implements store.Pending.
+func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessage) (bool, error) {
+	valid := storeimpl.ValidateAddress(m.Recipient)
+	var deleted bool
+	err := s.locked(ctx, func() error {
+		k := pendingKey{m.Recipient, m.ID}
+		if i := s.from(m.Sequence); i < len(s.pending) && s.pending[i].seq == m.Sequence && s.pending[i].key == k {
+			deleted = s.deleteSeqLocked(m.Sequence)
+			return nil
+		}
+		if valid != nil {
+			return nil // no identity to fall back on
+		}
+		deleted = s.deleteLocked(k)
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: abandon pending sequence %d: %w", m.Sequence, err)
+	}
+	return deleted, nil
+}
+
+// NextPendingMessage implements store.Pending.
+func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
+	if err := storeimpl.ValidateAddress(recipient); err != nil {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	}
+	from, more := storeimpl.FirstSequence(after)
+	var row *pendingRow
+	err := s.locked(ctx, func() error {
+		if err := s.checkCursorLocked(after); err != nil {
+			return fmt.Errorf("store: next pending: %w", err)
+		}
+		for i := s.from(from); more && i < len(s.pending); i++ {
+			if s.pending[i].key.addr == recipient {
+				r := s.pending[i]
+				row = &r
+				return nil
+			}
+		}
+		return store.ErrNotFound
+	})
+	if err != nil {
+		return store.PendingMessage{}, err
+	}
+	m, bad := s.open(*row)
+	if bad != nil {
+		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
+	}
+	return m, nil
+}
+
+// LocalIdentity implements store.State.
+func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
+	var row identityRow
+	err := s.locked(ctx, func() error {
+		if s.identity == nil {
+			return fmt.Errorf("store: local identity: %w", store.ErrNotFound)
+		}
+		row = *s.identity
+		return nil
+	})
+	if err != nil {
+		return store.LocalIdentity{}, err
+	}
+	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(row.addr), row.sealed)
+	if err != nil {
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+	}
+	return store.LocalIdentity{Address: row.addr, Secret: secret}, nil
+}
+
+// SaveLocalIdentity implements store.State.
+func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
+	if err := storeimpl.ValidateAddress(id.Address); err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
+	if err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	err = s.locked(ctx, func() error {
+		if err := s.checkLocalLocked(id.Address); err != nil {
+			return err
+		}
+		s.identity = &identityRow{addr: id.Address, sealed: sealed}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	return nil
+}
+
+// checkLocalLocked refuses a local identity for another address than the
+// one already stored.
+func (s *Store) checkLocalLocked(addr ids.DeviceAddress) error {
+	if s.identity != nil && s.identity.addr != addr {
+		return fmt.Errorf("%w: this store belongs to %s", store.ErrInvalidArgument, s.identity.addr)
+	}
+	return nil
+}
+
+// Peer implements store.State.
+func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
+	}
+	sealed, err := s.sealedPeer(ctx, peer)
+	if err != nil {
+		return store.PeerState{}, err
+	}
+	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
+	if err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+	}
+	return out, nil
+}
+
+// sealedPeer returns a copy of the sealed parts stored for peer.
+func (s *Store) sealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed store.PeerState, err error) {
+	err = s.locked(ctx, func() error {
+		if p := s.peers[peer]; p != nil {
+			sealed = store.PeerState{Session: bytes.Clone(p.Session), Initiation: bytes.Clone(p.Initiation), Pin: bytes.Clone(p.Pin)}
+		}
+		return nil
+	})
+	return sealed, err
+}
+
+// ReadPeerParts implements store.State.
+func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (store.PeerReading, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return store.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
+	}
+	sealed, err := s.sealedPeer(ctx, peer)
+	if err != nil {
+		return store.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
+	}
+	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
+}
+
+// DiscardPeerParts implements store.State.
+func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
+	}
+	if !damage.Damaged() {
+		return store.PeerDamage{}, nil
+	}
+	var replacement []byte
+	if len(pin) > 0 {
+		var err error
+		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
+			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+		}
+	}
+	err := s.locked(ctx, func() error {
+		var current store.PeerState
+		if p := s.peers[peer]; p != nil {
+			current = *p
+		}
+		if !storeimpl.Unchanged(read, current, damage) {
+			return store.ErrPeerChanged
+		}
+		p := s.peers[peer]
+		if p == nil {
+			return nil
+		}
+		if damage.Session != nil {
+			p.Session = nil
+		}
+		if damage.Initiation != nil {
+			p.Initiation = nil
+		}
+		if damage.Pin != nil {
+			p.Pin = replacement
+		}
+		return nil
+	})
+	if err != nil {
+		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+	}
+	return damage, nil
+}
+
+// SavePeer implements store.State.
+func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	if err := storeimpl.ValidateUpdate(u); err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	sealed, err := rowseal.SealPeer(s.keys, peer, u)
+	if err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	return s.locked(ctx, func() error { s.savePeerLocked(peer, sealed); return nil })
+}
+
+func (s *Store) savePeerLocked(peer ids.DeviceAddress, sealed store.PeerState) {
+	p := s.peers[peer]
+	if p == nil {
+		p = &store.PeerState{}
+		s.peers[peer] = p
+	}
+	for _, f := range []struct{ src, dst *[]byte }{
+		{&sealed.Session, &p.Session}, {&sealed.Initiation, &p.Initiation}, {&sealed.Pin, &p.Pin},
+	} {
+		switch {
+		case *f.src == nil:
+		case len(*f.src) == 0:
+			*f.dst = nil
+		default:
+			*f.dst = *f.src
+		}
+	}
+}
+
+// CommitReceived implements store.State.
+func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+	fresh, err := s.commitInbound(ctx, peer, in, func() bool {
+		k := processedKey{peer, id}
+		if _, seen := s.processed[k]; seen {
+			return false
+		}
+		s.processed[k] = struct{}{}
+		return true
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: commit received from %s: %w", peer, err)
+	}
+	return fresh, nil
+}
+
+// CommitAck implements store.State.
+func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+	cleared, err := s.commitInbound(ctx, peer, in, func() bool { return s.deleteLocked(pendingKey{peer, id}) })
+	if err != nil {
+		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
+	}
+	return cleared, nil
+}
+
+// commitInbound seals in, then applies it and runs op atomically.
+func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, op func() bool) (bool, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return false, err
+	}
+	if err := storeimpl.ValidateInbound(in); err != nil {
+		return false, err
+	}
+	update, err := rowseal.SealPeer(s.keys, peer, in.Update)
+	if err != nil {
+		return false, err
+	}
+	var local []byte
+	if in.Local != nil {
+		if local, err = s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
+			return false, err
+		}
+	}
+	var result bool
+	err = s.locked(ctx, func() error {
+		if in.Local != nil {
+			if err := s.checkLocalLocked(in.Local.Address); err != nil {
+				return err
+			}
+			s.identity = &identityRow{addr: in.Local.Address, sealed: local}
+		}
+		s.savePeerLocked(peer, update)
+		result = op()
+		return nil
+	})
+	return result, err
+}

@@ -1,91 +1,134 @@
-// Package sqlitestore opens the client's local SQLite database (Open),
-// the store an application hands to client.Open: migrated to the head
-// schema on open, every statement a sqlc-generated query from
-// queries/*.sql, every sealed column a seal record bound to its row.
+// Package sqlitestore is the client's local SQLite database (Open): the
+// store an application hands to client.Open, migrated to the head schema
+// on open, every statement a sqlc-generated query from queries/*.sql,
+// every sealed column a seal record bound to its row.
 //
 // Durability: the database runs in WAL mode with synchronous=FULL, so a
-// transaction that returned is on disk and survives a process kill or a
-// power loss; foreign keys are enforced. Every write is one transaction
-// begun IMMEDIATE, so that two writers never deadlock upgrading a read
-// lock.
+// call that returned is on disk and survives a process kill or a power
+// loss; foreign keys are enforced.
 //
-// The store never runs OFFSET queries, never opens a sealed record it does
-// not return, and never makes a network call.
+// Transactions: every call runs as one transaction through one helper
+// (Store.tx in tx.go). A call of one statement (a page from a
+// non-negative cursor, a count, a recipient's next message, an abandon)
+// runs as SQLite's own transaction of that statement, without BEGIN and
+// COMMIT around it; a call of several statements runs between BEGIN
+// IMMEDIATE and COMMIT (internal/sqltx), so that two writers never
+// deadlock upgrading a read lock and a failed COMMIT is seen as such.
+//
+// The store never runs OFFSET queries, never opens a sealed record it
+// does not return, and never makes a network call.
 package sqlitestore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
-	impl "github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
+	"github.com/securemsg/storage/internal/storeimpl"
+	"github.com/securemsg/storage/internal/storemark"
+
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
-// Store is an open SQLite store: give it to client.Open, and Close it
-// after the client.
-type Store interface {
-	store.Store
-	// RotateKey replaces the storage key: every sealed value of the database
-	// ends up sealed with newKey, and the old keys are dropped.
-	//
-	// It records newKey in storage_key as 'active' (with a verifier sealed by
-	// it) and every other key as 'retiring', then adds newKey to the keyring,
-	// where it becomes the sealing key. It then re-seals every sealed row of
-	// every table (local_identity, identity_pin, session, session_initiation,
-	// pending_outbound_message, pending_inbound_message and the storage_key
-	// verifiers), batch rows per transaction, in key order, calling progress
-	// after each committed batch. Rows already sealed with newKey
-	// are skipped without being opened, so a rotation interrupted by an error,
-	// a cancelled context or a crash is finished by calling RotateKey again
-	// with the same key (after a restart, open the store with a keyring
-	// holding both keys). The walk is repeated until a pass re-seals nothing.
-	// Finally the retiring rows are deleted from storage_key and every key but
-	// newKey is forgotten by the keyring.
-	//
-	// A row that does not open (altered, sealed with a key the keyring does
-	// not hold, a column of the wrong storage class) never stops the rotation: it is left exactly as it was and the walk goes on.
-	// The rotation then finishes as above and RotateKey returns a
-	// *RotationError listing the skipped rows of the last pass (errors.Is
-	// matches ErrRowsSkipped and each row's cause).
-	//
-	// Old keys are dropped only where that cannot make an openable row
-	// unreadable. A row that was opened under an old key has been re-sealed.
-	// A row that failed to open (a seal error: seal.ErrWrongKey, its key not
-	// in the keyring, or seal.ErrAuthentication and the others, under a key
-	// the keyring holds) was tried with every key held, so dropping keys
-	// cannot make it worse. A row with a column of the wrong storage class
-	// (store.ErrCorruptRow) is not re-sealed; if its value authenticates,
-	// under the old key its header names, as the row its columns spell
-	// (opened to check, the plaintext discarded), that key is kept (recorded
-	// retiring, held by the keyring, listed in RotationError.Kept); a header
-	// that does not authenticate keeps nothing. The application removes or
-	// repairs the rows (SkippedRow.Pending gives a pending row's entry, whose
-	// PendingMessage client.AbandonPendingMessage removes) and
-	// runs RotateKey again with the same key, which re-seals nothing new,
-	// reports what is still skipped and drops the keys no corrupt row names
-	// any more. (A row that failed with seal.ErrAuthentication under a key
-	// since dropped reports seal.ErrWrongKey from then on.)
-	//
-	// Sequences, row identities and plaintexts do not change: a value is only
-	// opened and sealed again under the same record type and associated data.
-	//
-	// Writes may go on during a rotation: the store waits for writes that
-	// sealed with the old key to finish before it switches the sealing key, so
-	// none can land behind the walk.
-	//
-	// batch is the number of rows re-sealed per transaction
-	// (DefaultRotationBatch if 0). progress, if not nil, is called on the
-	// goroutine calling RotateKey after every committed batch that walked
-	// rows and, if that one was not at Done == Total, once at the end, with
-	// the progress of the whole rotation (see RotationProgress).
-	//
-	// It returns an error wrapping store.ErrInvalidArgument for a zero key or
-	// a negative batch, a *RotationError as above, and storage errors or the
-	// context's error; on a storage or context error the batches already
-	// committed stay committed and the old keys stay in the keyring.
-	RotateKey(ctx context.Context, newKey seal.Key, batch int, progress func(store.RotationProgress)) error
+// Store is the SQLite store. It is safe for concurrent use.
+type Store struct {
+	mark // implements store.Store (see internal/storemark)
+
+	conn   *sql.DB
+	q      *db.Queries
+	keys   *seal.Keyring
+	closed atomic.Bool
+	// lock is the database file's writer lock (lock.go), nil for an
+	// in-memory database; claim is the client's claim (Claim).
+	lock  *dblock.Lock
+	claim atomic.Pointer[byte] // a byte, not a zero-size value: each claim distinct
+
+	// sealMu is held shared by every transaction (tx), in which the
+	// values it writes are sealed, and exclusively by RotateKey while it
+	// switches the sealing key: so no value sealed with the old key is
+	// written once a rotation has started walking the tables.
+	sealMu sync.RWMutex
+
+	// rotateMu serialises this store's key rotations (RotateKey).
+	rotateMu sync.Mutex
+
+	// count is the number of pending outbound rows (count.go).
+	count pendingCount
+}
+
+var _ store.Store = (*Store)(nil)
+
+func init() {
+	sqliteaccess.Register(sqliteaccess.Accessors{
+		DB:      func(st any) *sql.DB { return st.(*Store).conn },
+		Keyring: func(st any) *seal.Keyring { return st.(*Store).keys },
+		SequenceHighWater: func(ctx context.Context, st any) (int64, error) {
+			return st.(*Store).sequenceHighWater(ctx)
+		},
+	})
+}
+
+// mark is embedded by Store under an unexported name, so that it is no
+// part of Store's documented fields.
+type mark = storemark.Mark
+
+// DefaultLegacyBatch is the batch WithLegacyBatch uses when given 0: legacy
+// rows sealed per transaction.
+const DefaultLegacyBatch = legacy.DefaultBatch
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	legacy  legacy.Options
+	upgrade bool // WithLegacyUpgrade
+	restart bool // WithSequenceRestart
+}
+
+// WithLegacyUpgrade makes Open seal a pending queue left in the legacy
+// plaintext layout, or resume such a migration. Without it Open refuses
+// such a database with store.ErrLegacyLayout: a file writer who plants the
+// plaintext layout (in a doctored copy with the key records removed, say)
+// would otherwise have text of their choosing sealed with the user's key.
+// Only the release that upgrades databases from the plaintext layout
+// should pass it, and only until its users have started it once.
+func WithLegacyUpgrade() Option {
+	return func(o *options) { o.upgrade = true }
+}
+
+// WithLegacyProgress makes Open report the progress of a legacy plaintext
+// migration (run only with WithLegacyUpgrade) to fn: when the legacy table
+// is set aside (with the malformed rows erased instead of sealed, each
+// with its sequence and reason), after every committed batch and when the
+// erase step starts. fn runs on the goroutine calling Open. On a database
+// with nothing to migrate it is never called.
+func WithLegacyProgress(fn func(store.LegacyProgress)) Option {
+	return func(o *options) { o.legacy.Progress = fn }
+}
+
+// WithLegacyBatch sets how many legacy rows Open seals per transaction
+// (DefaultLegacyBatch if n is 0). A smaller batch commits more often; a
+// kill loses at most one batch of work either way.
+func WithLegacyBatch(n int) Option {
+	return func(o *options) { o.legacy.Batch = n }
 }
 
 // Open opens (creating if absent) the database at path, migrates it to the
@@ -94,7 +137,7 @@ type Store interface {
 // sealed (resuming an interrupted legacy migration, including its erase
 // step), and checks that keys holds the database's
 // storage key. Without WithLegacyUpgrade, a database holding the legacy
-// layout is refused with ErrLegacyLayout before anything is changed. A
+// layout is refused with store.ErrLegacyLayout before anything is changed. A
 // database holding any schema object the migrations do not define (a
 // planted trigger, view, table or index) is refused before anything is
 // changed too.
@@ -111,7 +154,7 @@ type Store interface {
 // opens it; SQLite gives its -wal and -shm files the database file's mode.
 // An existing database file (and its -wal and -shm) readable or writable
 // by group or others has those permission bits removed; a -wal, -shm or
-// -journal that is a symbolic link is refused with ErrSymlink.
+// -journal that is a symbolic link is refused with store.ErrSymlink.
 //
 // The store holds the database file while it is open: a second Open of
 // the same file, by any path, in this process or another (an app
@@ -119,165 +162,585 @@ type Store interface {
 // that names the file, until the store is closed or its process ends (a
 // killed process leaves no stale hold). The hold is an exclusive flock on
 // the sidecar file <file>-lock, created 0600 beside the database and left
-// in place (never followed if it is a symbolic link: ErrSymlink), and, on
+// in place (never followed if it is a symbolic link: store.ErrSymlink), and, on
 // unix, an flock on the database file itself, so that removing or
 // replacing the sidecar lets no second store in. migrate up takes the
 // same hold, while the read-only migrate commands (status, plan, drift)
 // do not and work beside an open store.
 //
 // Bad input changes nothing, and leaves no file beside the path:
-// "" and ":memory:" are refused with store.ErrInvalidArgument (the store
-// needs a file); a directory, another kind of file or a file that is not
-// a SQLite database with ErrNotDatabase; a read-only file or directory
-// (no owner write permission, or none for this process) with an error
-// matching fs.ErrPermission.
+// "", ":memory:" and any SQLite URI ("file:" in any case) are refused
+// with store.ErrInvalidArgument (the store needs the path of a file); a
+// directory, another kind of file or a file that is not a SQLite
+// database with store.ErrNotDatabase; a read-only file or directory (no
+// owner write permission, or none for this process) with an error
+// matching fs.ErrPermission. An Open that fails for any other reason (a
+// done context, a refused database) removes the files it created. Every
+// error names the path once.
 //
 // Open records keys' current key as the storage key only for a database
-// that records none and holds no sealed value. It returns an error
-// wrapping store.ErrInUse if another store holds the file, the errors of
-// bad input above, an error
-// wrapping seal.ErrWrongKey if the database was sealed with a key keys
-// does not hold, ErrNoKeyRecord if it records no active key but holds
-// sealed values, store.ErrInvalidArgument for a nil keyring or an invalid
-// option, seal.ErrKey for a keyring holding no key (the zero Keyring),
-// ErrSequenceExhausted for a pending sequence high-water mark at the
-// largest int64 (without WithSequenceRestart), ErrLegacyLayout,
-// ErrUnknownObject (naming each) for
-// a database holding a table, index, view or trigger that no migration
-// defines, a legacy migration error (ErrPlaintextRefused for a
-// plaintext table in a database whose pending queue was sealed or a
-// set-aside table without its proof, ErrUnknownLayout,
-// ErrKeyNotRecorded), or a migration error
-// (ErrChecksum, ErrNewerDatabase, ErrUnknownState, ErrOutOfOrder).
-func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (Store, error) {
-	o := make([]impl.Option, len(opts))
-	for i, opt := range opts {
-		o[i] = opt.o
-	}
-	s, err := impl.Open(ctx, path, keys, o...)
+// that records none and holds no sealed value. Its errors, all checked
+// with errors.Is, are those of bad input above; store.ErrInUse if another
+// store holds the file; seal.ErrWrongKey if the database was sealed with
+// a key keys does not hold; store.ErrNoKeyRecord if it records no active
+// key but holds sealed values; store.ErrInvalidArgument for a nil keyring
+// or an invalid option; seal.ErrKey for a keyring holding no key (the
+// zero Keyring); store.ErrSequenceExhausted for a pending sequence
+// high-water mark at the largest int64 (without WithSequenceRestart);
+// store.ErrLegacyLayout; schema.ErrUnknownObject (naming each) for a
+// database holding a table, index, view or trigger that no migration
+// defines; a legacy upgrade's store.ErrPlaintextRefused (a plaintext
+// table in a database whose pending queue was sealed, or a set-aside
+// table without its proof), store.ErrUnknownLayout or
+// store.ErrKeyNotRecorded; and the schema's schema.ErrChecksum,
+// schema.ErrNewerDatabase, schema.ErrUnknownState and
+// schema.ErrOutOfOrder.
+func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
+	s, err := open(ctx, path, keys, opts)
 	if err != nil {
+		return nil, fmt.Errorf("store: open %q: %w", path, err)
+	}
+	return s, nil
+}
+
+// open is Open, its errors not yet naming the path.
+func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (*Store, error) {
+	if keys == nil {
+		return nil, fmt.Errorf("%w: nil keyring", store.ErrInvalidArgument)
+	}
+	if len(keys.KeyIDs()) == 0 {
+		// The zero Keyring: seal.NewKeyring makes every other one, and it
+		// and Keyring.Add refuse the zero Key.
+		return nil, fmt.Errorf("%w: the keyring holds no key (make it with seal.NewKeyring)", seal.ErrKey)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := o.legacy.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	// Before any file is made: a context already done changes nothing.
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h, err := holdFile(path)
+	if err != nil {
+		return nil, err
+	}
+	// go-sqlite3, or in this module's tests a driver wrapping it that
+	// injects faults (internal/sqlitedriver).
+	conn, err := sql.Open(sqlitedriver.Name(ctx), sqliteaccess.DSN(h.real))
+	if err != nil {
+		h.undo()
+		return nil, err
+	}
+	// One connection: the client is the database's only user, and a single
+	// connection turns would-be SQLITE_BUSY contention into Go-side waits.
+	conn.SetMaxOpenConns(1)
+	s := &Store{conn: conn, q: db.New(conn), keys: keys, lock: h.lock}
+	if err := s.init(ctx, o); err != nil {
+		conn.Close()
+		h.undo()
 		return nil, err
 	}
 	return s, nil
 }
 
-// Option configures Open.
-type Option struct{ o impl.Option }
-
-// WithLegacyUpgrade makes Open seal a pending queue left in the legacy
-// plaintext layout, or resume such a migration. Without it Open refuses
-// such a database with ErrLegacyLayout: a file writer who plants the
-// plaintext layout (in a doctored copy with the key records removed, say)
-// would otherwise have text of their choosing sealed with the user's key.
-// Only the release that upgrades databases from the plaintext layout
-// should pass it, and only until its users have started it once.
-func WithLegacyUpgrade() Option { return Option{impl.WithLegacyUpgrade()} }
-
-// WithLegacyProgress makes Open report the progress of a legacy plaintext
-// migration (run only with WithLegacyUpgrade) to fn: when the legacy table
-// is set aside (with the malformed rows erased instead of sealed, each
-// with its sequence and reason), after every committed batch and when the
-// erase step starts. fn runs on the goroutine calling Open. On a database
-// with nothing to migrate it is never called.
-func WithLegacyProgress(fn func(store.LegacyProgress)) Option {
-	return Option{impl.WithLegacyProgress(fn)}
+// privateFiles removes group and other permissions from the database file
+// at path and its -wal and -shm (SQLite gives those the database file's
+// mode when it creates them), and refuses (store.ErrSymlink) a -wal, -shm or
+// -journal that is a symbolic link, before SQLite would follow it.
+func privateFiles(path string) error {
+	for _, name := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		fi, err := os.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s: %w", name, store.ErrSymlink)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(name, perm&^0o077); err != nil {
+				return fmt.Errorf("restrict database file mode: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
-// WithLegacyBatch sets how many legacy rows Open seals per transaction
-// (DefaultLegacyBatch if n is 0). A smaller batch commits more often; a
-// kill loses at most one batch of work either way.
-func WithLegacyBatch(n int) Option { return Option{impl.WithLegacyBatch(n)} }
+func (s *Store) init(ctx context.Context, o options) error {
+	var mode string
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("enable wal: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("enable wal: journal mode is %q", mode)
+	}
+	var fk int
+	if err := s.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
+		return fmt.Errorf("enable foreign keys: %v (foreign_keys=%d)", err, fk)
+	}
+	// Before the schema migrations, which would index a legacy table.
+	if !o.upgrade {
+		found, err := legacy.Found(ctx, s.conn)
+		if err != nil {
+			return err
+		}
+		if found {
+			return store.ErrLegacyLayout
+		}
+	}
+	m := sqliteaccess.Migrator(ctx)
+	if m == nil {
+		var err error
+		if m, err = migration.Default(); err != nil {
+			return err
+		}
+	}
+	// Before anything writes: a planted trigger would run inside the
+	// store's own transactions from the first one on.
+	var allow []migration.Object
+	if o.upgrade {
+		allow = legacy.SchemaObjects()
+	}
+	if err := m.CheckObjects(ctx, s.conn, allow...); err != nil {
+		return err
+	}
+	if _, err := m.Up(ctx, s.conn); err != nil {
+		return err
+	}
+	// A database from before sealing keeps its pending queue in plaintext:
+	// seal it now, if asked to (a no-op on a sealed database). Before the
+	// key check, which would record a marked key on a database that
+	// records none (the migration records the key itself there) and marks
+	// an unmarked verifier: either would make the migration refuse the
+	// database.
+	if o.upgrade {
+		if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
+			return err
+		}
+	}
+	// One transaction for what every open checks on a sealed database.
+	return s.tx(ctx, inTx, func(q *txn) error {
+		if err := s.checkKey(ctx, q.Queries); err != nil {
+			return err
+		}
+		if err := repairSequence(ctx, q.Queries); err != nil {
+			return err
+		}
+		return checkSequence(ctx, q.Queries, o.restart)
+	})
+}
 
-// ErrLegacyLayout means the database holds a pending queue in the legacy
-// plaintext layout (or a legacy migration under way) and Open was not
-// given WithLegacyUpgrade. Nothing is changed. An application that never
-// wrote the plaintext layout should treat it as a database doctored by
-// someone else; the one release that upgrades from that layout passes
-// WithLegacyUpgrade.
-var ErrLegacyLayout = impl.ErrLegacyLayout
+// checkKey proves the keyring holds the database's active storage key by
+// opening its verifier, or records the current key for a database that
+// records no key and holds nothing sealed. A database holding sealed
+// values without an active key record is refused (store.ErrNoKeyRecord): adopting
+// the given key would make a wrong key the database's, and the right one
+// fail from then on.
+//
+// It runs after the legacy migration, so the pending queue is sealed: an
+// active verifier of the keyring's current key that seals the unmarked
+// rowseal.KeyVerifierText (written by a build that did not mark it) is
+// given the marked rowseal.KeyVerifierSealedQueue in the same transaction,
+// so that package legacy refuses a plaintext table planted from then on.
+func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
+	rows, err := q.ListStorageKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("read storage keys: %w", err)
+	}
+	active := 0
+	for _, r := range rows {
+		if r.State != "active" {
+			continue
+		}
+		text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
+		if errors.Is(err, seal.ErrWrongKey) {
+			// seal's own text names the key id too: name each id once.
+			return fmt.Errorf("the database's active storage key is key id %d, the keyring holds key ids %v: %w", r.KeyID, s.keys.KeyIDs(), seal.ErrWrongKey)
+		}
+		if err != nil {
+			return fmt.Errorf("storage key %d: %w", r.KeyID, err)
+		}
+		// A verifier is sealed by its own key, which seals only while
+		// current: another key's waits until it is current (or a
+		// rotation records it anew).
+		if string(text) == rowseal.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
+			if err := s.markKey(ctx, q); err != nil {
+				return err
+			}
+		}
+		active++
+	}
+	if active > 0 {
+		return nil
+	}
+	sealed, err := q.AnySealedValue(ctx)
+	if err != nil {
+		return fmt.Errorf("look for sealed values: %w", err)
+	}
+	if len(rows) > 0 || sealed != 0 {
+		return fmt.Errorf("%d storage key rows, none active: %w", len(rows), store.ErrNoKeyRecord)
+	}
+	return s.addKey(ctx, q)
+}
 
-// ErrNoKeyRecord means the database records no active storage key but
-// holds sealed values: its storage_key rows were deleted (or all marked
-// retiring). No keyring can be proven right for it, so Open refuses it
-// rather than adopting whatever key it is given; nothing is changed.
-var ErrNoKeyRecord = impl.ErrNoKeyRecord
+// markKey gives the record of keys' current key the marked verifier.
+func (s *Store) markKey(ctx context.Context, q *db.Queries) error {
+	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(rowseal.KeyVerifierSealedQueue))
+	if err != nil {
+		return fmt.Errorf("storage key %d: mark verifier: %w", id, err)
+	}
+	if err := q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: int64(id)}); err != nil {
+		return fmt.Errorf("storage key %d: mark verifier: %w", id, err)
+	}
+	return nil
+}
 
-// ErrNotDatabase means the path Open was given is not a SQLite database
-// file: a directory, another kind of file, or a file that does not start
-// with SQLite's header. Nothing is changed and no file is left beside it.
-var ErrNotDatabase = impl.ErrNotDatabase
+// addKey records keys' current key as the active one, with the marked
+// verifier (the store keeps its pending queue sealed).
+func (s *Store) addKey(ctx context.Context, q *db.Queries) error {
+	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(rowseal.KeyVerifierSealedQueue))
+	if err != nil {
+		return fmt.Errorf("record storage key: %w", err)
+	}
+	if err := q.InsertStorageKey(ctx, db.InsertStorageKeyParams{KeyID: int64(id), State: "active", Verifier: v, CreatedAt: time.Now().Unix()}); err != nil {
+		return fmt.Errorf("record storage key: %w", err)
+	}
+	return nil
+}
 
-// ErrSymlink means a file SQLite keeps beside the database (its -wal,
-// -shm or -journal) or the store's lock file is a symbolic link. The store
-// creates regular files only, so one was planted: it is never followed
-// (SQLite would write, and Open would change the mode of, the file it
-// names). Nothing is changed.
-var ErrSymlink = impl.ErrSymlink
+// Close closes the database and then releases its file (see Open). Calls
+// after Close return store.ErrClosed.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	err := s.conn.Close()
+	if lerr := s.lock.Release(); err == nil && lerr != nil {
+		err = fmt.Errorf("store: release lock: %w", lerr)
+	}
+	return err
+}
 
-// DefaultRotationBatch is the batch RotateKey uses when given 0: rows
-// re-sealed per transaction. A batch holds the database's write lock while
-// it opens, seals and writes its rows, so the client's sends wait behind
-// it; a thousand rows keep that wait short (5 to 12 ms for 1,000 pending
-// messages of 200 bytes on a shared two-core machine) while the cost of a
-// commit and its sync is spread over many rows.
-const DefaultRotationBatch = impl.DefaultRotationBatch
+// Claim implements store.Store.
+func (s *Store) Claim() (func(), error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("store: claim: %w", store.ErrClosed)
+	}
+	c := new(byte)
+	if !s.claim.CompareAndSwap(nil, c) {
+		return nil, fmt.Errorf("store: claim: %w: the store already serves a client", store.ErrInUse)
+	}
+	// A release of an earlier claim frees no later one.
+	return func() { s.claim.CompareAndSwap(c, nil) }, nil
+}
 
-// ErrSequenceExhausted means the pending sequence's high-water mark is at
-// the largest int64, so no new pending message can be given a sequence.
-// Only a writer other than the store can put it there (the store would
-// take 2^63 sends). Open reports it and changes nothing, unless given
-// WithSequenceRestart; a send that
-// meets it stores nothing and returns it. The way out is Open with
-// WithSequenceRestart, which keeps every stored message.
-var ErrSequenceExhausted = impl.ErrSequenceExhausted
+// InsertPending implements store.Pending.
+func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
+	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: insert pending: %w", err)
+	}
+	return seq, nil
+}
 
-// WithSequenceRestart makes Open lower a pending sequence high-water mark
-// found at the largest int64 to the highest sequence stored (0 if none),
-// in the transaction that checks the key; no stored message changes.
-// Sequences above the highest stored one that were handed out before
-// (to messages since acknowledged or abandoned) may be handed out again:
-// they cannot be told from a mark a writer raised. If a stored message
-// holds the largest sequence itself, sends keep failing with
-// ErrSequenceExhausted until the application removes it (a page lists
-// it like any other; client.AbandonPendingMessage) and opens with
-// WithSequenceRestart again.
-func WithSequenceRestart() Option { return Option{impl.WithSequenceRestart()} }
+// CommitSend implements store.State.
+func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
+	seq, err := s.insertPending(ctx, peer, id, plaintext, &update)
+	if err != nil {
+		return 0, fmt.Errorf("store: commit send: %w", err)
+	}
+	return seq, nil
+}
 
-// DefaultLegacyBatch is the batch WithLegacyBatch uses when given 0: legacy
-// rows sealed per transaction.
-const DefaultLegacyBatch = legacy.DefaultBatch
+// CommitSendMany implements store.State.
+func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
+	seqs := make([]int64, len(peers))
+	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+		sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+		if err != nil {
+			return err
+		}
+		for i, m := range sends {
+			if seqs[i], err = insertRow(ctx, t.Queries, m.Peer, id, m.Message, &m.Update); err != nil {
+				return err
+			}
+		}
+		t.pending += int64(len(sends))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: commit send many: %w", err)
+	}
+	return seqs, nil
+}
 
-// Errors of the schema migration Open runs, and of the legacy plaintext
-// migration it runs with WithLegacyUpgrade; each is wrapped with what it
-// names, and Open changes nothing when it returns one.
-var (
-	// ErrChecksum means the embedded migration directory does not match
-	// its atlas.sum.
-	ErrChecksum = migration.ErrChecksum
-	// ErrNewerDatabase means the database records a schema version newer
-	// than this library's: it was opened by a newer release.
-	ErrNewerDatabase = migration.ErrNewerDatabase
-	// ErrUnknownState means the database holds tables but no schema
-	// history this library can place it at.
-	ErrUnknownState = migration.ErrUnknownState
-	// ErrOutOfOrder means a migration file sits at or below the database's
-	// version without being in its history.
-	ErrOutOfOrder = migration.ErrOutOfOrder
-	// ErrUnknownObject means the database holds a table, index, view or
-	// trigger that no migration defines: something else created it (a
-	// planted trigger would run inside the store's own transactions), so
-	// the database is not used. The message names each object.
-	ErrUnknownObject = migration.ErrUnknownObject
-	// ErrPlaintextRefused means the database holds a plaintext pending
-	// table the legacy migration may not seal (in a database whose
-	// pending queue was sealed, or set aside without its proof). The
-	// message names the table.
-	ErrPlaintextRefused = legacy.ErrPlaintextRefused
-	// ErrUnknownLayout means the pending table has neither the legacy
-	// plaintext layout nor the sealed one.
-	ErrUnknownLayout = legacy.ErrUnknownLayout
-	// ErrKeyNotRecorded means the keyring's current key is not the key
-	// the database records as active, so a legacy migration would seal
-	// rows with another key than the rows before them.
-	ErrKeyNotRecorded = legacy.ErrKeyNotRecorded
-)
+// insertPending seals and inserts a pending message and, if update is not
+// nil, saves the peer's state in the same transaction.
+func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
+	var seq int64
+	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+		sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
+		if err != nil {
+			return err
+		}
+		if seq, err = insertRow(ctx, t.Queries, recipient, id, sealed, peer); err != nil {
+			return err
+		}
+		t.pending++
+		return nil
+	})
+	return seq, err
+}
+
+// insertRow inserts a sealed pending message and, if peer is not nil,
+// applies the peer's sealed update, inside the caller's transaction.
+func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte, peer *store.PeerState) (int64, error) {
+	seq, err := q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
+		RecipientUserID:   recipient.UserID,
+		RecipientDeviceID: recipient.DeviceID,
+		LogicalID:         id[:],
+		Sealed:            sealed,
+	})
+	if isUniqueViolation(err) {
+		return 0, fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
+	}
+	if err != nil {
+		return 0, exhausted(ctx, q, err)
+	}
+	if err != nil || peer == nil {
+		return seq, err
+	}
+	return seq, savePeer(ctx, q, recipient, *peer)
+}
+
+// PendingMessages implements store.Pending. It reads limit+1 rows and opens
+// only the rows it returns; a row that does not open, or whose columns
+// hold the wrong storage class, is returned as unreadable.
+func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
+	if err := req.Validate(); err != nil {
+		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
+	}
+	after := req.After
+	from, more := storeimpl.FirstSequence(after)
+	var all []db.PagePendingOutboundRow
+	var to []db.PagePendingOutboundForRecipientRow
+	// A negative cursor is checked against the table in the same snapshot
+	// as the page: two statements. Any other page is one.
+	err := s.tx(ctx, readKind(after), func(q *txn) error {
+		if err := checkCursor(ctx, q.Queries, after); err != nil || !more {
+			return err
+		}
+		limit := int64(req.Limit) + 1
+		var err error
+		if req.Recipient == nil {
+			all, err = q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
+			return err
+		}
+		to, err = q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+			RecipientUserID:   req.Recipient.UserID,
+			RecipientDeviceID: req.Recipient.DeviceID,
+			FromSequence:      from,
+			RowLimit:          limit,
+		})
+		return err
+	})
+	if err != nil {
+		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
+	}
+	if req.Recipient == nil {
+		return rowseal.Page(s.keys, decodeRows(all), req.Limit), nil
+	}
+	return rowseal.Page(s.keys, decodeRows(to), req.Limit), nil
+}
+
+// pageRow is a row of either page query: the same columns.
+type pageRow interface {
+	db.PagePendingOutboundRow | db.PagePendingOutboundForRecipientRow
+}
+
+// decodeRows decodes the rows of a page query (decodePending), for
+// rowseal.Page to open.
+func decodeRows[R pageRow](rows []R) []rowseal.Row {
+	out := make([]rowseal.Row, len(rows))
+	for i, r := range rows {
+		pr := pendingRow(r)
+		to, id, sealed, bad := decodePending(pr)
+		out[i] = rowseal.Row{Seq: pr.Sequence, To: to, ID: id, Sealed: sealed, Bad: bad}
+	}
+	return out
+}
+
+// readKind is the kind of a read from the cursor after: one statement,
+// or for a negative cursor, which is checked against what the table holds
+// (see checkCursor) in the read's snapshot, two in one transaction.
+func readKind(after *int64) txKind {
+	if after != nil && *after < 0 {
+		return inTx
+	}
+	return oneRead
+}
+
+// checkCursor refuses a negative cursor unless a row with a negative
+// sequence is stored (see storeimpl.CheckCursor).
+func checkCursor(ctx context.Context, q *db.Queries, after *int64) error {
+	if after == nil || *after >= 0 {
+		return nil
+	}
+	negative, err := q.PendingOutboundNegativeSequence(ctx)
+	if err != nil {
+		return err
+	}
+	return storeimpl.CheckCursor(*after, len(negative) > 0)
+}
+
+// PendingMessageCount implements store.Pending. The count of all pending
+// messages is kept in memory (see pendingCount) and re-read with SELECT
+// count(*) whenever another connection may have changed the table; a
+// recipient's count is answered from the recipient index.
+func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+	if recipient != nil {
+		if err := storeimpl.ValidateAddress(*recipient); err != nil {
+			return 0, fmt.Errorf("store: count pending: %w", err)
+		}
+	}
+	if recipient == nil {
+		n, err := s.countAll(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("store: count pending: %w", err)
+		}
+		return n, nil
+	}
+	var n int64
+	err := s.tx(ctx, oneRead, func(q *txn) error {
+		var err error
+		n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
+		})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: count pending: %w", err)
+	}
+	return n, nil
+}
+
+// AbandonPending implements store.Pending.
+func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+	if err := storeimpl.ValidateAddress(recipient); err != nil {
+		return false, fmt.Errorf("store: delete pending: %w", err)
+	}
+	// One DELETE: SQLite's own transaction of the statement is the
+	// abandon's one transaction.
+	var n int64
+	err := s.tx(ctx, onePendingWrite, func(t *txn) error {
+		var err error
+		n, err = deletePending(ctx, t.Queries, recipient, id)
+		t.pending -= n
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: delete pending: %w", err)
+	}
+	return n > 0, nil
+}
+
+// AbandonPendingMessage implements store.Pending, in one transaction.
+func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessage) (bool, error) {
+	valid := storeimpl.ValidateAddress(m.Recipient)
+	var n int64
+	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+		rows, err := t.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: m.Sequence, RowLimit: 1})
+		if err != nil {
+			return err
+		}
+		if len(rows) == 1 && rows[0].Sequence == m.Sequence {
+			to, id, _, _ := decodePending(pendingRow(rows[0]))
+			if to == m.Recipient && id == m.ID {
+				n, err = t.DeletePendingOutboundSequence(ctx, m.Sequence)
+				t.pending -= n
+				return err
+			}
+		}
+		if valid != nil {
+			return nil // no identity to fall back on
+		}
+		n, err = deletePending(ctx, t.Queries, m.Recipient, m.ID)
+		t.pending -= n
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: abandon pending sequence %d: %w", m.Sequence, err)
+	}
+	return n > 0, nil
+}
+
+// deletePending deletes the pending message (recipient, id) and returns
+// how many rows went: more than one only if a damaged copy of it (another
+// storage class, see DeletePendingOutbound) was stored beside it.
+func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID) (int64, error) {
+	return q.DeletePendingOutbound(ctx, db.DeletePendingOutboundParams{
+		RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, LogicalID: id[:],
+	})
+}
+
+// NextPendingMessage implements store.Pending.
+func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
+	if err := storeimpl.ValidateAddress(recipient); err != nil {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	}
+	from, more := storeimpl.FirstSequence(after)
+	var row db.NextPendingOutboundForRecipientRow
+	err := s.tx(ctx, readKind(after), func(q *txn) error {
+		if err := checkCursor(ctx, q.Queries, after); err != nil {
+			return err
+		}
+		if !more {
+			return sql.ErrNoRows
+		}
+		var err error
+		row, err = q.NextPendingOutboundForRecipient(ctx, db.NextPendingOutboundForRecipientParams{
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, FromSequence: from,
+		})
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.PendingMessage{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+	}
+	m, bad := s.openPending(pendingRow(row))
+	if bad != nil {
+		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
+	}
+	return m, nil
+}
+
+// sequenceHighWater returns the largest pending sequence ever handed out,
+// deleted or not: the next insert gets a greater one.
+func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {
+	var hw int64
+	err := s.tx(ctx, inTx, func(q *txn) error {
+		var err error
+		hw, err = q.PendingOutboundSequenceHighWater(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: sequence high-water mark: %w", err)
+	}
+	return hw, nil
+}
+
+func isUniqueViolation(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+}

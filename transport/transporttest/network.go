@@ -69,7 +69,7 @@ type Network struct {
 
 // ErrInjected is returned for a failure injected with FailNextSends,
 // FailNextReceives, FailNextPublishes or FailNextFetches.
-var ErrInjected = errors.New("transport: injected failure")
+var ErrInjected = errors.New("injected failure")
 
 var (
 	_ transport.Transport = (*Network)(nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -200,7 +201,7 @@ func checkStateOpens(ctx context.Context, m *migration.Migrator, path string, ex
 			return fmt.Errorf("peer %s: state differs", p)
 		}
 	}
-	rows, err := db.New(s.DB()).SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{RowLimit: int64(len(exp.PendingInbound)) + 1})
+	rows, err := db.New(sqliteaccess.DB(s)).SealedPendingInboundBatch(ctx, db.SealedPendingInboundBatchParams{RowLimit: int64(len(exp.PendingInbound)) + 1})
 	if err != nil {
 		return err
 	}
@@ -214,7 +215,7 @@ func checkStateOpens(ctx context.Context, m *migration.Migrator, path string, ex
 		if err != nil {
 			return err
 		}
-		pt, err := s.Keyring().Open(seal.RecordPendingInbound, rowseal.MessageAD(from, id), r.Sealed)
+		pt, err := sqliteaccess.Keyring(s).Open(seal.RecordPendingInbound, rowseal.MessageAD(from, id), r.Sealed)
 		if err != nil {
 			return fmt.Errorf("pending inbound %d: %w", r.Sequence, err)
 		}

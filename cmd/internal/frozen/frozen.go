@@ -47,15 +47,15 @@ import (
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
-	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // Errors returned (wrapped) by this package.
@@ -115,7 +115,7 @@ func Find(root string) ([]Dir, error) {
 }
 
 // Keyring returns a keyring of the published fixture test key.
-func Keyring() (*seal.Keyring, error) { return seal.NewKeyring(version14.Key()) }
+func Keyring() (*seal.Keyring, error) { return seal.NewKeyring(fixturekit.Key()) }
 
 // Contents is what a fixture's database holds, in clear, as the SQLite
 // store reads it with the fixture test key. Byte values are hex.
@@ -323,7 +323,7 @@ func ReadContents(ctx context.Context, m *migration.Migrator, path, version stri
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithMigrator(m))
+	s, err := sqlitestore.Open(sqliteaccess.WithMigrator(ctx, m), path, keys)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrWrongKey, err)
 	}
@@ -336,7 +336,7 @@ func ReadContents(ctx context.Context, m *migration.Migrator, path, version stri
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("frozen: local identity: %w", err)
 	}
-	addrs, err := peerAddresses(ctx, s.DB())
+	addrs, err := peerAddresses(ctx, sqliteaccess.DB(s))
 	if err != nil {
 		return nil, err
 	}
@@ -449,7 +449,7 @@ func readme(version string, c *Contents) []byte {
 	fmt.Fprintf(&b, "| File | What it is |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| `%s` | the database as SQL: `PRAGMA user_version`, the schema, one INSERT per row (blobs as `X'..'`), `sqlite_sequence` |\n", FixtureFile)
 	fmt.Fprintf(&b, "| `%s` | what the SQLite store reads from it with the fixture test key, in clear (hex) |\n\n", ContentsFile)
-	fmt.Fprintf(&b, "Sealed with the published fixture **test** key (`version14.Key()`: secret =\n")
+	fmt.Fprintf(&b, "Sealed with the published fixture **test** key (`fixturekit.Key()`: secret =\n")
 	fmt.Fprintf(&b, "bytes `0x00..0x1f`). It holds a local identity: %v; %d peer(s); %d pending\n", c.LocalIdentity != nil, len(c.Peers), c.PendingCount)
 	fmt.Fprintf(&b, "outbound message(s).\n")
 	return b.Bytes()

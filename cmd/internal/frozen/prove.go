@@ -19,7 +19,8 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // Check is one check of a proof: its name, whether it passed and, when it
@@ -309,7 +310,7 @@ func openStore(ctx context.Context, m *migration.Migrator, path string) (*sqlite
 	if err != nil {
 		return nil, err
 	}
-	return sqlitestore.Open(ctx, path, kr, sqlitestore.WithMigrator(m))
+	return sqlitestore.Open(sqliteaccess.WithMigrator(ctx, m), path, kr)
 }
 
 // checkNextSequence checks, through the store, that the pending sequence
@@ -321,7 +322,7 @@ func checkNextSequence(ctx context.Context, m *migration.Migrator, path string, 
 		return err
 	}
 	defer s.Close()
-	hw, err := s.SequenceHighWater(ctx)
+	hw, err := sqliteaccess.SequenceHighWater(ctx, s)
 	if err != nil {
 		return err
 	}

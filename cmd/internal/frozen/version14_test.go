@@ -28,14 +28,14 @@ import (
 func TestFixtureKey(t *testing.T) {
 	exp, err := parseExpected(version14.Files)
 	require.NoError(t, err)
-	assert.Equal(t, exp.KeyID, version14.Key().ID())
+	assert.Equal(t, exp.KeyID, fixturekit.Key().ID())
 	secret := make([]byte, seal.KeySize)
 	for i := range secret {
 		secret[i] = byte(i)
 	}
 	k, err := seal.NewKey(secret)
 	require.NoError(t, err)
-	assert.Equal(t, k, version14.Key(), "the key is secret = 0x00..0x1f")
+	assert.Equal(t, k, fixturekit.Key(), "the key is secret = 0x00..0x1f")
 }
 
 func TestProve(t *testing.T) {

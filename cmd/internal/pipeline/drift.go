@@ -192,7 +192,7 @@ func schemaDrift(ctx context.Context, conn, want *sql.DB) (Differences, error) {
 // verify. Differences in words are in Found (their Head side is the
 // database's own version), the SQL in Schema, history rows in History.
 // It only reads conn. It returns Status's errors (wrapping
-// migration.ErrNewerDatabase or migration.ErrUnknownState) and an error
+// schema.ErrNewerDatabase or schema.ErrUnknownState) and an error
 // when the database cannot be read; differences are the Differences.
 func Verify(ctx context.Context, m *migration.Migrator, conn *sql.DB) (Differences, error) {
 	st, err := m.Status(ctx, conn)
@@ -253,7 +253,7 @@ func openAt(ctx context.Context, m *migration.Migrator, st migration.Status, wit
 		}
 	}
 	if withHistory {
-		if _, err := conn.ExecContext(ctx, dbschema.RevisionTable); err != nil {
+		if _, err := conn.ExecContext(ctx, dbschema.RevisionTable()); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("migration: build the schema of version %s: %w", st.Current, err)
 		}

@@ -138,7 +138,7 @@ func SchemaDoc(ctx context.Context, m *migration.Migrator) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, migrate.NewLocalFile("schema_revision.sql", []byte(schemafiles.RevisionTable)))
+	files = append(files, migrate.NewLocalFile("schema_revision.sql", []byte(schemafiles.RevisionTable())))
 	notes, err := readNotes(ctx, files)
 	if err != nil {
 		return nil, err

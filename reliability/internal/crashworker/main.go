@@ -60,10 +60,10 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/legacy"
-	"github.com/securemsg/storage/internal/sqlitestore"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -289,7 +289,7 @@ func digest(b []byte) string {
 }
 
 func (w *worker) send(to ids.DeviceAddress) {
-	hw, err := w.sender.store.SequenceHighWater(w.ctx)
+	hw, err := sqliteaccess.SequenceHighWater(w.ctx, w.sender.store)
 	if err != nil {
 		fail(3, "high-water mark: %v", err)
 	}
@@ -502,7 +502,7 @@ func openLegacy(path, keyHex string, batch int) {
 	}
 	ctx := context.Background()
 	s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(batch),
-		sqlitestore.WithLegacyProgress(func(p legacy.Progress) { fmt.Printf("progress %s %d %d\n", p.Phase, p.Sealed, p.Total) }))
+		sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { fmt.Printf("progress %s %d %d\n", p.Phase, p.Sealed, p.Total) }))
 	if err != nil {
 		fail(3, "open %s: %v", path, err)
 	}

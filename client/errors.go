@@ -1,0 +1,34 @@
+package client
+
+import "errors"
+
+// The client's own errors, checked with errors.Is. The client also
+// returns, unchanged, the store's errors (store.ErrInvalidArgument,
+// store.ErrClosed, store.ErrInUse, store.ErrDuplicate, store.ErrUnreadable
+// with its cause store.ErrCorruptRow, store.ErrPeerUnreadable,
+// store.ErrPeerChanged) and the session's (session.ErrIdentityChanged,
+// ...): each is defined once, in its own package.
+var (
+	// ErrNotInitialized means the client has no local identity yet: call
+	// Initialize first.
+	ErrNotInitialized = errors.New("not initialized")
+	// ErrMessageNotSent means the message is stored as pending but its
+	// hand-off to the transport (or its encryption) failed; a later
+	// RetryPendingMessages sends it.
+	ErrMessageNotSent = errors.New("message not sent")
+	// ErrAlreadyInitialized means Initialize was called on a client that
+	// has an identity for another address.
+	ErrAlreadyInitialized = errors.New("already initialized")
+	// ErrDirectoryAnswer means the directory answered something no
+	// directory can hold (a negative prekey count); nothing was changed.
+	ErrDirectoryAnswer = errors.New("impossible directory answer")
+	// ErrBundleAddress means the directory answered the fetch of one
+	// device's bundle with a bundle of another address (a genuine bundle
+	// of another device, say): it is not used, so no session with the
+	// wrong device is made and no identity is pinned or recorded for the
+	// device asked for. Send, SendToDevices and RetryPendingMessages fail
+	// with it and store nothing: no pending message, no session, no pin.
+	ErrBundleAddress = errors.New("directory answered with the bundle of another device")
+	// ErrMisdirected means an envelope is addressed to another device.
+	ErrMisdirected = errors.New("envelope for another device")
+)

@@ -1,0 +1,349 @@
+package doccheck
+
+import (
+	"bufio"
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// packages maps the name a document uses for a package to its directory,
+// relative to the repository root: every public package an application or
+// a reader of the docs meets.
+var packages = map[string]string{
+	"client":        "client",
+	"store":         "store",
+	"sqlitestore":   "store/sqlitestore",
+	"memstore":      "store/memstore",
+	"seal":          "seal",
+	"session":       "session",
+	"transport":     "transport",
+	"transporttest": "transport/transporttest",
+	"ids":           "ids",
+	"schema":        "schema",
+}
+
+// documents are the Markdown files whose names are checked: the README,
+// docs/, the security and benchmark reports, and the tools' guides. The
+// frozen fixtures' READMEs are history and are not.
+func documents(t *testing.T, root string) []string {
+	t.Helper()
+	docs := []string{"README.md", "SECURITY.md", "BENCHMARKS.md", "queries/README.md"}
+	for _, pattern := range []string{"docs/*.md", "cmd/*/README.md"} {
+		m, err := filepath.Glob(filepath.Join(root, pattern))
+		require.NoError(t, err)
+		for _, f := range m {
+			rel, err := filepath.Rel(root, f)
+			require.NoError(t, err)
+			docs = append(docs, rel)
+		}
+	}
+	return docs
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "go.mod"))
+	require.NoError(t, err, "the repository root is two levels up")
+	return dir
+}
+
+// exported returns the names a package exports: its functions, types,
+// variables and constants, and for each type Type.Member for its methods,
+// struct fields and interface methods (embedded ones included).
+func exported(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, parser.ParseComments)
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, p := range pkgs {
+		d := doc.New(p, dir, 0)
+		for _, f := range d.Funcs {
+			names[f.Name] = true
+		}
+		for _, v := range append(d.Vars, d.Consts...) {
+			for _, n := range v.Names {
+				names[n] = true
+			}
+		}
+		for _, ty := range d.Types {
+			names[ty.Name] = true
+			for _, f := range ty.Funcs {
+				names[f.Name] = true
+			}
+			for _, m := range ty.Methods {
+				names[ty.Name+"."+m.Name] = true
+			}
+			for _, v := range append(ty.Vars, ty.Consts...) {
+				for _, n := range v.Names {
+					names[n] = true
+				}
+			}
+			ast.Inspect(ty.Decl, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.StructType:
+					members(names, ty.Name, n.Fields)
+				case *ast.InterfaceType:
+					members(names, ty.Name, n.Methods)
+				}
+				return true
+			})
+		}
+	}
+	return names
+}
+
+func members(names map[string]bool, typ string, fields *ast.FieldList) {
+	for _, f := range fields.List {
+		for _, n := range f.Names {
+			names[typ+"."+n.Name] = true
+		}
+		if len(f.Names) == 0 { // embedded: its name is the type's
+			expr := f.Type
+			if s, ok := expr.(*ast.StarExpr); ok {
+				expr = s.X
+			}
+			switch e := expr.(type) {
+			case *ast.Ident:
+				names[typ+"."+e.Name] = true
+			case *ast.SelectorExpr:
+				names[typ+"."+e.Sel.Name] = true
+			}
+		}
+	}
+}
+
+// A reference is pkg.Ident or pkg.Type.Member, outside a file path (not
+// preceded by a slash or a letter) and not a file name (.go, .md, .sql).
+var reference = regexp.MustCompile(`(^|[^\w/.-])([a-z][a-z0-9]*)\.([A-Z]\w*)(?:\.([A-Z]\w*))?`)
+
+var testFunc = regexp.MustCompile(`^(Test|Benchmark|Example|Fuzz)[A-Z_]`)
+
+// TestDocumentsNameOnlyWhatExists: every pkg.Ident or pkg.Type.Member the
+// documents name is declared by that package (a name the code no longer
+// has is a document gone stale).
+func TestDocumentsNameOnlyWhatExists(t *testing.T) {
+	root := repoRoot(t)
+	known := map[string]map[string]bool{}
+	for name, dir := range packages {
+		known[name] = exported(t, filepath.Join(root, dir))
+		require.NotEmpty(t, known[name], "package %s exports nothing", name)
+	}
+	checked := 0
+	var missing []string
+	for _, docPath := range documents(t, root) {
+		f, err := os.Open(filepath.Join(root, docPath))
+		require.NoError(t, err)
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for line := 1; sc.Scan(); line++ {
+			for _, m := range reference.FindAllStringSubmatch(sc.Text(), -1) {
+				names, ok := known[m[2]]
+				if !ok {
+					continue
+				}
+				checked++
+				ident := m[3]
+				if testFunc.MatchString(ident) {
+					continue // a test's name, not the package's API
+				}
+				if m[4] != "" && names[m[3]] && !names[m[3]+"."+m[4]] && isType(names, m[3]) {
+					missing = append(missing, docPath+":"+strconv.Itoa(line)+": "+m[2]+"."+m[3]+"."+m[4])
+					continue
+				}
+				if !names[ident] && !isMethod(names, ident) {
+					missing = append(missing, docPath+":"+strconv.Itoa(line)+": "+m[2]+"."+ident)
+				}
+			}
+		}
+		require.NoError(t, sc.Err())
+		f.Close()
+	}
+	sort.Strings(missing)
+	require.Empty(t, missing, "the documents name what the package does not declare")
+	require.Greater(t, checked, 50, "the documents name the API: a scan that finds few references is broken")
+}
+
+// isMethod reports whether name is a method or member of one of the
+// package's types (client.AbandonPendingMessage for Client's method).
+func isMethod(names map[string]bool, name string) bool {
+	for n := range names {
+		if strings.HasSuffix(n, "."+name) {
+			return true
+		}
+	}
+	return false
+}
+
+// isType reports whether name is a type of the package: then Type.Member
+// must be one of its members (a method, a field).
+func isType(names map[string]bool, name string) bool {
+	prefix := name + "."
+	for n := range names {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// A repository path a document names: a top-level directory of the
+// project, then path elements.
+var repoPath = regexp.MustCompile(`(?:^|[\s(\x60'"])\.?/?((?:internal|store|client|cmd|seal|session|transport|ids|schema|queries|fixtures|reliability|examples|docs)/[\w./-]*[\w/])`)
+
+var (
+	member    = regexp.MustCompile(`\.[A-Z]\w*$`)
+	migration = regexp.MustCompile(`^schema/migrations/(\d+)_`)
+)
+
+// future reports whether p is a migration file of a version above the
+// directory's head: a guide's example of the next migration.
+func future(t *testing.T, root, p string) bool {
+	m := migration.FindStringSubmatch(p)
+	if m == nil {
+		return false
+	}
+	files, err := filepath.Glob(filepath.Join(root, "schema/migrations/*.sql"))
+	require.NoError(t, err)
+	head := 0
+	for _, f := range files {
+		if n, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0]); err == nil && n > head {
+			head = n
+		}
+	}
+	v, _ := strconv.Atoi(m[1])
+	return v > head
+}
+
+// TestDocumentsNamePathsThatExist: every file or directory of the
+// repository a document names (internal/storeimpl, cmd/migrate/README.md,
+// ...) exists, relative to the repository root or to the document.
+func TestDocumentsNamePathsThatExist(t *testing.T) {
+	root := repoRoot(t)
+	var missing []string
+	checked := 0
+	for _, docPath := range documents(t, root) {
+		b, err := os.ReadFile(filepath.Join(root, docPath))
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range repoPath.FindAllStringSubmatch(line, -1) {
+				p := strings.TrimSuffix(m[1], ".")
+				p = member.ReplaceAllString(p, "") // internal/sqliteaccess.DSN names the package
+				if strings.ContainsAny(p, "*") || strings.Contains(p, "NN") || future(t, root, p) {
+					continue // a pattern, or the guide's example of a next migration
+				}
+				checked++
+				_, errRoot := os.Stat(filepath.Join(root, p))
+				_, errDoc := os.Stat(filepath.Join(root, filepath.Dir(docPath), p))
+				if errRoot != nil && errDoc != nil {
+					missing = append(missing, docPath+":"+strconv.Itoa(i+1)+": "+p)
+				}
+			}
+		}
+	}
+	sort.Strings(missing)
+	require.Empty(t, missing, "the documents name paths that do not exist")
+	require.Greater(t, checked, 20, "the documents name the repository's files: a scan that finds few is broken")
+}
+
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// TestGoBlocksCompile: every Go block in README.md and docs/ is a whole
+// file (it starts with its package clause) and builds against this
+// module, so that no example a reader copies is stale.
+func TestGoBlocksCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds each block with the go command")
+	}
+	root := repoRoot(t)
+	docs := []string{"README.md"}
+	m, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	for _, f := range m {
+		rel, _ := filepath.Rel(root, f)
+		docs = append(docs, rel)
+	}
+	blocks := 0
+	for _, docPath := range docs {
+		b, err := os.ReadFile(filepath.Join(root, docPath))
+		require.NoError(t, err)
+		for i, mm := range goBlock.FindAllStringSubmatch(string(b), -1) {
+			blocks++
+			src := mm[1]
+			require.Regexp(t, `(?m)^package \w+`, src, "%s: Go block %d is not a whole file", docPath, i+1)
+			// A directory inside the module (so that its imports resolve),
+			// whose leading dot keeps it out of ./... .
+			dir, err := os.MkdirTemp(root, ".doccheck-")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o600))
+			cmd := exec.Command("go", "vet", "./"+filepath.Base(dir))
+			cmd.Dir = root
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s: Go block %d does not build:\n%s", docPath, i+1, out)
+		}
+	}
+	require.Positive(t, blocks, "README.md shows the quickstart as a Go block")
+}
+
+// sealedRow is a row of SECURITY.md's table of sealed records: its record
+// type's number and name, and the column it seals.
+var sealedRow = regexp.MustCompile("^\\| (\\d+) `(Record\\w+)` \\| `(\\w+)\\.(\\w+)` \\|")
+
+// TestSecurityListsEveryRecordType: SECURITY.md's table of sealed records
+// lists every seal.RecordType constant once, with its value.
+func TestSecurityListsEveryRecordType(t *testing.T) {
+	root := repoRoot(t)
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, filepath.Join(root, "seal"), func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	require.NoError(t, err)
+	code := map[string]string{}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.CONST {
+					continue
+				}
+				for _, s := range g.Specs {
+					v := s.(*ast.ValueSpec)
+					if id, ok := v.Type.(*ast.Ident); !ok || id.Name != "RecordType" || len(v.Values) != 1 {
+						continue
+					}
+					lit, ok := v.Values[0].(*ast.BasicLit)
+					require.True(t, ok, "%s is not a literal", v.Names[0].Name)
+					code[v.Names[0].Name] = lit.Value
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, code, "seal declares its record types as RecordType constants")
+	b, err := os.ReadFile(filepath.Join(root, "SECURITY.md"))
+	require.NoError(t, err)
+	doc := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := sealedRow.FindStringSubmatch(line); m != nil {
+			require.NotContains(t, doc, m[2], "%s listed twice", m[2])
+			doc[m[2]] = m[1]
+		}
+	}
+	require.Equal(t, code, doc, "SECURITY.md's table of sealed records against seal's RecordType constants")
+}

@@ -1,0 +1,83 @@
+// Package sqliteaccess is what this module's tools and tests reach in a
+// SQLite store beyond its public API: the database handle under a store
+// (to inspect or damage the file beside it), its keyring and sequence
+// high-water mark, the data source name the store opens a file with, and
+// a migration directory to migrate with instead of the embedded one.
+//
+// Package store/sqlitestore registers the accessors when it is
+// initialized; being internal, none of this is an application's API.
+package sqliteaccess
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+
+	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/seal"
+)
+
+// Accessors are the functions store/sqlitestore registers. Each takes a
+// *sqlitestore.Store.
+type Accessors struct {
+	DB                func(st any) *sql.DB
+	Keyring           func(st any) *seal.Keyring
+	SequenceHighWater func(ctx context.Context, st any) (int64, error)
+}
+
+var registered Accessors
+
+// Register is called once, by store/sqlitestore's init.
+func Register(a Accessors) { registered = a }
+
+// DB returns the database handle of st, a *sqlitestore.Store.
+func DB(st any) *sql.DB { return registered.DB(st) }
+
+// Keyring returns the keyring st, a *sqlitestore.Store, seals with.
+func Keyring(st any) *seal.Keyring { return registered.Keyring(st) }
+
+// SequenceHighWater returns the pending sequence's high-water mark of st,
+// a *sqlitestore.Store: the largest sequence ever handed out.
+func SequenceHighWater(ctx context.Context, st any) (int64, error) {
+	return registered.SequenceHighWater(ctx, st)
+}
+
+// PageCacheKiB is the most memory, in KiB, a store's connection uses for
+// SQLite's page cache (PRAGMA cache_size = -PageCacheKiB).
+//
+// The page cache size and memory mapping were chosen by measurement
+// (cmd/pendingbench, BENCHMARKS.md): with pages at random cursors over a
+// queue of a million, a 64 MiB cache changes nothing (nearly every page
+// read is a first touch, which no cache holds), and mmap_size, which
+// saves the read copies when warm, makes the first calls after a start
+// ten times slower (each page fault reads ahead 128 KiB). So the cache
+// stays at SQLite's default of 2 MB, stated here so that a change is
+// deliberate, and the file is not memory-mapped (mmap_size 0, the
+// build's default).
+const PageCacheKiB = 2000
+
+// DSN returns the go-sqlite3 data source name a store opens path with:
+// immediate transactions, a busy timeout, foreign keys on, WAL,
+// synchronous=FULL, a per-connection cache of prepared statements (the
+// store runs the same few queries over and over), and a page cache of
+// PageCacheKiB.
+func DSN(path string) string {
+	return "file:" + migration.URIPath(path) + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_journal_mode=WAL&_synchronous=FULL&_stmt_cache_size=32" +
+		"&_cache_size=-" + strconv.Itoa(PageCacheKiB)
+}
+
+type migratorKey struct{}
+
+// WithMigrator returns a copy of ctx that makes sqlitestore.Open migrate
+// with m instead of the embedded directory: for tools that prove a
+// migration directory under review before it is built into an
+// application (cmd/migrate fixture-test -dir).
+func WithMigrator(ctx context.Context, m *migration.Migrator) context.Context {
+	return context.WithValue(ctx, migratorKey{}, m)
+}
+
+// Migrator returns the migrator ctx carries (WithMigrator), or nil.
+func Migrator(ctx context.Context) *migration.Migrator {
+	m, _ := ctx.Value(migratorKey{}).(*migration.Migrator)
+	return m
+}

@@ -1,0 +1,176 @@
+// Package storeimpl holds what the two store implementations
+// (store/sqlitestore and store/memstore) and the client share beyond the
+// contract in package store: the argument checks and their error texts,
+// the table of the parts of a peer's state, and the walks built on the
+// contract's calls. Being internal, none of it is an application's API.
+package storeimpl
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// CheckCursor returns an error wrapping ErrInvalidArgument if after is
+// negative while the store holds no row with a negative sequence
+// (negativeStored false). The store hands out positive sequences only, so
+// a negative cursor can only be the NextAfterSequence of a page that ended
+// on a damaged row's sequence; anything else is a caller's mistake.
+func CheckCursor(after int64, negativeStored bool) error {
+	if after < 0 && !negativeStored {
+		return fmt.Errorf("%w: negative cursor %d", store.ErrInvalidArgument, after)
+	}
+	return nil
+}
+
+// FirstSequence returns the smallest sequence a walk that resumes after
+// the cursor after includes (nil: from the start), and false if no
+// sequence can follow after.
+func FirstSequence(after *int64) (int64, bool) {
+	switch {
+	case after == nil:
+		return math.MinInt64, true
+	case *after == math.MaxInt64:
+		return 0, false
+	}
+	return *after + 1, true
+}
+
+// ValidateAddress returns an error wrapping both ErrInvalidArgument and
+// ids.ErrInvalid if a is malformed.
+func ValidateAddress(a ids.DeviceAddress) error {
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", store.ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// ValidateInbound returns an error wrapping store.ErrInvalidArgument if in's update
+// would delete the pin or its local identity has a malformed address.
+func ValidateInbound(in store.Inbound) error {
+	if err := ValidateUpdate(in.Update); err != nil {
+		return err
+	}
+	if in.Local != nil {
+		return ValidateAddress(in.Local.Address)
+	}
+	return nil
+}
+
+// PeerPart is one part of a remote device's stored state: its name, the
+// record type it is sealed as, its field in a PeerState and its cause in
+// a store.PeerDamage. PeerParts is the one table of them.
+type PeerPart struct {
+	Part   store.PeerPart
+	Record seal.RecordType
+	State  func(*store.PeerState) *[]byte
+	Damage func(*store.PeerDamage) *error
+}
+
+// PeerParts lists the parts of a remote device's stored state, in the
+// order session, initiation, pin; every walk over the parts reads it.
+var PeerParts = [...]PeerPart{
+	{store.PeerSession, seal.RecordSession, func(s *store.PeerState) *[]byte { return &s.Session }, func(d *store.PeerDamage) *error { return &d.Session }},
+	{store.PeerInitiation, seal.RecordSessionInitiation, func(s *store.PeerState) *[]byte { return &s.Initiation }, func(d *store.PeerDamage) *error { return &d.Initiation }},
+	{store.PeerPin, seal.RecordIdentityPin, func(s *store.PeerState) *[]byte { return &s.Pin }, func(d *store.PeerDamage) *error { return &d.Pin }},
+}
+
+// PartOf returns the table entry of p, false for a value that names no
+// part.
+func PartOf(p store.PeerPart) (PeerPart, bool) {
+	for _, e := range PeerParts {
+		if e.Part == p {
+			return e, true
+		}
+	}
+	return PeerPart{}, false
+}
+
+// Unchanged reports whether current, the sealed state stored now, holds
+// for each part damage names the same sealed value as r.Sealed.
+func Unchanged(r store.PeerReading, current store.PeerState, damage store.PeerDamage) bool {
+	for _, p := range PeerParts {
+		if *p.Damage(&damage) != nil && !bytes.Equal(*p.State(&current), *p.State(&r.Sealed)) {
+			return false
+		}
+	}
+	return true
+}
+
+// PeerCheck tells DiscardUnreadablePeer whether the opened value of one
+// part of a remote device's state is usable: nil if it is, the reason if
+// it is not (the part is then removed, with that reason as its cause).
+// The store knows nothing of the values' encodings; the client, which
+// decodes them, decides. It runs outside any transaction.
+type PeerCheck func(part store.PeerPart, plaintext []byte) error
+
+// DiscardUnreadablePeer removes each part of peer's stored state held by
+// st whose sealed value does not open or, if check is not nil, whose
+// opened value check refuses; never a part that opens and check accepts.
+// It reads the parts (ReadPeerParts), calls check on each opened one
+// outside any transaction, then removes the damaged ones
+// (DiscardPeerParts, pin replacing a removed pin), which fails with
+// store.ErrPeerChanged if any of them changed in between. It returns what it
+// removed, each part with its cause (the seal error, or check's error).
+func DiscardUnreadablePeer(ctx context.Context, st store.State, peer ids.DeviceAddress, pin []byte, check PeerCheck) (store.PeerDamage, error) {
+	read, err := st.ReadPeerParts(ctx, peer)
+	if err != nil {
+		return store.PeerDamage{}, err
+	}
+	damage := read.Unopened
+	for _, p := range PeerParts {
+		value, cause := *p.State(&read.Opened), p.Damage(&damage)
+		if check == nil || value == nil || *cause != nil {
+			continue
+		}
+		*cause = check(p.Part, value)
+	}
+	return st.DiscardPeerParts(ctx, peer, pin, read, damage)
+}
+
+// ValidatePeerUpdates returns an error wrapping ErrInvalidArgument if
+// peers is empty, lists a device twice, or holds a malformed address or
+// an update deleting a pin.
+func ValidatePeerUpdates(peers []store.PeerUpdate) error {
+	if len(peers) == 0 {
+		return fmt.Errorf("%w: no peer", store.ErrInvalidArgument)
+	}
+	seen := make(map[ids.DeviceAddress]struct{}, len(peers))
+	for _, p := range peers {
+		if err := ValidateAddress(p.Peer); err != nil {
+			return err
+		}
+		if err := ValidateUpdate(p.Update); err != nil {
+			return fmt.Errorf("%s: %w", p.Peer, err)
+		}
+		if _, dup := seen[p.Peer]; dup {
+			return fmt.Errorf("%w: %s listed twice", store.ErrInvalidArgument, p.Peer)
+		}
+		seen[p.Peer] = struct{}{}
+	}
+	return nil
+}
+
+// ValidateUpdate returns an error wrapping store.ErrInvalidArgument if u, used
+// as a SavePeer update, would delete the identity pin.
+func ValidateUpdate(u store.PeerState) error {
+	if u.Pin != nil && len(u.Pin) == 0 {
+		return fmt.Errorf("%w: an identity pin cannot be deleted", store.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// RecipientsFrom returns the position a recipients' page of r starts
+// after: the cursor, or for a page from the start an address below every
+// one the schema admits (the empty user id and the smallest device id).
+func RecipientsFrom(r store.RecipientPageRequest) ids.DeviceAddress {
+	if r.After == nil {
+		return ids.DeviceAddress{UserID: "", DeviceID: math.MinInt64}
+	}
+	return *r.After
+}

@@ -1,0 +1,29 @@
+package schema
+
+import "errors"
+
+// Errors of a database's schema against this directory, returned
+// (wrapped, with what they name) by sqlitestore.Open and by the migrate
+// command; nothing is changed when one is returned. Check them with
+// errors.Is.
+var (
+	// ErrChecksum means the migration directory does not match its
+	// atlas.sum.
+	ErrChecksum = errors.New("migration directory does not match atlas.sum")
+	// ErrNewerDatabase means the database records a schema version newer
+	// than this directory's head: it was written by a newer release.
+	ErrNewerDatabase = errors.New("database is newer than this code")
+	// ErrUnknownState means the database holds tables but no schema
+	// history this code can place it at.
+	ErrUnknownState = errors.New("database has no recognisable schema history")
+	// ErrOutOfOrder means the directory holds a migration file whose
+	// version is at or below the database's version without being in its
+	// history: it was added below the last applied version, so it would
+	// never run on this database while a new one gets it.
+	ErrOutOfOrder = errors.New("migration file added below the database's version")
+	// ErrUnknownObject means the database holds a table, index, view or
+	// trigger that no migration defines: something else created it (a
+	// planted trigger would run inside the store's own transactions), so
+	// the database is not used. The message names each object.
+	ErrUnknownObject = errors.New("schema object no migration defines")
+)

@@ -1,0 +1,57 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store/sqlitestore"
+
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
+		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "client.db"), keys)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}, tamper{})
+}
+
+// tamper damages rows with plain SQL behind the store's back, as anyone
+// with write access to the database file could.
+type tamper struct{}
+
+func (tamper) exec(t *testing.T, s store.Store, query string, args ...any) {
+	t.Helper()
+	res, err := sqliteaccess.DB(s.(*sqlitestore.Store)).Exec(query, args...)
+	require.NoError(t, err)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "%s %v", query, args)
+}
+
+func (tp tamper) SetSealed(t *testing.T, s store.Store, seq int64, sealed []byte) {
+	tp.exec(t, s, `UPDATE pending_outbound_message SET sealed = ? WHERE sequence = ?`, sealed, seq)
+}
+
+func (tp tamper) SetSequence(t *testing.T, s store.Store, seq, to int64) {
+	tp.exec(t, s, `UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?`, to, seq)
+}
+
+func (tp tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
+	tp.exec(t, s, `UPDATE pending_outbound_message SET recipient_user_id = ? WHERE sequence = ?`, user, seq)
+}
+
+func (tp tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
+	table := map[store.PeerPart]string{store.PeerSession: "session", store.PeerInitiation: "session_initiation", store.PeerPin: "identity_pin"}[part]
+	require.NotEmpty(t, table, "%s", part)
+	tp.exec(t, s, `UPDATE `+table+` SET sealed = ? WHERE user_id = ? AND device_id = ?`, sealed, peer.UserID, peer.DeviceID)
+}

@@ -1,0 +1,166 @@
+package sqlitestore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/securemsg/storage/internal/dblock"
+	"github.com/securemsg/storage/store"
+)
+
+// sqliteHeader starts every SQLite database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// held is a database file Open holds: its resolved path and lock, and
+// what Open made (the file, its lock file) to remove if it fails.
+type held struct {
+	real        string
+	lock        *dblock.Lock
+	created     bool // the database file was created by Open
+	lockCreated bool // the lock file was created by Open
+}
+
+// undo releases the hold and removes what Open created: the database file
+// (with the -wal and -shm SQLite made beside it) if Open created it, and
+// the lock file if it did, so that a failed Open leaves no file behind.
+func (h held) undo() {
+	if h.created {
+		for _, name := range []string{h.real + "-wal", h.real + "-shm", h.real + "-journal", h.real} {
+			os.Remove(name)
+		}
+	}
+	if h.lockCreated {
+		// Removed while held, as migrate up does: no opener can have
+		// taken a lock on it meanwhile.
+		os.Remove(dblock.Path(h.real))
+	}
+	h.lock.Release()
+}
+
+// checkPath refuses a path that names no file of its own: "" and
+// ":memory:" (SQLite's in-memory databases) and any SQLite URI ("file:"
+// in any case), whose parameters could open another file, a shared
+// in-memory database, or change how the file is opened.
+func checkPath(path string) error {
+	switch {
+	case path == "" || path == ":memory:":
+		return fmt.Errorf("%w: the store needs a database file (it runs in WAL mode and holds the file)", store.ErrInvalidArgument)
+	case len(path) >= len("file:") && strings.EqualFold(path[:len("file:")], "file:"):
+		return fmt.Errorf("%w: a SQLite URI is not a path: pass the file's path (the store sets how it is opened)", store.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// holdFile resolves path to the file that will be opened (every symbolic
+// link resolved, a dangling one refused), checks that it can be a
+// writable database, creates it 0600 if absent, takes its writer lock
+// (package internal/dblock) and restricts the modes of the file and its
+// -wal and -shm (privateFiles). It returns the resolved path, which Open
+// hands SQLite, the lock and what it created (held). On error nothing it created is left and no
+// mode is changed; the error wraps store.ErrInUse (naming the file) if
+// another open store, in this process or another, holds the file,
+// store.ErrNotDatabase, fs.ErrPermission for a read-only file or directory,
+// fs.ErrNotExist for a dangling symbolic link, or store.ErrSymlink.
+func holdFile(path string) (held, error) {
+	fail := func(err error) (held, error) { return held{}, err }
+	real, err := dblock.Resolve(path)
+	if err != nil {
+		return fail(err)
+	}
+	fi, err := os.Stat(real)
+	exists := err == nil
+	switch {
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fail(err)
+	case exists && fi.IsDir():
+		return fail(fmt.Errorf("%w: it is a directory", store.ErrNotDatabase))
+	case exists && !fi.Mode().IsRegular():
+		return fail(fmt.Errorf("%w: it is not a regular file (%s)", store.ErrNotDatabase, fi.Mode().Type()))
+	case exists && readOnly(real, fi):
+		return fail(fmt.Errorf("the database file is read-only: %w", fs.ErrPermission))
+	}
+	// SQLite creates the -wal and -shm beside the file.
+	dir := filepath.Dir(real)
+	if di, err := os.Stat(dir); err != nil {
+		return fail(err)
+	} else if readOnly(dir, di) {
+		return fail(fmt.Errorf("its directory is read-only, where the store keeps its -lock, -wal and -shm files: %w", fs.ErrPermission))
+	}
+	created := false
+	if !exists {
+		// SQLite would create it 0644 under the usual umask 022, and
+		// gives the -wal and -shm its mode.
+		f, err := os.OpenFile(real, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		switch {
+		case err == nil:
+			created = true
+			if err := f.Close(); err != nil {
+				os.Remove(real)
+				return fail(err)
+			}
+		case !errors.Is(err, fs.ErrExist): // created meanwhile: an opener raced us
+			return fail(fmt.Errorf("create database file: %w", err))
+		}
+	}
+	_, lerr := os.Lstat(dblock.Path(real))
+	lockCreated := errors.Is(lerr, fs.ErrNotExist)
+	l, err := dblock.Acquire(real)
+	if errors.Is(err, dblock.ErrHeld) {
+		return fail(fmt.Errorf("%w: another open store holds the database file (%v)", store.ErrInUse, err))
+	}
+	if err == nil {
+		err = checkFile(real, l)
+		if err == nil {
+			return held{real: real, lock: l, created: created, lockCreated: lockCreated}, nil
+		}
+		if lockCreated {
+			// Removed while held, as migrate up does: no opener can have
+			// taken a lock on it meanwhile.
+			os.Remove(dblock.Path(real))
+		}
+		l.Release()
+	}
+	if created {
+		os.Remove(real)
+	}
+	return fail(err)
+}
+
+// checkFile checks, under the lock, that the file at real is empty or a
+// SQLite database (store.ErrNotDatabase otherwise), then restricts modes
+// (privateFiles).
+func checkFile(real string, l *dblock.Lock) error {
+	f := l.File()
+	if f == nil {
+		// The platform holds no descriptor of the database: none of this
+		// process's SQLite locks can be dropped by closing one here.
+		var err error
+		if f, err = os.Open(real); err != nil {
+			return err
+		}
+		defer f.Close()
+	}
+	header := make([]byte, len(sqliteHeader))
+	n, err := f.ReadAt(header, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read the database header: %w", err)
+	}
+	if n > 0 && !bytes.Equal(header[:n], sqliteHeader) || n > 0 && n < len(header) {
+		return fmt.Errorf("%w: it does not start with SQLite's header", store.ErrNotDatabase)
+	}
+	return privateFiles(real)
+}
+
+// readOnly reports whether the file or directory at name (fi) cannot be
+// written: its owner write bit is clear (which the store takes as read
+// only even when running with the privilege to write it) or access says
+// so.
+func readOnly(name string, fi fs.FileInfo) bool {
+	return fi.Mode().Perm()&0o200 == 0 || !writable(name)
+}

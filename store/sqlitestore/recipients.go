@@ -1,0 +1,43 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/storeimpl"
+	"github.com/securemsg/storage/store"
+)
+
+// PendingRecipients implements storage.Pending: a loose index scan of the
+// recipient index (see PendingOutboundRecipients): limit+1 steps of a
+// few seeks each, in one statement (its own transaction), no message opened.
+func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
+	if err := req.Validate(); err != nil {
+		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
+	}
+	from := storeimpl.RecipientsFrom(req)
+	var rows []db.PendingOutboundRecipientsRow
+	err := s.tx(ctx, oneRead, func(q *txn) error {
+		var err error
+		rows, err = q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
+			AfterUserID:   from.UserID,
+			AfterDeviceID: from.DeviceID,
+			RowLimit:      int64(req.Limit) + 1,
+		})
+		return err
+	})
+	if err != nil {
+		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
+	}
+	var out []store.PendingRecipient
+	for _, r := range rows {
+		out = append(out, store.PendingRecipient{
+			Recipient:      ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID},
+			OldestSequence: r.OldestSequence,
+		})
+	}
+	return rowseal.RecipientPage(out, req.Limit), nil
+}

@@ -1,0 +1,303 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/storeimpl"
+
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// LocalIdentity implements store.State.
+func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
+	var row db.GetLocalIdentityRow
+	err := s.tx(ctx, inTx, func(q *txn) error {
+		var err error
+		row, err = q.GetLocalIdentity(ctx)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+	}
+	addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
+	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), row.Sealed)
+	if err != nil {
+		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+	}
+	return store.LocalIdentity{Address: addr, Secret: secret}, nil
+}
+
+// SaveLocalIdentity implements store.State.
+func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
+	if err := storeimpl.ValidateAddress(id.Address); err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	err := s.tx(ctx, inTx, func(t *txn) error {
+		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
+		if err != nil {
+			return err
+		}
+		return saveLocal(ctx, t.Queries, id.Address, sealed)
+	})
+	if err != nil {
+		return fmt.Errorf("store: save local identity: %w", err)
+	}
+	return nil
+}
+
+// saveLocal stores the sealed local identity of addr, refusing another
+// address than the one already stored.
+func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, sealed []byte) error {
+	row, err := q.GetLocalIdentity(ctx)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return q.InsertLocalIdentity(ctx, db.InsertLocalIdentityParams{UserID: addr.UserID, DeviceID: addr.DeviceID, Sealed: sealed})
+	case err != nil:
+		return err
+	case row.UserID != addr.UserID || row.DeviceID != addr.DeviceID:
+		return fmt.Errorf("%w: this database belongs to %s/%d", store.ErrInvalidArgument, row.UserID, row.DeviceID)
+	}
+	return q.UpdateLocalIdentitySealed(ctx, sealed)
+}
+
+// Peer implements store.State.
+func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
+	}
+	sealed, err := s.readSealedPeer(ctx, peer)
+	if err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+	}
+	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
+	if err != nil {
+		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+	}
+	return out, nil
+}
+
+// readSealedPeer reads the sealed parts of peer in a transaction of its
+// own (see sealedPeer).
+func (s *Store) readSealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed store.PeerState, err error) {
+	err = s.tx(ctx, inTx, func(q *txn) error {
+		sealed, err = sealedPeer(ctx, q.Queries, peer)
+		return err
+	})
+	return sealed, err
+}
+
+// sealedPeer reads the sealed session, initiation and pin of peer (nil
+// for a part not stored) inside the caller's transaction.
+func sealedPeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress) (st store.PeerState, err error) {
+	user, dev := peer.UserID, peer.DeviceID
+	if st.Session, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: user, DeviceID: dev})); err != nil {
+		return st, err
+	}
+	if st.Initiation, err = optional(q.GetSessionInitiation(ctx, db.GetSessionInitiationParams{UserID: user, DeviceID: dev})); err != nil {
+		return st, err
+	}
+	st.Pin, err = optional(q.GetIdentityPin(ctx, db.GetIdentityPinParams{UserID: user, DeviceID: dev}))
+	return st, err
+}
+
+func optional(b []byte, err error) ([]byte, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// SavePeer implements store.State.
+func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	if err := storeimpl.ValidateUpdate(u); err != nil {
+		return fmt.Errorf("store: save peer: %w", err)
+	}
+	err := s.tx(ctx, inTx, func(t *txn) error {
+		sealed, err := rowseal.SealPeer(s.keys, peer, u)
+		if err != nil {
+			return err
+		}
+		return savePeer(ctx, t.Queries, peer, sealed)
+	})
+	if err != nil {
+		return fmt.Errorf("store: save peer %s: %w", peer, err)
+	}
+	return nil
+}
+
+// savePeer applies an update whose values are sealed (rowseal.SealPeer):
+// nil leaves a part unchanged, empty deletes it.
+func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u store.PeerState) error {
+	user, dev := peer.UserID, peer.DeviceID
+	switch {
+	case u.Session == nil:
+	case len(u.Session) == 0:
+		if err := q.DeleteSession(ctx, db.DeleteSessionParams{UserID: user, DeviceID: dev}); err != nil {
+			return err
+		}
+	default:
+		if err := q.UpsertSession(ctx, db.UpsertSessionParams{UserID: user, DeviceID: dev, Sealed: u.Session}); err != nil {
+			return err
+		}
+	}
+	switch {
+	case u.Initiation == nil:
+	case len(u.Initiation) == 0:
+		if err := q.DeleteSessionInitiation(ctx, db.DeleteSessionInitiationParams{UserID: user, DeviceID: dev}); err != nil {
+			return err
+		}
+	default:
+		if err := q.UpsertSessionInitiation(ctx, db.UpsertSessionInitiationParams{UserID: user, DeviceID: dev, Sealed: u.Initiation}); err != nil {
+			return err
+		}
+	}
+	if u.Pin != nil {
+		if err := q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: u.Pin}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CommitReceived implements store.State.
+func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+	n, err := s.commitInbound(ctx, peer, in, false, func(q *db.Queries) (int64, error) {
+		return q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
+			SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix(),
+		})
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: commit received from %s: %w", peer, err)
+	}
+	return n == 1, nil
+}
+
+// CommitAck implements store.State.
+func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+	n, err := s.commitInbound(ctx, peer, in, true, func(q *db.Queries) (int64, error) {
+		return deletePending(ctx, q, peer, id)
+	})
+	if err != nil {
+		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
+	}
+	return n > 0, nil
+}
+
+// commitInbound seals in, then applies it and runs op in one transaction,
+// returning op's row count. deletesPending says op deletes that many
+// pending outbound rows (the in-memory count follows).
+func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return 0, err
+	}
+	if err := storeimpl.ValidateInbound(in); err != nil {
+		return 0, err
+	}
+	// Without a pending row to delete, the in-memory count is neither
+	// moved nor dropped if this fails.
+	kind := inTx
+	if deletesPending {
+		kind = pendingWrite
+	}
+	var n int64
+	err := s.tx(ctx, kind, func(t *txn) error {
+		update, err := rowseal.SealPeer(s.keys, peer, in.Update)
+		if err != nil {
+			return err
+		}
+		if err := savePeer(ctx, t.Queries, peer, update); err != nil {
+			return err
+		}
+		if in.Local != nil {
+			local, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret)
+			if err != nil {
+				return err
+			}
+			if err := saveLocal(ctx, t.Queries, in.Local.Address, local); err != nil {
+				return err
+			}
+		}
+		n, err = op(t.Queries)
+		t.pending -= n
+		return err
+	})
+	return n, err
+}
+
+// ReadPeerParts implements store.State.
+func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (store.PeerReading, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return store.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
+	}
+	sealed, err := s.readSealedPeer(ctx, peer)
+	if err != nil {
+		return store.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
+	}
+	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
+}
+
+// DiscardPeerParts implements store.State. It reads each part with
+// the same queries as Peer, compares it with the value read and deletes
+// it by the same key in the same transaction, so the row it removes is
+// the one that was found damaged.
+func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
+	if err := storeimpl.ValidateAddress(peer); err != nil {
+		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
+	}
+	if !damage.Damaged() {
+		return store.PeerDamage{}, nil
+	}
+	user, dev := peer.UserID, peer.DeviceID
+	err := s.tx(ctx, inTx, func(q *txn) error {
+		var replacement []byte
+		if len(pin) > 0 {
+			var err error
+			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
+				return err
+			}
+		}
+		sealed, err := sealedPeer(ctx, q.Queries, peer)
+		if err != nil {
+			return err
+		}
+		if !storeimpl.Unchanged(read, sealed, damage) {
+			return store.ErrPeerChanged
+		}
+		if damage.Session != nil {
+			if err := q.DeleteSession(ctx, db.DeleteSessionParams{UserID: user, DeviceID: dev}); err != nil {
+				return err
+			}
+		}
+		if damage.Initiation != nil {
+			if err := q.DeleteSessionInitiation(ctx, db.DeleteSessionInitiationParams{UserID: user, DeviceID: dev}); err != nil {
+				return err
+			}
+		}
+		switch {
+		case damage.Pin == nil:
+		case replacement != nil:
+			return q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: replacement})
+		default:
+			return q.DeleteIdentityPin(ctx, db.DeleteIdentityPinParams{UserID: user, DeviceID: dev})
+		}
+		return nil
+	})
+	if err != nil {
+		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+	}
+	return damage, nil
+}
