@@ -14,7 +14,7 @@ import (
 // value so that an application saving its key through an encoder learns
 // at once that nothing usable was written; Key.Bytes is the one way to
 // a key's bytes, for the application's keystore.
-var ErrNotEncodable = errors.New("seal: keys are not encoded: Key.Bytes is the one way to a key's bytes")
+var ErrNotEncodable = errors.New("key not encodable")
 
 // String returns a redacted description of the key: its id (which every
 // record it seals carries in clear), never its bytes.
@@ -77,7 +77,7 @@ func (kr *Keyring) MarshalJSON() ([]byte, error) { return nil, errNotEncodable("
 func (kr *Keyring) MarshalText() ([]byte, error) { return nil, errNotEncodable("Keyring") }
 
 func errNotEncodable(what string) error {
-	return fmt.Errorf("%w (seal.%s)", ErrNotEncodable, what)
+	return fmt.Errorf("seal: encode %s: %w: Key.Bytes is the one way to a key's bytes", what, ErrNotEncodable)
 }
 
 // formatRedacted writes s for any verb: quoted for %q, padded to the
