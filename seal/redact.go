@@ -19,7 +19,7 @@ var ErrNotEncodable = errors.New("key not encodable")
 // String returns a redacted description of the key: its id (which every
 // record it seals carries in clear), never its bytes.
 func (k Key) String() string {
-	if k.secret == nil {
+	if !k.set {
 		return "seal.Key(zero)"
 	}
 	return "seal.Key(id " + strconv.FormatUint(uint64(k.id), 10) + ", redacted)"

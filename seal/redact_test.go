@@ -200,3 +200,18 @@ func TestKeysDoNotEncode(t *testing.T) {
 	_, err := json.Marshal(k1)
 	require.True(t, errors.As(err, &target))
 }
+
+// Hiding the bytes from fmt's reflection keeps keys values: two keys made
+// from the same bytes are equal (==, and to testify), keys of other bytes
+// are not, and only the zero Key equals seal.Key{}.
+func TestKeysCompareByValue(t *testing.T) {
+	k1, k2, _ := redactKeys(t)
+	again, err := seal.NewKey(k1.Bytes())
+	require.NoError(t, err)
+	require.True(t, k1 == again)
+	require.Equal(t, k1, again)
+	require.False(t, k1 == k2)
+	require.NotEqual(t, k1, k2)
+	require.False(t, k1 == seal.Key{})
+	require.Equal(t, make([]byte, seal.KeySize), seal.Key{}.Bytes())
+}

@@ -30,7 +30,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -95,24 +94,30 @@ type KeyID uint32
 // value (see Format); Bytes is the one way to them.
 type Key struct {
 	id KeyID
-	// secret points to the key's KeySize bytes, through an
-	// unsafe.Pointer because that is the one kind fmt always prints as an
-	// address: printing a struct that holds a Key in an unexported field
-	// (where fmt cannot call Format) shows the pointer, never the bytes, under
-	// any verb. The bytes are never written after NewKey, so copies of a Key
-	// share them; nil is the zero Key.
-	secret unsafe.Pointer
+	// set is false for the zero Key only, whose secret is KeySize zero
+	// bytes.
+	set bool
+	// masked is the secret XORed with mask, so that fmt, printing a
+	// struct that holds a Key in an unexported field (where it cannot
+	// call Format), prints bytes that are not the key's under any verb.
+	// Keys stay comparable by value within a process.
+	masked [KeySize]byte
 }
 
-// zeroSecret is the zero Key's secret. It is only read.
-var zeroSecret [KeySize]byte
+// mask is XORed into every key's secret as a Key holds it: random, drawn
+// once per process, and never printed.
+var mask = func() (m [KeySize]byte) {
+	_, _ = rand.Read(m[:]) // crypto/rand.Read never fails
+	return m
+}()
 
-// raw returns the key's secret bytes, not a copy: callers only read them.
-func (k Key) raw() []byte {
-	if k.secret == nil {
-		return zeroSecret[:]
+// raw returns the key's secret bytes.
+func (k Key) raw() [KeySize]byte {
+	var out [KeySize]byte
+	if k.set {
+		subtle.XORBytes(out[:], k.masked[:], mask[:])
 	}
-	return (*[KeySize]byte)(k.secret)[:]
+	return out
 }
 
 // NewKey returns the key holding secret (a copy of it). It returns an
@@ -126,9 +131,8 @@ func NewKey(secret []byte) (Key, error) {
 	if isZero(secret) {
 		return k, fmt.Errorf("%w: key is %d zero bytes", ErrKey, KeySize)
 	}
-	b := new([KeySize]byte)
-	copy(b[:], secret)
-	k.secret = unsafe.Pointer(b)
+	k.set = true
+	subtle.XORBytes(k.masked[:], secret, mask[:])
 	sum := sha256.Sum256(append([]byte("securemsg storage key id v1\x00"), secret...))
 	k.id = KeyID(binary.BigEndian.Uint32(sum[:4]))
 	return k, nil
@@ -151,7 +155,10 @@ func (k Key) ID() KeyID { return k.id }
 // application's keystore: NewKey of them returns the same key. Whoever
 // holds them can open every record the key sealed. The zero Key returns
 // KeySize zero bytes, which NewKey refuses.
-func (k Key) Bytes() []byte { return append([]byte(nil), k.raw()...) }
+func (k Key) Bytes() []byte {
+	b := k.raw()
+	return b[:]
+}
 
 // isZero reports whether b is all zero bytes, in time independent of
 // where a non-zero byte is.
@@ -181,7 +188,7 @@ type Keyring struct {
 // NewKey or GenerateKey), which would seal with 32 zero bytes.
 func NewKeyring(current Key, older ...Key) (*Keyring, error) {
 	for i, k := range append([]Key{current}, older...) {
-		if isZero(k.raw()) {
+		if !k.set {
 			return nil, fmt.Errorf("%w: key %d of the keyring is the zero Key: make keys with NewKey or GenerateKey", ErrKey, i)
 		}
 	}
@@ -227,7 +234,7 @@ func (kr *Keyring) Add(k Key) error {
 	if kr == nil {
 		return errNilKeyring
 	}
-	if isZero(k.raw()) {
+	if !k.set {
 		return fmt.Errorf("%w: the zero Key: make keys with NewKey or GenerateKey", ErrKey)
 	}
 	kr.mu.Lock()
@@ -262,7 +269,8 @@ func (kr *Keyring) Seal(rt RecordType, ad, plaintext []byte) ([]byte, error) {
 	kr.mu.RLock()
 	k := kr.keys[kr.current]
 	kr.mu.RUnlock()
-	aead, err := chacha20poly1305.NewX(k.raw())
+	secret := k.raw()
+	aead, err := chacha20poly1305.NewX(secret[:])
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
@@ -328,7 +336,8 @@ func (kr *Keyring) Open(rt RecordType, ad, sealed []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: key id %d", ErrWrongKey, h.KeyID)
 	}
-	aead, err := chacha20poly1305.NewX(k.raw())
+	secret := k.raw()
+	aead, err := chacha20poly1305.NewX(secret[:])
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
