@@ -26,4 +26,13 @@ var (
 	// planted trigger would run inside the store's own transactions), so
 	// the database is not used. The message names each object.
 	ErrUnknownObject = errors.New("schema object no migration defines")
+	// ErrSchemaMismatch means a table or index the migrations define at
+	// the database's version has another definition in the database (a
+	// column's type, collation, NOT NULL or default, a generated column,
+	// the primary key, a UNIQUE, CHECK or foreign key constraint, WITHOUT
+	// ROWID or STRICT; an index's table, columns, collations,
+	// expressions, UNIQUE or partial WHERE), or is missing: the store's
+	// queries would run on a table that only has the expected name. The
+	// message names each object and what differs; nothing is changed.
+	ErrSchemaMismatch = errors.New("schema object differs from its migration's definition")
 )

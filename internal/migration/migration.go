@@ -1,11 +1,14 @@
 // Package migration applies the client database's versioned schema (package
-// schema) to a SQLite database with Atlas's migration executor.
+// schema) to a SQLite database.
 //
 // Before anything runs, the migration directory is checked against its
 // atlas.sum; a tampered, added or removed file stops everything with
-// schema.ErrChecksum. Applied versions are recorded in the schema_revision table
-// by a revision store of this package's own, all pending versions run in
-// one transaction, and running again is a no-op. A database written by a
+// schema.ErrChecksum. The directory, its atlas.sum and the splitting of files
+// into statements are Atlas's (ariga.io/atlas/sql/migrate); the pending
+// files run on the caller's connection, all in one transaction, and each
+// applied version is recorded in the schema_revision table in the format
+// Atlas's executor writes, so that the Atlas CLI and cmd/migrate read the
+// history as their own. Running again applies nothing. A database written by a
 // newer version of this code is refused with schema.ErrNewerDatabase and left
 // untouched.
 //
@@ -13,10 +16,18 @@
 // PRAGMA user_version = 14 and no history) is adopted at version 14 as a
 // baseline: nothing of version 14 is run again on it.
 //
+// Differences compares a database's schema with what the migrations
+// define at its version, object by object and by definition (columns,
+// constraints, indexes, collations), whatever the spacing, quoting or
+// case of its SQL; CheckObjects refuses any difference, with
+// schema.ErrUnknownObject or schema.ErrSchemaMismatch, reading only. Up first empties
+// the planner statistics a file carries (ClearStatistics): this code
+// never writes any.
+//
 // This package is what an application links to open its database: it
-// registers no database/sql driver and has no init side effects. What
-// only tools need (drift, the read-only reader, replay, lint) is in
-// package cmd/internal/pipeline.
+// registers no database/sql driver, has no init side effects and links
+// no Atlas driver. What only tools need (drift, the read-only reader,
+// replay, lint) is in package cmd/internal/pipeline.
 //
 // Package migration never changes a landed migration, never reads or
 // writes sealed data and never drops user data.
@@ -37,7 +48,6 @@ import (
 	"time"
 
 	"ariga.io/atlas/sql/migrate"
-	"ariga.io/atlas/sql/sqlite"
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
@@ -57,11 +67,13 @@ const LegacyBaselineVersion = "14"
 type Migrator struct {
 	dir   migrate.Dir
 	files []migrate.File
+	// sum is the directory's atlas.sum, as validated: the hash each
+	// applied version records.
+	sum migrate.HashFile
 
-	// knownMu guards known, the schema objects the files define
-	// (objects.go), built on first use.
-	knownMu sync.Mutex
-	known   map[Object]bool
+	// defsCache holds what the files define (objects.go), built on
+	// first use.
+	defsCache definitionsCache
 }
 
 // New returns a Migrator for the Atlas migration directory at dir in fsys.
@@ -120,7 +132,11 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", schema.ErrChecksum, err)
 	}
-	return &Migrator{dir: d, files: files}, nil
+	sum, err := d.Checksum()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", schema.ErrChecksum, err)
+	}
+	return &Migrator{dir: d, files: files, sum: sum}, nil
 }
 
 // editedSum says which line of atlas.sum was edited by hand when the file
@@ -169,6 +185,16 @@ var defaultMigrator = sync.OnceValues(func() (*Migrator, error) { return New(sch
 
 // Head returns the newest version in the directory.
 func (m *Migrator) Head() string { return m.files[len(m.files)-1].Version() }
+
+// file returns the file of version v, nil if there is none.
+func (m *Migrator) file(v string) migrate.File {
+	for _, f := range m.files {
+		if f.Version() == v {
+			return f
+		}
+	}
+	return nil
+}
 
 // Versions returns every version in the directory, oldest first.
 func (m *Migrator) Versions() []string {
@@ -236,9 +262,9 @@ func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error
 			return err
 		}
 		for _, f := range p.pending {
-			stmts, err := f.Stmts()
+			stmts, err := stmtTexts(f)
 			if err != nil {
-				return fmt.Errorf("%w: %s: %v", ErrDirectory, f.Name(), err)
+				return err
 			}
 			out = append(out, PendingFile{Version: f.Version(), Description: f.Desc(), Statements: stmts})
 		}
@@ -248,8 +274,10 @@ func (m *Migrator) Plan(ctx context.Context, conn *sql.DB) ([]PendingFile, error
 }
 
 // Up migrates db to the head version in one transaction and returns the
-// versions it applied (none if db was already at head). On any error
-// nothing is applied. It returns an error wrapping schema.ErrNewerDatabase or
+// versions it applied (none if db was already at head). In the same
+// transaction, before anything is applied, it deletes the planner
+// statistics db holds (ClearStatistics). On any error nothing is applied
+// and nothing is deleted. It returns an error wrapping schema.ErrNewerDatabase or
 // schema.ErrUnknownState for a database it cannot place, and one wrapping
 // schema.ErrOutOfOrder, naming the files, when the directory holds a file added
 // below the database's version (Status.OutOfOrder).
@@ -263,6 +291,11 @@ func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 		if err != nil {
 			return err
 		}
+		// Before anything else reads the tables, on every run: the
+		// statistics a file carries were not written by this code.
+		if _, err := ClearStatistics(ctx, tx); err != nil {
+			return err
+		}
 		current, pending := p.current, p.pending
 		if len(pending) == 0 {
 			return nil
@@ -270,25 +303,28 @@ func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 		if _, err := tx.ExecContext(ctx, schema.RevisionTable()); err != nil {
 			return fmt.Errorf("migration: create schema_revision: %w", err)
 		}
-		rrw := &revisions{q: db.New(tx)}
-		opts := []migrate.ExecutorOption{migrate.WithOperatorVersion("securemsg-storage")}
+		q := db.New(tx)
+		a := &applier{tx: tx, q: q, sum: m.sum, now: time.Now}
 		if current == LegacyBaselineVersion {
-			if revs, err := rrw.ReadRevisions(ctx); err != nil {
-				return err
-			} else if len(revs) == 0 {
-				opts = append(opts, migrate.WithBaselineVersion(LegacyBaselineVersion))
+			revs, err := q.ListRevisions(ctx)
+			if err != nil {
+				return fmt.Errorf("migration: read schema_revision: %w", err)
+			}
+			if len(revs) == 0 {
+				base := m.file(LegacyBaselineVersion)
+				if base == nil {
+					return fmt.Errorf("%w: user_version %s and no history, but the migration directory has no version %s to adopt it at",
+						schema.ErrUnknownState, LegacyBaselineVersion, LegacyBaselineVersion)
+				}
+				if err := a.baseline(ctx, base); err != nil {
+					return err
+				}
 			}
 		}
-		drv, err := sqlite.Open(tx)
-		if err != nil {
-			return fmt.Errorf("migration: open atlas driver: %w", err)
-		}
-		ex, err := migrate.NewExecutor(drv, m.dir, rrw, opts...)
-		if err != nil {
-			return fmt.Errorf("migration: %w", err)
-		}
-		if err := ex.ExecuteN(ctx, 0); err != nil && !errors.Is(err, migrate.ErrNoPendingFiles) {
-			return fmt.Errorf("migration: apply: %w", err)
+		for _, f := range pending {
+			if err := a.execute(ctx, f); err != nil {
+				return fmt.Errorf("migration: apply: %w", err)
+			}
 		}
 		head, _ := strconv.Atoi(m.Head())
 		// user_version mirrors the head for tools that only read the pragma.
@@ -453,79 +489,6 @@ func (d *fsDir) Checksum() (migrate.HashFile, error) {
 		return nil, err
 	}
 	return migrate.NewHashFile(files)
-}
-
-// revisions is the Atlas revision store over schema_revision, through the
-// generated queries.
-type revisions struct{ q *db.Queries }
-
-func (r *revisions) Ident() *migrate.TableIdent { return &migrate.TableIdent{Name: "schema_revision"} }
-
-func (r *revisions) ReadRevisions(ctx context.Context) ([]*migrate.Revision, error) {
-	rows, err := r.q.ListRevisions(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*migrate.Revision, 0, len(rows))
-	for _, row := range rows {
-		out = append(out, toRevision(row))
-	}
-	// Atlas expects revisions in version order; schema_revision sorts as text.
-	sort.Slice(out, func(i, j int) bool { return versionLess(out[i].Version, out[j].Version) })
-	return out, nil
-}
-
-func (r *revisions) ReadRevision(ctx context.Context, version string) (*migrate.Revision, error) {
-	row, err := r.q.GetRevision(ctx, version)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, migrate.ErrRevisionNotExist
-	}
-	if err != nil {
-		return nil, err
-	}
-	return toRevision(row), nil
-}
-
-func (r *revisions) WriteRevision(ctx context.Context, rev *migrate.Revision) error {
-	return r.q.UpsertRevision(ctx, db.UpsertRevisionParams{
-		Version:         rev.Version,
-		Description:     rev.Description,
-		Type:            int64(rev.Type),
-		Applied:         int64(rev.Applied),
-		Total:           int64(rev.Total),
-		ExecutedAt:      rev.ExecutedAt.UnixNano(),
-		ExecutionTime:   int64(rev.ExecutionTime),
-		Error:           rev.Error,
-		ErrorStmt:       rev.ErrorStmt,
-		Hash:            rev.Hash,
-		PartialHashes:   strings.Join(rev.PartialHashes, ","),
-		OperatorVersion: rev.OperatorVersion,
-	})
-}
-
-func (r *revisions) DeleteRevision(ctx context.Context, version string) error {
-	return r.q.DeleteRevision(ctx, version)
-}
-
-func toRevision(row db.SchemaRevision) *migrate.Revision {
-	var partial []string
-	if row.PartialHashes != "" {
-		partial = strings.Split(row.PartialHashes, ",")
-	}
-	return &migrate.Revision{
-		Version:         row.Version,
-		Description:     row.Description,
-		Type:            migrate.RevisionType(row.Type),
-		Applied:         int(row.Applied),
-		Total:           int(row.Total),
-		ExecutedAt:      time.Unix(0, row.ExecutedAt),
-		ExecutionTime:   time.Duration(row.ExecutionTime),
-		Error:           row.Error,
-		ErrorStmt:       row.ErrorStmt,
-		Hash:            row.Hash,
-		PartialHashes:   partial,
-		OperatorVersion: row.OperatorVersion,
-	}
 }
 
 // URIPath escapes what SQLite would read as URI syntax in a file name, for

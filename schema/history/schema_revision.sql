@@ -1,7 +1,6 @@
 -- The migration history: one row per applied schema version, written by
--- package migration (Atlas's executor through a revision store of our
--- own). It is not part of the versioned schema, so it is created before
--- the first migration runs.
+-- package migration in the format of Atlas's executor. It is not part of
+-- the versioned schema, so it is created before the first migration runs.
 CREATE TABLE IF NOT EXISTS schema_revision (
   version          TEXT    NOT NULL PRIMARY KEY,
   description      TEXT    NOT NULL,

@@ -52,17 +52,14 @@ type pendingCount struct {
 // count if nothing can have changed it behind the store, else SELECT
 // count(*), which becomes the new in-memory count.
 func (s *Store) countAll(ctx context.Context) (int64, error) {
-	c := &s.count // its lock is held by tx
-	var n, version int64
-	var on any
-	fresh := false
+	c := &s.count // read and written only inside tx, which holds its lock
+	var n int64
 	err := s.tx(ctx, countRead, func(t *txn) error {
-		on = t.conn
 		// The fast path needs no transaction: c.mu keeps the store's own
 		// writers out, and a data_version equal to the one n was taken
 		// with means no other connection committed since.
-		var err error
-		if version, err = t.PendingOutboundDataVersion(ctx); err != nil {
+		version, err := t.PendingOutboundDataVersion(ctx)
+		if err != nil {
 			return err
 		}
 		if c.known && c.conn == t.conn && c.version == version {
@@ -71,8 +68,7 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 		}
 		// Recount: the number and the version it goes with are read in
 		// one transaction.
-		fresh = true
-		return t.begin(func(q *db.Queries) error {
+		err = t.begin(func(q *db.Queries) error {
 			var err error
 			if version, err = q.PendingOutboundDataVersion(ctx); err != nil {
 				return err
@@ -80,13 +76,14 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 			n, err = q.CountPendingOutbound(ctx)
 			return err
 		})
+		if err != nil {
+			return err
+		}
+		c.known, c.n, c.version, c.conn = true, n, version, t.conn
+		return nil
 	})
 	if err != nil {
-		c.known, c.conn = false, nil
 		return 0, err
-	}
-	if fresh {
-		c.known, c.n, c.version, c.conn = true, n, version, on
 	}
 	return n, nil
 }

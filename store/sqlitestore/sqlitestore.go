@@ -189,7 +189,9 @@ func WithLegacyBatch(n int) Option {
 // high-water mark at the largest int64 (without WithSequenceRestart);
 // store.ErrLegacyLayout; schema.ErrUnknownObject (naming each) for a
 // database holding a table, index, view or trigger that no migration
-// defines; a legacy upgrade's store.ErrPlaintextRefused (a plaintext
+// defines at its version, and schema.ErrSchemaMismatch (naming each and
+// what differs) for one the migrations define with another definition
+// (the database is held to the migrations' definitions, not their names); a legacy upgrade's store.ErrPlaintextRefused (a plaintext
 // table in a database whose pending queue was sealed, or a set-aside
 // table without its proof), store.ErrUnknownLayout or
 // store.ErrKeyNotRecorded; and the schema's schema.ErrChecksum,
@@ -308,7 +310,10 @@ func (s *Store) init(ctx context.Context, o options) error {
 	// store's own transactions from the first one on.
 	var allow []migration.Object
 	if o.upgrade {
-		allow = legacy.SchemaObjects()
+		var err error
+		if allow, err = legacy.Allowed(ctx, s.conn); err != nil {
+			return err
+		}
 	}
 	if err := m.CheckObjects(ctx, s.conn, allow...); err != nil {
 		return err
@@ -324,6 +329,10 @@ func (s *Store) init(ctx context.Context, o options) error {
 	// database.
 	if o.upgrade {
 		if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
+			return err
+		}
+		// The rebuilt pending table is held to the migrations' definitions.
+		if err := m.CheckObjects(ctx, s.conn); err != nil {
 			return err
 		}
 	}

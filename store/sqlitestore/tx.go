@@ -90,11 +90,11 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 		})
 	}
 	switch {
-	case kind != pendingWrite && kind != onePendingWrite:
+	case !counted:
 	case err != nil:
-		// A failed commit may or may not have reached the disk: the next
-		// count asks SQLite.
-		c.known = false
+		// A failed commit may or may not have reached the disk, and a
+		// failed count read nothing to trust: the next count asks SQLite.
+		c.known, c.conn = false, nil
 	default:
 		c.n += t.pending
 	}

@@ -1,0 +1,55 @@
+package migration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+)
+
+// ClearStatistics deletes every row of SQLite's planner statistics
+// (sqlite_stat1, sqlite_stat4) in the database behind tx and makes the
+// connection's planner forget those it loaded, so that the store's
+// queries are planned as on a database that was never analysed: the
+// store never runs ANALYZE, so any statistics a file holds were written
+// by someone else, and rows claiming an index useless can turn an indexed
+// page into a scan of the whole table. The tables themselves stay (SQLite
+// creates them; Differences holds them to SQLite's definition). It
+// returns how many rows it deleted. Up calls it in its transaction.
+func ClearStatistics(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var deleted int64
+	// Through the names SQLite gives them, in a fixed order.
+	names := make([]string, 0, len(sqliteStats))
+	for name := range sqliteStats {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) = ?`, name).Scan(&n)
+		if err != nil {
+			return 0, fmt.Errorf("migration: clear statistics: %w", err)
+		}
+		if n == 0 {
+			continue
+		}
+		// name is one of sqliteStats' keys, not text from the file.
+		res, err := tx.ExecContext(ctx, "DELETE FROM "+name)
+		if err != nil {
+			return 0, fmt.Errorf("migration: clear statistics: %s: %w", name, err)
+		}
+		rows, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("migration: clear statistics: %s: %w", name, err)
+		}
+		deleted += rows
+	}
+	if deleted > 0 {
+		// SQLite loads the statistics with the schema and rereads them
+		// only on ANALYZE: this form analyses nothing and reloads them.
+		if _, err := tx.ExecContext(ctx, "ANALYZE sqlite_master"); err != nil {
+			return 0, fmt.Errorf("migration: clear statistics: reload: %w", err)
+		}
+	}
+	return deleted, nil
+}
