@@ -29,7 +29,6 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +37,6 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/session"
@@ -123,43 +121,15 @@ type Client struct {
 // newClient returns a client over cfg that is not initialized, holding
 // the claim on its store (see Open).
 func newClient(cfg Config) (*Client, error) {
-	if nilarg.Is(cfg.Store) || nilarg.Is(cfg.Transport) || nilarg.Is(cfg.Directory) {
-		return nil, fmt.Errorf("client: open: %w: Store, Transport and Directory are required", store.ErrInvalidArgument)
+	cfg, err := checkConfig(cfg)
+	if err != nil {
+		return nil, err
 	}
-	st := cfg.Store
-	// nil means the default, but a nil pointer in the interface would
-	// panic at its first use.
-	if (cfg.Rand != nil && nilarg.Is(cfg.Rand)) || (cfg.EncryptPolicy != nil && nilarg.Is(cfg.EncryptPolicy)) {
-		return nil, fmt.Errorf("client: open: %w: Rand or EncryptPolicy is a nil pointer", store.ErrInvalidArgument)
-	}
-	if cfg.OneTimePrekeys > session.MaxOneTimePrekeys {
-		return nil, fmt.Errorf("client: open: %w: OneTimePrekeys %d, at most %d", store.ErrInvalidArgument, cfg.OneTimePrekeys, session.MaxOneTimePrekeys)
-	}
-	if cfg.OneTimePrekeys == 0 {
-		cfg.OneTimePrekeys = 20
-	}
-	if cfg.OneTimePrekeyThreshold == 0 {
-		cfg.OneTimePrekeyThreshold = max(cfg.OneTimePrekeys/2, 1)
-	}
-	if cfg.SignedPrekeyGrace == 0 {
-		cfg.SignedPrekeyGrace = defaultSignedPrekeyGrace
-	}
-	// Checked here rather than at the first rotation or replenishment,
-	// which would otherwise fail with a negative count or grace period.
-	if cfg.OneTimePrekeyThreshold < 0 || cfg.OneTimePrekeyThreshold > cfg.OneTimePrekeys || cfg.SignedPrekeyGrace < 0 {
-		return nil, fmt.Errorf("client: open: %w: OneTimePrekeyThreshold %d (OneTimePrekeys %d), SignedPrekeyGrace %s", store.ErrInvalidArgument, cfg.OneTimePrekeyThreshold, cfg.OneTimePrekeys, cfg.SignedPrekeyGrace)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
-	}
-	release, err := st.Claim()
+	release, err := cfg.Store.Claim()
 	if err != nil {
 		return nil, fmt.Errorf("client: open: %w", err)
 	}
-	return &Client{cfg: cfg, st: st, release: release}, nil
+	return &Client{cfg: cfg, st: cfg.Store, release: release}, nil
 }
 
 // Close gives up the client's claim on its store, so that another client
@@ -205,9 +175,10 @@ func (c *Client) lockSend() error {
 // a client; store.ErrInvalidArgument if a required part of cfg is missing (nil,
 // or an interface holding a nil pointer), the Store was not returned by
 // sqlitestore.Open or memstore.New, Rand or EncryptPolicy holds a nil
-// pointer, OneTimePrekeys is above session.MaxOneTimePrekeys,
-// OneTimePrekeyThreshold is negative or above OneTimePrekeys, or
-// SignedPrekeyGrace is negative; and the store's errors (for example
+// pointer, OneTimePrekeys is negative or above
+// session.MaxOneTimePrekeys, OneTimePrekeyThreshold is negative or above
+// OneTimePrekeys, or SignedPrekeyGrace is negative (the error names the
+// field and its value); and the store's errors (for example
 // seal.ErrWrongKey).
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	c, err := newClient(cfg)

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"context"
+
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 )
@@ -35,3 +37,17 @@ func HoldSendMutex(c *Client) (release func()) {
 
 // CloseHeld is Close for a caller holding the send mutex (HoldSendMutex).
 func CloseHeld(c *Client) { c.closeLocked() }
+
+// SendAck has c send remote an ACK of id, whether or not c received a
+// message with that id: what a modified client of remote's account can do.
+func SendAck(ctx context.Context, c *Client, remote ids.DeviceAddress, id ids.LogicalMessageID) error {
+	if err := c.lockSend(); err != nil {
+		return err
+	}
+	defer c.sendMu.Unlock()
+	p, err := c.peerFor(ctx, remote)
+	if err != nil {
+		return err
+	}
+	return c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil))
+}

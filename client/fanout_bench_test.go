@@ -19,7 +19,8 @@ import (
 // (PENDINGBENCH_LARGE, default 100,000): "fanout" is one SendToDevices
 // (one transaction for every row and session, then n hand-offs),
 // "singles" is n client.Send calls (n transactions). Compare the two
-// lines of one n; cmd/pendingbench judges the ratio at n=5, interleaved.
+// lines of one n; cmd/pendingbench judges the ratio at n=5, interleaved,
+// against its raw floor.
 func BenchmarkFanout(b *testing.B) {
 	ctx := context.Background()
 	keys, err := benchseed.NewKeyring()

@@ -34,6 +34,8 @@ type forgedAtBounds struct {
 	st      store.Store
 	peer    ids.DeviceAddress
 	forgeds []forgedEnvelope
+	// bundle is the client's own prekey bundle, as a directory serves it.
+	bundle session.Bundle
 }
 
 type forgedEnvelope struct {
@@ -96,7 +98,7 @@ func newForgedAtBounds(b *testing.B) *forgedAtBounds {
 	initiation, err := is.Encrypt([]byte("forged"))
 	must(b, err)
 	initiation.Header.N = session.MaxSkip
-	return &forgedAtBounds{c: c, st: st, peer: peer, forgeds: []forgedEnvelope{
+	return &forgedAtBounds{c: c, st: st, peer: peer, bundle: built.prekey.Bundle(self), forgeds: []forgedEnvelope{
 		// The current state's ratchet key, MaxSkip ahead.
 		{"current-chain", withHeader(session.RatchetHeader{DH: last.Header.DH, Answers: last.Header.Answers, PN: last.Header.PN, N: last.Header.N + session.MaxSkip})},
 		// A ratchet key no state has seen, answering the current state's,
@@ -121,6 +123,62 @@ func BenchmarkForgedEnvelopeAtClient(b *testing.B) {
 			for b.Loop() {
 				if _, err := f.c.Receive(ctx, fe.raw); err == nil {
 					b.Fatal("a forged envelope was accepted")
+				}
+			}
+			b.ReportMetric(float64(len(stored.Session)), "record-B")
+		})
+	}
+}
+
+// BenchmarkForgedInitiationAtClient measures what an initiation costs the
+// client when it comes from an identity the attacker made, claiming the
+// address of a contact whose record is at every bound: it authenticates
+// (the attacker holds the keys it names), so the client gets as far as
+// the pin, which refuses it with ErrIdentityChanged. "known-change" is
+// every such initiation after the first, which recorded the identity as
+// the contact's unaccepted change: it changes nothing. "new-identity"
+// makes up a new identity each time, so each one records a change (a
+// pin write).
+//
+//	go test -run '^$' -bench ForgedInitiationAtClient -benchtime 200x -count 3 ./client/
+func BenchmarkForgedInitiationAtClient(b *testing.B) {
+	ctx := context.Background()
+	f := newForgedAtBounds(b)
+	stored, err := f.st.Peer(ctx, f.peer)
+	must(b, err)
+	initiations := func(n int, sameIdentity bool) [][]byte {
+		var id *session.Identity
+		out := make([][]byte, n)
+		for i := range out {
+			if id == nil || !sameIdentity {
+				id, err = session.GenerateIdentity(rand.Reader)
+				must(b, err)
+			}
+			s, err := session.Initiate(rand.Reader, id, f.peer, f.bundle)
+			must(b, err)
+			env, err := s.Encrypt(client.MessageFrame(ids.NewLogicalMessageID(), []byte("forged")))
+			must(b, err)
+			out[i], err = env.MarshalBinary()
+			must(b, err)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		same bool
+	}{{"known-change", true}, {"new-identity", false}} {
+		envs := initiations(64, tt.same)
+		// The first records the identity as the contact's change.
+		if _, err := f.c.Receive(ctx, envs[0]); !errors.Is(err, session.ErrIdentityChanged) {
+			b.Fatalf("%s: %v, want session.ErrIdentityChanged", tt.name, err)
+		}
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := f.c.Receive(ctx, envs[i%len(envs)]); !errors.Is(err, session.ErrIdentityChanged) {
+					b.Fatalf("%v, want session.ErrIdentityChanged", err)
 				}
 			}
 			b.ReportMetric(float64(len(stored.Session)), "record-B")

@@ -135,9 +135,9 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 	// returns is stored in one transaction below and kept in memory only
 	// once that committed, so a one-time prekey is gone exactly when the
 	// session that used it exists, whatever fails or crashes in between.
-	r, changed, err := c.open(ctx, identity, prekeys, self, p, env)
+	r, err := c.open(ctx, identity, prekeys, self, p, env)
 	if err != nil {
-		keep = !changed
+		keep = true // open leaves the cached peer as stored
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
 	if r.Rejected != nil {
@@ -204,28 +204,32 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 // record. An identity that a new initiation authenticated is checked
 // against the pin before anything is used: the first one is pinned (with
 // the commit), another one is recorded as an unaccepted change and
-// reported. Nothing else is stored, and p.sess is unchanged. changed
-// reports whether p's pin may have changed (in memory, or stored).
-func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self ids.DeviceAddress, p *peer, env session.Envelope) (_ session.Receipt, changed bool, _ error) {
+// reported. Nothing else is stored, and p.sess is unchanged. On error
+// the cached p is as the store holds it (checkPin stored the change it
+// recorded, or dropped p if it could not), so the next envelope from p is
+// tried on it without reloading p's record: an attacker's initiations
+// claiming p's address, refused at the pin one after another, cost no
+// reload each.
+func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self ids.DeviceAddress, p *peer, env session.Envelope) (session.Receipt, error) {
 	if err := p.unacceptedChange(); err != nil && env.Initiation == nil {
 		// Nothing is accepted from p until the change is accepted.
-		return session.Receipt{}, false, err
+		return session.Receipt{}, err
 	}
 	r, err := session.Receive(session.Local{Identity: identity, Address: self, Prekeys: prekeys, Now: c.cfg.Now()}, p.sess, env)
 	if err != nil {
-		return session.Receipt{}, false, err
+		return session.Receipt{}, err
 	}
 	if r.Initiator != nil {
 		if err := c.checkPin(ctx, p, *r.Initiator); err != nil {
-			return session.Receipt{}, true, err
+			return session.Receipt{}, err
 		}
 	}
 	if err := p.unacceptedChange(); err != nil {
 		// An initiation authenticated while a change is unaccepted only
 		// recorded the identity it proved, if newer.
-		return session.Receipt{}, true, err
+		return session.Receipt{}, err
 	}
-	return r, true, nil
+	return r, nil
 }
 
 // Poll drains this device's mailbox from the transport and receives every

@@ -87,7 +87,10 @@ func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, e
 // verified bundle or authenticated by a new initiation from p: the first
 // one is pinned (stored with what commits next for p); a different one is
 // recorded as p's unaccepted change, stored alone at once (the pin, no
-// session or initiation), and reported as session.ErrIdentityChanged.
+// session or initiation), and reported as session.ErrIdentityChanged. If
+// that store fails, p's cached state is dropped, since its pin then
+// records a change the store does not hold; otherwise the cached state is
+// as stored.
 func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdentity) error {
 	if p.pin == nil {
 		pin := session.NewPin(p.addr, seen)
@@ -106,6 +109,7 @@ func (c *Client) checkPin(ctx context.Context, p *peer, seen session.PublicIdent
 			serr = c.st.SavePeer(ctx, p.addr, store.PeerState{Pin: pin})
 		}
 		if serr != nil {
+			c.forget(p.addr)
 			return errors.Join(err, serr)
 		}
 	}
@@ -372,8 +376,10 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // whatever it missed), and stops at the first failure, returning what it
 // sent with an error matching ErrMessageNotSent.
 //
-// A pending message that cannot be opened (see store.UnreadablePendingMessage)
-// is skipped, never sent, and the ones after it are still sent. If it
+// A pending message that cannot be opened (see store.UnreadablePendingMessage),
+// or that the store returns for remote but is stored for another
+// recipient (any byte of the address differs: store.ErrCorruptRow), is
+// skipped, never sent, and the ones after it are still sent. If it
 // skipped any, it returns the sent ids with an *store.UnreadableError listing
 // the skipped messages (errors.Is matches store.ErrUnreadable and each cause),
 // alone or, after a failed hand-off, joined with the ErrMessageNotSent
@@ -429,6 +435,11 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 			continue
 		case err != nil:
 			return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
+		}
+		if u, foreign := foreignRow(m, remote); foreign {
+			skipped = append(skipped, u)
+			cursor = &u.Sequence
+			continue
 		}
 		if p == nil {
 			if p, err = c.peerFor(ctx, remote); err != nil {

@@ -35,9 +35,12 @@ import (
 // call.
 //
 // Each message is yielded with a nil error. A pending message that cannot
-// be opened (see store.UnreadablePendingMessage) is yielded in its place as a
-// zero PendingMessage and a *store.UnreadableError holding it alone, and the
-// walk goes on. Any other error ends the walk, yielded once with a zero
+// be opened (see store.UnreadablePendingMessage), or that the store
+// returns for recipient but is stored for another (store.ErrCorruptRow),
+// is yielded in its place as a zero PendingMessage and a
+// *store.UnreadableError holding it alone, and the walk goes on; abandoning
+// what it yields (AbandonPendingMessage), at any sequence, never ends it.
+// Any other error ends the walk, yielded once with a zero
 // PendingMessage: ErrNotInitialized before Initialize, store.ErrInvalidArgument
 // for a malformed recipient, a storage error, or ctx.Err() itself when
 // ctx ends (checked before every message and page).
@@ -49,6 +52,11 @@ func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAd
 		}
 		req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
 		for m, err := range storeimpl.WalkPendingMessages(ctx, c.st, req) {
+			if err == nil && recipient != nil {
+				if u, foreign := foreignRow(m, *recipient); foreign {
+					m, err = store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{u}}
+				}
+			}
 			var ue *store.UnreadableError
 			if err != nil && !errors.As(err, &ue) && err != ctx.Err() {
 				err = fmt.Errorf("client: all pending messages: %w", err)

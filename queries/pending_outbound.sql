@@ -89,11 +89,15 @@ WHERE recipient_user_id = sqlc.arg(recipient_user_id)
 -- device id or logical id of the wrong storage class (a BLOB user id, a
 -- BLOB device id, a TEXT logical id), which a page reports as unreadable:
 -- so that it can be abandoned too. Each list is a handful of lookups in
--- the unique index, never a scan.
+-- the unique index, never a scan. The last line holds the user id to the
+-- bytes asked for, whatever collation the column declares: a writer of
+-- the file who re-declares it NOCASE must not make an ACK or an abandon
+-- for "bob" delete the message pending for "Bob".
 DELETE FROM pending_outbound_message
 WHERE recipient_user_id IN (sqlc.arg(recipient_user_id), CAST(sqlc.arg(recipient_user_id) AS BLOB))
   AND recipient_device_id IN (sqlc.arg(recipient_device_id), CAST(CAST(sqlc.arg(recipient_device_id) AS TEXT) AS BLOB))
-  AND logical_id IN (sqlc.arg(logical_id), CAST(sqlc.arg(logical_id) AS TEXT));
+  AND logical_id IN (sqlc.arg(logical_id), CAST(sqlc.arg(logical_id) AS TEXT))
+  AND CAST(recipient_user_id AS BLOB) = CAST(sqlc.arg(recipient_user_id) AS BLOB);
 
 -- name: DeletePendingOutboundSequence :execrows
 -- Abandons the row at one sequence, whatever its columns hold: for an

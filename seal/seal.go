@@ -89,10 +89,35 @@ const (
 // the key itself, so a record names the exact key that sealed it.
 type KeyID uint32
 
-// Key is a 32-byte storage key with its id.
+// Key is a 32-byte storage key with its id. It never prints its bytes:
+// every fmt verb, slog and the text and JSON encoders see a redacted
+// value (see Format); Bytes is the one way to them.
 type Key struct {
-	id     KeyID
-	secret [KeySize]byte
+	id KeyID
+	// set is false for the zero Key only, whose secret is KeySize zero
+	// bytes.
+	set bool
+	// masked is the secret XORed with mask, so that fmt, printing a
+	// struct that holds a Key in an unexported field (where it cannot
+	// call Format), prints bytes that are not the key's under any verb.
+	// Keys stay comparable by value within a process.
+	masked [KeySize]byte
+}
+
+// mask is XORed into every key's secret as a Key holds it: random, drawn
+// once per process, and never printed.
+var mask = func() (m [KeySize]byte) {
+	_, _ = rand.Read(m[:]) // crypto/rand.Read never fails
+	return m
+}()
+
+// raw returns the key's secret bytes.
+func (k Key) raw() [KeySize]byte {
+	var out [KeySize]byte
+	if k.set {
+		subtle.XORBytes(out[:], k.masked[:], mask[:])
+	}
+	return out
 }
 
 // NewKey returns the key holding secret (a copy of it). It returns an
@@ -106,7 +131,8 @@ func NewKey(secret []byte) (Key, error) {
 	if isZero(secret) {
 		return k, fmt.Errorf("%w: key is %d zero bytes", ErrKey, KeySize)
 	}
-	copy(k.secret[:], secret)
+	k.set = true
+	subtle.XORBytes(k.masked[:], secret, mask[:])
 	sum := sha256.Sum256(append([]byte("securemsg storage key id v1\x00"), secret...))
 	k.id = KeyID(binary.BigEndian.Uint32(sum[:4]))
 	return k, nil
@@ -129,7 +155,10 @@ func (k Key) ID() KeyID { return k.id }
 // application's keystore: NewKey of them returns the same key. Whoever
 // holds them can open every record the key sealed. The zero Key returns
 // KeySize zero bytes, which NewKey refuses.
-func (k Key) Bytes() []byte { return append([]byte(nil), k.secret[:]...) }
+func (k Key) Bytes() []byte {
+	b := k.raw()
+	return b[:]
+}
 
 // isZero reports whether b is all zero bytes, in time independent of
 // where a non-zero byte is.
@@ -159,7 +188,7 @@ type Keyring struct {
 // NewKey or GenerateKey), which would seal with 32 zero bytes.
 func NewKeyring(current Key, older ...Key) (*Keyring, error) {
 	for i, k := range append([]Key{current}, older...) {
-		if isZero(k.secret[:]) {
+		if !k.set {
 			return nil, fmt.Errorf("%w: key %d of the keyring is the zero Key: make keys with NewKey or GenerateKey", ErrKey, i)
 		}
 	}
@@ -205,7 +234,7 @@ func (kr *Keyring) Add(k Key) error {
 	if kr == nil {
 		return errNilKeyring
 	}
-	if isZero(k.secret[:]) {
+	if !k.set {
 		return fmt.Errorf("%w: the zero Key: make keys with NewKey or GenerateKey", ErrKey)
 	}
 	kr.mu.Lock()
@@ -240,7 +269,8 @@ func (kr *Keyring) Seal(rt RecordType, ad, plaintext []byte) ([]byte, error) {
 	kr.mu.RLock()
 	k := kr.keys[kr.current]
 	kr.mu.RUnlock()
-	aead, err := chacha20poly1305.NewX(k.secret[:])
+	secret := k.raw()
+	aead, err := chacha20poly1305.NewX(secret[:])
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}
@@ -306,7 +336,8 @@ func (kr *Keyring) Open(rt RecordType, ad, sealed []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: key id %d", ErrWrongKey, h.KeyID)
 	}
-	aead, err := chacha20poly1305.NewX(k.secret[:])
+	secret := k.raw()
+	aead, err := chacha20poly1305.NewX(secret[:])
 	if err != nil {
 		return nil, fmt.Errorf("seal: %w", err)
 	}

@@ -46,6 +46,7 @@ DELETE FROM pending_outbound_message
 WHERE recipient_user_id IN (?1, CAST(?1 AS BLOB))
   AND recipient_device_id IN (?2, CAST(CAST(?2 AS TEXT) AS BLOB))
   AND logical_id IN (?3, CAST(?3 AS TEXT))
+  AND CAST(recipient_user_id AS BLOB) = CAST(?1 AS BLOB)
 `
 
 type DeletePendingOutboundParams struct {
@@ -60,7 +61,10 @@ type DeletePendingOutboundParams struct {
 // device id or logical id of the wrong storage class (a BLOB user id, a
 // BLOB device id, a TEXT logical id), which a page reports as unreadable:
 // so that it can be abandoned too. Each list is a handful of lookups in
-// the unique index, never a scan.
+// the unique index, never a scan. The last line holds the user id to the
+// bytes asked for, whatever collation the column declares: a writer of
+// the file who re-declares it NOCASE must not make an ACK or an abandon
+// for "bob" delete the message pending for "Bob".
 func (q *Queries) DeletePendingOutbound(ctx context.Context, arg DeletePendingOutboundParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, deletePendingOutbound, arg.RecipientUserID, arg.RecipientDeviceID, arg.LogicalID)
 	if err != nil {

@@ -1,0 +1,81 @@
+package client
+
+import (
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/securemsg/storage/internal/nilarg"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+)
+
+// defaultOneTimePrekeys is what a zero Config.OneTimePrekeys means.
+const defaultOneTimePrekeys = 20
+
+// checkConfig returns cfg with its defaults filled in, or an error
+// wrapping store.ErrInvalidArgument that names the first wrong field and
+// its value. Every field is checked
+// here rather than at its first use (a rotation, a replenishment), which
+// would otherwise fail later with a negative count or grace period, or
+// panic on a nil pointer.
+func checkConfig(cfg Config) (Config, error) {
+	for _, f := range []struct {
+		name string
+		v    any
+	}{{"Store", cfg.Store}, {"Transport", cfg.Transport}, {"Directory", cfg.Directory}} {
+		if nilarg.Is(f.v) {
+			return cfg, configError(f.name, nilValue(f.v), "required")
+		}
+	}
+	// nil means the default, but a nil pointer in the interface would
+	// panic at its first use.
+	if cfg.Rand != nil && nilarg.Is(cfg.Rand) {
+		return cfg, configError("Rand", nilValue(cfg.Rand), "nil means crypto/rand, a nil pointer is unusable")
+	}
+	if cfg.EncryptPolicy != nil && nilarg.Is(cfg.EncryptPolicy) {
+		return cfg, configError("EncryptPolicy", nilValue(cfg.EncryptPolicy), "nil means none, a nil pointer is unusable")
+	}
+	switch {
+	case cfg.OneTimePrekeys < 0:
+		return cfg, configError("OneTimePrekeys", cfg.OneTimePrekeys, fmt.Sprintf("negative (zero means %d)", defaultOneTimePrekeys))
+	case cfg.OneTimePrekeys > session.MaxOneTimePrekeys:
+		return cfg, configError("OneTimePrekeys", cfg.OneTimePrekeys, fmt.Sprintf("at most %d", session.MaxOneTimePrekeys))
+	case cfg.OneTimePrekeys == 0:
+		cfg.OneTimePrekeys = defaultOneTimePrekeys
+	}
+	switch {
+	case cfg.OneTimePrekeyThreshold < 0:
+		return cfg, configError("OneTimePrekeyThreshold", cfg.OneTimePrekeyThreshold, "negative")
+	case cfg.OneTimePrekeyThreshold > cfg.OneTimePrekeys:
+		return cfg, configError("OneTimePrekeyThreshold", cfg.OneTimePrekeyThreshold, fmt.Sprintf("above the %d one-time prekeys published", cfg.OneTimePrekeys))
+	case cfg.OneTimePrekeyThreshold == 0:
+		cfg.OneTimePrekeyThreshold = max(cfg.OneTimePrekeys/2, 1)
+	}
+	switch {
+	case cfg.SignedPrekeyGrace < 0:
+		return cfg, configError("SignedPrekeyGrace", cfg.SignedPrekeyGrace, "negative")
+	case cfg.SignedPrekeyGrace == 0:
+		cfg.SignedPrekeyGrace = defaultSignedPrekeyGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	return cfg, nil
+}
+
+// configError is the refusal of Config field name holding value.
+func configError(name string, value any, why string) error {
+	return fmt.Errorf("client: open: %w: Config.%s %v: %s", store.ErrInvalidArgument, name, value, why)
+}
+
+// nilValue describes a nil field: "nil", or the nil pointer's type.
+func nilValue(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("(%T)(nil)", v)
+}

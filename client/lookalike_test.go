@@ -1,0 +1,218 @@
+package client_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+)
+
+// pendingTable is the table of pending outbound messages that the tests
+// below change as a writer of the database file would.
+const pendingTable = "pending_outbound_message"
+
+// redeclareRecipientNoCase rebuilds d's pending table, while its store is
+// open, with the recipient's user id declared COLLATE NOCASE, as a writer
+// of the database file can: every row, index and the sequence high-water
+// mark kept, but SQL then matches "Bob" for "bob" wherever the store
+// selects, counts or deletes a recipient's rows.
+func redeclareRecipientNoCase(t *testing.T, d *device) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := sqliteaccess.DB(d.sql).BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	var table string
+	require.NoError(t, tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, pendingTable).Scan(&table))
+	column := regexp.MustCompile(`(?i)(\brecipient_user_id\s+TEXT)\b`)
+	require.Len(t, column.FindAllString(table, -1), 1, "one recipient user id column in %s", table)
+	table = column.ReplaceAllString(table, "$1 COLLATE NOCASE")
+	table = regexp.MustCompile(`(?i)^CREATE TABLE\s+"?`+pendingTable+`"?`).ReplaceAllString(table, "CREATE TABLE doctored")
+	var indexes []string
+	rows, err := tx.QueryContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`, pendingTable)
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		indexes = append(indexes, s)
+	}
+	require.NoError(t, rows.Err())
+	var highWater int64
+	require.NoError(t, tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, pendingTable).Scan(&highWater))
+	for _, stmt := range append([]string{
+		table,
+		`INSERT INTO doctored SELECT * FROM ` + pendingTable,
+		`DROP TABLE ` + pendingTable,
+		`ALTER TABLE doctored RENAME TO ` + pendingTable,
+	}, indexes...) {
+		_, err := tx.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = ? WHERE name = ?`, highWater, pendingTable)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+}
+
+// insertRawPending stores a pending row as a writer of the file would:
+// sealed is whatever bytes it is given, at sequence seq (nil: the next).
+func insertRawPending(t *testing.T, d *device, seq *int64, to ids.DeviceAddress, sealed []byte) ids.LogicalMessageID {
+	t.Helper()
+	id := ids.NewLogicalMessageID()
+	_, err := sqliteaccess.DB(d.sql).ExecContext(context.Background(),
+		`INSERT INTO `+pendingTable+` (sequence, recipient_user_id, recipient_device_id, logical_id, sealed) VALUES (?, ?, ?, ?, ?)`,
+		nullable(seq), to.UserID, to.DeviceID, id[:], sealed)
+	require.NoError(t, err)
+	return id
+}
+
+func nullable(seq *int64) any {
+	if seq == nil {
+		return sql.NullInt64{}
+	}
+	return *seq
+}
+
+// A database whose recipient column a writer re-declared COLLATE NOCASE
+// returns alice's pending message for "Bob" when the client asks for
+// "bob", a lookalike account. The client uses a row only if its stored
+// recipient is the one asked for, byte for byte: a retry of bob sends
+// nothing to bob and reports the row unreadable (store.ErrCorruptRow);
+// bob's page and walk report it unreadable instead of listing it as bob's;
+// an ACK from bob naming its id, and abandoning (bob, id), clear nothing;
+// and the message stays pending for Bob, whose retry delivers it. Before,
+// the retry sent "the door code is 4711" to bob and his ACK deleted Bob's
+// row.
+func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
+	ctx := context.Background()
+	net, a := openAlice(t, sqliteKind)
+	bigBob := ids.DeviceAddress{UserID: "Bob", DeviceID: bob.DeviceID}
+	realBob := mustOpen(t, net, bigBob)
+	lookalike := mustOpen(t, net, bob)
+
+	// alice and the lookalike have a session, so that it can send ACKs.
+	a.send(bob, "hello")
+	require.Len(t, lookalike.poll(), 1)
+	requireCleared(t, a.poll(), true)
+
+	x := a.sendFailed(bigBob, "the door code is 4711")
+	doorCode := a.all(store.MaxPageSize, &bigBob)
+	require.Len(t, doorCode, 1)
+	redeclareRecipientNoCase(t, a)
+	// A garbage row for bob, which makes a restart loop retry bob.
+	garbage := insertRawPending(t, a, nil, bob, []byte("garbage"))
+	net.ResetCalls()
+
+	// The retry of bob sends nothing and reports both rows.
+	sent, err := a.c.RetryPendingMessages(ctx, bob)
+	require.Empty(t, sent)
+	require.ErrorIs(t, err, store.ErrUnreadable)
+	require.ErrorIs(t, err, store.ErrCorruptRow)
+	require.NotErrorIs(t, err, client.ErrMessageNotSent)
+	var ue *store.UnreadableError
+	require.True(t, errors.As(err, &ue))
+	require.Len(t, ue.Entries, 2)
+	require.Equal(t, store.PendingMessage{Sequence: doorCode[0].Sequence, Recipient: bigBob, ID: x}, ue.Entries[0].PendingMessage, "reported as stored, without its plaintext")
+	require.ErrorIs(t, ue.Entries[0].Cause, store.ErrCorruptRow)
+	require.Contains(t, ue.Entries[0].Cause.Error(), `"Bob"`)
+	require.Equal(t, garbage, ue.Entries[1].ID)
+	require.ErrorIs(t, ue.Entries[1].Cause, seal.ErrMalformed)
+	require.Zero(t, sendsTo(net.Calls(), bob), "nothing handed off to bob")
+	require.Empty(t, lookalike.poll())
+
+	// bob's page and walk report the row, never as bob's message.
+	page, err := a.c.PendingMessages(ctx, store.PageRequest{Limit: store.MaxPageSize, Recipient: &bob})
+	require.NoError(t, err)
+	require.Empty(t, page.Messages)
+	require.Len(t, page.Unreadable, 2)
+	require.Equal(t, ue.Entries[0].PendingMessage, page.Unreadable[0].PendingMessage)
+	require.ErrorIs(t, page.Unreadable[0].Cause, store.ErrCorruptRow)
+	var walked []error
+	for m, err := range a.c.AllPendingMessages(ctx, &bob) {
+		require.Equal(t, store.PendingMessage{}, m)
+		walked = append(walked, err)
+	}
+	require.Len(t, walked, 2)
+	require.ErrorIs(t, walked[0], store.ErrCorruptRow)
+	require.ErrorIs(t, walked[1], seal.ErrMalformed)
+
+	// An ACK from bob naming the id, and abandoning (bob, id), clear nothing.
+	require.NoError(t, client.SendAck(ctx, lookalike.c, alice, x))
+	requireCleared(t, a.poll(), false)
+	st, err := a.c.AbandonPending(ctx, bob, x)
+	require.NoError(t, err)
+	require.Equal(t, client.NotPending, st)
+	st, err = a.c.AbandonPendingMessage(ctx, store.PendingMessage{Sequence: doorCode[0].Sequence, Recipient: bob, ID: x})
+	require.NoError(t, err)
+	require.Equal(t, client.NotPending, st)
+
+	// The message is still Bob's, whole, and his retry delivers it (once
+	// the garbage row, which Bob's page lists too, is abandoned).
+	st, err = a.c.AbandonPendingMessage(ctx, ue.Entries[1].PendingMessage)
+	require.NoError(t, err)
+	require.Equal(t, client.Abandoned, st)
+	require.Equal(t, doorCode, a.all(store.MaxPageSize, &bigBob))
+	require.Equal(t, []ids.LogicalMessageID{x}, a.retry(bigBob))
+	require.Equal(t, []string{"the door code is 4711"}, messages(t, realBob.poll()))
+	requireCleared(t, a.poll(), true)
+	require.Empty(t, a.all(store.MaxPageSize, &bigBob))
+}
+
+// A walk meets a page of unreadable rows at sequences at and below zero
+// (only a writer of the file stores them) before the user's messages, and
+// the caller abandons each as it is yielded: the walk goes on to every
+// message, once each, in order, and ends without an error. Before, the
+// page after them failed with ErrInvalidArgument (the cursor, negative,
+// no longer named a stored row) before any of the user's messages.
+func TestWalkAbandoningRowsAtOrBelowZero(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		recipient *ids.DeviceAddress
+	}{
+		{"every recipient", nil},
+		{"one recipient", &bob},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			net, a := openAlice(t, sqliteKind)
+			mustOpen(t, net, bob)
+			// A full page of rows below zero, so that the page ends on a
+			// negative cursor, then one at zero.
+			var damaged []ids.LogicalMessageID
+			for seq := -int64(store.MaxPageSize); seq <= 0; seq++ {
+				damaged = append(damaged, insertRawPending(t, a, &seq, bob, []byte(fmt.Sprint("garbage ", seq))))
+			}
+			var want []ids.LogicalMessageID
+			for i := range 3 {
+				want = append(want, a.sendFailed(bob, fmt.Sprint("message ", i)))
+			}
+
+			var got, abandoned []ids.LogicalMessageID
+			for m, err := range a.c.AllPendingMessages(ctx, tt.recipient) {
+				var ue *store.UnreadableError
+				if errors.As(err, &ue) {
+					require.Len(t, ue.Entries, 1)
+					st, err := a.c.AbandonPendingMessage(ctx, ue.Entries[0].PendingMessage)
+					require.NoError(t, err)
+					require.Equal(t, client.Abandoned, st)
+					abandoned = append(abandoned, ue.Entries[0].ID)
+					continue
+				}
+				require.NoError(t, err)
+				got = append(got, m.ID)
+			}
+			require.Equal(t, damaged, abandoned, "every damaged row, once, in sequence order")
+			require.Equal(t, want, got, "every message, once, in order")
+			require.Equal(t, want, a.pendingIDs(nil), "only the damaged rows went")
+		})
+	}
+}

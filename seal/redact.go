@@ -1,0 +1,98 @@
+package seal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+)
+
+// ErrNotEncodable is what MarshalJSON and MarshalText of a Key or a
+// Keyring return. A key is refused rather than encoded as a redacted
+// value so that an application saving its key through an encoder learns
+// at once that nothing usable was written; Key.Bytes is the one way to
+// a key's bytes, for the application's keystore.
+var ErrNotEncodable = errors.New("key not encodable")
+
+// String returns a redacted description of the key: its id (which every
+// record it seals carries in clear), never its bytes.
+func (k Key) String() string {
+	if !k.set {
+		return "seal.Key(zero)"
+	}
+	return "seal.Key(id " + strconv.FormatUint(uint64(k.id), 10) + ", redacted)"
+}
+
+// GoString is what %#v prints: the redacted description, never the bytes.
+func (k Key) GoString() string { return k.String() }
+
+// Format prints the redacted description under every verb and flag
+// (%v %+v %#v %s %q %x %X %d, widths): no verb reaches the bytes.
+func (k Key) Format(f fmt.State, verb rune) { formatRedacted(f, verb, k.String()) }
+
+// LogValue makes slog log the redacted description.
+func (k Key) LogValue() slog.Value { return slog.StringValue(k.String()) }
+
+// MarshalJSON returns an error wrapping ErrNotEncodable.
+func (k Key) MarshalJSON() ([]byte, error) { return nil, errNotEncodable("Key") }
+
+// MarshalText returns an error wrapping ErrNotEncodable.
+func (k Key) MarshalText() ([]byte, error) { return nil, errNotEncodable("Key") }
+
+// String returns a redacted description of the keyring: the id of the
+// sealing key and of every key held, never their bytes.
+func (kr *Keyring) String() string {
+	if kr == nil {
+		return "seal.Keyring(nil)"
+	}
+	var b strings.Builder
+	b.WriteString("seal.Keyring(current ")
+	b.WriteString(strconv.FormatUint(uint64(kr.Current()), 10))
+	b.WriteString(", ids [")
+	for i, id := range kr.KeyIDs() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.FormatUint(uint64(id), 10))
+	}
+	b.WriteString("], redacted)")
+	return b.String()
+}
+
+// GoString is what %#v prints: the redacted description, never the bytes.
+func (kr *Keyring) GoString() string { return kr.String() }
+
+// Format prints the redacted description under every verb and flag.
+func (kr *Keyring) Format(f fmt.State, verb rune) { formatRedacted(f, verb, kr.String()) }
+
+// LogValue makes slog log the redacted description.
+func (kr *Keyring) LogValue() slog.Value { return slog.StringValue(kr.String()) }
+
+// MarshalJSON returns an error wrapping ErrNotEncodable.
+func (kr *Keyring) MarshalJSON() ([]byte, error) { return nil, errNotEncodable("Keyring") }
+
+// MarshalText returns an error wrapping ErrNotEncodable.
+func (kr *Keyring) MarshalText() ([]byte, error) { return nil, errNotEncodable("Keyring") }
+
+func errNotEncodable(what string) error {
+	return fmt.Errorf("seal: encode %s: %w: Key.Bytes is the one way to a key's bytes", what, ErrNotEncodable)
+}
+
+// formatRedacted writes s for any verb: quoted for %q, padded to the
+// width asked (on the left, or the right with the - flag).
+func formatRedacted(f fmt.State, verb rune, s string) {
+	if verb == 'q' {
+		s = strconv.Quote(s)
+	}
+	if w, ok := f.Width(); ok && w > len(s) {
+		pad := strings.Repeat(" ", w-len(s))
+		if f.Flag('-') {
+			s += pad
+		} else {
+			s = pad + s
+		}
+	}
+	_, _ = io.WriteString(f, s)
+}
