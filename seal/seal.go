@@ -31,6 +31,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/securemsg/storage/internal/sealaccess"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -171,15 +172,20 @@ func isZero(b []byte) bool {
 }
 
 // Keyring holds the current storage key, which seals, and any older keys
-// still needed to open records during a rotation. It counts opens so that
-// tests can prove which operations open nothing. A Keyring is safe for
+// still needed to open records during a rotation. A Keyring is safe for
 // concurrent use. A nil *Keyring holds no key: Seal and Open return an
 // error wrapping ErrKey.
 type Keyring struct {
 	mu      sync.RWMutex
 	current KeyID
 	keys    map[KeyID]Key
-	opens   atomic.Int64
+	// opens counts Open calls, for this module's tests and benchmarks to
+	// prove which operations open nothing (internal/sealaccess).
+	opens atomic.Int64
+}
+
+func init() {
+	sealaccess.Register(func(kr any) int64 { return kr.(*Keyring).opens.Load() })
 }
 
 // NewKeyring returns a keyring sealing with current and opening records
@@ -256,9 +262,6 @@ func (kr *Keyring) Forget(id KeyID) error {
 	delete(kr.keys, id)
 	return nil
 }
-
-// Opens returns how many times Open has been called on this keyring.
-func (kr *Keyring) Opens() int64 { return kr.opens.Load() }
 
 // Seal seals plaintext as a record of type rt bound to ad, with the current
 // key and a fresh random nonce.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sealaccess"
 )
 
 func countLines(b *bench) ([]result, error) {
@@ -12,7 +13,7 @@ func countLines(b *bench) ([]result, error) {
 	count := func(e *env, recipient *ids.DeviceAddress, want int) func(int) error {
 		return func(int) error { return countIs(ctx, e, recipient, want) }
 	}
-	opens0 := b.large.keys.Opens() + b.small.keys.Opens()
+	opens0 := sealaccess.Opens(b.large.keys) + sealaccess.Opens(b.small.keys)
 	// The first count after Open runs SELECT count(*); it is measured
 	// cold in the cold-cache lines. Warm means after it.
 	for _, e := range []*env{b.large, b.small} {
@@ -69,9 +70,9 @@ func countLines(b *bench) ([]result, error) {
 	rs = append(rs, ratioLE(fmt.Sprintf("count, one recipient: %s / %s pending", b.L, b.S), a, c, 1.3,
 		fmt.Sprintf(", per round a recipient drawn by share and the one of nearest share at %s (%d / %d messages on average), answered from the recipient index",
 			b.L, ls/len(pairs), ss/len(pairs))))
-	opened := b.large.keys.Opens() + b.small.keys.Opens() - opens0
+	opened := sealaccess.Opens(b.large.keys) + sealaccess.Opens(b.small.keys) - opens0
 	rs = append(rs, result{Name: "records opened by count (all + one recipient)", Measured: float64(opened), Target: "0", Pass: opened == 0,
-		Detail: fmt.Sprintf("Keyring.Opens() delta over %d counts", 4*o.Iters+2)})
+		Detail: fmt.Sprintf("sealaccess.Opens(Keyring) delta over %d counts", 4*o.Iters+2)})
 	return rs, nil
 }
 

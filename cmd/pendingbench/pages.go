@@ -8,6 +8,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -93,9 +94,9 @@ func rawPageLines(b *bench) ([]result, error) {
 		var opened [2]int64
 		counted := func(side int, f func(int) error) func(int) error {
 			return func(r int) error {
-				before := b.large.keys.Opens()
+				before := sealaccess.Opens(b.large.keys)
 				err := f(r)
-				opened[side] += b.large.keys.Opens() - before
+				opened[side] += sealaccess.Opens(b.large.keys) - before
 				return err
 			}
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/sealaccess"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -249,9 +250,9 @@ func (h *harness) count(recipient *ids.DeviceAddress) int64 {
 // opens returns how many records fn opened.
 func (h *harness) opens(fn func()) int64 {
 	h.t.Helper()
-	before := h.keys.Opens()
+	before := sealaccess.Opens(h.keys)
 	fn()
-	return h.keys.Opens() - before
+	return sealaccess.Opens(h.keys) - before
 }
 
 func pendings(ms ...msg) []store.PendingMessage {

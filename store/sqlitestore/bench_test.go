@@ -22,6 +22,7 @@ import (
 	"github.com/securemsg/storage/internal/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store/sqlitestore"
 
@@ -200,14 +201,14 @@ func BenchmarkPending(b *testing.B) {
 	})
 	for _, d := range dbs {
 		b.Run("count/store/"+d.name, func(b *testing.B) {
-			opens := d.keys.Opens()
+			opens := sealaccess.Opens(d.keys)
 			for b.Loop() {
 				if n, err := d.s.PendingMessageCount(ctx, nil); err != nil || n != int64(d.cfg.N) {
 					b.Fatal(n, err)
 				}
 			}
-			if d.keys.Opens() != opens {
-				b.Fatalf("count opened %d records", d.keys.Opens()-opens)
+			if sealaccess.Opens(d.keys) != opens {
+				b.Fatalf("count opened %d records", sealaccess.Opens(d.keys)-opens)
 			}
 		})
 		b.Run("count/raw/"+d.name, func(b *testing.B) {

@@ -15,6 +15,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/sqlitestore"
 
+	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/seal"
@@ -204,7 +205,7 @@ func TestOpenWrongKeyring(t *testing.T) {
 	_, err = sqlitestore.Open(ctx, path, other)
 	require.ErrorIs(t, err, seal.ErrWrongKey)
 	require.Equal(t, before, dump(t, path), "a refused open writes nothing")
-	require.Equal(t, int64(1), other.Opens(), "only the key verifier was opened")
+	require.Equal(t, int64(1), sealaccess.Opens(other), "only the key verifier was opened")
 
 	_, err = sqlitestore.Open(ctx, path, nil)
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
