@@ -484,7 +484,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			t.Parallel()
 			path, conn := loadLegacy(t)
 			// Schema migrations first, as Open runs them.
-			m, err := migration.Default()
+			m, err := layoutMigrator()
 			require.NoError(t, err)
 			_, err = m.Up(ctx, conn)
 			require.NoError(t, err)

@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -117,34 +116,15 @@ func WithMigrations(tb testing.TB, files map[string]string) fstest.MapFS {
 	return SumFS(tb, all)
 }
 
-// Through returns a Migrator of the embedded directory's files up to and
-// including version, with atlas.sum computed again over them: the
-// directory as it stood when version was head. Tests check what a
+// Through returns the embedded directory through version
+// (migration.Migrator.Through): the directory as it stood when version was
+// head. Tests check what a
 // migration does with it (migration 15's index on a version-14 database)
 // as a fact of that migration, true whatever comes after it. It fails tb
 // if the directory has no such version.
 func Through(tb testing.TB, version string) *migration.Migrator {
 	tb.Helper()
-	limit, err := strconv.Atoi(version)
-	require.NoError(tb, err)
-	names, err := fs.Glob(schema.Migrations, schema.MigrationsDir+"/*.sql")
-	require.NoError(tb, err)
-	files := map[string]string{}
-	found := false
-	for _, n := range names {
-		base := path.Base(n)
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		require.NoError(tb, err, base)
-		if v > limit {
-			continue
-		}
-		found = found || v == limit
-		b, err := fs.ReadFile(schema.Migrations, n)
-		require.NoError(tb, err)
-		files[base] = string(b)
-	}
-	require.True(tb, found, "the embedded directory has no version %s", version)
-	m, err := migration.New(SumFS(tb, files), ".")
+	m, err := Default(tb).Through(version)
 	require.NoError(tb, err)
 	return m
 }

@@ -240,19 +240,19 @@ func (s *Store) init(ctx context.Context, o options) error {
 	if err := m.CheckObjects(ctx, s.conn, allow...); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	if _, err := m.Up(ctx, s.conn); err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
 	// A database from before sealing keeps its pending queue in plaintext:
-	// seal it now, if asked to (a no-op on a sealed database). Before the
+	// seal it now, if asked to, between the migrations up to the version
+	// its layout belongs to and the later ones (legacy.Upgrade). Before the
 	// key check, which would record a marked key on a database that
 	// records none (the migration records the key itself there) and marks
 	// an unmarked verifier: either would make the migration refuse the
 	// database.
+	up := func() error { _, err := m.Up(ctx, s.conn); return err }
 	if o.upgrade {
-		if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
-			return fmt.Errorf("store: %w", err)
-		}
+		up = func() error { _, err := legacy.Upgrade(ctx, s.conn, m, s.keys, o.legacy); return err }
+	}
+	if err := up(); err != nil {
+		return fmt.Errorf("store: %w", err)
 	}
 	// One transaction for what every open checks on a sealed database.
 	return s.tx(ctx, inTx, func(q *txn) error {
