@@ -25,15 +25,15 @@ var nextMigrations = []struct {
 }{
 	{
 		name: "a column with a DEFAULT and an index on it",
-		sql: "ALTER TABLE pending_outbound_message ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;\n" +
-			"CREATE INDEX pending_outbound_message_attempts ON pending_outbound_message (attempts);\n",
+		sql: "ALTER TABLE pending_outbound_message ADD COLUMN scratch_attempts INTEGER NOT NULL DEFAULT 0;\n" +
+			"CREATE INDEX pending_outbound_message_scratch_attempts ON pending_outbound_message (scratch_attempts);\n",
 		check: func(t *testing.T, conn *sql.DB) {
-			assert.Equal(t, int64(0), count(t, conn, "SELECT count(*) FROM pending_outbound_message WHERE attempts <> 0"), "every row holds the default")
+			assert.Equal(t, int64(0), count(t, conn, "SELECT count(*) FROM pending_outbound_message WHERE scratch_attempts <> 0"), "every row holds the default")
 		},
 	},
 	{
 		name: "an index on the pending table",
-		sql:  "CREATE INDEX pending_outbound_message_logical ON pending_outbound_message (logical_id);\n",
+		sql:  "CREATE INDEX pending_outbound_message_scratch_logical ON pending_outbound_message (logical_id);\n",
 	},
 }
 
