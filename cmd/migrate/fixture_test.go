@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/cmd/internal/frozen"
 )
 
 func TestFixtureTest(t *testing.T) {
@@ -58,7 +61,7 @@ func TestFixtureTest(t *testing.T) {
 // declaration names it for fixture "legacy".
 func TestFixtureTestProvesLegacy(t *testing.T) {
 	const touch = "UPDATE storage_key SET created_at = 1;\n"
-	// The fixture test key's record, in both fixtures.
+	// The fixture test key's record, in each fixture named.
 	declared := func(fixtures ...string) string {
 		var parts []string
 		for _, f := range fixtures {
@@ -76,9 +79,9 @@ func TestFixtureTestProvesLegacy(t *testing.T) {
 			sql: "ALTER TABLE pending_outbound_message ADD COLUMN scratch_attempts INTEGER NOT NULL DEFAULT 0;\n" +
 				"CREATE INDEX pending_outbound_message_scratch_attempts ON pending_outbound_message (scratch_attempts);\n",
 		},
-		{name: "a change declared for both fixtures", sql: touch, declared: declared("14", "legacy"), code: exitOK},
+		{name: "a change declared for every fixture", sql: touch, declared: declared(append(frozenVersions(t), "legacy")...), code: exitOK},
 		{
-			name: "a change declared for the version-14 fixture only", sql: touch, declared: declared("14"), code: exitFinding,
+			name: "a change declared for every versionNN fixture only", sql: touch, declared: declared(frozenVersions(t)...), code: exitFinding,
 			legacyFails: "table storage_key, row (key_id=1443627214), column created_at: changed from",
 		},
 	} {
@@ -111,4 +114,17 @@ func TestFixtureTestProvesLegacy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// frozenVersions returns the versions of the repository's versionNN
+// fixtures.
+func frozenVersions(t *testing.T) []string {
+	t.Helper()
+	dirs, err := frozen.Find(filepath.Join(repo, "fixtures"))
+	require.NoError(t, err)
+	var out []string
+	for _, d := range dirs {
+		out = append(out, d.Version)
+	}
+	return out
 }
