@@ -851,3 +851,37 @@ func TestOutOfOrderMigration(t *testing.T) {
 		require.Equal(t, migration.Status{Current: head}, st)
 	})
 }
+
+// TestThrough: Through stops the directory at a version, keeps every
+// file's history hash, and refuses a version the directory lacks.
+func TestThrough(t *testing.T) {
+	m := mustDefault(t)
+	for i, v := range m.Versions() {
+		through, err := m.Through(v)
+		require.NoError(t, err)
+		require.Equal(t, m.Versions()[:i+1], through.Versions())
+		require.Equal(t, v, through.Head())
+	}
+	for _, v := range []string{"13", migrationtest.Next(t), "x"} {
+		_, err := m.Through(v)
+		require.ErrorIs(t, err, migration.ErrDirectory, v)
+	}
+
+	// A database migrated through 14 and then by m has the history of
+	// one migrated by m alone.
+	ctx := context.Background()
+	stepwise, whole := mustOpen(t), mustOpen(t)
+	first, err := m.Through("14")
+	require.NoError(t, err)
+	_, err = first.Up(ctx, stepwise)
+	require.NoError(t, err)
+	_, err = m.Up(ctx, stepwise)
+	require.NoError(t, err)
+	_, err = m.Up(ctx, whole)
+	require.NoError(t, err)
+	hashes := func(conn *sql.DB) []string {
+		return queryStrings(t, conn, `SELECT version || ' ' || hash FROM schema_revision ORDER BY CAST(version AS INTEGER)`)
+	}
+	require.Equal(t, hashes(whole), hashes(stepwise))
+	require.Len(t, hashes(whole), len(m.Versions()))
+}
