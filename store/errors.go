@@ -82,7 +82,8 @@ var (
 	// release that upgrades from that layout passes WithLegacyUpgrade.
 	ErrLegacyLayout = errors.New("database holds the legacy plaintext pending queue and the legacy upgrade was not requested")
 	// ErrUnknownLayout means pending_outbound_message has neither the
-	// legacy plaintext layout nor the sealed one.
+	// legacy plaintext layout nor the sealed one, or has the legacy layout
+	// in a database above the version that layout belongs to.
 	ErrUnknownLayout = errors.New("unknown pending_outbound_message layout")
 	// ErrKeyNotRecorded means the keyring's current key is not the
 	// database's active storage key: a legacy migration under way

@@ -27,7 +27,7 @@ func copyMigrations(t *testing.T, files map[string]string) string {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
 	}
-	for name, content := range files {
+	for name, content := range expandNames(t, files) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
 	}
 	return dir
@@ -138,7 +138,7 @@ func newCheckout(t *testing.T) string {
 }
 
 // TestAddingAMigration walks the pipeline guide's "Adding a migration"
-// steps as the guide writes them, for four kinds of version 16 and an
+// steps as the guide writes them, for four kinds of next version and an
 // undeclared backfill, each in its own temporary checkout: the hand steps
 // (write NN_description.sql, and NN_description.expect.json for a
 // backfill) and then every command of the steps in order, verbatim, with
@@ -184,9 +184,9 @@ func TestAddingAMigration(t *testing.T) {
 			root := newCheckout(t)
 			t.Chdir(root)
 			migrations := filepath.Join("schema", "migrations")
-			require.NoError(t, os.WriteFile(filepath.Join(migrations, "16_session_change.sql"), []byte(tt.sql), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(migrations, nextFile(t, "session_change")), []byte(tt.sql), 0o644))
 			if tt.declared != "" {
-				require.NoError(t, os.WriteFile(filepath.Join(migrations, "16_session_change.expect.json"), []byte(tt.declared), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(migrations, nextVersion(t)+"_session_change.expect.json"), []byte(tt.declared), 0o644))
 			}
 			failed := false
 			for _, s := range steps {
@@ -211,24 +211,24 @@ func TestAddingAMigration(t *testing.T) {
 			}
 			require.NoFileExists(t, "pending.db", "plan creates nothing")
 			if tt.fail != "" {
-				require.NoDirExists(t, filepath.Join("fixtures", "version16"))
+				require.NoDirExists(t, filepath.Join("fixtures", "version"+nextVersion(t)))
 				return
 			}
-			fixture, err := os.ReadFile(filepath.Join("fixtures", "version16", frozen.FixtureFile))
+			fixture, err := os.ReadFile(filepath.Join("fixtures", "version"+nextVersion(t), frozen.FixtureFile))
 			require.NoError(t, err)
 			require.Contains(t, string(fixture), tt.row)
 			plans, err := os.ReadFile(filepath.Join("queries", "PLANS.md"))
 			require.NoError(t, err)
-			require.Contains(t, string(plans), "# Query plans (schema version 16,")
+			require.Contains(t, string(plans), expand(t, "# Query plans (schema version {next},"))
 			doc, err := os.ReadFile(filepath.Join("schema", "SCHEMA.md"))
 			require.NoError(t, err)
-			require.Contains(t, string(doc), "# Schema reference (version 16)")
+			require.Contains(t, string(doc), expand(t, "# Schema reference (version {next})"))
 
-			// From then on, fixture-test proves both fixtures at 16.
+			// From then on, fixture-test proves both fixtures at the new head.
 			out := mustRun(t, 0, "fixture-test", "-dir", migrations)
 			require.Contains(t, out, "== "+filepath.Join("fixtures", "version14")+" (version 14)\n")
-			require.Contains(t, out, "== "+filepath.Join("fixtures", "version16")+" (version 16)\n")
-			require.Contains(t, out, "ok   migrate to head 16: exactly the versions above 16 applied []")
+			require.Contains(t, out, expand(t, "== "+filepath.Join("fixtures", "version{next}")+" (version {next})\n"))
+			require.Contains(t, out, expand(t, "ok   migrate to head {next}: exactly the versions above {next} applied []"))
 			require.NotContains(t, out, "FAIL")
 			// Without -dir, the checkout's directory on disk is read.
 			mustRun(t, 0, "fixture-test")
@@ -264,10 +264,10 @@ const sessionBackfillDeclared = `{"fixtures": {"14": {"session": [
 // TestAddingADestructiveMigration adds a v16 that drops a table: lint
 // flags it, naming the file and the analyzer, and exits 1.
 func TestAddingADestructiveMigration(t *testing.T) {
-	dir := copyMigrations(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"})
+	dir := copyMigrations(t, map[string]string{"{next}_drop_session.sql": "DROP TABLE session;\n"})
 	mustRun(t, 0, "hash", "-dir", dir)
 	code, stdout, stderr := runCmd(t, "lint", "-dir", dir)
 	require.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	require.Contains(t, stdout, `16 16_drop_session.sql: destructive: Dropping table "session" [DS102, line 1]`)
+	require.Contains(t, stdout, expand(t, `{next} {next}_drop_session.sql: destructive: Dropping table "session" [DS102, line 1]`))
 	require.Contains(t, stderr, "finding(s) in versions above 14")
 }

@@ -15,7 +15,7 @@ import (
 func inCheckout(t *testing.T, files map[string]string) {
 	t.Helper()
 	root := newCheckout(t)
-	for name, content := range files {
+	for name, content := range expandNames(t, files) {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "schema", "migrations", name), []byte(content), 0o644))
 	}
 	t.Chdir(root)
@@ -43,7 +43,7 @@ func lineOf(t *testing.T, file, substr string) int {
 // finding relative to the repository root, and nothing else on stdout;
 // the exit code and the line on stderr are those of the text report.
 func TestAnnotations(t *testing.T) {
-	const drop = "16_drop_session.sql"
+	const drop = "{next}_drop_session.sql"
 	dropped := headDB(t, "DROP INDEX pending_outbound_message_recipient")
 	for _, tt := range []struct {
 		name  string
@@ -56,13 +56,13 @@ func TestAnnotations(t *testing.T) {
 	}{
 		{
 			name: "lint gcc", files: map[string]string{drop: "DROP TABLE session;\n"}, args: []string{"lint", "-format", "gcc"},
-			first:  `schema/migrations/16_drop_session.sql:1:1: error: destructive: Dropping table "session" [DS102]`,
-			prefix: "schema/migrations/16_drop_session.sql:1:1: error: ", stderr: "finding(s) in versions above 14",
+			first:  `schema/migrations/{next}_drop_session.sql:1:1: error: destructive: Dropping table "session" [DS102]`,
+			prefix: "schema/migrations/{next}_drop_session.sql:1:1: error: ", stderr: "finding(s) in versions above 14",
 		},
 		{
 			name: "lint github", files: map[string]string{drop: "\nDROP TABLE session;\n"}, args: []string{"lint", "-format", "github"},
-			first:  `::error file=schema/migrations/16_drop_session.sql,line=2,col=1::destructive: Dropping table "session" [DS102]`,
-			prefix: "::error file=schema/migrations/16_drop_session.sql,line=2,col=1::", stderr: "finding(s) in versions above 14",
+			first:  `::error file=schema/migrations/{next}_drop_session.sql,line=2,col=1::destructive: Dropping table "session" [DS102]`,
+			prefix: "::error file=schema/migrations/{next}_drop_session.sql,line=2,col=1::", stderr: "finding(s) in versions above 14",
 		},
 		{
 			name: "drift github", args: []string{"drift", "-db", dropped, "-format", "github"},
@@ -72,7 +72,7 @@ func TestAnnotations(t *testing.T) {
 			prefix: "::error file=schema/migrations/15_pending_outbound_recipient_index.sql,", stderr: "drift from head: 1 schema difference(s)",
 		},
 		{
-			name: "fixture-test gcc", files: map[string]string{"16_session_change.sql": sessionBackfill}, args: []string{"fixture-test", "-format", "gcc"},
+			name: "fixture-test gcc", files: map[string]string{"{next}_session_change.sql": sessionBackfill}, args: []string{"fixture-test", "-format", "gcc"},
 			first:  "fixtures/version14/fixture.sql:100:1: error: every column kept keeps its value, unless a change is declared: table session, row (user_id='bob', device_id=1), column last_seen (added): holds 10, not its declared default NULL",
 			prefix: "fixtures/version14/fixture.sql:100:1: error: ", stderr: "1 of 1 fixture(s) failed",
 		},
@@ -84,9 +84,10 @@ func TestAnnotations(t *testing.T) {
 			require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			require.Contains(t, stderr, tt.stderr)
 			lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
-			require.True(t, strings.HasPrefix(lines[0], tt.first), "%s\nwant prefix %s", lines[0], tt.first)
+			first, prefix := expand(t, tt.first), expand(t, tt.prefix)
+			require.True(t, strings.HasPrefix(lines[0], first), "%s\nwant prefix %s", lines[0], first)
 			for _, l := range lines {
-				require.True(t, strings.HasPrefix(l, tt.prefix), l)
+				require.True(t, strings.HasPrefix(l, prefix), l)
 			}
 		})
 	}
@@ -96,10 +97,10 @@ func TestAnnotations(t *testing.T) {
 // nothing; a bad -format, or one with -json, is a usage error (with the
 // JSON document under -json).
 func TestAnnotationFlags(t *testing.T) {
-	dir := writeDir(t, withFiles(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"}))
+	dir := writeDir(t, withFiles(t, map[string]string{"{next}_drop_session.sql": "DROP TABLE session;\n"}))
 	code, stdout, _ := runCmd(t, "lint", "-dir", dir, "-format", "gcc")
 	require.Equal(t, exitFinding, code)
-	require.True(t, strings.HasPrefix(stdout, filepath.Join(dir, "16_drop_session.sql")+":1:1: error: destructive: "), stdout)
+	require.True(t, strings.HasPrefix(stdout, filepath.Join(dir, nextFile(t, "drop_session"))+":1:1: error: destructive: "), stdout)
 
 	code, stdout, stderr := runCmd(t, "drift", "-db", headDB(t), "-format", "github")
 	require.Equal(t, exitOK, code, stderr)

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,16 +12,6 @@ import (
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/migrationtest"
 )
-
-// nextVersion returns the version after the embedded head, of its width.
-func nextVersion(t *testing.T) string {
-	t.Helper()
-	m, err := migration.Default()
-	require.NoError(t, err)
-	n, err := strconv.Atoi(m.Head())
-	require.NoError(t, err)
-	return fmt.Sprintf("%0*d", len(m.Head()), n+1)
-}
 
 // Inside a checkout every command reads its schema/migrations as it is on
 // disk, declarations included, whatever the binary embeds: a file added

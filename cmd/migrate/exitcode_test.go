@@ -22,7 +22,7 @@ func TestExitCodes(t *testing.T) {
 	missing := func(t *testing.T) string { return filepath.Join(t.TempDir(), "missing.db") }
 	dropped := headWith("DROP INDEX pending_outbound_message_recipient")
 	destructive := func(t *testing.T) string {
-		return writeDir(t, withFiles(t, map[string]string{"16_drop_session.sql": "DROP TABLE session;\n"}))
+		return writeDir(t, withFiles(t, map[string]string{"{next}_drop_session.sql": "DROP TABLE session;\n"}))
 	}
 	late := migrationtest.WithMigrations(t, migrationtest.LateMigration)
 	tests := []struct {
@@ -36,7 +36,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "status out of order", args: withDB("status", headWith()), late: true, want: exitFinding},
 		{name: "status missing file", args: withDB("status", missing), want: exitError},
 		{name: "status not a database", args: withDB("status", notADB), want: exitError},
-		{name: "status newer database", args: withDB("status", headWith(migrationtest.FutureRevision)), want: exitError},
+		{name: "status newer database", args: withDB("status", headWithFuture()), want: exitError},
 
 		{name: "plan clean", args: withDB("plan", headWith()), want: exitOK},
 		{name: "plan pending", args: withDB("plan", v14With()), want: exitFinding},
@@ -55,7 +55,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "up at head", args: withDB("up", headWith()), want: exitOK},
 		{name: "up out of order", args: withDB("up", headWith()), late: true, want: exitFinding},
 		{name: "up not a database", args: withDB("up", notADB), want: exitError},
-		{name: "up newer database", args: withDB("up", headWith(migrationtest.FutureRevision)), want: exitError},
+		{name: "up newer database", args: withDB("up", headWithFuture()), want: exitError},
 
 		{name: "lint clean", args: func(*testing.T) []string { return []string{"lint"} }, want: exitOK},
 		{name: "lint finding", args: func(t *testing.T) []string { return []string{"lint", "-dir", destructive(t)} }, want: exitFinding},

@@ -238,23 +238,23 @@ func TestFreezeNext(t *testing.T) {
 	v14Before := snapshot(t, filepath.Join(fixtures, "version14"))
 	code, stdout, stderr := runCmd(t, "freeze", "-fixtures", fixtures)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	out := filepath.Join(fixtures, "version15")
-	require.Contains(t, stdout, "== "+filepath.Join(fixtures, "version14")+" (version 14), proved at head 15 before it is frozen\n")
+	out := filepath.Join(fixtures, "version"+headVersion(t))
+	require.Contains(t, stdout, expand(t, "== "+filepath.Join(fixtures, "version14")+" (version 14), proved at head {head} before it is frozen\n"))
 	require.Contains(t, stdout, "ok   every column kept keeps its value, unless a change is declared\n")
-	require.Contains(t, stdout, "froze "+filepath.Join(fixtures, "version14")+" migrated to head 15 into "+out)
+	require.Contains(t, stdout, expand(t, "froze "+filepath.Join(fixtures, "version14")+" migrated to head {head} into "+out))
 	require.NotContains(t, stdout, "FAIL")
 	for _, name := range []string{frozen.FixtureFile, frozen.ContentsFile, frozen.ReadmeFile} {
 		require.FileExists(t, filepath.Join(out, name))
 	}
 	contents, err := os.ReadFile(filepath.Join(out, frozen.ContentsFile))
 	require.NoError(t, err)
-	require.Contains(t, string(contents), `"schema_version": "15"`)
+	require.Contains(t, string(contents), `"schema_version": "`+headVersion(t)+`"`)
 	require.Contains(t, string(contents), `"pending_outbound_count": 12`)
 	require.Equal(t, v14Before, snapshot(t, filepath.Join(fixtures, "version14")), "the source fixture is only read")
 
 	code, stdout, stderr = runCmd(t, "fixture-test", "-fixtures", fixtures)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	require.Contains(t, stdout, "== "+out+" (version 15)\n")
+	require.Contains(t, stdout, expand(t, "== "+out+" (version {head})\n"))
 	require.NotContains(t, stdout, "FAIL")
 
 	frozenFiles := snapshot(t, out)
@@ -263,19 +263,19 @@ func TestFreezeNext(t *testing.T) {
 	require.Contains(t, stderr, "fixture directory already exists")
 	require.Equal(t, frozenFiles, snapshot(t, out))
 
-	// A version 16 that changes data without declaring it: the proof
+	// A next version that changes data without declaring it: the proof
 	// fails, nothing is written, exit 1; the JSON document carries the
 	// proof.
-	dir := writeDir(t, withFiles(t, map[string]string{"16_touch.sql": "UPDATE storage_key SET created_at = 1;\n"}))
+	dir := writeDir(t, withFiles(t, map[string]string{"{next}_touch.sql": "UPDATE storage_key SET created_at = 1;\n"}))
 	code, stdout, stderr = runCmd(t, "freeze", "-fixtures", fixtures, "-dir", dir, "-json")
 	require.Equal(t, exitFinding, code, stderr)
 	doc := decode[freezeDoc](t, stdout)
 	require.False(t, doc.OK)
-	require.Equal(t, filepath.Join(fixtures, "version15"), doc.From)
-	require.Equal(t, filepath.Join(fixtures, "version16"), doc.Out)
+	require.Equal(t, out, doc.From)
+	require.Equal(t, filepath.Join(fixtures, "version"+nextVersion(t)), doc.Out)
 	require.Contains(t, doc.Error, "the fixture to migrate does not pass fixture-test at head")
 	require.NotEmpty(t, doc.Checks)
-	require.NoDirExists(t, filepath.Join(fixtures, "version16"))
+	require.NoDirExists(t, filepath.Join(fixtures, "version"+nextVersion(t)))
 }
 
 // copyVersion14 copies the version-14 fixture files the proof reads into

@@ -36,7 +36,8 @@ type fixtureTestDoc struct {
 }
 
 // cmdFixtureTest proves every fixtures/versionNN directory against head
-// with frozen.Prove, the version-14 fixture like any other. Each proof
+// with frozen.Prove, the version-14 fixture like any other, and the legacy
+// plaintext fixture (fixtures/legacy) with frozen.ProveLegacy. Each proof
 // works on its own temporary copy, never on the frozen files.
 func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	doc := newFixtureTestDoc("")
@@ -59,15 +60,20 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	if len(dirs) == 0 {
 		return fmt.Errorf("%s: no versionNN fixture directory", root)
 	}
-	failed := 0
-	for _, d := range dirs {
-		if rel, err := relToWD(d.Path); err == nil && !filepath.IsAbs(env.fixtures) {
-			d.Path = rel // as a reviewer names it: fixtures/version14 from the root
+	legacyDir, err := frozen.FindLegacy(root)
+	if err != nil {
+		return err
+	}
+	failed, total := 0, len(dirs)
+	// proveOne runs one fixture's proof and records its result.
+	proveOne := func(path, version, title string, prove func(string) ([]frozen.Check, error)) {
+		if rel, err := relToWD(path); err == nil && !filepath.IsAbs(env.fixtures) {
+			path = rel // as a reviewer names it: fixtures/version14 from the root
 		}
 		w := env.text()
-		fmt.Fprintf(w, "== %s (version %s)\n", d.Path, d.Version)
-		checks, err := frozen.Prove(ctx, m, d.Path, w)
-		fd := fixtureDoc{Dir: d.Path, Version: d.Version, OK: err == nil, Checks: nonNil(checks)}
+		fmt.Fprintf(w, "== %s (%s)\n", path, title)
+		checks, err := prove(path)
+		fd := fixtureDoc{Dir: path, Version: version, OK: err == nil, Checks: nonNil(checks)}
 		if err != nil {
 			failed++
 			if len(checks) == 0 || allOK(checks) {
@@ -76,6 +82,18 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 			}
 		}
 		doc.Fixtures = append(doc.Fixtures, fd)
+	}
+	for _, d := range dirs {
+		proveOne(d.Path, d.Version, "version "+d.Version, func(path string) ([]frozen.Check, error) {
+			return frozen.Prove(ctx, m, path, env.text())
+		})
+	}
+	// The legacy plaintext fixture, upgraded by the store to head.
+	if legacyDir != "" {
+		total++
+		proveOne(legacyDir, frozen.LegacyFixture, "legacy plaintext layout, version 14, upgraded by the store", func(path string) ([]frozen.Check, error) {
+			return frozen.ProveLegacy(ctx, m, path, env.text())
+		})
 	}
 	missing := ""
 	if env.requireHead && !slices.ContainsFunc(dirs, func(d frozen.Dir) bool { return sameVersion(d.Version, m.Head()) }) {
@@ -94,9 +112,9 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	}
 	switch {
 	case failed > 0 && missing != "":
-		return findingf("%d of %d fixture(s) failed; %s", failed, len(dirs), missing)
+		return findingf("%d of %d fixture(s) failed; %s", failed, total, missing)
 	case failed > 0:
-		return findingf("%d of %d fixture(s) failed", failed, len(dirs))
+		return findingf("%d of %d fixture(s) failed", failed, total)
 	case missing != "":
 		return findingf("%s", missing)
 	}

@@ -37,7 +37,7 @@ func gitRepo(t *testing.T) (root, dir string) {
 	return root, dir
 }
 
-// TestLintGitBase adds 10_x.sql below the base branch's head (15) and
+// TestLintGitBase adds 10_x.sql below the base branch's head and
 // rehashes: lint -git-base main flags it whatever the binary embeds
 // (built with the new file in, as go run builds it, or without), with
 // -dir and without; a file above the base's head, and the base's own
@@ -45,8 +45,8 @@ func gitRepo(t *testing.T) (root, dir string) {
 // error.
 func TestLintGitBase(t *testing.T) {
 	added := map[string]string{"10_x.sql": "CREATE TABLE x (id INTEGER PRIMARY KEY);\n"}
-	above := map[string]string{"16_y.sql": "CREATE TABLE y (id INTEGER PRIMARY KEY);\n"}
-	const finding = "10 10_x.sql: order: version 10 is at or below version 15, the head of main, but not in that directory"
+	above := map[string]string{"{next}_y.sql": "CREATE TABLE y (id INTEGER PRIMARY KEY);\n"}
+	finding := expand(t, "10 10_x.sql: order: version 10 is at or below version {head}, the head of main, but not in that directory")
 	write := func(t *testing.T, dir string, files map[string]string) {
 		for n, f := range withFiles(t, files) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, n), f.Data, 0o644))

@@ -91,7 +91,7 @@ func TestUpLock(t *testing.T) {
 					t.Fatal("up did not wait for the lock")
 				}
 				require.Equal(t, exitOK, code, stderr)
-				require.Equal(t, "applied: 15\nnow at version 15\n", stdout)
+				require.Equal(t, expand(t, "applied: {above14}\nnow at version {head}\n"), stdout)
 				return
 			}
 			code, stdout, stderr := runCmd(t, args...)

@@ -57,7 +57,7 @@ func TestOutOfOrderCommands(t *testing.T) {
 	t.Run("lint -dir against the shipped directory", func(t *testing.T) {
 		code, stdout, stderr := runCmd(t, "lint", "-dir", lateDir)
 		require.Equal(t, exitFinding, code, stderr)
-		require.Contains(t, stdout, "13 13_late.sql: order: version 13 is at or below version 15, the head already shipped")
+		require.Contains(t, stdout, expand(t, "13 13_late.sql: order: version 13 is at or below version {head}, the head already shipped"))
 		code, _, stderr = runCmd(t, "lint", "-dir", writeDir(t, withFiles(t, nil)))
 		require.Equal(t, exitOK, code, "the shipped directory itself: %s", stderr)
 	})
@@ -70,9 +70,9 @@ func TestOutOfOrderCommands(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "client.db")
 		code, stdout, stderr := runWith(t, late, "up", "-db", path)
 		require.Equal(t, 0, code, stderr)
-		require.Contains(t, stdout, "applied: 13 14 15")
+		require.Contains(t, stdout, expand(t, "applied: 13 {versions}\n"))
 		code, stdout, stderr = runWith(t, late, "status", "-db", path)
 		require.Equal(t, 0, code, stderr)
-		require.Equal(t, "current: 15\npending: none\n", stdout)
+		require.Equal(t, expand(t, "current: {head}\npending: none\n"), stdout)
 	})
 }

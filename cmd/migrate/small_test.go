@@ -67,12 +67,12 @@ func TestUpAtHeadWritesNothing(t *testing.T) {
 
 	code, stdout, stderr := runCmd(t, "up", "-db", path)
 	require.Equal(t, exitOK, code, stderr)
-	require.Equal(t, "already at version 15\n", stdout)
+	require.Equal(t, expand(t, "already at version {head}\n"), stdout)
 	require.Empty(t, stderr)
 	code, stdout, stderr = runCmd(t, "up", "-db", path, "-json")
 	require.Equal(t, exitOK, code, stderr)
 	doc := decode[upDoc](t, stdout)
-	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "schema/migrations", DB: path, Head: "15", OK: true}, Current: "15", Applied: []string{}, verifyFields: noDifferences}, doc)
+	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "schema/migrations", DB: path, Head: headVersion(t), OK: true}, Current: headVersion(t), Applied: []string{}, verifyFields: noDifferences}, doc)
 	require.Equal(t, before, snapshot(t, filepath.Dir(path)), "up at head changed the directory")
 }
 
@@ -86,12 +86,12 @@ func TestUpJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "new.db")
 	code, stdout, stderr := runCmd(t, "up", "-db", path, "-json")
 	require.Equal(t, exitOK, code, stderr)
-	require.JSONEq(t, `{"command":"up","migrations":"schema/migrations","db":`+jsonString(path)+`,"head":"15","ok":true,"created":true,"current":"","applied":["14","15"],"differences":[],"history":[]}`, stdout)
+	require.JSONEq(t, `{"command":"up","migrations":"schema/migrations","db":`+jsonString(path)+`,"head":"`+headVersion(t)+`","ok":true,"created":true,"current":"","applied":`+jsonStrings(allVersions(t))+`,"differences":[],"history":[]}`, stdout)
 
 	v14 := v14DB(t)
 	code, stdout, stderr = runCmd(t, "up", "-db", v14, "-json")
 	require.Equal(t, exitOK, code, stderr)
-	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "schema/migrations", DB: v14, Head: "15", OK: true}, Current: "14", Applied: []string{"15"}, verifyFields: noDifferences}, decode[upDoc](t, stdout))
+	require.Equal(t, upDoc{docHeader: docHeader{Command: "up", Migrations: "schema/migrations", DB: v14, Head: headVersion(t), OK: true}, Current: "14", Applied: allVersions(t)[1:], verifyFields: noDifferences}, decode[upDoc](t, stdout))
 
 	drifted := headDB(t, "DROP INDEX pending_outbound_message_recipient")
 	before := snapshot(t, filepath.Dir(drifted))
@@ -99,9 +99,9 @@ func TestUpJSON(t *testing.T) {
 	require.Equal(t, exitFinding, code, stderr)
 	doc := decode[upDoc](t, stdout)
 	require.False(t, doc.OK)
-	require.Equal(t, drifted+" is not what its history says (version 15): 1 schema difference(s), 0 history row(s); up refuses it, nothing applied", doc.Error,
+	require.Equal(t, drifted+" is not what its history says (version "+headVersion(t)+"): 1 schema difference(s), 0 history row(s); up refuses it, nothing applied", doc.Error,
 		"one dropped index is one difference, not the statements that would fix it")
-	require.Equal(t, "15", doc.Current, "the version found")
+	require.Equal(t, headVersion(t), doc.Current, "the version found")
 	require.Len(t, doc.Differences, 1)
 	require.Equal(t, "pending_outbound_message_recipient", doc.Differences[0].Name)
 	require.Equal(t, []pipeline.HistoryDrift{}, doc.History)
@@ -116,7 +116,7 @@ func TestUpJSON(t *testing.T) {
 func TestFreezeRefusesNoRows(t *testing.T) {
 	src := headDB(t)
 	parent := t.TempDir()
-	code, _, stderr := runCmd(t, "freeze", "-db", src, "-out", filepath.Join(parent, "version15"))
+	code, _, stderr := runCmd(t, "freeze", "-db", src, "-out", filepath.Join(parent, "version"+headVersion(t)))
 	require.Equal(t, exitError, code)
 	require.Contains(t, stderr, "holds no rows outside the migration history (a fixture of it would prove nothing)")
 	require.Empty(t, snapshot(t, parent))

@@ -35,7 +35,7 @@ func TestUpVerifiesFirst(t *testing.T) {
 		{
 			name: "dropped index at head",
 			db:   headWith("DROP INDEX pending_outbound_message_recipient"),
-			want: []string{"index pending_outbound_message_recipient is at version 15, missing from the database"},
+			want: []string{"index pending_outbound_message_recipient is at version {head}, missing from the database"},
 		},
 		{
 			name: "changed CHECK at head",
@@ -108,7 +108,7 @@ func upRefuses(t *testing.T, path string, want []string) {
 	before := snapshot(t, filepath.Dir(path))
 	code, stdout, stderr := runCmd(t, "up", "-db", path)
 	require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	for _, w := range want {
+	for _, w := range expandAll(t, want) {
 		require.Contains(t, stdout, w)
 	}
 	require.Contains(t, stderr, "nothing applied")

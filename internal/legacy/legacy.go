@@ -1,10 +1,11 @@
 // Package legacy seals a pending outbound queue left in the legacy
 // plaintext layout: databases written before records were sealed, whose
 // pending_outbound_message has a plaintext BLOB column where version 14
-// has sealed. sqlitestore.Open runs it when the application passes
-// sqlitestore.WithLegacyUpgrade (and otherwise refuses a database for which
-// Found is true), after the schema migrations (migration.Up) and before it
-// checks the storage key; an application does not call this package.
+// has sealed. sqlitestore.Open runs it (Upgrade) when the application
+// passes sqlitestore.WithLegacyUpgrade (and otherwise refuses a database
+// for which Found is true), between the schema migrations up to
+// LayoutVersion and the later ones, and before it checks the storage key;
+// an application does not call this package.
 //
 // A migration starts only on a database whose pending queue this library
 // never sealed, which it tells by the storage key verifier (only a holder
@@ -82,12 +83,18 @@
 // any point, the next successful run leaves no legacy plaintext in the
 // database file, its free pages or its WAL.
 //
-// Order. sqlitestore.Open runs the schema migrations first, so on a
-// version-14 legacy database migration 15 has indexed the legacy table,
-// and step 3 moves the index to the sealed one. Run before migration 15
-// (this package's tests run both orders), the index does not exist, this
-// package does not create it, and migration 15 adds it afterwards
-// (creating it here would make migration 15 fail on an existing index).
+// Order. sqlitestore.Open runs Upgrade: on a database in the legacy
+// layout (or with a migration under way) it runs the schema migrations up
+// to LayoutVersion, the version the layout belongs to, then this
+// migration, then the later schema migrations, which so change the sealed
+// table as on any other database. On a version-14 legacy database
+// migration 15 has then indexed the legacy table, and step 3 moves the
+// index to the sealed one. Run before migration 15 (this package's tests
+// run both orders), the index does not exist, this package does not
+// create it, and migration 15 adds it afterwards (creating it here would
+// make migration 15 fail on an existing index). A legacy layout in a
+// database above LayoutVersion, which went through migrations the rebuild
+// would undo, is refused (store.ErrUnknownLayout).
 //
 // Every data statement is a sqlc-generated query (queries/legacy/ compiled
 // into internal/db/legacydb against the head schema plus

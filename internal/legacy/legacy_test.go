@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,30 +116,69 @@ func state(t *testing.T, conn *sql.DB) string {
 	return fmt.Sprint(tabledump.Tables(t, conn))
 }
 
-// checkMigrated checks the database after MigratePlaintext and
-// migration.Up, in either order.
+// layoutMigrator returns the embedded migration directory through
+// legacy.LayoutVersion, the version the legacy layout belongs to: what
+// sqlitestore.Open runs before the plaintext migration.
+func layoutMigrator() (*migration.Migrator, error) {
+	m, err := migration.Default()
+	if err != nil {
+		return nil, err
+	}
+	return m.Through(legacy.LayoutVersion)
+}
+
+// checkMigrated checks the database after MigratePlaintext and the schema
+// migrations up to legacy.LayoutVersion (in either order), or after
+// sqlitestore.Open with WithLegacyUpgrade (at head). At LayoutVersion it
+// checks the rebuilt layout and then migrates to head, as Open does.
 func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, otherTables map[string][]string) {
 	t.Helper()
 	ctx := context.Background()
 
-	// The table is the version-14 table, AUTOINCREMENT included, and no
-	// legacy table is left.
-	var ddl string
-	require.NoError(t, conn.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'pending_outbound_message'").Scan(&ddl))
-	assert.Contains(t, ddl, "AUTOINCREMENT")
-	assert.Equal(t, baselineStatement(t, "CREATE TABLE pending_outbound_message"), ddl+";")
 	var leftovers int
 	require.NoError(t, conn.QueryRow("SELECT count(*) FROM sqlite_master WHERE name LIKE '%plaintext%'").Scan(&leftovers))
-	assert.Zero(t, leftovers)
+	assert.Zero(t, leftovers, "no legacy table is left")
 
-	// The version-15 index, exactly, and a schema equal to a fresh head.
-	require.NoError(t, recipientIndex(ctx, conn))
+	layout, err := layoutMigrator()
+	require.NoError(t, err)
+	if userVersion(t, conn) == layout.Head() {
+		// The table is the version-14 table, AUTOINCREMENT included, with
+		// the version-15 index, exactly, and a schema equal to a fresh
+		// database's at the layout's version.
+		var ddl string
+		require.NoError(t, conn.QueryRow("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'pending_outbound_message'").Scan(&ddl))
+		assert.Contains(t, ddl, "AUTOINCREMENT")
+		assert.Equal(t, baselineStatement(t, "CREATE TABLE pending_outbound_message"), ddl+";")
+		require.NoError(t, recipientIndex(ctx, conn))
+		requireNoDriftFrom(t, layout, conn)
+		after := tabledump.Tables(t, conn)
+		for table, rows := range otherTables {
+			assert.Equal(t, rows, after[table], "%s untouched", table)
+		}
+		// Then the later migrations, on the sealed table.
+		m, err := migration.Default()
+		require.NoError(t, err)
+		_, err = m.Up(ctx, conn)
+		require.NoError(t, err)
+	}
+
+	// A schema and history equal to a fresh head's.
 	requireNoDrift(t, conn)
 
-	// Every row sealed (record type 5, the fixture key), nothing else touched.
+	// Every row sealed (record type 5, the fixture key), nothing else
+	// touched: every other table a later migration left as it was at the
+	// layout's version holds the rows it held.
 	after := tabledump.Tables(t, conn)
+	unchanged := unchangedTables(t, layout)
 	for table, rows := range otherTables {
-		assert.Equal(t, rows, after[table], "%s untouched", table)
+		switch {
+		case table == "schema_revision":
+			// The history keeps its rows and gains the later versions.
+			require.GreaterOrEqual(t, len(after[table]), len(rows))
+			assert.Equal(t, rows, after[table][:len(rows)], "history kept")
+		case unchanged[table]:
+			assert.Equal(t, rows, after[table], "%s untouched", table)
+		}
 	}
 	// The one key record: the key it sealed with, with the marked verifier
 	// (the migration's proof is gone with the set-aside table).
@@ -263,7 +303,7 @@ func TestLegacyMigrateAfterUp(t *testing.T) {
 			before := readLegacyRows(t, conn)
 			others := otherTables(t, conn)
 
-			m, err := migration.Default()
+			m, err := layoutMigrator()
 			require.NoError(t, err)
 			applied, err := m.Up(ctx, conn)
 			require.NoError(t, err)
@@ -305,7 +345,7 @@ func TestLegacyMigrateBeforeUp(t *testing.T) {
 	assert.Zero(t, n)
 	assert.Equal(t, again, state(t, conn))
 
-	m, err := migration.Default()
+	m, err := layoutMigrator()
 	require.NoError(t, err)
 	applied, err := m.Up(ctx, conn)
 	require.NoError(t, err)
@@ -486,9 +526,17 @@ func recipientIndex(ctx context.Context, conn *sql.DB) error {
 // to head, nothing pending and nothing out of order.
 func requireNoDrift(t *testing.T, conn *sql.DB) {
 	t.Helper()
-	ctx := context.Background()
 	m, err := migration.Default()
 	require.NoError(t, err)
+	requireNoDriftFrom(t, m, conn)
+}
+
+// requireNoDriftFrom checks that conn's schema equals that of a fresh
+// database migrated by m, statement for statement, and that its history
+// holds every version of m, nothing pending and nothing out of order.
+func requireNoDriftFrom(t *testing.T, m *migration.Migrator, conn *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
 	head, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "head.db")))
 	require.NoError(t, err)
 	head.SetMaxOpenConns(1)
@@ -499,6 +547,49 @@ func requireNoDrift(t *testing.T, conn *sql.DB) {
 	st, err := m.Status(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, migration.Status{Current: m.Head()}, st, "history differs from head")
+}
+
+// freshSchema returns the schema of a new database migrated by m.
+func freshSchema(t *testing.T, m *migration.Migrator) []string {
+	t.Helper()
+	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "fresh.db")))
+	require.NoError(t, err)
+	conn.SetMaxOpenConns(1)
+	defer conn.Close()
+	_, err = m.Up(context.Background(), conn)
+	require.NoError(t, err)
+	return schemaText(t, conn)
+}
+
+// unchangedTables returns the tables (sqlite_sequence included) whose
+// schema entries, and those of their indexes, are the same at layout's
+// head and at the embedded head: the tables no later migration changed.
+func unchangedTables(t *testing.T, layout *migration.Migrator) map[string]bool {
+	t.Helper()
+	m, err := migration.Default()
+	require.NoError(t, err)
+	byTable := func(entries []string) map[string][]string {
+		out := map[string][]string{}
+		for _, e := range entries {
+			f := strings.SplitN(e, " ", 4) // type, name, table, SQL
+			out[f[2]] = append(out[f[2]], e)
+		}
+		return out
+	}
+	then, now := byTable(freshSchema(t, layout)), byTable(freshSchema(t, m))
+	out := map[string]bool{}
+	for table, entries := range then {
+		out[table] = slices.Equal(entries, now[table])
+	}
+	return out
+}
+
+// userVersion returns conn's PRAGMA user_version as a version string.
+func userVersion(t *testing.T, conn *sql.DB) string {
+	t.Helper()
+	var v int64
+	require.NoError(t, conn.QueryRow("PRAGMA user_version").Scan(&v))
+	return strconv.FormatInt(v, 10)
 }
 
 // schemaText renders conn's schema: every sqlite_master entry with its SQL.

@@ -35,7 +35,7 @@ func (m *migrator) start(ctx context.Context) (bool, error) {
 		case layoutPlaintext:
 			err = m.begin(ctx, tx, q)
 		case layoutUnderWay:
-			err = m.resume(ctx, q)
+			err = m.resume(ctx, tx, q)
 		}
 		if err != nil {
 			return err

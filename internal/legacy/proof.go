@@ -31,6 +31,9 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 	if err != nil {
 		return err
 	}
+	if err := belowLayout(ctx, tx); err != nil {
+		return err
+	}
 	m.erased = nil
 	if err := execStep(ctx, tx, stepSetAside); err != nil {
 		return err
@@ -63,7 +66,7 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 // names exactly the rows of the set-aside table. Only a holder of the key
 // can write that verifier, so the other tables (sealed before the pending
 // queue in a legacy database, or not) need no check.
-func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
+func (m *migrator) resume(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) error {
 	keys, err := q.StorageKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("read storage keys: %w", err)
@@ -102,6 +105,9 @@ func (m *migrator) resume(ctx context.Context, q *legacydb.Queries) error {
 	}
 	if sum != want {
 		return refused(setAside, "its rows are not the rows that were set aside")
+	}
+	if err := belowLayout(ctx, tx); err != nil {
+		return err
 	}
 	done, err := q.SealedPendingCount(ctx)
 	if err != nil {

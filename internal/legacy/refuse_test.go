@@ -17,7 +17,6 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
-	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/schema"
@@ -486,7 +485,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			t.Parallel()
 			path, conn := loadLegacy(t)
 			// Schema migrations first, as Open runs them.
-			m, err := migration.Default()
+			m, err := layoutMigrator()
 			require.NoError(t, err)
 			_, err = m.Up(ctx, conn)
 			require.NoError(t, err)

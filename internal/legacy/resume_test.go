@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/legacy"
-	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/store"
 )
 
@@ -48,7 +47,7 @@ func onDisk(t *testing.T, path string, rows []legacyRow) []int64 {
 // same state as an uninterrupted one, in both orders.
 func TestLegacyInterruptedResumes(t *testing.T) {
 	ctx := context.Background()
-	m, err := migration.Default()
+	m, err := layoutMigrator()
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name    string
@@ -182,7 +181,7 @@ func TestLegacyEraseResumes(t *testing.T) {
 	assert.Zero(t, n)
 	assert.Empty(t, reports)
 
-	m, err := migration.Default()
+	m, err := layoutMigrator()
 	require.NoError(t, err)
 	_, err = m.Up(ctx, conn)
 	require.NoError(t, err)
@@ -265,7 +264,7 @@ func TestLegacyReadChunk(t *testing.T) {
 			for _, r := range reads {
 				assert.LessOrEqual(t, r, chunk)
 			}
-			m, err := migration.Default()
+			m, err := layoutMigrator()
 			require.NoError(t, err)
 			_, err = m.Up(context.Background(), conn)
 			require.NoError(t, err)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/securemsg/storage/internal/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storetest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
@@ -294,16 +296,23 @@ func TestOpenRefusesChangedDefinitions(t *testing.T) {
 // A file whose tables and indexes were re-created with the defined
 // definitions spelled otherwise (keywords' case, quoting, spacing,
 // comments) opens: definitions are compared, not their text.
+//
+// The table is spelled as migrations 14 and 15 define it, so the file is
+// opened at migration 15: a later migration may change the table.
 func TestOpenAcceptsDefinitionsSpelledOtherwise(t *testing.T) {
-	ctx := context.Background()
-	path, keys := storeFile(t)
+	ctx := sqliteaccess.WithMigrator(context.Background(), migrationtest.Through(t, "15"))
+	path := filepath.Join(t.TempDir(), "client.db")
+	keys := storetest.NewKeyring(t)
+	s, err := sqlitestore.Open(ctx, path, keys)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
 	doctor(t, nil, path, recreate("pending_outbound_message", `create table "pending_outbound_message"(
 		"sequence" integer not null primary key autoincrement, -- the cursor
 		[recipient_user_id] text not null, `+"`recipient_device_id`"+` integer NOT NULL check(recipient_device_id>=0),
 		logical_id   blob not NULL   CHECK ( LENGTH(logical_id)=16 ), /* sealed */ sealed BLOB NOT NULL,
 		unique("recipient_user_id",recipient_device_id , logical_id))`, pendingColumns, pendingColumns,
 		`create index "pending_outbound_message_recipient" on pending_outbound_message(recipient_user_id,recipient_device_id,"sequence")`)...)
-	s, err := sqlitestore.Open(ctx, path, keys)
+	s, err = sqlitestore.Open(ctx, path, keys)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 }

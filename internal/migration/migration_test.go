@@ -82,14 +82,38 @@ func indexColumns(tb testing.TB, conn *sql.DB, index string) []string {
 	return queryStrings(tb, conn, `SELECT name FROM pragma_index_info(?) ORDER BY seqno`, index)
 }
 
-// requireHeadSchema checks that conn is at user_version 15 with version
-// 15's index on its columns.
+// requireHeadSchema checks that conn is at the head's user_version and
+// has the schema of a new database migrated to head.
 func requireHeadSchema(tb testing.TB, conn *sql.DB) {
 	tb.Helper()
-	require.Equal(tb, 15, userVersion(tb, conn))
+	require.Equal(tb, migrationtest.HeadNumber(tb), userVersion(tb, conn))
+	require.Equal(tb, schemaOf(tb, atHead(tb)), schemaOf(tb, conn))
+}
+
+// requireIndex15 checks that conn has version 15's index on its columns.
+func requireIndex15(tb testing.TB, conn *sql.DB) {
+	tb.Helper()
 	require.Equal(tb,
 		[]string{"recipient_user_id", "recipient_device_id", "sequence"},
 		indexColumns(tb, conn, "pending_outbound_message_recipient"))
+}
+
+// schemaOf returns conn's schema objects (type, name, table, SQL).
+func schemaOf(tb testing.TB, conn *sql.DB) []string {
+	tb.Helper()
+	return queryStrings(tb, conn, `SELECT type || ' ' || name || ' ' || tbl_name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
+}
+
+// above returns m's versions above v, oldest first: what Up applies to a
+// database at v.
+func above(m *migration.Migrator, v string) []string {
+	versions := m.Versions()
+	for i, x := range versions {
+		if x == v && i+1 < len(versions) {
+			return versions[i+1:]
+		}
+	}
+	return nil
 }
 
 // requireUpNoop checks that Up on conn, at m's head, applies nothing and
@@ -160,9 +184,28 @@ func openThen(open func(tb testing.TB) *sql.DB, stmts ...string) func(tb testing
 	}
 }
 
-// futureRevision records version 16, which this code does not know, as
-// applied.
-const futureRevision = migrationtest.FutureRevision
+// futureRevision records the version after head, which this code does
+// not know, as applied.
+func futureRevision(tb testing.TB) string { return migrationtest.FutureRevision(tb) }
+
+// thenExec returns a setup that opens a database with open and then runs
+// the statements stmts returns for it.
+func thenExec(open func(tb testing.TB) *sql.DB, stmts ...func(tb testing.TB) string) func(tb testing.TB) *sql.DB {
+	return func(tb testing.TB) *sql.DB {
+		tb.Helper()
+		conn := open(tb)
+		for _, s := range stmts {
+			exec(tb, conn, s(tb))
+		}
+		return conn
+	}
+}
+
+// stmt returns a statement as thenExec takes it.
+func stmt(s string) func(testing.TB) string { return func(testing.TB) string { return s } }
+
+// userVersionNext sets user_version to the version after head.
+func userVersionNext(tb testing.TB) string { return "PRAGMA user_version = " + migrationtest.Next(tb) }
 
 // sumFS returns a directory holding files and an atlas.sum over them.
 var sumFS = migrationtest.SumFS
@@ -179,29 +222,58 @@ func TestUpFreshDatabase(t *testing.T) {
 
 	applied, err := m.Up(ctx, conn)
 	require.NoError(t, err)
-	require.Equal(t, []string{"14", "15"}, applied)
+	require.Equal(t, m.Versions(), applied)
 
+	revs := revisions(t, conn)
+	require.Len(t, revs, len(m.Versions()))
+	// Versions 14 and 15 are landed: their statement counts are facts.
 	require.Equal(t, []revisionRow{
 		{Version: "14", Type: int(migrate.RevisionTypeExecute), Applied: 8, Total: 8},
 		{Version: "15", Type: int(migrate.RevisionTypeExecute), Applied: 1, Total: 1},
-	}, revisions(t, conn))
-	requireHeadSchema(t, conn)
-
-	var onTable string
-	require.NoError(t, conn.QueryRow(
-		`SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'pending_outbound_message_recipient'`,
-	).Scan(&onTable))
-	require.Equal(t, "pending_outbound_message", onTable)
+	}, revs[:2])
+	for i, r := range revs {
+		require.Equal(t, m.Versions()[i], r.Version)
+		require.Equal(t, int(migrate.RevisionTypeExecute), r.Type, r.Version)
+		require.Equal(t, r.Total, r.Applied, r.Version)
+		require.Empty(t, r.Error, r.Version)
+	}
+	require.Equal(t, migrationtest.HeadNumber(t), userVersion(t, conn))
 
 	// Running again is a no-op.
 	requireUpNoop(t, m, conn)
 }
 
+// TestMigration15 checks what migration 15 does, as a fact of that
+// migration: on a version-14 database it adds the per-recipient index on
+// pending_outbound_message and nothing else.
+func TestMigration15(t *testing.T) {
+	ctx := context.Background()
+	conn := mustOpen(t)
+	_, err := migrationtest.Through(t, "14").Up(ctx, conn)
+	require.NoError(t, err)
+	before := schemaOf(t, conn)
+
+	applied, err := migrationtest.Through(t, "15").Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, []string{"15"}, applied)
+	require.Equal(t, 15, userVersion(t, conn))
+	requireIndex15(t, conn)
+	var onTable string
+	require.NoError(t, conn.QueryRow(
+		`SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND name = 'pending_outbound_message_recipient'`,
+	).Scan(&onTable))
+	require.Equal(t, "pending_outbound_message", onTable)
+	after := schemaOf(t, conn)
+	require.Len(t, after, len(before)+1, "one object added")
+	require.Subset(t, after, before)
+}
+
 func TestStatus(t *testing.T) {
 	ctx := context.Background()
 	m := mustDefault(t)
-	require.Equal(t, "15", m.Head())
-	require.Equal(t, []string{"14", "15"}, m.Versions())
+	head := migrationtest.Head(t)
+	require.Equal(t, head, m.Head())
+	require.Equal(t, []string{"14", "15"}, m.Versions()[:2], "the landed versions")
 
 	tests := []struct {
 		name  string
@@ -211,17 +283,17 @@ func TestStatus(t *testing.T) {
 		{
 			name:  "empty file",
 			setup: mustOpen,
-			want:  migration.Status{Current: "", Pending: []string{"14", "15"}},
+			want:  migration.Status{Current: "", Pending: m.Versions()},
 		},
 		{
 			name:  "legacy v14 without history",
 			setup: openV14,
-			want:  migration.Status{Current: "14", Pending: []string{"15"}},
+			want:  migration.Status{Current: "14", Pending: above(m, "14")},
 		},
 		{
 			name:  "head",
 			setup: atHead,
-			want:  migration.Status{Current: "15"},
+			want:  migration.Status{Current: head},
 		},
 	}
 	for _, tt := range tests {
@@ -244,14 +316,14 @@ func TestStatusBeforeAndAfterUp(t *testing.T) {
 	st, err := m.Status(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, "", st.Current)
-	require.Equal(t, []string{"14", "15"}, st.Pending)
+	require.Equal(t, m.Versions(), st.Pending)
 
 	_, err = m.Up(ctx, conn)
 	require.NoError(t, err)
 
 	st, err = m.Status(ctx, conn)
 	require.NoError(t, err)
-	require.Equal(t, "15", st.Current)
+	require.Equal(t, m.Head(), st.Current)
 	require.Empty(t, st.Pending)
 }
 
@@ -272,7 +344,10 @@ func TestPlanChangesNothing(t *testing.T) {
 		conn := mustOpen(t)
 		plan := planOf(t, conn)
 
-		require.Len(t, plan, 2)
+		require.Len(t, plan, len(m.Versions()))
+		for i, p := range plan {
+			require.Equal(t, m.Versions()[i], p.Version)
+		}
 		require.Equal(t, "14", plan[0].Version)
 		require.Equal(t, "baseline", plan[0].Description)
 		require.Len(t, plan[0].Statements, 8)
@@ -289,8 +364,11 @@ func TestPlanChangesNothing(t *testing.T) {
 
 	t.Run("legacy v14", func(t *testing.T) {
 		plan := planOf(t, openV14(t))
-		require.Len(t, plan, 1)
-		require.Equal(t, "15", plan[0].Version)
+		var versions []string
+		for _, p := range plan {
+			versions = append(versions, p.Version)
+		}
+		require.Equal(t, above(m, "14"), versions)
 	})
 
 	t.Run("head", func(t *testing.T) {
@@ -447,16 +525,16 @@ func TestRefusesNewerDatabase(t *testing.T) {
 		setup func(tb testing.TB) *sql.DB
 	}{
 		{
-			name:  "schema_revision records version 16",
-			setup: openThen(atHead, futureRevision, `CREATE TABLE future_table (id INTEGER PRIMARY KEY)`, "PRAGMA user_version = 16"),
+			name:  "schema_revision records the version after head",
+			setup: thenExec(atHead, futureRevision, stmt(`CREATE TABLE future_table (id INTEGER PRIMARY KEY)`), userVersionNext),
 		},
 		{
-			name:  "schema_revision records version 16, user_version still 15",
-			setup: openThen(atHead, futureRevision),
+			name:  "schema_revision records the version after head, user_version still head",
+			setup: thenExec(atHead, futureRevision),
 		},
-		{name: "user_version 16 at head", setup: openThen(atHead, "PRAGMA user_version = 16")},
-		{name: "user_version 16 without history", setup: openThen(openV14, "PRAGMA user_version = 16")},
-		{name: "user_version 16 on an empty file", setup: openThen(mustOpen, "PRAGMA user_version = 16")},
+		{name: "user_version after head at head", setup: thenExec(atHead, userVersionNext)},
+		{name: "user_version after head without history", setup: thenExec(openV14, userVersionNext)},
+		{name: "user_version after head on an empty file", setup: thenExec(mustOpen, userVersionNext)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -483,10 +561,18 @@ func TestRefusesUnknownState(t *testing.T) {
 			},
 		},
 		{
-			name: "head tables, user_version 15, no history",
+			name: "version-15 tables, user_version 15, no history",
 			setup: openThen(openV14, `CREATE INDEX pending_outbound_message_recipient
 					ON pending_outbound_message (recipient_user_id, recipient_device_id, sequence)`,
 				"PRAGMA user_version = 15"),
+		},
+		{
+			name: "head tables, head's user_version, no history",
+			setup: func(tb testing.TB) *sql.DB {
+				conn := atHead(tb)
+				exec(tb, conn, "DROP TABLE schema_revision")
+				return conn
+			},
 		},
 		{
 			name:  "empty history table beside unrelated tables",
@@ -548,10 +634,11 @@ func TestAdoptsLegacyV14(t *testing.T) {
 	}
 	require.Len(t, rowsBefore["pending_outbound_message"], 2)
 
-	applied, err := m.Up(ctx, conn)
+	// Migration 15, a fact of that migration: adopted at 14, only 15
+	// runs, and no row changes.
+	applied, err := migrationtest.Through(t, "15").Up(ctx, conn)
 	require.NoError(t, err)
 	require.Equal(t, []string{"15"}, applied, "only version 15 runs on a v14 database")
-
 	for _, tbl := range tables {
 		require.Equal(t, rowsBefore[tbl], tabledump.Rows(t, conn, tbl), "rows of %s", tbl)
 	}
@@ -559,13 +646,35 @@ func TestAdoptsLegacyV14(t *testing.T) {
 		{Version: "14", Type: int(migrate.RevisionTypeBaseline)},
 		{Version: "15", Type: int(migrate.RevisionTypeExecute), Applied: 1, Total: 1},
 	}, revisions(t, conn))
+	requireIndex15(t, conn)
+
+	// Then the rest of the directory, up to head.
+	applied, err = m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, above(m, "15"), applied)
+	require.Len(t, revisions(t, conn), len(m.Versions()))
 	requireHeadSchema(t, conn)
 
 	st, err := m.Status(ctx, conn)
 	require.NoError(t, err)
-	require.Equal(t, migration.Status{Current: "15"}, st)
+	require.Equal(t, migration.Status{Current: m.Head()}, st)
 
 	requireUpNoop(t, m, conn)
+}
+
+// TestAdoptsLegacyV14AtHead: Up on a version-14 database without history
+// adopts it at 14 and applies exactly every later version in one call.
+func TestAdoptsLegacyV14AtHead(t *testing.T) {
+	ctx := context.Background()
+	conn := openV14(t)
+	m := mustDefault(t)
+	applied, err := m.Up(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, above(m, "14"), applied)
+	revs := revisions(t, conn)
+	require.Equal(t, revisionRow{Version: "14", Type: int(migrate.RevisionTypeBaseline)}, revs[0])
+	require.Len(t, revs, len(m.Versions()))
+	requireHeadSchema(t, conn)
 }
 
 // TestAdoptedAndFreshSchemasMatch compares a v14 database migrated to head
@@ -665,7 +774,7 @@ func TestConcurrentUp(t *testing.T) {
 	for _, a := range applied {
 		if len(a) > 0 {
 			ran++
-			require.Equal(t, []string{"14", "15"}, a)
+			require.Equal(t, m.Versions(), a)
 		}
 	}
 	require.Equal(t, 1, ran, "%v", applied)
@@ -673,7 +782,7 @@ func TestConcurrentUp(t *testing.T) {
 	conn, err := sql.Open("sqlite3", dsn(path))
 	require.NoError(t, err)
 	defer conn.Close()
-	require.Len(t, revisions(t, conn), 2)
+	require.Len(t, revisions(t, conn), len(m.Versions()))
 }
 
 // Linking package migration, as every application does through
@@ -685,14 +794,15 @@ func TestRegistersNoDriver(t *testing.T) {
 }
 
 // A migration file added below the database's version (13_late.sql, under
-// the landed 14 and 15, rehashed) is never run on an existing database
+// the landed versions, rehashed) is never run on an existing database
 // while a new one gets it: Status names it, Up and Plan refuse it naming
 // the file, and nothing changes. A new database gets every file.
 func TestOutOfOrderMigration(t *testing.T) {
 	ctx := context.Background()
 	m, err := migration.New(migrationtest.WithMigrations(t, migrationtest.LateMigration), ".")
 	require.NoError(t, err)
-	require.Equal(t, []string{"13", "14", "15"}, m.Versions())
+	require.Equal(t, append([]string{"13"}, mustDefault(t).Versions()...), m.Versions())
+	head := m.Head()
 	// at14 has the history of version 14 only.
 	at14 := func(tb testing.TB) *sql.DB {
 		tb.Helper()
@@ -709,9 +819,9 @@ func TestOutOfOrderMigration(t *testing.T) {
 		current string
 		pending []string
 	}{
-		{name: "at head", setup: atHead, current: "15"},
-		{name: "at 14", setup: at14, current: "14", pending: []string{"15"}},
-		{name: "legacy v14 without history", setup: openV14, current: "14", pending: []string{"15"}},
+		{name: "at head", setup: atHead, current: head},
+		{name: "at 14", setup: at14, current: "14", pending: above(m, "14")},
+		{name: "legacy v14 without history", setup: openV14, current: "14", pending: above(m, "14")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -735,9 +845,43 @@ func TestOutOfOrderMigration(t *testing.T) {
 		conn := mustOpen(t)
 		applied, err := m.Up(ctx, conn)
 		require.NoError(t, err)
-		require.Equal(t, []string{"13", "14", "15"}, applied)
+		require.Equal(t, m.Versions(), applied)
 		st, err := m.Status(ctx, conn)
 		require.NoError(t, err)
-		require.Equal(t, migration.Status{Current: "15"}, st)
+		require.Equal(t, migration.Status{Current: head}, st)
 	})
+}
+
+// TestThrough: Through stops the directory at a version, keeps every
+// file's history hash, and refuses a version the directory lacks.
+func TestThrough(t *testing.T) {
+	m := mustDefault(t)
+	for i, v := range m.Versions() {
+		through, err := m.Through(v)
+		require.NoError(t, err)
+		require.Equal(t, m.Versions()[:i+1], through.Versions())
+		require.Equal(t, v, through.Head())
+	}
+	for _, v := range []string{"13", migrationtest.Next(t), "x"} {
+		_, err := m.Through(v)
+		require.ErrorIs(t, err, migration.ErrDirectory, v)
+	}
+
+	// A database migrated through 14 and then by m has the history of
+	// one migrated by m alone.
+	ctx := context.Background()
+	stepwise, whole := mustOpen(t), mustOpen(t)
+	first, err := m.Through("14")
+	require.NoError(t, err)
+	_, err = first.Up(ctx, stepwise)
+	require.NoError(t, err)
+	_, err = m.Up(ctx, stepwise)
+	require.NoError(t, err)
+	_, err = m.Up(ctx, whole)
+	require.NoError(t, err)
+	hashes := func(conn *sql.DB) []string {
+		return queryStrings(t, conn, `SELECT version || ' ' || hash FROM schema_revision ORDER BY CAST(version AS INTEGER)`)
+	}
+	require.Equal(t, hashes(whole), hashes(stepwise))
+	require.Len(t, hashes(whole), len(m.Versions()))
 }

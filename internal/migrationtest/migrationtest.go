@@ -19,6 +19,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"testing"
 	"testing/fstest"
 
@@ -30,11 +31,44 @@ import (
 	"github.com/securemsg/storage/schema"
 )
 
-// FutureRevision is a statement recording version 16, which this code does
-// not know, as applied in schema_revision.
-const FutureRevision = `INSERT INTO schema_revision
+// Head returns the head version of the embedded migration directory,
+// failing tb if it is damaged. Tests take the head from here, never as a
+// literal, so that adding a migration does not break them.
+func Head(tb testing.TB) string {
+	tb.Helper()
+	return Default(tb).Head()
+}
+
+// HeadNumber is Head as a number.
+func HeadNumber(tb testing.TB) int {
+	tb.Helper()
+	n, err := strconv.Atoi(Head(tb))
+	require.NoError(tb, err)
+	return n
+}
+
+// Next returns the version after the embedded head (head+1): the version
+// of a test's scratch migration, and one this code does not know.
+func Next(tb testing.TB) string {
+	tb.Helper()
+	return strconv.Itoa(HeadNumber(tb) + 1)
+}
+
+// NextFile returns the name of a scratch migration file of version Next
+// with the given description: "<next>_<description>.sql".
+func NextFile(tb testing.TB, description string) string {
+	tb.Helper()
+	return Next(tb) + "_" + description + ".sql"
+}
+
+// FutureRevision returns a statement recording version Next, which this
+// code does not know, as applied in schema_revision.
+func FutureRevision(tb testing.TB) string {
+	tb.Helper()
+	return `INSERT INTO schema_revision
 	(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
-	VALUES ('16', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`
+	VALUES ('` + Next(tb) + `', 'future', 2, 1, 1, 0, 0, 'h1:x', 'newer')`
+}
 
 // SumFS returns a directory holding files (name to content) and an
 // atlas.sum computed over them the way `atlas migrate hash` does, so
@@ -80,6 +114,19 @@ func WithMigrations(tb testing.TB, files map[string]string) fstest.MapFS {
 		all[n] = c
 	}
 	return SumFS(tb, all)
+}
+
+// Through returns the embedded directory through version
+// (migration.Migrator.Through): the directory as it stood when version was
+// head. Tests check what a
+// migration does with it (migration 15's index on a version-14 database)
+// as a fact of that migration, true whatever comes after it. It fails tb
+// if the directory has no such version.
+func Through(tb testing.TB, version string) *migration.Migrator {
+	tb.Helper()
+	m, err := Default(tb).Through(version)
+	require.NoError(tb, err)
+	return m
 }
 
 // LateMigration is a migration file added below the landed head: version

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestSumFSMatchesCheckedInSum(t *testing.T) {
 			files[e.Name()] = string(b)
 		}
 	}
-	require.Len(t, files, 2)
+	require.Len(t, files, len(migrationtest.Default(t).Versions()), "every version's file")
 	want, err := os.ReadFile(filepath.Join(realDir, migrate.HashFileName))
 	require.NoError(t, err)
 
@@ -69,6 +70,48 @@ func TestSumFSCoversEveryFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeadAndNext: the head is the embedded directory's newest version,
+// Next the one after it, and Through a directory that stops at a version
+// with the same history hashes as the whole directory's.
+func TestHeadAndNext(t *testing.T) {
+	m := migrationtest.Default(t)
+	versions := m.Versions()
+	require.Equal(t, versions[len(versions)-1], migrationtest.Head(t))
+	require.Equal(t, strconv.Itoa(migrationtest.HeadNumber(t)+1), migrationtest.Next(t))
+	require.Equal(t, migrationtest.Next(t)+"_x.sql", migrationtest.NextFile(t, "x"))
+	require.Contains(t, migrationtest.FutureRevision(t), "'"+migrationtest.Next(t)+"', 'future'")
+
+	whole, err := m.Dir().Checksum()
+	require.NoError(t, err)
+	for i, v := range versions {
+		through := migrationtest.Through(t, v)
+		require.Equal(t, versions[:i+1], through.Versions(), v)
+		sum, err := through.Dir().Checksum()
+		require.NoError(t, err)
+		for _, f := range versions[:i+1] {
+			want, err := whole.SumByName(fileOf(t, m, f))
+			require.NoError(t, err)
+			got, err := sum.SumByName(fileOf(t, m, f))
+			require.NoError(t, err)
+			require.Equal(t, want, got, "version %s's hash through %s", f, v)
+		}
+	}
+}
+
+// fileOf returns the name of m's file of version v.
+func fileOf(t *testing.T, m interface{ Dir() migrate.Dir }, v string) string {
+	t.Helper()
+	files, err := m.Dir().Files()
+	require.NoError(t, err)
+	for _, f := range files {
+		if f.Version() == v {
+			return f.Name()
+		}
+	}
+	t.Fatalf("no file of version %s", v)
+	return ""
 }
 
 func TestBaselineSQL(t *testing.T) {

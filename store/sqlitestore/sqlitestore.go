@@ -321,17 +321,19 @@ func (s *Store) init(ctx context.Context, o options) error {
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("enable wal: journal mode is %q", mode)
 	}
-	if _, err := m.Up(ctx, s.conn); err != nil {
-		return err
-	}
 	// A database from before sealing keeps its pending queue in plaintext:
-	// seal it now, if asked to (a no-op on a sealed database). Before the
+	// seal it now, if asked to, between the migrations up to the version
+	// its layout belongs to and the later ones (legacy.Upgrade). Before the
 	// key check, which would record a marked key on a database that
 	// records none (the migration records the key itself there) and marks
 	// an unmarked verifier: either would make the migration refuse the
 	// database.
-	if o.upgrade {
-		if _, err := legacy.MigratePlaintextWith(ctx, s.conn, s.keys, o.legacy); err != nil {
+	if !o.upgrade {
+		if _, err := m.Up(ctx, s.conn); err != nil {
+			return err
+		}
+	} else {
+		if _, err := legacy.Upgrade(ctx, s.conn, m, s.keys, o.legacy); err != nil {
 			return err
 		}
 		// The rebuilt pending table is held to the migrations' definitions.

@@ -14,13 +14,15 @@ import (
 	"github.com/securemsg/storage/internal/migrationtest"
 )
 
-// withV16 returns the Migrator of the embedded directory with a version
-// 16 of sql and, when decl is not "", its declaration file.
-func withV16(t *testing.T, sql, decl string) *migration.Migrator {
+// withNext returns the Migrator of the embedded directory with a next
+// version (head+1, migrationtest.NextFile) of sql and, when decl is not
+// "", its declaration file.
+func withNext(t *testing.T, sql, decl string) *migration.Migrator {
 	t.Helper()
-	fsys := migrationtest.WithMigrations(t, map[string]string{"16_change.sql": sql})
+	name := migrationtest.NextFile(t, "change")
+	fsys := migrationtest.WithMigrations(t, map[string]string{name: sql})
 	if decl != "" {
-		fsys["16_change"+DeclaredSuffix] = &fstest.MapFile{Data: []byte(decl)}
+		fsys[strings.TrimSuffix(name, ".sql")+DeclaredSuffix] = &fstest.MapFile{Data: []byte(decl)}
 	}
 	m, err := migration.New(fsys, ".")
 	require.NoError(t, err)
@@ -50,8 +52,8 @@ const lastSeenDeclared = `{"fixtures": {"14": {"session": [
 
 const backfill = "ALTER TABLE session ADD COLUMN last_seen INTEGER;\nUPDATE session SET last_seen = device_id * 10;\n"
 
-// TestProveSchemaChanges proves the version-14 fixture at a head 16 of
-// each kind of change: what keeps the data passes, an undeclared change
+// TestProveSchemaChanges proves the version-14 fixture at a next head
+// (head+1; "{next}" in an expected error) of each kind of change: what keeps the data passes, an undeclared change
 // to it fails naming the table, row and column, and a declared one passes
 // only with the values it declares.
 func TestProveSchemaChanges(t *testing.T) {
@@ -77,7 +79,7 @@ func TestProveSchemaChanges(t *testing.T) {
 		{
 			name: "declared value differs", sql: backfill, line: 101,
 			decl: strings.Replace(lastSeenDeclared, `"last_seen": 20`, `"last_seen": 21`, 1),
-			fail: "table session, row (user_id='bob', device_id=2), column last_seen: 20 after the migration, 16_change.expect.json declares 21",
+			fail: "table session, row (user_id='bob', device_id=2), column last_seen: 20 after the migration, {next}_change.expect.json declares 21",
 		},
 		{
 			name: "rebuild that loses a row", sql: strings.Replace(sessionRebuild, "FROM session;", "FROM session WHERE device_id = 1;", 1), line: 101,
@@ -90,16 +92,16 @@ func TestProveSchemaChanges(t *testing.T) {
 		{
 			name: "declaration naming a row the fixture lacks", sql: backfill,
 			decl: `{"fixtures": {"14": {"session": [{"key": {"user_id": "zed", "device_id": 1}, "set": {"last_seen": 1}}]}}}`,
-			fail: "16_change.expect.json: fixture 14 holds no session row (user_id='zed', device_id=1)",
+			fail: "{next}_change.expect.json: fixture 14 holds no session row (user_id='zed', device_id=1)",
 		},
 		{
 			name: "declaration of an unknown field", sql: backfill, decl: `{"fixture": {}}`,
-			fail: `16_change.expect.json: json: unknown field "fixture"`,
+			fail: `{next}_change.expect.json: json: unknown field "fixture"`,
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			checks, err := prove(context.Background(), withV16(t, tt.sql, tt.decl), version14.Files, "14", &out)
+			checks, err := prove(context.Background(), withNext(t, tt.sql, tt.decl), version14.Files, "14", &out)
 			if tt.fail == "" {
 				require.NoError(t, err, out.String())
 				return
@@ -112,7 +114,7 @@ func TestProveSchemaChanges(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, failed, out.String())
-			require.Contains(t, failed[0].Error, tt.fail)
+			require.Contains(t, failed[0].Error, strings.ReplaceAll(tt.fail, "{next}", migrationtest.Next(t)))
 			if tt.line > 0 {
 				require.Equal(t, FixtureFile, failed[0].File)
 				require.Equal(t, tt.line, failed[0].Line)
@@ -193,7 +195,7 @@ func TestDataChecksDuplicateWithoutKey(t *testing.T) {
 }
 
 func TestJSONLiteral(t *testing.T) {
-	m := withV16(t, backfill, `{"fixtures": {"14": {"session": [{"key": {"user_id": "bob", "device_id": 1},
+	m := withNext(t, backfill, `{"fixtures": {"14": {"session": [{"key": {"user_id": "bob", "device_id": 1},
 	  "set": {"a": "it's", "b": 2, "c": 2.0, "d": 1e3, "e": null, "f": {"hex": "00AB"}}}]}}}`)
 	files, err := readDeclared(m)
 	require.NoError(t, err)
@@ -201,15 +203,16 @@ func TestJSONLiteral(t *testing.T) {
 	ctx := context.Background()
 	_, conn, before, _, _ := migrated(t)
 	_ = conn
-	e, err := expectationFor(files, []string{"15", "16"}, "14", before)
+	e, err := expectationFor(files, versionsAbove(m, "14"), "14", before)
 	require.NoError(t, err)
 	got := map[string]string{}
 	for c, d := range e.set["session"]["'bob'"+keySep+"1"] {
 		got[c] = d.value
 	}
 	require.Equal(t, map[string]string{"a": "'it''s'", "b": "2", "c": "2.0", "d": "1000.0", "e": "NULL", "f": "X'00AB'"}, got)
-	// Not applied to a fixture at 16, nor to another fixture's version.
-	e, err = expectationFor(files, nil, "16", before)
+	// Not applied to a fixture at the next version, nor to another
+	// fixture's version.
+	e, err = expectationFor(files, nil, migrationtest.Next(t), before)
 	require.NoError(t, err)
 	require.Empty(t, e.set)
 	_ = ctx
@@ -217,12 +220,13 @@ func TestJSONLiteral(t *testing.T) {
 
 func TestDeclarationWithoutMigration(t *testing.T) {
 	fsys := migrationtest.WithMigrations(t, nil)
-	fsys["16_gone"+DeclaredSuffix] = &fstest.MapFile{Data: []byte(`{"fixtures": {}}`)}
+	gone := migrationtest.Next(t) + "_gone"
+	fsys[gone+DeclaredSuffix] = &fstest.MapFile{Data: []byte(`{"fixtures": {}}`)}
 	m, err := migration.New(fsys, ".")
 	require.NoError(t, err)
 	_, err = readDeclared(m)
 	require.ErrorIs(t, err, ErrDeclared)
-	require.ErrorContains(t, err, "16_gone.expect.json declares the changes of 16_gone.sql, which is not in the migration directory")
+	require.ErrorContains(t, err, gone+".expect.json declares the changes of "+gone+".sql, which is not in the migration directory")
 }
 
 func TestRowLine(t *testing.T) {

@@ -27,7 +27,8 @@ const DeclaredSuffix = ".expect.json"
 var ErrDeclared = errors.New("frozen: declared changes")
 
 // Declared is the content of a declaration file. It holds, per fixture
-// schema version ("14" for fixtures/version14) and per table, the rows the
+// ("14" for fixtures/version14, by its schema version; LegacyFixture for
+// fixtures/legacy) and per table, the rows the
 // migration changes, each named by its primary key: the values it sets
 // (Set) or its removal (Deleted). Dropped lists the tables and columns
 // ("table" or "table.column") the migration drops with their data. Values

@@ -13,7 +13,9 @@
 // migrations' authors declared (DeclaredSuffix), that the schema and
 // history are head's, and that the store still reads the same contents. The
 // version-14 fixture, which records its contents in expected.json, is
-// proved by the same code; Find lists it with the others.
+// proved by the same code; Find lists it with the others. ProveLegacy
+// proves the legacy plaintext fixture (fixtures/legacy, FindLegacy) the
+// same way, through the store's legacy upgrade.
 //
 // Dump is the one renderer of a database's rows for the fixtures: Freeze
 // writes it as fixture.sql and Prove compares a dump taken before the

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// guideCheckoutEnv is set, to the checkout's path, in the tests that
+// TestGuideNextMigrationKeepsTestsGreen runs inside its checkout, so that
+// it does not run itself there again.
+const guideCheckoutEnv = "MIGRATE_GUIDE_CHECKOUT"
+
+// guideNextMigration is the next version the guide test adds: a column
+// with a DEFAULT on the pending table (which the legacy upgrade rebuilds)
+// and an index on it.
+const guideNextMigration = `-- Delivery attempts of each pending message, and the index that finds
+-- the messages tried most.
+ALTER TABLE pending_outbound_message ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX pending_outbound_message_attempts ON pending_outbound_message (attempts);
+`
+
+// TestGuideNextMigrationKeepsTestsGreen exists because adding the next
+// migration must be routine: no test of either module may hard-wire the
+// head, and the legacy upgrade and the fixture proofs must follow it. It
+// copies the checkout (the files git tracks, and the untracked ones it
+// does not ignore, as they are on disk) into a temporary directory, adds
+// the next version there by the guide's "Adding a migration" steps
+// (cmd/migrate/README.md) as a developer runs them (build bin/migrate,
+// write NN_description.sql, then every command of the steps in order:
+// hash, lint, plan, sqlc's generate, plans, schema-doc, fixture-test and
+// freeze, each with -dir schema/migrations as the guide allows), and then
+// runs both modules' tests there (go test ./... and go -C cmd test
+// ./..., without -race): all must pass. The repository itself is never
+// written. It takes minutes (it builds and runs both modules' tests once
+// more); -short skips it, and CI runs it (go -C cmd test -race ./...).
+func TestGuideNextMigrationKeepsTestsGreen(t *testing.T) {
+	if os.Getenv(guideCheckoutEnv) != "" {
+		t.Skip("inside the guide test's own checkout")
+	}
+	if testing.Short() {
+		t.Skip("-short: the guide test builds and runs both modules' tests (minutes)")
+	}
+	root, err := filepath.Abs(repo)
+	require.NoError(t, err)
+	start := time.Now()
+	phase := func(name string, since time.Time) {
+		t.Logf("%s: %s", name, time.Since(since).Round(100*time.Millisecond))
+	}
+
+	checkout := copyCheckout(t, root)
+	phase("copy the checkout", start)
+
+	// run runs a command in the checkout and requires its exit code.
+	run := func(want int, name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = checkout
+		cmd.Env = append(os.Environ(), guideCheckoutEnv+"="+checkout)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		code := 0
+		if err != nil {
+			ee, ok := err.(*exec.ExitError)
+			require.True(t, ok, "%s %v: %v", name, args, err)
+			code = ee.ExitCode()
+		}
+		require.Equal(t, want, code, "%s %s\n%s", name, strings.Join(args, " "), tail(out.String(), 200))
+		return out.String()
+	}
+
+	// The build line of "In a pipeline", then the hand step.
+	readme, err := os.ReadFile(filepath.Join(checkout, "cmd", "migrate", "README.md"))
+	require.NoError(t, err)
+	const build = "go -C cmd build -o ../bin/ ./migrate"
+	require.Contains(t, string(readme), "    "+build+"\n", "the guide's build command")
+	t0 := time.Now()
+	run(0, "go", strings.Fields(build)[1:]...)
+	phase("build bin/migrate", t0)
+	next := nextVersion(t)
+	migrations := filepath.Join("schema", "migrations")
+	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, nextFile(t, "pending_attempts")), []byte(guideNextMigration), 0o644))
+
+	section := string(readme)
+	i := strings.Index(section, "\n## Adding a migration\n")
+	require.GreaterOrEqual(t, i, 0)
+	section = section[i+1:]
+	if j := strings.Index(section[1:], "\n#"); j >= 0 {
+		section = section[:j+1]
+	}
+	var ran []string
+	for _, s := range guideSteps(t, section) {
+		t0 := time.Now()
+		if s.args == nil {
+			require.Contains(t, s.text, "sqlc generate", "a command of the guide this test does not know")
+			f := strings.Fields(s.text)
+			run(0, f[0], f[1:]...)
+		} else {
+			want := 0
+			if s.args[0] == "plan" {
+				want = exitFinding // the new version is pending on pending.db
+			}
+			run(want, filepath.Join(checkout, "bin", "migrate"), append(s.args, "-dir", migrations)...)
+		}
+		ran = append(ran, s.text)
+		phase(s.text, t0)
+	}
+	require.NotEmpty(t, ran)
+	require.NoFileExists(t, filepath.Join(checkout, "pending.db"), "plan creates nothing")
+
+	// What the steps made: the frozen fixture of the new version, the
+	// regenerated documents and store code.
+	fixture, err := os.ReadFile(filepath.Join(checkout, "fixtures", "version"+next, "fixture.sql"))
+	require.NoError(t, err)
+	require.Contains(t, string(fixture), `"attempts"`)
+	for file, want := range map[string]string{
+		"queries/PLANS.md":      "# Query plans (schema version " + next + ",",
+		"schema/SCHEMA.md":      "# Schema reference (version " + next + ")",
+		"internal/db/models.go": "Attempts",
+	} {
+		b, err := os.ReadFile(filepath.Join(checkout, filepath.FromSlash(file)))
+		require.NoError(t, err)
+		require.Contains(t, string(b), want, file)
+	}
+
+	// Both modules' tests, at the new head.
+	t0 = time.Now()
+	run(0, "go", "test", "./...")
+	phase("go test ./... at the new head", t0)
+	t0 = time.Now()
+	run(0, "go", "-C", "cmd", "test", "./...")
+	phase("go -C cmd test ./... at the new head", t0)
+	phase("the guide test", start)
+}
+
+// copyCheckout copies the files of the git checkout at root that git
+// tracks or would track (untracked, not ignored), as they are on disk, to
+// a new temporary directory, and returns it. A tracked file deleted on
+// disk is left out.
+func copyCheckout(t *testing.T, root string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	require.NoError(t, err, "git ls-files in %s", root)
+	dst := t.TempDir()
+	for _, name := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		src := filepath.Join(root, filepath.FromSlash(name))
+		fi, err := os.Lstat(src)
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err)
+		to := filepath.Join(dst, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(to), 0o755))
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(src)
+			require.NoError(t, err)
+			require.NoError(t, os.Symlink(target, to))
+			continue
+		}
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(to, b, fi.Mode().Perm()))
+	}
+	return dst
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
