@@ -17,7 +17,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"

@@ -8,8 +8,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/benchpeers"
-	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/testkit/benchpeers"
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 

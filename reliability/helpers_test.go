@@ -13,8 +13,8 @@ import (
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 
-	"github.com/securemsg/storage/internal/storetest"
-	"github.com/securemsg/storage/internal/tabledump"
+	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
 // gitRepo makes a git repository holding a checkout's go.mod and the

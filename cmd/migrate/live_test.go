@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/migrationtest"
-	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/schema"
 )
 

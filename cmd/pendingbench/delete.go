@@ -9,7 +9,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/store"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/securemsg/storage/internal/benchseed"
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store"

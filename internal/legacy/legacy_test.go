@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/securemsg/storage/internal/fixturekit"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -29,7 +29,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqltx"
-	"github.com/securemsg/storage/internal/tabledump"
+	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"

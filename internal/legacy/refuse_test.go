@@ -15,7 +15,7 @@ import (
 
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/fixturekit"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store/sqlitestore"
 )

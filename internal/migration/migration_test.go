@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/migrationtest"
-	"github.com/securemsg/storage/internal/tabledump"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/schema"
 )
 

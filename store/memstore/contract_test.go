@@ -8,7 +8,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/memstore"
 
-	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
-	"github.com/securemsg/storage/internal/storetest"
-	"github.com/securemsg/storage/internal/tabledump"
+	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/internal/testkit/tabledump"
 )
 
 // Open repairs a pending sequence high-water mark (sqlite_sequence) that a

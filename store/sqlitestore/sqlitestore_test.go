@@ -17,7 +17,7 @@ import (
 
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
-	"github.com/securemsg/storage/internal/storetest"
+	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
 // withNext returns the Migrator of the embedded directory with a next

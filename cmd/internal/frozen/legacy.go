@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/securemsg/storage/internal/fixturekit"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/fixtures/version14"
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
 // legacyFixtureDir is the repository's legacy plaintext fixture.

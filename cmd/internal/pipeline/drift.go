@@ -17,7 +17,7 @@ import (
 	"ariga.io/atlas/sql/sqlite"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/fixturekit"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqltx"
 	dbschema "github.com/securemsg/storage/schema"

@@ -3,7 +3,7 @@ package pipeline_test
 import (
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
 var (

@@ -15,7 +15,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/fixturekit"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqltx"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
 // closedDB creates a database file with table t holding rows 1..3 in the

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/schema"
 )
 

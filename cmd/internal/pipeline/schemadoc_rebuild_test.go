@@ -12,7 +12,7 @@ import (
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
 // pinRebuild rebuilds identity_pin as the guide says (new_T, copy, drop,

@@ -11,11 +11,11 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/migrationtest"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/schema"
 )
 
-var realDir = filepath.Join("..", "..", "schema", "migrations")
+var realDir = filepath.Join("..", "..", "..", "schema", "migrations")
 
 // TestSumFSMatchesCheckedInSum: over the real migration files SumFS
 // writes the atlas.sum checked in beside them.

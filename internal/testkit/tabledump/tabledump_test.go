@@ -8,7 +8,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/tabledump"
+	"github.com/securemsg/storage/internal/testkit/tabledump"
 )
 
 // mustOpen returns a new database file in tb.TempDir() holding a table

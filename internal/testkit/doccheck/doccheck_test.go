@@ -54,10 +54,10 @@ func documents(t *testing.T, root string) []string {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs("../..")
+	dir, err := filepath.Abs("../../..")
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(dir, "go.mod"))
-	require.NoError(t, err, "the repository root is two levels up")
+	require.NoError(t, err, "the repository root is three levels up")
 	return dir
 }
 
