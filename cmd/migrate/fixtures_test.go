@@ -15,8 +15,8 @@ import (
 
 	"github.com/securemsg/storage/cmd/internal/frozen"
 	"github.com/securemsg/storage/fixtures/version14"
-	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store/sqlitestore"
 )

@@ -11,12 +11,12 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/testkit/benchpeers"
-	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/internal/testkit/benchpeers"
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/transport/transporttest"
 )

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )

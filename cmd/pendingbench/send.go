@@ -8,10 +8,10 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/testkit/benchpeers"
-	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/internal/testkit/benchpeers"
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 )
 
 // sendRig is a client over a seeded store and a device (in memory) it

@@ -17,10 +17,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

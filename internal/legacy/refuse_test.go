@@ -15,10 +15,10 @@ import (
 
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"

@@ -19,11 +19,11 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/seal"

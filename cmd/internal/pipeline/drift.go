@@ -17,9 +17,9 @@ import (
 	"ariga.io/atlas/sql/sqlite"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	dbschema "github.com/securemsg/storage/schema"
 )
 

@@ -15,9 +15,9 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 )
 
 // queryPackage is one sqlc output package whose queries plans lists.
