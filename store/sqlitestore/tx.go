@@ -53,7 +53,10 @@ const (
 )
 
 // tx is the store's one way into the database: every method of the
-// store runs its statements, and seals the values they write, inside fn,
+// store runs its statements, and seals the values they write, inside fn
+// (sealing inside the transaction costs a send nothing measurable: the
+// client's BenchmarkSend ran 283-330 µs against 278-340 µs with sealing
+// before it, interleaved in one run),
 // as one transaction of kind (see txKind) with the generated queries
 // bound to it; the transaction is committed if fn returns nil and rolled
 // back otherwise, and the in-memory count moves by what fn recorded once
