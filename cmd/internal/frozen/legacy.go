@@ -60,35 +60,13 @@ func FindLegacy(root string) (string, error) {
 // It writes each check to w as it completes and returns the checks; the
 // error is non-nil if a check failed or the proof could not start.
 func ProveLegacy(ctx context.Context, m *migration.Migrator, dir string, w io.Writer) ([]Check, error) {
-	tmp, err := os.MkdirTemp("", "frozen-prove-legacy-")
+	path, cleanup, err := tempFixture("frozen-prove-legacy-")
 	if err != nil {
-		return nil, fmt.Errorf("frozen: %w", err)
+		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	path := filepath.Join(tmp, "fixture.db")
-
-	var checks []Check
-	failed := 0
-	report := func(name string, err error) bool {
-		c := Check{Name: name, OK: err == nil}
-		if err != nil {
-			failed++
-			c.Error = err.Error()
-		}
-		var de *DataError
-		if errors.As(err, &de) && de.Line > 0 {
-			c.File, c.Line = FixtureFile, de.Line
-		}
-		checks = append(checks, c)
-		fmt.Fprintln(w, c)
-		return err == nil
-	}
-	result := func() ([]Check, error) {
-		if failed > 0 {
-			return checks, fmt.Errorf("frozen: %s: %d of %d checks failed", dir, failed, len(checks))
-		}
-		return checks, nil
-	}
+	defer cleanup()
+	l := &checkList{w: w}
+	report, result := l.report, func() ([]Check, error) { return l.result("frozen: " + dir + ": ") }
 
 	fixture, err := os.ReadFile(filepath.Join(dir, FixtureFile))
 	if err == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -163,35 +162,13 @@ func readExpected(m *migration.Migrator, fsys fs.FS) (record, error) {
 
 // prove is Prove on the fixture of schema version version in fsys.
 func prove(ctx context.Context, m *migration.Migrator, fsys fs.FS, version string, w io.Writer) ([]Check, error) {
-	tmp, err := os.MkdirTemp("", "frozen-prove-")
+	path, cleanup, err := tempFixture("frozen-prove-")
 	if err != nil {
-		return nil, fmt.Errorf("frozen: %w", err)
+		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	path := filepath.Join(tmp, "fixture.db")
-
-	var checks []Check
-	failed := 0
-	report := func(name string, err error) bool {
-		c := Check{Name: name, OK: err == nil}
-		if err != nil {
-			failed++
-			c.Error = err.Error()
-		}
-		var de *DataError
-		if errors.As(err, &de) && de.Line > 0 {
-			c.File, c.Line = FixtureFile, de.Line
-		}
-		checks = append(checks, c)
-		fmt.Fprintln(w, c)
-		return err == nil
-	}
-	result := func() ([]Check, error) {
-		if failed > 0 {
-			return checks, fmt.Errorf("%d of %d checks failed", failed, len(checks))
-		}
-		return checks, nil
-	}
+	defer cleanup()
+	l := &checkList{w: w}
+	report, result := l.report, func() ([]Check, error) { return l.result("") }
 
 	rec, err := readRecord(m, fsys, version)
 	if !report(rec.file+" parses", err) {
