@@ -89,27 +89,7 @@ func TestLegacyUpgradeFollowsHead(t *testing.T) {
 
 				s, err := sqlitestore.Open(sqliteaccess.WithMigrator(ctx, m), path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 				require.NoError(t, err)
-				var got []store.PendingMessage
-				req := store.PageRequest{Limit: 4}
-				for {
-					p, err := s.PendingMessages(ctx, req)
-					require.NoError(t, err)
-					got = append(got, p.Messages...)
-					if p.NextAfterSequence == nil {
-						break
-					}
-					req.After = p.NextAfterSequence
-				}
-				require.Len(t, got, len(before))
-				for i, w := range before {
-					assert.Equal(t, w.seq, got[i].Sequence)
-					assert.Equal(t, w.to, got[i].Recipient)
-					assert.Equal(t, w.id, got[i].ID)
-					assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
-				}
-				hw, err := sqliteaccess.SequenceHighWater(ctx, s)
-				require.NoError(t, err)
-				assert.Equal(t, int64(11), hw, "the legacy high-water mark kept")
+				requireLegacyQueue(t, s, before)
 				require.NoError(t, s.Close())
 
 				conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))

@@ -216,27 +216,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.NoError(t, err)
 	defer s.Close()
-	var got []store.PendingMessage
-	req := store.PageRequest{Limit: 4}
-	for {
-		p, err := s.PendingMessages(ctx, req)
-		require.NoError(t, err)
-		got = append(got, p.Messages...)
-		if p.NextAfterSequence == nil {
-			break
-		}
-		req.After = p.NextAfterSequence
-	}
-	require.Len(t, got, len(before))
-	for i, w := range before {
-		assert.Equal(t, w.seq, got[i].Sequence)
-		assert.Equal(t, w.to, got[i].Recipient)
-		assert.Equal(t, w.id, got[i].ID)
-		assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
-	}
-	hw, err := sqliteaccess.SequenceHighWater(ctx, s)
-	require.NoError(t, err)
-	assert.Equal(t, int64(11), hw)
+	requireLegacyQueue(t, s, before)
 	seq, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("after"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), seq, "the next sequence is above the kept high-water mark")
@@ -634,4 +614,33 @@ func versionsAbove14(t *testing.T, m *migration.Migrator) []string {
 	i := slices.Index(vs, migration.LegacyBaselineVersion)
 	require.GreaterOrEqual(t, i, 0, "no version 14 in %v", vs)
 	return vs[i+1:]
+}
+
+// requireLegacyQueue checks that s pages exactly the legacy rows before,
+// each with its original sequence, recipient, id and plaintext, in order,
+// and keeps the legacy high-water mark.
+func requireLegacyQueue(t *testing.T, s *sqlitestore.Store, before []legacyRow) {
+	t.Helper()
+	ctx := context.Background()
+	var got []store.PendingMessage
+	req := store.PageRequest{Limit: 4}
+	for {
+		p, err := s.PendingMessages(ctx, req)
+		require.NoError(t, err)
+		got = append(got, p.Messages...)
+		if p.NextAfterSequence == nil {
+			break
+		}
+		req.After = p.NextAfterSequence
+	}
+	require.Len(t, got, len(before))
+	for i, w := range before {
+		assert.Equal(t, w.seq, got[i].Sequence)
+		assert.Equal(t, w.to, got[i].Recipient)
+		assert.Equal(t, w.id, got[i].ID)
+		assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
+	}
+	hw, err := sqliteaccess.SequenceHighWater(ctx, s)
+	require.NoError(t, err)
+	assert.Equal(t, int64(11), hw, "the legacy high-water mark kept")
 }
