@@ -138,7 +138,9 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 	r, err := c.open(ctx, identity, prekeys, self, p, env)
 	if err != nil {
 		keep = true // open leaves the cached peer as stored
-		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+		// The session's, the pin's and the store's errors name the sender
+		// and what failed: said once.
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	if r.Rejected != nil {
 		if r.Session != nil { // remember the rejected initiation
