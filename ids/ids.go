@@ -6,13 +6,8 @@ package ids
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 )
-
-// ErrInvalid is returned (wrapped) by the validating constructors and
-// methods of this package when an address or id is malformed.
-var ErrInvalid = errors.New("invalid identifier")
 
 // MaxUserIDLen is the longest user id accepted, in bytes.
 const MaxUserIDLen = 256

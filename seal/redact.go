@@ -1,20 +1,12 @@
 package seal
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
 	"strings"
 )
-
-// ErrNotEncodable is what MarshalJSON and MarshalText of a Key or a
-// Keyring return. A key is refused rather than encoded as a redacted
-// value so that an application saving its key through an encoder learns
-// at once that nothing usable was written; Key.Bytes is the one way to
-// a key's bytes, for the application's keystore.
-var ErrNotEncodable = errors.New("key not encodable")
 
 // String returns a redacted description of the key: its id (which every
 // record it seals carries in clear), never its bytes.

@@ -12,22 +12,9 @@ package transport
 
 import (
 	"context"
-	"errors"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-)
-
-// Sentinel errors, wrapped with context; test them with errors.Is.
-var (
-	// ErrNoBundle is returned by Directory.Fetch when the device has not
-	// published a bundle.
-	ErrNoBundle = errors.New("no bundle published")
-	// ErrInvalidAddress is returned for a malformed device address.
-	ErrInvalidAddress = errors.New("invalid address")
-	// ErrEnvelopeTooLarge is returned by Send for an envelope above
-	// session.MaxEnvelopeSize, or an empty one.
-	ErrEnvelopeTooLarge = errors.New("envelope empty or too large")
 )
 
 // Transport hands envelopes to devices' mailboxes and drains them.

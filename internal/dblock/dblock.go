@@ -40,10 +40,6 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// ErrHeld means another open description of the lock file (another store,
-// in this process or another, or a running migrate up) holds the lock.
-var ErrHeld = errors.New("database lock held by another writer")
-
 // Path returns the lock file of the database file at db: db with "-lock"
 // appended, beside the file a symlink at db points to (where SQLite keeps
 // the -wal and -shm), so that two paths to one file share one lock.

@@ -54,10 +54,6 @@ import (
 	"github.com/securemsg/storage/schema"
 )
 
-// ErrDirectory means a migration directory itself is malformed. The
-// errors of a database against the directory are package schema's.
-var ErrDirectory = errors.New("migration: malformed migration directory")
-
 // LegacyBaselineVersion is the version a database without schema_revision
 // but with PRAGMA user_version = 14 is adopted at.
 const LegacyBaselineVersion = "14"

@@ -8,7 +8,6 @@ package transporttest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
@@ -66,10 +65,6 @@ type Network struct {
 	failSends, failReceives, failPublishes, failFetches int
 	drop, duplicate                                     int
 }
-
-// ErrInjected is returned for a failure injected with FailNextSends,
-// FailNextReceives, FailNextPublishes or FailNextFetches.
-var ErrInjected = errors.New("injected failure")
 
 var (
 	_ transport.Transport = (*Network)(nil)

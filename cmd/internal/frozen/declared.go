@@ -22,10 +22,6 @@ import (
 // to a row of a frozen fixture only where such a file declares it.
 const DeclaredSuffix = ".expect.json"
 
-// ErrDeclared means a declaration file is malformed or names a
-// migration, table, row or column that is not there.
-var ErrDeclared = errors.New("frozen: declared changes")
-
 // Declared is the content of a declaration file. It holds, per fixture
 // ("14" for fixtures/version14, by its schema version; LegacyFixture for
 // fixtures/legacy) and per table, the rows the

@@ -18,20 +18,6 @@ import (
 	"github.com/securemsg/storage/internal/migration"
 )
 
-// ErrChanged means no stable snapshot of the database could be read
-// (ReadStable): on every attempt a writer held the database exclusively,
-// was opening or closing it, or changed the file under a read that
-// could not see it. Nothing read was used; reading again later, when the
-// writer is idle, can succeed.
-var ErrChanged = errors.New("pipeline: no stable snapshot of the database could be read")
-
-// ErrNeedsRecovery means the database file cannot be read without writing:
-// a -wal lies beside it without its -shm (the files were copied, or the
-// -shm removed), or a hot -journal holds an interrupted write that must be
-// rolled back. A read-write open (migrate up, or the app) recovers it;
-// ReadStable reports nothing from it and creates nothing.
-var ErrNeedsRecovery = errors.New("pipeline: database needs recovery by a read-write open")
-
 // readAttempts is how often ReadStable tries to read before it gives up
 // with ErrChanged; readBackoff is the wait before the second attempt,
 // doubled for each later one up to readBackoffMax, so that a writer's

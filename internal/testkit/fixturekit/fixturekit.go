@@ -21,9 +21,6 @@ import (
 	"github.com/securemsg/storage/seal"
 )
 
-// ErrNotEmpty means Load was given a file that holds data.
-var ErrNotEmpty = errors.New("frozen: load: file exists and is not empty")
-
 // OpenRW opens path read-write, creating it if absent, confined
 // (OpenConfined): a fixture.sql it loads cannot ATTACH another
 // database file.
