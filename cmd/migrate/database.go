@@ -107,6 +107,9 @@ func (env *cmdEnv) readExisting(ctx context.Context, path string, read func(*sql
 	if err := notRegular(path, fi); err != nil {
 		return err
 	}
+	if err := notRegularSideFiles(path); err != nil {
+		return err
+	}
 	return env.readStable(ctx, path, func(conn *sql.DB) error {
 		if err := checkDatabase(conn, path); err != nil {
 			return err
@@ -140,6 +143,25 @@ func notRegular(path string, fi fs.FileInfo) error {
 		return fmt.Errorf("%s is %s: a database is a regular file; nothing read", path, what)
 	}
 	return fmt.Errorf("%s is %s, not a regular file: a database is a regular file; nothing read", path, what)
+}
+
+// notRegularSideFiles refuses a -journal, -wal or -shm beside path that
+// is not a regular file (notRegular): SQLite opens a hot journal to read
+// it, and a FIFO planted there would block it for ever.
+func notRegularSideFiles(path string) error {
+	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
+		fi, err := os.Stat(path + suffix)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := notRegular(path+suffix, fi); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkDatabase reads the schema cookie, which fails on a file that is not

@@ -48,6 +48,10 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	switch {
 	case statErr == nil && !fi.Mode().IsRegular():
 		return notRegular(path, fi)
+	case statErr == nil:
+		if err := notRegularSideFiles(path); err != nil {
+			return err
+		}
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
 		return statErr
 	case statErr != nil:

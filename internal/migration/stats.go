@@ -8,9 +8,11 @@ import (
 )
 
 // ClearStatistics deletes every row of SQLite's planner statistics
-// (sqlite_stat1, sqlite_stat4) in the database behind tx and makes the
-// connection's planner forget those it loaded, so that the store's
-// queries are planned as on a database that was never analysed: the
+// (sqlite_stat1, sqlite_stat4) in the database behind tx and reloads the
+// connection's copy (SQLite's reload keeps an index's "unordered" flag,
+// so sqlitestore.Open plans on a new connection after it, see
+// HoldsStatisticsTables): the store's queries are planned as on a
+// database that was never analysed: the
 // store never runs ANALYZE, so any statistics a file holds were written
 // by someone else, and rows claiming an index useless can turn an indexed
 // page into a scan of the whole table. The tables themselves stay (SQLite
@@ -52,4 +54,17 @@ func ClearStatistics(ctx context.Context, tx *sql.Tx) (int64, error) {
 		}
 	}
 	return deleted, nil
+}
+
+// HoldsStatisticsTables reports whether the database behind conn has
+// SQLite's statistics tables. A connection that loaded statistics keeps
+// part of them (an index's "unordered" flag) across ClearStatistics'
+// reload, so a store whose file had them plans on a new connection.
+func HoldsStatisticsTables(ctx context.Context, conn *sql.DB) (bool, error) {
+	var n int
+	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) IN ('sqlite_stat1', 'sqlite_stat4')`).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("migration: look for statistics: %w", err)
+	}
+	return n > 0, nil
 }

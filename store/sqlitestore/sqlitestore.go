@@ -233,29 +233,40 @@ func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (
 	if err != nil {
 		return nil, err
 	}
-	// go-sqlite3, or in this module's tests a driver wrapping it that
-	// injects faults (internal/sqlitedriver).
-	conn, err := sql.Open(sqlitedriver.Name(ctx), sqliteaccess.DSN(h.real))
+	conn, err := openConn(ctx, h.real)
 	if err != nil {
 		h.undo()
 		return nil, err
 	}
-	// One connection: the client is the database's only user, and a single
-	// connection turns would-be SQLITE_BUSY contention into Go-side waits.
-	conn.SetMaxOpenConns(1)
 	s := &Store{conn: conn, q: db.New(conn), keys: keys, lock: h.lock}
-	if err := s.init(ctx, o); err != nil {
-		conn.Close()
+	if err := s.init(ctx, o, h.real); err != nil {
+		s.conn.Close()
 		h.undo()
 		return nil, err
 	}
 	return s, nil
 }
 
+// openConn opens the store's one connection to the file at real.
+func openConn(ctx context.Context, real string) (*sql.DB, error) {
+	// go-sqlite3, or in this module's tests a driver wrapping it that
+	// injects faults (internal/sqlitedriver).
+	conn, err := sql.Open(sqlitedriver.Name(ctx), sqliteaccess.DSN(real))
+	if err != nil {
+		return nil, err
+	}
+	// One connection: the client is the database's only user, and a single
+	// connection turns would-be SQLITE_BUSY contention into Go-side waits.
+	conn.SetMaxOpenConns(1)
+	return conn, nil
+}
+
 // privateFiles removes group and other permissions from the database file
 // at path and its -wal and -shm (SQLite gives those the database file's
-// mode when it creates them), and refuses (store.ErrSymlink) a -wal, -shm or
-// -journal that is a symbolic link, before SQLite would follow it.
+// mode when it creates them), and refuses a -wal, -shm or -journal that
+// is a symbolic link (store.ErrSymlink), before SQLite would follow it,
+// or not a regular file (store.ErrNotDatabase), before SQLite would block
+// opening a FIFO.
 func privateFiles(path string) error {
 	for _, name := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
 		fi, err := os.Lstat(name)
@@ -268,6 +279,11 @@ func privateFiles(path string) error {
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return fmt.Errorf("%s: %w", name, store.ErrSymlink)
 		}
+		if !fi.Mode().IsRegular() {
+			// SQLite opens a hot journal to read it: a FIFO would block
+			// Open for ever.
+			return fmt.Errorf("%s: %w: not a regular file (%s)", name, store.ErrNotDatabase, fi.Mode().Type())
+		}
 		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 			if err := os.Chmod(name, perm&^0o077); err != nil {
 				return fmt.Errorf("restrict database file mode: %w", err)
@@ -277,7 +293,7 @@ func privateFiles(path string) error {
 	return nil
 }
 
-func (s *Store) init(ctx context.Context, o options) error {
+func (s *Store) init(ctx context.Context, o options, real string) error {
 	var fk int
 	if err := s.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
 		return fmt.Errorf("enable foreign keys: %v (foreign_keys=%d)", err, fk)
@@ -340,6 +356,22 @@ func (s *Store) init(ctx context.Context, o options) error {
 		if err := m.CheckObjects(ctx, s.conn); err != nil {
 			return err
 		}
+	}
+	// The migrations cleared any planner statistics the file held, but
+	// the connection that loaded them keeps part of them (an index's
+	// "unordered" flag): the store plans on a new connection, which
+	// loads none.
+	stats, err := migration.HoldsStatisticsTables(ctx, s.conn)
+	if err != nil {
+		return err
+	}
+	if stats {
+		conn, err := openConn(ctx, real)
+		if err != nil {
+			return err
+		}
+		s.conn.Close()
+		s.conn, s.q = conn, db.New(conn)
 	}
 	// One transaction for what every open checks on a sealed database.
 	return s.tx(ctx, inTx, func(q *txn) error {
