@@ -11,7 +11,7 @@ import (
 // String returns a redacted description of the key: its id (which every
 // record it seals carries in clear), never its bytes.
 func (k Key) String() string {
-	if !k.set {
+	if k.secret == nil {
 		return "seal.Key(zero)"
 	}
 	return "seal.Key(id " + strconv.FormatUint(uint64(k.id), 10) + ", redacted)"

@@ -201,17 +201,36 @@ func TestKeysDoNotEncode(t *testing.T) {
 	require.True(t, errors.As(err, &target))
 }
 
-// Hiding the bytes from fmt's reflection keeps keys values: two keys made
-// from the same bytes are equal (==, and to testify), keys of other bytes
-// are not, and only the zero Key equals seal.Key{}.
-func TestKeysCompareByValue(t *testing.T) {
+// Keys are compared by their id (derived from their bytes): two keys
+// made from the same bytes have one id and the same Bytes, keys of other
+// bytes do not, and only the zero Key is the zero value.
+func TestKeysCompareByID(t *testing.T) {
 	k1, k2, _ := redactKeys(t)
 	again, err := seal.NewKey(k1.Bytes())
 	require.NoError(t, err)
-	require.True(t, k1 == again)
-	require.Equal(t, k1, again)
-	require.False(t, k1 == k2)
-	require.NotEqual(t, k1, k2)
+	require.Equal(t, k1.ID(), again.ID())
+	require.Equal(t, k1.Bytes(), again.Bytes())
+	require.NotEqual(t, k1.ID(), k2.ID())
 	require.False(t, k1 == seal.Key{})
+	require.True(t, seal.Key{} == seal.Key{})
 	require.Equal(t, make([]byte, seal.KeySize), seal.Key{}.Bytes())
+}
+
+// Two keys printed through fmt's reflection (in unexported fields, where
+// their Format is not called) show no bytes and nothing derived from
+// them: an XOR of the two outputs recovers nothing.
+func TestKeysInUnexportedFieldsShowNoBytes(t *testing.T) {
+	k1, k2, _ := redactKeys(t)
+	type holder struct{ a, b seal.Key }
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%d"} {
+		out := fmt.Sprintf(verb, holder{k1, k2})
+		out += fmt.Sprintf(verb, &holder{k1, k2})
+		for _, k := range []seal.Key{k1, k2} {
+			for _, enc := range []string{fmt.Sprint(k.Bytes()), fmt.Sprintf("%x", k.Bytes()), strings.Trim(fmt.Sprint(k.Bytes()), "[]")} {
+				require.NotContains(t, out, enc, verb)
+			}
+		}
+		require.NotContains(t, out, "[32]uint8{", verb)
+		require.NotContains(t, out, "&[", verb)
+	}
 }

@@ -29,6 +29,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/securemsg/storage/internal/sealaccess"
 	"golang.org/x/crypto/chacha20poly1305"
@@ -70,33 +71,26 @@ type KeyID uint32
 
 // Key is a 32-byte storage key with its id. It never prints its bytes:
 // every fmt verb, slog and the text and JSON encoders see a redacted
-// value (see Format); Bytes is the one way to them.
+// value (see Format); Bytes is the one way to them. Compare keys by ID
+// (or by their Bytes): == and reflect.DeepEqual tell only whether two
+// Keys are copies of one value.
 type Key struct {
 	id KeyID
-	// set is false for the zero Key only, whose secret is KeySize zero
-	// bytes.
-	set bool
-	// masked is the secret XORed with mask, so that fmt, printing a
-	// struct that holds a Key in an unexported field (where it cannot
-	// call Format), prints bytes that are not the key's under any verb.
-	// Keys stay comparable by value within a process.
-	masked [KeySize]byte
+	// secret points to the key's KeySize bytes (a *[KeySize]byte), nil for
+	// the zero Key only, whose secret is KeySize zero bytes. It is an
+	// unsafe.Pointer because fmt, printing a struct that holds a Key in an
+	// unexported field (where it cannot call Format), prints such a
+	// pointer as an address under every verb, where it would print the
+	// array a typed pointer points to.
+	secret unsafe.Pointer
 }
-
-// mask is XORed into every key's secret as a Key holds it: random, drawn
-// once per process, and never printed.
-var mask = func() (m [KeySize]byte) {
-	_, _ = rand.Read(m[:]) // crypto/rand.Read never fails
-	return m
-}()
 
 // raw returns the key's secret bytes.
 func (k Key) raw() [KeySize]byte {
-	var out [KeySize]byte
-	if k.set {
-		subtle.XORBytes(out[:], k.masked[:], mask[:])
+	if k.secret == nil {
+		return [KeySize]byte{}
 	}
-	return out
+	return *(*[KeySize]byte)(k.secret)
 }
 
 // NewKey returns the key holding secret (a copy of it). It returns an
@@ -110,8 +104,9 @@ func NewKey(secret []byte) (Key, error) {
 	if isZero(secret) {
 		return k, fmt.Errorf("%w: key is %d zero bytes", ErrKey, KeySize)
 	}
-	k.set = true
-	subtle.XORBytes(k.masked[:], secret, mask[:])
+	b := new([KeySize]byte)
+	copy(b[:], secret)
+	k.secret = unsafe.Pointer(b)
 	sum := sha256.Sum256(append([]byte("securemsg storage key id v1\x00"), secret...))
 	k.id = KeyID(binary.BigEndian.Uint32(sum[:4]))
 	return k, nil
@@ -172,7 +167,7 @@ func init() {
 // NewKey or GenerateKey), which would seal with 32 zero bytes.
 func NewKeyring(current Key, older ...Key) (*Keyring, error) {
 	for i, k := range append([]Key{current}, older...) {
-		if !k.set {
+		if k.secret == nil {
 			return nil, fmt.Errorf("%w: key %d of the keyring is the zero Key: make keys with NewKey or GenerateKey", ErrKey, i)
 		}
 	}
@@ -218,7 +213,7 @@ func (kr *Keyring) Add(k Key) error {
 	if kr == nil {
 		return errNilKeyring
 	}
-	if !k.set {
+	if k.secret == nil {
 		return fmt.Errorf("%w: the zero Key: make keys with NewKey or GenerateKey", ErrKey)
 	}
 	kr.mu.Lock()

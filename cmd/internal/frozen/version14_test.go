@@ -35,7 +35,7 @@ func TestFixtureKey(t *testing.T) {
 	}
 	k, err := seal.NewKey(secret)
 	require.NoError(t, err)
-	assert.Equal(t, k, fixturekit.Key(), "the key is secret = 0x00..0x1f")
+	assert.Equal(t, k.Bytes(), fixturekit.Key().Bytes(), "the key is secret = 0x00..0x1f")
 }
 
 func TestProve(t *testing.T) {
