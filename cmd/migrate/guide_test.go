@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +25,25 @@ const guideCheckoutEnv = "MIGRATE_GUIDE_CHECKOUT"
 // and an index on it.
 const guideNextMigration = `-- Delivery attempts of each pending message, and the index that finds
 -- the messages tried most.
-ALTER TABLE pending_outbound_message ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX pending_outbound_message_attempts ON pending_outbound_message (attempts);
+ALTER TABLE pending_outbound_message ADD COLUMN guide_attempts INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX pending_outbound_message_guide_attempts ON pending_outbound_message (guide_attempts);
+`
+
+// guideDestructiveMigration is the version after it: a directed, declared
+// destructive change, as the guide's "Accepting a finding" and
+// "Declaring a change" say (the index dropped, whose loss changes the
+// plans of the queries that used it, and the column dropped with its
+// values).
+const guideDestructiveMigration = `-- The delivery attempts are no longer kept.
+-- atlas:nolint QP101
+DROP INDEX pending_outbound_message_guide_attempts;
+-- atlas:nolint DS103
+ALTER TABLE pending_outbound_message DROP COLUMN guide_attempts;
+`
+
+// guideDestructiveDeclaration declares what guideDestructiveMigration
+// does to existing data.
+const guideDestructiveDeclaration = `{"dropped": ["pending_outbound_message.guide_attempts"]}
 `
 
 // TestGuideNextMigrationKeepsTestsGreen exists because adding the next
@@ -32,7 +51,9 @@ CREATE INDEX pending_outbound_message_attempts ON pending_outbound_message (atte
 // head, and the legacy upgrade and the fixture proofs must follow it. It
 // copies the checkout (the files git tracks, and the untracked ones it
 // does not ignore, as they are on disk) into a temporary directory, adds
-// the next version there by the guide's "Adding a migration" steps
+// there the next version (guideNextMigration) and the version after it,
+// a directed, declared destructive change (guideDestructiveMigration), each
+// by the guide's "Adding a migration" steps
 // (cmd/migrate/README.md) as a developer runs them (build bin/migrate,
 // write NN_description.sql, then every command of the steps in order:
 // hash, lint, plan, sqlc's generate, plans, schema-doc, fixture-test and
@@ -85,10 +106,7 @@ func TestGuideNextMigrationKeepsTestsGreen(t *testing.T) {
 	t0 := time.Now()
 	run(0, "go", strings.Fields(build)[1:]...)
 	phase("build bin/migrate", t0)
-	next := nextVersion(t)
 	migrations := filepath.Join("schema", "migrations")
-	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, nextFile(t, "pending_attempts")), []byte(guideNextMigration), 0o644))
-
 	section := string(readme)
 	i := strings.Index(section, "\n## Adding a migration\n")
 	require.GreaterOrEqual(t, i, 0)
@@ -96,40 +114,63 @@ func TestGuideNextMigrationKeepsTestsGreen(t *testing.T) {
 	if j := strings.Index(section[1:], "\n#"); j >= 0 {
 		section = section[:j+1]
 	}
-	var ran []string
-	for _, s := range guideSteps(t, section) {
-		t0 := time.Now()
-		if s.args == nil {
-			require.Contains(t, s.text, "sqlc generate", "a command of the guide this test does not know")
-			f := strings.Fields(s.text)
-			run(0, f[0], f[1:]...)
-		} else {
-			want := 0
-			if s.args[0] == "plan" {
-				want = exitFinding // the new version is pending on pending.db
+	// steps runs every command of the guide's steps, in order, for the
+	// migration just written.
+	steps := func() {
+		t.Helper()
+		var ran []string
+		for _, s := range guideSteps(t, section) {
+			t0 := time.Now()
+			if s.args == nil {
+				require.Contains(t, s.text, "sqlc generate", "a command of the guide this test does not know")
+				f := strings.Fields(s.text)
+				run(0, f[0], f[1:]...)
+			} else {
+				want := 0
+				if s.args[0] == "plan" {
+					want = exitFinding // the new version is pending on pending.db
+				}
+				run(want, filepath.Join(checkout, "bin", "migrate"), append(s.args, "-dir", migrations)...)
 			}
-			run(want, filepath.Join(checkout, "bin", "migrate"), append(s.args, "-dir", migrations)...)
+			ran = append(ran, s.text)
+			phase(s.text, t0)
 		}
-		ran = append(ran, s.text)
-		phase(s.text, t0)
+		require.NotEmpty(t, ran)
+		require.NoFileExists(t, filepath.Join(checkout, "pending.db"), "plan creates nothing")
 	}
-	require.NotEmpty(t, ran)
-	require.NoFileExists(t, filepath.Join(checkout, "pending.db"), "plan creates nothing")
 
+	// The next version: a column with a DEFAULT and an index.
+	next := nextVersion(t)
+	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, nextFile(t, "pending_attempts")), []byte(guideNextMigration), 0o644))
+	steps()
 	// What the steps made: the frozen fixture of the new version, the
 	// regenerated documents and store code.
 	fixture, err := os.ReadFile(filepath.Join(checkout, "fixtures", "version"+next, "fixture.sql"))
 	require.NoError(t, err)
-	require.Contains(t, string(fixture), `"attempts"`)
+	require.Contains(t, string(fixture), `"guide_attempts"`)
 	for file, want := range map[string]string{
 		"queries/PLANS.md":      "# Query plans (schema version " + next + ",",
 		"schema/SCHEMA.md":      "# Schema reference (version " + next + ")",
-		"internal/db/models.go": "Attempts",
+		"internal/db/models.go": "GuideAttempts",
 	} {
 		b, err := os.ReadFile(filepath.Join(checkout, filepath.FromSlash(file)))
 		require.NoError(t, err)
 		require.Contains(t, string(b), want, file)
 	}
+
+	// The version after: a directed, declared destructive change.
+	n, err := strconv.Atoi(next)
+	require.NoError(t, err)
+	after := fmt.Sprintf("%0*d", len(next), n+1)
+	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, after+"_drop_guide_attempts.sql"), []byte(guideDestructiveMigration), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, after+"_drop_guide_attempts.expect.json"), []byte(guideDestructiveDeclaration), 0o644))
+	steps()
+	fixture, err = os.ReadFile(filepath.Join(checkout, "fixtures", "version"+after, "fixture.sql"))
+	require.NoError(t, err)
+	require.NotContains(t, string(fixture), `"guide_attempts"`)
+	b, err := os.ReadFile(filepath.Join(checkout, "internal", "db", "models.go"))
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "GuideAttempts", "sqlc regenerated the models without the column")
 
 	// Both modules' tests, at the new head.
 	t0 = time.Now()

@@ -3,6 +3,7 @@ package frozen
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -199,6 +200,8 @@ func TestJSONLiteral(t *testing.T) {
 	  "set": {"a": "it's", "b": 2, "c": 2.0, "d": 1e3, "e": null, "f": {"hex": "00AB"}}}]}}}`)
 	files, err := readDeclared(m)
 	require.NoError(t, err)
+	// Only this test's declaration: the landed ones are the directory's.
+	files = slices.DeleteFunc(files, func(f declaredFile) bool { return f.version != migrationtest.Next(t) })
 	require.Len(t, files, 1)
 	ctx := context.Background()
 	_, conn, before, _, _ := migrated(t)

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -85,6 +86,9 @@ func SumFS(tb testing.TB, files map[string]string) fstest.MapFS {
 	var mf []migrate.File
 	for _, n := range names {
 		fsys[n] = &fstest.MapFile{Data: []byte(files[n])}
+		if !strings.HasSuffix(n, ".sql") {
+			continue // declarations (.expect.json) are not in atlas.sum
+		}
 		mf = append(mf, migrate.NewLocalFile(n, []byte(files[n])))
 	}
 	hf, err := migrate.NewHashFile(mf)
@@ -105,6 +109,9 @@ func WithMigrations(tb testing.TB, files map[string]string) fstest.MapFS {
 	all := map[string]string{}
 	names, err := fs.Glob(schema.Migrations, schema.MigrationsDir+"/*.sql")
 	require.NoError(tb, err)
+	decl, err := fs.Glob(schema.Migrations, schema.MigrationsDir+"/*.expect.json")
+	require.NoError(tb, err)
+	names = append(names, decl...)
 	for _, n := range names {
 		b, err := fs.ReadFile(schema.Migrations, n)
 		require.NoError(tb, err)
