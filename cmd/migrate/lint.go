@@ -167,7 +167,7 @@ func printLint(w io.Writer, r pipeline.LintReport, note, blockingWhat string) {
 		fmt.Fprintln(w, escapeText(f.String()))
 	}
 	if blockingWhat == "in versions above "+frozenBaseline {
-		fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d above version %s\n", r.Files, len(r.Findings), r.Blocking(), frozenBaseline)
+		fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d blocking\n", r.Files, len(r.Findings), r.Blocking())
 		return
 	}
 	fmt.Fprintf(w, "lint: %d file(s), %d finding(s), %d blocking (%s)\n", r.Files, len(r.Findings), r.Blocking(), strings.TrimPrefix(blockingWhat, "in "))
