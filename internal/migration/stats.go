@@ -11,7 +11,7 @@ import (
 // (sqlite_stat1, sqlite_stat4) in the database behind tx and reloads the
 // connection's copy (SQLite's reload keeps an index's "unordered" flag,
 // so sqlitestore.Open plans on a new connection after it, see
-// HoldsStatisticsTables): the store's queries are planned as on a
+// HoldsStatistics): the store's queries are planned as on a
 // database that was never analysed: the
 // store never runs ANALYZE, so any statistics a file holds were written
 // by someone else, and rows claiming an index useless can turn an indexed
@@ -56,15 +56,35 @@ func ClearStatistics(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return deleted, nil
 }
 
-// HoldsStatisticsTables reports whether the database behind conn has
-// SQLite's statistics tables. A connection that loaded statistics keeps
-// part of them (an index's "unordered" flag) across ClearStatistics'
-// reload, so a store whose file had them plans on a new connection.
-func HoldsStatisticsTables(ctx context.Context, conn *sql.DB) (bool, error) {
-	var n int
-	err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) IN ('sqlite_stat1', 'sqlite_stat4')`).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("migration: look for statistics: %w", err)
+// HoldsStatistics reports whether the database behind conn holds planner
+// statistics (rows in sqlite_stat1 or sqlite_stat4). A connection that
+// loaded them keeps part of them (an index's "unordered" flag) across
+// ClearStatistics' reload, so sqlitestore.Open, finding some before it
+// migrates, plans on a new connection afterwards; a file whose tables are
+// empty costs no second connection.
+func HoldsStatistics(ctx context.Context, conn *sql.DB) (bool, error) {
+	names := make([]string, 0, len(sqliteStats))
+	for name := range sqliteStats {
+		names = append(names, name)
 	}
-	return n > 0, nil
+	sort.Strings(names)
+	for _, name := range names {
+		var n int
+		err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) = ?`, name).Scan(&n)
+		if err != nil {
+			return false, fmt.Errorf("migration: look for statistics: %w", err)
+		}
+		if n == 0 {
+			continue
+		}
+		var held int
+		// name is one of sqliteStats' keys, not text from the file.
+		if err := conn.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+name+")").Scan(&held); err != nil {
+			return false, fmt.Errorf("migration: look for statistics: %s: %w", name, err)
+		}
+		if held != 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }

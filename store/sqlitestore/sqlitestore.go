@@ -327,6 +327,10 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 	if err := m.CheckObjects(ctx, s.conn, allow...); err != nil {
 		return err
 	}
+	stats, err := migration.HoldsStatistics(ctx, s.conn)
+	if err != nil {
+		return err
+	}
 	// WAL only once the file passed the checks: switching a file in
 	// another journal mode rewrites its header, and a refused file is
 	// left as it was.
@@ -357,14 +361,10 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 			return err
 		}
 	}
-	// The migrations cleared any planner statistics the file held, but
-	// the connection that loaded them keeps part of them (an index's
-	// "unordered" flag): the store plans on a new connection, which
+	// The migrations clear any planner statistics the file held, but the
+	// connection that loaded them keeps part of them (an index's
+	// "unordered" flag): the store then plans on a new connection, which
 	// loads none.
-	stats, err := migration.HoldsStatisticsTables(ctx, s.conn)
-	if err != nil {
-		return err
-	}
 	if stats {
 		conn, err := openConn(ctx, real)
 		if err != nil {
