@@ -37,8 +37,8 @@ func (s AbandonStatus) String() string {
 // pages cause no skip and no repeat. Only the returned messages are
 // opened. A message that cannot be opened is returned in Unreadable, not
 // as an error, so that the application can abandon it and page on; so is
-// one the store returns for req.Recipient but is stored for another
-// recipient (store.ErrCorruptRow).
+// one stored for another recipient than req.Recipient
+// (store.ErrCorruptRow, see store.Pending).
 // Returns ErrNotInitialized before Initialize, store.ErrInvalidArgument if Limit
 // is outside 1..MaxPageSize, After is negative (see store.PageRequest) or
 // Recipient is malformed.
@@ -49,9 +49,6 @@ func (c *Client) PendingMessages(ctx context.Context, req store.PageRequest) (st
 	page, err := c.st.PendingMessages(ctx, req)
 	if err != nil {
 		return store.PendingMessagePage{}, fmt.Errorf("client: pending messages: %w", err)
-	}
-	if req.Recipient != nil {
-		page = checkPage(page, *req.Recipient)
 	}
 	return page, nil
 }

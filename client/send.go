@@ -436,11 +436,6 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 		case err != nil:
 			return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)
 		}
-		if u, foreign := foreignRow(m, remote); foreign {
-			skipped = append(skipped, u)
-			cursor = &u.Sequence
-			continue
-		}
 		if p == nil {
 			if p, err = c.peerFor(ctx, remote); err != nil {
 				return sent, skipped, fmt.Errorf("client: retry %s: %w", remote, err)

@@ -52,11 +52,6 @@ func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAd
 		}
 		req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
 		for m, err := range storeimpl.WalkPendingMessages(ctx, c.st, req) {
-			if err == nil && recipient != nil {
-				if u, foreign := foreignRow(m, *recipient); foreign {
-					m, err = store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{u}}
-				}
-			}
 			var ue *store.UnreadableError
 			if err != nil && !errors.As(err, &ue) && err != ctx.Err() {
 				err = fmt.Errorf("client: all pending messages: %w", err)

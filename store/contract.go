@@ -43,8 +43,12 @@ type Pending interface {
 	InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error)
 	// PendingMessages returns the page selected by req: the rows that open as
 	// Messages, the rows that do not as Unreadable (never an error for
-	// them), and a cursor past both. Returns ErrInvalidArgument if req
-	// does not validate or its cursor is negative (see CheckCursor).
+	// them), and a cursor past both. For a req.Recipient, a row SQL
+	// selected whose recipient is not req.Recipient byte for byte (a
+	// writer of the file can re-declare a column's collation) is
+	// Unreadable with ErrCorruptRow, never opened. Returns
+	// ErrInvalidArgument if req does not validate or its cursor is
+	// negative (see PageRequest.After).
 	PendingMessages(ctx context.Context, req PageRequest) (PendingMessagePage, error)
 	// PendingMessageCount counts pending messages, all or for one recipient,
 	// without opening any. Returns ErrInvalidArgument for a malformed
@@ -70,8 +74,9 @@ type Pending interface {
 	// sequence greater than *after (any sequence if after is nil), or
 	// ErrNotFound. If that row cannot be opened it returns an
 	// *UnreadableError holding it, so that the caller can step past its
-	// sequence. Returns ErrInvalidArgument for a malformed recipient or a
-	// negative cursor (see CheckCursor).
+	// sequence; a row stored for another recipient than recipient byte for
+	// byte is such a row (ErrCorruptRow). Returns ErrInvalidArgument for
+	// a malformed recipient or a negative cursor (see PageRequest.After).
 	NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (PendingMessage, error)
 	// RecipientLister lists the recipients with pending messages.
 	RecipientLister

@@ -75,46 +75,69 @@ func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, p
 	return out, nil
 }
 
-// OpenPending opens a pending message read from its row. A row that does
-// not open (its recipient malformed, or its sealed value refused by the
-// keyring) comes back as an unreadable entry instead, with the reason as
-// its cause: the caller reports it and goes on with the other rows.
-func OpenPending(keys *seal.Keyring, seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) (store.PendingMessage, *store.UnreadablePendingMessage) {
-	if err := to.Validate(); err != nil {
-		return store.PendingMessage{}, Corrupt(seq, to, id, "recipient %q: %v", to, err)
-	}
-	pt, err := keys.Open(seal.RecordPendingOutbound, MessageAD(to, id), sealed)
-	if err != nil {
-		return store.PendingMessage{}, &store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: seq, Recipient: to, ID: id}, Cause: fmt.Errorf("pending sequence %d: %w", seq, err)}
-	}
-	return store.PendingMessage{Sequence: seq, Recipient: to, ID: id, Plaintext: pt}, nil
-}
-
-// Corrupt returns the unreadable entry of a row whose stored values the
-// schema never holds, its cause matching store.ErrCorruptRow and saying
-// what is wrong.
-func Corrupt(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, format string, args ...any) *store.UnreadablePendingMessage {
-	return &store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: seq, Recipient: to, ID: id},
-		Cause: fmt.Errorf("pending sequence %d: %w: %s", seq, store.ErrCorruptRow, fmt.Sprintf(format, args...))}
-}
-
-// Row is a pending row as a store read it, its columns decoded: Bad is
-// set (and the row never opened) if they hold values the schema never
-// stores.
+// Row is a pending row as a store read it, its columns decoded.
 type Row struct {
 	Seq    int64
 	To     ids.DeviceAddress
 	ID     ids.LogicalMessageID
 	Sealed []byte
-	Bad    *store.UnreadablePendingMessage
+	// Corrupt says what the row's columns hold that the schema never
+	// stores ("" if nothing): such a row is reported, never opened.
+	Corrupt string
 }
 
-// Page builds the page of the rows a store read for a page of limit: rows
-// in ascending sequence order, at most limit + 1 of them (the last one only
-// says that another page follows, and is never opened). Each returned row
-// is opened (OpenPending) into Messages or reported in Unreadable;
+// OpenPending opens a pending message read from its row r, for the
+// recipient want (nil: a read of every recipient's rows). A row that must
+// not be opened comes back as an unreadable entry instead, with the
+// reason as its cause, and the caller reports it and goes on with the
+// other rows: a corrupt row (store.ErrCorruptRow), a row read for want
+// that is stored for another recipient (store.ErrCorruptRow: SQL selected
+// it, but only an exact byte for byte match is want's row), a row with a
+// malformed recipient (store.ErrCorruptRow), or a sealed value the
+// keyring refuses (the seal error).
+func OpenPending(keys *seal.Keyring, r Row, want *ids.DeviceAddress) (store.PendingMessage, *store.UnreadablePendingMessage) {
+	if bad := Check(r, want); bad != nil {
+		return store.PendingMessage{}, bad
+	}
+	pt, err := keys.Open(seal.RecordPendingOutbound, MessageAD(r.To, r.ID), r.Sealed)
+	if err != nil {
+		return store.PendingMessage{}, &store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: r.Seq, Recipient: r.To, ID: r.ID}, Cause: fmt.Errorf("pending sequence %d: %w", r.Seq, err)}
+	}
+	return store.PendingMessage{Sequence: r.Seq, Recipient: r.To, ID: r.ID, Plaintext: pt}, nil
+}
+
+// Check returns the unreadable entry of r if its columns may not be
+// opened as a pending message for want (see OpenPending), nil if they
+// may. A recipient equal to want is valid, as want was validated.
+func Check(r Row, want *ids.DeviceAddress) *store.UnreadablePendingMessage {
+	switch {
+	case r.Corrupt != "":
+		return Corrupt(r, "%s", r.Corrupt)
+	case want != nil && r.To != *want:
+		return Corrupt(r, "stored for recipient %q device %d, read for recipient %q device %d", r.To.UserID, r.To.DeviceID, want.UserID, want.DeviceID)
+	case want == nil:
+		if err := r.To.Validate(); err != nil {
+			return Corrupt(r, "recipient %q: %v", r.To, err)
+		}
+	}
+	return nil
+}
+
+// Corrupt returns the unreadable entry of a row whose stored values the
+// schema never holds, its cause matching store.ErrCorruptRow and saying
+// what is wrong.
+func Corrupt(r Row, format string, args ...any) *store.UnreadablePendingMessage {
+	return &store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: r.Seq, Recipient: r.To, ID: r.ID},
+		Cause: fmt.Errorf("pending sequence %d: %w: %s", r.Seq, store.ErrCorruptRow, fmt.Sprintf(format, args...))}
+}
+
+// Page builds the page of the rows a store read for a page of limit, for
+// the recipient want (nil: every recipient's): rows in ascending
+// sequence order, at most limit + 1 of them (the last one only says that
+// another page follows, and is never opened). Each returned row is opened
+// (OpenPending) into Messages or reported in Unreadable;
 // NextAfterSequence is the last returned sequence if more follow.
-func Page(keys *seal.Keyring, rows []Row, limit int) store.PendingMessagePage {
+func Page(keys *seal.Keyring, rows []Row, limit int, want *ids.DeviceAddress) store.PendingMessagePage {
 	var page store.PendingMessagePage
 	if len(rows) > limit {
 		rows = rows[:limit]
@@ -123,15 +146,12 @@ func Page(keys *seal.Keyring, rows []Row, limit int) store.PendingMessagePage {
 	}
 	page.Messages = make([]store.PendingMessage, 0, len(rows))
 	for _, r := range rows {
-		bad := r.Bad
-		if bad == nil {
-			var m store.PendingMessage
-			if m, bad = OpenPending(keys, r.Seq, r.To, r.ID, r.Sealed); bad == nil {
-				page.Messages = append(page.Messages, m)
-				continue
-			}
+		m, bad := OpenPending(keys, r, want)
+		if bad != nil {
+			page.Unreadable = append(page.Unreadable, *bad)
+			continue
 		}
-		page.Unreadable = append(page.Unreadable, *bad)
+		page.Messages = append(page.Messages, m)
 	}
 	return page
 }

@@ -28,19 +28,6 @@ func CheckCursor(after int64, negativeStored bool) error {
 	return nil
 }
 
-// FirstSequence returns the smallest sequence a walk that resumes after
-// the cursor after includes (nil: from the start), and false if no
-// sequence can follow after.
-func FirstSequence(after *int64) (int64, bool) {
-	switch {
-	case after == nil:
-		return math.MinInt64, true
-	case *after == math.MaxInt64:
-		return 0, false
-	}
-	return *after + 1, true
-}
-
 // ValidateAddress returns an error wrapping both ErrInvalidArgument and
 // ids.ErrInvalid if a is malformed.
 func ValidateAddress(a ids.DeviceAddress) error {

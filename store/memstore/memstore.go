@@ -218,6 +218,15 @@ func (s *Store) from(from int64) int {
 	return sort.Search(len(s.pending), func(i int) bool { return s.pending[i].seq >= from })
 }
 
+// after returns the index of the first pending row with a sequence
+// greater than the cursor after (nil: the first row).
+func (s *Store) after(after *int64) int {
+	if after == nil {
+		return 0
+	}
+	return sort.Search(len(s.pending), func(i int) bool { return s.pending[i].seq > *after })
+}
+
 // checkCursorLocked refuses a negative cursor unless a row with a
 // negative sequence is stored (see storeimpl.CheckCursor).
 func (s *Store) checkCursorLocked(after *int64) error {
@@ -232,14 +241,12 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	if err := req.Validate(); err != nil {
 		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	after := req.After
-	from, more := storeimpl.FirstSequence(after)
 	var rows []rowseal.Row
 	err := s.locked(ctx, func() error {
-		if err := s.checkCursorLocked(after); err != nil || !more {
+		if err := s.checkCursorLocked(req.After); err != nil {
 			return err
 		}
-		for i := s.from(from); i < len(s.pending) && len(rows) <= req.Limit; i++ {
+		for i := s.after(req.After); i < len(s.pending) && len(rows) <= req.Limit; i++ {
 			if r := s.pending[i]; req.Recipient == nil || r.key.addr == *req.Recipient {
 				rows = append(rows, rowseal.Row{Seq: r.seq, To: r.key.addr, ID: r.key.id, Sealed: r.sealed})
 			}
@@ -249,11 +256,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	if err != nil {
 		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
-	return rowseal.Page(s.keys, rows, req.Limit), nil
-}
-
-func (s *Store) open(r pendingRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
-	return rowseal.OpenPending(s.keys, r.seq, r.key.addr, r.key.id, r.sealed)
+	return rowseal.Page(s.keys, rows, req.Limit, req.Recipient), nil
 }
 
 // PendingMessageCount implements store.Pending.
@@ -338,13 +341,12 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 	if err := storeimpl.ValidateAddress(recipient); err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
-	from, more := storeimpl.FirstSequence(after)
 	var row *pendingRow
 	err := s.locked(ctx, func() error {
 		if err := s.checkCursorLocked(after); err != nil {
 			return fmt.Errorf("store: next pending: %w", err)
 		}
-		for i := s.from(from); more && i < len(s.pending); i++ {
+		for i := s.after(after); i < len(s.pending); i++ {
 			if s.pending[i].key.addr == recipient {
 				r := s.pending[i]
 				row = &r
@@ -356,7 +358,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 	if err != nil {
 		return store.PendingMessage{}, err
 	}
-	m, bad := s.open(*row)
+	m, bad := rowseal.OpenPending(s.keys, rowseal.Row{Seq: row.seq, To: row.key.addr, ID: row.key.id, Sealed: row.sealed}, &recipient)
 	if bad != nil {
 		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
 	}

@@ -83,9 +83,11 @@ func (c *columns) message(userCol string, user any, deviceCol string, device any
 	addr := c.address(userCol, user, deviceCol, device)
 	lid := c.blob("logical_id", logicalID)
 	v := c.blob("sealed", sealed)
-	id, err := ids.ParseLogicalMessageID(lid)
-	if err != nil {
-		c.problems = append(c.problems, fmt.Sprintf("logical_id: %v", err))
+	var id ids.LogicalMessageID
+	if len(lid) == ids.LogicalMessageIDLen {
+		copy(id[:], lid)
+	} else {
+		c.problems = append(c.problems, fmt.Sprintf("logical_id is %d bytes, not %d", len(lid), ids.LogicalMessageIDLen))
 	}
 	return addr, id, v
 }
@@ -126,27 +128,22 @@ type pendingRow struct {
 	Sealed            any
 }
 
-// openPending opens r, or reports it unreadable: with store.ErrCorruptRow
-// if a column holds another storage class than the schema declares or a
-// logical id of the wrong length; with the seal error if its sealed value
-// does not open. The recipient and id are reported as far as they decode.
-func (s *Store) openPending(r pendingRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
-	to, id, sealed, bad := decodePending(r)
-	if bad != nil {
-		return store.PendingMessage{}, bad
-	}
-	return rowseal.OpenPending(s.keys, r.Sequence, to, id, sealed)
+// openPending opens r, read for the recipient want (nil: any), or
+// reports it unreadable: with store.ErrCorruptRow if a column holds
+// another storage class than the schema declares or a logical id of the
+// wrong length, or the recipient is not want (see rowseal.OpenPending);
+// with the seal error if its sealed value does not open. The recipient
+// and id are reported as far as they decode.
+func (s *Store) openPending(r pendingRow, want *ids.DeviceAddress) (store.PendingMessage, *store.UnreadablePendingMessage) {
+	return rowseal.OpenPending(s.keys, decodePending(r), want)
 }
 
 // decodePending checks r's columns, as openPending describes, and returns
-// its recipient, id and sealed value, and for a corrupt row also its
-// unreadable entry (store.ErrCorruptRow): the sealed value is then only
-// for reading its header (which key it names), never to be opened.
-func decodePending(r pendingRow) (ids.DeviceAddress, ids.LogicalMessageID, []byte, *store.UnreadablePendingMessage) {
+// them decoded, what is wrong with them in its Corrupt: the sealed value
+// of a corrupt row is then only for reading its header (which key it
+// names), never to be opened.
+func decodePending(r pendingRow) rowseal.Row {
 	var c columns
 	to, id, sealed := c.message("recipient_user_id", r.RecipientUserID, "recipient_device_id", r.RecipientDeviceID, r.LogicalID, r.Sealed)
-	if len(c.problems) > 0 {
-		return to, id, sealed, rowseal.Corrupt(r.Sequence, to, id, "%s", strings.Join(c.problems, "; "))
-	}
-	return to, id, sealed, nil
+	return rowseal.Row{Seq: r.Sequence, To: to, ID: id, Sealed: sealed, Corrupt: strings.Join(c.problems, "; ")}
 }

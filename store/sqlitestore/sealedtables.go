@@ -7,7 +7,6 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
-	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -68,14 +67,9 @@ var sealedTables = []sealedTable{
 			for i, r := range rows {
 				// Checked as a page checks it: a corrupt row is never
 				// opened.
-				to, id, sealed, bad := decodePending(pendingRow(r))
-				out[i] = messageRow{seq: r.Sequence, addr: to, id: id, sealed: sealed}
-				if bad == nil {
-					if err := to.Validate(); err != nil {
-						bad = rowseal.Corrupt(r.Sequence, to, id, "recipient %q: %v", to, err)
-					}
-				}
-				if bad != nil {
+				d := decodePending(pendingRow(r))
+				out[i] = messageRow{seq: r.Sequence, addr: d.To, id: d.ID, sealed: d.Sealed}
+				if bad := rowseal.Check(d, nil); bad != nil {
 					out[i].bad = bad.Cause
 				}
 			}
@@ -260,7 +254,7 @@ func messageTable(
 		// under the old key.
 		var after *int64
 		return func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
-			from, more := storeimpl.FirstSequence(after)
+			from, more := firstSequence(after)
 			if !more {
 				return nil, nil
 			}

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -576,7 +577,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
 	after := req.After
-	from, more := storeimpl.FirstSequence(after)
+	from, more := firstSequence(after)
 	var all []db.PagePendingOutboundRow
 	var to []db.PagePendingOutboundForRecipientRow
 	// A negative cursor is checked against the table in the same snapshot
@@ -603,9 +604,9 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
 	}
 	if req.Recipient == nil {
-		return rowseal.Page(s.keys, decodeRows(all), req.Limit), nil
+		return rowseal.Page(s.keys, decodeRows(all), req.Limit, nil), nil
 	}
-	return rowseal.Page(s.keys, decodeRows(to), req.Limit), nil
+	return rowseal.Page(s.keys, decodeRows(to), req.Limit, req.Recipient), nil
 }
 
 // pageRow is a row of either page query: the same columns.
@@ -618,9 +619,7 @@ type pageRow interface {
 func decodeRows[R pageRow](rows []R) []rowseal.Row {
 	out := make([]rowseal.Row, len(rows))
 	for i, r := range rows {
-		pr := pendingRow(r)
-		to, id, sealed, bad := decodePending(pr)
-		out[i] = rowseal.Row{Seq: pr.Sequence, To: to, ID: id, Sealed: sealed, Bad: bad}
+		out[i] = decodePending(pendingRow(r))
 	}
 	return out
 }
@@ -633,6 +632,20 @@ func readKind(after *int64) txKind {
 		return inTx
 	}
 	return oneRead
+}
+
+// firstSequence returns the smallest sequence a read that resumes after
+// the cursor after includes (nil: from the start, which includes the
+// smallest integer a damaged database may hold), and false if no sequence
+// can follow after.
+func firstSequence(after *int64) (int64, bool) {
+	switch {
+	case after == nil:
+		return math.MinInt64, true
+	case *after == math.MaxInt64:
+		return 0, false
+	}
+	return *after + 1, true
 }
 
 // checkCursor refuses a negative cursor unless a row with a negative
@@ -709,8 +722,7 @@ func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessag
 			return err
 		}
 		if len(rows) == 1 && rows[0].Sequence == m.Sequence {
-			to, id, _, _ := decodePending(pendingRow(rows[0]))
-			if to == m.Recipient && id == m.ID {
+			if r := decodePending(pendingRow(rows[0])); r.To == m.Recipient && r.ID == m.ID {
 				n, err = t.DeletePendingOutboundSequence(ctx, m.Sequence)
 				t.pending -= n
 				return err
@@ -743,7 +755,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 	if err := storeimpl.ValidateAddress(recipient); err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
-	from, more := storeimpl.FirstSequence(after)
+	from, more := firstSequence(after)
 	var row db.NextPendingOutboundForRecipientRow
 	err := s.tx(ctx, readKind(after), func(q *txn) error {
 		if err := checkCursor(ctx, q.Queries, after); err != nil {
@@ -764,7 +776,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 	if err != nil {
 		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
 	}
-	m, bad := s.openPending(pendingRow(row))
+	m, bad := s.openPending(pendingRow(row), &recipient)
 	if bad != nil {
 		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
 	}
