@@ -118,7 +118,7 @@ func TestFaultAbandonRollsBack(t *testing.T) {
 			before := dump(t, sqliteaccess.DB(f.a.sql))
 			f.inj.fail(fl)
 			st, err := f.a.c.AbandonPending(f.ctx, bob, target)
-			f.requireFault(t, err, "client: abandon", "store: delete pending")
+			f.requireFault(t, err, "client: abandon", "store: abandon pending")
 			require.Zero(t, st)
 			f.requireUnchanged(t, before)
 			n, err := f.a.c.PendingMessageCount(f.ctx, nil)

@@ -10,6 +10,7 @@ package memstore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -91,13 +92,13 @@ func (s *Store) Claim() (func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, fmt.Errorf("store: claim: %w", store.ErrClosed)
+		return nil, storeimpl.OpClaim.Wrap(store.ErrClosed)
 	}
 	if s.claim != nil {
-		return nil, fmt.Errorf("store: claim: %w: the store already serves a client", store.ErrInUse)
+		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store already serves a client", store.ErrInUse))
 	}
 	if s.keys == nil {
-		return nil, fmt.Errorf("store: claim: %w: the store was made with a nil keyring", store.ErrInvalidArgument)
+		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store was made with a nil keyring", store.ErrInvalidArgument))
 	}
 	c := new(byte)
 	s.claim = c
@@ -114,12 +115,12 @@ func (s *Store) Claim() (func(), error) {
 // ctx is done (as the SQLite store refuses to begin a transaction then).
 func (s *Store) locked(ctx context.Context, fn func() error) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("store: %w", err)
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("store: %w", store.ErrClosed)
+		return store.ErrClosed
 	}
 	return fn()
 }
@@ -135,7 +136,7 @@ func (s *Store) SequenceHighWater() int64 {
 func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
 	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
 	if err != nil {
-		return 0, fmt.Errorf("store: insert pending: %w", err)
+		return 0, storeimpl.OpInsertPending.Wrap(err)
 	}
 	return seq, nil
 }
@@ -144,7 +145,7 @@ func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, 
 func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
 	seq, err := s.insertPending(ctx, peer, id, plaintext, &update)
 	if err != nil {
-		return 0, fmt.Errorf("store: commit send: %w", err)
+		return 0, storeimpl.OpCommitSend.Wrap(err)
 	}
 	return seq, nil
 }
@@ -153,7 +154,7 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
 	sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
 	if err != nil {
-		return nil, fmt.Errorf("store: commit send many: %w", err)
+		return nil, storeimpl.OpCommitSendMany.Wrap(err)
 	}
 	seqs := make([]int64, len(sends))
 	err = s.locked(ctx, func() error {
@@ -169,7 +170,7 @@ func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, pla
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: commit send many: %w", err)
+		return nil, storeimpl.OpCommitSendMany.Wrap(err)
 	}
 	return seqs, nil
 }
@@ -239,7 +240,7 @@ func (s *Store) checkCursorLocked(after *int64) error {
 // PendingMessages implements store.Pending.
 func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
 	if err := req.Validate(); err != nil {
-		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
+		return store.PendingMessagePage{}, storeimpl.OpPagePending.Wrap(err)
 	}
 	var rows []rowseal.Row
 	err := s.locked(ctx, func() error {
@@ -254,7 +255,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 		return nil
 	})
 	if err != nil {
-		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
+		return store.PendingMessagePage{}, storeimpl.OpPagePending.Wrap(err)
 	}
 	return rowseal.Page(s.keys, rows, req.Limit, req.Recipient), nil
 }
@@ -263,7 +264,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if recipient != nil {
 		if err := storeimpl.ValidateAddress(*recipient); err != nil {
-			return 0, fmt.Errorf("store: count pending: %w", err)
+			return 0, storeimpl.OpCountPending.Wrap(err)
 		}
 	}
 	var n int64
@@ -279,20 +280,26 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAd
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, storeimpl.OpCountPending.Wrap(err)
+	}
+	return n, nil
 }
 
 // AbandonPending implements store.Pending.
 func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
 	if err := storeimpl.ValidateAddress(recipient); err != nil {
-		return false, fmt.Errorf("store: delete pending: %w", err)
+		return false, storeimpl.OpAbandonPending.Wrap(err)
 	}
 	var deleted bool
 	err := s.locked(ctx, func() error {
 		deleted = s.deleteLocked(pendingKey{recipient, id})
 		return nil
 	})
-	return deleted, err
+	if err != nil {
+		return false, storeimpl.OpAbandonPending.Wrap(err)
+	}
+	return deleted, nil
 }
 
 func (s *Store) deleteLocked(k pendingKey) bool {
@@ -331,7 +338,7 @@ func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessag
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: abandon pending sequence %d: %w", m.Sequence, err)
+		return false, storeimpl.OpAbandonPendingRow.On(m.Sequence).Wrap(err)
 	}
 	return deleted, nil
 }
@@ -339,12 +346,12 @@ func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessag
 // NextPendingMessage implements store.Pending.
 func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
 	if err := storeimpl.ValidateAddress(recipient); err != nil {
-		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
 	var row *pendingRow
 	err := s.locked(ctx, func() error {
 		if err := s.checkCursorLocked(after); err != nil {
-			return fmt.Errorf("store: next pending: %w", err)
+			return err
 		}
 		for i := s.after(after); i < len(s.pending); i++ {
 			if s.pending[i].key.addr == recipient {
@@ -355,8 +362,11 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 		}
 		return store.ErrNotFound
 	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.PendingMessage{}, store.ErrNotFound
+	}
 	if err != nil {
-		return store.PendingMessage{}, err
+		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
 	m, bad := rowseal.OpenPending(s.keys, rowseal.Row{Seq: row.seq, To: row.key.addr, ID: row.key.id, Sealed: row.sealed}, &recipient)
 	if bad != nil {
@@ -370,17 +380,17 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 	var row identityRow
 	err := s.locked(ctx, func() error {
 		if s.identity == nil {
-			return fmt.Errorf("store: local identity: %w", store.ErrNotFound)
+			return store.ErrNotFound
 		}
 		row = *s.identity
 		return nil
 	})
 	if err != nil {
-		return store.LocalIdentity{}, err
+		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
 	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(row.addr), row.sealed)
 	if err != nil {
-		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
 	return store.LocalIdentity{Address: row.addr, Secret: secret}, nil
 }
@@ -388,11 +398,11 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 // SaveLocalIdentity implements store.State.
 func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
 	if err := storeimpl.ValidateAddress(id.Address); err != nil {
-		return fmt.Errorf("store: save local identity: %w", err)
+		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
 	if err != nil {
-		return fmt.Errorf("store: save local identity: %w", err)
+		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	err = s.locked(ctx, func() error {
 		if err := s.checkLocalLocked(id.Address); err != nil {
@@ -402,7 +412,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: save local identity: %w", err)
+		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	return nil
 }
@@ -419,15 +429,15 @@ func (s *Store) checkLocalLocked(addr ids.DeviceAddress) error {
 // Peer implements store.State.
 func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
 	if err := storeimpl.ValidateAddress(peer); err != nil {
-		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
+		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	sealed, err := s.sealedPeer(ctx, peer)
 	if err != nil {
-		return store.PeerState{}, err
+		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
 	if err != nil {
-		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	return out, nil
 }
@@ -446,11 +456,11 @@ func (s *Store) sealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed 
 // ReadPeerParts implements store.State.
 func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (store.PeerReading, error) {
 	if err := storeimpl.ValidateAddress(peer); err != nil {
-		return store.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
+		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
 	sealed, err := s.sealedPeer(ctx, peer)
 	if err != nil {
-		return store.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
+		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
 	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
 }
@@ -458,7 +468,7 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 // DiscardPeerParts implements store.State.
 func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
 	if err := storeimpl.ValidateAddress(peer); err != nil {
-		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
+		return store.PeerDamage{}, storeimpl.OpDiscardUnreadable.On(peer).Wrap(err)
 	}
 	if !damage.Damaged() {
 		return store.PeerDamage{}, nil
@@ -467,7 +477,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pi
 	if len(pin) > 0 {
 		var err error
 		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
-			return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+			return store.PeerDamage{}, storeimpl.OpDiscardUnreadable.On(peer).Wrap(err)
 		}
 	}
 	err := s.locked(ctx, func() error {
@@ -494,7 +504,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pi
 		return nil
 	})
 	if err != nil {
-		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+		return store.PeerDamage{}, storeimpl.OpDiscardUnreadable.On(peer).Wrap(err)
 	}
 	return damage, nil
 }
@@ -502,16 +512,19 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pi
 // SavePeer implements store.State.
 func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
 	if err := storeimpl.ValidateAddress(peer); err != nil {
-		return fmt.Errorf("store: save peer: %w", err)
+		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	if err := storeimpl.ValidateUpdate(u); err != nil {
-		return fmt.Errorf("store: save peer: %w", err)
+		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	sealed, err := rowseal.SealPeer(s.keys, peer, u)
 	if err != nil {
-		return fmt.Errorf("store: save peer: %w", err)
+		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
-	return s.locked(ctx, func() error { s.savePeerLocked(peer, sealed); return nil })
+	if err := s.locked(ctx, func() error { s.savePeerLocked(peer, sealed); return nil }); err != nil {
+		return storeimpl.OpSavePeer.On(peer).Wrap(err)
+	}
+	return nil
 }
 
 func (s *Store) savePeerLocked(peer ids.DeviceAddress, sealed store.PeerState) {
@@ -544,7 +557,7 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id i
 		return true
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: commit received from %s: %w", peer, err)
+		return false, storeimpl.OpCommitReceived.On(peer).Wrap(err)
 	}
 	return fresh, nil
 }
@@ -553,7 +566,7 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id i
 func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
 	cleared, err := s.commitInbound(ctx, peer, in, func() bool { return s.deleteLocked(pendingKey{peer, id}) })
 	if err != nil {
-		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
+		return false, storeimpl.OpCommitAck.On(peer).Wrap(err)
 	}
 	return cleared, nil
 }

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/securemsg/storage/ids"
@@ -16,7 +15,7 @@ import (
 // answers the SQLite store's index gives.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := req.Validate(); err != nil {
-		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
+		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
 	from := storeimpl.RecipientsFrom(req)
 	oldest := map[ids.DeviceAddress]int64{}
@@ -31,7 +30,7 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 		return nil
 	})
 	if err != nil {
-		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
+		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
 	var rows []store.PendingRecipient
 	for a, seq := range oldest {

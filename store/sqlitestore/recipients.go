@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
@@ -16,7 +15,7 @@ import (
 // few seeks each, in one statement (its own transaction), no message opened.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := req.Validate(); err != nil {
-		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
+		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
 	from := storeimpl.RecipientsFrom(req)
 	var rows []db.PendingOutboundRecipientsRow
@@ -30,7 +29,7 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 		return err
 	})
 	if err != nil {
-		return store.PendingRecipientPage{}, fmt.Errorf("store: pending recipients: %w", err)
+		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
 	var out []store.PendingRecipient
 	for _, r := range rows {

@@ -480,11 +480,11 @@ func (s *Store) Close() error {
 // Claim implements store.Store.
 func (s *Store) Claim() (func(), error) {
 	if s.closed.Load() {
-		return nil, fmt.Errorf("store: claim: %w", store.ErrClosed)
+		return nil, storeimpl.OpClaim.Wrap(store.ErrClosed)
 	}
 	c := new(byte)
 	if !s.claim.CompareAndSwap(nil, c) {
-		return nil, fmt.Errorf("store: claim: %w: the store already serves a client", store.ErrInUse)
+		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store already serves a client", store.ErrInUse))
 	}
 	// A release of an earlier claim frees no later one.
 	return func() { s.claim.CompareAndSwap(c, nil) }, nil
@@ -494,7 +494,7 @@ func (s *Store) Claim() (func(), error) {
 func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
 	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
 	if err != nil {
-		return 0, fmt.Errorf("store: insert pending: %w", err)
+		return 0, storeimpl.OpInsertPending.Wrap(err)
 	}
 	return seq, nil
 }
@@ -503,7 +503,7 @@ func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, 
 func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
 	seq, err := s.insertPending(ctx, peer, id, plaintext, &update)
 	if err != nil {
-		return 0, fmt.Errorf("store: commit send: %w", err)
+		return 0, storeimpl.OpCommitSend.Wrap(err)
 	}
 	return seq, nil
 }
@@ -525,7 +525,7 @@ func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, pla
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: commit send many: %w", err)
+		return nil, storeimpl.OpCommitSendMany.Wrap(err)
 	}
 	return seqs, nil
 }
@@ -574,7 +574,7 @@ func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, 
 // hold the wrong storage class, is returned as unreadable.
 func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (store.PendingMessagePage, error) {
 	if err := req.Validate(); err != nil {
-		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
+		return store.PendingMessagePage{}, storeimpl.OpPagePending.Wrap(err)
 	}
 	after := req.After
 	from, more := firstSequence(after)
@@ -601,7 +601,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 		return err
 	})
 	if err != nil {
-		return store.PendingMessagePage{}, fmt.Errorf("store: page pending: %w", err)
+		return store.PendingMessagePage{}, storeimpl.OpPagePending.Wrap(err)
 	}
 	if req.Recipient == nil {
 		return rowseal.Page(s.keys, decodeRows(all), req.Limit, nil), nil
@@ -668,13 +668,13 @@ func checkCursor(ctx context.Context, q *db.Queries, after *int64) error {
 func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
 	if recipient != nil {
 		if err := storeimpl.ValidateAddress(*recipient); err != nil {
-			return 0, fmt.Errorf("store: count pending: %w", err)
+			return 0, storeimpl.OpCountPending.Wrap(err)
 		}
 	}
 	if recipient == nil {
 		n, err := s.countAll(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("store: count pending: %w", err)
+			return 0, storeimpl.OpCountPending.Wrap(err)
 		}
 		return n, nil
 	}
@@ -687,7 +687,7 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAd
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("store: count pending: %w", err)
+		return 0, storeimpl.OpCountPending.Wrap(err)
 	}
 	return n, nil
 }
@@ -695,7 +695,7 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAd
 // AbandonPending implements store.Pending.
 func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
 	if err := storeimpl.ValidateAddress(recipient); err != nil {
-		return false, fmt.Errorf("store: delete pending: %w", err)
+		return false, storeimpl.OpAbandonPending.Wrap(err)
 	}
 	// One DELETE: SQLite's own transaction of the statement is the
 	// abandon's one transaction.
@@ -707,7 +707,7 @@ func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress,
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: delete pending: %w", err)
+		return false, storeimpl.OpAbandonPending.Wrap(err)
 	}
 	return n > 0, nil
 }
@@ -736,7 +736,7 @@ func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessag
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: abandon pending sequence %d: %w", m.Sequence, err)
+		return false, storeimpl.OpAbandonPendingRow.On(m.Sequence).Wrap(err)
 	}
 	return n > 0, nil
 }
@@ -753,7 +753,7 @@ func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddre
 // NextPendingMessage implements store.Pending.
 func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
 	if err := storeimpl.ValidateAddress(recipient); err != nil {
-		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
 	from, more := firstSequence(after)
 	var row db.NextPendingOutboundForRecipientRow
@@ -774,7 +774,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 		return store.PendingMessage{}, store.ErrNotFound
 	}
 	if err != nil {
-		return store.PendingMessage{}, fmt.Errorf("store: next pending: %w", err)
+		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
 	m, bad := s.openPending(pendingRow(row), &recipient)
 	if bad != nil {

@@ -25,15 +25,15 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", store.ErrNotFound)
+		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(store.ErrNotFound)
 	}
 	if err != nil {
-		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
 	addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
 	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), row.Sealed)
 	if err != nil {
-		return store.LocalIdentity{}, fmt.Errorf("store: local identity: %w", err)
+		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
 	return store.LocalIdentity{Address: addr, Secret: secret}, nil
 }
@@ -41,7 +41,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 // SaveLocalIdentity implements store.State.
 func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
 	if err := storeimpl.ValidateAddress(id.Address); err != nil {
-		return fmt.Errorf("store: save local identity: %w", err)
+		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	err := s.tx(ctx, inTx, func(t *txn) error {
 		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
@@ -51,7 +51,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 		return saveLocal(ctx, t.Queries, id.Address, sealed)
 	})
 	if err != nil {
-		return fmt.Errorf("store: save local identity: %w", err)
+		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	return nil
 }
@@ -74,15 +74,15 @@ func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, seale
 // Peer implements store.State.
 func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
 	if err := storeimpl.ValidateAddress(peer); err != nil {
-		return store.PeerState{}, fmt.Errorf("store: peer: %w", err)
+		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	sealed, err := s.readSealedPeer(ctx, peer)
 	if err != nil {
-		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
 	if err != nil {
-		return store.PeerState{}, fmt.Errorf("store: peer %s: %w", peer, err)
+		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	return out, nil
 }
@@ -121,10 +121,10 @@ func optional(b []byte, err error) ([]byte, error) {
 // SavePeer implements store.State.
 func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
 	if err := storeimpl.ValidateAddress(peer); err != nil {
-		return fmt.Errorf("store: save peer: %w", err)
+		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	if err := storeimpl.ValidateUpdate(u); err != nil {
-		return fmt.Errorf("store: save peer: %w", err)
+		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	err := s.tx(ctx, inTx, func(t *txn) error {
 		sealed, err := rowseal.SealPeer(s.keys, peer, u)
@@ -134,7 +134,7 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 		return savePeer(ctx, t.Queries, peer, sealed)
 	})
 	if err != nil {
-		return fmt.Errorf("store: save peer %s: %w", peer, err)
+		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	return nil
 }
@@ -181,7 +181,7 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id i
 		})
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: commit received from %s: %w", peer, err)
+		return false, storeimpl.OpCommitReceived.On(peer).Wrap(err)
 	}
 	return n == 1, nil
 }
@@ -192,7 +192,7 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.Lo
 		return deletePending(ctx, q, peer, id)
 	})
 	if err != nil {
-		return false, fmt.Errorf("store: commit ack from %s: %w", peer, err)
+		return false, storeimpl.OpCommitAck.On(peer).Wrap(err)
 	}
 	return n > 0, nil
 }
@@ -241,11 +241,11 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 // ReadPeerParts implements store.State.
 func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (store.PeerReading, error) {
 	if err := storeimpl.ValidateAddress(peer); err != nil {
-		return store.PeerReading{}, fmt.Errorf("store: read peer parts: %w", err)
+		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
 	sealed, err := s.readSealedPeer(ctx, peer)
 	if err != nil {
-		return store.PeerReading{}, fmt.Errorf("store: read peer parts of %s: %w", peer, err)
+		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
 	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
 }
@@ -256,7 +256,7 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 // the one that was found damaged.
 func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
 	if err := storeimpl.ValidateAddress(peer); err != nil {
-		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer: %w", err)
+		return store.PeerDamage{}, storeimpl.OpDiscardUnreadable.On(peer).Wrap(err)
 	}
 	if !damage.Damaged() {
 		return store.PeerDamage{}, nil
@@ -297,7 +297,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pi
 		return nil
 	})
 	if err != nil {
-		return store.PeerDamage{}, fmt.Errorf("store: discard unreadable peer %s: %w", peer, err)
+		return store.PeerDamage{}, storeimpl.OpDiscardUnreadable.On(peer).Wrap(err)
 	}
 	return damage, nil
 }

@@ -1,0 +1,154 @@
+package store_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/store/sqlitestore"
+)
+
+// storeCall is one call of the contract, its error kept.
+type storeCall struct {
+	name string
+	call func(ctx context.Context, s store.Store, to ids.DeviceAddress) error
+}
+
+// anyAddress names the calls that refuse no address: they remove or list
+// after it, and a malformed one names nothing stored.
+var anyAddress = map[string]bool{"AbandonPendingMessage": true, "PendingRecipients": true}
+
+// storeCalls lists every call of the contract that takes an address (to)
+// or none.
+var storeCalls = []storeCall{
+	{"InsertPending", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.InsertPending(ctx, to, ids.LogicalMessageID{1}, []byte("x"))
+		return err
+	}},
+	{"CommitSend", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.CommitSend(ctx, to, ids.LogicalMessageID{1}, []byte("x"), store.PeerState{Session: []byte("s")})
+		return err
+	}},
+	{"CommitSendMany", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.CommitSendMany(ctx, ids.LogicalMessageID{1}, []byte("x"), []store.PeerUpdate{{Peer: to, Update: store.PeerState{Session: []byte("s")}}})
+		return err
+	}},
+	{"PendingMessages", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.PendingMessages(ctx, store.PageRequest{Limit: 1, Recipient: &to})
+		return err
+	}},
+	{"PendingMessageCount", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.PendingMessageCount(ctx, &to)
+		return err
+	}},
+	{"AbandonPending", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.AbandonPending(ctx, to, ids.LogicalMessageID{1})
+		return err
+	}},
+	{"AbandonPendingMessage", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.AbandonPendingMessage(ctx, store.PendingMessage{Sequence: 1, Recipient: to})
+		return err
+	}},
+	{"NextPendingMessage", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.NextPendingMessage(ctx, to, nil)
+		return err
+	}},
+	{"PendingRecipients", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.PendingRecipients(ctx, store.RecipientPageRequest{Limit: 1, After: &to})
+		return err
+	}},
+	{"LocalIdentity", func(ctx context.Context, s store.Store, _ ids.DeviceAddress) error {
+		_, err := s.LocalIdentity(ctx)
+		return err
+	}},
+	{"SaveLocalIdentity", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		return s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: to, Secret: []byte("secret")})
+	}},
+	{"Peer", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.Peer(ctx, to)
+		return err
+	}},
+	{"SavePeer", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		return s.SavePeer(ctx, to, store.PeerState{Session: []byte("s")})
+	}},
+	{"ReadPeerParts", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.ReadPeerParts(ctx, to)
+		return err
+	}},
+	{"DiscardPeerParts", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.DiscardPeerParts(ctx, to, nil, store.PeerReading{}, store.PeerDamage{Session: seal.ErrAuthentication})
+		return err
+	}},
+	{"CommitReceived", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.CommitReceived(ctx, to, ids.LogicalMessageID{1}, store.Inbound{})
+		return err
+	}},
+	{"CommitAck", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+		_, err := s.CommitAck(ctx, to, ids.LogicalMessageID{1}, store.Inbound{})
+		return err
+	}},
+}
+
+// TestStoresSayTheSameErrors: the SQLite and in-memory stores return the
+// same text, context said once, for every call refused for a malformed
+// address and every call on a closed store, so that an error reads the
+// same whichever store a program runs on.
+func TestStoresSayTheSameErrors(t *testing.T) {
+	ctx := context.Background()
+	key, err := seal.GenerateKey()
+	require.NoError(t, err)
+	keys, err := seal.NewKeyring(key)
+	require.NoError(t, err)
+	open := func(t *testing.T) (store.Store, store.Store) {
+		sq, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "errors.db"), keys)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sq.Close() })
+		return sq, memstore.New(keys)
+	}
+	malformed := ids.DeviceAddress{UserID: "", DeviceID: 1}
+	if len(storeCalls) == 0 {
+		t.Fatal("no calls")
+	}
+	for _, c := range storeCalls {
+		t.Run(c.name+"/malformed address", func(t *testing.T) {
+			sq, mem := open(t)
+			sqErr, memErr := c.call(ctx, sq, malformed), c.call(ctx, mem, malformed)
+			if anyAddress[c.name] {
+				require.NoError(t, sqErr)
+				require.NoError(t, memErr)
+				return
+			}
+			if c.name == "LocalIdentity" {
+				require.ErrorIs(t, sqErr, store.ErrNotFound)
+			} else {
+				require.ErrorIs(t, sqErr, store.ErrInvalidArgument)
+			}
+			require.Equal(t, sqErr.Error(), memErr.Error())
+			requireContextOnce(t, sqErr)
+		})
+		t.Run(c.name+"/closed", func(t *testing.T) {
+			sq, mem := open(t)
+			require.NoError(t, sq.Close())
+			require.NoError(t, mem.Close())
+			to := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+			sqErr, memErr := c.call(ctx, sq, to), c.call(ctx, mem, to)
+			require.ErrorIs(t, sqErr, store.ErrClosed)
+			require.Equal(t, sqErr.Error(), memErr.Error())
+			requireContextOnce(t, sqErr)
+		})
+	}
+}
+
+// requireContextOnce fails if err names the store's context more than once.
+func requireContextOnce(t *testing.T, err error) {
+	t.Helper()
+	require.True(t, strings.HasPrefix(err.Error(), "store: "), err.Error())
+	require.Equal(t, 1, strings.Count(err.Error(), "store: "), err.Error())
+}
