@@ -2,9 +2,10 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"sync"
-
-	"github.com/securemsg/storage/internal/db"
+	"sync/atomic"
 )
 
 // pendingCount is the number of pending outbound rows, kept in memory so
@@ -25,65 +26,100 @@ import (
 // data_version values of two connections are not comparable (a fresh
 // connection starts from the same value), and database/sql replaces the
 // connection behind the store's back: after a failed transaction, as soon
-// as a context is cancelled inside one (its rollback discards the
-// connection and the next waiting call gets a new one, possibly before the
-// failing call has even returned), or when the driver reports a bad
-// connection. So the number is also taken together with the identity of
-// the connection it was read on (the driver connection, from
-// sql.Conn.Raw), and a count compares the identity of the connection its
-// own transaction runs on, read while it holds that connection. That is
-// race-free by construction: no failure has to be noticed and recorded in
-// time, since the comparison is about the connection the count's
-// data_version is read on, held for the whole count; equal identities
-// mean the same connection, as the stored reference keeps the old
-// connection's memory from being reused for a new one.
+// as a context is cancelled inside one, or when the driver reports a bad
+// connection. So the number is also taken together with how many
+// connections the store had opened (opened, counted by the store's
+// connector), read while the transaction that read the number holds the
+// store's one connection. A later count reads data_version in one
+// statement and then opened: if no connection was opened since, that
+// statement ran on the connection the number was taken on, as the store
+// never has more than one open (openConn). That is race-free by
+// construction: no failure has to be noticed and recorded in time.
 type pendingCount struct {
 	// mu is held by every transaction that changes or counts pending
-	// rows (Store.tx), so that a count never reads the number between a
-	// commit and the update that follows it.
+	// rows (the counted kinds of Store.tx), so that a count never reads
+	// the number between a commit and the update that follows it.
 	mu      sync.Mutex
 	known   bool
 	n       int64
-	version int64 // data_version of the connection when n was taken
-	conn    any   // the driver connection n was taken on
+	version int64  // data_version of the connection when n was taken
+	conn    uint64 // opened when n was taken: that connection's number
+	// opened is how many connections the store has opened.
+	opened atomic.Uint64
 }
+
+// countingConnector opens the store's connections through a driver and
+// counts them in opened (see pendingCount).
+type countingConnector struct {
+	drv    driver.Driver
+	dsn    string
+	opened *atomic.Uint64
+}
+
+// Connect opens a connection and counts it.
+func (c countingConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	c.opened.Add(1)
+	return conn, nil
+}
+
+// Driver returns the driver the connections are opened through.
+func (c countingConnector) Driver() driver.Driver { return c.drv }
 
 // countAll returns the number of pending outbound rows: the in-memory
 // count if nothing can have changed it behind the store, else SELECT
 // count(*), which becomes the new in-memory count.
 func (s *Store) countAll(ctx context.Context) (int64, error) {
-	c := &s.count // read and written only inside tx, which holds its lock
+	c := &s.count // n, known, version and conn: read and written only under c.mu (tx)
 	var n int64
-	err := s.tx(ctx, countRead, func(t *txn) error {
-		// The fast path needs no transaction: c.mu keeps the store's own
-		// writers out, and a data_version equal to the one n was taken
-		// with means no other connection committed since.
+	var fresh bool
+	err := s.tx(ctx, countedStatement, func(t *txn) error {
+		// c.mu keeps the store's own writers out; a data_version equal to
+		// the one n was taken with, on the same connection, means no
+		// other connection committed since.
 		version, err := t.PendingOutboundDataVersion(ctx)
 		if err != nil {
 			return err
 		}
-		if c.known && c.conn == t.conn && c.version == version {
-			n = c.n
-			return nil
-		}
-		// Recount: the number and the version it goes with are read in
-		// one transaction.
-		err = t.begin(func(q *db.Queries) error {
-			var err error
-			if version, err = q.PendingOutboundDataVersion(ctx); err != nil {
-				return err
-			}
-			n, err = q.CountPendingOutbound(ctx)
-			return err
-		})
+		n, fresh = c.n, c.known && c.version == version && c.conn == c.opened.Load()
+		return nil
+	})
+	if err != nil || fresh {
+		return n, err
+	}
+	// Recount: the number and the version it goes with are read in one
+	// transaction, on one connection, the number of which is read while
+	// the transaction holds it.
+	err = s.tx(ctx, countedTransaction, func(t *txn) error {
+		version, err := t.PendingOutboundDataVersion(ctx)
 		if err != nil {
 			return err
 		}
-		c.known, c.n, c.version, c.conn = true, n, version, t.conn
+		if n, err = t.CountPendingOutbound(ctx); err != nil {
+			return err
+		}
+		c.known, c.n, c.version, c.conn = true, n, version, c.opened.Load()
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
 	return n, nil
+}
+
+// openCounted returns a database handle opening its connections to dsn
+// through the driver registered as name, counted in opened.
+func openCounted(name, dsn string, opened *atomic.Uint64) (*sql.DB, error) {
+	probe, err := sql.Open(name, dsn) // opens no connection
+	if err != nil {
+		return nil, err
+	}
+	drv := probe.Driver()
+	if err := probe.Close(); err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(countingConnector{drv: drv, dsn: dsn, opened: opened}), nil
 }

@@ -19,7 +19,7 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 	}
 	from := storeimpl.RecipientsFrom(req)
 	var rows []db.PendingOutboundRecipientsRow
-	err := s.tx(ctx, oneRead, func(q *txn) error {
+	err := s.tx(ctx, statement, func(q *txn) error {
 		var err error
 		rows, err = q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
 			AfterUserID:   from.UserID,

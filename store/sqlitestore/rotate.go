@@ -170,7 +170,7 @@ func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, new
 	if err != nil {
 		return err
 	}
-	return s.tx(ctx, inTx, func(q *txn) error {
+	return s.tx(ctx, transaction, func(q *txn) error {
 		rows, err := q.ListStorageKeys(ctx)
 		if err != nil {
 			return fmt.Errorf("read storage keys: %w", err)
@@ -222,7 +222,7 @@ func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID, skipped []
 		}
 	}
 	keptSet := map[seal.KeyID]bool{}
-	err := s.tx(ctx, inTx, func(q *txn) error {
+	err := s.tx(ctx, transaction, func(q *txn) error {
 		rows, err := q.ListStorageKeys(ctx)
 		if err != nil {
 			return fmt.Errorf("read storage keys: %w", err)
@@ -337,7 +337,7 @@ func (t *rotationTally) finish() {
 // transaction.
 func (s *Store) countSealedRows(ctx context.Context) (int64, error) {
 	var rows int64
-	err := s.tx(ctx, inTx, func(q *txn) error {
+	err := s.tx(ctx, transaction, func(q *txn) error {
 		for _, t := range sealedTables {
 			n, err := t.count(ctx, q.Queries)
 			if err != nil {
@@ -362,7 +362,7 @@ func (s *Store) resealTable(ctx context.Context, t sealedTable, sealer *seal.Key
 	for {
 		var n, resealed int64
 		var sk []store.SkippedRow
-		err := s.tx(ctx, inTx, func(q *txn) error {
+		err := s.tx(ctx, transaction, func(q *txn) error {
 			rows, err := next(ctx, q.Queries, int64(batch))
 			if err != nil {
 				return fmt.Errorf("read batch: %w", err)

@@ -234,12 +234,12 @@ func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (
 	if err != nil {
 		return nil, err
 	}
-	conn, err := openConn(ctx, h.real)
-	if err != nil {
+	s := &Store{keys: keys, lock: h.lock}
+	if s.conn, err = openConn(ctx, h.real, &s.count.opened); err != nil {
 		h.undo()
 		return nil, err
 	}
-	s := &Store{conn: conn, q: db.New(conn), keys: keys, lock: h.lock}
+	s.q = db.New(s.conn)
 	if err := s.init(ctx, o, h.real); err != nil {
 		s.conn.Close()
 		h.undo()
@@ -248,16 +248,18 @@ func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (
 	return s, nil
 }
 
-// openConn opens the store's one connection to the file at real.
-func openConn(ctx context.Context, real string) (*sql.DB, error) {
+// openConn opens the store's one connection to the file at real, each
+// connection it opens counted in opened (see pendingCount).
+func openConn(ctx context.Context, real string, opened *atomic.Uint64) (*sql.DB, error) {
 	// go-sqlite3, or in this module's tests a driver wrapping it that
 	// injects faults (internal/sqlitedriver).
-	conn, err := sql.Open(sqlitedriver.Name(ctx), sqliteaccess.DSN(real))
+	conn, err := openCounted(sqlitedriver.Name(ctx), sqliteaccess.DSN(real), opened)
 	if err != nil {
 		return nil, err
 	}
 	// One connection: the client is the database's only user, and a single
-	// connection turns would-be SQLITE_BUSY contention into Go-side waits.
+	// connection turns would-be SQLITE_BUSY contention into Go-side waits;
+	// the in-memory count relies on it too (pendingCount).
 	conn.SetMaxOpenConns(1)
 	return conn, nil
 }
@@ -367,7 +369,7 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 	// "unordered" flag): the store then plans on a new connection, which
 	// loads none.
 	if stats {
-		conn, err := openConn(ctx, real)
+		conn, err := openConn(ctx, real, &s.count.opened)
 		if err != nil {
 			return err
 		}
@@ -375,7 +377,7 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 		s.conn, s.q = conn, db.New(conn)
 	}
 	// One transaction for what every open checks on a sealed database.
-	return s.tx(ctx, inTx, func(q *txn) error {
+	return s.tx(ctx, transaction, func(q *txn) error {
 		if err := s.checkKey(ctx, q.Queries); err != nil {
 			return err
 		}
@@ -511,7 +513,7 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 // CommitSendMany implements store.State.
 func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
 	seqs := make([]int64, len(peers))
-	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+	err := s.tx(ctx, countedTransaction, func(t *txn) error {
 		sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
 		if err != nil {
 			return err
@@ -534,7 +536,7 @@ func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, pla
 // nil, saves the peer's state in the same transaction.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
 	var seq int64
-	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+	err := s.tx(ctx, countedTransaction, func(t *txn) error {
 		sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
 		if err != nil {
 			return err
@@ -629,9 +631,9 @@ func decodeRows[R pageRow](rows []R) []rowseal.Row {
 // (see checkCursor) in the read's snapshot, two in one transaction.
 func readKind(after *int64) txKind {
 	if after != nil && *after < 0 {
-		return inTx
+		return transaction
 	}
-	return oneRead
+	return statement
 }
 
 // firstSequence returns the smallest sequence a read that resumes after
@@ -679,7 +681,7 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAd
 		return n, nil
 	}
 	var n int64
-	err := s.tx(ctx, oneRead, func(q *txn) error {
+	err := s.tx(ctx, statement, func(q *txn) error {
 		var err error
 		n, err = q.CountPendingOutboundForRecipient(ctx, db.CountPendingOutboundForRecipientParams{
 			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID,
@@ -700,7 +702,7 @@ func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress,
 	// One DELETE: SQLite's own transaction of the statement is the
 	// abandon's one transaction.
 	var n int64
-	err := s.tx(ctx, onePendingWrite, func(t *txn) error {
+	err := s.tx(ctx, countedStatement, func(t *txn) error {
 		var err error
 		n, err = deletePending(ctx, t.Queries, recipient, id)
 		t.pending -= n
@@ -716,7 +718,7 @@ func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress,
 func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessage) (bool, error) {
 	valid := storeimpl.ValidateAddress(m.Recipient)
 	var n int64
-	err := s.tx(ctx, pendingWrite, func(t *txn) error {
+	err := s.tx(ctx, countedTransaction, func(t *txn) error {
 		rows, err := t.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: m.Sequence, RowLimit: 1})
 		if err != nil {
 			return err
@@ -787,7 +789,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 // deleted or not: the next insert gets a greater one.
 func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {
 	var hw int64
-	err := s.tx(ctx, inTx, func(q *txn) error {
+	err := s.tx(ctx, transaction, func(q *txn) error {
 		var err error
 		hw, err = q.PendingOutboundSequenceHighWater(ctx)
 		return err

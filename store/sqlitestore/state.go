@@ -19,7 +19,7 @@ import (
 // LocalIdentity implements store.State.
 func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
 	var row db.GetLocalIdentityRow
-	err := s.tx(ctx, inTx, func(q *txn) error {
+	err := s.tx(ctx, transaction, func(q *txn) error {
 		var err error
 		row, err = q.GetLocalIdentity(ctx)
 		return err
@@ -43,7 +43,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 	if err := storeimpl.ValidateAddress(id.Address); err != nil {
 		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
-	err := s.tx(ctx, inTx, func(t *txn) error {
+	err := s.tx(ctx, transaction, func(t *txn) error {
 		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
 		if err != nil {
 			return err
@@ -90,7 +90,7 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 // readSealedPeer reads the sealed parts of peer in a transaction of its
 // own (see sealedPeer).
 func (s *Store) readSealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed store.PeerState, err error) {
-	err = s.tx(ctx, inTx, func(q *txn) error {
+	err = s.tx(ctx, transaction, func(q *txn) error {
 		sealed, err = sealedPeer(ctx, q.Queries, peer)
 		return err
 	})
@@ -126,7 +126,7 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 	if err := storeimpl.ValidateUpdate(u); err != nil {
 		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
-	err := s.tx(ctx, inTx, func(t *txn) error {
+	err := s.tx(ctx, transaction, func(t *txn) error {
 		sealed, err := rowseal.SealPeer(s.keys, peer, u)
 		if err != nil {
 			return err
@@ -209,9 +209,9 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	}
 	// Without a pending row to delete, the in-memory count is neither
 	// moved nor dropped if this fails.
-	kind := inTx
+	kind := transaction
 	if deletesPending {
-		kind = pendingWrite
+		kind = countedTransaction
 	}
 	var n int64
 	err := s.tx(ctx, kind, func(t *txn) error {
@@ -262,7 +262,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pi
 		return store.PeerDamage{}, nil
 	}
 	user, dev := peer.UserID, peer.DeviceID
-	err := s.tx(ctx, inTx, func(q *txn) error {
+	err := s.tx(ctx, transaction, func(q *txn) error {
 		var replacement []byte
 		if len(pin) > 0 {
 			var err error

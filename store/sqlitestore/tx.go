@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
@@ -16,40 +15,29 @@ import (
 type txn struct {
 	*db.Queries
 	// pending is by how much fn changed the number of pending rows (in a
-	// pendingWrite or onePendingWrite).
+	// counted kind).
 	pending int64
-	// conn is, in a countRead, the driver connection the statements run
-	// on, and begin runs a function in one transaction on that same
-	// connection (see pendingCount).
-	conn  any
-	begin func(func(q *db.Queries) error) error
 }
 
-// txKind says what a transaction does, which decides how it runs.
+// txKind says how a transaction runs: as one statement or between BEGIN
+// and COMMIT, and whether it is counted (see tx).
 type txKind int
 
 const (
-	// oneRead is a single statement that only reads: it runs outside
-	// BEGIN, where SQLite gives the statement its own transaction (one
-	// snapshot), without the round trips of BEGIN and COMMIT.
-	oneRead txKind = iota
-	// inTx is several statements in one transaction (BEGIN IMMEDIATE),
-	// changing no pending row: reads that need one snapshot, and writes.
-	inTx
-	// pendingWrite is a transaction that inserts or deletes pending rows:
-	// it holds the in-memory count's lock across the transaction, so that
-	// a count never reads between its commit and the count's update.
-	pendingWrite
-	// onePendingWrite is a single statement that inserts or deletes
-	// pending rows: it runs outside BEGIN, where SQLite commits it as its
-	// own transaction (durable when it returns, synchronous=FULL), and
-	// holds the in-memory count's lock as a pendingWrite does.
-	onePendingWrite
-	// countRead is the count of all pending rows (countAll): it holds the
-	// count's lock and one connection for the whole call, whose identity
-	// it passes in txn.conn, runs single statements on it outside BEGIN
-	// and, through txn.begin, a transaction on the same connection.
-	countRead
+	// statement is a single statement: it runs outside BEGIN, where
+	// SQLite gives it its own transaction (one snapshot; for a write,
+	// committed and durable when it returns, synchronous=FULL), without
+	// the round trips of BEGIN and COMMIT.
+	statement txKind = iota
+	// transaction is several statements between BEGIN IMMEDIATE and
+	// COMMIT: reads that need one snapshot, and writes.
+	transaction
+	// countedStatement is a statement that inserts, deletes or counts
+	// all pending rows.
+	countedStatement
+	// countedTransaction is a transaction that inserts, deletes or
+	// counts all pending rows.
+	countedTransaction
 )
 
 // tx is the store's one way into the database: every method of the
@@ -59,13 +47,17 @@ const (
 // before it, interleaved in one run),
 // as one transaction of kind (see txKind) with the generated queries
 // bound to it; the transaction is committed if fn returns nil and rolled
-// back otherwise, and the in-memory count moves by what fn recorded once
-// committed.
+// back otherwise.
+//
+// A counted kind holds the in-memory count's lock across the transaction
+// and moves the count by what fn recorded in txn.pending once committed,
+// so that a count never reads between a commit and the count's update;
+// if it fails the next count asks SQLite.
 //
 // Locks, always in this order: sealMu shared (RotateKey takes it
 // exclusively to switch the sealing key, so no value sealed with the old
-// key is written after its walk has begun), then, for the kinds that
-// change or count pending rows, the count's lock, then the connection.
+// key is written after its walk has begun), then, for a counted kind,
+// the count's lock, then the connection.
 func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
@@ -73,7 +65,7 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
 	t := &txn{}
-	counted := kind == pendingWrite || kind == onePendingWrite || kind == countRead
+	counted := kind == countedStatement || kind == countedTransaction
 	c := &s.count
 	if counted {
 		c.mu.Lock()
@@ -81,11 +73,9 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 	}
 	var err error
 	switch kind {
-	case oneRead, onePendingWrite:
+	case statement, countedStatement:
 		t.Queries = s.q
 		err = fn(t)
-	case countRead:
-		err = s.pinned(ctx, t, fn)
 	default:
 		err = sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error {
 			t.Queries = s.q.WithTx(tx)
@@ -97,26 +87,9 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 	case err != nil:
 		// A failed commit may or may not have reached the disk, and a
 		// failed count read nothing to trust: the next count asks SQLite.
-		c.known, c.conn = false, nil
+		c.known = false
 	default:
 		c.n += t.pending
 	}
 	return err
-}
-
-// pinned runs fn (a countRead) on one connection held for the whole call.
-func (s *Store) pinned(ctx context.Context, t *txn, fn func(t *txn) error) error {
-	c, err := s.conn.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("get connection: %w", err)
-	}
-	defer c.Close()
-	if err := c.Raw(func(dc any) error { t.conn = dc; return nil }); err != nil {
-		return fmt.Errorf("get connection: %w", err)
-	}
-	t.Queries = db.New(c)
-	t.begin = func(f func(q *db.Queries) error) error {
-		return sqltx.Run(ctx, c, func(tx *sql.Tx) error { return f(s.q.WithTx(tx)) })
-	}
-	return fn(t)
 }
