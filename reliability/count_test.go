@@ -16,7 +16,6 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
-	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/seal"
@@ -68,7 +67,7 @@ func (g *countRig) reopen() {
 	if g.s != nil {
 		require.NoError(g.t, g.s.Close())
 	}
-	s, err := sqlitestore.Open(sqlitedriver.With(g.ctx, g.drv), g.path, g.keys)
+	s, err := sqlitestore.Open(sqliteaccess.WithDriver(g.ctx, g.drv), g.path, g.keys)
 	require.NoError(g.t, err)
 	g.t.Cleanup(func() { _ = s.Close() })
 	g.s = s

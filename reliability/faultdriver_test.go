@@ -112,7 +112,7 @@ var driverSeq atomic.Int64
 
 // registerFaultDriver registers a database/sql driver wrapping go-sqlite3
 // that fails the calls inj is armed for, and returns its name (for
-// sqlitedriver.With: sqlitestore.Open then uses it). Errors of the real
+// sqliteaccess.WithDriver: sqlitestore.Open then uses it). Errors of the real
 // driver pass through unchanged.
 func registerFaultDriver(t testing.TB, inj *injector) string {
 	t.Helper()

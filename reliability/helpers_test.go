@@ -9,10 +9,10 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/seal"
@@ -63,7 +63,7 @@ func (d *device) reopen(t testing.TB, net *transporttest.Network, driverName str
 	if d.sql != nil {
 		require.NoError(t, d.sql.Close())
 	}
-	s, err := sqlitestore.Open(sqlitedriver.With(ctx, driverName), d.path, d.keys)
+	s, err := sqlitestore.Open(sqliteaccess.WithDriver(ctx, driverName), d.path, d.keys)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	d.sql, d.store = s, s

@@ -1,8 +1,10 @@
 // Package sqliteaccess is what this module's tools and tests reach in a
 // SQLite store beyond its public API: the database handle under a store
 // (to inspect or damage the file beside it), its keyring and sequence
-// high-water mark, the data source name the store opens a file with, and
-// a migration directory to migrate with instead of the embedded one.
+// high-water mark, the data source name the store opens a file with, and,
+// carried in the context given to Open, a migration directory to migrate
+// with instead of the embedded one and a driver to open the file through
+// instead of go-sqlite3.
 //
 // Package store/sqlitestore registers the accessors when it is
 // initialized; being internal, none of this is an application's API.
@@ -81,4 +83,29 @@ func WithMigrator(ctx context.Context, m *migration.Migrator) context.Context {
 func Migrator(ctx context.Context) *migration.Migrator {
 	m, _ := ctx.Value(migratorKey{}).(*migration.Migrator)
 	return m
+}
+
+// DefaultDriver is the database/sql driver sqlitestore.Open opens its
+// file through unless the context names another (WithDriver): go-sqlite3.
+const DefaultDriver = "sqlite3"
+
+type driverKey struct{}
+
+// WithDriver returns a copy of ctx that makes sqlitestore.Open open its
+// file through the driver registered as name: for the reliability tests,
+// whose driver wraps go-sqlite3 and injects storage faults (failing
+// statements and commits, a full disk). The driver must be go-sqlite3 or
+// wrap it, passing its errors through unchanged (the store inspects
+// them). Being internal, the choice is no part of the store's API: an
+// application always gets go-sqlite3.
+func WithDriver(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, driverKey{}, name)
+}
+
+// Driver returns the driver ctx names (WithDriver), or DefaultDriver.
+func Driver(ctx context.Context) string {
+	if name, ok := ctx.Value(driverKey{}).(string); ok {
+		return name
+	}
+	return DefaultDriver
 }

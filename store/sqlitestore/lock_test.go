@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sqlitedriver"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -200,13 +200,13 @@ func TestOpenHoldEndsWithKilledProcess(t *testing.T) {
 	require.Equal(t, []byte("from the child"), got[0].Plaintext)
 }
 
-// Open uses the driver its context names (internal/sqlitedriver, how the
+// Open uses the driver its context names (internal/sqliteaccess.WithDriver, how the
 // reliability tests inject faults); a failure to open through it releases
 // the file.
 func TestOpenThroughContextDriver(t *testing.T) {
 	path := dbPath(t)
 	kr := storetest.NewKeyring(t)
-	_, err := sqlitestore.Open(sqlitedriver.With(context.Background(), "no-such-driver"), path, kr)
+	_, err := sqlitestore.Open(sqliteaccess.WithDriver(context.Background(), "no-such-driver"), path, kr)
 	require.ErrorContains(t, err, `unknown driver "no-such-driver"`)
 	mustOpenAt(t, path, kr)
 }

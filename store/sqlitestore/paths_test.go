@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sqlitedriver"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -76,7 +76,7 @@ func TestFailedOpenLeavesNoFile(t *testing.T) {
 			return ctx
 		}},
 		{"failing after the file was made", func(t *testing.T) context.Context {
-			return sqlitedriver.With(t.Context(), "no-such-driver")
+			return sqliteaccess.WithDriver(t.Context(), "no-such-driver")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

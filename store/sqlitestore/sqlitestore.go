@@ -41,7 +41,6 @@ import (
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
-	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
 
@@ -252,8 +251,8 @@ func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (
 // connection it opens counted in opened (see pendingCount).
 func openConn(ctx context.Context, real string, opened *atomic.Uint64) (*sql.DB, error) {
 	// go-sqlite3, or in this module's tests a driver wrapping it that
-	// injects faults (internal/sqlitedriver).
-	conn, err := openCounted(sqlitedriver.Name(ctx), sqliteaccess.DSN(real), opened)
+	// injects faults (internal/sqliteaccess.WithDriver).
+	conn, err := openCounted(sqliteaccess.Driver(ctx), sqliteaccess.DSN(real), opened)
 	if err != nil {
 		return nil, err
 	}
