@@ -1,15 +1,16 @@
 // Package storeimpl holds what the two store implementations
 // (store/sqlitestore and store/memstore) and the client share beyond the
-// contract in package store: the argument checks and their error texts,
-// the table of the parts of a peer's state, and the walks built on the
-// contract's calls. Being internal, none of it is an application's API.
+// contract in package store: the argument checks and their error texts
+// (storeimpl.go), each call's error context (op.go), the table of the
+// parts of a peer's state (storeimpl.go), the recipients' page
+// (recipients.go) and the walks built on the contract's calls (walk.go).
+// Being internal, none of it is an application's API.
 package storeimpl
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
@@ -150,14 +151,4 @@ func ValidateUpdate(u store.PeerState) error {
 		return fmt.Errorf("%w: an identity pin cannot be deleted", store.ErrInvalidArgument)
 	}
 	return nil
-}
-
-// RecipientsFrom returns the position a recipients' page of r starts
-// after: the cursor, or for a page from the start an address below every
-// one the schema admits (the empty user id and the smallest device id).
-func RecipientsFrom(r store.RecipientPageRequest) ids.DeviceAddress {
-	if r.After == nil {
-		return ids.DeviceAddress{UserID: "", DeviceID: math.MinInt64}
-	}
-	return *r.After
 }

@@ -5,12 +5,11 @@ import (
 	"slices"
 
 	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
 
-// PendingRecipients implements storage.Pending. It looks at every pending
+// PendingRecipients implements store.Pending. It looks at every pending
 // row (the in-memory store keeps no recipient index), and gives the
 // answers the SQLite store's index gives.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
@@ -45,5 +44,5 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 		}
 		return 0
 	})
-	return rowseal.RecipientPage(rows[:min(len(rows), req.Limit+1)], req.Limit), nil
+	return storeimpl.RecipientPage(rows[:min(len(rows), req.Limit+1)], req.Limit), nil
 }

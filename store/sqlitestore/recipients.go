@@ -5,12 +5,11 @@ import (
 
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
 
-// PendingRecipients implements storage.Pending: a loose index scan of the
+// PendingRecipients implements store.Pending: a loose index scan of the
 // recipient index (see PendingOutboundRecipients): limit+1 steps of a
 // few seeks each, in one statement (its own transaction), no message opened.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
@@ -38,5 +37,5 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 			OldestSequence: r.OldestSequence,
 		})
 	}
-	return rowseal.RecipientPage(out, req.Limit), nil
+	return storeimpl.RecipientPage(out, req.Limit), nil
 }

@@ -1,6 +1,21 @@
-package rowseal
+package storeimpl
 
-import "github.com/securemsg/storage/store"
+import (
+	"math"
+
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
+)
+
+// RecipientsFrom returns the position a recipients' page of r starts
+// after: the cursor, or for a page from the start an address below every
+// one the schema admits (the empty user id and the smallest device id).
+func RecipientsFrom(r store.RecipientPageRequest) ids.DeviceAddress {
+	if r.After == nil {
+		return ids.DeviceAddress{UserID: "", DeviceID: math.MinInt64}
+	}
+	return *r.After
+}
 
 // RecipientPage builds the page of the recipients a store read for a page
 // of limit: rows in ascending address order, at most limit + 1 of them
