@@ -4,7 +4,7 @@
 // version is tested against it.
 //
 // Freeze writes such a directory from a head database whose sealed values
-// are sealed with the published fixture test key (version14.Key), and
+// are sealed with the published fixture test key (fixturekit.Key), and
 // FreezeNext from the newest fixture migrated to head: the
 // database as fixture.sql, its contents read through the SQLite store as
 // contents.json, and a README. It refuses to write into a directory that

@@ -161,11 +161,10 @@ var reference = regexp.MustCompile(`(^|[^\w/.-])([a-z][a-z0-9]*)\.([A-Z]\w*)(?:\
 
 var testFunc = regexp.MustCompile(`^(Test|Benchmark|Example|Fuzz)[A-Z_]`)
 
-// TestDocumentsNameOnlyWhatExists: every pkg.Ident or pkg.Type.Member the
-// documents name is declared by that package (a name the code no longer
-// has is a document gone stale).
-func TestDocumentsNameOnlyWhatExists(t *testing.T) {
-	root := repoRoot(t)
+// knownNames maps each package name of both modules to the names it
+// exports (see exported).
+func knownNames(t *testing.T, root string) map[string]map[string]bool {
+	t.Helper()
 	known := map[string]map[string]bool{}
 	for name, dirs := range packages(t, root) {
 		known[name] = map[string]bool{}
@@ -178,6 +177,39 @@ func TestDocumentsNameOnlyWhatExists(t *testing.T) {
 	for _, public := range []string{"client", "store", "sqlitestore", "memstore", "seal", "session", "transport", "transporttest", "ids", "schema"} {
 		require.NotEmpty(t, known[public], "package %s exports nothing", public)
 	}
+	return known
+}
+
+// stale returns the references in text to a name a package of the
+// modules does not declare, and how many references it checked.
+func stale(known map[string]map[string]bool, text string) (missing []string, checked int) {
+	for _, m := range reference.FindAllStringSubmatch(text, -1) {
+		names, ok := known[m[2]]
+		if !ok {
+			continue
+		}
+		checked++
+		ident := m[3]
+		if testFunc.MatchString(ident) {
+			continue // a test's name, not the package's API
+		}
+		if m[4] != "" && names[m[3]] && !names[m[3]+"."+m[4]] && isType(names, m[3]) {
+			missing = append(missing, m[2]+"."+m[3]+"."+m[4])
+			continue
+		}
+		if !names[ident] && !isMethod(names, ident) {
+			missing = append(missing, m[2]+"."+ident)
+		}
+	}
+	return missing, checked
+}
+
+// TestDocumentsNameOnlyWhatExists: every pkg.Ident or pkg.Type.Member the
+// documents name is declared by that package (a name the code no longer
+// has is a document gone stale).
+func TestDocumentsNameOnlyWhatExists(t *testing.T) {
+	root := repoRoot(t)
+	known := knownNames(t, root)
 	checked := 0
 	var missing []string
 	for _, docPath := range documents(t, root) {
@@ -186,23 +218,10 @@ func TestDocumentsNameOnlyWhatExists(t *testing.T) {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for line := 1; sc.Scan(); line++ {
-			for _, m := range reference.FindAllStringSubmatch(sc.Text(), -1) {
-				names, ok := known[m[2]]
-				if !ok {
-					continue
-				}
-				checked++
-				ident := m[3]
-				if testFunc.MatchString(ident) {
-					continue // a test's name, not the package's API
-				}
-				if m[4] != "" && names[m[3]] && !names[m[3]+"."+m[4]] && isType(names, m[3]) {
-					missing = append(missing, docPath+":"+strconv.Itoa(line)+": "+m[2]+"."+m[3]+"."+m[4])
-					continue
-				}
-				if !names[ident] && !isMethod(names, ident) {
-					missing = append(missing, docPath+":"+strconv.Itoa(line)+": "+m[2]+"."+ident)
-				}
+			m, n := stale(known, sc.Text())
+			checked += n
+			for _, name := range m {
+				missing = append(missing, docPath+":"+strconv.Itoa(line)+": "+name)
 			}
 		}
 		require.NoError(t, sc.Err())
@@ -211,6 +230,57 @@ func TestDocumentsNameOnlyWhatExists(t *testing.T) {
 	sort.Strings(missing)
 	require.Empty(t, missing, "the documents name what the package does not declare")
 	require.Greater(t, checked, 50, "the documents name the API: a scan that finds few references is broken")
+}
+
+// TestCommentsNameOnlyWhatExists: the comments of both modules' Go files
+// (what go doc shows, and what a maintainer reads) name only what exists,
+// as the documents do. Generated code is left out.
+func TestCommentsNameOnlyWhatExists(t *testing.T) {
+	root := repoRoot(t)
+	known := knownNames(t, root)
+	checked := 0
+	var missing []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if ast.IsGenerated(f) {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		for _, g := range f.Comments {
+			for _, c := range g.List {
+				m, n := stale(known, c.Text)
+				checked += n
+				for _, name := range m {
+					missing = append(missing, rel+":"+strconv.Itoa(fset.Position(c.Pos()).Line)+": "+name)
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	sort.Strings(missing)
+	require.Empty(t, missing, "comments name what the package does not declare")
+	require.Greater(t, checked, 200, "the comments name the API: a scan that finds few references is broken")
 }
 
 // isMethod reports whether name is a method or member of one of the
