@@ -102,7 +102,9 @@ type Client struct {
 
 	// sendMu is the send mutex: send, retry, ACK sends, accepting an
 	// identity change, abandon, discarding unreadable peer state, and the
-	// session updates of Receive hold it.
+	// session updates of Receive hold it, so that none of them runs
+	// between the steps of another (a send's encrypt, store and hand-off,
+	// say): the order the races of ACK, retry and abandon rely on.
 	sendMu sync.Mutex
 	// peers caches what the client holds about each remote device; only
 	// touched under sendMu (see peerFor).
@@ -112,7 +114,9 @@ type Client struct {
 	release func()
 	closed  atomic.Bool
 
-	mu       sync.RWMutex // guards the fields below
+	// mu guards the fields below: Initialize and prekey replenishment
+	// set them while calls on other goroutines read them.
+	mu       sync.RWMutex
 	addr     ids.DeviceAddress
 	identity *session.Identity
 	prekeys  *session.Prekeys

@@ -149,6 +149,8 @@ func isZero(b []byte) bool {
 // concurrent use. A nil *Keyring holds no key: Seal and Open return an
 // error wrapping ErrKey.
 type Keyring struct {
+	// mu guards current and keys: Add changes them while Seal and Open
+	// read them on other goroutines.
 	mu      sync.RWMutex
 	current KeyID
 	keys    map[KeyID]Key

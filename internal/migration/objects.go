@@ -242,6 +242,8 @@ type defined struct {
 
 // definitionsCache is what Migrator.definitions builds once.
 type definitionsCache struct {
+	// mu is held while defs is built, so that concurrent opens build it
+	// once and the others wait for it.
 	mu   sync.Mutex
 	defs *defined
 }

@@ -44,6 +44,8 @@ type Store struct {
 
 	keys *seal.Keyring
 
+	// mu guards every field below. Each call holds it for the whole of
+	// its change, which makes the call atomic, as a transaction is.
 	mu        sync.Mutex
 	closed    bool
 	claim     *byte // the client's claim (Claim), nil when unclaimed; never zero-size, so each is distinct

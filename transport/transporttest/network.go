@@ -57,6 +57,8 @@ type published struct {
 // reproduce network failures and prove which calls an operation made.
 // The zero value is not usable; call NewNetwork.
 type Network struct {
+	// mu guards every field below: the clients of a test share the
+	// network from their own goroutines.
 	mu        sync.Mutex
 	mailboxes map[ids.DeviceAddress][][]byte
 	bundles   map[ids.DeviceAddress]*published
