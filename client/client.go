@@ -114,8 +114,9 @@ type Client struct {
 	release func()
 	closed  atomic.Bool
 
-	// mu guards the fields below: Initialize and prekey replenishment
-	// set them while calls on other goroutines read them.
+	// mu guards the fields below: Open, Initialize, replenishing prekeys
+	// and Receive (a one-time prekey used) set them while calls on other
+	// goroutines read them.
 	mu       sync.RWMutex
 	addr     ids.DeviceAddress
 	identity *session.Identity
