@@ -450,3 +450,47 @@ func TestSecurityListsEveryRecordType(t *testing.T) {
 	}
 	require.Equal(t, code, doc, "SECURITY.md's table of sealed records against seal's RecordType constants")
 }
+
+// TestLayoutNamesEveryPackage: docs/LAYOUT.md, the map of where each
+// concept lives, names every Go package of both modules, so that a
+// package added or moved cannot be left out of it (the paths it names are
+// held to exist by TestDocumentsNamePathsThatExist).
+func TestLayoutNamesEveryPackage(t *testing.T) {
+	root := repoRoot(t)
+	layout, err := os.ReadFile(filepath.Join(root, "docs", "LAYOUT.md"))
+	require.NoError(t, err)
+	var missing []string
+	seen := 0
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		gofiles, err := filepath.Glob(filepath.Join(path, "*.go"))
+		if err != nil {
+			return err
+		}
+		for _, f := range gofiles {
+			if !strings.HasSuffix(f, "_test.go") {
+				rel, err := filepath.Rel(root, path)
+				if err != nil {
+					return err
+				}
+				seen++
+				if !strings.Contains(string(layout), "`"+filepath.ToSlash(rel)+"`") {
+					missing = append(missing, rel)
+				}
+				break
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Empty(t, missing, "docs/LAYOUT.md does not name these packages")
+	require.Greater(t, seen, 30, "a walk that finds few packages is broken")
+}
