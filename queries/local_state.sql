@@ -174,3 +174,8 @@ FROM pending_inbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
+
+-- name: ForeignKeysEnforced :one
+-- PRAGMA foreign_keys of this connection, read as its table-valued
+-- function: 1 when foreign keys are enforced.
+SELECT foreign_keys FROM pragma_foreign_keys;

@@ -45,3 +45,13 @@ ORDER BY type, name;
 -- them with what the migrations define.
 SELECT type, name, tbl_name FROM sqlite_master
 ORDER BY type, name;
+
+-- name: UserVersion :one
+-- PRAGMA user_version, read as its table-valued function: the schema
+-- version every migration records in the file's header.
+SELECT user_version FROM pragma_user_version;
+
+-- name: TableCount :one
+-- How many tables are named name, compared as SQLite compares names
+-- (ASCII case-insensitively): 0 or 1.
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) = lower(sqlc.arg(name));

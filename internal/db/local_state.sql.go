@@ -84,6 +84,19 @@ func (q *Queries) DeleteStorageKey(ctx context.Context, keyID int64) error {
 	return err
 }
 
+const foreignKeysEnforced = `-- name: ForeignKeysEnforced :one
+SELECT foreign_keys FROM pragma_foreign_keys
+`
+
+// PRAGMA foreign_keys of this connection, read as its table-valued
+// function: 1 when foreign keys are enforced.
+func (q *Queries) ForeignKeysEnforced(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, foreignKeysEnforced)
+	var foreign_keys int64
+	err := row.Scan(&foreign_keys)
+	return foreign_keys, err
+}
+
 const getIdentityPin = `-- name: GetIdentityPin :one
 SELECT sealed FROM identity_pin WHERE user_id = ? AND device_id = ?
 `

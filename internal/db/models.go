@@ -41,6 +41,14 @@ type PragmaDataVersion struct {
 	DataVersion int64
 }
 
+type PragmaForeignKey struct {
+	ForeignKeys int64
+}
+
+type PragmaUserVersion struct {
+	UserVersion int64
+}
+
 type ProcessedInboundMessage struct {
 	SenderUserID   string
 	SenderDeviceID int64

@@ -172,6 +172,19 @@ func (q *Queries) RevisionTableExists(ctx context.Context) (int64, error) {
 	return count, err
 }
 
+const tableCount = `-- name: TableCount :one
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) = lower(?1)
+`
+
+// How many tables are named name, compared as SQLite compares names
+// (ASCII case-insensitively): 0 or 1.
+func (q *Queries) TableCount(ctx context.Context, name string) (int64, error) {
+	row := q.db.QueryRowContext(ctx, tableCount, name)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const upsertRevision = `-- name: UpsertRevision :exec
 INSERT INTO schema_revision (
   version, description, type, applied, total, executed_at, execution_time,
@@ -235,4 +248,17 @@ func (q *Queries) UserTableCount(ctx context.Context) (int64, error) {
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const userVersion = `-- name: UserVersion :one
+SELECT user_version FROM pragma_user_version
+`
+
+// PRAGMA user_version, read as its table-valued function: the schema
+// version every migration records in the file's header.
+func (q *Queries) UserVersion(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, userVersion)
+	var user_version int64
+	err := row.Scan(&user_version)
+	return user_version, err
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/seal"
@@ -73,8 +74,8 @@ func Upgrade(ctx context.Context, conn *sql.DB, m *migration.Migrator, keys *sea
 // every migration sets): its pending table went through migrations that
 // this package's rebuild would undo.
 func belowLayout(ctx context.Context, conn legacydb.DBTX) error {
-	var v int64
-	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+	v, err := db.New(conn).UserVersion(ctx)
+	if err != nil {
 		return fmt.Errorf("read user_version: %w", err)
 	}
 	if limit, _ := strconv.ParseInt(LayoutVersion, 10, 64); v > limit {

@@ -398,11 +398,11 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 			}
 		}
 	}
-	var userVersion int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&userVersion); err != nil {
+	userVersion, err := q.UserVersion(ctx)
+	if err != nil {
 		return p, fmt.Errorf("migration: read user_version: %w", err)
 	}
-	head, _ := strconv.Atoi(m.Head())
+	head, _ := strconv.ParseInt(m.Head(), 10, 64)
 	if userVersion > head {
 		return p, fmt.Errorf("%w: user_version %d, this code knows up to %s", schema.ErrNewerDatabase, userVersion, m.Head())
 	}
@@ -413,7 +413,7 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 		}
 		switch {
 		case tables == 0:
-		case strconv.Itoa(userVersion) == LegacyBaselineVersion:
+		case strconv.FormatInt(userVersion, 10) == LegacyBaselineVersion:
 			// The adopted baseline stands for everything up to it.
 			p.current = LegacyBaselineVersion
 			recorded[LegacyBaselineVersion] = true

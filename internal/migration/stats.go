@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+
+	"github.com/securemsg/storage/internal/db"
 )
 
 // ClearStatistics deletes every row of SQLite's planner statistics
@@ -27,8 +29,7 @@ func ClearStatistics(ctx context.Context, tx *sql.Tx) (int64, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		var n int
-		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) = ?`, name).Scan(&n)
+		n, err := db.New(tx).TableCount(ctx, name)
 		if err != nil {
 			return 0, fmt.Errorf("migration: clear statistics: %w", err)
 		}
@@ -69,8 +70,7 @@ func HoldsStatistics(ctx context.Context, conn *sql.DB) (bool, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		var n int
-		err := conn.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) = ?`, name).Scan(&n)
+		n, err := db.New(conn).TableCount(ctx, name)
 		if err != nil {
 			return false, fmt.Errorf("migration: look for statistics: %w", err)
 		}

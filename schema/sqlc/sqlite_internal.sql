@@ -6,3 +6,6 @@ CREATE TABLE sqlite_master (type TEXT NOT NULL, name TEXT NOT NULL, tbl_name TEX
 -- PRAGMA data_version read as its table-valued function (an eponymous
 -- virtual table SQLite provides on every connection).
 CREATE TABLE pragma_data_version (data_version INTEGER NOT NULL);
+-- PRAGMA user_version and PRAGMA foreign_keys, read the same way.
+CREATE TABLE pragma_user_version (user_version INTEGER NOT NULL);
+CREATE TABLE pragma_foreign_keys (foreign_keys INTEGER NOT NULL);

@@ -296,8 +296,7 @@ func privateFiles(path string) error {
 }
 
 func (s *Store) init(ctx context.Context, o options, real string) error {
-	var fk int
-	if err := s.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
+	if fk, err := s.q.ForeignKeysEnforced(ctx); err != nil || fk != 1 {
 		return fmt.Errorf("enable foreign keys: %v (foreign_keys=%d)", err, fk)
 	}
 	// Before the schema migrations, which would index a legacy table.

@@ -49,6 +49,10 @@ type PragmaDataVersion struct {
 	DataVersion int64
 }
 
+type PragmaForeignKey struct {
+	ForeignKeys int64
+}
+
 type PragmaTableInfo struct {
 	Cid       int64
 	Name      string
@@ -58,6 +62,10 @@ type PragmaTableInfo struct {
 	Pk        int64
 	Arg       string
 	Schema    sql.NullString
+}
+
+type PragmaUserVersion struct {
+	UserVersion int64
 }
 
 type ProcessedInboundMessage struct {
