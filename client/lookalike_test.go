@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,55 +12,14 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/testkit/tamper"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
-// pendingTable is the table of pending outbound messages that the tests
-// below change as a writer of the database file would.
-const pendingTable = "pending_outbound_message"
-
-// redeclareRecipientNoCase rebuilds d's pending table, while its store is
-// open, with the recipient's user id declared COLLATE NOCASE, as a writer
-// of the database file can: every row, index and the sequence high-water
-// mark kept, but SQL then matches "Bob" for "bob" wherever the store
-// selects, counts or deletes a recipient's rows.
-func redeclareRecipientNoCase(t *testing.T, d *device) {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := sqliteaccess.DB(d.sql).BeginTx(ctx, nil)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback() }()
-	var table string
-	require.NoError(t, tx.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, pendingTable).Scan(&table))
-	column := regexp.MustCompile(`(?i)(\brecipient_user_id\s+TEXT)\b`)
-	require.Len(t, column.FindAllString(table, -1), 1, "one recipient user id column in %s", table)
-	table = column.ReplaceAllString(table, "$1 COLLATE NOCASE")
-	table = regexp.MustCompile(`(?i)^CREATE TABLE\s+"?`+pendingTable+`"?`).ReplaceAllString(table, "CREATE TABLE doctored")
-	var indexes []string
-	rows, err := tx.QueryContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL`, pendingTable)
-	require.NoError(t, err)
-	for rows.Next() {
-		var s string
-		require.NoError(t, rows.Scan(&s))
-		indexes = append(indexes, s)
-	}
-	require.NoError(t, rows.Err())
-	var highWater int64
-	require.NoError(t, tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = ?`, pendingTable).Scan(&highWater))
-	for _, stmt := range append([]string{
-		table,
-		`INSERT INTO doctored SELECT * FROM ` + pendingTable,
-		`DROP TABLE ` + pendingTable,
-		`ALTER TABLE doctored RENAME TO ` + pendingTable,
-	}, indexes...) {
-		_, err := tx.ExecContext(ctx, stmt)
-		require.NoError(t, err, stmt)
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = ? WHERE name = ?`, highWater, pendingTable)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit())
-}
+// pendingTable is the table the tests below change as a writer of the
+// database file would.
+const pendingTable = tamper.PendingTable
 
 // insertRawPending stores a pending row as a writer of the file would:
 // sealed is whatever bytes it is given, at sequence seq (nil: the next).
@@ -107,7 +65,7 @@ func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 	x := a.sendFailed(bigBob, "the door code is 4711")
 	doorCode := a.all(store.MaxPageSize, &bigBob)
 	require.Len(t, doorCode, 1)
-	redeclareRecipientNoCase(t, a)
+	tamper.RecipientNoCase(t, sqliteaccess.DB(a.sql))
 	// A garbage row for bob, which makes a restart loop retry bob.
 	garbage := insertRawPending(t, a, nil, bob, []byte("garbage"))
 	net.ResetCalls()

@@ -37,6 +37,10 @@ type PendingOutboundMessage struct {
 	Sealed            []byte
 }
 
+type PragmaCacheSize struct {
+	CacheSize int64
+}
+
 type PragmaDataVersion struct {
 	DataVersion int64
 }

@@ -106,12 +106,12 @@ func (m *migrator) setVerifier(ctx context.Context, q *legacydb.Queries, text []
 // setCache sets the page cache of conn's connection (the store runs one)
 // to kib KiB, if it is smaller, and returns the function that sets it back.
 func setCache(ctx context.Context, conn *sql.DB, kib int) (func(), error) {
-	var old int
-	if err := conn.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&old); err != nil {
+	old, err := legacydb.New(conn).CacheSize(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("read cache_size: %w", err)
 	}
 	// A negative cache_size is in KiB, a positive one in pages.
-	if old < 0 && -old >= kib {
+	if old < 0 && -old >= int64(kib) {
 		return func() {}, nil
 	}
 	if _, err := conn.ExecContext(ctx, "PRAGMA cache_size = "+strconv.Itoa(-kib)); err != nil {
@@ -120,7 +120,7 @@ func setCache(ctx context.Context, conn *sql.DB, kib int) (func(), error) {
 	return func() {
 		// Best effort: the cache size is a performance setting, and a
 		// failure here changes nothing stored.
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA cache_size = "+strconv.Itoa(old))
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA cache_size = "+strconv.FormatInt(old, 10))
 	}, nil
 }
 

@@ -121,3 +121,9 @@ DELETE FROM pending_outbound_message_plaintext;
 SELECT count(*) FROM sqlite_master
 WHERE type = 'index' AND name = 'pending_outbound_message_recipient'
   AND tbl_name = 'pending_outbound_message_plaintext';
+
+-- name: CacheSize :one
+-- PRAGMA cache_size of this connection, read as its table-valued function
+-- (negative: KiB; positive: pages), so that the erase step can set it
+-- back.
+SELECT cache_size FROM pragma_cache_size;

@@ -114,15 +114,15 @@ func (s *Store) Claim() (func(), error) {
 }
 
 // locked runs fn under the store's mutex, unless the store is closed or
-// ctx is done (as the SQLite store refuses to begin a transaction then).
+// else ctx is done, in that order, as the SQLite store refuses a call.
 func (s *Store) locked(ctx context.Context, fn func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return store.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return fn()
 }

@@ -22,14 +22,14 @@ func TestContract(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
-	}, tamper{})
+	}, sqlTamper{})
 }
 
-// tamper damages rows with plain SQL behind the store's back, as anyone
+// sqlTamper damages rows with plain SQL behind the store's back, as anyone
 // with write access to the database file could.
-type tamper struct{}
+type sqlTamper struct{}
 
-func (tamper) exec(t *testing.T, s store.Store, query string, args ...any) {
+func (sqlTamper) exec(t *testing.T, s store.Store, query string, args ...any) {
 	t.Helper()
 	res, err := sqliteaccess.DB(s.(*sqlitestore.Store)).Exec(query, args...)
 	require.NoError(t, err)
@@ -38,19 +38,19 @@ func (tamper) exec(t *testing.T, s store.Store, query string, args ...any) {
 	require.EqualValues(t, 1, n, "%s %v", query, args)
 }
 
-func (tp tamper) SetSealed(t *testing.T, s store.Store, seq int64, sealed []byte) {
+func (tp sqlTamper) SetSealed(t *testing.T, s store.Store, seq int64, sealed []byte) {
 	tp.exec(t, s, `UPDATE pending_outbound_message SET sealed = ? WHERE sequence = ?`, sealed, seq)
 }
 
-func (tp tamper) SetSequence(t *testing.T, s store.Store, seq, to int64) {
+func (tp sqlTamper) SetSequence(t *testing.T, s store.Store, seq, to int64) {
 	tp.exec(t, s, `UPDATE pending_outbound_message SET sequence = ? WHERE sequence = ?`, to, seq)
 }
 
-func (tp tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
+func (tp sqlTamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
 	tp.exec(t, s, `UPDATE pending_outbound_message SET recipient_user_id = ? WHERE sequence = ?`, user, seq)
 }
 
-func (tp tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
+func (tp sqlTamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
 	table := map[store.PeerPart]string{store.PeerSession: "session", store.PeerInitiation: "session_initiation", store.PeerPin: "identity_pin"}[part]
 	require.NotEmpty(t, table, "%s", part)
 	tp.exec(t, s, `UPDATE `+table+` SET sealed = ? WHERE user_id = ? AND device_id = ?`, sealed, peer.UserID, peer.DeviceID)

@@ -25,9 +25,9 @@ import (
 //
 // data_version values of two connections are not comparable (a fresh
 // connection starts from the same value), and database/sql replaces the
-// connection behind the store's back: after a failed transaction, as soon
-// as a context is cancelled inside one, or when the driver reports a bad
-// connection. So the number is also taken together with how many
+// connection behind the store's back: as soon as a context is cancelled
+// inside a transaction (go-sqlite3 cannot reset a session, so the
+// connection is closed), or when the driver reports a bad connection. So the number is also taken together with how many
 // connections the store had opened (opened, counted by the store's
 // connector), read while the transaction that read the number holds the
 // store's one connection. A later count reads data_version in one

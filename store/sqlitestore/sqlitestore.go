@@ -7,13 +7,16 @@
 // call that returned is on disk and survives a process kill or a power
 // loss; foreign keys are enforced.
 //
-// Transactions: every call runs as one transaction through one helper
-// (Store.tx in tx.go). A call of one statement (a page from a
-// non-negative cursor, a count, a recipient's next message, an abandon)
-// runs as SQLite's own transaction of that statement, without BEGIN and
-// COMMIT around it; a call of several statements runs between BEGIN
-// IMMEDIATE and COMMIT (internal/sqltx), so that two writers never
-// deadlock upgrading a read lock and a failed COMMIT is seen as such.
+// Transactions: every call runs through one helper (Store.tx in tx.go),
+// as one transaction but for the count noted below. A call of one
+// statement (a page from a non-negative cursor, a count, a recipient's
+// next message, an abandon) runs as SQLite's own transaction of that
+// statement, without BEGIN and COMMIT around it; a call of several
+// statements runs between BEGIN IMMEDIATE and COMMIT (internal/sqltx), so
+// that two writers never deadlock upgrading a read lock and a failed
+// COMMIT is seen as such. The count of all pending messages is the one
+// call that may run two: its one statement, then, when another
+// connection wrote meanwhile, a transaction that counts again (count.go).
 //
 // The store never runs OFFSET queries, never opens a sealed record it
 // does not return, and never makes a network call.

@@ -18,6 +18,7 @@ import (
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/internal/testkit/tamper"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -252,6 +253,52 @@ func TestPragmas(t *testing.T) {
 			require.Equal(t, tc.want, strings.ToLower(got))
 		})
 	}
+}
+
+// TestOneConnection: the store never has more than one connection open,
+// which its in-memory count's freshness check relies on (pendingCount):
+// with two, a count could run on a connection it cannot tell apart.
+func TestOneConnection(t *testing.T) {
+	s := mustOpen(t)
+	require.Equal(t, 1, sqliteaccess.DB(s).Stats().MaxOpenConnections)
+}
+
+// TestForeignRecipientRowNeverOpened: a row that SQL selects for a
+// recipient but that is stored for another one (a writer of the file
+// re-declared the recipient column COLLATE NOCASE) is returned by the
+// store itself as unreadable (ErrCorruptRow), its plaintext never
+// returned, by a page of that recipient and by NextPendingMessage; a
+// page of every recipient returns it as the message it is.
+func TestForeignRecipientRowNeverOpened(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	bob := ids.DeviceAddress{UserID: "Bob", DeviceID: 1}
+	want := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	m := insert(t, s, bob, 1)
+	tamper.RecipientNoCase(t, sqliteaccess.DB(s))
+
+	requireForeign := func(t *testing.T, u store.UnreadablePendingMessage) {
+		t.Helper()
+		require.ErrorIs(t, u.Cause, store.ErrCorruptRow)
+		require.Equal(t, m.Sequence, u.Sequence)
+		require.Equal(t, bob, u.Recipient)
+		require.Nil(t, u.Plaintext)
+	}
+	page, err := s.PendingMessages(ctx, store.PageRequest{Limit: 10, Recipient: &want})
+	require.NoError(t, err)
+	require.Empty(t, page.Messages, "bob's page holds no message of Bob's")
+	require.Len(t, page.Unreadable, 1)
+	requireForeign(t, page.Unreadable[0])
+
+	_, err = s.NextPendingMessage(ctx, want, nil)
+	var ue *store.UnreadableError
+	require.ErrorAs(t, err, &ue)
+	require.Len(t, ue.Entries, 1)
+	requireForeign(t, ue.Entries[0])
+
+	page, err = s.PendingMessages(ctx, store.PageRequest{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, []store.PendingMessage{m}, page.Messages)
 }
 
 // TestTamper alters sealed pending rows behind the store's back and checks

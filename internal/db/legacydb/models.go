@@ -45,6 +45,10 @@ type PendingOutboundMessagePlaintext struct {
 	Plaintext         []byte
 }
 
+type PragmaCacheSize struct {
+	CacheSize int64
+}
+
 type PragmaDataVersion struct {
 	DataVersion int64
 }

@@ -9,6 +9,20 @@ import (
 	"context"
 )
 
+const cacheSize = `-- name: CacheSize :one
+SELECT cache_size FROM pragma_cache_size
+`
+
+// PRAGMA cache_size of this connection, read as its table-valued function
+// (negative: KiB; positive: pages), so that the erase step can set it
+// back.
+func (q *Queries) CacheSize(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, cacheSize)
+	var cache_size int64
+	err := row.Scan(&cache_size)
+	return cache_size, err
+}
+
 const deleteAllLegacyPending = `-- name: DeleteAllLegacyPending :exec
 DELETE FROM pending_outbound_message_plaintext
 `

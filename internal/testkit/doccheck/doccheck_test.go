@@ -496,7 +496,7 @@ func TestLayoutNamesEveryPackage(t *testing.T) {
 }
 
 // runsSQL matches a call that runs a statement through database/sql.
-var runsSQL = regexp.MustCompile(`\.(ExecContext|QueryContext|QueryRowContext|Exec|Query|QueryRow)\(`)
+var runsSQL = regexp.MustCompile(`\.(ExecContext|QueryContext|QueryRowContext|PrepareContext|Exec|Query|QueryRow|Prepare)\(`)
 
 // TestSQLOutsideSqlcIsListed: a library file that runs SQL itself rather
 // than through the generated queries is one queries/README.md lists, with
