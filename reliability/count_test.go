@@ -518,3 +518,24 @@ func TestCountServedFromMemory(t *testing.T) {
 	g.pending[pendingKey{bob, id}] = seqs[0]
 	g.check("after the external insert")
 }
+
+// TestCountWithMoreConnectionsAsksSQLite: the in-memory count is trusted
+// only while the store's pool opens one connection at a time; if
+// something raises the limit on the store's handle, every count runs
+// SELECT count(*) (a fault armed on it fires) and stays right.
+func TestCountWithMoreConnectionsAsksSQLite(t *testing.T) {
+	g := newCountRig(t)
+	k := pendingKey{bob, g.newID()}
+	seq, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
+	require.NoError(t, err)
+	g.pending[k] = seq
+	g.check("established")
+
+	sqliteaccess.DB(g.s).SetMaxOpenConns(2)
+	g.inj.fail(fault{Op: opStmt, Match: sqlCountAll})
+	_, err = g.s.PendingMessageCount(g.ctx, nil)
+	require.ErrorIs(t, err, errInjected, "with two connections allowed, SELECT count(*) runs")
+	require.Equal(t, 1, g.inj.reset(), "the armed fault fired once, there")
+	g.externalInsert(pendingKey{carol, g.newID()})
+	g.check("with two connections allowed")
+}

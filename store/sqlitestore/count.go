@@ -84,7 +84,7 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 		if err != nil {
 			return err
 		}
-		n, fresh = c.n, c.known && c.version == version && c.conn == c.opened.Load()
+		n, fresh = c.n, c.known && c.version == version && c.conn == c.opened.Load() && s.oneConnection()
 		return nil
 	})
 	if err != nil || fresh {
@@ -109,6 +109,12 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// oneConnection reports whether the store's pool still opens at most one
+// connection (openConn sets it; a tool holding the handle through
+// internal/sqliteaccess.DB could raise it): the count trusts its number
+// only then, and otherwise asks SQLite every time.
+func (s *Store) oneConnection() bool { return s.conn.Stats().MaxOpenConnections == 1 }
 
 // openCounted returns a database handle opening its connections to dsn
 // through the driver registered as name, counted in opened.
