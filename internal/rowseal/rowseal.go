@@ -112,21 +112,21 @@ func OpenPending(keys *seal.Keyring, r Row, want *ids.DeviceAddress) (store.Pend
 func Check(r Row, want *ids.DeviceAddress) *store.UnreadablePendingMessage {
 	switch {
 	case r.Corrupt != "":
-		return Corrupt(r, "%s", r.Corrupt)
+		return corrupt(r, "%s", r.Corrupt)
 	case want != nil && r.To != *want:
-		return Corrupt(r, "stored for recipient %q device %d, read for recipient %q device %d", r.To.UserID, r.To.DeviceID, want.UserID, want.DeviceID)
+		return corrupt(r, "stored for recipient %q device %d, read for recipient %q device %d", r.To.UserID, r.To.DeviceID, want.UserID, want.DeviceID)
 	case want == nil:
 		if err := r.To.Validate(); err != nil {
-			return Corrupt(r, "recipient %q: %v", r.To, err)
+			return corrupt(r, "recipient %q: %v", r.To, err)
 		}
 	}
 	return nil
 }
 
-// Corrupt returns the unreadable entry of a row whose stored values the
+// corrupt returns the unreadable entry of a row whose stored values the
 // schema never holds, its cause matching store.ErrCorruptRow and saying
 // what is wrong.
-func Corrupt(r Row, format string, args ...any) *store.UnreadablePendingMessage {
+func corrupt(r Row, format string, args ...any) *store.UnreadablePendingMessage {
 	return &store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: r.Seq, Recipient: r.To, ID: r.ID},
 		Cause: fmt.Errorf("pending sequence %d: %w: %s", r.Seq, store.ErrCorruptRow, fmt.Sprintf(format, args...))}
 }
