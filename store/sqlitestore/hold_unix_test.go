@@ -4,6 +4,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/schema"
+	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
@@ -163,6 +166,61 @@ func TestOpenFileModesThroughSymlink(t *testing.T) {
 			insert(t, s, alice, 1)
 			for _, f := range []string{real, real + "-wal", real + "-shm"} {
 				assert.Equal(t, os.FileMode(0o600), modeOf(t, f), filepath.Base(f))
+			}
+		})
+	}
+}
+
+// A refused Open gives back every mode it restricted: the database file
+// and its -wal and -shm, left 0644, are 0644 again, and their bytes are
+// as they were, whichever check refuses the file.
+func TestRefusedOpenLeavesModes(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, path string) *seal.Keyring
+		is   error
+	}{
+		{"wrong key", func(t *testing.T, path string) *seal.Keyring {
+			require.NoError(t, mustOpenAt(t, path, storetest.NewKeyring(t)).Close())
+			return storetest.NewKeyring(t)
+		}, seal.ErrWrongKey},
+		{"another application's database", func(t *testing.T, path string) *seal.Keyring {
+			raw, err := sql.Open("sqlite3", path)
+			require.NoError(t, err)
+			_, err = raw.Exec("CREATE TABLE notes (body TEXT)")
+			require.NoError(t, err)
+			require.NoError(t, raw.Close())
+			return storetest.NewKeyring(t)
+		}, schema.ErrUnknownState},
+		{"SQLite's header, then no database", func(t *testing.T, path string) *seal.Keyring {
+			require.NoError(t, os.WriteFile(path, append([]byte("SQLite format 3\x00"), make([]byte, 100)...), 0o600))
+			return storetest.NewKeyring(t)
+		}, store.ErrNotDatabase},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := dbPath(t)
+			kr := tc.make(t, path)
+			files := []string{path}
+			for _, side := range []string{"-wal", "-shm"} {
+				if _, err := os.Stat(path + side); err == nil {
+					files = append(files, path+side)
+				}
+			}
+			before := map[string][]byte{}
+			for _, f := range files {
+				require.NoError(t, os.Chmod(f, 0o644))
+				b, err := os.ReadFile(f)
+				require.NoError(t, err)
+				before[f] = b
+			}
+			_, err := sqlitestore.Open(ctx, path, kr)
+			require.ErrorIs(t, err, tc.is)
+			for _, f := range files {
+				assert.Equal(t, os.FileMode(0o644), modeOf(t, f), filepath.Base(f))
+				b, err := os.ReadFile(f)
+				require.NoError(t, err)
+				assert.Equal(t, before[f], b, filepath.Base(f))
 			}
 		})
 	}

@@ -24,12 +24,21 @@ type held struct {
 	lock        *dblock.Lock
 	created     bool // the database file was created by Open
 	lockCreated bool // the lock file was created by Open
+	restricted  []fileMode // the modes privateFiles changed, as they were
+}
+
+// fileMode is a file's permission bits before privateFiles restricted them.
+type fileMode struct {
+	name string
+	perm fs.FileMode
 }
 
 // undo releases the hold and removes what Open created: the database file
 // (with the -wal and -shm SQLite made beside it) if Open created it, and
-// the lock file if it did, so that a failed Open leaves no file behind.
+// the lock file if it did, so that a failed Open leaves no file behind;
+// the modes privateFiles restricted are given back.
 func (h held) undo() {
+	h.restore()
 	if h.created {
 		for _, name := range []string{h.real + "-wal", h.real + "-shm", h.real + "-journal", h.real} {
 			os.Remove(name)
@@ -41,6 +50,14 @@ func (h held) undo() {
 		os.Remove(dblock.Path(h.real))
 	}
 	h.lock.Release()
+}
+
+// restore gives back the modes privateFiles restricted.
+func (h held) restore() {
+	for _, m := range h.restricted {
+		// A file SQLite removed meanwhile (a -wal) is gone, with its mode.
+		os.Chmod(m.name, m.perm)
+	}
 }
 
 // checkPath refuses a path that names no file of its own: "" and
@@ -115,9 +132,10 @@ func holdFile(path string) (held, error) {
 		return fail(fmt.Errorf("%w: another open store holds the database file (%v)", store.ErrInUse, err))
 	}
 	if err == nil {
-		err = checkFile(real, l)
+		var restricted []fileMode
+		restricted, err = checkFile(real, l)
 		if err == nil {
-			return held{real: real, lock: l, created: created, lockCreated: lockCreated}, nil
+			return held{real: real, lock: l, created: created, lockCreated: lockCreated, restricted: restricted}, nil
 		}
 		if lockCreated {
 			// Removed while held, as migrate up does: no opener can have
@@ -134,25 +152,25 @@ func holdFile(path string) (held, error) {
 
 // checkFile checks, under the lock, that the file at real is empty or a
 // SQLite database (store.ErrNotDatabase otherwise), then restricts modes
-// (privateFiles).
-func checkFile(real string, l *dblock.Lock) error {
+// (privateFiles), returning the modes it changed.
+func checkFile(real string, l *dblock.Lock) ([]fileMode, error) {
 	f := l.File()
 	if f == nil {
 		// The platform holds no descriptor of the database: none of this
 		// process's SQLite locks can be dropped by closing one here.
 		var err error
 		if f, err = os.Open(real); err != nil {
-			return err
+			return nil, err
 		}
 		defer f.Close()
 	}
 	header := make([]byte, len(sqliteHeader))
 	n, err := f.ReadAt(header, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read the database header: %w", err)
+		return nil, fmt.Errorf("read the database header: %w", err)
 	}
 	if n > 0 && !bytes.Equal(header[:n], sqliteHeader) || n > 0 && n < len(header) {
-		return fmt.Errorf("%w: it does not start with SQLite's header", store.ErrNotDatabase)
+		return nil, fmt.Errorf("%w: it does not start with SQLite's header", store.ErrNotDatabase)
 	}
 	return privateFiles(real)
 }

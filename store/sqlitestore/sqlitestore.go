@@ -156,7 +156,8 @@ func WithLegacyBatch(n int) Option {
 // database file is created with mode 0600 (owner only) before SQLite
 // opens it; SQLite gives its -wal and -shm files the database file's mode.
 // An existing database file (and its -wal and -shm) readable or writable
-// by group or others has those permission bits removed; a -wal, -shm or
+// by group or others has those permission bits removed (and given back if
+// Open then fails); a -wal, -shm or
 // -journal that is a symbolic link is refused with store.ErrSymlink.
 //
 // The store holds the database file while it is open: a second Open of
@@ -271,36 +272,54 @@ func openConn(ctx context.Context, real string, opened *atomic.Uint64) (*sql.DB,
 // mode when it creates them), and refuses a -wal, -shm or -journal that
 // is a symbolic link (store.ErrSymlink), before SQLite would follow it,
 // or not a regular file (store.ErrNotDatabase), before SQLite would block
-// opening a FIFO.
-func privateFiles(path string) error {
+// opening a FIFO. It returns the modes it changed, as they were, so that
+// an Open that fails gives them back (held.undo); on error it has given
+// them back itself.
+func privateFiles(path string) (restricted []fileMode, err error) {
+	defer func() {
+		if err != nil {
+			held{restricted: restricted}.restore()
+			restricted = nil
+		}
+	}()
 	for _, name := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
 		fi, err := os.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return err
+			return restricted, err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s: %w", name, store.ErrSymlink)
+			return restricted, fmt.Errorf("%s: %w", name, store.ErrSymlink)
 		}
 		if !fi.Mode().IsRegular() {
 			// SQLite opens a hot journal to read it: a FIFO would block
 			// Open for ever.
-			return fmt.Errorf("%s: %w: not a regular file (%s)", name, store.ErrNotDatabase, fi.Mode().Type())
+			return restricted, fmt.Errorf("%s: %w: not a regular file (%s)", name, store.ErrNotDatabase, fi.Mode().Type())
 		}
 		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 			if err := os.Chmod(name, perm&^0o077); err != nil {
-				return fmt.Errorf("restrict database file mode: %w", err)
+				return restricted, fmt.Errorf("restrict database file mode: %w", err)
 			}
+			restricted = append(restricted, fileMode{name: name, perm: perm})
 		}
 	}
-	return nil
+	return restricted, nil
 }
 
 func (s *Store) init(ctx context.Context, o options, real string) error {
-	if fk, err := s.q.ForeignKeysEnforced(ctx); err != nil || fk != 1 {
-		return fmt.Errorf("enable foreign keys: %v (foreign_keys=%d)", err, fk)
+	// The first statement reads the file: SQLite finds here a file that
+	// starts with its header but is not a database.
+	fk, err := s.q.ForeignKeysEnforced(ctx)
+	if se := (sqlite3.Error{}); errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
+		return fmt.Errorf("%w: %w", store.ErrNotDatabase, err)
+	}
+	if err != nil {
+		return fmt.Errorf("enable foreign keys: %w", err)
+	}
+	if fk != 1 {
+		return fmt.Errorf("enable foreign keys: foreign_keys=%d after the connection enabled them", fk)
 	}
 	// Before the schema migrations, which would index a legacy table.
 	if !o.upgrade {
