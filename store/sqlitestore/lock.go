@@ -22,8 +22,8 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 type held struct {
 	real        string
 	lock        *dblock.Lock
-	created     bool // the database file was created by Open
-	lockCreated bool // the lock file was created by Open
+	created     bool       // the database file was created by Open
+	lockCreated bool       // the lock file was created by Open
 	restricted  []fileMode // the modes privateFiles changed, as they were
 }
 
