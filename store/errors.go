@@ -55,10 +55,11 @@ var (
 	// file is left beside it.
 	ErrNotDatabase = errors.New("not a SQLite database file")
 	// ErrSymlink means a file SQLite keeps beside the database (its -wal,
-	// -shm or -journal) or the store's lock file is a symbolic link. The
-	// store creates regular files only, so one was planted: it is never
-	// followed (SQLite would write, and Open would change the mode of,
-	// the file it names). Nothing is changed.
+	// -shm or -journal) or the store's lock file is a symbolic link, or
+	// the -wal, -shm or -journal is a hard link (a file with another
+	// name too). The store creates files of one name only, so one was
+	// planted: it is never used (SQLite would write, and Open would
+	// change the mode of, the other file). Nothing is changed.
 	ErrSymlink = errors.New("database side file is a symbolic link")
 	// ErrNoKeyRecord means the database records no active storage key
 	// but holds sealed values: its storage_key rows were deleted (or all

@@ -125,6 +125,22 @@ func TestOpenOneWriterEveryPath(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "someone else's file", string(got))
 		})
+		t.Run(side+" is a hard link", func(t *testing.T) {
+			path := dbPath(t)
+			kr := storetest.NewKeyring(t)
+			require.NoError(t, mustOpenAt(t, path, kr).Close())
+			other := filepath.Join(filepath.Dir(path), "precious")
+			require.NoError(t, os.WriteFile(other, []byte("someone else's file"), 0o644))
+			require.NoError(t, os.Chmod(other, 0o644))
+			require.NoError(t, os.Link(other, path+side))
+			_, err := sqlitestore.Open(ctx, path, kr)
+			require.ErrorIs(t, err, store.ErrSymlink)
+			require.ErrorContains(t, err, path+side)
+			assert.Equal(t, os.FileMode(0o644), modeOf(t, other), "the other file's mode is not changed")
+			got, err := os.ReadFile(other)
+			require.NoError(t, err)
+			assert.Equal(t, "someone else's file", string(got))
+		})
 	}
 }
 

@@ -158,7 +158,7 @@ func WithLegacyBatch(n int) Option {
 // An existing database file (and its -wal and -shm) readable or writable
 // by group or others has those permission bits removed (and given back if
 // Open then fails); a -wal, -shm or
-// -journal that is a symbolic link is refused with store.ErrSymlink.
+// -journal that is a symbolic or hard link is refused with store.ErrSymlink.
 //
 // The store holds the database file while it is open: a second Open of
 // the same file, by any path, in this process or another (an app
@@ -270,7 +270,8 @@ func openConn(ctx context.Context, real string, opened *atomic.Uint64) (*sql.DB,
 // privateFiles removes group and other permissions from the database file
 // at path and its -wal and -shm (SQLite gives those the database file's
 // mode when it creates them), and refuses a -wal, -shm or -journal that
-// is a symbolic link (store.ErrSymlink), before SQLite would follow it,
+// is a symbolic or hard link (store.ErrSymlink), before SQLite would
+// follow it or write into the other name's file,
 // or not a regular file (store.ErrNotDatabase), before SQLite would block
 // opening a FIFO. It returns the modes it changed, as they were, so that
 // an Open that fails gives them back (held.undo); on error it has given
@@ -292,6 +293,11 @@ func privateFiles(path string) (restricted []fileMode, err error) {
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return restricted, fmt.Errorf("%s: %w", name, store.ErrSymlink)
+		}
+		if name != path && fi.Mode().IsRegular() && links(fi) > 1 {
+			// Another name of the file: SQLite would write the other
+			// file's bytes, and this loop change its mode.
+			return restricted, fmt.Errorf("%s: %w: a hard link (%d names)", name, store.ErrSymlink, links(fi))
 		}
 		if !fi.Mode().IsRegular() {
 			// SQLite opens a hot journal to read it: a FIFO would block
