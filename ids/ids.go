@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxUserIDLen is the longest user id accepted, in bytes.
@@ -36,8 +38,19 @@ func (a DeviceAddress) Validate() error {
 	return nil
 }
 
-// String returns "user/device", for logs and messages.
-func (a DeviceAddress) String() string { return fmt.Sprintf("%s/%d", a.UserID, a.DeviceID) }
+// String returns "user/device", for logs and messages. A user id holding
+// anything but printable text (a newline, a terminal escape, a bidi
+// control, invalid UTF-8) is written as a Go quoted string instead, its
+// bytes escaped: addresses are read from files and the network, and their
+// text reaches terminals and logs.
+func (a DeviceAddress) String() string {
+	for _, r := range a.UserID {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return fmt.Sprintf("%q/%d", a.UserID, a.DeviceID)
+		}
+	}
+	return fmt.Sprintf("%s/%d", a.UserID, a.DeviceID)
+}
 
 // Less orders addresses by user id, then device id. It gives rules that
 // must agree on both devices (such as collision resolution) a total order.

@@ -78,3 +78,21 @@ func TestDeviceAddressOrder(t *testing.T) {
 	require.False(t, a1.Less(a1))
 	require.Equal(t, "alice/2", a2.String())
 }
+
+// An address's text reaches terminals and logs: a user id that is not
+// printable text is written quoted, every such byte escaped, so that a
+// user id read from a file cannot forge a log line or drive a terminal.
+func TestDeviceAddressStringEscapes(t *testing.T) {
+	for _, tc := range []struct{ user, want string }{
+		{"alice", "alice/3"},
+		{"Zoë Ünal", "Zoë Ünal/3"},
+		{"a\nb", `"a\nb"/3`},
+		{"\x1b[2J::error file=x::forged", `"\x1b[2J::error file=x::forged"/3`},
+		{"evil\u202egnp.exe", `"evil\u202egnp.exe"/3`},
+		{"bob\xff\xfe", `"bob\xff\xfe"/3`},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			require.Equal(t, tc.want, ids.DeviceAddress{UserID: tc.user, DeviceID: 3}.String())
+		})
+	}
+}
