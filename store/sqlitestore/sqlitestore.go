@@ -815,7 +815,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 // deleted or not: the next insert gets a greater one.
 func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {
 	var hw int64
-	err := s.tx(ctx, transaction, func(q *txn) error {
+	err := s.tx(ctx, statement, func(q *txn) error {
 		var err error
 		hw, err = q.PendingOutboundSequenceHighWater(ctx)
 		return err

@@ -19,7 +19,7 @@ import (
 // LocalIdentity implements store.State.
 func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
 	var row db.GetLocalIdentityRow
-	err := s.tx(ctx, transaction, func(q *txn) error {
+	err := s.tx(ctx, statement, func(q *txn) error {
 		var err error
 		row, err = q.GetLocalIdentity(ctx)
 		return err
