@@ -591,8 +591,8 @@ func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, 
 	if err != nil {
 		return 0, exhausted(ctx, q, err)
 	}
-	if err != nil || peer == nil {
-		return seq, err
+	if peer == nil {
+		return seq, nil
 	}
 	return seq, savePeer(ctx, q, recipient, *peer)
 }
