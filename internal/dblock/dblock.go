@@ -62,7 +62,9 @@ func Resolve(db string) (string, error) {
 		return real, nil
 	}
 	if fi, lerr := os.Lstat(db); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return "", fmt.Errorf("%s is a symbolic link to a file that does not exist (%w); create the file or open it by its own name", db, fs.ErrNotExist)
+		// The caller names db: this error names where it points.
+		target, _ := os.Readlink(db)
+		return "", fmt.Errorf("a symbolic link to a file that does not exist, %q (%w); create the file or open it by its own name", target, fs.ErrNotExist)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", err

@@ -5,9 +5,11 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -55,7 +57,8 @@ func TestOpenOneWriterEveryPath(t *testing.T) {
 		require.NoError(t, os.Symlink(filepath.Join(dir, "real.db"), link))
 		_, err := sqlitestore.Open(ctx, link, storetest.NewKeyring(t))
 		require.ErrorIs(t, err, fs.ErrNotExist)
-		require.ErrorContains(t, err, "symbolic link to a file that does not exist")
+		require.ErrorContains(t, err, fmt.Sprintf("symbolic link to a file that does not exist, %q", filepath.Join(dir, "real.db")))
+		require.Equal(t, 1, strings.Count(err.Error(), link), "the path once: %v", err)
 		assert.Equal(t, []string{"link.db"}, listDir(t, dir), "nothing created")
 	})
 
