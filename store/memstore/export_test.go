@@ -9,6 +9,13 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
+// SequenceHighWater returns the largest pending sequence ever handed out.
+func (s *Store) SequenceHighWater() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.highWater
+}
+
 // The Tamper* methods change a pending row behind the store's back, as a
 // damaged store would hold it. They exist only in this package's tests.
 

@@ -127,13 +127,6 @@ func (s *Store) locked(ctx context.Context, fn func() error) error {
 	return fn()
 }
 
-// SequenceHighWater returns the largest pending sequence ever handed out.
-func (s *Store) SequenceHighWater() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.highWater
-}
-
 // InsertPending implements store.Pending.
 func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
 	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
