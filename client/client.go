@@ -29,9 +29,9 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,12 +53,6 @@ type Config struct {
 	Transport transport.Transport
 	// Directory publishes and fetches prekey bundles. Required.
 	Directory transport.Directory
-	// Rand supplies randomness for keys, and for the envelope nonces of
-	// the sessions this client starts until they are next loaded from the
-	// store (then crypto/rand); nil means crypto/rand. It must be a
-	// cryptographically secure source: a repeated nonce under a message
-	// key used twice would repeat a keystream.
-	Rand io.Reader
 	// OneTimePrekeys is how many one-time prekeys Initialize publishes,
 	// and how many the directory holds again after ReplenishPrekeys; zero
 	// means 20.
@@ -179,7 +173,7 @@ func (c *Client) lockSend() error {
 // same message keys. It returns store.ErrInUse if the store already serves
 // a client; store.ErrInvalidArgument if a required part of cfg is missing (nil,
 // or an interface holding a nil pointer), the Store was not returned by
-// sqlitestore.Open or memstore.New, Rand or EncryptPolicy holds a nil
+// sqlitestore.Open or memstore.New, EncryptPolicy holds a nil
 // pointer, OneTimePrekeys is negative or above
 // session.MaxOneTimePrekeys, OneTimePrekeyThreshold is negative or above
 // OneTimePrekeys, or SignedPrekeyGrace is negative (the error names the
@@ -228,11 +222,11 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 		return fmt.Errorf("client: initialize as %s: %w as %s", addr, ErrAlreadyInitialized, c.addr)
 	}
 	if c.identity == nil {
-		id, err := session.GenerateIdentity(c.cfg.Rand)
+		id, err := session.GenerateIdentity(rand.Reader)
 		if err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}
-		pk, err := session.NewPrekeys(c.cfg.Rand, id, c.cfg.OneTimePrekeys)
+		pk, err := session.NewPrekeys(rand.Reader, id, c.cfg.OneTimePrekeys)
 		if err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"crypto/rand"
 	"fmt"
 	"time"
 
@@ -28,11 +27,8 @@ func checkConfig(cfg Config) (Config, error) {
 			return cfg, configError(f.name, nilValue(f.v), "required")
 		}
 	}
-	// nil means the default, but a nil pointer in the interface would
-	// panic at its first use.
-	if cfg.Rand != nil && nilarg.Is(cfg.Rand) {
-		return cfg, configError("Rand", nilValue(cfg.Rand), "nil means crypto/rand, a nil pointer is unusable")
-	}
+	// nil means none, but a nil pointer in the interface would panic at
+	// its first use.
 	if cfg.EncryptPolicy != nil && nilarg.Is(cfg.EncryptPolicy) {
 		return cfg, configError("EncryptPolicy", nilValue(cfg.EncryptPolicy), "nil means none, a nil pointer is unusable")
 	}
@@ -60,9 +56,6 @@ func checkConfig(cfg Config) (Config, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	if cfg.Rand == nil {
-		cfg.Rand = rand.Reader
 	}
 	return cfg, nil
 }

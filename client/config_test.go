@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"strings"
@@ -19,7 +18,7 @@ import (
 
 // configFields are the names of client.Config's fields a refusal can name.
 var configFields = []string{
-	"Store", "Transport", "Directory", "Rand", "OneTimePrekeys",
+	"Store", "Transport", "Directory", "OneTimePrekeys",
 	"OneTimePrekeyThreshold", "SignedPrekeyGrace", "Now", "EncryptPolicy",
 }
 
@@ -40,7 +39,6 @@ func TestConfigRefusalNamesTheField(t *testing.T) {
 		{"nil Transport", func(c *client.Config) { c.Transport = nil }, "Transport", "nil"},
 		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transporttest.Network)(nil) }, "Transport", "(*transporttest.Network)(nil)"},
 		{"nil Directory", func(c *client.Config) { c.Directory = nil }, "Directory", "nil"},
-		{"typed-nil Rand", func(c *client.Config) { c.Rand = (*bytes.Reader)(nil) }, "Rand", "(*bytes.Reader)(nil)"},
 		{"typed-nil EncryptPolicy", func(c *client.Config) { c.EncryptPolicy = (*refusingPolicy)(nil) }, "EncryptPolicy", "(*client_test.refusingPolicy)(nil)"},
 		{"negative OneTimePrekeys", func(c *client.Config) { c.OneTimePrekeys = -1 }, "OneTimePrekeys", "-1"},
 		{"OneTimePrekeys above the maximum", func(c *client.Config) { c.OneTimePrekeys = session.MaxOneTimePrekeys + 1 }, "OneTimePrekeys", strconv.Itoa(session.MaxOneTimePrekeys + 1)},

@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"reflect"
 	"testing"
@@ -18,7 +17,7 @@ import (
 
 // client.Open never panics on a nil or typed-nil part of its
 // Config: a missing Store, Transport or Directory, one that is a nil
-// pointer in its interface, a Rand or EncryptPolicy that is a nil pointer,
+// pointer in its interface, an EncryptPolicy that is a nil pointer,
 // and a memstore made with a nil keyring are store.ErrInvalidArgument, and no
 // store is claimed (a good client opens on the same store afterwards).
 // Before, a typed-nil store panicked in Claim and a store with a nil
@@ -37,7 +36,6 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transporttest.Network)(nil) }},
 		{"nil Directory", func(c *client.Config) { c.Directory = nil }},
 		{"typed-nil Directory", func(c *client.Config) { c.Directory = (*transporttest.Network)(nil) }},
-		{"typed-nil Rand", func(c *client.Config) { c.Rand = (*bytes.Reader)(nil) }},
 		{"typed-nil EncryptPolicy", func(c *client.Config) { c.EncryptPolicy = (*refusingPolicy)(nil) }},
 		{"too many one-time prekeys", func(c *client.Config) { c.OneTimePrekeys = session.MaxOneTimePrekeys + 1 }},
 	} {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"time"
 
@@ -23,7 +24,7 @@ const defaultSignedPrekeyGrace = 14 * 24 * time.Hour
 // or replenishment, publishes again.
 func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys) (prekeyChange, error) {
-		return republish, pk.Rotate(c.cfg.Rand, id, c.cfg.Now(), c.cfg.SignedPrekeyGrace)
+		return republish, pk.Rotate(rand.Reader, id, c.cfg.Now(), c.cfg.SignedPrekeyGrace)
 	})
 }
 
@@ -60,7 +61,7 @@ func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
 			}
 			return unchanged, nil
 		}
-		keys, err := pk.Replenish(c.cfg.Rand, c.cfg.OneTimePrekeys-left)
+		keys, err := pk.Replenish(rand.Reader, c.cfg.OneTimePrekeys-left)
 		added = len(keys)
 		return republish, err
 	})

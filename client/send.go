@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 
@@ -203,7 +204,7 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 	if err := c.checkPin(ctx, p, b.Identity); err != nil {
 		return err
 	}
-	s, err := session.Initiate(c.cfg.Rand, identity, addr, b)
+	s, err := session.Initiate(rand.Reader, identity, addr, b)
 	if err != nil {
 		return err
 	}
