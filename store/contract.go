@@ -23,7 +23,9 @@ type Store interface {
 	// the same sessions. release may be called more than once. Returns
 	// ErrClosed after Close.
 	Claim() (release func(), err error)
-	// Close releases the store. Calls after Close return ErrClosed.
+	// Close releases the store; closing it again returns nil. Other calls
+	// after Close return ErrClosed, or ErrInvalidArgument for malformed
+	// arguments that a call checks before it reaches the store's data.
 	Close() error
 	storemark.Implementation
 }

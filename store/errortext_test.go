@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -174,6 +175,24 @@ func TestStoresSayTheSameErrors(t *testing.T) {
 			require.ErrorIs(t, sqErr, store.ErrClosed)
 			require.Equal(t, sqErr.Error(), memErr.Error())
 			requireContextOnce(t, sqErr)
+			require.NoError(t, sq.Close(), "closing again")
+			require.NoError(t, mem.Close(), "closing again")
+		})
+		if anyAddress[c.name] || c.name == "LocalIdentity" {
+			continue
+		}
+		// Malformed arguments on a closed store: ErrClosed, or
+		// ErrInvalidArgument where the call checks them first
+		// (store.Store.Close), the same in both stores.
+		t.Run(c.name+"/closed, malformed address", func(t *testing.T) {
+			sq, mem := open(t)
+			require.NoError(t, sq.Close())
+			require.NoError(t, mem.Close())
+			sqErr, memErr := c.call(ctx, sq, malformed), c.call(ctx, mem, malformed)
+			if !errors.Is(sqErr, store.ErrClosed) {
+				require.ErrorIs(t, sqErr, store.ErrInvalidArgument)
+			}
+			require.Equal(t, sqErr.Error(), memErr.Error())
 		})
 	}
 }

@@ -147,12 +147,14 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 
 // CommitSendMany implements store.State.
 func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
-	sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
-	if err != nil {
-		return nil, storeimpl.OpCommitSendMany.Wrap(err)
-	}
-	seqs := make([]int64, len(sends))
-	err = s.locked(ctx, func() error {
+	seqs := make([]int64, len(peers))
+	err := s.locked(ctx, func() error {
+		// Sealed under the lock, as the SQLite store seals inside its
+		// transaction: a closed store refuses before anything is checked.
+		sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+		if err != nil {
+			return err
+		}
 		// Check every row before changing anything: all or nothing.
 		for _, m := range sends {
 			if err := s.checkNewLocked(pendingKey{m.Peer, id}); err != nil {
@@ -173,13 +175,13 @@ func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, pla
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state atomically with it.
 func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
-	sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
-	if err != nil {
-		return 0, err
-	}
 	k := pendingKey{recipient, id}
 	var seq int64
-	err = s.locked(ctx, func() error {
+	err := s.locked(ctx, func() error {
+		sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
+		if err != nil {
+			return err
+		}
 		if err := s.checkNewLocked(k); err != nil {
 			return err
 		}

@@ -492,8 +492,9 @@ func (s *Store) addKey(ctx context.Context, q *db.Queries) error {
 	return nil
 }
 
-// Close closes the database and then releases its file (see Open). Calls
-// after Close return store.ErrClosed.
+// Close closes the database and then releases its file (see Open);
+// closing it again returns nil. See store.Store.Close for other calls
+// after Close.
 func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
