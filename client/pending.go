@@ -21,7 +21,8 @@ const (
 	NotPending
 )
 
-// String returns "ABANDONED" or "NOT_PENDING".
+// String returns "ABANDONED" or "NOT_PENDING" (the spec's names), and
+// "AbandonStatus(n)" for any other value.
 func (s AbandonStatus) String() string {
 	switch s {
 	case Abandoned:

@@ -10,8 +10,9 @@ import (
 )
 
 // PendingRecipients implements store.Pending: a loose index scan of the
-// recipient index (see PendingOutboundRecipients): limit+1 steps of a
-// few seeks each, in one statement (its own transaction), no message opened.
+// recipient index (the query PendingOutboundRecipients in
+// queries/recipients.sql): limit+1 steps of a few seeks each, in one
+// statement (its own transaction), no message opened.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := req.Validate(); err != nil {
 		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)

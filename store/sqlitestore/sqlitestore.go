@@ -7,16 +7,15 @@
 // call that returned is on disk and survives a process kill or a power
 // loss; foreign keys are enforced.
 //
-// Transactions: every call runs through one helper (Store.tx in tx.go),
-// as one transaction but for the count noted below. A call of one
+// Transactions: every call runs through one helper, as one transaction but for the count noted below. A call of one
 // statement (a page from a non-negative cursor, a count, a recipient's
 // next message, an abandon) runs as SQLite's own transaction of that
 // statement, without BEGIN and COMMIT around it; a call of several
-// statements runs between BEGIN IMMEDIATE and COMMIT (internal/sqltx), so
+// statements runs between BEGIN IMMEDIATE and COMMIT, so
 // that two writers never deadlock upgrading a read lock and a failed
 // COMMIT is seen as such. The count of all pending messages is the one
 // call that may run two: its one statement, then, when another
-// connection wrote meanwhile, a transaction that counts again (count.go).
+// connection wrote meanwhile, a transaction that counts again.
 //
 // The store never runs OFFSET queries, never opens a sealed record it
 // does not return, and never makes a network call.
@@ -691,7 +690,7 @@ func checkCursor(ctx context.Context, q *db.Queries, after *int64) error {
 }
 
 // PendingMessageCount implements store.Pending. The count of all pending
-// messages is kept in memory (see pendingCount) and re-read with SELECT
+// messages is kept in memory and re-read with SELECT
 // count(*) whenever another connection may have changed the table; a
 // recipient's count is answered from the recipient index.
 func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
