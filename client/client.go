@@ -177,8 +177,8 @@ func (c *Client) lockSend() error {
 // pointer, OneTimePrekeys is negative or above
 // session.MaxOneTimePrekeys, OneTimePrekeyThreshold is negative or above
 // OneTimePrekeys, or SignedPrekeyGrace is negative (the error names the
-// field and its value); and the store's errors (for example
-// seal.ErrWrongKey).
+// field and its value); ErrCorruptIdentity if the stored local identity
+// does not decode; and the store's errors (for example seal.ErrWrongKey).
 func Open(ctx context.Context, cfg Config) (*Client, error) {
 	c, err := newClient(cfg)
 	if err != nil {
@@ -289,29 +289,26 @@ func encodeLocal(id *session.Identity, pk *session.Prekeys) ([]byte, error) {
 	return append(append(out, ib...), pb...), nil
 }
 
-// errCorruptIdentity means the stored local identity does not decode.
-var errCorruptIdentity = errors.New("stored local identity is malformed")
-
 func decodeLocal(b []byte) (*session.Identity, *session.Prekeys, error) {
 	if len(b) < 4 {
-		return nil, nil, errCorruptIdentity
+		return nil, nil, ErrCorruptIdentity
 	}
 	n := int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3])
 	if n < 0 || n > len(b)-4 {
-		return nil, nil, errCorruptIdentity
+		return nil, nil, ErrCorruptIdentity
 	}
 	id, err := session.UnmarshalIdentity(b[4 : 4+n])
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrCorruptIdentity, err)
 	}
 	pk, err := session.UnmarshalPrekeys(b[4+n:])
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrCorruptIdentity, err)
 	}
 	// A record stored before the signature covered both identity keys is
 	// re-signed (deterministically) on every load until it is next stored.
 	if err := pk.Upgrade(id); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errCorruptIdentity, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrCorruptIdentity, err)
 	}
 	return id, pk, nil
 }

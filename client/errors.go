@@ -31,4 +31,16 @@ var (
 	ErrBundleAddress = errors.New("directory answered with the bundle of another device")
 	// ErrMisdirected means an envelope is addressed to another device.
 	ErrMisdirected = errors.New("envelope for another device")
+	// ErrCorruptIdentity means the stored local identity opened (a holder
+	// of the storage key wrote it) but does not decode as an identity:
+	// Open fails with it and changes nothing, and this device's identity
+	// cannot be recovered from the store.
+	ErrCorruptIdentity = errors.New("stored local identity is malformed")
+)
+
+// The client's internal errors.
+var (
+	// errMalformedFrame means a decrypted envelope does not hold a valid
+	// frame.
+	errMalformedFrame = errors.New("malformed frame")
 )

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
@@ -23,9 +22,6 @@ const (
 	frameAck        = 2
 	frameHeaderSize = 2 + ids.LogicalMessageIDLen
 )
-
-// errMalformedFrame means a decrypted envelope does not hold a valid frame.
-var errMalformedFrame = errors.New("malformed frame")
 
 func encodeFrame(kind byte, id ids.LogicalMessageID, body []byte) []byte {
 	out := make([]byte, 0, frameHeaderSize+len(body))

@@ -2,18 +2,9 @@ package session
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/securemsg/storage/ids"
-)
-
-// errShort and errTrailing are the internal decoding failures; the public
-// decoders wrap them with their own sentinel (ErrMalformedEnvelope,
-// ErrMalformedState).
-var (
-	errShort    = errors.New("truncated input")
-	errTrailing = errors.New("trailing data")
 )
 
 // writer appends big-endian fields to a byte slice.

@@ -59,3 +59,11 @@ var (
 	// Initiate and Supersede, or wait for the peer's initiation.
 	ErrNoState = errors.New("record has no current state")
 )
+
+// errShort and errTrailing are the internal decoding failures; the public
+// decoders wrap them with their own sentinel (ErrMalformedEnvelope,
+// ErrMalformedState).
+var (
+	errShort    = errors.New("truncated input")
+	errTrailing = errors.New("trailing data")
+)
