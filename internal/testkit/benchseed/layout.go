@@ -17,8 +17,8 @@ import (
 // gives recipient r (0-based) a share proportional to (r+1)^-Skew, at
 // least one row, and scatters every recipient's rows over the whole
 // sequence in a fixed pseudo-random order: with 1,000,000 rows over 1,000
-// recipients and Skew 1.5, recipient 0 holds ~390,000 rows, the first ten
-// more than 10,000 each, and the last ones a dozen. Recipients with no
+// recipients and Skew 1.5, recipient 0 holds ~390,000 rows, the first
+// eleven more than 10,000 each, and the last ones a dozen. Recipients with no
 // room (N below Recipients) are dropped from the end.
 type Layout struct {
 	cfg Config
