@@ -16,7 +16,8 @@ const (
 	// MaxPlaintextSize is the largest plaintext Encrypt accepts. It leaves
 	// 1 KiB for the largest possible header (two 256-byte user ids, an
 	// initiation header and the nonce: 754 bytes) and the 16-byte
-	// authentication tag.
+	// authentication tag. A client's message is smaller: the client
+	// frames it, and store.MaxPlaintextSize is the largest it sends.
 	MaxPlaintextSize = MaxEnvelopeSize - 1024
 	// EnvelopeVersion is the version byte of the envelope format: 2, the
 	// format that carries a random nonce. Version 1 envelopes, whose nonce

@@ -111,7 +111,7 @@ func peer(ctx context.Context, net *transporttest.Network, addr ids.DeviceAddres
 	if err != nil {
 		return err
 	}
-	c, err := client.Open(context.Background(), client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
+	c, err := client.Open(ctx, client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
 	if err != nil {
 		return err
 	}
