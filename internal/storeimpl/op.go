@@ -27,6 +27,7 @@ const (
 	OpDiscardUnreadable Op = "discard unreadable peer"
 	OpCommitReceived    Op = "commit received from"
 	OpCommitAck         Op = "commit ack from"
+	OpRotateKey         Op = "rotate key"
 )
 
 // On returns op about subject (a peer's address, a sequence):

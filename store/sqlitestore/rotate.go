@@ -9,6 +9,7 @@ import (
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -85,11 +86,19 @@ const maxRotationPasses = 3
 // context's error; on a storage or context error the batches already
 // committed stay committed and the old keys stay in the keyring.
 func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progress func(store.RotationProgress)) error {
+	if err := s.rotateKey(ctx, newKey, batch, progress); err != nil {
+		return storeimpl.OpRotateKey.Wrap(err)
+	}
+	return nil
+}
+
+// rotateKey is RotateKey, its errors not yet in the call's context.
+func (s *Store) rotateKey(ctx context.Context, newKey seal.Key, batch int, progress func(store.RotationProgress)) error {
 	if newKey == (seal.Key{}) {
-		return fmt.Errorf("store: rotate key: %w: zero key", store.ErrInvalidArgument)
+		return fmt.Errorf("%w: zero key", store.ErrInvalidArgument)
 	}
 	if batch < 0 {
-		return fmt.Errorf("store: rotate key: %w: negative batch %d", store.ErrInvalidArgument, batch)
+		return fmt.Errorf("%w: negative batch %d", store.ErrInvalidArgument, batch)
 	}
 	if batch == 0 {
 		batch = DefaultRotationBatch
@@ -104,10 +113,10 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	// whatever happens to the store's keyring meanwhile.
 	sealer, err := seal.NewKeyring(newKey)
 	if err != nil {
-		return fmt.Errorf("store: rotate key: %w", err)
+		return err
 	}
 	if err := s.recordRotationKey(ctx, sealer, newKey.ID()); err != nil {
-		return fmt.Errorf("store: rotate key: %w", err)
+		return err
 	}
 	// Wait for writes that sealed with the old key to end; every write
 	// after this seals with newKey.
@@ -119,7 +128,7 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	if progress != nil {
 		rows, err := s.countSealedRows(ctx)
 		if err != nil {
-			return fmt.Errorf("store: rotate key: %w", err)
+			return err
 		}
 		tally.p.Total = 2 * rows
 	}
@@ -133,7 +142,7 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 		for _, t := range sealedTables {
 			n, sk, err := s.resealTable(ctx, t, sealer, batch, pass, tally)
 			if err != nil {
-				return fmt.Errorf("store: rotate key: %s: %w", t.name, err)
+				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			resealed += n
 			if t.reportSkipped {
@@ -144,13 +153,13 @@ func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 			break
 		}
 		if pass == maxRotationPasses {
-			return fmt.Errorf("store: rotate key: %d rows were still under another key after %d passes", resealed, pass)
+			return fmt.Errorf("%d rows were still under another key after %d passes", resealed, pass)
 		}
 	}
 
 	kept, err := s.finishRotation(ctx, newKey.ID(), skipped)
 	if err != nil {
-		return fmt.Errorf("store: rotate key: %w", err)
+		return err
 	}
 	tally.finish()
 	if len(skipped) > 0 {

@@ -39,9 +39,9 @@ func OpenRW(path string) *sql.DB {
 // error.
 func Load(ctx context.Context, path string, fixture []byte) error {
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-		return fmt.Errorf("%w: %s", ErrNotEmpty, path)
+		return fmt.Errorf("fixturekit: load %s: %w", path, ErrNotEmpty)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("frozen: load: %w", err)
+		return fmt.Errorf("fixturekit: load: %w", err)
 	}
 	conn := OpenRW(path)
 	defer conn.Close()
@@ -50,7 +50,7 @@ func Load(ctx context.Context, path string, fixture []byte) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("frozen: load: %w", err)
+		return fmt.Errorf("fixturekit: load: %w", err)
 	}
 	return conn.Close()
 }
