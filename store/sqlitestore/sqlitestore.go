@@ -185,7 +185,7 @@ func WithLegacyBatch(n int) Option {
 // that records none and holds no sealed value. Its errors, all checked
 // with errors.Is, are those of bad input above; store.ErrInUse if another
 // store holds the file; seal.ErrWrongKey if the database was sealed with
-// a key keys does not hold; store.ErrNoKeyRecord if it records no active
+// a key keys does not hold (found before the file is migrated or changed); store.ErrNoKeyRecord if it records no active
 // key but holds sealed values; store.ErrInvalidArgument for a nil keyring
 // or an invalid option; seal.ErrKey for a keyring holding no key (the
 // zero Keyring); store.ErrSequenceExhausted for a pending sequence
@@ -327,14 +327,12 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 		return fmt.Errorf("enable foreign keys: foreign_keys=%d after the connection enabled them", fk)
 	}
 	// Before the schema migrations, which would index a legacy table.
-	if !o.upgrade {
-		found, err := legacy.Found(ctx, s.conn)
-		if err != nil {
-			return err
-		}
-		if found {
-			return store.ErrLegacyLayout
-		}
+	legacyFound, err := legacy.Found(ctx, s.conn)
+	if err != nil {
+		return err
+	}
+	if legacyFound && !o.upgrade {
+		return store.ErrLegacyLayout
 	}
 	m := sqliteaccess.Migrator(ctx)
 	if m == nil {
@@ -358,6 +356,15 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 	stats, err := migration.HoldsStatistics(ctx, s.conn)
 	if err != nil {
 		return err
+	}
+	// A keyring without the database's active key is refused before the
+	// switch to WAL and the migrations, which would change the file (the
+	// legacy upgrade proves the key its own way, and refuses with the
+	// reason it refuses the table for).
+	if !legacyFound {
+		if err := s.verifyActiveKeys(ctx); err != nil {
+			return err
+		}
 	}
 	// WAL only once the file passed the checks: switching a file in
 	// another journal mode rewrites its header, and a refused file is
@@ -435,13 +442,9 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 		if r.State != "active" {
 			continue
 		}
-		text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
-		if errors.Is(err, seal.ErrWrongKey) {
-			// seal's own text names the key id too: name each id once.
-			return fmt.Errorf("the database's active storage key is key id %d, the keyring holds key ids %v: %w", r.KeyID, s.keys.KeyIDs(), seal.ErrWrongKey)
-		}
+		text, err := s.openVerifier(r)
 		if err != nil {
-			return fmt.Errorf("storage key %d: %w", r.KeyID, err)
+			return err
 		}
 		// A verifier is sealed by its own key, which seals only while
 		// current: another key's waits until it is current (or a
@@ -464,6 +467,42 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 		return fmt.Errorf("%d storage key rows, none active: %w", len(rows), store.ErrNoKeyRecord)
 	}
 	return s.addKey(ctx, q)
+}
+
+// verifyActiveKeys proves, reading only, that the keyring holds every
+// active storage key the database records (none for a new database).
+func (s *Store) verifyActiveKeys(ctx context.Context) error {
+	if n, err := s.q.TableCount(ctx, "storage_key"); err != nil || n == 0 {
+		return err
+	}
+	rows, err := s.q.ListStorageKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("read storage keys: %w", err)
+	}
+	for _, r := range rows {
+		if r.State != "active" {
+			continue
+		}
+		if _, err := s.openVerifier(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openVerifier opens the verifier of the storage key recorded in r and
+// returns the text it seals; seal.ErrWrongKey, naming the ids, if the
+// keyring does not hold the key.
+func (s *Store) openVerifier(r db.StorageKey) ([]byte, error) {
+	text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
+	if errors.Is(err, seal.ErrWrongKey) {
+		// seal's own text names the key id too: name each id once.
+		return nil, fmt.Errorf("the database's active storage key is key id %d, the keyring holds key ids %v: %w", r.KeyID, s.keys.KeyIDs(), seal.ErrWrongKey)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage key %d: %w", r.KeyID, err)
+	}
+	return text, nil
 }
 
 // markKey gives the record of keys' current key the marked verifier.

@@ -1,0 +1,42 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/fixtures/version14"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
+	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store/sqlitestore"
+)
+
+// A keyring without the database's key is refused before Open changes
+// anything: a database below head (the frozen version-14 fixture, in
+// rollback-journal mode) is neither migrated nor switched to WAL, and no
+// file is left beside it; the right key then opens it.
+func TestWrongKeyLeavesAnOlderDatabaseAsItWas(t *testing.T) {
+	ctx := context.Background()
+	path := dbPath(t)
+	require.NoError(t, fixturekit.Load(ctx, path, version14.FixtureSQL()))
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	listed := entries(t, filepath.Dir(path))
+
+	_, err = sqlitestore.Open(ctx, path, storetest.NewKeyring(t))
+	require.ErrorIs(t, err, seal.ErrWrongKey)
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the file is byte for byte as it was")
+	require.Equal(t, listed, entries(t, filepath.Dir(path)), "no file left beside it")
+
+	keys, err := seal.NewKeyring(fixturekit.Key())
+	require.NoError(t, err)
+	s, err := sqlitestore.Open(ctx, path, keys)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}
