@@ -116,15 +116,16 @@ const (
 		WHERE m.type = 'index' AND lower(m.name) IN %s`
 )
 
-// readSchema reads every object of the schema behind q, by key, with the
-// facts of its stored SQL (taken from known when it holds that very
-// text, which then need not be read again); and, for the objects deep
-// selects (given them all, once read), SQLite's pragma facts. Objects not
-// selected are not touched beyond sqlite_master: a planted virtual table
-// of a module this build lacks, or a column of a collation it does not
-// know, is reported from its text, and SQLite is not asked about it.
-func readSchema(ctx context.Context, q querier, known map[string]map[string]string, deep func(d *objectDef, all map[string]*objectDef) bool) (map[string]*objectDef, error) {
-	out := map[string]*objectDef{}
+// readSchema reads every object of the schema behind q, by type and
+// name (key), with the facts of its stored SQL (taken from known when it
+// holds that very text, which then need not be read again); and, for the
+// objects deep selects (given them all, once read), SQLite's pragma
+// facts. Objects not selected are not touched beyond sqlite_master: a
+// planted virtual table of a module this build lacks, or a column of a
+// collation it does not know, is reported from its text, and SQLite is
+// not asked about it.
+func readSchema(ctx context.Context, q querier, known map[string]map[string]string, deep func(d *objectDef, all map[objectKey]*objectDef) bool) (map[objectKey]*objectDef, error) {
+	out := map[objectKey]*objectDef{}
 	err := eachRow(ctx, q, schemaQuery, nil, func(scan func(...any) error) error {
 		var o Object
 		var text sql.NullString
@@ -143,11 +144,19 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 	if err != nil {
 		return nil, err
 	}
+	// The pragmas are asked by name, for tables and indexes only: a
+	// trigger or view named like one does not make SQLite read the
+	// table's or index's facts.
+	seen := map[string]bool{}
 	var names []string
 	for k, d := range out {
-		if deep(d, out) {
-			names = append(names, k)
-			d.asked = true
+		if !deep(d, out) {
+			continue
+		}
+		d.asked = true
+		if (d.Type == "table" || d.Type == "index") && !seen[k.name] {
+			seen[k.name] = true
+			names = append(names, k.name)
 		}
 	}
 	if len(names) == 0 {
@@ -159,8 +168,10 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 	for i, n := range names {
 		args[i] = n
 	}
-	fact := func(obj, k, format string, args ...any) {
-		if d := out[strings.ToLower(obj)]; d != nil {
+	// A fact goes to the object of its pragma's type: a trigger of the
+	// same name holds none.
+	fact := func(typ, obj, k, format string, args ...any) {
+		if d := out[key(Object{Type: typ, Name: obj})]; d != nil {
 			d.pragma[k] = fmt.Sprintf(format, args...)
 		}
 	}
@@ -175,7 +186,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 		if dflt.Valid {
 			def = render(tokenize(dflt.String))
 		}
-		fact(tbl, "column "+strings.ToLower(name), "position %d, type %q, not null %d, default %s, primary key %d, hidden %d",
+		fact("table", tbl, "column "+strings.ToLower(name), "position %d, type %q, not null %d, default %s, primary key %d, hidden %d",
 			cid, typ, notNull, def, pk, hidden)
 		return nil
 	})
@@ -189,7 +200,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 		if err := scan(&tbl, &id, &seq, &parent, &from, &to, &onUpdate, &onDelete, &match); err != nil {
 			return err
 		}
-		fact(tbl, fmt.Sprintf("foreign key %d.%d", id, seq), "%s references %s(%s) on update %s on delete %s match %s",
+		fact("table", tbl, fmt.Sprintf("foreign key %d.%d", id, seq), "%s references %s(%s) on update %s on delete %s match %s",
 			strings.ToLower(from), strings.ToLower(parent), strings.ToLower(to.String), onUpdate, onDelete, match)
 		return nil
 	})
@@ -202,7 +213,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 		if err := scan(&tbl, &index, &unique, &origin, &partial); err != nil {
 			return err
 		}
-		fact(tbl, "index "+strings.ToLower(index), "unique %d, origin %s, partial %d", unique, origin, partial)
+		fact("table", tbl, "index "+strings.ToLower(index), "unique %d, origin %s, partial %d", unique, origin, partial)
 		return nil
 	})
 	if err != nil {
@@ -215,7 +226,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 		if err := scan(&index, &seq, &cid, &name, &desc, &coll, &isKey); err != nil {
 			return err
 		}
-		fact(index, fmt.Sprintf("column %d", seq), "cid %d, name %s, desc %d, collation %s, key %d",
+		fact("index", index, fmt.Sprintf("column %d", seq), "cid %d, name %s, desc %d, collation %s, key %d",
 			cid, strings.ToLower(name.String), desc, strings.ToLower(coll), isKey)
 		return nil
 	})

@@ -46,8 +46,8 @@ const (
 	// Missing: the migrations define an object the database lacks
 	// (schema.ErrSchemaMismatch).
 	Missing DifferenceKind = "missing"
-	// Changed: the database's object of a defined name has another
-	// definition (schema.ErrSchemaMismatch).
+	// Changed: the database's object of a defined type and name has
+	// another definition (schema.ErrSchemaMismatch).
 	Changed DifferenceKind = "changed"
 )
 
@@ -128,7 +128,7 @@ func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Objec
 			return err
 		}
 		want := defs.at[p.current]
-		defOf := func(k string) *objectDef {
+		defOf := func(k objectKey) *objectDef {
 			if d := want[k]; d != nil {
 				return d
 			}
@@ -140,9 +140,9 @@ func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Objec
 		// text the migrations wrote defines the very same object.
 		same := func(d *objectDef) bool {
 			def := defOf(key(d.Object))
-			return def != nil && def.Type == d.Type && def.pragma != nil && maps.Equal(def.sql, d.sql)
+			return def != nil && def.pragma != nil && maps.Equal(def.sql, d.sql)
 		}
-		found, err := readSchema(ctx, tx, defs.texts, func(d *objectDef, all map[string]*objectDef) bool {
+		found, err := readSchema(ctx, tx, defs.texts, func(d *objectDef, all map[objectKey]*objectDef) bool {
 			if !same(d) {
 				return false
 			}
@@ -150,8 +150,8 @@ func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Objec
 			if d.Type != "index" {
 				return reworded
 			}
-			t := all[strings.ToLower(d.Table)]
-			return t != nil && t.Type == "table" && same(t) && strings.EqualFold(d.Table, defOf(key(d.Object)).Table) &&
+			t := all[tableKey(d.Table)]
+			return t != nil && same(t) && strings.EqualFold(d.Table, defOf(key(d.Object)).Table) &&
 				(reworded || t.text != defOf(key(t.Object)).text)
 		})
 		if err != nil {
@@ -200,14 +200,15 @@ func (m *Migrator) CheckObjects(ctx context.Context, conn *sql.DB, allow ...Obje
 // UnknownObjects returns every object in the schema of the database behind
 // conn that no version of m's directory defines (nor the schema_revision
 // history, nor SQLite's statistics), except those in allow, sorted by
-// type and name. It looks at names only: Differences compares
-// definitions at the database's version. It only reads conn.
+// type and name. It looks at each object's type, name and table only:
+// Differences compares definitions at the database's version. It only
+// reads conn.
 func (m *Migrator) UnknownObjects(ctx context.Context, conn *sql.DB, allow ...Object) ([]Object, error) {
 	defs, err := m.definitions(ctx, conn.Driver())
 	if err != nil {
 		return nil, err
 	}
-	found, err := readSchema(ctx, conn, defs.texts, func(*objectDef, map[string]*objectDef) bool { return false })
+	found, err := readSchema(ctx, conn, defs.texts, func(*objectDef, map[objectKey]*objectDef) bool { return false })
 	if err != nil {
 		return nil, err
 	}
@@ -217,23 +218,38 @@ func (m *Migrator) UnknownObjects(ctx context.Context, conn *sql.DB, allow ...Ob
 			out = append(out, o.Object)
 		}
 	}
+	// found is a map: the order is set here.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Type != out[j].Type {
+			return out[i].Type < out[j].Type
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out, nil
 }
 
-// key identifies an object in a schema: SQLite's names are unique per
-// schema whatever the object's type, and ignore ASCII case.
-func key(o Object) string { return strings.ToLower(o.Name) }
+// objectKey identifies an object in a schema by its type and its name,
+// lowercased: SQLite's names ignore ASCII case, and a trigger's name is
+// its own (a trigger may share its name with a table or an index, and is
+// then an object of its own).
+type objectKey struct{ typ, name string }
+
+// key is o's objectKey.
+func key(o Object) objectKey { return objectKey{typ: o.Type, name: strings.ToLower(o.Name)} }
+
+// tableKey is the objectKey of the table named name.
+func tableKey(name string) objectKey { return key(Object{Type: "table", Name: name}) }
 
 // defined are the definitions m's migrations make.
 type defined struct {
 	// at maps a version ("" before the first) to the objects defined
 	// once the files up to it ran, by key.
-	at map[string]map[string]*objectDef
+	at map[string]map[objectKey]*objectDef
 	// known are the objects of every version, by type, name and table.
 	known map[Object]bool
 	// optional are the objects a database may hold or not at any version:
 	// the history table and SQLite's statistics tables.
-	optional map[string]*objectDef
+	optional map[objectKey]*objectDef
 	// texts are the facts of every stored SQL text the migrations
 	// wrote, by type and text: a database's object of that very text is
 	// not parsed again.
@@ -264,12 +280,12 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 	fail := func(err error) (*defined, error) {
 		return nil, fmt.Errorf("migration: build the defined schema: %w", err)
 	}
-	defs := &defined{at: map[string]map[string]*objectDef{"": {}}, known: map[Object]bool{}, optional: map[string]*objectDef{},
+	defs := &defined{at: map[string]map[objectKey]*objectDef{"": {}}, known: map[Object]bool{}, optional: map[objectKey]*objectDef{},
 		texts: map[string]map[string]string{}}
 	if _, err := mem.ExecContext(ctx, schema.RevisionTable()); err != nil {
 		return fail(err)
 	}
-	all := func(*objectDef, map[string]*objectDef) bool { return true }
+	all := func(*objectDef, map[objectKey]*objectDef) bool { return true }
 	history, err := readSchema(ctx, mem, nil, all)
 	if err != nil {
 		return fail(err)
@@ -296,7 +312,7 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 		if err != nil {
 			return fail(err)
 		}
-		at := map[string]*objectDef{}
+		at := map[objectKey]*objectDef{}
 		for k, d := range objs {
 			defs.known[d.Object] = true
 			if d.text != "" {
@@ -316,7 +332,7 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 // and want, those defined at its version, with optional the objects it may
 // hold or not, and allow those accepted with any definition (a table's
 // defined and automatic indexes with it), sorted by type and name.
-func compare(want, optional, found map[string]*objectDef, allow []Object) []Difference {
+func compare(want, optional, found map[objectKey]*objectDef, allow []Object) []Difference {
 	allowed := func(o Object) bool {
 		if slices.Contains(allow, o) {
 			return true
@@ -324,7 +340,7 @@ func compare(want, optional, found map[string]*objectDef, allow []Object) []Diff
 		// An allowed table's indexes of defined names, and those SQLite
 		// made for its constraints, go with it; any other is unknown.
 		return o.Type == "index" && slices.Contains(allow, Object{Type: "table", Name: o.Table, Table: o.Table}) &&
-			(want[key(o)] != nil || strings.HasPrefix(key(o), "sqlite_autoindex_"))
+			(want[key(o)] != nil || strings.HasPrefix(strings.ToLower(o.Name), "sqlite_autoindex_"))
 	}
 	var out []Difference
 	for k, got := range found {
@@ -335,7 +351,7 @@ func compare(want, optional, found map[string]*objectDef, allow []Object) []Diff
 		if def == nil {
 			def = optional[k]
 		}
-		if def == nil || def.Type != got.Type {
+		if def == nil {
 			out = append(out, Difference{Object: got.Object, Kind: Unknown})
 			continue
 		}
@@ -347,7 +363,7 @@ func compare(want, optional, found map[string]*objectDef, allow []Object) []Diff
 		}
 	}
 	for k, def := range want {
-		if got := found[k]; got != nil && (got.Type == def.Type || allowed(got.Object)) || allowed(def.Object) {
+		if found[k] != nil || allowed(def.Object) {
 			continue
 		}
 		out = append(out, Difference{Object: def.Object, Kind: Missing})
