@@ -69,8 +69,9 @@ func (a *applier) baseline(ctx context.Context, f migrate.File) error {
 	})
 }
 
-// execute runs every statement of f and records it applied. On failure it
-// returns a *migrate.StmtExecError, as the executor does; the caller's
+// execute runs every statement of f and records it applied. On a
+// statement's failure it returns an error wrapping a
+// *migrate.StmtExecError, as the executor makes it; the caller's
 // transaction is then rolled back, revision included.
 func (a *applier) execute(ctx context.Context, f migrate.File) error {
 	hash, err := a.sum.SumByName(f.Name())
@@ -84,7 +85,7 @@ func (a *applier) execute(ctx context.Context, f migrate.File) error {
 	start := a.now()
 	for _, stmt := range stmts {
 		if _, err := a.tx.ExecContext(ctx, stmt.Text); err != nil {
-			return &migrate.StmtExecError{File: f, Stmt: stmt, Version: f.Version(), Err: err}
+			return fmt.Errorf("migration: apply: %w", &migrate.StmtExecError{File: f, Stmt: stmt, Version: f.Version(), Err: err})
 		}
 	}
 	// What the executor leaves once a file succeeded: every statement

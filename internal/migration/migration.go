@@ -318,8 +318,10 @@ func (m *Migrator) Up(ctx context.Context, conn *sql.DB) ([]string, error) {
 			}
 		}
 		for _, f := range pending {
+			// execute's errors say what failed: the statement, the
+			// revision's write or the file's checksum.
 			if err := a.execute(ctx, f); err != nil {
-				return fmt.Errorf("migration: apply: %w", err)
+				return err
 			}
 		}
 		head, _ := strconv.Atoi(m.Head())

@@ -741,6 +741,44 @@ func TestFailingMigrationAppliesNothing(t *testing.T) {
 	})
 }
 
+// An error of Up while it applies a file says its context once: which
+// statement failed, or which revision could not be written.
+func TestUpErrorsSayTheirContextOnce(t *testing.T) {
+	ctx := context.Background()
+	first, err := migration.New(sumFS(t, map[string]string{"1_a.sql": "CREATE TABLE a (x INTEGER);\n"}), ".")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		second string
+		setup  []string
+		want   string
+	}{
+		{
+			name:   "a statement fails",
+			second: "CREATE TABLE b (y INTEGER);\nTHIS IS NOT SQL;\n",
+			want:   `migration: apply: sql/migrate: executing statement "THIS IS NOT SQL;" from version "2": near "THIS": syntax error`,
+		},
+		{
+			name:   "the revision is not written",
+			second: "CREATE TABLE b (y INTEGER);\n",
+			// A trigger a writer of the file could plant refuses the row.
+			setup: []string{"CREATE TRIGGER refuse_revision BEFORE INSERT ON schema_revision BEGIN SELECT RAISE(ABORT, 'refused'); END"},
+			want:  "migration: write revision 2: refused",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := migration.New(sumFS(t, map[string]string{"1_a.sql": "CREATE TABLE a (x INTEGER);\n", "2_b.sql": tc.second}), ".")
+			require.NoError(t, err)
+			conn := mustOpen(t)
+			_, err = first.Up(ctx, conn)
+			require.NoError(t, err)
+			exec(t, conn, tc.setup...)
+			_, err = m.Up(ctx, conn)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
+
 // TestConcurrentUp runs Up from several connections pools at once on one
 // file: SQLite serialises them, exactly one applies the versions.
 func TestConcurrentUp(t *testing.T) {
