@@ -4,7 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/securemsg/storage/internal/db"
 )
@@ -22,13 +23,7 @@ import (
 // returns how many rows it deleted. Up calls it in its transaction.
 func ClearStatistics(ctx context.Context, tx *sql.Tx) (int64, error) {
 	var deleted int64
-	// Through the names SQLite gives them, in a fixed order.
-	names := make([]string, 0, len(sqliteStats))
-	for name := range sqliteStats {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range statTables() {
 		n, err := db.New(tx).TableCount(ctx, name)
 		if err != nil {
 			return 0, fmt.Errorf("migration: clear statistics: %w", err)
@@ -64,12 +59,7 @@ func ClearStatistics(ctx context.Context, tx *sql.Tx) (int64, error) {
 // migrates, plans on a new connection afterwards; a file whose tables are
 // empty costs no second connection.
 func HoldsStatistics(ctx context.Context, conn *sql.DB) (bool, error) {
-	names := make([]string, 0, len(sqliteStats))
-	for name := range sqliteStats {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range statTables() {
 		n, err := db.New(conn).TableCount(ctx, name)
 		if err != nil {
 			return false, fmt.Errorf("migration: look for statistics: %w", err)
@@ -88,3 +78,7 @@ func HoldsStatistics(ctx context.Context, conn *sql.DB) (bool, error) {
 	}
 	return false, nil
 }
+
+// statTables are the names of SQLite's statistics tables (sqliteStats'
+// keys), sorted: they are read and cleared in a fixed order.
+func statTables() []string { return slices.Sorted(maps.Keys(sqliteStats)) }
