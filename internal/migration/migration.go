@@ -383,13 +383,13 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 		for _, r := range revs {
 			if !slices.Contains(m.Versions(), r.Version) {
 				if versionLess(m.Head(), r.Version) {
-					return p, fmt.Errorf("%w: it records version %s, this code knows up to %s", schema.ErrNewerDatabase, r.Version, m.Head())
+					return p, fmt.Errorf("%w: it records version %s, this code knows up to %s", schema.ErrNewerDatabase, Escape(r.Version), m.Head())
 				}
 				// Below head: not newer code's, but a history this
 				// directory never had (another branch's, or a file
 				// removed since).
 				return p, fmt.Errorf("%w: it records version %s, which the migration directory (versions %s) does not have",
-					schema.ErrUnknownState, r.Version, strings.Join(m.Versions(), " "))
+					schema.ErrUnknownState, Escape(r.Version), strings.Join(m.Versions(), " "))
 			}
 			if r.Applied != r.Total {
 				return p, fmt.Errorf("%w: version %s is only partly applied (%d of %d statements)", schema.ErrUnknownState, r.Version, r.Applied, r.Total)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -922,4 +923,25 @@ func TestThrough(t *testing.T) {
 	}
 	require.Equal(t, hashes(whole), hashes(stepwise))
 	require.Len(t, hashes(whole), len(m.Versions()))
+}
+
+// A version the file records that the directory lacks is named escaped:
+// its text reaches terminals and CI logs through the error, so a newline
+// or a terminal escape in it is written as a Go escape, never raw.
+func TestRecordedVersionIsEscaped(t *testing.T) {
+	m := mustDefault(t)
+	for _, version := range []string{"1\x1b[2J\n::error file=x::forged", migrationtest.Next(t) + "\n::error::forged"} {
+		t.Run(fmt.Sprintf("%q", version), func(t *testing.T) {
+			conn := atHead(t)
+			_, err := conn.Exec(`INSERT INTO schema_revision
+	(version, description, type, applied, total, executed_at, execution_time, hash, operator_version)
+	VALUES (?, 'planted', 2, 1, 1, 0, 0, 'h1:x', 'x')`, version)
+			require.NoError(t, err)
+			_, err = m.Status(context.Background(), conn)
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "\n")
+			require.NotContains(t, err.Error(), "\x1b")
+			require.Contains(t, err.Error(), `\n::error`)
+		})
+	}
 }
