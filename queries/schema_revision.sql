@@ -55,3 +55,8 @@ SELECT user_version FROM pragma_user_version;
 -- How many tables are named name, compared as SQLite compares names
 -- (ASCII case-insensitively): 0 or 1.
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND lower(name) = lower(sqlc.arg(name));
+
+-- name: TextEncoding :one
+-- PRAGMA encoding, read as its table-valued function: the text encoding
+-- of the database ("UTF-8", "UTF-16le" or "UTF-16be").
+SELECT encoding FROM pragma_encoding;

@@ -185,6 +185,19 @@ func (q *Queries) TableCount(ctx context.Context, name string) (int64, error) {
 	return count, err
 }
 
+const textEncoding = `-- name: TextEncoding :one
+SELECT encoding FROM pragma_encoding
+`
+
+// PRAGMA encoding, read as its table-valued function: the text encoding
+// of the database ("UTF-8", "UTF-16le" or "UTF-16be").
+func (q *Queries) TextEncoding(ctx context.Context) (string, error) {
+	row := q.db.QueryRowContext(ctx, textEncoding)
+	var encoding string
+	err := row.Scan(&encoding)
+	return encoding, err
+}
+
 const upsertRevision = `-- name: UpsertRevision :exec
 INSERT INTO schema_revision (
   version, description, type, applied, total, executed_at, execution_time,

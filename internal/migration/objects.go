@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/schema"
 )
@@ -109,8 +110,10 @@ var sqliteStats = map[string]string{
 // by replaying its files into a private in-memory database of conn's
 // driver. It only reads conn, in one transaction.
 //
-// It returns an error wrapping schema.ErrNewerDatabase or schema.ErrUnknownState for a
-// database it cannot place at a version, and schema.ErrOutOfOrder when the
+// It returns an error wrapping schema.ErrSchemaMismatch for a database
+// whose text encoding is not UTF-8, schema.ErrNewerDatabase or
+// schema.ErrUnknownState for a database it cannot place at a version,
+// and schema.ErrOutOfOrder when the
 // directory holds a file added below the database's version (its schema
 // then is not any version's).
 func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Object) ([]Difference, error) {
@@ -120,6 +123,15 @@ func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Objec
 	}
 	var out []Difference
 	err = sqltx.ReadOnly(ctx, conn, func(tx *sql.Tx) error {
+		// The migrations' text is UTF-8: in a UTF-16 database SQLite
+		// would store ids that are not valid UTF-8 otherwise than given.
+		enc, err := db.New(tx).TextEncoding(ctx)
+		if err != nil {
+			return fmt.Errorf("migration: read encoding: %w", err)
+		}
+		if enc != "UTF-8" {
+			return fmt.Errorf("%w: text encoding %s, the migrations write UTF-8", schema.ErrSchemaMismatch, Escape(enc))
+		}
 		p, err := m.position(ctx, tx)
 		if err == nil {
 			err = p.refuseOutOfOrder()

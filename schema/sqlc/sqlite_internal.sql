@@ -10,3 +10,4 @@ CREATE TABLE pragma_data_version (data_version INTEGER NOT NULL);
 CREATE TABLE pragma_user_version (user_version INTEGER NOT NULL);
 CREATE TABLE pragma_foreign_keys (foreign_keys INTEGER NOT NULL);
 CREATE TABLE pragma_cache_size (cache_size INTEGER NOT NULL);
+CREATE TABLE pragma_encoding (encoding TEXT NOT NULL);

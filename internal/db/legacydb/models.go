@@ -53,6 +53,10 @@ type PragmaDataVersion struct {
 	DataVersion int64
 }
 
+type PragmaEncoding struct {
+	Encoding string
+}
+
 type PragmaForeignKey struct {
 	ForeignKeys int64
 }
