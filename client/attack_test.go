@@ -57,8 +57,9 @@ func randomIdentity(tb testing.TB) session.PublicIdentity {
 // come from alice, with an identity and a ciphertext of the attacker's
 // choosing, is rejected with ErrDecrypt and leaves every table of bob's
 // database byte-identical; the conversation goes on both ways, also after
-// a restart. Before the pin was checked only after authentication, the
-// first case recorded "identity changed" for alice and blocked her.
+// a restart. The pin is compared only once the envelope authenticates:
+// compared first, the first case would record "identity changed" for
+// alice and block her.
 func TestForgedInitiationChangesNothing(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -156,9 +157,9 @@ func drainPrekeys(tb testing.TB, net *transporttest.Network, addr ids.DeviceAddr
 // one-time prekey (bob's were drained); later she lost her session and
 // started a new one. A relay replaying her first initiation changes no row
 // of bob's database (it is routed to the archived state and fails as a
-// replay), and the live session keeps working both ways. Before the
-// archive, bob answered the replay with a new session and dropped the
-// live one, and both sides failed with ErrDecrypt.
+// replay), and the live session keeps working both ways. Answering the
+// replay with a new session would drop the live one, and both sides would
+// fail with ErrDecrypt.
 func TestReplayedInitiationChangesNothing(t *testing.T) {
 	for _, startedOver := range []bool{false, true} {
 		name := "live session is the replayed one"
@@ -200,9 +201,10 @@ func TestReplayedInitiationChangesNothing(t *testing.T) {
 // again, which starts a new initiation; for both address orders and
 // whoever started the lost session, the survivor accepts it, the message
 // is delivered and acknowledged, what the survivor sent meanwhile is
-// delivered by its retry, and the conversation goes on both ways.
-// Before, a survivor holding a session it had initiated rejected a
-// greater address's new initiation forever.
+// delivered by its retry, and the conversation goes on both ways. The
+// case that matters most is a survivor that initiated the lost session
+// meeting a new initiation from the greater address: refusing it would
+// cut the two devices off for good.
 func TestReinitiationAfterStateLoss(t *testing.T) {
 	zed := ids.DeviceAddress{UserID: "zed", DeviceID: 1}
 	tests := []struct {
@@ -296,9 +298,8 @@ func TestForgedInitiationDuringIdentityChange(t *testing.T) {
 // fails with ErrReplay, is not reported as an identity change, and
 // changes no row (the pin stays the new identity's), also after a
 // restart; the new device's genuine initiation still establishes a
-// session that works both ways. Before, accepting deleted the whole
-// session record, and a replay was recorded as an identity change back
-// to the old key, blocking the new device.
+// session that works both ways. A replay taken for an identity change
+// back to the old key would block the new device.
 func TestReplayAfterAcceptedIdentityChange(t *testing.T) {
 	tests := []struct {
 		name string

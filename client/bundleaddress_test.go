@@ -33,10 +33,11 @@ func (s *swappingDirectory) Fetch(ctx context.Context, addr ids.DeviceAddress) (
 // bundle does not get alice a session with carol under bob's address:
 // the send fails with ErrBundleAddress and stores nothing (no pending
 // message, no session, no pin, for bob, carol or any other recipient of
-// the call), and nothing is handed off. Before, alice made a session
-// whose remote was carol, pinned carol's identity for bob, and every
-// envelope of bob's failed from then on. Once the directory answers
-// truly, the conversation with bob works and carol received nothing.
+// the call), and nothing is handed off. Accepting the bundle would give
+// alice a session whose remote is carol and pin carol's identity for bob,
+// so every envelope of bob's would fail from then on. Once the directory
+// answers truly, the conversation with bob works and carol received
+// nothing.
 func TestBundleOfAnotherAddressIsRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {

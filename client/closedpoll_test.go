@@ -12,8 +12,8 @@ import (
 
 // Poll on a closed client returns store.ErrClosed before it asks the transport
 // for anything: the envelopes waiting in the device's mailbox stay there,
-// and the next client on the store receives them. Before, Poll drained
-// the mailbox first and then failed on every envelope, which lost them.
+// and the next client on the store receives them. Draining the mailbox
+// and then failing on every envelope would lose them.
 func TestPollOnClosedClientLeavesMailbox(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range bothStores {

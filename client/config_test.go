@@ -24,8 +24,10 @@ var configFields = []string{
 
 // A refused Config names the wrong field and its value, once each, and no
 // other field; the error wraps ErrInvalidArgument and no store is claimed.
-// Before, OneTimePrekeys -1 was refused as "OneTimePrekeyThreshold 1
-// (OneTimePrekeys -1), SignedPrekeyGrace 336h0m0s".
+// Fields checked against each other must not blame the wrong one: a
+// negative OneTimePrekeys is not reported as a fault of
+// OneTimePrekeyThreshold or SignedPrekeyGrace, which the caller left at
+// their defaults.
 func TestConfigRefusalNamesTheField(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {

@@ -34,8 +34,9 @@ func peerSnapshot(tb testing.TB, d *device, peer ids.DeviceAddress) any {
 // one retry delivers the message and its acknowledgement clears it; bob's
 // application gets it once, late copies of the dropped envelopes are
 // duplicates at most, and a replayed or forged envelope changes nothing.
-// Before, every envelope from alice failed at bob with
-// ErrTooManySkipped for good.
+// The retries alone carry alice's sending chain past what bob may skip,
+// so the session must recover rather than fail every later envelope with
+// ErrTooManySkipped.
 func TestSessionHealsAfterRelayDrops(t *testing.T) {
 	for _, tt := range []struct {
 		name      string

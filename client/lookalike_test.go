@@ -47,9 +47,9 @@ func nullable(seq *int64) any {
 // nothing to bob and reports the row unreadable (store.ErrCorruptRow);
 // bob's page and walk report it unreadable instead of listing it as bob's;
 // an ACK from bob naming its id, and abandoning (bob, id), clear nothing;
-// and the message stays pending for Bob, whose retry delivers it. Before,
-// the retry sent "the door code is 4711" to bob and his ACK deleted Bob's
-// row.
+// and the message stays pending for Bob, whose retry delivers it. Using
+// the row would send "the door code is 4711" to bob and let his ACK
+// delete Bob's row.
 func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 	ctx := context.Background()
 	net, a := openAlice(t, sqliteKind)
@@ -128,9 +128,10 @@ func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 // A walk meets a page of unreadable rows at sequences at and below zero
 // (only a writer of the file stores them) before the user's messages, and
 // the caller abandons each as it is yielded: the walk goes on to every
-// message, once each, in order, and ends without an error. Before, the
-// page after them failed with ErrInvalidArgument (the cursor, negative,
-// no longer named a stored row) before any of the user's messages.
+// message, once each, in order, and ends without an error. The cursor
+// after such a page is zero or negative and names no stored row; the next
+// page must take it as a position, not refuse it with ErrInvalidArgument
+// before any of the user's messages.
 func TestWalkAbandoningRowsAtOrBelowZero(t *testing.T) {
 	for _, tt := range []struct {
 		name      string

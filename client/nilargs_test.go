@@ -20,8 +20,8 @@ import (
 // pointer in its interface, an EncryptPolicy that is a nil pointer,
 // and a memstore made with a nil keyring are store.ErrInvalidArgument, and no
 // store is claimed (a good client opens on the same store afterwards).
-// Before, a typed-nil store panicked in Claim and a store with a nil
-// keyring at Initialize.
+// Left unchecked, a typed-nil store would panic in Claim and a store with
+// a nil keyring at Initialize.
 func TestConstructorsRefuseNilArguments(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {

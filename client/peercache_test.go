@@ -45,8 +45,7 @@ func takeMailbox(t *testing.T, d *device, addr ids.DeviceAddress) [][]byte {
 // sender's record (up to 300 KB) for each. The keyring counts every open:
 // it does not move across the forgery and the genuine message after it,
 // which is delivered and acknowledged, and the conversation goes on both
-// ways. Before, every failed envelope dropped the cache and the next one
-// reopened the record.
+// ways.
 func TestForgedEnvelopeKeepsPeerCache(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {

@@ -318,11 +318,11 @@ func TestFaultFullDisk(t *testing.T) {
 	require.Equal(t, "ok", res)
 }
 
-// TestFaultReceiveCommitKeepsPrekey is the regression test of a bug the
-// crash test found: answering an initiation stored the prekeys without
-// the consumed one-time prekey before the session committed, so a failed
-// commit (or a crash between the two) left the recipient unable to ever
-// answer the sender's initiation (ErrUnknownPrekey on every retry).
+// TestFaultReceiveCommitKeepsPrekey: answering an initiation removes the
+// consumed one-time prekey in the same commit as the session. Were the
+// prekeys stored first, a failed commit (or a crash between the two)
+// would leave the recipient unable ever to answer the sender's initiation
+// (ErrUnknownPrekey on every retry).
 func TestFaultReceiveCommitKeepsPrekey(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		name := "same process"

@@ -16,11 +16,11 @@ import (
 )
 
 // The attack of the key table: with the store closed, delete every
-// storage_key row, then open with a wrong key. Before the check, the wrong
-// key was recorded as active and from then on the right key failed with
-// ErrWrongKey. Now Open refuses any key (ErrNoKeyRecord) and changes
-// nothing: the file is byte-identical, and once the rows are put back the
-// right key opens the client with every pending message and session.
+// storage_key row, then open with a wrong key. Open refuses any key
+// (ErrNoKeyRecord) and changes nothing: recording the wrong key as active
+// would make the right key fail with ErrWrongKey from then on. The file
+// is byte-identical, and once the rows are put back the right key opens
+// the client with every pending message and session.
 func TestTamperStorageKeyRowsDeleted(t *testing.T) {
 	ctx := context.Background()
 	s := newTamperSetup(t)

@@ -13,8 +13,8 @@ import (
 // A key anyone can guess is refused with ErrKey wherever a key comes in:
 // NewKey of KeySize zero bytes, and NewKeyring given the zero Key (one not
 // made by NewKey or GenerateKey) as its current key or as an older one.
-// Keyring.Add refuses it too. Before, all three were accepted and the
-// database was sealed with a public key.
+// Keyring.Add refuses it too. Accepting it would seal the database with
+// a key an attacker need not steal.
 func TestZeroKeyIsRefused(t *testing.T) {
 	good := newKey(t)
 	other := newKey(t)

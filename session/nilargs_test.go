@@ -17,8 +17,8 @@ import (
 // argument: a nil rand means crypto/rand, a rand that is a nil pointer in
 // the interface (which would panic at its first read) and a nil identity
 // or prekeys are store.ErrInvalidArgument, and decoders given nil report
-// malformed input. Before, GenerateIdentity and NewPrekeys panicked on a
-// nil rand, and every function taking rand panicked on a typed-nil one.
+// malformed input. A caller's mistake is an error to handle, not a crash
+// of the application.
 func TestConstructorsRefuseNilArguments(t *testing.T) {
 	alice, bob := newDevice(t, "alice", 1, 2), newDevice(t, "bob", 1, 2)
 	var typedNil io.Reader = (*bytes.Reader)(nil)

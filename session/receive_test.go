@@ -194,9 +194,9 @@ func TestRejectedInitiationCopiesAreAuthenticated(t *testing.T) {
 // TestReinitiationAfterStateLoss: the peer that lost its session starts a
 // new one; whichever address is smaller and whoever started the lost
 // session, the survivor accepts the new authenticated initiation (the old
-// state archived) and both directions work. Before, a survivor holding a
-// session it had initiated rejected a greater address's new initiation
-// forever.
+// state archived) and both directions work. The case that matters most
+// is a survivor that initiated the lost session meeting a new initiation
+// from the greater address: refusing it would cut the two off for good.
 func TestReinitiationAfterStateLoss(t *testing.T) {
 	small := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
 	great := ids.DeviceAddress{UserID: "bob", DeviceID: 1}

@@ -11,8 +11,9 @@ import (
 	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
-// TestWordsSayWhatIsTrue runs the commands on what each message used to
-// misname, and checks that the words are true.
+// TestWordsSayWhatIsTrue runs the commands on cases an easy wording would
+// misname (a version below head the directory lacks, a file out of order
+// but unchanged, and the like), and checks that the words are true.
 func TestWordsSayWhatIsTrue(t *testing.T) {
 	// A history recording version 10, which the directory lacks:
 	// older than head, so not "newer than this code".

@@ -348,9 +348,10 @@ var relaxLegacy = []string{
 	"UPDATE sqlite_sequence SET seq = 11 WHERE name = 'pending_outbound_message'",
 }
 
-// A malformed row in a legacy database no longer stops Open: it is erased
+// A malformed row in a legacy database does not stop Open: it is erased
 // (its plaintext gone from the file and the WAL) and reported with its
-// sequence and reason; every other row is sealed.
+// sequence and reason; every other row is sealed, so one bad row does not
+// keep the user from every other message.
 func TestLegacyMalformedRowErased(t *testing.T) {
 	ctx := context.Background()
 	const marker = "MALFORMED-LEGACY-ROW-PLAINTEXT"

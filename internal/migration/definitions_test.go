@@ -136,7 +136,10 @@ func fileHash(t *testing.T, path string) map[string][32]byte {
 	return out
 }
 
-// Every row of the schema half of issue 30's table, and a missing index:
+// Each way a writer of the file can redefine a table or an index under
+// its defined name (a collation, a default, nullability, a generated
+// column, a constraint added or dropped, a declared type, a collation
+// this build lacks, the recipient index changed), and a missing index:
 // a file whose table or index has the defined name and another
 // definition is refused by Open, every time, before anything is written
 // (the file and its WAL byte for byte as they were), with

@@ -1,4 +1,4 @@
--- The legacy (pre-sealing, milestone 8) layout of pending_outbound_message,
+-- The legacy (pre-sealing, plaintext) layout of pending_outbound_message,
 -- declared for sqlc ONLY so that package legacy's queries compile. This is
 -- NOT a migration and is never applied to a database.
 --

@@ -17,7 +17,8 @@ import (
 // A store made with a nil keyring panics nowhere: Claim refuses it with
 // ErrInvalidArgument, so no client runs on it, every call that would seal
 // fails with seal.ErrKey and stores nothing, and the reads find nothing.
-// Before, the first call that sealed (a client's Initialize) panicked.
+// Unchecked, the nil keyring would panic at the first call that seals (a
+// client's Initialize).
 func TestNilKeyringReportsErrors(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(nil)

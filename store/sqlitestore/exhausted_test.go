@@ -21,8 +21,9 @@ import (
 // send meeting it stores nothing and returns it; Open with
 // WithSequenceRestart is the way out, keeping every stored message
 // (a row at the maximum is listed, and once the application abandons it
-// the next restart frees the sequence). Before, every later send failed
-// with "database or disk is full".
+// the next restart frees the sequence). Left to SQLite, every later send
+// would fail with "database or disk is full", which names neither the
+// cause nor the way out.
 func TestSequenceExhausted(t *testing.T) {
 	ctx := context.Background()
 	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}

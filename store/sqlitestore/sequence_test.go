@@ -16,9 +16,10 @@ import (
 // Open repairs a pending sequence high-water mark (sqlite_sequence) that a
 // writer other than the store lowered below the highest stored sequence,
 // or deleted: once the highest row is deleted, the next insert still gets
-// a sequence never handed out. Before the repair it got the deleted row's
-// sequence again. A mark above the highest stored row (its rows deleted)
-// is never lowered, and on an intact database Open changes no byte.
+// a sequence never handed out, not the deleted row's again: a sequence is
+// the cursor pages and retries resume from. A mark above the highest
+// stored row (its rows deleted) is never lowered, and on an intact
+// database Open changes no byte.
 func TestOpenRepairsLoweredSequence(t *testing.T) {
 	ctx := context.Background()
 	const mark = `SELECT group_concat(seq) FROM sqlite_sequence WHERE name = 'pending_outbound_message'`
