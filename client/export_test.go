@@ -7,9 +7,6 @@ import (
 	"github.com/securemsg/storage/session"
 )
 
-// MaxBody is the largest plaintext Send accepts.
-const MaxBody = maxBody
-
 // EncodeLocal is encodeLocal, so benchmarks can store a local identity
 // they built with package session (and records of sessions made with it).
 func EncodeLocal(id *session.Identity, pk *session.Prekeys) ([]byte, error) {
