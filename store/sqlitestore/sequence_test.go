@@ -2,7 +2,6 @@ package sqlitestore_test
 
 import (
 	"context"
-	"database/sql"
 	"strconv"
 	"testing"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
-	"github.com/securemsg/storage/internal/testkit/tabledump"
 )
 
 // Open repairs a pending sequence high-water mark (sqlite_sequence) that a
@@ -56,7 +54,7 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 			if tt.tamper != "" {
 				rawExec(t, path, tt.tamper)
 			}
-			before := dumpFile(t, path)
+			before := dump(t, path)
 
 			s = mustOpenAt(t, path, kr)
 			hw, err := sqliteaccess.SequenceHighWater(ctx, s)
@@ -64,7 +62,7 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 			require.Equal(t, tt.wantMark, hw)
 			if tt.tamper == "" {
 				require.NoError(t, s.Close())
-				require.Equal(t, before, dumpFile(t, path), "Open changed an intact database")
+				require.Equal(t, before, dump(t, path), "Open changed an intact database")
 				s = mustOpenAt(t, path, kr)
 			}
 			var got string
@@ -83,13 +81,4 @@ func TestOpenRepairsLoweredSequence(t *testing.T) {
 			require.Len(t, all(t, s), top, "the other rows are untouched")
 		})
 	}
-}
-
-// dumpFile returns every row of every table of the closed database at path.
-func dumpFile(t *testing.T, path string) map[string][]string {
-	t.Helper()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
-	require.NoError(t, err)
-	defer conn.Close()
-	return tabledump.Tables(t, conn)
 }

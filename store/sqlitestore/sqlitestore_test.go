@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ import (
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/internal/testkit/tamper"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -73,43 +75,33 @@ func all(tb testing.TB, s store.Store) []store.PendingMessage {
 	}
 }
 
-// dump returns every row of every table of the database at path, read
-// through a separate read-only connection, so that tests can prove a
-// failed call wrote nothing.
-func dump(tb testing.TB, path string) []string {
+// fileState is what a database file holds: its user_version, and its
+// schema and every row of every table (sqlite_sequence included) as
+// tabledump renders them, each value with its storage class.
+type fileState struct {
+	UserVersion int64
+	Tables      map[string][]string
+}
+
+// without returns st less the rows of table (its schema entry is kept).
+func (st fileState) without(table string) fileState {
+	st.Tables = maps.Clone(st.Tables)
+	delete(st.Tables, table)
+	return st
+}
+
+// dump returns the state of the database at path, read through a
+// separate read-only connection (which cannot checkpoint the WAL into the
+// file), so that tests can prove a failed call wrote nothing.
+func dump(tb testing.TB, path string) fileState {
 	tb.Helper()
 	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
 	require.NoError(tb, err)
 	defer conn.Close()
-	var tables []string
-	rows, err := conn.Query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-	require.NoError(tb, err)
-	for rows.Next() {
-		var name string
-		require.NoError(tb, rows.Scan(&name))
-		tables = append(tables, name)
-	}
-	require.NoError(tb, rows.Err())
-	require.NoError(tb, rows.Close())
-	out := []string{}
-	for _, table := range append([]string{"sqlite_master"}, tables...) {
-		rows, err := conn.Query(fmt.Sprintf("SELECT * FROM %q ORDER BY rowid", table))
-		require.NoError(tb, err)
-		cols, err := rows.Columns()
-		require.NoError(tb, err)
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			require.NoError(tb, rows.Scan(ptrs...))
-			out = append(out, fmt.Sprintf("%s: %q", table, vals))
-		}
-		require.NoError(tb, rows.Err())
-		require.NoError(tb, rows.Close())
-	}
-	return out
+	var st fileState
+	require.NoError(tb, conn.QueryRow("PRAGMA user_version").Scan(&st.UserVersion))
+	st.Tables = tabledump.Tables(tb, conn)
+	return st
 }
 
 func TestReopenPersistence(t *testing.T) {
@@ -200,7 +192,7 @@ func TestOpenWrongKeyring(t *testing.T) {
 	ms := []store.PendingMessage{insert(t, s, alice, 1), insert(t, s, bob, 2)}
 	require.NoError(t, s.Close())
 	before := dump(t, path)
-	require.NotEmpty(t, before)
+	require.Len(t, before.Tables["pending_outbound_message"], 2)
 
 	other := storetest.NewKeyring(t)
 	_, err = sqlitestore.Open(ctx, path, other)
