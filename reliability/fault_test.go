@@ -33,16 +33,15 @@ const (
 // faultSetup is alice (sender) on a SQLite file behind the fault driver,
 // and bob and carol (recipients) in memory, sharing one network.
 type faultSetup struct {
-	net          *transporttest.Network
-	inj          *injector
-	a            *device
-	b, c         *device
-	driverName   string
-	ctx          context.Context
-	sentToBob    []ids.LogicalMessageID
-	sentToCarol  []ids.LogicalMessageID
-	bodiesByID   map[ids.LogicalMessageID][]byte
-	establishedB bool
+	net         *transporttest.Network
+	inj         *injector
+	a           *device
+	b, c        *device
+	driverName  string
+	ctx         context.Context
+	sentToBob   []ids.LogicalMessageID
+	sentToCarol []ids.LogicalMessageID
+	bodiesByID  map[ids.LogicalMessageID][]byte
 }
 
 func newFaultSetup(t *testing.T) *faultSetup {

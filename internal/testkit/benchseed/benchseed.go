@@ -88,8 +88,9 @@ func DefaultShare(n, recipients int) int {
 	return min(s, n)
 }
 
-// withDefaults returns c with zero fields filled in.
-func (c Config) withDefaults() Config {
+// Normalized returns c with every zero field set to its default, and
+// Share at most N (all of N with one recipient).
+func (c Config) Normalized() Config {
 	if c.Recipients <= 0 {
 		c.Recipients = DefaultRecipients
 	}
@@ -108,9 +109,6 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
-
-// Normalized returns c with every zero field set to its default.
-func (c Config) Normalized() Config { return c.withDefaults() }
 
 // Recipient returns the address of recipient r.
 func Recipient(r int) ids.DeviceAddress {
@@ -183,7 +181,7 @@ type batch struct {
 // and checks that row i got sequence i+1. Sealing runs on the other cores
 // while rows are inserted.
 func Seed(ctx context.Context, conn *sql.DB, keys *seal.Keyring, cfg Config) error {
-	cfg = cfg.withDefaults()
+	cfg = cfg.Normalized()
 	if cfg.N <= 0 {
 		return nil
 	}
@@ -312,7 +310,7 @@ func SeedLayout(ctx context.Context, conn *sql.DB, keys *seal.Keyring, l *Layout
 // (sqliteaccess.DSN, a larger page cache for the load), which it closes
 // before returning. The store must be new.
 func Open(ctx context.Context, path string, keys *seal.Keyring, cfg Config) (*sqlitestore.Store, error) {
-	return OpenLayout(ctx, path, keys, cfg.withDefaults().Layout())
+	return OpenLayout(ctx, path, keys, cfg.Normalized().Layout())
 }
 
 // OpenLayout is Open for the rows of l.
@@ -403,7 +401,7 @@ type victim struct {
 // again on the replacements, which sit at the table's end: give count
 // as cfg.N to keep every delete on a seeded row for as long as possible.
 func NewVictims(cfg Config, count int) *Victims {
-	cfg = cfg.withDefaults()
+	cfg = cfg.Normalized()
 	count = max(1, min(count, cfg.N))
 	v := &Victims{cfg: cfg, slots: make([]victim, count)}
 	for j := range v.slots {
