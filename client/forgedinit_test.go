@@ -38,9 +38,8 @@ func authenticInitiation(t *testing.T, d *device, from, to ids.DeviceAddress, id
 // changes nothing, and is tried on bob's cached state of alice without
 // reading or opening her record again (the keyring counts every open),
 // as is one from yet another identity, whose change is stored. So a
-// stream of them costs no reload of a record of up to 300 KB each. Before,
-// every refused initiation dropped the cached state and the next one
-// reloaded it. Declining the recorded change lets the conversation go on.
+// stream of them costs no reload of a record of up to 300 KB each.
+// Declining the recorded change lets the conversation go on.
 func TestForgedInitiationFromOwnKeysKeepsPeerCache(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range bothStores {
