@@ -39,9 +39,9 @@ func storedSQL(t *testing.T, path, typ, name string) string {
 	return text
 }
 
-// fileState is the SHA-256 and mode of the database file at path and of
+// fileHashes is the SHA-256 and mode of the database file at path and of
 // each companion present, by name.
-func fileState(t *testing.T, path string) map[string]string {
+func fileHashes(t *testing.T, path string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, name := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
@@ -110,14 +110,14 @@ func TestOpenRefusesTriggerNamedLikeADefinedObject(t *testing.T) {
 			require.NoError(t, s.Close())
 
 			rawExec(t, path, tc.plant(t, path)...)
-			before := fileState(t, path)
+			before := fileHashes(t, path)
 			for range 2 {
 				s, err := sqlitestore.Open(ctx, path, keys)
 				require.Nil(t, s)
 				require.ErrorIs(t, err, schema.ErrUnknownObject)
 				require.NotErrorIs(t, err, schema.ErrSchemaMismatch, "the table or index of its name is the defined one")
 				require.Equal(t, 1, strings.Count(err.Error(), tc.named), "%v", err)
-				require.Equal(t, before, fileState(t, path), "the file is left as it was")
+				require.Equal(t, before, fileHashes(t, path), "the file is left as it was")
 			}
 
 			rawExec(t, path, tc.drop)
