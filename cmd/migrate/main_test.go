@@ -242,6 +242,39 @@ func TestPlanFreshPath(t *testing.T) {
 	require.Equal(t, statements, strings.Count(stdout, ";\n"), "every version's statements")
 }
 
+// TestPlanFreshPathBrokenMigration plans a missing file against a
+// directory whose next migration does not run: the replay's error is the
+// command's, in text and in JSON, not an empty plan.
+func TestPlanFreshPathBrokenMigration(t *testing.T) {
+	broken := writeDir(t, withFiles(t, map[string]string{"{next}_bad.sql": "CREATE TABLEX foo (a INT);\n"}))
+	tests := []struct {
+		name string
+		json bool
+	}{
+		{name: "text"},
+		{name: "json", json: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"plan", "-db", filepath.Join(dir, "missing.db"), "-dir", broken}
+			if tt.json {
+				args = append(args, "-json")
+			}
+			code, stdout, stderr := runCmd(t, args...)
+			require.Equal(t, exitError, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.NotContains(t, stdout, "nothing to apply")
+			require.Contains(t, stderr, "TABLEX")
+			if tt.json {
+				doc := decode[planDoc](t, stdout)
+				require.False(t, doc.OK)
+				require.Contains(t, doc.Error, "TABLEX")
+			}
+			require.Empty(t, snapshot(t, dir), "plan created nothing")
+		})
+	}
+}
+
 func TestPlanLegacyV14(t *testing.T) {
 	stdout := runUnchanged(t, v14DB(t), "plan", exitFinding)
 	require.NotContains(t, stdout, "-- version 14")

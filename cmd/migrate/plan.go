@@ -72,10 +72,12 @@ func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
 	doc.Exists = !missing
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist):
-		// Plan against an empty in-memory database; create nothing.
-		conn, err := pipeline.OpenMemory(ctx)
-		if err != nil {
-			return err
+		// Plan against an empty in-memory database; create nothing. read's
+		// error goes to the named result the deferred report reads, so
+		// this block declares no err of its own.
+		conn, oerr := pipeline.OpenMemory(ctx)
+		if oerr != nil {
+			return oerr
 		}
 		defer conn.Close()
 		err = read(conn)
