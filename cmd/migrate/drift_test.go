@@ -1,15 +1,18 @@
 package main
 
 import (
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
 func TestDrift(t *testing.T) {
@@ -274,4 +277,90 @@ func TestDriftJSONDifferences(t *testing.T) {
 		{Kind: "index", Table: "pending_outbound_message", Name: "pending_outbound_message_recipient", Where: pipeline.AtHead, Head: "(recipient_user_id, recipient_device_id, sequence)"},
 	}, doc.Differences)
 	require.NotEmpty(t, doc.Schema)
+}
+
+// TestDriftQuotesPlantedNames runs the SQL drift prints for planted
+// objects whose names hold a backtick, a double quote and a statement of
+// their own on a copy of the database: it drops those objects and nothing
+// else, in text and in JSON. The planted "x" is what the first name's
+// statement would drop if its backtick ended the identifier.
+func TestDriftQuotesPlantedNames(t *testing.T) {
+	names := []string{"x`; DELETE FROM storage_key; --", "x`\"; DELETE FROM storage_key; --", "x"}
+	quote := func(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+	tests := []struct {
+		kind  string
+		plant func(quoted string) string
+	}{
+		{kind: "table", plant: func(q string) string { return "CREATE TABLE " + q + " (a INTEGER)" }},
+		{kind: "index", plant: func(q string) string { return "CREATE INDEX " + q + " ON session (user_id)" }},
+		{kind: "view", plant: func(q string) string { return "CREATE VIEW " + q + " AS SELECT 1" }},
+	}
+	for _, tt := range tests {
+		for _, format := range []string{"text", "json"} {
+			t.Run(tt.kind+" "+format, func(t *testing.T) {
+				stmts := []string{"INSERT INTO storage_key VALUES (1, 'active', x'00', 0)"}
+				planted := map[string]bool{}
+				for _, n := range names {
+					stmts = append(stmts, tt.plant(quote(n)))
+					planted[tt.kind+" "+n] = true
+				}
+				path := headDB(t, stmts...)
+				args := []string{"drift", "-db", path}
+				if format == "json" {
+					args = append(args, "-json")
+				}
+				code, stdout, stderr := runCmd(t, args...)
+				require.Equal(t, exitFinding, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+				var printed []string
+				if format == "json" {
+					for _, c := range decode[driftDoc](t, stdout).Schema {
+						printed = append(printed, c.SQL)
+					}
+				} else {
+					for _, l := range strings.Split(stdout, "\n") {
+						if l != "" && !strings.HasPrefix(l, "-- ") {
+							printed = append(printed, l)
+						}
+					}
+				}
+				require.NotEmpty(t, printed)
+
+				before := schemaObjects(t, path)
+				cp := migrationtest.CopyFiles(t, path)
+				conn, err := sql.Open("sqlite3", "file:"+cp)
+				require.NoError(t, err)
+				defer conn.Close()
+				for _, s := range printed {
+					_, err := conn.Exec(s)
+					require.NoError(t, err, s)
+				}
+				require.NoError(t, conn.Close())
+
+				want := slices.DeleteFunc(slices.Clone(before), func(o string) bool { return planted[o] })
+				require.Len(t, want, len(before)-len(names), "every planted %s is in the database", tt.kind)
+				require.Equal(t, want, schemaObjects(t, cp), "the statements drop the planted %ss and nothing else", tt.kind)
+				require.Equal(t, 1, query[int](t, cp, "SELECT count(*) FROM storage_key"), "storage_key keeps its row")
+			})
+		}
+	}
+}
+
+// schemaObjects lists the schema objects of the database at path as
+// "type name", sorted.
+func schemaObjects(t *testing.T, path string) []string {
+	t.Helper()
+	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	defer conn.Close()
+	rows, err := conn.Query("SELECT type || ' ' || name FROM sqlite_master ORDER BY 1")
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o string
+		require.NoError(t, rows.Scan(&o))
+		out = append(out, o)
+	}
+	require.NoError(t, rows.Err())
+	return out
 }

@@ -32,7 +32,8 @@ type Differences struct {
 	// Schema.
 	Found []Difference
 	// Schema lists the changes that would bring the database's schema to
-	// head, as SQL a reviewer can read. Nothing runs them.
+	// head, as SQL a reviewer can read, every name read from the database
+	// quoted as one identifier whatever it holds. Nothing runs them.
 	Schema []SchemaChange
 	// History lists the schema_revision rows that disagree with the
 	// directory.
@@ -165,12 +166,8 @@ func schemaDrift(ctx context.Context, conn, want *sql.DB) (Differences, error) {
 	}
 	if len(changes) > 0 {
 		d.Found = describeChanges(changes)
-		plan, err := sqlite.DefaultPlan.PlanChanges(ctx, "drift", changes)
-		if err != nil {
-			return d, fmt.Errorf("migration: plan the difference with head: %w", err)
-		}
-		for _, c := range plan.Changes {
-			d.Schema = append(d.Schema, SchemaChange{Comment: c.Comment, SQL: c.Cmd})
+		if d.Schema, err = planQuoted(ctx, got, head, changes); err != nil {
+			return d, err
 		}
 	}
 	objects, found, err := objectDrift(ctx, conn, want)
@@ -311,7 +308,7 @@ func objectDrift(ctx context.Context, conn, headConn *sql.DB) ([]SchemaChange, [
 		if inGot {
 			out = append(out, SchemaChange{
 				Comment: fmt.Sprintf("drop %s %q on %q: not in head as it is", g.Type, g.Name, g.TblName),
-				SQL:     fmt.Sprintf("DROP %s `%s`", strings.ToUpper(g.Type), strings.ReplaceAll(g.Name, "`", "``")),
+				SQL:     fmt.Sprintf("DROP %s %s", strings.ToUpper(g.Type), quoteIdent(g.Name)),
 			})
 		}
 		if inWant {

@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
+	"ariga.io/atlas/sql/schema"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,4 +66,87 @@ func TestObjectDrift(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none)
 	require.Empty(t, noneFound)
+}
+
+// schemaDrift's statements quote every name read from the database: one
+// holding a backtick stays one identifier, and a table named like the
+// placeholder planQuoted plans such a name under keeps its own name. The
+// comments name each object as Atlas does, Go-quoted.
+func TestSchemaDriftQuotesNames(t *testing.T) {
+	fkOff := SchemaChange{Comment: "disable the enforcement of foreign-keys constraints", SQL: "PRAGMA foreign_keys = off"}
+	fkOn := SchemaChange{Comment: "enable back the enforcement of foreign-keys constraints", SQL: "PRAGMA foreign_keys = on"}
+	tests := []struct {
+		name  string
+		plant []string
+		want  []SchemaChange
+	}{
+		{
+			name:  "table",
+			plant: []string{"CREATE TABLE \"a`; DELETE FROM t; --\" (x)"},
+			want:  []SchemaChange{fkOff, {Comment: "drop \"a`; DELETE FROM t; --\" table", SQL: "DROP TABLE `a``; DELETE FROM t; --`"}, fkOn},
+		},
+		{
+			name:  "index",
+			plant: []string{"CREATE INDEX \"i`\"\"\" ON t (x)"},
+			want:  []SchemaChange{{Comment: `drop index "i` + "`" + `\"" from table: "t"`, SQL: "DROP INDEX `i``\"`"}},
+		},
+		{
+			name:  "view",
+			plant: []string{"CREATE VIEW \"v`\" AS SELECT 1"},
+			want:  []SchemaChange{{Comment: "drop view \"v`\" on \"v`\": not in head as it is", SQL: "DROP VIEW `v```"}},
+		},
+		{
+			name: "a table named like a placeholder",
+			plant: []string{
+				"CREATE TABLE drift_quoted_name_1_ (x)",
+				"CREATE TABLE \"b`\" (x)",
+				"CREATE INDEX \"drift_quoted_name_2_`\" ON t (x)",
+			},
+			want: []SchemaChange{
+				fkOff,
+				{Comment: "drop index \"drift_quoted_name_2_`\" from table: \"t\"", SQL: "DROP INDEX `drift_quoted_name_2_```"},
+				{Comment: "drop \"drift_quoted_name_1_\" table", SQL: "DROP TABLE `drift_quoted_name_1_`"},
+				{Comment: "drop \"b`\" table", SQL: "DROP TABLE `b```"},
+				fkOn,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			got, err := OpenMemory(ctx)
+			require.NoError(t, err)
+			defer got.Close()
+			head, err := OpenMemory(ctx)
+			require.NoError(t, err)
+			defer head.Close()
+			for _, c := range []*sql.DB{got, head} {
+				_, err := c.ExecContext(ctx, "CREATE TABLE t (x INTEGER)")
+				require.NoError(t, err)
+			}
+			for _, s := range tt.plant {
+				_, err := got.ExecContext(ctx, s)
+				require.NoError(t, err, s)
+			}
+			d, err := schemaDrift(ctx, got, head)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, d.Schema)
+		})
+	}
+}
+
+// A name Atlas writes into a statement other than as an identifier of its
+// own (here an unnamed UNIQUE index it names after its table and column)
+// cannot be quoted: planQuoted fails rather than show that statement.
+func TestPlanQuotedRefusesWhatItCannotQuote(t *testing.T) {
+	col := &schema.Column{Name: "c`", Type: &schema.ColumnType{Type: &schema.IntegerType{T: "integer"}}}
+	idx := &schema.Index{Name: "sqlite_autoindex_t_1", Unique: true, Parts: []*schema.IndexPart{{C: col}}}
+	got := schema.NewRealm(schema.New("main").AddTables(schema.NewTable("t").AddColumns(col).AddIndexes(idx)))
+	headT := schema.NewTable("t").AddColumns(schema.NewIntColumn("x", "integer"))
+	head := schema.NewRealm(schema.New("main").AddTables(headT))
+	_, err := planQuoted(context.Background(), got, head, []schema.Change{
+		&schema.ModifyTable{T: headT, Changes: []schema.Change{&schema.DropIndex{I: idx}}},
+	})
+	require.ErrorContains(t, err, "\"c`\" cannot be quoted where Atlas writes it")
+	require.Equal(t, "c`", col.Name, "the name is written back")
 }
