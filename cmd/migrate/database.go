@@ -111,7 +111,7 @@ func (env *cmdEnv) readExisting(ctx context.Context, path string, read func(*sql
 		return err
 	}
 	return env.readStable(ctx, path, func(conn *sql.DB) error {
-		if err := checkDatabase(conn, path); err != nil {
+		if err := checkDatabase(ctx, conn, path); err != nil {
 			return err
 		}
 		return read(conn)
@@ -165,10 +165,10 @@ func notRegularSideFiles(path string) error {
 }
 
 // checkDatabase reads the schema cookie, which fails on a file that is not
-// a SQLite database.
-func checkDatabase(conn *sql.DB, path string) error {
+// a SQLite database, or once ctx is done.
+func checkDatabase(ctx context.Context, conn *sql.DB, path string) error {
 	var v int64
-	if err := conn.QueryRow("PRAGMA schema_version").Scan(&v); err != nil {
+	if err := conn.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&v); err != nil {
 		return explainOpen(path, err)
 	}
 	return nil

@@ -152,7 +152,7 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	if done, err := upToDate(); err != nil || done {
 		return err
 	}
-	if err := checkDatabase(conn, path); err != nil {
+	if err := checkDatabase(ctx, conn, path); err != nil {
 		return err
 	}
 	if !verified {
