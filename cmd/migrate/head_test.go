@@ -24,21 +24,6 @@ func headWithFuture() func(t *testing.T) string {
 	}
 }
 
-// headWithT is headWith for statements computed from the test.
-func headWithT(stmts ...func(t *testing.T) string) func(t *testing.T) string {
-	return func(t *testing.T) string {
-		t.Helper()
-		var s []string
-		for _, f := range stmts {
-			s = append(s, f(t))
-		}
-		return headDB(t, s...)
-	}
-}
-
-// userVersionNext sets user_version to the version after head.
-func userVersionNext(t *testing.T) string { return "PRAGMA user_version = " + migrationtest.Next(t) }
-
 // versionList returns the embedded directory's versions as the commands
 // list them ("14 15").
 func versionList(t *testing.T) string {
