@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,10 +11,6 @@ import (
 
 // modulePath is the module whose checkout the generators write into.
 const modulePath = "github.com/securemsg/storage"
-
-// errNotInRepo means a command that reads or writes the repository's files
-// was run outside a checkout of it.
-var errNotInRepo = errors.New("not inside a checkout of " + modulePath + ": run it from the repository")
 
 // repoRoot returns the root of the checkout holding the working directory:
 // the nearest parent whose go.mod declares modulePath. The commands that

@@ -15,3 +15,7 @@ var ErrChanged = errors.New("pipeline: no stable snapshot of the database could 
 // rolled back. A read-write open (migrate up, or the app) recovers it;
 // ReadStable reports nothing from it and creates nothing.
 var ErrNeedsRecovery = errors.New("pipeline: database needs recovery by a read-write open")
+
+// errWALGone is snapshotConnector.Connect's error when the -wal it was to
+// read through is gone.
+var errWALGone = errors.New("pipeline: the -wal is gone")

@@ -350,10 +350,6 @@ type snapshotConnector struct {
 	wal string
 }
 
-// errWALGone is Connect's error when the -wal it was to read through is
-// gone.
-var errWALGone = errors.New("pipeline: the -wal is gone")
-
 // snapshotSavepoint names the savepoint of a transaction begun on a
 // snapshot connection.
 const snapshotSavepoint = "pipeline_snapshot"
