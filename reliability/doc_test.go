@@ -1,5 +1,6 @@
 // Package reliability holds the client's reliability tests: nothing lost,
-// nothing leaked. It has no API; everything is in its tests:
+// nothing leaked. It has only tests (no file an application could
+// import):
 //
 //   - crash_test.go kills a worker process (internal/crashworker) with
 //     SIGKILL at random moments while it sends, acknowledges, abandons,
