@@ -164,6 +164,41 @@ func notRegularSideFiles(path string) error {
 	return nil
 }
 
+// linkedSideFiles refuses a -journal, -wal or -shm beside the database
+// file path names that is a symbolic link, or a hard link (a file with
+// another name too): up writes through SQLite, which would write into, or
+// remove, the file it also names. The read-only commands open the -wal
+// and -shm read-only and need no such check.
+func linkedSideFiles(path string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A database up creates: its directory holds the side files.
+		var dir string
+		if dir, err = filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+			real = filepath.Join(dir, filepath.Base(path))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
+		fi, err := os.Lstat(real + suffix)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link: SQLite would write through it; nothing changed", real+suffix)
+		case links(fi) > 1:
+			return fmt.Errorf("%s is a hard link (%d names): SQLite would write into the other name's file; nothing changed", real+suffix, links(fi))
+		}
+	}
+	return nil
+}
+
 // checkDatabase reads the schema cookie, which fails on a file that is not
 // a SQLite database, or once ctx is done.
 func checkDatabase(ctx context.Context, conn *sql.DB, path string) error {

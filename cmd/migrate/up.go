@@ -52,10 +52,16 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 		if err := notRegularSideFiles(path); err != nil {
 			return err
 		}
+		if err := linkedSideFiles(path); err != nil {
+			return err
+		}
 	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
 		return statErr
 	case statErr != nil:
 		if err := danglingLink(path); err != nil {
+			return err
+		}
+		if err := linkedSideFiles(path); err != nil {
 			return err
 		}
 	}
