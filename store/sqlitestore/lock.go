@@ -25,6 +25,9 @@ type held struct {
 	created     bool       // the database file was created by Open
 	lockCreated bool       // the lock file was created by Open
 	restricted  []fileMode // the modes privateFiles changed, as they were
+	// walBefore and shmBefore say whether a -wal and a -shm lay beside
+	// the file before Open (see closeRefused).
+	walBefore, shmBefore bool
 }
 
 // fileMode is a file's permission bits before privateFiles restricted them.
@@ -135,7 +138,11 @@ func holdFile(path string) (held, error) {
 		var restricted []fileMode
 		restricted, err = checkFile(real, l)
 		if err == nil {
-			return held{real: real, lock: l, created: created, lockCreated: lockCreated, restricted: restricted}, nil
+			h := held{real: real, lock: l, created: created, lockCreated: lockCreated, restricted: restricted}
+			_, werr := os.Lstat(real + "-wal")
+			_, serr := os.Lstat(real + "-shm")
+			h.walBefore, h.shmBefore = werr == nil, serr == nil
+			return h, nil
 		}
 		if lockCreated {
 			// Removed while held, as migrate up does: no opener can have

@@ -1,0 +1,71 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/schema"
+	"github.com/securemsg/storage/store/sqlitestore"
+)
+
+// A refused file whose -wal holds what is refused (a view planted and
+// committed into the -wal only) is left as it was found: the -wal is not
+// checkpointed into the file nor removed, no -shm is left behind, and
+// the file is refused again the same way.
+func TestRefusedFileKeepsItsWAL(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "client.db")
+	keys := storetest.NewKeyring(t)
+	s, err := sqlitestore.Open(ctx, path, keys)
+	require.NoError(t, err)
+	insert(t, s, alice, 1)
+	require.NoError(t, s.Close())
+
+	// A writer commits the view into the -wal and, before it closes (which
+	// would checkpoint), the file and its -wal are copied: a copy as a
+	// crash or a backup leaves it.
+	writer, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	require.NoError(t, err)
+	c, err := writer.Conn(ctx)
+	require.NoError(t, err)
+	for _, stmt := range []string{"PRAGMA wal_autocheckpoint = 0", "CREATE VIEW planted AS SELECT 1"} {
+		_, err := c.ExecContext(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+	copied := filepath.Join(t.TempDir(), "copy.db")
+	for _, side := range []string{"", "-wal"} {
+		b, err := os.ReadFile(path + side)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(copied+side, b, 0o600))
+	}
+	require.NoError(t, c.Close())
+	require.NoError(t, writer.Close())
+
+	read := func() (main, wal []byte) {
+		main, err := os.ReadFile(copied)
+		require.NoError(t, err)
+		wal, err = os.ReadFile(copied + "-wal")
+		require.NoError(t, err)
+		return main, wal
+	}
+	main, wal := read()
+	require.NotEmpty(t, wal)
+	for range 2 {
+		_, err = sqlitestore.Open(ctx, copied, keys)
+		require.ErrorIs(t, err, schema.ErrUnknownObject)
+		require.ErrorContains(t, err, "planted")
+		gotMain, gotWAL := read()
+		require.Equal(t, main, gotMain, "the file")
+		require.Equal(t, wal, gotWAL, "its -wal")
+		require.NoFileExists(t, copied+"-shm")
+		require.Equal(t, []string{"copy.db", "copy.db-wal"}, entries(t, filepath.Dir(copied)))
+	}
+}
