@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqliteaccess"
 )
 
 // newUpDoc returns up's document for database db, before anything is read.
@@ -128,14 +130,21 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 		}
 		return err
 	}
+	// SQLite keeps the -wal and -shm beside the file a symlink names.
+	real, rerr := filepath.EvalSymlinks(path)
+	_, werr := os.Lstat(real + "-wal")
+	_, serr := os.Lstat(real + "-shm")
+	walBefore, shmBefore := rerr == nil && werr == nil, serr == nil
 	conn, err := sql.Open("sqlite3", createDSN(path))
 	if err != nil {
 		lock.Release()
 		return err
 	}
 	defer func() {
-		cerr := conn.Close()
-		if err == nil && cerr != nil {
+		if err != nil && walBefore && !created {
+			// A refused file and its -wal stay as they were found.
+			sqliteaccess.CloseKeepingWAL(conn, "sqlite3", real, shmBefore)
+		} else if cerr := conn.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("close %s: %w", path, cerr)
 		}
 		if err != nil && created {

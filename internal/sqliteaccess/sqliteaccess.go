@@ -4,7 +4,8 @@
 // high-water mark, the data source name the store opens a file with, and,
 // carried in the context given to Open, a migration directory to migrate
 // with instead of the embedded one and a driver to open the file through
-// instead of go-sqlite3.
+// instead of go-sqlite3; and how a writer that refuses a file closes it
+// (CloseKeepingWAL).
 //
 // Package store/sqlitestore registers the accessors when it is
 // initialized; being internal, none of this is an application's API.
@@ -13,8 +14,10 @@ package sqliteaccess
 import (
 	"context"
 	"database/sql"
+	"os"
 	"strconv"
 
+	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/seal"
 )
@@ -108,4 +111,41 @@ func Driver(ctx context.Context) string {
 		return name
 	}
 	return DefaultDriver
+}
+
+// CloseKeepingWAL closes conn, the last connection to the database file
+// at path, without letting it checkpoint the -wal beside the file into
+// the file and remove it, as the last connection to close does: a writer
+// that refuses a file found with a -wal leaves both as they were. A
+// read-only connection (through driver) in a read transaction keeps conn
+// from the lock that checkpoint takes, and a read-only connection never
+// checkpoints when it closes. A -shm that was not beside the file before
+// (shmBefore) is removed once both are closed; the next opener rebuilds
+// it from the -wal. If the read-only connection cannot read, conn is
+// closed as usual.
+func CloseKeepingWAL(conn *sql.DB, driver, path string, shmBefore bool) {
+	ctx := context.Background()
+	ro, err := sql.Open(driver, DSN(path)+"&mode=ro")
+	if err != nil {
+		conn.Close()
+		return
+	}
+	c, err := ro.Conn(ctx)
+	reading := false
+	if err == nil {
+		// BEGIN, then a read: the read transaction holds a shared lock.
+		if _, err = c.ExecContext(ctx, "BEGIN DEFERRED"); err == nil {
+			_, err = db.New(c).TableCount(ctx, "sqlite_master")
+			reading = err == nil
+		}
+	}
+	conn.Close()
+	if c != nil {
+		c.ExecContext(ctx, "ROLLBACK")
+		c.Close()
+	}
+	ro.Close()
+	if reading && !shmBefore {
+		os.Remove(path + "-shm")
+	}
 }

@@ -26,7 +26,7 @@ type held struct {
 	lockCreated bool       // the lock file was created by Open
 	restricted  []fileMode // the modes privateFiles changed, as they were
 	// walBefore and shmBefore say whether a -wal and a -shm lay beside
-	// the file before Open (see closeRefused).
+	// the file before Open (see sqliteaccess.CloseKeepingWAL).
 	walBefore, shmBefore bool
 }
 

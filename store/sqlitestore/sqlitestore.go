@@ -243,50 +243,16 @@ func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (
 	}
 	s.q = db.New(s.conn)
 	if err := s.init(ctx, o, h.real); err != nil {
-		closeRefused(s.conn, h)
+		if h.walBefore {
+			// The file and its -wal stay as they were found.
+			sqliteaccess.CloseKeepingWAL(s.conn, sqliteaccess.Driver(ctx), h.real, h.shmBefore)
+		} else {
+			s.conn.Close()
+		}
 		h.undo()
 		return nil, err
 	}
 	return s, nil
-}
-
-// closeRefused closes conn, the connection of an Open that failed on the
-// file h holds. A -wal that lay beside the file before is left as it was,
-// with the file: closing conn, the last connection, would checkpoint the
-// -wal into the file and remove it. A read-only connection in a read
-// transaction keeps conn from the lock that checkpoint takes, and a
-// read-only connection never checkpoints when it closes; a -shm that
-// only this Open made is removed once both are closed (the next opener
-// rebuilds it from the -wal).
-func closeRefused(conn *sql.DB, h held) {
-	if !h.walBefore {
-		conn.Close()
-		return
-	}
-	ctx := context.Background() // Open's may be the reason it failed
-	ro, err := openCounted(sqliteaccess.Driver(ctx), sqliteaccess.DSN(h.real)+"&mode=ro", new(atomic.Uint64))
-	if err != nil {
-		conn.Close()
-		return
-	}
-	c, err := ro.Conn(ctx)
-	reading := false
-	if err == nil {
-		// BEGIN, then a read: the read transaction holds a shared lock.
-		if _, err = c.ExecContext(ctx, "BEGIN DEFERRED"); err == nil {
-			_, err = db.New(c).TableCount(ctx, "storage_key")
-			reading = err == nil
-		}
-	}
-	conn.Close()
-	if c != nil {
-		c.ExecContext(ctx, "ROLLBACK")
-		c.Close()
-	}
-	ro.Close()
-	if reading && !h.shmBefore {
-		os.Remove(h.real + "-shm")
-	}
 }
 
 // openConn opens the store's one connection to the file at real, each
