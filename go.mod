@@ -4,7 +4,6 @@ go 1.26.4
 
 require (
 	ariga.io/atlas v1.3.0
-	filippo.io/edwards25519 v1.1.1
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/crypto v0.59.0
