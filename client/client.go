@@ -80,11 +80,13 @@ type Config struct {
 }
 
 // EncryptPolicy decides whether the client may encrypt a frame for a
-// remote device. frame is the client's own encoding of a message or an
-// ACK (not the application's plaintext alone). AllowEncrypt returns nil
-// to let it, or the error the send fails with. It is called under the client's send mutex, so it must
+// remote device. It is called under the client's send mutex, so it must
 // not call the client.
 type EncryptPolicy interface {
+	// AllowEncrypt returns nil to let the client encrypt frame for to,
+	// or the error the send fails with. frame is the client's own
+	// encoding of a message or an ACK (not the application's plaintext
+	// alone).
 	AllowEncrypt(to ids.DeviceAddress, frame []byte) error
 }
 
