@@ -172,11 +172,14 @@ func notRegularSideFiles(path string) error {
 func linkedSideFiles(path string) error {
 	real, err := filepath.EvalSymlinks(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		// A database up creates: its directory holds the side files.
-		var dir string
-		if dir, err = filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
-			real = filepath.Join(dir, filepath.Base(path))
+		// A database up creates: its directory holds the side files. A
+		// directory that cannot be resolved holds none (and up says why
+		// it cannot create the file).
+		dir, derr := filepath.EvalSymlinks(filepath.Dir(path))
+		if derr != nil {
+			return nil
 		}
+		real, err = filepath.Join(dir, filepath.Base(path)), nil
 	}
 	if err != nil {
 		return err
