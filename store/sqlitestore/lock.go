@@ -64,15 +64,18 @@ func (h held) restore() {
 }
 
 // checkPath refuses a path that names no file of its own: "" and
-// ":memory:" (SQLite's in-memory databases) and any SQLite URI ("file:"
-// in any case), whose parameters could open another file, a shared
-// in-memory database, or change how the file is opened.
+// ":memory:" (SQLite's in-memory databases), any SQLite URI ("file:" in
+// any case), whose parameters could open another file, a shared
+// in-memory database, or change how the file is opened, and a path
+// holding a NUL byte.
 func checkPath(path string) error {
 	switch {
 	case path == "" || path == ":memory:":
 		return fmt.Errorf("%w: the store needs a database file (it runs in WAL mode and holds the file)", store.ErrInvalidArgument)
 	case len(path) >= len("file:") && strings.EqualFold(path[:len("file:")], "file:"):
 		return fmt.Errorf("%w: a SQLite URI is not a path: pass the file's path (the store sets how it is opened)", store.ErrInvalidArgument)
+	case strings.ContainsRune(path, 0):
+		return fmt.Errorf("%w: a NUL byte in the path (no file name holds one)", store.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -41,7 +41,9 @@ func entries(t *testing.T, dir string) []string {
 
 // A SQLite URI is not a path: in any case and form it is refused with
 // ErrInvalidArgument, and nothing is created (go-sqlite3 would otherwise
-// take "file::memory:?cache=shared" as a file of that name).
+// take "file::memory:?cache=shared" as a file of that name); so are ""
+// and ":memory:", and a path with a NUL byte (the system's EINVAL
+// otherwise).
 func TestOpenRefusesSQLiteURIs(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -53,6 +55,7 @@ func TestOpenRefusesSQLiteURIs(t *testing.T) {
 		"file:///" + filepath.Join(dir, "alice.db"),
 		"",
 		":memory:",
+		"alice\x00.db",
 	} {
 		t.Run(path, func(t *testing.T) {
 			_, err := sqlitestore.Open(t.Context(), path, keyring(t))

@@ -172,8 +172,9 @@ func WithLegacyBatch(n int) Option {
 // do not and work beside an open store.
 //
 // Bad input changes nothing, and leaves no file beside the path:
-// "", ":memory:" and any SQLite URI ("file:" in any case) are refused
-// with store.ErrInvalidArgument (the store needs the path of a file); a
+// "", ":memory:", any SQLite URI ("file:" in any case) and a path
+// holding a NUL byte are refused with store.ErrInvalidArgument (the store
+// needs the path of a file); a
 // directory, another kind of file or a file that is not a SQLite
 // database with store.ErrNotDatabase; a read-only file or directory (no
 // owner write permission, or none for this process) with an error
