@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -113,6 +114,7 @@ func TestOpenErrorsNameThePathOnce(t *testing.T) {
 		{"wrong key", good, other, seal.ErrWrongKey},
 		{"nil keyring", good, nil, store.ErrInvalidArgument},
 		{"a directory", dir, kr, store.ErrNotDatabase},
+		{"a name too long", filepath.Join(dir, strings.Repeat("n", 300)+".db"), kr, syscall.ENAMETOOLONG},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := sqlitestore.Open(t.Context(), tc.path, tc.keys)

@@ -204,10 +204,25 @@ func WithLegacyBatch(n int) Option {
 func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
 	s, err := open(ctx, path, keys, opts)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %q: %w", path, err)
+		return nil, fmt.Errorf("store: open %q: %w", path, pathOnce(err, path))
 	}
 	return s, nil
 }
+
+// pathOnce returns err, the error of opening path, without path when it
+// is the system's error about path itself: Open's context names it.
+func pathOnce(err error, path string) error {
+	if pe, ok := err.(*fs.PathError); ok && pe.Path == path {
+		return pathless{pe}
+	}
+	return err
+}
+
+// pathless is a *fs.PathError said without its path.
+type pathless struct{ pe *fs.PathError }
+
+func (p pathless) Error() string { return p.pe.Op + ": " + p.pe.Err.Error() }
+func (p pathless) Unwrap() error { return p.pe }
 
 // open is Open, its errors not yet naming the path.
 func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (*Store, error) {
