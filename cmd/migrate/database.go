@@ -145,39 +145,17 @@ func notRegular(path string, fi fs.FileInfo) error {
 	return fmt.Errorf("%s is %s, not a regular file: a database is a regular file; nothing read", path, what)
 }
 
-// notRegularSideFiles refuses a -journal, -wal or -shm beside path that
-// is not a regular file (notRegular): SQLite opens a hot journal to read
-// it, and a FIFO planted there would block it for ever.
-func notRegularSideFiles(path string) error {
-	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
-		fi, err := os.Stat(path + suffix)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if err := notRegular(path+suffix, fi); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// linkedSideFiles refuses a -journal, -wal or -shm beside the database
-// file path names that is a symbolic link, or a hard link (a file with
-// another name too): up writes through SQLite, which would write into, or
-// remove, the file it also names. The read-only commands open the -wal
-// and -shm read-only and need no such check.
-func linkedSideFiles(path string) error {
+// sideFiles calls check with each -journal, -wal and -shm beside the
+// database file path names (beside the file a symbolic link at path
+// names, where SQLite keeps them) and its Lstat, and returns the first
+// error. A database that does not exist yet has its directory resolved;
+// one in a directory that cannot be resolved has none beside it.
+func sideFiles(path string, check func(name string, fi fs.FileInfo) error) error {
 	real, err := filepath.EvalSymlinks(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		// A database up creates: its directory holds the side files. A
-		// directory that cannot be resolved holds none (and up says why
-		// it cannot create the file).
 		dir, derr := filepath.EvalSymlinks(filepath.Dir(path))
 		if derr != nil {
-			return nil
+			return nil // up says why it cannot create the file
 		}
 		real, err = filepath.Join(dir, filepath.Base(path)), nil
 	}
@@ -192,14 +170,46 @@ func linkedSideFiles(path string) error {
 		if err != nil {
 			return err
 		}
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return fmt.Errorf("%s is a symbolic link: SQLite would write through it; nothing changed", real+suffix)
-		case links(fi) > 1:
-			return fmt.Errorf("%s is a hard link (%d names): SQLite would write into the other name's file; nothing changed", real+suffix, links(fi))
+		if err := check(real+suffix, fi); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// notRegularSideFiles refuses a -journal, -wal or -shm beside path that
+// is not a regular file, or a symbolic link to one (notRegular): SQLite
+// opens a hot journal to read it, and a FIFO planted there would block it
+// for ever.
+func notRegularSideFiles(path string) error {
+	return sideFiles(path, func(name string, fi fs.FileInfo) error {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			var err error
+			if fi, err = os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+		return notRegular(name, fi)
+	})
+}
+
+// linkedSideFiles refuses a -journal, -wal or -shm beside the database
+// file path names that is a symbolic link, or a hard link (a file with
+// another name too): up writes through SQLite, which would write into, or
+// remove, the file it also names. The read-only commands open the -wal
+// and -shm read-only and need no such check.
+func linkedSideFiles(path string) error {
+	return sideFiles(path, func(name string, fi fs.FileInfo) error {
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link: SQLite would write through it; nothing changed", name)
+		case links(fi) > 1:
+			return fmt.Errorf("%s is a hard link (%d names): SQLite would write into the other name's file; nothing changed", name, links(fi))
+		}
+		return nil
+	})
 }
 
 // checkDatabase reads the schema cookie, which fails on a file that is not
