@@ -1,40 +1,22 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/securemsg/storage/internal/testkit/tamper"
 	"github.com/stretchr/testify/require"
-
-	"github.com/securemsg/storage/internal/sqliteaccess"
 )
 
 // up refuses a file whose -wal holds what it refuses (a view committed
 // into the -wal only), exit 1, and leaves the file and its -wal as it
 // found them: not checkpointed, not removed, no -shm left behind.
 func TestUpRefusedFileKeepsItsWAL(t *testing.T) {
-	ctx := context.Background()
-	src := v14DB(t)
-	writer, err := sql.Open("sqlite3", sqliteaccess.DSN(src))
-	require.NoError(t, err)
-	c, err := writer.Conn(ctx)
-	require.NoError(t, err)
-	for _, stmt := range []string{"PRAGMA journal_mode = WAL", "PRAGMA wal_autocheckpoint = 0", "CREATE VIEW planted AS SELECT 1"} {
-		_, err := c.ExecContext(ctx, stmt)
-		require.NoError(t, err, stmt)
-	}
-	// Copied while the writer holds them, before its close checkpoints.
+	// The view is committed into the -wal only, as a crash or a copy of a
+	// live database leaves it.
 	db := filepath.Join(t.TempDir(), "copy.db")
-	for _, side := range []string{"", "-wal"} {
-		b, err := os.ReadFile(src + side)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(db+side, b, 0o600))
-	}
-	require.NoError(t, c.Close())
-	require.NoError(t, writer.Close())
+	main, wal := tamper.WALCopy(t, v14DB(t), db, "CREATE VIEW planted AS SELECT 1")
 	read := func() (main, wal []byte) {
 		main, err := os.ReadFile(db)
 		require.NoError(t, err)
@@ -42,8 +24,6 @@ func TestUpRefusedFileKeepsItsWAL(t *testing.T) {
 		require.NoError(t, err)
 		return main, wal
 	}
-	main, wal := read()
-	require.NotEmpty(t, wal)
 
 	code, _, stderr := runCmd(t, "up", "-db", db)
 	require.Equal(t, exitFinding, code, stderr)

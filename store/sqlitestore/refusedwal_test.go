@@ -2,15 +2,14 @@ package sqlitestore_test
 
 import (
 	"context"
-	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/internal/testkit/tamper"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
@@ -29,26 +28,10 @@ func TestRefusedFileKeepsItsWAL(t *testing.T) {
 	insert(t, s, alice, 1)
 	require.NoError(t, s.Close())
 
-	// A writer commits the view into the -wal and, before it closes (which
-	// would checkpoint), the file and its -wal are copied: a copy as a
-	// crash or a backup leaves it.
-	writer, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
-	require.NoError(t, err)
-	c, err := writer.Conn(ctx)
-	require.NoError(t, err)
-	for _, stmt := range []string{"PRAGMA wal_autocheckpoint = 0", "CREATE VIEW planted AS SELECT 1"} {
-		_, err := c.ExecContext(ctx, stmt)
-		require.NoError(t, err, stmt)
-	}
+	// The view is committed into the -wal only, as a crash or a copy of a
+	// live database leaves it.
 	copied := filepath.Join(t.TempDir(), "copy.db")
-	for _, side := range []string{"", "-wal"} {
-		b, err := os.ReadFile(path + side)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(copied+side, b, 0o600))
-	}
-	require.NoError(t, c.Close())
-	require.NoError(t, writer.Close())
-
+	main, wal := tamper.WALCopy(t, path, copied, "CREATE VIEW planted AS SELECT 1")
 	read := func() (main, wal []byte) {
 		main, err := os.ReadFile(copied)
 		require.NoError(t, err)
@@ -56,8 +39,6 @@ func TestRefusedFileKeepsItsWAL(t *testing.T) {
 		require.NoError(t, err)
 		return main, wal
 	}
-	main, wal := read()
-	require.NotEmpty(t, wal)
 	for range 2 {
 		_, err = sqlitestore.Open(ctx, copied, keys)
 		require.ErrorIs(t, err, schema.ErrUnknownObject)

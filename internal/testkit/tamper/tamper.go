@@ -9,9 +9,11 @@ package tamper
 import (
 	"context"
 	"database/sql"
+	"os"
 	"regexp"
 	"testing"
 
+	_ "github.com/mattn/go-sqlite3" // WALCopy's writer
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,4 +60,36 @@ func RecipientNoCase(tb testing.TB, conn *sql.DB) {
 	_, err = tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = ? WHERE name = ?`, highWater, PendingTable)
 	require.NoError(tb, err)
 	require.NoError(tb, tx.Commit())
+}
+
+// WALCopy commits stmts to the database file at src in WAL mode, and
+// copies the file and its -wal to dst (dst-wal) while the writer still
+// holds them, before its close would checkpoint: dst is a database whose
+// last commits, stmts', are in its -wal only, as a crash or a copy of a
+// live database leaves it. It returns the bytes of dst and dst-wal.
+func WALCopy(tb testing.TB, src, dst string, stmts ...string) (main, wal []byte) {
+	tb.Helper()
+	ctx := context.Background()
+	writer, err := sql.Open("sqlite3", "file:"+src+"?_journal_mode=WAL")
+	require.NoError(tb, err)
+	defer writer.Close()
+	c, err := writer.Conn(ctx)
+	require.NoError(tb, err)
+	defer c.Close()
+	for _, stmt := range append([]string{"PRAGMA wal_autocheckpoint = 0"}, stmts...) {
+		_, err := c.ExecContext(ctx, stmt)
+		require.NoError(tb, err, stmt)
+	}
+	for _, side := range []string{"", "-wal"} {
+		b, err := os.ReadFile(src + side)
+		require.NoError(tb, err)
+		require.NoError(tb, os.WriteFile(dst+side, b, 0o600))
+		if side == "" {
+			main = b
+		} else {
+			wal = b
+		}
+	}
+	require.NotEmpty(tb, wal, "the commits are in the -wal")
+	return main, wal
 }
