@@ -112,38 +112,28 @@ func TestOpenOneWriterEveryPath(t *testing.T) {
 	})
 
 	for _, side := range []string{"-wal", "-shm", "-journal"} {
-		t.Run(side+" is a symbolic link", func(t *testing.T) {
-			path := dbPath(t)
-			kr := storetest.NewKeyring(t)
-			require.NoError(t, mustOpenAt(t, path, kr).Close())
-			target := filepath.Join(t.TempDir(), "target")
-			require.NoError(t, os.WriteFile(target, []byte("someone else's file"), 0o644))
-			require.NoError(t, os.Chmod(target, 0o644))
-			require.NoError(t, os.Symlink(target, path+side))
-			_, err := sqlitestore.Open(ctx, path, kr)
-			require.ErrorIs(t, err, store.ErrSymlink)
-			require.ErrorContains(t, err, path+side)
-			assert.Equal(t, os.FileMode(0o644), modeOf(t, target), "the target's mode is not changed")
-			got, err := os.ReadFile(target)
-			require.NoError(t, err)
-			assert.Equal(t, "someone else's file", string(got))
-		})
-		t.Run(side+" is a hard link", func(t *testing.T) {
-			path := dbPath(t)
-			kr := storetest.NewKeyring(t)
-			require.NoError(t, mustOpenAt(t, path, kr).Close())
-			other := filepath.Join(filepath.Dir(path), "precious")
-			require.NoError(t, os.WriteFile(other, []byte("someone else's file"), 0o644))
-			require.NoError(t, os.Chmod(other, 0o644))
-			require.NoError(t, os.Link(other, path+side))
-			_, err := sqlitestore.Open(ctx, path, kr)
-			require.ErrorIs(t, err, store.ErrSymlink)
-			require.ErrorContains(t, err, path+side)
-			assert.Equal(t, os.FileMode(0o644), modeOf(t, other), "the other file's mode is not changed")
-			got, err := os.ReadFile(other)
-			require.NoError(t, err)
-			assert.Equal(t, "someone else's file", string(got))
-		})
+		for _, link := range []struct {
+			kind string
+			make func(other, name string) error
+		}{{"symbolic", os.Symlink}, {"hard", os.Link}} {
+			t.Run(side+" is a "+link.kind+" link", func(t *testing.T) {
+				path := dbPath(t)
+				kr := storetest.NewKeyring(t)
+				require.NoError(t, mustOpenAt(t, path, kr).Close())
+				// Beside the database: a hard link needs one file system.
+				other := filepath.Join(filepath.Dir(path), "precious")
+				require.NoError(t, os.WriteFile(other, []byte("someone else's file"), 0o644))
+				require.NoError(t, os.Chmod(other, 0o644))
+				require.NoError(t, link.make(other, path+side))
+				_, err := sqlitestore.Open(ctx, path, kr)
+				require.ErrorIs(t, err, store.ErrSymlink)
+				require.ErrorContains(t, err, path+side)
+				assert.Equal(t, os.FileMode(0o644), modeOf(t, other), "the other file's mode is not changed")
+				got, err := os.ReadFile(other)
+				require.NoError(t, err)
+				assert.Equal(t, "someone else's file", string(got))
+			})
+		}
 	}
 }
 
