@@ -32,7 +32,8 @@ var (
 	// the primary key, a UNIQUE, CHECK or foreign key constraint, WITHOUT
 	// ROWID or STRICT; an index's table, columns, collations,
 	// expressions, UNIQUE or partial WHERE), or is missing: the store's
-	// queries would run on a table that only has the expected name. The
+	// queries would run on a table that only has the expected name; or
+	// the database's text encoding is not UTF-8, the migrations'. The
 	// message names each object and what differs; nothing is changed.
 	ErrSchemaMismatch = errors.New("schema object differs from its migration's definition")
 )
