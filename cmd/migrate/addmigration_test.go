@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/cmd/internal/frozen"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/schema"
 )
 
@@ -171,9 +172,9 @@ func TestAddingAMigration(t *testing.T) {
 		fail, says string
 		row        string // in the new fixture's fixture.sql
 	}{
-		{name: "nullable column", sql: "ALTER TABLE session ADD COLUMN last_seen INTEGER;\n", row: `"sealed", "last_seen") VALUES ('bob', 1, X'`},
+		{name: "nullable column", sql: "ALTER TABLE session ADD COLUMN last_seen INTEGER;\n", row: `"last_seen") VALUES ('bob', 1, X'`},
 		{name: "column with a default", sql: "ALTER TABLE session ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;\n", row: `"flags") VALUES ('bob', 1, X'`},
-		{name: "table rebuild keeping its rows", sql: pinRebuild, row: `"verified_at") VALUES ('carol', 3, X'`},
+		{name: "table rebuild keeping its rows", sql: pinRebuild(t), row: `"verified_at") VALUES ('carol', 3, X'`},
 		{name: "declared backfill", sql: sessionBackfill, declared: sessionBackfillDeclared, row: `"last_seen") VALUES ('bob', 2, X'`},
 		{
 			name: "undeclared backfill", sql: sessionBackfill, fail: "fixture-test",
@@ -236,19 +237,21 @@ func TestAddingAMigration(t *testing.T) {
 	}
 }
 
-// pinRebuild rebuilds identity_pin as SQLite changes a table, keeping its
-// rows and adding a column with a default.
-const pinRebuild = `CREATE TABLE new_identity_pin (
-  user_id     TEXT    NOT NULL,
-  device_id   INTEGER NOT NULL CHECK (device_id >= 0),
-  sealed      BLOB    NOT NULL,
-  verified_at INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (user_id, device_id)
-);
-INSERT INTO new_identity_pin (user_id, device_id, sealed) SELECT user_id, device_id, sealed FROM identity_pin;
-DROP TABLE identity_pin;
-ALTER TABLE new_identity_pin RENAME TO identity_pin;
-`
+// pinRebuild returns a migration rebuilding identity_pin as SQLite
+// changes a table, keeping its rows and every column, constraint and
+// index it has at head, and adding a column with a default (verified_at,
+// after its last column).
+func pinRebuild(t *testing.T) string {
+	t.Helper()
+	pin := migrationtest.HeadTable(t, "identity_pin")
+	columns := pin.ColumnList()
+	return strings.Join(append([]string{
+		migrationtest.Create("new_identity_pin", pin.WithColumn("verified_at INTEGER NOT NULL DEFAULT 0")),
+		"INSERT INTO new_identity_pin (" + columns + ") SELECT " + columns + " FROM identity_pin",
+		"DROP TABLE identity_pin",
+		"ALTER TABLE new_identity_pin RENAME TO identity_pin",
+	}, pin.Objects...), ";\n") + ";\n"
+}
 
 // sessionBackfill adds a column and fills it from existing data.
 const sessionBackfill = "ALTER TABLE session ADD COLUMN last_seen INTEGER;\nUPDATE session SET last_seen = device_id * 10;\n"

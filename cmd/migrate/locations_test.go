@@ -19,7 +19,7 @@ import (
 func TestDriftLocationOfRebuiltTable(t *testing.T) {
 	next := nextVersion(t)
 	name := next + "_pin_rebuild.sql"
-	dir := copyMigrations(t, map[string]string{name: "-- identity_pin gains verified_at.\n" + pinRebuild})
+	dir := copyMigrations(t, map[string]string{name: "-- identity_pin gains verified_at.\n" + pinRebuild(t)})
 	mustRun(t, 0, "hash", "-dir", dir)
 	db := filepath.Join(t.TempDir(), "client.db")
 	mustRun(t, 0, "up", "-db", db, "-dir", dir)
@@ -70,7 +70,7 @@ func TestDefinedAt(t *testing.T) {
 // rebuild's first line.
 func TestRowsFilteredLine(t *testing.T) {
 	next := nextVersion(t)
-	rebuild := strings.Replace(pinRebuild, "FROM identity_pin;", "FROM identity_pin WHERE device_id > 0;", 1)
+	rebuild := strings.Replace(pinRebuild(t), "FROM identity_pin;", "FROM identity_pin WHERE device_id > 0;", 1)
 	line := strings.Count(rebuild[:strings.Index(rebuild, "INSERT")], "\n") + 1
 	require.Greater(t, line, 1)
 	dir := copyMigrations(t, map[string]string{next + "_pin.sql": rebuild})

@@ -275,11 +275,26 @@ func TestPlanFreshPathBrokenMigration(t *testing.T) {
 	}
 }
 
+// TestPlanLegacyV14 plans a database version-14 code left (the
+// baseline, user_version 14, no history): the baseline is adopted, not
+// run again, so the plan is every version above 14 and creates none of
+// the baseline's tables (a later version may create tables of its own).
 func TestPlanLegacyV14(t *testing.T) {
 	stdout := runUnchanged(t, v14DB(t), "plan", exitFinding)
 	require.NotContains(t, stdout, "-- version 14")
-	require.NotContains(t, stdout, "CREATE TABLE")
-	require.Contains(t, stdout, "-- version 15:")
+	var planned []string
+	for _, l := range strings.Split(stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "-- version "); ok {
+			v, _, _ = strings.Cut(v, ":")
+			planned = append(planned, v)
+		}
+	}
+	require.Equal(t, allVersions(t)[1:], planned, "every version above 14, in order")
+	baseline := regexp.MustCompile(`(?m)^CREATE TABLE (\w+) \(`).FindAllStringSubmatch(baselineSQL(t), -1)
+	require.NotEmpty(t, baseline)
+	for _, m := range baseline {
+		require.NotRegexp(t, `(?i)CREATE TABLE\s+(IF NOT EXISTS\s+)?[`+"`"+`"]?`+m[1]+`\b`, stdout, "the baseline's table %s is not created again", m[1])
+	}
 }
 
 func TestPlanHead(t *testing.T) {
@@ -375,6 +390,42 @@ func TestLintRealDirectory(t *testing.T) {
 var sumFS = migrationtest.SumFS
 
 func TestLintFindings(t *testing.T) {
+	// The session rebuilds start from session as head holds it, so that
+	// they keep every column, constraint and index a later version adds:
+	// each changes only what its case is about.
+	session := migrationtest.HeadTable(t, "session")
+	device := session.Def("device_id")
+	require.Equal(t, "device_id INTEGER NOT NULL CHECK (device_id >= 0)", device, "the column the cases change, as version 14 defines it")
+	// edit returns session's definitions with device_id's replaced by to
+	// (none when to is ""), and each other definition passed through
+	// other.
+	edit := func(to string, other func(string) string) []string {
+		var defs []string
+		for _, d := range session.Defs {
+			switch {
+			case d == device && to == "":
+			case d == device:
+				defs = append(defs, to)
+			default:
+				defs = append(defs, other(d))
+			}
+		}
+		return defs
+	}
+	same := func(d string) string { return d }
+	// rebuild returns a migration rebuilding session as SQLite changes a
+	// table, its copy defined by defs and filled by insert ("{columns}"
+	// standing for the columns copied, all of head's but except).
+	rebuild := func(defs []string, insert string, except ...string) string {
+		stmts := []string{
+			migrationtest.Create("new_session", defs),
+			strings.ReplaceAll(insert, "{columns}", session.ColumnList(except...)),
+			"DROP TABLE session",
+			"ALTER TABLE new_session RENAME TO session",
+		}
+		return strings.Join(append(stmts, session.Objects...), ";\n") + ";\n"
+	}
+	const copyAll = "INSERT INTO new_session SELECT {columns} FROM session"
 	tests := []struct {
 		name  string
 		fsys  func(t *testing.T) fstest.MapFS
@@ -424,11 +475,10 @@ func TestLintFindings(t *testing.T) {
 		{
 			name: "table rebuild dropping a column",
 			fsys: func(t *testing.T) fstest.MapFS {
-				return withFiles(t, map[string]string{"{next}_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, sealed BLOB NOT NULL, PRIMARY KEY (user_id));
-INSERT INTO new_session SELECT user_id, sealed FROM session;
-DROP TABLE session;
-ALTER TABLE new_session RENAME TO session;
-`})
+				noDevice := edit("", func(d string) string {
+					return strings.Replace(d, "PRIMARY KEY (user_id, device_id)", "PRIMARY KEY (user_id)", 1)
+				})
+				return withFiles(t, map[string]string{"{next}_rebuild.sql": rebuild(noDevice, copyAll, "device_id")})
 			},
 			lines: []string{`{next} {next}_rebuild.sql: destructive: Dropping non-virtual column "device_id" [DS103, line 1]`},
 			fails: true,
@@ -436,21 +486,14 @@ ALTER TABLE new_session RENAME TO session;
 		{
 			name: "table rebuild keeping every column and constraint",
 			fsys: func(t *testing.T) fstest.MapFS {
-				return withFiles(t, map[string]string{"{next}_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
-INSERT INTO new_session SELECT user_id, device_id, sealed FROM session;
-DROP TABLE session;
-ALTER TABLE new_session RENAME TO session;
-`})
+				return withFiles(t, map[string]string{"{next}_rebuild.sql": rebuild(session.Defs, copyAll)})
 			},
 		},
 		{
 			name: "table rebuild losing a CHECK",
 			fsys: func(t *testing.T) fstest.MapFS {
-				return withFiles(t, map[string]string{"{next}_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL, sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
-INSERT INTO new_session SELECT user_id, device_id, sealed FROM session;
-DROP TABLE session;
-ALTER TABLE new_session RENAME TO session;
-`})
+				unchecked := edit("device_id INTEGER NOT NULL", same)
+				return withFiles(t, map[string]string{"{next}_rebuild.sql": rebuild(unchecked, copyAll)})
 			},
 			lines: []string{`{next} {next}_rebuild.sql: schemaloss: table "session" loses CHECK (device_id >= 0) [SL101, line 1]`},
 			fails: true,
@@ -481,12 +524,7 @@ ALTER TABLE new_pending_outbound_message RENAME TO pending_outbound_message;
 		{
 			name: "table rebuild copying some rows",
 			fsys: func(t *testing.T) fstest.MapFS {
-				return withFiles(t, map[string]string{"{next}_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
-INSERT INTO new_session SELECT user_id, device_id, sealed
-  FROM session WHERE device_id < 100;
-DROP TABLE session;
-ALTER TABLE new_session RENAME TO session;
-`})
+				return withFiles(t, map[string]string{"{next}_rebuild.sql": rebuild(session.Defs, "INSERT INTO new_session SELECT {columns}\n  FROM session WHERE device_id < 100")})
 			},
 			lines: []string{`{next} {next}_rebuild.sql: schemaloss: rows of "session" are copied with a WHERE: the rows it does not select are lost when "session" is dropped [SL106, line 2]`},
 			fails: true,
@@ -494,11 +532,7 @@ ALTER TABLE new_session RENAME TO session;
 		{
 			name: "table rebuild copying with OR IGNORE",
 			fsys: func(t *testing.T) fstest.MapFS {
-				return withFiles(t, map[string]string{"{next}_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id INTEGER NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
-INSERT OR IGNORE INTO new_session SELECT user_id, device_id, sealed FROM session;
-DROP TABLE session;
-ALTER TABLE new_session RENAME TO session;
-`})
+				return withFiles(t, map[string]string{"{next}_rebuild.sql": rebuild(session.Defs, "INSERT OR IGNORE INTO new_session SELECT {columns} FROM session")})
 			},
 			lines: []string{`{next} {next}_rebuild.sql: schemaloss: rows of "session" are copied with INSERT OR IGNORE: a row the new table refuses is lost when "session" is dropped [SL106, line 2]`},
 			fails: true,
@@ -512,11 +546,8 @@ ALTER TABLE new_session RENAME TO session;
 		{
 			name: "table rebuild changing a column's type",
 			fsys: func(t *testing.T) fstest.MapFS {
-				return withFiles(t, map[string]string{"{next}_rebuild.sql": `CREATE TABLE new_session (user_id TEXT NOT NULL, device_id TEXT NOT NULL CHECK (device_id >= 0), sealed BLOB NOT NULL, PRIMARY KEY (user_id, device_id));
-INSERT INTO new_session SELECT user_id, device_id, sealed FROM session;
-DROP TABLE session;
-ALTER TABLE new_session RENAME TO session;
-`})
+				asText := edit("device_id TEXT NOT NULL CHECK (device_id >= 0)", same)
+				return withFiles(t, map[string]string{"{next}_rebuild.sql": rebuild(asText, copyAll)})
 			},
 			lines: []string{`{next} {next}_rebuild.sql: schemaloss: column "device_id" of table "session" changes type from INTEGER NOT NULL to TEXT NOT NULL [SL105, line 1]`},
 			fails: true,

@@ -365,7 +365,7 @@ func TestReadOnlyNeedsRecovery(t *testing.T) {
 // the journal's insert rolled back), exits 0, and every command works on
 // the database afterwards.
 func TestUpRecovers(t *testing.T) {
-	const insert = "INSERT INTO processed_inbound_message VALUES ('bob', 2, randomblob(16), 1)"
+	const insert = "INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at) VALUES ('bob', 2, randomblob(16), 1)"
 	tests := []struct {
 		name  string
 		setup func(t *testing.T) string
@@ -376,7 +376,7 @@ func TestUpRecovers(t *testing.T) {
 		}},
 		{name: "hot journal", rows: 0, setup: func(t *testing.T) string {
 			return copyOpen(t, headDB(t, "PRAGMA journal_mode = DELETE"), "-journal", "PRAGMA cache_size = 1", "BEGIN",
-				"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO processed_inbound_message SELECT 'bob', 2, randomblob(16), x FROM n")
+				"WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 20000) INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at) SELECT 'bob', 2, randomblob(16), x FROM n")
 		}},
 	}
 	for _, tt := range tests {
@@ -412,7 +412,7 @@ func TestNoStableSnapshot(t *testing.T) {
 				return err
 			}
 			w := mustOpenRW(t, path)
-			_, err := w.Exec("INSERT INTO processed_inbound_message VALUES ('bob', 2, randomblob(16), ?)", reads)
+			_, err := w.Exec("INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at) VALUES ('bob', 2, randomblob(16), ?)", reads)
 			require.NoError(t, err)
 			require.NoError(t, w.Close())
 			return read(conn)

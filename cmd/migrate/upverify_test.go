@@ -1,24 +1,42 @@
 package main
 
 import (
+	"database/sql"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
-// changedCheck rebuilds storage_key with another CHECK on state, the way
-// SQLite changes a table (create, copy, drop, rename).
-var changedCheck = []string{
-	`CREATE TABLE storage_key_new (
-  key_id     INTEGER NOT NULL PRIMARY KEY,
-  state      TEXT    NOT NULL CHECK (state IN ('active', 'retiring', 'lost')),
-  verifier   BLOB    NOT NULL,
-  created_at INTEGER NOT NULL
-)`,
-	"INSERT INTO storage_key_new SELECT * FROM storage_key",
-	"DROP TABLE storage_key",
-	"ALTER TABLE storage_key_new RENAME TO storage_key",
+// changedCheck returns a setup: the database setup makes, with
+// storage_key rebuilt the way SQLite changes a table (create, copy, drop,
+// rename) as the database defines it, every column and index kept, but
+// for another CHECK on state.
+func changedCheck(setup func(t *testing.T, stmts ...string) string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		t.Helper()
+		path := setup(t)
+		conn, err := sql.Open("sqlite3", "file:"+path)
+		require.NoError(t, err)
+		defer conn.Close()
+		key := migrationtest.TableIn(t, conn, "storage_key")
+		const from, to = "CHECK (state IN ('active', 'retiring'))", "CHECK (state IN ('active', 'retiring', 'lost'))"
+		var defs []string
+		for _, d := range key.Defs {
+			defs = append(defs, strings.Replace(d, from, to, 1))
+		}
+		require.Contains(t, strings.Join(defs, ", "), to, "storage_key's CHECK on state")
+		migrationtest.Exec(t, conn, append([]string{
+			migrationtest.Create("storage_key_new", defs),
+			"INSERT INTO storage_key_new SELECT * FROM storage_key",
+			"DROP TABLE storage_key",
+			"ALTER TABLE storage_key_new RENAME TO storage_key",
+		}, key.Objects...)...)
+		return path
+	}
 }
 
 // TestUpVerifiesFirst runs up on databases whose schema or history is not
@@ -39,7 +57,7 @@ func TestUpVerifiesFirst(t *testing.T) {
 		},
 		{
 			name: "changed CHECK at head",
-			db:   headWith(changedCheck...),
+			db:   changedCheck(headDB),
 			want: []string{"table storage_key: check", "'lost'"},
 		},
 		{
@@ -59,7 +77,7 @@ func TestUpVerifiesFirst(t *testing.T) {
 		},
 		{
 			name: "legacy v14 with a changed CHECK",
-			db:   v14With(changedCheck...),
+			db:   changedCheck(v14DB),
 			want: []string{"table storage_key: check"},
 		},
 	}
@@ -83,7 +101,8 @@ func TestUpVerifiesFirst(t *testing.T) {
 // its lock), and the database and its directory are unchanged.
 func TestUpRefusesUnknownObjects(t *testing.T) {
 	trigger := `CREATE TRIGGER keep_pending AFTER DELETE ON pending_outbound_message BEGIN
-		INSERT INTO pending_outbound_message SELECT OLD.sequence, OLD.recipient_user_id, OLD.recipient_device_id, OLD.logical_id, OLD.sealed; END`
+		INSERT INTO pending_outbound_message (sequence, recipient_user_id, recipient_device_id, logical_id, sealed)
+		SELECT OLD.sequence, OLD.recipient_user_id, OLD.recipient_device_id, OLD.logical_id, OLD.sealed; END`
 	tests := []struct {
 		name string
 		db   func(t *testing.T) string

@@ -335,7 +335,7 @@ func TestWriterProcess(t *testing.T) {
 	require.NoError(t, err)
 	writer.SetMaxOpenConns(1)
 	defer writer.Close()
-	exec(t, writer, "PRAGMA wal_autocheckpoint = 100", "INSERT INTO processed_inbound_message VALUES ('bob', 2, randomblob(16), 1)")
+	exec(t, writer, "PRAGMA wal_autocheckpoint = 100", "INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at) VALUES ('bob', 2, randomblob(16), 1)")
 	fmt.Println("ready")
 	stopped := make(chan struct{})
 	go func() {
@@ -354,7 +354,7 @@ func TestWriterProcess(t *testing.T) {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		exec(t, writer, "INSERT INTO processed_inbound_message VALUES ('bob', 2, randomblob(16), 1)")
+		exec(t, writer, "INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at) VALUES ('bob', 2, randomblob(16), 1)")
 	}
 }
 

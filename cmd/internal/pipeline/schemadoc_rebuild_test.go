@@ -16,21 +16,25 @@ import (
 )
 
 // pinRebuild rebuilds identity_pin as the guide says (new_T, copy, drop,
-// rename), with a CHECK and a column added; comment goes above its CREATE.
-func pinRebuild(comment string) string {
-	return comment + `CREATE TABLE new_identity_pin (
-  user_id     TEXT    NOT NULL,
-  device_id   INTEGER NOT NULL CHECK (device_id >= 0),
-  sealed      BLOB    NOT NULL CHECK (length(sealed) > 0),
-  verified_at INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (user_id, device_id)
-);
-INSERT INTO new_identity_pin (user_id, device_id, sealed) SELECT user_id, device_id, sealed FROM identity_pin;
--- atlas:nolint DS102
-DROP TABLE identity_pin;
-ALTER TABLE new_identity_pin RENAME TO identity_pin;
-UPDATE identity_pin SET verified_at = 1;
-`
+// rename), from identity_pin as head defines it, with a CHECK and a column
+// added; comment goes above its CREATE.
+func pinRebuild(t *testing.T, comment string) string {
+	t.Helper()
+	pin := migrationtest.HeadTable(t, "identity_pin")
+	var defs []string
+	for _, d := range pin.WithColumn("verified_at INTEGER NOT NULL DEFAULT 0") {
+		if d == pin.Def("sealed") {
+			d += " CHECK (length(sealed) > 0)"
+		}
+		defs = append(defs, d)
+	}
+	columns := pin.ColumnList()
+	return comment + strings.Join(append([]string{
+		migrationtest.Create("new_identity_pin", defs),
+		"INSERT INTO new_identity_pin (" + columns + ") SELECT " + columns + " FROM identity_pin",
+		"-- atlas:nolint DS102\nDROP TABLE identity_pin",
+		"ALTER TABLE new_identity_pin RENAME TO identity_pin",
+	}, append(pin.Objects, "UPDATE identity_pin SET verified_at = 1")...), ";\n") + ";\n"
 }
 
 // description returns the description the schema reference gives table.
@@ -65,7 +69,7 @@ func TestSchemaDocRebuild(t *testing.T) {
 		{"its own comment", "-- Pinned identities, now with when they were verified.\n", "Pinned identities, now with when they were verified.\n\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fsys := migrationtest.WithMigrations(t, map[string]string{name + ".sql": pinRebuild(tt.comment)})
+			fsys := migrationtest.WithMigrations(t, map[string]string{name + ".sql": pinRebuild(t, tt.comment)})
 			fsys[name+".expect.json"] = &fstest.MapFile{Data: []byte(`{"fixtures": {"14": {"identity_pin": [
   {"key": {"user_id": "bob", "device_id": 1}, "set": {"verified_at": 1}},
   {"key": {"user_id": "carol", "device_id": 3}, "set": {"verified_at": 1}}
