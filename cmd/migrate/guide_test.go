@@ -20,20 +20,50 @@ import (
 // it does not run itself there again.
 const guideCheckoutEnv = "MIGRATE_GUIDE_CHECKOUT"
 
-// guideNextMigration is the next version the guide test adds: a column
-// with a DEFAULT on the pending table (which the legacy upgrade rebuilds)
-// and an index on it.
-const guideNextMigration = `-- Delivery attempts of each pending message, and the index that finds
--- the messages tried most.
+// guideNextMigration is the next version the guide test adds, changing
+// the layout the way a real next version does: a new table, a nullable
+// column on session and on processed_inbound_message, and a column with
+// a DEFAULT on the pending table (which the legacy upgrade rebuilds) with
+// an index on it. The version after drops only the pending column and
+// its index, so both modules' tests run at a head whose layout is not
+// today's: the new table and the two nullable columns stay.
+const guideNextMigration = `-- The guide test's next version: a device label table, when a session was
+-- last used, the envelope type of a processed message, and the delivery
+-- attempts of each pending message with the index that finds the
+-- messages tried most. None holds anything for existing rows but the
+-- attempts' default.
+
+-- The user's label of a remote device. Holds no message content.
+CREATE TABLE guide_device_label (
+  user_id   TEXT    NOT NULL,
+  device_id INTEGER NOT NULL CHECK (device_id >= 0),
+  label     TEXT    NOT NULL,
+  PRIMARY KEY (user_id, device_id)
+);
+
+-- Unix seconds of the session's last use; NULL until it is next used.
+ALTER TABLE session ADD COLUMN guide_last_used_at INTEGER;
+
+-- The envelope type of a processed message; NULL for those before it.
+ALTER TABLE processed_inbound_message ADD COLUMN guide_envelope_type INTEGER;
+
+-- Delivery attempts of each pending message.
 ALTER TABLE pending_outbound_message ADD COLUMN guide_attempts INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX pending_outbound_message_guide_attempts ON pending_outbound_message (guide_attempts);
 `
 
+// guideKept is what guideNextMigration adds and the version after it
+// keeps: in the frozen fixtures, and in the store code sqlc generates.
+var guideKept = struct{ fixture, models []string }{
+	fixture: []string{"CREATE TABLE guide_device_label (", `"guide_last_used_at"`, `"guide_envelope_type"`},
+	models:  []string{"type GuideDeviceLabel struct", "GuideLastUsedAt", "GuideEnvelopeType"},
+}
+
 // guideDestructiveMigration is the version after it: a directed, declared
 // destructive change, as the guide's "Accepting a finding" and
 // "Declaring a change" say (the index dropped, whose loss changes the
-// plans of the queries that used it, and the column dropped with its
-// values).
+// plans of the queries that used it, and the pending column dropped with
+// its values; the new table and the other new columns stay).
 const guideDestructiveMigration = `-- The delivery attempts are no longer kept.
 -- atlas:nolint QP101
 DROP INDEX pending_outbound_message_guide_attempts;
@@ -48,18 +78,22 @@ const guideDestructiveDeclaration = `{"dropped": ["pending_outbound_message.guid
 
 // TestGuideNextMigrationKeepsTestsGreen exists because adding the next
 // migration must be routine: no test of either module may hard-wire the
-// head, and the legacy upgrade and the fixture proofs must follow it. It
-// copies the checkout (the files git tracks, and the untracked ones it
-// does not ignore, as they are on disk) into a temporary directory, adds
-// there the next version (guideNextMigration) and the version after it,
-// a directed, declared destructive change (guideDestructiveMigration), each
-// by the guide's "Adding a migration" steps
-// (cmd/migrate/README.md) as a developer runs them (build bin/migrate,
-// write NN_description.sql, then every command of the steps in order:
-// hash, lint, plan, sqlc's generate, plans, schema-doc, fixture-test and
-// freeze, each with -dir schema/migrations as the guide allows), and then
-// runs both modules' tests there (go test ./... and go -C cmd test
-// ./..., without -race): all must pass. The repository itself is never
+// head or today's layout (a table's columns, the tables there are), and
+// the legacy upgrade and the fixture proofs must follow it. It copies the
+// checkout (the files git tracks, and the untracked ones it does not
+// ignore, as they are on disk) into a temporary directory, adds there the
+// next version (guideNextMigration: a new table, nullable columns on
+// session and processed_inbound_message, a column with a DEFAULT and an
+// index on the pending table) and the version after it, a directed,
+// declared destructive change that drops the pending column and its index
+// (guideDestructiveMigration), each by the guide's "Adding a migration"
+// steps (cmd/migrate/README.md) as a developer runs them (build
+// bin/migrate, write NN_description.sql, then every command of the steps
+// in order: hash, lint, plan, sqlc's generate, plans, schema-doc,
+// fixture-test and freeze, each with -dir schema/migrations as the guide
+// allows), and then runs both modules' tests there (go test ./... and go
+// -C cmd test ./..., without -race) at that head, whose layout differs
+// from today's by the new table and the two new columns: all must pass. The repository itself is never
 // written. It takes minutes (it builds and runs both modules' tests once
 // more); -short skips it, and CI runs it (go -C cmd test -race ./...).
 func TestGuideNextMigrationKeepsTestsGreen(t *testing.T) {
@@ -139,24 +173,35 @@ func TestGuideNextMigrationKeepsTestsGreen(t *testing.T) {
 		require.NoFileExists(t, filepath.Join(checkout, "pending.db"), "plan creates nothing")
 	}
 
-	// The next version: a column with a DEFAULT and an index.
+	// read returns a file of the checkout.
+	read := func(file string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(checkout, filepath.FromSlash(file)))
+		require.NoError(t, err)
+		return string(b)
+	}
+
+	// The next version: a new table, two nullable columns, a column with
+	// a DEFAULT and an index.
 	next := nextVersion(t)
-	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, nextFile(t, "pending_attempts")), []byte(guideNextMigration), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, nextFile(t, "guide_layout")), []byte(guideNextMigration), 0o644))
 	steps()
 	// What the steps made: the frozen fixture of the new version, the
 	// regenerated documents and store code.
-	fixture, err := os.ReadFile(filepath.Join(checkout, "fixtures", "version"+next, "fixture.sql"))
-	require.NoError(t, err)
-	require.Contains(t, string(fixture), `"guide_attempts"`)
-	for file, want := range map[string]string{
-		"queries/PLANS.md":      "# Query plans (schema version " + next + ",",
-		"schema/SCHEMA.md":      "# Schema reference (version " + next + ")",
-		"internal/db/models.go": "GuideAttempts",
-	} {
-		b, err := os.ReadFile(filepath.Join(checkout, filepath.FromSlash(file)))
-		require.NoError(t, err)
-		require.Contains(t, string(b), want, file)
+	fixture := read("fixtures/version" + next + "/fixture.sql")
+	models := read("internal/db/models.go")
+	require.Contains(t, fixture, `"guide_attempts"`)
+	require.Contains(t, models, "GuideAttempts")
+	for _, want := range guideKept.fixture {
+		require.Contains(t, fixture, want)
 	}
+	for _, want := range guideKept.models {
+		require.Contains(t, models, want)
+	}
+	require.Contains(t, read("queries/PLANS.md"), "# Query plans (schema version "+next+",")
+	doc := read("schema/SCHEMA.md")
+	require.Contains(t, doc, "# Schema reference (version "+next+")")
+	require.Contains(t, doc, "\n## guide_device_label\n")
 
 	// The version after: a directed, declared destructive change.
 	n, err := strconv.Atoi(next)
@@ -165,14 +210,18 @@ func TestGuideNextMigrationKeepsTestsGreen(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, after+"_drop_guide_attempts.sql"), []byte(guideDestructiveMigration), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, after+"_drop_guide_attempts.expect.json"), []byte(guideDestructiveDeclaration), 0o644))
 	steps()
-	fixture, err = os.ReadFile(filepath.Join(checkout, "fixtures", "version"+after, "fixture.sql"))
-	require.NoError(t, err)
-	require.NotContains(t, string(fixture), `"guide_attempts"`)
-	b, err := os.ReadFile(filepath.Join(checkout, "internal", "db", "models.go"))
-	require.NoError(t, err)
-	require.NotContains(t, string(b), "GuideAttempts", "sqlc regenerated the models without the column")
+	fixture = read("fixtures/version" + after + "/fixture.sql")
+	models = read("internal/db/models.go")
+	require.NotContains(t, fixture, `"guide_attempts"`)
+	require.NotContains(t, models, "GuideAttempts", "sqlc regenerated the models without the column")
+	for _, want := range guideKept.fixture {
+		require.Contains(t, fixture, want, "the new table and columns stay at the new head")
+	}
+	for _, want := range guideKept.models {
+		require.Contains(t, models, want, "the new table and columns stay at the new head")
+	}
 
-	// Both modules' tests, at the new head.
+	// Both modules' tests, at the new head: a layout that is not today's.
 	t0 = time.Now()
 	run(0, "go", "test", "./...")
 	phase("go test ./... at the new head", t0)
