@@ -64,16 +64,18 @@ type annotation struct {
 }
 
 // annotate writes as, one a line, in env's -format, each file and message
-// escaped for it.
+// escaped for it: with github as the runner unescapes a workflow command
+// (escapeData, escapeProperty), so a line break in the message stays one
+// (%0A) and "a\nb" and "a b" stay distinct; with gcc its blanks and line
+// breaks folded to one space (oneLine), as a compiler line has them.
 func (env *cmdEnv) annotate(as []annotation) {
 	for _, a := range as {
 		line := max(a.line, 1)
-		msg := oneLine(a.msg)
 		if env.format == formatGitHub {
-			fmt.Fprintf(env.stdout, "::%s file=%s,line=%d,col=1::%s\n", a.severity, escapeProperty(a.file), line, escapeData(msg))
+			fmt.Fprintf(env.stdout, "::%s file=%s,line=%d,col=1::%s\n", a.severity, escapeProperty(a.file), line, escapeData(a.msg))
 			continue
 		}
-		fmt.Fprintf(env.stdout, "%s:%d:1: %s: %s\n", escapeText(a.file), line, a.severity, escapeText(msg))
+		fmt.Fprintf(env.stdout, "%s:%d:1: %s: %s\n", escapeText(a.file), line, a.severity, escapeText(oneLine(a.msg)))
 	}
 }
 

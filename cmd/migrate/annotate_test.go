@@ -119,3 +119,24 @@ func TestWorkflowCommandEscapes(t *testing.T) {
 	require.Equal(t, "100%25 a%0Ab%0D", escapeData("100% a\nb\r"))
 	require.Equal(t, "a%3Ab%2Cc", escapeProperty("a:b,c"))
 }
+
+// -format github escapes a message as the runner unescapes a workflow
+// command's data (% as %25, CR as %0D, LF as %0A) and folds nothing, so
+// that a line break and a blank stay distinct; the file, a property, also
+// has its colons and commas escaped. -format gcc folds a message onto one
+// line.
+func TestAnnotateGitHubEscapes(t *testing.T) {
+	as := []annotation{
+		{file: "a,b:c.sql", line: 2, severity: "error", msg: "a\nb"},
+		{file: "x.sql", severity: "warning", msg: "a b"},
+		{file: "x.sql", severity: "error", msg: "100%  x\r\n  y"},
+	}
+	var out strings.Builder
+	(&cmdEnv{stdout: &out, format: formatGitHub}).annotate(as)
+	require.Equal(t, "::error file=a%2Cb%3Ac.sql,line=2,col=1::a%0Ab\n"+
+		"::warning file=x.sql,line=1,col=1::a b\n"+
+		"::error file=x.sql,line=1,col=1::100%25  x%0D%0A  y\n", out.String())
+	out.Reset()
+	(&cmdEnv{stdout: &out, format: formatGCC}).annotate(as)
+	require.Equal(t, "a,b:c.sql:2:1: error: a b\nx.sql:1:1: warning: a b\nx.sql:1:1: error: 100% x y\n", out.String())
+}
