@@ -34,7 +34,8 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 		return err
 	}
 	// What blocks: findings above the frozen baseline, or with -git-base
-	// those in files added (or changed) since the base.
+	// those in files added or changed since the base (a file the base
+	// holds byte for byte has landed: pipeline.Landed).
 	blockingWhat := "in versions above " + frozenBaseline
 	switch {
 	case env.gitBase != "":
@@ -45,7 +46,7 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 		if err != nil {
 			return err
 		}
-		blockingWhat = "in files added since " + env.gitBase
+		blockingWhat = "in files added or changed since " + env.gitBase
 		if base != nil {
 			if r.Findings, err = pipeline.Landed(r.Findings, m, base, env.gitBase); err != nil {
 				return err

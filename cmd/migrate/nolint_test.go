@@ -105,7 +105,7 @@ func TestLintGitBaseLanded(t *testing.T) {
 	code, stdout, stderr = runCmd(t, "lint", "-dir", dir, "-git-base", "main")
 	require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
 	require.Contains(t, stdout, v[1]+"_landed.sql: destructive: Dropping non-virtual column \"a\" [DS103, line 1] (informational: landed in main)")
-	require.Contains(t, stdout, "0 blocking (files added since main)")
+	require.Contains(t, stdout, "0 blocking (files added or changed since main)")
 
 	write(v[2]+"_added.sql", "DELETE FROM scratch;\n")
 	mustRun(t, 0, "hash", "-dir", dir)
@@ -113,9 +113,21 @@ func TestLintGitBaseLanded(t *testing.T) {
 	require.Equal(t, exitFinding, code, "%s%s", stdout, stderr)
 	doc := decode[lintDoc](t, stdout)
 	require.Equal(t, 1, doc.Blocking)
-	require.Equal(t, "1 finding(s) in files added since main", doc.Error)
+	require.Equal(t, "1 finding(s) in files added or changed since main", doc.Error)
 	for _, f := range doc.Findings {
 		require.Equal(t, f.File == v[2]+"_added.sql", f.Blocking, "%+v", f)
+	}
+
+	// A landed file changed since the base blocks again.
+	write(v[1]+"_landed.sql", "-- edited after it landed\nALTER TABLE scratch DROP COLUMN a;\n")
+	mustRun(t, 0, "hash", "-dir", dir)
+	code, stdout, stderr = runCmd(t, "lint", "-dir", dir, "-git-base", "main", "-json")
+	require.Equal(t, exitFinding, code, "%s%s", stdout, stderr)
+	doc = decode[lintDoc](t, stdout)
+	require.Equal(t, 2, doc.Blocking)
+	require.Equal(t, "2 finding(s) in files added or changed since main", doc.Error)
+	for _, f := range doc.Findings {
+		require.Equal(t, f.File == v[2]+"_added.sql" || f.File == v[1]+"_landed.sql", f.Blocking, "%+v", f)
 	}
 }
 
