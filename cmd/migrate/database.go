@@ -222,8 +222,13 @@ func checkDatabase(ctx context.Context, conn *sql.DB, path string) error {
 	return nil
 }
 
-// explainOpen says in plain words why SQLite refused path.
+// explainOpen says in plain words why SQLite refused path. An error of
+// the migration directory (a file that does not replay) is returned as
+// it is: it is not the database's.
 func explainOpen(path string, err error) error {
+	if errors.Is(err, migration.ErrDirectory) {
+		return err
+	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		switch {

@@ -248,16 +248,24 @@ func TestPlanFreshPath(t *testing.T) {
 func TestPlanFreshPathBrokenMigration(t *testing.T) {
 	broken := writeDir(t, withFiles(t, map[string]string{"{next}_bad.sql": "CREATE TABLEX foo (a INT);\n"}))
 	tests := []struct {
-		name string
-		json bool
+		name     string
+		json     bool
+		existing bool
 	}{
 		{name: "text"},
 		{name: "json", json: true},
+		{name: "an existing database", existing: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := []string{"plan", "-db", filepath.Join(dir, "missing.db"), "-dir", broken}
+			db := filepath.Join(dir, "missing.db")
+			if tt.existing {
+				db = v14DB(t)
+				dir = filepath.Dir(db)
+			}
+			before := snapshot(t, dir)
+			args := []string{"plan", "-db", db, "-dir", broken}
 			if tt.json {
 				args = append(args, "-json")
 			}
@@ -265,12 +273,13 @@ func TestPlanFreshPathBrokenMigration(t *testing.T) {
 			require.Equal(t, exitError, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			require.NotContains(t, stdout, "nothing to apply")
 			require.Contains(t, stderr, "TABLEX")
+			require.NotContains(t, stderr, "open "+db, "the migration's error, not the database's")
 			if tt.json {
 				doc := decode[planDoc](t, stdout)
 				require.False(t, doc.OK)
 				require.Contains(t, doc.Error, "TABLEX")
 			}
-			require.Empty(t, snapshot(t, dir), "plan created nothing")
+			require.Equal(t, before, snapshot(t, dir), "plan changed nothing")
 		})
 	}
 }

@@ -290,7 +290,8 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 	defer mem.Close()
 	mem.SetMaxOpenConns(1) // one in-memory database
 	fail := func(err error) (*defined, error) {
-		return nil, fmt.Errorf("migration: build the defined schema: %w", err)
+		// A migration file that does not replay is the directory's fault.
+		return nil, fmt.Errorf("%w: build the defined schema: %w", ErrDirectory, err)
 	}
 	defs := &defined{at: map[string]map[objectKey]*objectDef{"": {}}, known: map[Object]bool{}, optional: map[objectKey]*objectDef{},
 		texts: map[string]map[string]string{}}
