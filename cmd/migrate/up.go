@@ -130,11 +130,10 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 		}
 		return err
 	}
-	// SQLite keeps the -wal and -shm beside the file a symlink names.
+	// SQLite keeps the -wal beside the file a symlink names.
 	real, rerr := filepath.EvalSymlinks(path)
 	_, werr := os.Lstat(real + "-wal")
-	_, serr := os.Lstat(real + "-shm")
-	walBefore, shmBefore := rerr == nil && werr == nil, serr == nil
+	walBefore := rerr == nil && werr == nil
 	conn, err := sql.Open("sqlite3", createDSN(path))
 	if err != nil {
 		lock.Release()
@@ -143,7 +142,7 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	defer func() {
 		if err != nil && walBefore && !created {
 			// A refused file and its -wal stay as they were found.
-			sqliteaccess.CloseKeepingWAL(conn, "sqlite3", real, shmBefore)
+			sqliteaccess.CloseKeepingWAL(conn, "sqlite3", real)
 		} else if cerr := conn.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("close %s: %w", path, cerr)
 		}

@@ -27,9 +27,10 @@
 // database sealed by an earlier build on its first open. A legacy layout
 // anywhere else (no key record beside sealed rows, a marked verifier, a
 // migration's proof, a verifier that does not open) is refused with
-// store.ErrPlaintextRefused and nothing is changed, so that someone who can
-// write the file but does not hold the storage key cannot have rows of
-// their own sealed as the user's messages.
+// store.ErrPlaintextRefused and no row is changed (the migrations up to
+// LayoutVersion, and the switch to WAL, may have run), so that someone
+// who can write the file but does not hold the storage key cannot have
+// rows of their own sealed as the user's messages.
 //
 // What this does not cover: a writer holding a copy of the file's own
 // unmarked verifier, taken before the database was first opened by a
@@ -79,7 +80,7 @@
 // legacy database or not, are not looked at: only a holder of the key
 // could write the proof). A set-aside table
 // without that proof (planted, or changed since it was set aside) is
-// refused with store.ErrPlaintextRefused, nothing changed. So after a crash at
+// refused with store.ErrPlaintextRefused, no row changed. So after a crash at
 // any point, the next successful run leaves no legacy plaintext in the
 // database file, its free pages or its WAL.
 //

@@ -290,8 +290,7 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 	defer mem.Close()
 	mem.SetMaxOpenConns(1) // one in-memory database
 	fail := func(err error) (*defined, error) {
-		// A migration file that does not replay is the directory's fault.
-		return nil, fmt.Errorf("%w: build the defined schema: %w", ErrDirectory, err)
+		return nil, fmt.Errorf("migration: build the defined schema: %w", err)
 	}
 	defs := &defined{at: map[string]map[objectKey]*objectDef{"": {}}, known: map[Object]bool{}, optional: map[objectKey]*objectDef{},
 		texts: map[string]map[string]string{}}
@@ -318,7 +317,12 @@ func (m *Migrator) definitions(ctx context.Context, drv driver.Driver) (*defined
 		}
 		for _, stmt := range stmts {
 			if _, err := mem.ExecContext(ctx, stmt); err != nil {
-				return fail(fmt.Errorf("%s: %w", f.Name(), err))
+				if ctx.Err() != nil {
+					return fail(err)
+				}
+				// A migration file that does not replay is the
+				// directory's fault, not the database's.
+				return nil, fmt.Errorf("%w: build the defined schema: %s: %w", ErrDirectory, f.Name(), err)
 			}
 		}
 		objs, err := readSchema(ctx, mem, nil, all)

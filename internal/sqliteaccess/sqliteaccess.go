@@ -14,7 +14,6 @@ package sqliteaccess
 import (
 	"context"
 	"database/sql"
-	"os"
 	"strconv"
 
 	"github.com/securemsg/storage/internal/db"
@@ -119,11 +118,11 @@ func Driver(ctx context.Context) string {
 // that refuses a file found with a -wal leaves both as they were. A
 // read-only connection (through driver) in a read transaction keeps conn
 // from the lock that checkpoint takes, and a read-only connection never
-// checkpoints when it closes. A -shm that was not beside the file before
-// (shmBefore) is removed once both are closed; the next opener rebuilds
-// it from the -wal. If the read-only connection cannot read, conn is
+// checkpoints when it closes. The -shm SQLite made or used to read the
+// -wal stays: another process may have it mapped, and only SQLite knows
+// when it is the last. If the read-only connection cannot read, conn is
 // closed as usual.
-func CloseKeepingWAL(conn *sql.DB, driver, path string, shmBefore bool) {
+func CloseKeepingWAL(conn *sql.DB, driver, path string) {
 	ctx := context.Background()
 	ro, err := sql.Open(driver, DSN(path)+"&mode=ro")
 	if err != nil {
@@ -131,12 +130,10 @@ func CloseKeepingWAL(conn *sql.DB, driver, path string, shmBefore bool) {
 		return
 	}
 	c, err := ro.Conn(ctx)
-	reading := false
 	if err == nil {
 		// BEGIN, then a read: the read transaction holds a shared lock.
 		if _, err = c.ExecContext(ctx, "BEGIN DEFERRED"); err == nil {
-			_, err = db.New(c).TableCount(ctx, "sqlite_master")
-			reading = err == nil
+			_, _ = db.New(c).TableCount(ctx, "sqlite_master")
 		}
 	}
 	conn.Close()
@@ -145,7 +142,4 @@ func CloseKeepingWAL(conn *sql.DB, driver, path string, shmBefore bool) {
 		c.Close()
 	}
 	ro.Close()
-	if reading && !shmBefore {
-		os.Remove(path + "-shm")
-	}
 }

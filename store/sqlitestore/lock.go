@@ -25,9 +25,9 @@ type held struct {
 	created     bool       // the database file was created by Open
 	lockCreated bool       // the lock file was created by Open
 	restricted  []fileMode // the modes privateFiles changed, as they were
-	// walBefore and shmBefore say whether a -wal and a -shm lay beside
-	// the file before Open (see sqliteaccess.CloseKeepingWAL).
-	walBefore, shmBefore bool
+	// walBefore says whether a -wal lay beside the file before Open (see
+	// sqliteaccess.CloseKeepingWAL).
+	walBefore bool
 }
 
 // fileMode is a file's permission bits before privateFiles restricted them.
@@ -143,8 +143,7 @@ func holdFile(path string) (held, error) {
 		if err == nil {
 			h := held{real: real, lock: l, created: created, lockCreated: lockCreated, restricted: restricted}
 			_, werr := os.Lstat(real + "-wal")
-			_, serr := os.Lstat(real + "-shm")
-			h.walBefore, h.shmBefore = werr == nil, serr == nil
+			h.walBefore = werr == nil
 			return h, nil
 		}
 		if lockCreated {

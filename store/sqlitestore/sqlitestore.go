@@ -186,7 +186,9 @@ func WithLegacyBatch(n int) Option {
 // that records none and holds no sealed value. Its errors, all checked
 // with errors.Is, are those of bad input above; store.ErrInUse if another
 // store holds the file; seal.ErrWrongKey if the database was sealed with
-// a key keys does not hold (found before the file is migrated or changed); store.ErrNoKeyRecord if it records no active
+// a key keys does not hold (found before the file is migrated or
+// changed, but for a legacy layout's upgrade, which proves the key its
+// own way); store.ErrNoKeyRecord if it records no active
 // key but holds sealed values; store.ErrInvalidArgument for a nil keyring
 // or an invalid option; seal.ErrKey for a keyring holding no key (the
 // zero Keyring); store.ErrSequenceExhausted for a pending sequence
@@ -261,7 +263,7 @@ func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (
 	if err := s.init(ctx, o, h.real); err != nil {
 		if h.walBefore {
 			// The file and its -wal stay as they were found.
-			sqliteaccess.CloseKeepingWAL(s.conn, sqliteaccess.Driver(ctx), h.real, h.shmBefore)
+			sqliteaccess.CloseKeepingWAL(s.conn, sqliteaccess.Driver(ctx), h.real)
 		} else {
 			s.conn.Close()
 		}
@@ -378,10 +380,11 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 	if err != nil {
 		return err
 	}
-	// A keyring without the database's active key is refused before the
-	// switch to WAL and the migrations, which would change the file (the
-	// legacy upgrade proves the key its own way, and refuses with the
-	// reason it refuses the table for).
+	// A keyring without the database's active key, and a database that
+	// records keys but none active, are refused before the switch to WAL
+	// and the migrations, which would change the file (the legacy
+	// upgrade proves the key its own way, and refuses with the reason it
+	// refuses the table for).
 	if !legacyFound {
 		if err := s.verifyActiveKeys(ctx); err != nil {
 			return err
@@ -491,7 +494,9 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 }
 
 // verifyActiveKeys proves, reading only, that the keyring holds every
-// active storage key the database records (none for a new database).
+// active storage key the database records (none for a new database),
+// and refuses a database that records keys but none active
+// (store.ErrNoKeyRecord, as checkKey).
 func (s *Store) verifyActiveKeys(ctx context.Context) error {
 	if n, err := s.q.TableCount(ctx, "storage_key"); err != nil || n == 0 {
 		return err
@@ -500,6 +505,7 @@ func (s *Store) verifyActiveKeys(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read storage keys: %w", err)
 	}
+	active := 0
 	for _, r := range rows {
 		if r.State != "active" {
 			continue
@@ -507,6 +513,10 @@ func (s *Store) verifyActiveKeys(ctx context.Context) error {
 		if _, err := s.openVerifier(r); err != nil {
 			return err
 		}
+		active++
+	}
+	if len(rows) > 0 && active == 0 {
+		return fmt.Errorf("%d storage key rows, none active: %w", len(rows), store.ErrNoKeyRecord)
 	}
 	return nil
 }

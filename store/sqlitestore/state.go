@@ -66,7 +66,7 @@ func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, seale
 	case err != nil:
 		return err
 	case row.UserID != addr.UserID || row.DeviceID != addr.DeviceID:
-		return fmt.Errorf("%w: this database belongs to %s/%d", store.ErrInvalidArgument, row.UserID, row.DeviceID)
+		return fmt.Errorf("%w: this database belongs to %s", store.ErrInvalidArgument, ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID})
 	}
 	return q.UpdateLocalIdentitySealed(ctx, sealed)
 }

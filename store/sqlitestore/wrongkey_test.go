@@ -2,6 +2,7 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -39,4 +41,27 @@ func TestWrongKeyLeavesAnOlderDatabaseAsItWas(t *testing.T) {
 	s, err := sqlitestore.Open(ctx, path, keys)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
+}
+
+// A database below head that records storage keys but none active is
+// refused with store.ErrNoKeyRecord before Open changes anything.
+func TestNoActiveKeyLeavesAnOlderDatabaseAsItWas(t *testing.T) {
+	ctx := context.Background()
+	path := dbPath(t)
+	require.NoError(t, fixturekit.Load(ctx, path, version14.FixtureSQL()))
+	raw, err := sql.Open("sqlite3", path)
+	require.NoError(t, err)
+	_, err = raw.Exec("UPDATE storage_key SET state = 'retiring'")
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+
+	keys, err := seal.NewKeyring(fixturekit.Key())
+	require.NoError(t, err)
+	_, err = sqlitestore.Open(ctx, path, keys)
+	require.ErrorIs(t, err, store.ErrNoKeyRecord)
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the file is byte for byte as it was")
 }
