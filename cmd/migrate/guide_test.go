@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -185,6 +186,12 @@ func TestGuideNextMigrationKeepsTestsGreen(t *testing.T) {
 	// a DEFAULT and an index.
 	next := nextVersion(t)
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, nextFile(t, "guide_layout")), []byte(guideNextMigration), 0o644))
+	// Step 1: what it adds in the clear goes into SECURITY.md's table.
+	clearColumns(t, checkout, map[string]string{
+		"session":                   ", `guide_last_used_at`",
+		"processed_inbound_message": ", `guide_envelope_type`",
+		"pending_outbound_message":  ", `guide_attempts`",
+	}, "| `guide_device_label` | `user_id`, `device_id`, `label` |")
 	steps()
 	// What the steps made: the frozen fixture of the new version, the
 	// regenerated documents and store code.
@@ -209,6 +216,8 @@ func TestGuideNextMigrationKeepsTestsGreen(t *testing.T) {
 	after := fmt.Sprintf("%0*d", len(next), n+1)
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, after+"_drop_guide_attempts.sql"), []byte(guideDestructiveMigration), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(checkout, migrations, after+"_drop_guide_attempts.expect.json"), []byte(guideDestructiveDeclaration), 0o644))
+	// Step 1: what it drops leaves SECURITY.md's table.
+	unclearColumn(t, checkout, "pending_outbound_message", ", `guide_attempts`")
 	steps()
 	fixture = read("fixtures/version" + after + "/fixture.sql")
 	models = read("internal/db/models.go")
@@ -269,4 +278,47 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// clearColumns edits SECURITY.md's table of columns in the clear in the
+// checkout as the guide's step 1 says: each table's row gets the columns
+// added (appended to the row's list), and rows are added for new tables.
+func clearColumns(t *testing.T, checkout string, added map[string]string, rows ...string) {
+	t.Helper()
+	path := filepath.Join(checkout, "SECURITY.md")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(string(b), "\n")
+	head := slices.Index(lines, "| table | columns in the clear |")
+	require.GreaterOrEqual(t, head, 0, "SECURITY.md's table of columns in the clear")
+	end := head + 2 // after the header and its separator
+	for ; end < len(lines) && strings.HasPrefix(lines[end], "| "); end++ {
+		for table, cols := range added {
+			if strings.HasPrefix(lines[end], "| `"+table+"` | ") {
+				lines[end] = strings.TrimSuffix(lines[end], " |") + cols + " |"
+				delete(added, table)
+			}
+		}
+	}
+	require.Empty(t, added, "rows of SECURITY.md's table of columns in the clear")
+	lines = slices.Insert(lines, end, rows...)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
+}
+
+// unclearColumn removes cols from table's row of SECURITY.md's table of
+// columns in the clear in the checkout.
+func unclearColumn(t *testing.T, checkout, table, cols string) {
+	t.Helper()
+	path := filepath.Join(checkout, "SECURITY.md")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(string(b), "\n")
+	found := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "| `"+table+"` | ") && strings.Contains(l, cols) {
+			lines[i], found = strings.Replace(l, cols, "", 1), true
+		}
+	}
+	require.True(t, found, "%s's row names %s", table, cols)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
 }

@@ -2,6 +2,8 @@ package doccheck
 
 import (
 	"bufio"
+	"context"
+	"database/sql"
 	"go/ast"
 	"go/doc"
 	"go/parser"
@@ -15,6 +17,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
+	"github.com/securemsg/storage/schema"
 	"github.com/stretchr/testify/require"
 )
 
@@ -544,4 +548,64 @@ func TestSQLOutsideSqlcIsListed(t *testing.T) {
 	}
 	require.Empty(t, unlisted, "these library files run SQL outside the generated queries and queries/README.md does not list them")
 	require.Greater(t, found, 0, "the scan finds the files it is about")
+}
+
+// clearRow is a row of SECURITY.md's table of columns in the clear: a
+// table and its columns.
+var clearRow = regexp.MustCompile("^\\| `(\\w+)` \\| (`\\w+`(?:, `\\w+`)*) \\|$")
+
+// TestSecurityListsEveryClearColumn: every column of every table the
+// migrations define at head is either sealed (SECURITY.md's table of
+// sealed records names it) or listed in SECURITY.md's table of columns in
+// the clear, and that table names only columns that exist; so a migration
+// that adds a column in the clear cannot leave the inventory of what a
+// reader of the file sees without it.
+func TestSecurityListsEveryClearColumn(t *testing.T) {
+	root := repoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "SECURITY.md"))
+	require.NoError(t, err)
+	sealed := map[string]bool{}
+	clear := map[string][]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := sealedRow.FindStringSubmatch(line); m != nil {
+			sealed[m[3]+"."+m[4]] = true
+		}
+		if m := clearRow.FindStringSubmatch(line); m != nil {
+			require.NotContains(t, clear, m[1], "%s listed twice", m[1])
+			for _, c := range strings.Split(m[2], ", ") {
+				clear[m[1]] = append(clear[m[1]], strings.Trim(c, "`"))
+			}
+		}
+	}
+	require.NotEmpty(t, sealed)
+	require.NotEmpty(t, clear, "SECURITY.md has a table of columns in the clear")
+
+	ctx := context.Background()
+	conn, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "head.db"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = migrationtest.Default(t).Up(ctx, conn)
+	require.NoError(t, err)
+	history := regexp.MustCompile(`(?i)CREATE TABLE\s+(?:IF NOT EXISTS\s+)?"?(\w+)`).FindStringSubmatch(schema.RevisionTable())
+	require.NotNil(t, history, "the history table's name")
+	rows, err := conn.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name != ? ORDER BY name`, history[1])
+	require.NoError(t, err)
+	var tables []string
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		tables = append(tables, name)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+
+	want := map[string][]string{}
+	for _, table := range tables {
+		for _, c := range migrationtest.TableIn(t, conn, table).Columns {
+			if !sealed[table+"."+c] {
+				want[table] = append(want[table], c)
+			}
+		}
+	}
+	require.Equal(t, want, clear, "SECURITY.md's table of columns in the clear against the schema at head (What is not sealed): add what a migration adds in the clear, in the table's column order")
 }
