@@ -27,10 +27,10 @@
 // database sealed by an earlier build on its first open. A legacy layout
 // anywhere else (no key record beside sealed rows, a marked verifier, a
 // migration's proof, a verifier that does not open) is refused with
-// store.ErrPlaintextRefused and no row is changed (the migrations up to
-// LayoutVersion, and the switch to WAL, may have run), so that someone
-// who can write the file but does not hold the storage key cannot have
-// rows of their own sealed as the user's messages.
+// store.ErrPlaintextRefused and nothing is changed (sqlitestore.Open asks
+// CheckKey before it changes the file), so that someone who can write the
+// file but does not hold the storage key cannot have rows of their own
+// sealed as the user's messages.
 //
 // What this does not cover: a writer holding a copy of the file's own
 // unmarked verifier, taken before the database was first opened by a

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
+	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
@@ -499,4 +501,25 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 			assert.Equal(t, snapshot, dump(t, path), "nothing changed")
 		})
 	}
+}
+
+// A keyring that does not open the legacy database's verifier is refused
+// through sqlitestore.Open with WithLegacyUpgrade before anything changes
+// the file: no migration up to LayoutVersion, no switch to WAL (the bytes
+// are as they were), and the refusal says why the table is refused.
+func TestWrongKeyLeavesTheLegacyFileAsItWas(t *testing.T) {
+	ctx := context.Background()
+	path, conn := loadLegacy(t)
+	require.NoError(t, conn.Close())
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	_, err = sqlitestore.Open(ctx, path, storetest.NewKeyring(t), sqlitestore.WithLegacyUpgrade())
+	require.ErrorIs(t, err, store.ErrPlaintextRefused)
+	require.ErrorIs(t, err, seal.ErrWrongKey)
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the file is byte for byte as it was")
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
+	require.NoError(t, err, "the right key upgrades it")
+	require.NoError(t, s.Close())
 }

@@ -187,8 +187,7 @@ func WithLegacyBatch(n int) Option {
 // with errors.Is, are those of bad input above; store.ErrInUse if another
 // store holds the file; seal.ErrWrongKey if the database was sealed with
 // a key keys does not hold (found before the file is migrated or
-// changed, but for a legacy layout's upgrade, which proves the key its
-// own way); store.ErrNoKeyRecord if it records no active
+// changed); store.ErrNoKeyRecord if it records no active
 // key but holds sealed values; store.ErrInvalidArgument for a nil keyring
 // or an invalid option; seal.ErrKey for a keyring holding no key (the
 // zero Keyring); store.ErrSequenceExhausted for a pending sequence
@@ -382,13 +381,15 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 	}
 	// A keyring without the database's active key, and a database that
 	// records keys but none active, are refused before the switch to WAL
-	// and the migrations, which would change the file (the legacy
-	// upgrade proves the key its own way, and refuses with the reason it
-	// refuses the table for).
+	// and the migrations, which would change the file; a legacy layout by
+	// the legacy upgrade's own proof, which refuses with the reason it
+	// refuses the table for.
 	if !legacyFound {
 		if err := s.verifyActiveKeys(ctx); err != nil {
 			return err
 		}
+	} else if err := legacy.CheckKey(ctx, s.conn, s.keys); err != nil {
+		return err
 	}
 	// WAL only once the file passed the checks: switching a file in
 	// another journal mode rewrites its header, and a refused file is
