@@ -187,7 +187,8 @@ func WithLegacyBatch(n int) Option {
 // with errors.Is, are those of bad input above; store.ErrInUse if another
 // store holds the file; seal.ErrWrongKey if the database was sealed with
 // a key keys does not hold (found before the file is migrated or
-// changed); store.ErrNoKeyRecord if it records no active
+// changed, but for a legacy migration under way, whose proof is read
+// after); store.ErrNoKeyRecord if it records no active
 // key but holds sealed values; store.ErrInvalidArgument for a nil keyring
 // or an invalid option; seal.ErrKey for a keyring holding no key (the
 // zero Keyring); store.ErrSequenceExhausted for a pending sequence

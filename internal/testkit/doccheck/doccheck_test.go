@@ -601,11 +601,18 @@ func TestSecurityListsEveryClearColumn(t *testing.T) {
 
 	want := map[string][]string{}
 	for _, table := range tables {
-		for _, c := range migrationtest.TableIn(t, conn, table).Columns {
+		// table_xinfo: generated columns are in the file too.
+		cols, err := conn.QueryContext(ctx, `SELECT name FROM pragma_table_xinfo(?) ORDER BY cid`, table)
+		require.NoError(t, err)
+		for cols.Next() {
+			var c string
+			require.NoError(t, cols.Scan(&c))
 			if !sealed[table+"."+c] {
 				want[table] = append(want[table], c)
 			}
 		}
+		require.NoError(t, cols.Err())
+		require.NoError(t, cols.Close())
 	}
 	require.Equal(t, want, clear, "SECURITY.md's table of columns in the clear against the schema at head (What is not sealed): add what a migration adds in the clear, in the table's column order")
 }
