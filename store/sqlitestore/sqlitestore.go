@@ -7,13 +7,13 @@
 // call that returned is on disk and survives a process kill or a power
 // loss; foreign keys are enforced.
 //
-// Transactions: every call runs through one helper, as one transaction but for the count noted below. A call of one
-// statement (a page from a non-negative cursor, a count, a recipient's
-// next message, an abandon) runs as SQLite's own transaction of that
-// statement, without BEGIN and COMMIT around it; a call of several
-// statements runs between BEGIN IMMEDIATE and COMMIT, so
-// that two writers never deadlock upgrading a read lock and a failed
-// COMMIT is seen as such. The count of all pending messages is the one
+// Transactions: every call runs through one helper, as one transaction
+// but for the count noted below. A call of one statement (a page from a
+// non-negative cursor, a count, a recipient's next message, an abandon)
+// runs as SQLite's own transaction of that statement, without BEGIN and
+// COMMIT around it; a call of several statements runs between BEGIN
+// IMMEDIATE and COMMIT, so that two writers never deadlock upgrading a
+// read lock and a failed COMMIT is seen as such. The count of all pending messages is the one
 // call that may run two: its one statement, then, when another
 // connection wrote meanwhile, a transaction that counts again.
 //
@@ -156,8 +156,8 @@ func WithLegacyBatch(n int) Option {
 // opens it; SQLite gives its -wal and -shm files the database file's mode.
 // An existing database file (and its -wal and -shm) readable or writable
 // by group or others has those permission bits removed (and given back if
-// Open then fails); a -wal, -shm or
-// -journal that is a symbolic or hard link is refused with store.ErrSymlink.
+// Open then fails); a -wal, -shm or -journal that is a symbolic or hard
+// link is refused with store.ErrSymlink.
 //
 // The store holds the database file while it is open: a second Open of
 // the same file, by any path, in this process or another (an app
@@ -174,9 +174,8 @@ func WithLegacyBatch(n int) Option {
 // Bad input changes nothing, and leaves no file beside the path:
 // "", ":memory:", any SQLite URI ("file:" in any case) and a path
 // holding a NUL byte are refused with store.ErrInvalidArgument (the store
-// needs the path of a file); a
-// directory, another kind of file or a file that is not a SQLite
-// database with store.ErrNotDatabase; a read-only file or directory (no
+// needs the path of a file); a directory, another kind of file or a file
+// that is not a SQLite database with store.ErrNotDatabase; a read-only file or directory (no
 // owner write permission, or none for this process) with an error
 // matching fs.ErrPermission. An Open that fails for any other reason (a
 // done context, a refused database) removes the files it created. Every
@@ -293,9 +292,8 @@ func openConn(ctx context.Context, real string, opened *atomic.Uint64) (*sql.DB,
 // at path and its -wal and -shm (SQLite gives those the database file's
 // mode when it creates them), and refuses a -wal, -shm or -journal that
 // is a symbolic or hard link (store.ErrSymlink), before SQLite would
-// follow it or write into the other name's file,
-// or not a regular file (store.ErrNotDatabase), before SQLite would block
-// opening a FIFO. It returns the modes it changed, as they were, so that
+// follow it or write into the other name's file, or not a regular file
+// (store.ErrNotDatabase), before SQLite would block opening a FIFO. It returns the modes it changed, as they were, so that
 // an Open that fails gives them back (held.undo); on error it has given
 // them back itself.
 func privateFiles(path string) (restricted []fileMode, err error) {
