@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
+	"github.com/securemsg/storage/internal/testkit/migrationtest"
 )
 
 // decode parses stdout as exactly one JSON document.
@@ -223,4 +224,16 @@ func TestJSONUnknownCommand(t *testing.T) {
 		require.Equal(t, false, doc["ok"])
 		require.Equal(t, fmt.Sprintf("unknown command %q", args[0]), doc["error"])
 	}
+}
+
+// status -json on a database newer than this build names, as current,
+// the newest version its history records: a pipeline sees which release
+// wrote it, not an empty version.
+func TestStatusJSONNewerDatabase(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "status", "-db", headWithFuture()(t), "-json")
+	require.Equal(t, exitError, code, stderr)
+	doc := decode[statusDoc](t, stdout)
+	require.False(t, doc.OK)
+	require.Equal(t, migrationtest.Next(t), doc.Current)
+	require.Contains(t, doc.Error, "newer")
 }

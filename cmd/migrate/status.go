@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -20,7 +21,7 @@ func newStatusDoc(db string) *statusDoc {
 // statusDoc is status's JSON document.
 type statusDoc struct {
 	docHeader        // command "status"
-	Current   string `json:"current"` // "" for an empty database
+	Current   string `json:"current"` // "" for an empty database; a newer one's newest version
 	// Pending lists the versions up would apply, oldest first.
 	Pending []string `json:"pending"`
 	// OutOfOrder lists the files at or below current that the history
@@ -36,6 +37,9 @@ func cmdStatus(ctx context.Context, env *cmdEnv) error {
 	_, _, st, err := readTarget(ctx, env, func(m *migration.Migrator, conn *sql.DB) (migration.Status, error) {
 		return m.Status(ctx, conn)
 	})
+	if errors.Is(err, schema.ErrNewerDatabase) {
+		doc.Current = st.Current // the version it found, newer than this build's
+	}
 	if err != nil {
 		return err
 	}

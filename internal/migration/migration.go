@@ -227,7 +227,9 @@ type PendingFile struct {
 
 // Status reports the current and pending versions of db, and the files
 // added out of order, without changing it. It returns an error wrapping
-// schema.ErrNewerDatabase or schema.ErrUnknownState.
+// schema.ErrNewerDatabase or schema.ErrUnknownState; with the first, for
+// a history newer than this directory, Current is the newest version the
+// history records.
 func (m *Migrator) Status(ctx context.Context, conn *sql.DB) (Status, error) {
 	var st Status
 	err := sqltx.ReadOnly(ctx, conn, func(tx *sql.Tx) error {
@@ -383,6 +385,13 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 		for _, r := range revs {
 			if !slices.Contains(m.Versions(), r.Version) {
 				if versionLess(m.Head(), r.Version) {
+					// The newest version it records, for Status to report.
+					p.current = r.Version
+					for _, o := range revs {
+						if versionLess(p.current, o.Version) {
+							p.current = o.Version
+						}
+					}
 					return p, fmt.Errorf("%w: it records version %s, this code knows up to %s", schema.ErrNewerDatabase, Escape(r.Version), m.Head())
 				}
 				// Below head: not newer code's, but a history this
