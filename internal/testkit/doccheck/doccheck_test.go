@@ -588,31 +588,15 @@ func TestSecurityListsEveryClearColumn(t *testing.T) {
 	require.NoError(t, err)
 	history := regexp.MustCompile(`(?i)CREATE TABLE\s+(?:IF NOT EXISTS\s+)?"?(\w+)`).FindStringSubmatch(schema.RevisionTable())
 	require.NotNil(t, history, "the history table's name")
-	rows, err := conn.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name != ? ORDER BY name`, history[1])
-	require.NoError(t, err)
-	var tables []string
-	for rows.Next() {
-		var name string
-		require.NoError(t, rows.Scan(&name))
-		tables = append(tables, name)
-	}
-	require.NoError(t, rows.Err())
-	require.NoError(t, rows.Close())
-
+	tables := migrationtest.Strings(t, conn, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name != ? ORDER BY name`, history[1])
 	want := map[string][]string{}
 	for _, table := range tables {
 		// table_xinfo: generated columns are in the file too.
-		cols, err := conn.QueryContext(ctx, `SELECT name FROM pragma_table_xinfo(?) ORDER BY cid`, table)
-		require.NoError(t, err)
-		for cols.Next() {
-			var c string
-			require.NoError(t, cols.Scan(&c))
+		for _, c := range migrationtest.Strings(t, conn, `SELECT name FROM pragma_table_xinfo(?) ORDER BY cid`, table) {
 			if !sealed[table+"."+c] {
 				want[table] = append(want[table], c)
 			}
 		}
-		require.NoError(t, cols.Err())
-		require.NoError(t, cols.Close())
 	}
 	require.Equal(t, want, clear, "SECURITY.md's table of columns in the clear against the schema at head (What is not sealed): add what a migration adds in the clear, in the table's column order")
 }

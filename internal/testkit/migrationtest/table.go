@@ -49,27 +49,28 @@ func TableIn(tb testing.TB, conn *sql.DB, table string) Table {
 	t := Table{Name: table}
 	var create string
 	require.NoError(tb, conn.QueryRow(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&create), "table %s", table)
-	rows, err := conn.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
-	require.NoError(tb, err)
-	for rows.Next() {
-		var c string
-		require.NoError(tb, rows.Scan(&c))
-		t.Columns = append(t.Columns, c)
-	}
-	require.NoError(tb, rows.Err())
-	require.NoError(tb, rows.Close())
-	rows, err = conn.Query(`SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND tbl_name = ? AND sql IS NOT NULL ORDER BY rowid`, table)
-	require.NoError(tb, err)
-	for rows.Next() {
-		var s string
-		require.NoError(tb, rows.Scan(&s))
-		t.Objects = append(t.Objects, s)
-	}
-	require.NoError(tb, rows.Err())
-	require.NoError(tb, rows.Close())
+	t.Columns = Strings(tb, conn, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+	t.Objects = Strings(tb, conn, `SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND tbl_name = ? AND sql IS NOT NULL ORDER BY rowid`, table)
 	t.Defs = tableDefs(create)
 	require.NotEmpty(tb, t.Defs, "the definitions of %s in %q", table, create)
 	return t
+}
+
+// Strings returns the one text column of the rows query (with args)
+// returns on conn, in order, failing tb on any error.
+func Strings(tb testing.TB, conn *sql.DB, query string, args ...any) []string {
+	tb.Helper()
+	rows, err := conn.Query(query, args...)
+	require.NoError(tb, err, query)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(tb, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(tb, rows.Err())
+	return out
 }
 
 // tableDefs splits the body of a CREATE TABLE statement (between its
