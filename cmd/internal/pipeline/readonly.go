@@ -103,8 +103,10 @@ func readOnlyDSN(path string, immutable bool) string {
 // fs.ErrNotExist if path does not exist; ErrNeedsRecovery, without
 // running read, if the same -wal lies beside it without a -shm on
 // several attempts in a row; ErrNeedsRecovery and read's error if SQLite
-// met a hot journal it may not roll back; and ctx's error if ctx ends
-// while it waits to retry.
+// met a hot journal it may not roll back, or on every attempt could not
+// begin a read through a -shm it may not write (a writer updating the
+// -shm makes one attempt fail so; the next succeeds); and ctx's error if
+// ctx ends while it waits to retry.
 func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) error {
 	// SQLite keeps the -wal and -journal beside the file a symlink points
 	// to: the state is recorded there, and that file is opened.
@@ -124,6 +126,9 @@ func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) erro
 			return err
 		}
 		if attempt == readAttempts {
+			if err != nil {
+				return err
+			}
 			return fmt.Errorf("%w: %s: %s on each of %d attempts", ErrChanged, path, why, readAttempts)
 		}
 		select {
@@ -136,7 +141,8 @@ func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) erro
 }
 
 // readAttempt is one attempt of ReadStable: done is false when it must
-// try again, why then saying what upset it.
+// try again, why then saying what upset it, and err, if not nil, being
+// what ReadStable returns should no later attempt succeed.
 func readAttempt(path string, read func(*sql.DB) error, orphan *stamp, sightings *int, why *string) (done bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -182,11 +188,26 @@ func readAttempt(path string, read func(*sql.DB) error, orphan *stamp, sightings
 		return false, nil
 	}
 	var se sqlite3.Error
-	if errors.As(readErr, &se) && se.ExtendedCode == sqlite3.ErrReadonlyRollback {
-		return true, fmt.Errorf("%w: %s-journal is a hot journal: %w", ErrNeedsRecovery, path, readErr)
+	if errors.As(readErr, &se) {
+		switch se.ExtendedCode {
+		case sqlite3.ErrReadonlyRollback:
+			return true, fmt.Errorf("%w: %s-journal is a hot journal: %w", ErrNeedsRecovery, path, readErr)
+		case sqlite3.ErrReadonlyRecovery, errReadonlyCantInit:
+			// A connection that may not write the -shm cannot repair its
+			// header nor claim a read mark: SQLite gives up where a
+			// read-write reader would retry or write. A writer caught
+			// mid-commit has both right a moment later; if none does, the
+			// -shm needs the repair only a read-write open makes.
+			*why = "SQLite could not begin a read through the -shm (a writer was updating it)"
+			return false, fmt.Errorf("%w: %s-shm cannot be read without writing: %w", ErrNeedsRecovery, path, readErr)
+		}
 	}
 	return true, readErr
 }
+
+// errReadonlyCantInit is SQLITE_READONLY_CANTINIT, which mattn/go-sqlite3
+// does not name: a read-only -shm reader found no read mark it may use.
+var errReadonlyCantInit = sqlite3.ErrReadonly.Extend(5)
 
 // readOnce runs read on a new read-only connection pool of one connection
 // that holds one read transaction (snapshotConnector), closed before it

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -11,7 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 )
 
@@ -65,6 +66,25 @@ func TestHoldingApp(t *testing.T) {
 	fmt.Println("closed")
 }
 
+// startHoldingApp starts TestHoldingApp on path, a database with a table
+// t, and returns once it is ready, with its stdin and its lines of output.
+func startHoldingApp(t *testing.T, path string) (io.WriteCloser, *bufio.Scanner) {
+	t.Helper()
+	app := osexec.Command(os.Args[0], "-test.run=^TestHoldingApp$")
+	app.Env = append(os.Environ(), holdEnv+"="+path)
+	app.Stderr = os.Stderr
+	stdin, err := app.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := app.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, app.Start())
+	t.Cleanup(func() { stdin.Close(); _ = app.Wait() })
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan())
+	require.Equal(t, "ready", lines.Text())
+	return stdin, lines
+}
+
 // An application holds a WAL database open when a read begins and closes
 // it just before SQLite opens the file: ReadStable reads it (the row
 // committed to the -wal included), creates no file, and a read after it
@@ -81,18 +101,7 @@ func TestReadStableAppClosesDuringOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, conn.Close())
 
-	app := osexec.Command(os.Args[0], "-test.run=^TestHoldingApp$")
-	app.Env = append(os.Environ(), holdEnv+"="+path)
-	app.Stderr = os.Stderr
-	stdin, err := app.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := app.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, app.Start())
-	t.Cleanup(func() { stdin.Close(); _ = app.Wait() })
-	lines := bufio.NewScanner(stdout)
-	require.True(t, lines.Scan())
-	require.Equal(t, "ready", lines.Text())
+	stdin, lines := startHoldingApp(t, path)
 	names := func() []string {
 		es, err := os.ReadDir(dir)
 		require.NoError(t, err)
@@ -135,4 +144,83 @@ func TestReadStableAppClosesDuringOpen(t *testing.T) {
 	n, err = count()
 	require.NoError(t, err, "a later read")
 	require.Equal(t, 4, n)
+}
+
+// A reader that may not write the -shm gives up where a read-write one
+// would write or wait: when the two copies of the -shm's header differ (a
+// writer is updating it), and when no read mark is at or below the last
+// commit (a writer just moved the one it used). ReadStable reads again,
+// and succeeds once the writer is done; if the -shm stays so on every
+// attempt, it says the database needs a read-write open, with SQLite's
+// error. Each case plants the state in the -shm of an application that
+// holds the database open, idle, with a commit in its -wal.
+func TestReadStableShmMidUpdate(t *testing.T) {
+	// Offsets in the -shm (SQLite's wal.c): two copies of the 48-byte
+	// header, then the checkpoint info, whose aReadMark[1..4] follow
+	// nBackfill and aReadMark[0].
+	const (
+		secondHeaderChange = 48 + 8
+		readMarks          = 96 + 8
+	)
+	for _, tc := range []struct {
+		name   string
+		offset int64
+		plant  []byte
+		code   sqlite3.ErrNoExtended
+	}{
+		{"header copies differ", secondHeaderChange, []byte{0xa5, 0x5a, 0xa5, 0x5a}, sqlite3.ErrReadonlyRecovery},
+		{"no read mark below the last commit", readMarks, bytes.Repeat([]byte{0xff}, 16), errReadonlyCantInit},
+	} {
+		for _, persists := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/persists=%v", tc.name, persists), func(t *testing.T) {
+				ctx := context.Background()
+				dir := t.TempDir()
+				path := filepath.Join(dir, "client.db")
+				conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
+				require.NoError(t, err)
+				_, err = conn.Exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3)")
+				require.NoError(t, err)
+				require.NoError(t, conn.Close())
+				startHoldingApp(t, path)
+
+				shm, err := os.OpenFile(path+"-shm", os.O_RDWR, 0)
+				require.NoError(t, err)
+				defer shm.Close()
+				was := make([]byte, len(tc.plant))
+				_, err = shm.ReadAt(was, tc.offset)
+				require.NoError(t, err)
+				require.NotEqual(t, tc.plant, was)
+				attempts := 0
+				openHook = func() {
+					attempts++
+					put := was
+					if attempts == 1 || persists {
+						put = tc.plant
+					}
+					_, err := shm.WriteAt(put, tc.offset)
+					require.NoError(t, err)
+				}
+				t.Cleanup(func() { openHook = nil })
+
+				var n int
+				err = ReadStable(ctx, path, func(conn *sql.DB) error {
+					return conn.QueryRow("SELECT count(*) FROM t").Scan(&n)
+				})
+				names, derr := os.ReadDir(dir)
+				require.NoError(t, derr)
+				require.Len(t, names, 3, "nothing created beside the file, its -wal and -shm")
+				if persists {
+					require.ErrorIs(t, err, ErrNeedsRecovery)
+					var se sqlite3.Error
+					require.ErrorAs(t, err, &se)
+					require.Equal(t, tc.code, se.ExtendedCode)
+					require.Equal(t, readAttempts, attempts)
+					return
+				}
+				require.NoError(t, err)
+				require.Equal(t, 2, attempts, "one attempt met the -shm mid-update, the next read it")
+				require.Equal(t, 4, n, "the row in the -wal is read")
+			})
+		}
+	}
 }
