@@ -66,6 +66,27 @@ func TestOpenRefusesSQLiteURIs(t *testing.T) {
 	}
 }
 
+// A nil Option is refused with ErrInvalidArgument naming its place, not
+// a panic, and nothing is created.
+func TestOpenRefusesNilOption(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []sqlitestore.Option
+		want string
+	}{
+		{"alone", []sqlitestore.Option{nil}, "option 1 of 1 is nil"},
+		{"after a valid one", []sqlitestore.Option{sqlitestore.WithSequenceRestart(), nil}, "option 2 of 2 is nil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, err := sqlitestore.Open(t.Context(), filepath.Join(dir, "alice.db"), keyring(t), tc.opts...)
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			require.ErrorContains(t, err, tc.want)
+			require.Empty(t, entries(t, dir), "a refused option creates nothing")
+		})
+	}
+}
+
 // A failed Open leaves no file it created: a context done before Open,
 // and a failure after the database file was made (here the driver cannot
 // be opened).

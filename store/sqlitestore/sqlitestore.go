@@ -189,7 +189,7 @@ func WithLegacyBatch(n int) Option {
 // changed, but for a legacy migration under way, whose proof is read
 // after); store.ErrNoKeyRecord if it records no active
 // key but holds sealed values; store.ErrInvalidArgument for a nil keyring
-// or an invalid option; seal.ErrKey for a keyring holding no key (the
+// or a nil or invalid option; seal.ErrKey for a keyring holding no key (the
 // zero Keyring); store.ErrSequenceExhausted for a pending sequence
 // high-water mark at the largest int64 (without WithSequenceRestart);
 // store.ErrLegacyLayout; schema.ErrUnknownObject (naming each) for a
@@ -236,7 +236,12 @@ func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (
 		return nil, fmt.Errorf("%w: the keyring holds no key (make it with seal.NewKeyring)", seal.ErrKey)
 	}
 	var o options
-	for _, opt := range opts {
+	for i, opt := range opts {
+		// A nil Option (an optional setting left unset in a slice, say)
+		// would otherwise panic here.
+		if opt == nil {
+			return nil, fmt.Errorf("%w: option %d of %d is nil", store.ErrInvalidArgument, i+1, len(opts))
+		}
 		opt(&o)
 	}
 	if err := o.legacy.Validate(); err != nil {
