@@ -31,6 +31,9 @@ type DeviceOutcome struct {
 // transaction spans a hand-off. Each device's message is its own
 // (recipient, id): pending until that device acknowledges it, abandoned
 // alone by AbandonPending(device, id), retried by RetryPendingMessages.
+// id must be new (ids.NewLogicalMessageID): a recipient gives the
+// application a logical id once, and drops a later message under an id it
+// has received before as a duplicate.
 // A device whose encryption failed has its message stored without a
 // session change and is not handed off.
 //
@@ -39,12 +42,18 @@ type DeviceOutcome struct {
 // no outcome and the store's error (store.ErrDuplicate if id is already pending
 // for one of the devices); then nothing was stored or handed off for any
 // device. So it is, with ErrBundleAddress, if the directory answers the
-// fetch of a device's bundle with the bundle of another device. Returns ErrNotInitialized before Initialize, store.ErrInvalidArgument
-// for no recipient, a malformed, repeated or own address, or a plaintext
-// above the size limit (nothing changed).
+// fetch of a device's bundle with the bundle of another device. Returns
+// ErrNotInitialized before Initialize, store.ErrInvalidArgument for no
+// recipient, a malformed, repeated or own address, the zero id, or a
+// plaintext above the size limit (nothing changed).
 func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) ([]DeviceOutcome, error) {
 	if err := c.checkSendable(recipients, plaintext); err != nil {
 		return nil, fmt.Errorf("client: send to devices: %w", err)
+	}
+	if id == (ids.LogicalMessageID{}) {
+		// The zero value is an id left unset: a second message under it
+		// would be dropped by every recipient as a duplicate of the first.
+		return nil, fmt.Errorf("client: send to devices: %w: zero logical message id (make one with ids.NewLogicalMessageID)", store.ErrInvalidArgument)
 	}
 	if err := c.lockSend(); err != nil {
 		return nil, fmt.Errorf("client: send to devices: %w", err)

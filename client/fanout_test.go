@@ -309,22 +309,27 @@ func TestSendToDevicesInvalidInput(t *testing.T) {
 			converse(t, a, b1)
 			a.send(bob2, "pending")
 			before := a.snapshot(bobs...)
+			fresh := ids.NewLogicalMessageID()
 			for _, tc := range []struct {
 				name string
 				to   []ids.DeviceAddress
+				id   ids.LogicalMessageID
 				size int
 			}{
-				{"nil recipients", nil, 10},
-				{"no recipient", []ids.DeviceAddress{}, 10},
-				{"empty user id", []ids.DeviceAddress{bob, {DeviceID: 1}}, 10},
-				{"negative device id", []ids.DeviceAddress{bob, {UserID: "bob", DeviceID: -1}}, 10},
-				{"self", []ids.DeviceAddress{bob, alice}, 10},
-				{"device listed twice", []ids.DeviceAddress{bob, bob3, bob}, 10},
-				{"plaintext too large", bobs, session.MaxPlaintextSize},
+				{"nil recipients", nil, fresh, 10},
+				{"no recipient", []ids.DeviceAddress{}, fresh, 10},
+				{"empty user id", []ids.DeviceAddress{bob, {DeviceID: 1}}, fresh, 10},
+				{"negative device id", []ids.DeviceAddress{bob, {UserID: "bob", DeviceID: -1}}, fresh, 10},
+				{"self", []ids.DeviceAddress{bob, alice}, fresh, 10},
+				{"device listed twice", []ids.DeviceAddress{bob, bob3, bob}, fresh, 10},
+				{"plaintext too large", bobs, fresh, session.MaxPlaintextSize},
+				// An id left unset: the recipients would drop the next
+				// message sent under it as a duplicate.
+				{"zero id", bobs, ids.LogicalMessageID{}, 10},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					net.ResetCalls()
-					outs, err := a.c.SendToDevices(ctx, tc.to, ids.NewLogicalMessageID(), make([]byte, tc.size))
+					outs, err := a.c.SendToDevices(ctx, tc.to, tc.id, make([]byte, tc.size))
 					require.ErrorIs(t, err, store.ErrInvalidArgument)
 					require.Nil(t, outs)
 					require.Empty(t, net.Calls())
