@@ -122,8 +122,8 @@ type State interface {
 	// held for peer; absent ones are nil. If any part does not open it
 	// returns no state and a *PeerUnreadableError (matching
 	// ErrPeerUnreadable and each cause) naming every part that does not
-	// (see DiscardUnreadablePeer). Returns ErrInvalidArgument for a
-	// malformed peer.
+	// (client.DiscardUnreadablePeerState removes them). Returns
+	// ErrInvalidArgument for a malformed peer.
 	Peer(ctx context.Context, peer ids.DeviceAddress) (PeerState, error)
 	// SavePeer writes the given parts of peer's state in one transaction:
 	// a nil field is left unchanged, a non-nil empty one is deleted (the
