@@ -240,7 +240,11 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 // send mutex from before it drains the mailbox until the last envelope is
 // received, so that a closed client (store.ErrClosed, also when Close ran while
 // it waited) leaves the mailbox untouched rather than drain envelopes it
-// can no longer receive. Returns ErrNotInitialized before Initialize.
+// can no longer receive. An envelope that was drained but not received
+// (ctx ended, the store failed or was closed under the client) is gone
+// from the mailbox all the same: its sender still holds the message (or
+// the message the ACK was for) pending, and its next RetryPendingMessages
+// delivers it again. Returns ErrNotInitialized before Initialize.
 func (c *Client) Poll(ctx context.Context) ([]ReceiveResult, error) {
 	if err := c.checkInitialized(); err != nil {
 		return nil, fmt.Errorf("client: poll: %w", err)
