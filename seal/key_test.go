@@ -122,9 +122,12 @@ func ExampleKey_Bytes() {
 }
 
 // A nil *Keyring holds no key: Seal and Open report ErrKey instead of
-// panicking, and the other constructors' nil inputs are refused too.
+// panicking, and the other constructors' nil inputs are refused too. The
+// zero Keyring holds no key either: its Seal is refused rather than sealing
+// with 32 zero bytes.
 func TestNilInputs(t *testing.T) {
 	var kr *seal.Keyring
+	var zero seal.Keyring
 	for _, tt := range []struct {
 		name string
 		call func() error
@@ -135,6 +138,14 @@ func TestNilInputs(t *testing.T) {
 		{"Parse nil", func() error { _, err := seal.Parse(nil); return err }, seal.ErrTruncated},
 		{"nil Keyring Add", func() error { return kr.Add(newKey(t)) }, seal.ErrKey},
 		{"nil Keyring Seal", func() error { _, err := kr.Seal(seal.RecordSession, nil, []byte("x")); return err }, seal.ErrKey},
+		{"nil Keyring Forget", func() error { return kr.Forget(1) }, seal.ErrKey},
+		{"zero Keyring Seal", func() error { _, err := zero.Seal(seal.RecordSession, nil, []byte("x")); return err }, seal.ErrKey},
+		{"zero Keyring Open", func() error {
+			sealed, err := newKeyring(t, newKey(t)).Seal(seal.RecordSession, nil, []byte("x"))
+			require.NoError(t, err)
+			_, err = zero.Open(seal.RecordSession, nil, sealed)
+			return err
+		}, seal.ErrWrongKey},
 		{"nil Keyring Open", func() error {
 			sealed, err := newKeyring(t, newKey(t)).Seal(seal.RecordSession, nil, []byte("x"))
 			require.NoError(t, err)
@@ -149,4 +160,16 @@ func TestNilInputs(t *testing.T) {
 		})
 	}
 	require.Zero(t, kr.Current())
+	require.Empty(t, kr.KeyIDs())
+	require.Empty(t, zero.KeyIDs())
+
+	// Add gives the zero Keyring its first key, which then seals.
+	k := newKey(t)
+	require.NotPanics(t, func() { require.NoError(t, zero.Add(k)) })
+	require.Equal(t, k.ID(), zero.Current())
+	sealed, err := zero.Seal(seal.RecordSession, nil, []byte("x"))
+	require.NoError(t, err)
+	got, err := newKeyring(t, k).Open(seal.RecordSession, nil, sealed)
+	require.NoError(t, err)
+	require.Equal(t, []byte("x"), got)
 }

@@ -147,7 +147,8 @@ func isZero(b []byte) bool {
 // Keyring holds the current storage key, which seals, and any older keys
 // still needed to open records during a rotation. A Keyring is safe for
 // concurrent use. A nil *Keyring holds no key: Seal and Open return an
-// error wrapping ErrKey.
+// error wrapping ErrKey. The zero Keyring holds none either until Add
+// gives it one: Seal returns an error wrapping ErrKey, Open ErrWrongKey.
 type Keyring struct {
 	// mu guards current and keys: Add changes them while Seal and Open
 	// read them on other goroutines.
@@ -186,6 +187,9 @@ func NewKeyring(current Key, older ...Key) (*Keyring, error) {
 // errNilKeyring is what a nil *Keyring's Seal and Open return.
 var errNilKeyring = fmt.Errorf("%w: nil keyring", ErrKey)
 
+// errNoKey is what Seal of the zero Keyring returns.
+var errNoKey = fmt.Errorf("%w: the keyring holds no key (make it with NewKeyring)", ErrKey)
+
 // Current returns the id of the key that seals (0 for a nil keyring).
 func (kr *Keyring) Current() KeyID {
 	if kr == nil {
@@ -196,8 +200,12 @@ func (kr *Keyring) Current() KeyID {
 	return kr.current
 }
 
-// KeyIDs returns the ids of every key held, in ascending order.
+// KeyIDs returns the ids of every key held, in ascending order (none for
+// a nil keyring).
 func (kr *Keyring) KeyIDs() []KeyID {
+	if kr == nil {
+		return nil
+	}
 	kr.mu.RLock()
 	defer kr.mu.RUnlock()
 	out := make([]KeyID, 0, len(kr.keys))
@@ -208,9 +216,10 @@ func (kr *Keyring) KeyIDs() []KeyID {
 	return out
 }
 
-// Add makes k the sealing key while keeping the previous keys for opening.
-// Adding the current key again is a no-op. It returns an error wrapping
-// ErrKey, and changes nothing, for the zero Key or a nil keyring.
+// Add makes k the sealing key while keeping the previous keys for opening
+// (on the zero Keyring, k is its first key). Adding the current key again
+// is a no-op. It returns an error wrapping ErrKey, and changes nothing, for
+// the zero Key or a nil keyring.
 func (kr *Keyring) Add(k Key) error {
 	if kr == nil {
 		return errNilKeyring
@@ -220,6 +229,9 @@ func (kr *Keyring) Add(k Key) error {
 	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
+	if kr.keys == nil {
+		kr.keys = map[KeyID]Key{}
+	}
 	kr.keys[k.id] = k
 	kr.current = k.id
 	return nil
@@ -227,8 +239,11 @@ func (kr *Keyring) Add(k Key) error {
 
 // Forget drops the key with id, after a rotation has re-sealed every record
 // it sealed. The current key cannot be forgotten: it returns an error
-// wrapping ErrKey.
+// wrapping ErrKey, as does a nil keyring.
 func (kr *Keyring) Forget(id KeyID) error {
+	if kr == nil {
+		return errNilKeyring
+	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	if id == kr.current {
@@ -239,7 +254,9 @@ func (kr *Keyring) Forget(id KeyID) error {
 }
 
 // Seal seals plaintext as a record of type rt bound to ad, with the current
-// key and a fresh random nonce.
+// key and a fresh random nonce. It returns an error wrapping ErrKey for a
+// keyring holding no key (nil, or the zero Keyring), which has no key to
+// seal with.
 func (kr *Keyring) Seal(rt RecordType, ad, plaintext []byte) ([]byte, error) {
 	if kr == nil {
 		return nil, errNilKeyring
@@ -247,6 +264,11 @@ func (kr *Keyring) Seal(rt RecordType, ad, plaintext []byte) ([]byte, error) {
 	kr.mu.RLock()
 	k := kr.keys[kr.current]
 	kr.mu.RUnlock()
+	if k.secret == nil {
+		// The zero Keyring: its zero Key would seal with 32 zero bytes,
+		// which anyone can open.
+		return nil, errNoKey
+	}
 	secret := k.raw()
 	aead, err := chacha20poly1305.NewX(secret[:])
 	if err != nil {
