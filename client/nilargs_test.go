@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -18,8 +19,9 @@ import (
 // client.Open never panics on a nil or typed-nil part of its
 // Config: a missing Store, Transport or Directory, one that is a nil
 // pointer in its interface, an EncryptPolicy that is a nil pointer,
-// and a memstore made with a nil keyring are store.ErrInvalidArgument, and no
-// store is claimed (a good client opens on the same store afterwards).
+// and a memstore made with a nil keyring or the zero Keyring are
+// store.ErrInvalidArgument, and no store is claimed (a good client opens
+// on the same store afterwards).
 // Left unchecked, a typed-nil store would panic in Claim and a store with
 // a nil keyring at Initialize.
 func TestConstructorsRefuseNilArguments(t *testing.T) {
@@ -32,6 +34,7 @@ func TestConstructorsRefuseNilArguments(t *testing.T) {
 		{"typed-nil memstore", func(c *client.Config) { c.Store = (*memstore.Store)(nil) }},
 		{"typed-nil sqlitestore", func(c *client.Config) { c.Store = (*sqlitestore.Store)(nil) }},
 		{"memstore with a nil keyring", func(c *client.Config) { c.Store = memstore.New(nil) }},
+		{"memstore with the zero Keyring", func(c *client.Config) { c.Store = memstore.New(&seal.Keyring{}) }},
 		{"nil Transport", func(c *client.Config) { c.Transport = nil }},
 		{"typed-nil Transport", func(c *client.Config) { c.Transport = (*transporttest.Network)(nil) }},
 		{"nil Directory", func(c *client.Config) { c.Directory = nil }},

@@ -71,7 +71,8 @@ type mark = storemark.Mark
 // New returns an empty store sealing with keys. keys must not be nil: a
 // store made with nil refuses Claim with store.ErrInvalidArgument (so no
 // client runs on it), and every call that seals or opens fails with
-// seal.ErrKey.
+// seal.ErrKey. So is a keyring holding no key (the zero Keyring) refused
+// by Claim, as sqlitestore.Open refuses it.
 func New(keys *seal.Keyring) *Store {
 	return &Store{
 		keys:      keys,
@@ -101,6 +102,10 @@ func (s *Store) Claim() (func(), error) {
 	}
 	if s.keys == nil {
 		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store was made with a nil keyring", store.ErrInvalidArgument))
+	}
+	if len(s.keys.KeyIDs()) == 0 {
+		// The zero Keyring: a client would fail at its first seal.
+		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store's keyring holds no key (make it with seal.NewKeyring)", store.ErrInvalidArgument))
 	}
 	c := new(byte)
 	s.claim = c
