@@ -29,6 +29,21 @@ func CheckCursor(after int64, negativeStored bool) error {
 	return nil
 }
 
+// CheckKeyring returns the error both stores give for a keyring they
+// cannot seal with: one wrapping ErrInvalidArgument for nil, and one
+// wrapping ErrInvalidArgument and seal.ErrKey for a keyring holding no
+// key (the zero Keyring; seal.NewKeyring makes every other one, and it
+// and Keyring.Add refuse the zero Key).
+func CheckKeyring(keys *seal.Keyring) error {
+	if keys == nil {
+		return fmt.Errorf("%w: nil keyring", store.ErrInvalidArgument)
+	}
+	if len(keys.KeyIDs()) == 0 {
+		return fmt.Errorf("%w: %w: the keyring holds no key (make it with seal.NewKeyring)", store.ErrInvalidArgument, seal.ErrKey)
+	}
+	return nil
+}
+
 // ValidateAddress returns an error wrapping both ErrInvalidArgument and
 // ids.ErrInvalid if a is malformed.
 func ValidateAddress(a ids.DeviceAddress) error {

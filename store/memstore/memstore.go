@@ -68,11 +68,11 @@ var _ store.Store = (*Store)(nil)
 // part of Store's documented fields.
 type mark = storemark.Mark
 
-// New returns an empty store sealing with keys. keys must not be nil: a
-// store made with nil refuses Claim with store.ErrInvalidArgument (so no
-// client runs on it), and every call that seals or opens fails with
-// seal.ErrKey. So is a keyring holding no key (the zero Keyring) refused
-// by Claim, as sqlitestore.Open refuses it.
+// New returns an empty store sealing with keys. keys must hold a key: a
+// store made with nil, or with a keyring holding no key (the zero
+// Keyring), refuses Claim with the error sqlitestore.Open gives for it
+// (store.ErrInvalidArgument, and seal.ErrKey for the zero Keyring), so no
+// client runs on it, and every call that seals fails with seal.ErrKey.
 func New(keys *seal.Keyring) *Store {
 	return &Store{
 		keys:      keys,
@@ -100,12 +100,9 @@ func (s *Store) Claim() (func(), error) {
 	if s.claim != nil {
 		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store already serves a client", store.ErrInUse))
 	}
-	if s.keys == nil {
-		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store was made with a nil keyring", store.ErrInvalidArgument))
-	}
-	if len(s.keys.KeyIDs()) == 0 {
-		// The zero Keyring: a client would fail at its first seal.
-		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store's keyring holds no key (make it with seal.NewKeyring)", store.ErrInvalidArgument))
+	if err := storeimpl.CheckKeyring(s.keys); err != nil {
+		// A client would fail at its first seal.
+		return nil, storeimpl.OpClaim.Wrap(err)
 	}
 	c := new(byte)
 	s.claim = c

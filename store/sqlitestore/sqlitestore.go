@@ -189,8 +189,8 @@ func WithLegacyBatch(n int) Option {
 // changed, but for a legacy migration under way, whose proof is read
 // after); store.ErrNoKeyRecord if it records no active
 // key but holds sealed values; store.ErrInvalidArgument for a nil keyring
-// or a nil or invalid option; seal.ErrKey for a keyring holding no key (the
-// zero Keyring); store.ErrSequenceExhausted for a pending sequence
+// or a nil or invalid option, and with seal.ErrKey for a keyring holding
+// no key (the zero Keyring); store.ErrSequenceExhausted for a pending sequence
 // high-water mark at the largest int64 (without WithSequenceRestart);
 // store.ErrLegacyLayout; schema.ErrUnknownObject (naming each) for a
 // database holding a table, index, view or trigger that no migration
@@ -227,13 +227,8 @@ func (p pathless) Unwrap() error { return p.pe }
 
 // open is Open, its errors not yet naming the path.
 func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (*Store, error) {
-	if keys == nil {
-		return nil, fmt.Errorf("%w: nil keyring", store.ErrInvalidArgument)
-	}
-	if len(keys.KeyIDs()) == 0 {
-		// The zero Keyring: seal.NewKeyring makes every other one, and it
-		// and Keyring.Add refuse the zero Key.
-		return nil, fmt.Errorf("%w: the keyring holds no key (make it with seal.NewKeyring)", seal.ErrKey)
+	if err := storeimpl.CheckKeyring(keys); err != nil {
+		return nil, err
 	}
 	var o options
 	for i, opt := range opts {
