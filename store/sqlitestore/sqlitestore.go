@@ -66,7 +66,9 @@ type Store struct {
 	// sealMu is held shared by every transaction (tx), in which the
 	// values it writes are sealed, and exclusively by RotateKey while it
 	// switches the sealing key: so no value sealed with the old key is
-	// written once a rotation has started walking the tables.
+	// written once a rotation has started walking the tables. Close takes
+	// it exclusively too, so that it closes the connection and releases
+	// the file only once the transactions under way have ended.
 	sealMu sync.RWMutex
 
 	// rotateMu serialises this store's key rotations (RotateKey).
@@ -562,13 +564,18 @@ func (s *Store) addKey(ctx context.Context, q *db.Queries) error {
 }
 
 // Close closes the database and then releases its file (see Open);
-// closing it again returns nil. See store.Store.Close for other calls
-// after Close.
+// closing it again returns nil. A call under way when Close is called
+// ends first (committed or rolled back, as it would have been) and Close
+// waits for it, so that no write lands after the file is released; a call
+// that had not begun returns store.ErrClosed. See store.Store.Close for
+// other calls after Close.
 func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	s.sealMu.Lock()
 	err := s.conn.Close()
+	s.sealMu.Unlock()
 	if lerr := s.lock.Release(); err == nil && lerr != nil {
 		err = fmt.Errorf("store: release lock: %w", lerr)
 	}

@@ -56,14 +56,18 @@ const (
 //
 // Locks, always in this order: sealMu shared (RotateKey takes it
 // exclusively to switch the sealing key, so no value sealed with the old
-// key is written after its walk has begun), then, for a counted kind,
+// key is written after its walk has begun; Close, to wait for the
+// transactions under way), then, for a counted kind,
 // the count's lock, then the connection.
 func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) error {
+	s.sealMu.RLock()
+	defer s.sealMu.RUnlock()
+	// Checked under sealMu, which Close takes exclusively before it closes
+	// the connection: a call either runs to its end on an open database
+	// or returns ErrClosed, never the driver's error of a closed handle.
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	s.sealMu.RLock()
-	defer s.sealMu.RUnlock()
 	t := &txn{}
 	counted := kind == countedStatement || kind == countedTransaction
 	c := &s.count
