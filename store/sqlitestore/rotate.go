@@ -73,7 +73,9 @@ const maxRotationPasses = 3
 //
 // Writes may go on during a rotation: the store waits for writes that
 // sealed with the old key to finish before it switches the sealing key, so
-// none can land behind the walk.
+// none can land behind the walk. So may reads: the store waits for reads
+// that may have read a value under an old key, and not opened it yet, to
+// finish before it forgets that key.
 //
 // batch is the number of rows re-sealed per transaction
 // (DefaultRotationBatch if 0). progress, if not nil, is called on the
@@ -253,6 +255,10 @@ func (s *Store) finishRotation(ctx context.Context, newID seal.KeyID, skipped []
 	if err != nil {
 		return nil, err
 	}
+	// Exclusively: a read opens what it read under sealMu shared (tx), and
+	// may have read a value before the walk re-sealed it.
+	s.sealMu.Lock()
+	defer s.sealMu.Unlock()
 	for _, id := range s.keys.KeyIDs() {
 		if id == newID {
 			continue

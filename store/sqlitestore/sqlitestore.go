@@ -683,8 +683,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	}
 	after := req.After
 	from, more := firstSequence(after)
-	var all []db.PagePendingOutboundRow
-	var to []db.PagePendingOutboundForRecipientRow
+	var page store.PendingMessagePage
 	// A negative cursor is checked against the table in the same snapshot
 	// as the page: two statements. Any other page is one.
 	err := s.tx(ctx, readKind(after), func(q *txn) error {
@@ -692,26 +691,33 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 			return err
 		}
 		limit := int64(req.Limit) + 1
-		var err error
+		var rows []rowseal.Row
 		if req.Recipient == nil {
-			all, err = q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
-			return err
+			all, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
+			if err != nil {
+				return err
+			}
+			rows = decodeRows(all)
+		} else {
+			to, err := q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+				RecipientUserID:   req.Recipient.UserID,
+				RecipientDeviceID: req.Recipient.DeviceID,
+				FromSequence:      from,
+				RowLimit:          limit,
+			})
+			if err != nil {
+				return err
+			}
+			rows = decodeRows(to)
 		}
-		to, err = q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
-			RecipientUserID:   req.Recipient.UserID,
-			RecipientDeviceID: req.Recipient.DeviceID,
-			FromSequence:      from,
-			RowLimit:          limit,
-		})
-		return err
+		opening()
+		page = rowseal.Page(s.keys, rows, req.Limit, req.Recipient)
+		return nil
 	})
 	if err != nil {
 		return store.PendingMessagePage{}, storeimpl.OpPagePending.Wrap(err)
 	}
-	if req.Recipient == nil {
-		return rowseal.Page(s.keys, decodeRows(all), req.Limit, nil), nil
-	}
-	return rowseal.Page(s.keys, decodeRows(to), req.Limit, req.Recipient), nil
+	return page, nil
 }
 
 // pageRow is a row of either page query: the same columns.
@@ -861,7 +867,8 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
 	from, more := firstSequence(after)
-	var row db.NextPendingOutboundForRecipientRow
+	var m store.PendingMessage
+	var bad *store.UnreadablePendingMessage
 	err := s.tx(ctx, readKind(after), func(q *txn) error {
 		if err := checkCursor(ctx, q.Queries, after); err != nil {
 			return err
@@ -869,11 +876,15 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 		if !more {
 			return sql.ErrNoRows
 		}
-		var err error
-		row, err = q.NextPendingOutboundForRecipient(ctx, db.NextPendingOutboundForRecipientParams{
+		row, err := q.NextPendingOutboundForRecipient(ctx, db.NextPendingOutboundForRecipientParams{
 			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, FromSequence: from,
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		opening()
+		m, bad = s.openPending(pendingRow(row), &recipient)
+		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.PendingMessage{}, store.ErrNotFound
@@ -881,7 +892,6 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddr
 	if err != nil {
 		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
-	m, bad := s.openPending(pendingRow(row), &recipient)
 	if bad != nil {
 		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
 	}

@@ -18,11 +18,20 @@ import (
 
 // LocalIdentity implements store.State.
 func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
-	var row db.GetLocalIdentityRow
+	var local store.LocalIdentity
 	err := s.tx(ctx, statement, func(q *txn) error {
-		var err error
-		row, err = q.GetLocalIdentity(ctx)
-		return err
+		row, err := q.GetLocalIdentity(ctx)
+		if err != nil {
+			return err
+		}
+		opening()
+		addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
+		secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), row.Sealed)
+		if err != nil {
+			return err
+		}
+		local = store.LocalIdentity{Address: addr, Secret: secret}
+		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(store.ErrNotFound)
@@ -30,12 +39,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 	if err != nil {
 		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
-	addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
-	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), row.Sealed)
-	if err != nil {
-		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
-	}
-	return store.LocalIdentity{Address: addr, Secret: secret}, nil
+	return local, nil
 }
 
 // SaveLocalIdentity implements store.State.
@@ -76,25 +80,30 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
-	sealed, err := s.readSealedPeer(ctx, peer)
-	if err != nil {
-		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
-	}
-	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
+	var out store.PeerState
+	err := s.readPeer(ctx, peer, func(sealed store.PeerState) (err error) {
+		out, err = rowseal.OpenPeer(s.keys, peer, sealed)
+		return err
+	})
 	if err != nil {
 		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	return out, nil
 }
 
-// readSealedPeer reads the sealed parts of peer in a transaction of its
-// own (see sealedPeer).
-func (s *Store) readSealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed store.PeerState, err error) {
-	err = s.tx(ctx, transaction, func(q *txn) error {
-		sealed, err = sealedPeer(ctx, q.Queries, peer)
-		return err
+// readPeer reads the sealed parts of peer in a transaction of its own
+// (see sealedPeer) and gives them to open, which opens them inside it:
+// under the transaction's hold on sealMu, so that a rotation does not
+// forget the key they were sealed with between the read and the opening.
+func (s *Store) readPeer(ctx context.Context, peer ids.DeviceAddress, open func(sealed store.PeerState) error) error {
+	return s.tx(ctx, transaction, func(q *txn) error {
+		sealed, err := sealedPeer(ctx, q.Queries, peer)
+		if err != nil {
+			return err
+		}
+		opening()
+		return open(sealed)
 	})
-	return sealed, err
 }
 
 // sealedPeer reads the sealed session, initiation and pin of peer (nil
@@ -243,11 +252,15 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 	if err := storeimpl.ValidateAddress(peer); err != nil {
 		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
-	sealed, err := s.readSealedPeer(ctx, peer)
+	var reading store.PeerReading
+	err := s.readPeer(ctx, peer, func(sealed store.PeerState) error {
+		reading = rowseal.ReadPeerParts(s.keys, peer, sealed)
+		return nil
+	})
 	if err != nil {
 		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
-	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
+	return reading, nil
 }
 
 // DiscardPeerParts implements store.State. It reads each part with

@@ -41,7 +41,8 @@ const (
 )
 
 // tx is the store's one way into the database: every method of the
-// store runs its statements, and seals the values they write, inside fn
+// store runs its statements, seals the values they write and opens the
+// values they read, inside fn
 // (sealing inside the transaction costs a send nothing measurable: the
 // client's BenchmarkSend ran 283-330 µs against 278-340 µs with sealing
 // before it, interleaved in one run),
@@ -56,8 +57,9 @@ const (
 //
 // Locks, always in this order: sealMu shared (RotateKey takes it
 // exclusively to switch the sealing key, so no value sealed with the old
-// key is written after its walk has begun; Close, to wait for the
-// transactions under way), then, for a counted kind,
+// key is written after its walk has begun, and to forget the old keys, so
+// no value read before its walk re-sealed it is opened after; Close, to
+// wait for the transactions under way), then, for a counted kind,
 // the count's lock, then the connection.
 func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) error {
 	s.sealMu.RLock()
@@ -96,4 +98,17 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 		c.n += t.pending
 	}
 	return err
+}
+
+// openingHook, set only by tests, runs inside a read's fn between reading
+// sealed values and opening them (opening): where a rotation must not
+// forget the key they were read under.
+var openingHook func()
+
+// opening marks the point of a read where the values read are about to
+// be opened (see openingHook).
+func opening() {
+	if openingHook != nil {
+		openingHook()
+	}
 }
