@@ -44,6 +44,22 @@ func escapeText(s string) string {
 	return b.String()
 }
 
+// escapeStatement returns the SQL statement s for text output as it is
+// laid out, each line escaped as escapeText writes it: a migration file's
+// text cannot move the cursor or start a workflow command, and its line
+// breaks (LF or CRLF, written as LF) and tabs stay.
+func escapeStatement(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		parts := strings.Split(strings.TrimSuffix(l, "\r"), "\t")
+		for j, p := range parts {
+			parts[j] = escapeText(p)
+		}
+		lines[i] = strings.Join(parts, "\t")
+	}
+	return strings.Join(lines, "\n")
+}
+
 // escapeData returns s as the data (message) of a GitHub Actions
 // workflow command, escaped as the runner unescapes it (% as %25, CR as
 // %0D, LF as %0A), its other control characters as escapeText writes them.

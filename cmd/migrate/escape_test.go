@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -119,4 +120,22 @@ func TestFileContentEscaped(t *testing.T) {
 		doc := decode[driftDoc](t, stdout)
 		require.Contains(t, doc.Unknown, "table evil\n::error file=x::pwned-table\x1b[2J", "the document keeps the names as they are, JSON-escaped")
 	})
+}
+
+// plan prints a migration file's description and statements: escaped,
+// each on the lines the file lays it out on, its tabs kept.
+func TestPlanEscapesMigrationText(t *testing.T) {
+	files := withFiles(t, map[string]string{
+		"{next}_x\x1b[31m.sql": "CREATE TABLE x (\r\n\tid INTEGER PRIMARY KEY,\r\n\tv TEXT DEFAULT '\n::error::pwned-default\x1b[2J'\r\n);\n",
+	})
+	code, stdout, stderr := runWith(t, files, "plan", "-db", filepath.Join(t.TempDir(), "new.db"))
+	require.Equal(t, exitFinding, code, stderr)
+	requireClean(t, strings.ReplaceAll(stdout, "\t", " "), false)
+	requireClean(t, stderr, false)
+	for _, want := range []string{
+		expand(t, `-- version {next}: x\x1b[31m (1 statement)`),
+		"CREATE TABLE x (\n\tid INTEGER PRIMARY KEY,\n\tv TEXT DEFAULT '\n\\x3a:error::pwned-default\\x1b[2J'\n);",
+	} {
+		require.Contains(t, stdout, want)
+	}
 }

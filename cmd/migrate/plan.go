@@ -125,13 +125,13 @@ func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
 		if len(f.Statements) == 1 {
 			n = "statement"
 		}
-		fmt.Fprintf(env.stdout, "\n-- version %s: %s (%d %s)\n", f.Version, f.Description, len(f.Statements), n)
+		fmt.Fprintf(env.stdout, "\n-- version %s: %s (%d %s)\n", escapeText(f.Version), escapeText(f.Description), len(f.Statements), n)
 		for _, s := range f.Statements {
 			s = strings.TrimSpace(s)
 			if !strings.HasSuffix(s, ";") {
 				s += ";"
 			}
-			fmt.Fprintln(env.stdout, s)
+			fmt.Fprintln(env.stdout, escapeStatement(s))
 		}
 	}
 	return pending(versions)
