@@ -20,6 +20,12 @@ func TestExitCodes(t *testing.T) {
 		return path
 	}
 	missing := func(t *testing.T) string { return filepath.Join(t.TempDir(), "missing.db") }
+	dangling := func(t *testing.T) string {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "client.db")
+		require.NoError(t, os.Symlink(filepath.Join(dir, "gone.db"), path))
+		return path
+	}
 	dropped := headWith("DROP INDEX pending_outbound_message_recipient")
 	destructive := func(t *testing.T) string {
 		return writeDir(t, withFiles(t, map[string]string{"{next}_drop_session.sql": "DROP TABLE session;\n"}))
@@ -36,6 +42,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "status out of order", args: withDB("status", headWith()), late: true, want: exitFinding},
 		{name: "status missing file", args: withDB("status", missing), want: exitError},
 		{name: "status not a database", args: withDB("status", notADB), want: exitError},
+		{name: "status dangling link", args: withDB("status", dangling), want: exitError},
 		{name: "status newer database", args: withDB("status", headWithFuture()), want: exitError},
 
 		{name: "plan clean", args: withDB("plan", headWith()), want: exitOK},
@@ -43,6 +50,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "plan pending -json", args: withDB("plan", v14With(), "-json"), want: exitFinding},
 		{name: "plan out of order", args: withDB("plan", headWith()), late: true, want: exitFinding},
 		{name: "plan not a database", args: withDB("plan", notADB), want: exitError},
+		{name: "plan dangling link", args: withDB("plan", dangling), want: exitError},
+		{name: "plan dangling link -json", args: withDB("plan", dangling, "-json"), want: exitError},
 
 		{name: "drift clean", args: withDB("drift", headWith()), want: exitOK},
 		{name: "drift dropped index", args: withDB("drift", dropped), want: exitFinding},
@@ -50,11 +59,13 @@ func TestExitCodes(t *testing.T) {
 		{name: "drift missing file", args: withDB("drift", missing), want: exitError},
 		{name: "drift missing file -json", args: withDB("drift", missing, "-json"), want: exitError},
 		{name: "drift not a database", args: withDB("drift", notADB), want: exitError},
+		{name: "drift dangling link", args: withDB("drift", dangling), want: exitError},
 
 		{name: "up clean", args: withDB("up", missing), want: exitOK},
 		{name: "up at head", args: withDB("up", headWith()), want: exitOK},
 		{name: "up out of order", args: withDB("up", headWith()), late: true, want: exitFinding},
 		{name: "up not a database", args: withDB("up", notADB), want: exitError},
+		{name: "up dangling link", args: withDB("up", dangling), want: exitError},
 		{name: "up newer database", args: withDB("up", headWithFuture()), want: exitError},
 
 		{name: "lint clean", args: func(*testing.T) []string { return []string{"lint"} }, want: exitOK},

@@ -72,6 +72,10 @@ func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
 	doc.Exists = !missing
 	switch {
 	case errors.Is(statErr, fs.ErrNotExist):
+		// up refuses a symbolic link to nothing: so does its plan.
+		if err := danglingLink(path); err != nil {
+			return err
+		}
 		// Plan against an empty in-memory database; create nothing. read's
 		// error goes to the named result the deferred report reads, so
 		// this block declares no err of its own.
