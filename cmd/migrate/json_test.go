@@ -229,11 +229,24 @@ func TestJSONUnknownCommand(t *testing.T) {
 // status -json on a database newer than this build names, as current,
 // the newest version its history records: a pipeline sees which release
 // wrote it, not an empty version.
-func TestStatusJSONNewerDatabase(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "status", "-db", headWithFuture()(t), "-json")
-	require.Equal(t, exitError, code, stderr)
-	doc := decode[statusDoc](t, stdout)
-	require.False(t, doc.OK)
-	require.Equal(t, migrationtest.Next(t), doc.Current)
-	require.Contains(t, doc.Error, "newer")
+// status, plan and up (each -json) on a database newer than this build
+// name, as current, the newest version its history records: a pipeline
+// sees which release wrote it, not an empty version, whichever command it
+// ran.
+func TestJSONNewerDatabaseCurrent(t *testing.T) {
+	for _, command := range []string{"status", "plan", "up"} {
+		t.Run(command, func(t *testing.T) {
+			code, stdout, stderr := runCmd(t, command, "-db", headWithFuture()(t), "-json")
+			require.Equal(t, exitError, code, stderr)
+			var doc struct {
+				OK      bool   `json:"ok"`
+				Error   string `json:"error"`
+				Current string `json:"current"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+			require.False(t, doc.OK)
+			require.Equal(t, migrationtest.Next(t), doc.Current)
+			require.Contains(t, doc.Error, "newer")
+		})
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/schema"
 )
 
 // newPlanDoc returns plan's document for database db, before anything is
@@ -59,6 +60,7 @@ func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
 	read := func(conn *sql.DB) (err error) {
 		// What up checks first, so that plan agrees with it.
 		if err := verifyBeforeUp(ctx, env, m, conn, path); err != nil {
+			st.Current = newerCurrent(ctx, m, conn, err)
 			return err
 		}
 		if st, err = m.Status(ctx, conn); err != nil || len(st.OutOfOrder) > 0 {
@@ -89,6 +91,9 @@ func cmdPlan(ctx context.Context, env *cmdEnv) (err error) {
 		return statErr
 	default:
 		err = env.readExisting(ctx, path, read)
+	}
+	if errors.Is(err, schema.ErrNewerDatabase) {
+		doc.Current = st.Current // the version it found, newer than this build's
 	}
 	if err != nil {
 		return err

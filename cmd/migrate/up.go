@@ -19,6 +19,7 @@ import (
 	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/schema"
 )
 
 // newUpDoc returns up's document for database db, before anything is read.
@@ -171,11 +172,13 @@ func cmdUp(ctx context.Context, env *cmdEnv) (err error) {
 	}
 	if !verified {
 		if err := verifyBeforeUp(ctx, env, m, conn, path); err != nil {
+			doc.Current = newerCurrent(ctx, m, conn, err)
 			return err
 		}
 	}
 	st, err := m.Status(ctx, conn)
 	if err != nil {
+		doc.Current = newerCurrent(ctx, m, conn, err)
 		return err
 	}
 	doc.Current = st.Current
@@ -292,6 +295,18 @@ func atHead(ctx context.Context, env *cmdEnv, m *migration.Migrator, path string
 		return current, false, nil
 	}
 	return current, true, nil
+}
+
+// newerCurrent returns, when err says the database on conn is newer than
+// m (schema.ErrNewerDatabase), the newest version its history records, as
+// m.Status reports it with that error; otherwise "". A refused newer
+// database's document names the release that wrote it.
+func newerCurrent(ctx context.Context, m *migration.Migrator, conn *sql.DB, err error) string {
+	if !errors.Is(err, schema.ErrNewerDatabase) {
+		return ""
+	}
+	st, _ := m.Status(ctx, conn)
+	return st.Current
 }
 
 // refuseObjects refuses, as a finding, a database holding schema objects
