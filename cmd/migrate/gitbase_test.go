@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
 
@@ -86,4 +88,60 @@ func TestLintGitBase(t *testing.T) {
 		require.Equal(t, exitError, code)
 		require.Contains(t, stderr, "-git-base nope: not a commit of the repository holding "+dir)
 	})
+}
+
+// TestLintLandedFileChanged edits, then removes, the landed head file and
+// rehashes: lint -git-base main flags either, and lint -dir (against the
+// directory this binary embeds) the edit, each as one blocking order
+// finding naming the file, in text, -json and -format github. A -dir
+// without the shipped head file is an older directory: not flagged.
+func TestLintLandedFileChanged(t *testing.T) {
+	edited := withFiles(t, map[string]string{"{headfile}": "CREATE TABLE edited (id INTEGER PRIMARY KEY);\n"})
+	removed := throughWith(t, expand(t, "{beforehead}"), nil)
+	tests := []struct {
+		name  string
+		files fstest.MapFS
+		args  []string
+		text  string // "" when nothing is flagged
+	}{
+		{"edited -git-base", edited, []string{"-git-base", "main"}, "{head} {headfile}: order: {headfile} differs from the file in main: a landed migration is never edited"},
+		{"edited shipped", edited, nil, "{head} {headfile}: order: {headfile} differs from the file in the directory already shipped: a landed migration is never edited"},
+		{"removed -git-base", removed, []string{"-git-base", "main"}, "{head} {headfile}: order: {headfile} is in main but not in this directory"},
+		{"removed shipped", removed, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, dir := gitRepo(t)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			for _, e := range entries {
+				require.NoError(t, os.Remove(filepath.Join(dir, e.Name())))
+			}
+			for n, f := range tt.files {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, n), f.Data, 0o644))
+			}
+			args := append([]string{"lint", "-dir", dir}, tt.args...)
+			code, stdout, stderr := runCmd(t, args...)
+			if tt.text == "" {
+				require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
+				require.NotContains(t, stdout, ": order:")
+				return
+			}
+			require.Equal(t, exitFinding, code, "%s%s", stdout, stderr)
+			require.Equal(t, 1, strings.Count(stdout, expand(t, tt.text)), stdout)
+			require.Equal(t, 1, strings.Count(stdout, ": order:"), stdout)
+
+			code, stdout, stderr = runCmd(t, append(args, "-json")...)
+			require.Equal(t, exitFinding, code, stderr)
+			doc := decode[lintDoc](t, stdout)
+			require.Len(t, doc.Findings, 1, stdout)
+			require.Equal(t, expand(t, "{headfile}"), doc.Findings[0].File)
+			require.Equal(t, "order", doc.Findings[0].Analyzer)
+			require.True(t, doc.Findings[0].Blocking)
+
+			code, stdout, stderr = runCmd(t, append(args, "-format", "github")...)
+			require.Equal(t, exitFinding, code, stderr)
+			require.Contains(t, stdout, expand(t, "::error file="+filepath.Join(dir, "{headfile}")))
+		})
+	}
 }

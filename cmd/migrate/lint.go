@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
@@ -40,8 +41,9 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 	switch {
 	case env.gitBase != "":
 		// The directory against the base branch's: its files have landed
-		// (their findings inform), a file added below what it has is a
-		// finding, whatever this binary embeds.
+		// (their findings inform), a file added below what it has, or one
+		// of its files edited or removed, is a finding, whatever this
+		// binary embeds.
 		base, err := gitBaseDir(ctx, env, env.gitBase)
 		if err != nil {
 			return err
@@ -55,17 +57,31 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 			if err != nil {
 				return err
 			}
-			r.Findings = append(r.Findings, below...)
+			changed, err := pipeline.ChangedLanded(base, m, env.gitBase)
+			if err != nil {
+				return err
+			}
+			r.Findings = append(append(r.Findings, below...), changed...)
 		}
 	case env.dir != "":
 		// The directory against the one this binary was built with: a
-		// file added below what it shipped.
+		// file added below what it shipped, or one it shipped edited or
+		// removed.
 		if base, err := env.embedded(); err == nil {
 			below, err := pipeline.AddedBelow(base, m, "the head already shipped")
 			if err != nil {
 				return err
 			}
 			r.Findings = append(r.Findings, below...)
+			// A directory whose head is below the shipped one is an older
+			// directory, not a change of the shipped one.
+			if !versionBelow(m.Head(), base.Head()) {
+				changed, err := pipeline.ChangedLanded(base, m, "the directory already shipped")
+				if err != nil {
+					return err
+				}
+				r.Findings = append(r.Findings, changed...)
+			}
 		}
 	}
 	if env.db != "" {
@@ -93,6 +109,14 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 		return findingf("%d finding(s) %s", blocking, blockingWhat)
 	}
 	return nil
+}
+
+// versionBelow reports whether migration version a is below version b
+// (both numbers, as the directory's file names hold them).
+func versionBelow(a, b string) bool {
+	x, _ := strconv.Atoi(a)
+	y, _ := strconv.Atoi(b)
+	return x < y
 }
 
 // newLintDoc returns lint's document (with -db db), before anything is

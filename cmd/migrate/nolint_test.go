@@ -118,14 +118,15 @@ func TestLintGitBaseLanded(t *testing.T) {
 		require.Equal(t, f.File == v[2]+"_added.sql", f.Blocking, "%+v", f)
 	}
 
-	// A landed file changed since the base blocks again.
+	// A landed file changed since the base blocks again: its findings,
+	// and the edit itself (an order finding).
 	write(v[1]+"_landed.sql", "-- edited after it landed\nALTER TABLE scratch DROP COLUMN a;\n")
 	mustRun(t, 0, "hash", "-dir", dir)
 	code, stdout, stderr = runCmd(t, "lint", "-dir", dir, "-git-base", "main", "-json")
 	require.Equal(t, exitFinding, code, "%s%s", stdout, stderr)
 	doc = decode[lintDoc](t, stdout)
-	require.Equal(t, 2, doc.Blocking)
-	require.Equal(t, "2 finding(s) in files added or changed since main", doc.Error)
+	require.Equal(t, 3, doc.Blocking)
+	require.Equal(t, "3 finding(s) in files added or changed since main", doc.Error)
 	for _, f := range doc.Findings {
 		require.Equal(t, f.File == v[2]+"_added.sql" || f.File == v[1]+"_landed.sql", f.Blocking, "%+v", f)
 	}

@@ -7,8 +7,8 @@
 //     get worse, over a migration directory, honouring atlas:nolint
 //     directives as Atlas does; AddedBelow and OrderFindings add the files
 //     added below what was shipped or what a database's history holds,
-//     and Landed makes the findings of files a base branch holds
-//     informational.
+//     ChangedLanded the shipped files edited or removed, and Landed makes
+//     the findings of files a base branch holds informational.
 //   - Drift compares a database with head, schema and history; Verify
 //     compares it with what its own history says it is, as up does before
 //     it applies anything.

@@ -263,6 +263,39 @@ func AddedBelow(base, m *migration.Migrator, baseName string) ([]Finding, error)
 	return out, nil
 }
 
+// ChangedLanded returns one blocking finding per migration file of base
+// that m holds with other bytes or does not hold: a landed file edited,
+// removed or renamed. A database that ran it records its hash or its
+// version, which no longer match (up refuses it), while a new database
+// runs the new text or never runs the old; the change belongs in a new
+// version. baseName says what base is in the finding's words (as "main").
+// It returns an error if either directory cannot be read.
+func ChangedLanded(base, m *migration.Migrator, baseName string) ([]Finding, error) {
+	files, err := m.Dir().Files()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+	}
+	shipped, err := base.Dir().Files()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+	}
+	var out []Finding
+	for _, s := range shipped {
+		i := slices.IndexFunc(files, func(f migrate.File) bool { return f.Name() == s.Name() })
+		var text string
+		switch {
+		case i < 0:
+			text = fmt.Sprintf("%s is in %s but not in this directory: a landed migration is never removed or renamed (a database that ran it records a version the directory no longer has, while a new database never runs it); restore it", s.Name(), baseName)
+		case !bytes.Equal(files[i].Bytes(), s.Bytes()):
+			text = fmt.Sprintf("%s differs from the file in %s: a landed migration is never edited (a database that ran it records its old hash and up refuses it, while a new database runs the new text); restore it and put the change in a new version", s.Name(), baseName)
+		default:
+			continue
+		}
+		out = append(out, Finding{Version: s.Version(), File: s.Name(), Analyzer: OrderAnalyzer, Blocking: true, Text: text})
+	}
+	return out, nil
+}
+
 // analyzers returns Atlas's destructive, data-dependent and
 // backward-incompatible analyzers, with the SQLite handlers for
 // data-dependent NOT NULL changes, then SchemaLoss, WholeTable and, if queries is not
