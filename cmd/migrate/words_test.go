@@ -85,6 +85,48 @@ func TestWordsSayWhatIsTrue(t *testing.T) {
 			require.Contains(t, stderr, want)
 		}
 	})
+	// A migration file edited after hash, or its atlas.sum line removed
+	// by hand: the error names the file once, and says which was edited.
+	t.Run("atlas.sum out of date or missing a line names the file once", func(t *testing.T) {
+		next := nextFile(t, "x")
+		for _, tt := range []struct {
+			name, want string
+			edit       func(t *testing.T, dir string)
+		}{
+			{"file edited after hash", "checksum mismatch ({headfile} edited since atlas.sum was computed)", func(t *testing.T, dir string) {
+				path := filepath.Join(dir, expand(t, "{headfile}"))
+				b, err := os.ReadFile(path)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(path, append(b, "-- edited\n"...), 0o644))
+			}},
+			{"line removed by hand", "atlas.sum has no line for " + next + ", which its line 1 sums: the line was removed by hand", func(t *testing.T, dir string) {
+				sum := filepath.Join(dir, "atlas.sum")
+				b, err := os.ReadFile(sum)
+				require.NoError(t, err)
+				var kept []string
+				for _, l := range strings.SplitAfter(string(b), "\n") {
+					if !strings.HasPrefix(l, next+" ") {
+						kept = append(kept, l)
+					}
+				}
+				require.NoError(t, os.WriteFile(sum, []byte(strings.Join(kept, "")), 0o644))
+			}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				dir := writeDir(t, withFiles(t, map[string]string{next: "CREATE TABLE x (id INTEGER PRIMARY KEY);\n"}))
+				tt.edit(t, dir)
+				code, _, stderr := runCmd(t, "lint", "-dir", dir)
+				require.Equal(t, exitError, code)
+				require.Contains(t, stderr, expand(t, tt.want))
+				require.NotContains(t, stderr, "by hand: it does not hash the file")
+				file := expand(t, "{headfile}")
+				if strings.Contains(tt.want, next) {
+					file = next
+				}
+				require.Equal(t, 1, strings.Count(stderr, file), stderr)
+			})
+		}
+	})
 	t.Run("plan -json on a file that is not a database says it exists", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "passwd")
 		require.NoError(t, os.WriteFile(path, []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644))

@@ -121,7 +121,10 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 	// Both errors are wrapped so that callers can also reach Atlas's
 	// *migrate.ChecksumError (which file, added/edited/removed).
 	if err := migrate.Validate(d); err != nil {
-		if errors.Is(err, migrate.ErrChecksumMismatch) {
+		// Atlas names the file when atlas.sum is consistent and a file
+		// differs from it; editedSum explains the other case.
+		var ce *migrate.ChecksumError
+		if errors.Is(err, migrate.ErrChecksumMismatch) && (!errors.As(err, &ce) || ce.File == "") {
 			if why := editedSum(sub, files); why != "" {
 				return nil, fmt.Errorf("%w: %w: %s", schema.ErrChecksum, err, why)
 			}
@@ -137,8 +140,9 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 
 // editedSum says which line of atlas.sum was edited by hand when the file
 // does not match its own first line (Atlas then names no file): the first
-// line whose hash is not what files hash to, or the first line itself.
-// It returns "" when it cannot tell.
+// line whose hash is not what files hash to, a last file's line removed
+// while line 1 still sums it, or the first line itself. It returns ""
+// when it cannot tell.
 func editedSum(fsys fs.FS, files []migrate.File) string {
 	b, err := fs.ReadFile(fsys, migrate.HashFileName)
 	if err != nil {
@@ -160,6 +164,13 @@ func editedSum(fsys fs.FS, files []migrate.File) string {
 	}
 	if len(lines)-1 == len(want) {
 		return "atlas.sum line 1, the sum over its other lines, was edited by hand"
+	}
+	if len(lines)-1 < len(want) {
+		// Every line there is right: the first missing one was removed,
+		// if line 1 is the sum of all of them.
+		if hf, err := migrate.NewHashFile(files); err == nil && strings.HasPrefix(lines[0], "h1:") && lines[0][3:] == hf.Sum() {
+			return fmt.Sprintf("atlas.sum has no line for %s, which its line 1 sums: the line was removed by hand", want[len(lines)-1].N)
+		}
 	}
 	return ""
 }
