@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
@@ -75,7 +74,7 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 			r.Findings = append(r.Findings, below...)
 			// A directory whose head is below the shipped one is an older
 			// directory, not a change of the shipped one.
-			if !versionBelow(m.Head(), base.Head()) {
+			if migration.CompareVersions(m.Head(), base.Head()) >= 0 {
 				changed, err := pipeline.ChangedLanded(base, m, "the directory already shipped")
 				if err != nil {
 					return err
@@ -109,14 +108,6 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 		return findingf("%d finding(s) %s", blocking, blockingWhat)
 	}
 	return nil
-}
-
-// versionBelow reports whether migration version a is below version b
-// (both numbers, as the directory's file names hold them).
-func versionBelow(a, b string) bool {
-	x, _ := strconv.Atoi(a)
-	y, _ := strconv.Atoi(b)
-	return x < y
 }
 
 // newLintDoc returns lint's document (with -db db), before anything is

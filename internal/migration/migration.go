@@ -34,6 +34,7 @@
 package migration
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -462,11 +463,16 @@ func (m *Migrator) position(ctx context.Context, tx *sql.Tx) (position, error) {
 	return p, nil
 }
 
-func versionLess(a, b string) bool {
+// CompareVersions orders migration versions by number, then as text (a
+// recorded version need not be a number), as cmp.Compare does.
+func CompareVersions(a, b string) int {
 	x, _ := strconv.Atoi(a)
 	y, _ := strconv.Atoi(b)
-	return x < y
+	return cmp.Or(cmp.Compare(x, y), strings.Compare(a, b))
 }
+
+// versionLess reports whether version a is below version b.
+func versionLess(a, b string) bool { return CompareVersions(a, b) < 0 }
 
 // fsDir is a read-only migrate.Dir over an fs.FS (the embedded directory),
 // ordering files by numeric version rather than by name.

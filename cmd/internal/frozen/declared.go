@@ -10,7 +10,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/securemsg/storage/internal/migration"
@@ -84,11 +83,7 @@ func readDeclared(m *migration.Migrator) ([]declaredFile, error) {
 		}
 		out = append(out, f)
 	}
-	slices.SortFunc(out, func(a, b declaredFile) int {
-		x, _ := strconv.Atoi(a.version)
-		y, _ := strconv.Atoi(b.version)
-		return x - y
-	})
+	slices.SortFunc(out, func(a, b declaredFile) int { return migration.CompareVersions(a.version, b.version) })
 	return out, nil
 }
 

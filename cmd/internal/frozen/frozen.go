@@ -43,8 +43,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
-	"strconv"
 
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
@@ -88,11 +86,7 @@ func Find(root string) ([]Dir, error) {
 			out = append(out, Dir{Path: filepath.Join(root, e.Name()), Version: m[1]})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := strconv.Atoi(out[i].Version)
-		b, _ := strconv.Atoi(out[j].Version)
-		return a < b
-	})
+	slices.SortFunc(out, func(a, b Dir) int { return migration.CompareVersions(a.Version, b.Version) })
 	return out, nil
 }
 

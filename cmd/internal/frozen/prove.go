@@ -242,9 +242,8 @@ func declaredIn(e *expectation) string {
 // applies to a database at version.
 func versionsAbove(m *migration.Migrator, version string) []string {
 	var out []string
-	n, _ := strconv.Atoi(version)
 	for _, v := range m.Versions() {
-		if k, err := strconv.Atoi(v); err == nil && k > n {
+		if migration.CompareVersions(v, version) > 0 {
 			out = append(out, v)
 		}
 	}

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -343,7 +342,7 @@ func historyDrift(ctx context.Context, m *migration.Migrator, conn *sql.DB) ([]H
 			return fmt.Errorf("migration: read schema_revision: %w", err)
 		}
 		slices.SortFunc(revs, func(a, b db.SchemaRevision) int {
-			return compareVersions(a.Version, b.Version)
+			return migration.CompareVersions(a.Version, b.Version)
 		})
 		recorded := map[string]bool{}
 		for _, r := range revs {
@@ -413,14 +412,6 @@ func historyDrift(ctx context.Context, m *migration.Migrator, conn *sql.DB) ([]H
 		return nil
 	})
 	return out, err
-}
-
-// compareVersions orders migration versions by number, then as text (a
-// recorded version need not be a number).
-func compareVersions(a, b string) int {
-	x, _ := strconv.Atoi(a)
-	y, _ := strconv.Atoi(b)
-	return cmp.Or(cmp.Compare(x, y), strings.Compare(a, b))
 }
 
 var memSeq atomic.Int64
