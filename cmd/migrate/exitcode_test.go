@@ -30,6 +30,15 @@ func TestExitCodes(t *testing.T) {
 	destructive := func(t *testing.T) string {
 		return writeDir(t, withFiles(t, map[string]string{"{next}_drop_session.sql": "DROP TABLE session;\n"}))
 	}
+	// broken is a directory whose next migration does not replay: it is
+	// malformed, whatever a command does with it.
+	broken := func(t *testing.T) string {
+		return writeDir(t, withFiles(t, map[string]string{"{next}_broken.sql": "CREATE TABLE (;\n"}))
+	}
+	// refused is a directory whose next migration SQLite refuses.
+	refused := func(t *testing.T) string {
+		return writeDir(t, withFiles(t, map[string]string{"{next}_refused.sql": "INSERT INTO no_such_table VALUES (1);\n"}))
+	}
 	late := migrationtest.WithMigrations(t, migrationtest.LateMigration)
 	tests := []struct {
 		name string
@@ -71,6 +80,13 @@ func TestExitCodes(t *testing.T) {
 		{name: "lint clean", args: func(*testing.T) []string { return []string{"lint"} }, want: exitOK},
 		{name: "lint finding", args: func(t *testing.T) []string { return []string{"lint", "-dir", destructive(t)} }, want: exitFinding},
 		{name: "lint finding -json", args: func(t *testing.T) []string { return []string{"lint", "-json", "-dir", destructive(t)} }, want: exitFinding},
+		{name: "lint broken directory", args: func(t *testing.T) []string { return []string{"lint", "-dir", broken(t)} }, want: exitError},
+		{name: "plan broken directory", args: func(t *testing.T) []string { return append(withDB("plan", headWith())(t), "-dir", broken(t)) }, want: exitError},
+		{name: "status broken directory", args: func(t *testing.T) []string { return append(withDB("status", headWith())(t), "-dir", broken(t)) }, want: exitError},
+		{name: "drift broken directory", args: func(t *testing.T) []string { return append(withDB("drift", headWith())(t), "-dir", broken(t)) }, want: exitError},
+		{name: "up broken directory", args: func(t *testing.T) []string { return append(withDB("up", headWith())(t), "-dir", broken(t)) }, want: exitError},
+		{name: "fixture-test broken directory", args: func(t *testing.T) []string { return []string{"fixture-test", "-dir", broken(t)} }, want: exitError},
+		{name: "fixture-test directory SQLite refuses", args: func(t *testing.T) []string { return []string{"fixture-test", "-dir", refused(t)} }, want: exitError},
 		{name: "lint missing directory", args: func(t *testing.T) []string { return []string{"lint", "-dir", missing(t)} }, want: exitError},
 
 		{name: "fixture-test clean", args: func(*testing.T) []string { return []string{"fixture-test"} }, want: exitOK},

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/securemsg/storage/cmd/internal/frozen"
+	"github.com/securemsg/storage/cmd/internal/pipeline"
 )
 
 // fixturesPath is where the frozen fixtures live, relative to the
@@ -53,6 +54,13 @@ func cmdFixtureTest(ctx context.Context, env *cmdEnv) error {
 	if err != nil {
 		return err
 	}
+	// A directory that does not replay on an empty database is malformed
+	// (exit 2, as every command says), not a finding of each fixture.
+	head, err := pipeline.OpenHead(ctx, m)
+	if err != nil {
+		return err
+	}
+	head.Close()
 	dirs, err := frozen.Find(root)
 	if err != nil {
 		return err

@@ -76,9 +76,10 @@ type Migrator struct {
 // New returns a Migrator for the Atlas migration directory at dir in fsys.
 // It returns an error wrapping schema.ErrChecksum if the directory's files do not
 // match its atlas.sum (or atlas.sum is missing), and ErrDirectory if a file
-// name has no numeric version, two files have the same version, or two
+// name has no numeric version, two files have the same version, two
 // versions differ in their number of digits (9 beside 14: Atlas, which
-// orders files by name, would run 9 after 14).
+// orders files by name, would run 9 after 14), or a file cannot be split
+// into statements.
 func New(fsys fs.FS, dir string) (*Migrator, error) {
 	sub, err := fs.Sub(fsys, dir)
 	if err != nil {
@@ -131,6 +132,14 @@ func New(fsys fs.FS, dir string) (*Migrator, error) {
 			}
 		}
 		return nil, fmt.Errorf("%w: %w", schema.ErrChecksum, err)
+	}
+	// A file the statement scanner cannot split (an unclosed parenthesis
+	// or quote) never applies: the directory is malformed, whatever
+	// database it meets, rather than a version that looks pending.
+	for _, f := range files {
+		if _, err := scanStmts(f); err != nil {
+			return nil, err
+		}
 	}
 	sum, err := d.Checksum()
 	if err != nil {

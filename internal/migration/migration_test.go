@@ -473,6 +473,13 @@ func TestNewRejectsBrokenDirectory(t *testing.T) {
 			},
 			want: migration.ErrDirectory,
 		},
+		{
+			name: "a file the statement scanner cannot split",
+			fsys: func(t *testing.T) fstest.MapFS {
+				return sumFS(t, map[string]string{"1_a.sql": one, "2_b.sql": "CREATE TABLE b (y INTEGER;\n"})
+			},
+			want: migration.ErrDirectory,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
