@@ -58,6 +58,15 @@ func TestClosedCallsSayWhichCall(t *testing.T) {
 				}},
 				{"ReplenishPrekeys", func(c *client.Client) error { _, err := c.ReplenishPrekeys(ctx); return err }},
 				{"RotateSignedPrekey", func(c *client.Client) error { return c.RotateSignedPrekey(ctx) }},
+				{"DeclineRemoteIdentityChange", func(c *client.Client) error {
+					return c.DeclineRemoteIdentityChange(ctx, bob, session.PublicIdentity{})
+				}},
+				{"AllPendingMessages", func(c *client.Client) error {
+					for _, err := range c.AllPendingMessages(ctx, nil) {
+						return err
+					}
+					return nil
+				}},
 			}
 			for _, tc := range calls {
 				err := tc.call(a.c)

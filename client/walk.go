@@ -47,7 +47,7 @@ import (
 func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAddress) iter.Seq2[store.PendingMessage, error] {
 	return func(yield func(store.PendingMessage, error) bool) {
 		if err := c.checkInitialized(); err != nil {
-			yield(store.PendingMessage{}, err)
+			yield(store.PendingMessage{}, fmt.Errorf("client: all pending messages: %w", err))
 			return
 		}
 		req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
