@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,4 +203,43 @@ func requireContextOnce(t *testing.T, err error) {
 	t.Helper()
 	require.True(t, strings.HasPrefix(err.Error(), "store: "), err.Error())
 	require.Equal(t, 1, strings.Count(err.Error(), "store: "), err.Error())
+}
+
+// TestClosedMemstoreWithoutKeyRefusesAsClosed: an in-memory store made
+// without a usable key refuses every call with ErrClosed once closed, as
+// it seals inside its lock (as the SQLite store seals inside its
+// transaction), never with the seal error of a write it would not make.
+func TestClosedMemstoreWithoutKeyRefusesAsClosed(t *testing.T) {
+	ctx := context.Background()
+	to := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	for _, keys := range []struct {
+		name string
+		keys *seal.Keyring
+	}{{"nil keyring", nil}, {"zero keyring", &seal.Keyring{}}} {
+		// The calls of storeCalls, and those that seal only some arguments
+		// with the arguments that make them seal.
+		calls := append(slices.Clone(storeCalls),
+			storeCall{"CommitReceived sealing", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+				_, err := s.CommitReceived(ctx, to, ids.LogicalMessageID{1}, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+				return err
+			}},
+			storeCall{"CommitAck sealing", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+				_, err := s.CommitAck(ctx, to, ids.LogicalMessageID{1}, store.Inbound{Local: &store.LocalIdentity{Address: to, Secret: []byte("secret")}})
+				return err
+			}},
+			storeCall{"DiscardPeerParts sealing", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+				_, err := s.DiscardPeerParts(ctx, to, []byte("pin"), store.PeerReading{}, store.PeerDamage{Pin: seal.ErrAuthentication})
+				return err
+			}},
+		)
+		for _, c := range calls {
+			t.Run(keys.name+"/"+c.name, func(t *testing.T) {
+				s := memstore.New(keys.keys)
+				require.NoError(t, s.Close())
+				err := c.call(ctx, s, to)
+				require.ErrorIs(t, err, store.ErrClosed)
+				requireContextOnce(t, err)
+			})
+		}
+	}
 }

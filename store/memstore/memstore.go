@@ -117,6 +117,9 @@ func (s *Store) Claim() (func(), error) {
 
 // locked runs fn under the store's mutex, unless the store is closed or
 // else ctx is done, in that order, as the SQLite store refuses a call.
+// fn seals what the call writes, as the SQLite store seals inside its
+// transaction: a closed store refuses every call with store.ErrClosed
+// before anything is sealed.
 func (s *Store) locked(ctx context.Context, fn func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -399,11 +402,11 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 	if err := storeimpl.ValidateAddress(id.Address); err != nil {
 		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
-	sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
-	if err != nil {
-		return storeimpl.OpSaveLocalIdentity.Wrap(err)
-	}
-	err = s.locked(ctx, func() error {
+	err := s.locked(ctx, func() error {
+		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
+		if err != nil {
+			return err
+		}
 		if err := s.checkLocalLocked(id.Address); err != nil {
 			return err
 		}
@@ -472,14 +475,14 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pi
 	if !damage.Damaged() {
 		return store.PeerDamage{}, nil
 	}
-	var replacement []byte
-	if len(pin) > 0 {
-		var err error
-		if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
-			return store.PeerDamage{}, storeimpl.OpDiscardUnreadable.On(peer).Wrap(err)
-		}
-	}
 	err := s.locked(ctx, func() error {
+		var replacement []byte
+		if len(pin) > 0 {
+			var err error
+			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
+				return err
+			}
+		}
 		var current store.PeerState
 		if p := s.peers[peer]; p != nil {
 			current = *p
@@ -516,11 +519,15 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 	if err := storeimpl.ValidateUpdate(u); err != nil {
 		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
-	sealed, err := rowseal.SealPeer(s.keys, peer, u)
+	err := s.locked(ctx, func() error {
+		sealed, err := rowseal.SealPeer(s.keys, peer, u)
+		if err != nil {
+			return err
+		}
+		s.savePeerLocked(peer, sealed)
+		return nil
+	})
 	if err != nil {
-		return storeimpl.OpSavePeer.On(peer).Wrap(err)
-	}
-	if err := s.locked(ctx, func() error { s.savePeerLocked(peer, sealed); return nil }); err != nil {
 		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	return nil
@@ -578,19 +585,17 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 	if err := storeimpl.ValidateInbound(in); err != nil {
 		return false, err
 	}
-	update, err := rowseal.SealPeer(s.keys, peer, in.Update)
-	if err != nil {
-		return false, err
-	}
-	var local []byte
-	if in.Local != nil {
-		if local, err = s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret); err != nil {
-			return false, err
-		}
-	}
 	var result bool
-	err = s.locked(ctx, func() error {
+	err := s.locked(ctx, func() error {
+		update, err := rowseal.SealPeer(s.keys, peer, in.Update)
+		if err != nil {
+			return err
+		}
 		if in.Local != nil {
+			local, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret)
+			if err != nil {
+				return err
+			}
 			if err := s.checkLocalLocked(in.Local.Address); err != nil {
 				return err
 			}
