@@ -7,15 +7,21 @@
 // call that returned is on disk and survives a process kill or a power
 // loss; foreign keys are enforced.
 //
-// Transactions: every call runs through one helper, as one transaction
-// but for the count noted below. A call of one statement (a page from a
-// non-negative cursor, a count, a recipient's next message, an abandon)
-// runs as SQLite's own transaction of that statement, without BEGIN and
-// COMMIT around it; a call of several statements runs between BEGIN
-// IMMEDIATE and COMMIT, so that two writers never deadlock upgrading a
-// read lock and a failed COMMIT is seen as such. The count of all pending messages is the one
-// call that may run two: its one statement, then, when another
-// connection wrote meanwhile, a transaction that counts again.
+// Transactions: every call of store.Store runs through one helper, as
+// one transaction but for the count noted below. A call of one statement
+// (a page from a non-negative cursor, a count, a recipient's next
+// message, AbandonPending) runs as SQLite's own transaction of that
+// statement, without BEGIN and COMMIT around it; a call of several
+// statements runs between BEGIN IMMEDIATE and COMMIT, so that two writers
+// never deadlock upgrading a read lock and a failed COMMIT is seen as
+// such. The count of all pending messages may run two: its one statement,
+// then, when another connection wrote meanwhile, a transaction that
+// counts again. Two calls outside the contract run many: RotateKey, one
+// through the helper per batch (and one to record the key, one to count
+// the rows for progress, one to finish), and Open, which reads what it
+// checks before changing the file in statements of their own, migrates
+// the schema in one transaction and a legacy upgrade in one per batch
+// (internal/sqltx), and makes its last checks in one through the helper.
 //
 // The store never runs OFFSET queries, never opens a sealed record it
 // does not return, and never makes a network call.
