@@ -60,9 +60,12 @@ import (
 type Store struct {
 	mark // implements store.Store (see internal/storemark)
 
-	conn   *sql.DB
-	q      *db.Queries
-	keys   *seal.Keyring
+	conn *sql.DB
+	q    *db.Queries
+	keys *seal.Keyring
+	// closed is set once by Close, so that a second Close returns nil and
+	// tx, which reads it under sealMu, refuses every call that begins after
+	// it with store.ErrClosed rather than the driver's closed-handle error.
 	closed atomic.Bool
 	// lock is the database file's writer lock (lock.go), nil for an
 	// in-memory database; claim is the client's claim (Claim).
