@@ -263,7 +263,7 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 	}
 	env, err := p.sess.Encrypt(frame)
 	if err != nil {
-		return nil, fmt.Errorf("encrypt for %s: %w", p.addr, err)
+		return nil, err // the session's error names the peer
 	}
 	raw, err := env.MarshalBinary()
 	if err != nil {

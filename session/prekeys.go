@@ -93,7 +93,7 @@ func (b Bundle) Verify() error {
 	}
 	if len(b.Signature) != ed25519SignatureBytes ||
 		!ed25519.Verify(b.Identity.SigningKey[:], signedPrekeyMessage(b.Identity, b.SignedPrekeyID, b.SignedPrekey), b.Signature) {
-		return fmt.Errorf("%w: bundle of %s", ErrBadSignature, b.Address)
+		return ErrBadSignature // the caller names the bundle
 	}
 	return nil
 }

@@ -277,11 +277,20 @@ func (s *Session) associatedData(e *Envelope) []byte {
 // false) returns ErrNoState; a failure to read randomness is returned
 // with the session unchanged.
 func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
+	e, err := s.encrypt(plaintext)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("session: encrypt for %s: %w", s.remote, err)
+	}
+	return e, nil
+}
+
+// encrypt is Encrypt, its errors not yet in the call's context.
+func (s *Session) encrypt(plaintext []byte) (Envelope, error) {
 	if len(plaintext) > MaxPlaintextSize {
 		return Envelope{}, fmt.Errorf("%w: %d bytes, at most %d", ErrMessageTooLarge, len(plaintext), MaxPlaintextSize)
 	}
 	if s.stateless {
-		return Envelope{}, fmt.Errorf("session: encrypt for %s: %w", s.remote, ErrNoState)
+		return Envelope{}, ErrNoState
 	}
 	if !s.hasCKs || !s.hasDHr {
 		return Envelope{}, fmt.Errorf("%w: no sending chain", ErrMalformedState)
@@ -299,7 +308,7 @@ func (s *Session) Encrypt(plaintext []byte) (Envelope, error) {
 		e.Initiation = &ih
 	}
 	if _, err := io.ReadFull(s.random(), e.Nonce[:]); err != nil {
-		return Envelope{}, fmt.Errorf("session: encrypt for %s: nonce: %w", s.remote, err)
+		return Envelope{}, fmt.Errorf("nonce: %w", err)
 	}
 	next, mk := kdfCK(s.cks)
 	e.Ciphertext = seal(mk, &e.Nonce, plaintext, s.associatedData(&e))
@@ -407,7 +416,7 @@ func (s *Session) accepts(env Envelope) error {
 		return err
 	}
 	if s.stateless {
-		return fmt.Errorf("session: decrypt from %s: %w", s.remote, ErrNoState)
+		return ErrNoState
 	}
 	if ih := env.Initiation; ih != nil && (s.initiator || ih.ID != s.init.ID) {
 		return fmt.Errorf("%w: initiation %s is not this session's (%s)", ErrWrongSession, ih.ID, s.init.ID)

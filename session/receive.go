@@ -112,6 +112,15 @@ type Receipt struct {
 // ErrDecrypt (tampered or forged), ErrTooManySkipped (more than MaxSkip
 // messages skipped in a chain), and those of Respond.
 func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
+	r, err := receive(local, current, env)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("session: receive from %s: %w", env.Sender, err)
+	}
+	return r, nil
+}
+
+// receive is Receive, its errors not yet in the call's context.
+func receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	if local.Identity == nil || local.Prekeys == nil {
 		return Receipt{}, fmt.Errorf("%w: nil identity or prekeys", store.ErrInvalidArgument)
 	}
@@ -126,7 +135,7 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 	ih := env.Initiation
 	if ih == nil || (current != nil && current.answered(ih.Ephemeral)) {
 		if current == nil || current.stateless {
-			return Receipt{}, fmt.Errorf("session: receive from %s: %w", env.Sender, ErrNoInitiation)
+			return Receipt{}, ErrNoInitiation
 		}
 		next, pt, err := current.decrypted(env)
 		if err != nil {
@@ -135,11 +144,11 @@ func Receive(local Local, current *Session, env Envelope) (Receipt, error) {
 		return Receipt{Session: next, Plaintext: pt}, nil
 	}
 	if current != nil && slices.Contains(current.retired, ih.Ephemeral) {
-		return Receipt{}, fmt.Errorf("session: receive from %s: %w: initiation %s was answered by a state no longer held", env.Sender, ErrReplay, ih.ID)
+		return Receipt{}, fmt.Errorf("%w: initiation %s was answered by a state no longer held", ErrReplay, ih.ID)
 	}
 	prekeys := local.Prekeys.clone()
 	prekeys.Expire(local.Now)
-	s, pt, err := Respond(local.Identity, local.Address, prekeys, env)
+	s, pt, err := respond(local.Identity, local.Address, prekeys, env)
 	if err != nil {
 		return Receipt{}, err
 	}

@@ -20,6 +20,15 @@ import (
 // header, and their ratchet header answers the signed prekey
 // (RatchetHeader.Answers). Initiate makes no network or storage call.
 func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remote Bundle) (*Session, error) {
+	s, err := initiate(rand, local, localAddr, remote)
+	if err != nil {
+		return nil, fmt.Errorf("session: initiate with %s: %w", remote.Address, err)
+	}
+	return s, nil
+}
+
+// initiate is Initiate, its errors not yet in the call's context.
+func initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remote Bundle) (*Session, error) {
 	if local == nil {
 		return nil, fmt.Errorf("%w: nil identity", store.ErrInvalidArgument)
 	}
@@ -27,7 +36,7 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 		return nil, fmt.Errorf("%w: local address: %w", store.ErrInvalidArgument, err)
 	}
 	if err := remote.Verify(); err != nil {
-		return nil, fmt.Errorf("session: initiate with %s: %w", remote.Address, err)
+		return nil, err
 	}
 	if remote.Address == localAddr {
 		return nil, fmt.Errorf("%w: bundle is for the local device %s", store.ErrInvalidArgument, localAddr)
@@ -46,7 +55,7 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 		rand:           rand,
 	}
 	if _, err := io.ReadFull(rand, s.init.ID[:]); err != nil {
-		return nil, fmt.Errorf("session: initiate: %w", err)
+		return nil, err
 	}
 	ek, err := generateKeyPair(rand)
 	if err != nil {
@@ -60,14 +69,14 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 	dh2, err2 := dh(ek.priv, remote.Identity.DHKey)
 	dh3, err3 := dh(ek.priv, remote.SignedPrekey)
 	if err := firstErr(err1, err2, err3); err != nil {
-		return nil, fmt.Errorf("session: initiate with %s: %w", remote.Address, err)
+		return nil, err
 	}
 	dhs := [][]byte{dh1, dh2, dh3}
 	if len(remote.OneTimePrekeys) > 0 {
 		opk := remote.OneTimePrekeys[0]
 		dh4, err := dh(ek.priv, opk.Key)
 		if err != nil {
-			return nil, fmt.Errorf("session: initiate with %s: one-time prekey: %w", remote.Address, err)
+			return nil, fmt.Errorf("one-time prekey: %w", err)
 		}
 		dhs = append(dhs, dh4)
 		s.init.HasOneTimePrekey = true
@@ -82,7 +91,7 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 	s.dhr, s.hasDHr = remote.SignedPrekey, true
 	out, err := dh(s.dhs.priv, s.dhr)
 	if err != nil {
-		return nil, fmt.Errorf("session: initiate: %w", err)
+		return nil, err
 	}
 	s.rk, s.cks = kdfRK(sk, out)
 	s.hasCKs = true
@@ -102,12 +111,22 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 // ErrTooManySkipped. Respond does not check the initiator's identity
 // against a pin: the caller does, with env.Initiation.Identity.
 func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
+	s, pt, err := respond(local, localAddr, prekeys, env)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
+	}
+	return s, pt, nil
+}
+
+// respond is Respond, its errors not yet in the call's context (Respond
+// and Receive each say theirs).
+func respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
 	if local == nil || prekeys == nil {
 		return nil, nil, fmt.Errorf("%w: nil identity or prekeys", store.ErrInvalidArgument)
 	}
 	ih := env.Initiation
 	if ih == nil {
-		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, ErrNoInitiation)
+		return nil, nil, ErrNoInitiation
 	}
 	if env.Recipient != localAddr || env.Sender == localAddr {
 		return nil, nil, fmt.Errorf("%w: envelope %s -> %s received by %s", ErrWrongSession, env.Sender, env.Recipient, localAddr)
@@ -125,13 +144,13 @@ func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env
 	if env.Header.Answers != spk.pub {
 		// The initiator's first sending chain answers the signed prekey
 		// it names; checked before any key agreement.
-		return nil, nil, fmt.Errorf("session: respond to %s: %w: the ratchet header does not answer signed prekey %d", env.Sender, ErrDecrypt, ih.SignedPrekeyID)
+		return nil, nil, fmt.Errorf("%w: the ratchet header does not answer signed prekey %d", ErrDecrypt, ih.SignedPrekeyID)
 	}
 	dh1, err1 := dh(spk.priv, ih.Identity.DHKey)
 	dh2, err2 := dh(local.dhPriv, ih.Ephemeral)
 	dh3, err3 := dh(spk.priv, ih.Ephemeral)
 	if err := firstErr(err1, err2, err3); err != nil {
-		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
+		return nil, nil, err
 	}
 	dhs := [][]byte{dh1, dh2, dh3}
 	if ih.HasOneTimePrekey {
@@ -141,7 +160,7 @@ func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env
 		}
 		dh4, err := dh(prekeys.oneTime[i].kp.priv, ih.Ephemeral)
 		if err != nil {
-			return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
+			return nil, nil, err
 		}
 		dhs = append(dhs, dh4)
 	}
@@ -157,7 +176,7 @@ func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env
 	}
 	pt, err := s.decrypt(&env)
 	if err != nil {
-		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
+		return nil, nil, err
 	}
 	if ih.HasOneTimePrekey {
 		prekeys.removeOneTime(ih.OneTimePrekeyID)
