@@ -191,3 +191,49 @@ func checkFile(real string, l *dblock.Lock) ([]fileMode, error) {
 func readOnly(name string, fi fs.FileInfo) bool {
 	return fi.Mode().Perm()&0o200 == 0 || !writable(name)
 }
+
+// privateFiles removes group and other permissions from the database file
+// at path and its -wal and -shm (SQLite gives those the database file's
+// mode when it creates them), and refuses a -wal, -shm or -journal that
+// is a symbolic or hard link (store.ErrSymlink), before SQLite would
+// follow it or write into the other name's file, or not a regular file
+// (store.ErrNotDatabase), before SQLite would block opening a FIFO. It
+// returns the modes it changed, as they were, so that an Open that fails
+// gives them back (held.undo); on error it has given them back itself.
+func privateFiles(path string) (restricted []fileMode, err error) {
+	defer func() {
+		if err != nil {
+			held{restricted: restricted}.restore()
+			restricted = nil
+		}
+	}()
+	for _, name := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		fi, err := os.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return restricted, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return restricted, fmt.Errorf("%s: %w", name, store.ErrSymlink)
+		}
+		if name != path && fi.Mode().IsRegular() && links(fi) > 1 {
+			// Another name of the file: SQLite would write the other
+			// file's bytes, and this loop change its mode.
+			return restricted, fmt.Errorf("%s: %w: a hard link (%d names)", name, store.ErrSymlink, links(fi))
+		}
+		if !fi.Mode().IsRegular() {
+			// SQLite opens a hot journal to read it: a FIFO would block
+			// Open for ever.
+			return restricted, fmt.Errorf("%s: %w: not a regular file (%s)", name, store.ErrNotDatabase, fi.Mode().Type())
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(name, perm&^0o077); err != nil {
+				return restricted, fmt.Errorf("restrict database file mode: %w", err)
+			}
+			restricted = append(restricted, fileMode{name: name, perm: perm})
+		}
+	}
+	return restricted, nil
+}
