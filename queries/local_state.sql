@@ -77,7 +77,11 @@ UPDATE storage_key SET state = ? WHERE key_id = ?;
 DELETE FROM storage_key WHERE key_id = ?;
 
 -- name: SealedIdentityPinBatch :many
--- Key rotation walks each sealed table in key order, in batches.
+-- The pins, then (the next two) the sessions and initiations, in key
+-- order, in batches, with their values as the schema declares them: what
+-- the fixture tools list and check. Key rotation walks these tables with
+-- the Rotation*Batch queries, which also return a row of another storage
+-- class.
 SELECT user_id, device_id, sealed FROM identity_pin
 WHERE user_id > sqlc.arg(after_user_id)
    OR (user_id = sqlc.arg(after_user_id) AND device_id > sqlc.arg(after_device_id))
@@ -99,7 +103,9 @@ ORDER BY user_id, device_id
 LIMIT sqlc.arg(row_limit);
 
 -- name: SealedPendingInboundBatch :many
--- Key rotation's walk, as SealedPendingOutboundBatch.
+-- The pending inbound messages in sequence order, in batches, with their
+-- values as the schema declares them: what the fixture tools read. Key
+-- rotation walks the table with RotationPendingInboundBatch.
 SELECT sequence, sender_user_id, sender_device_id, logical_id, sealed FROM pending_inbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence

@@ -532,7 +532,11 @@ type SealedIdentityPinBatchParams struct {
 	RowLimit      int64
 }
 
-// Key rotation walks each sealed table in key order, in batches.
+// The pins, then (the next two) the sessions and initiations, in key
+// order, in batches, with their values as the schema declares them: what
+// the fixture tools list and check. Key rotation walks these tables with
+// the Rotation*Batch queries, which also return a row of another storage
+// class.
 func (q *Queries) SealedIdentityPinBatch(ctx context.Context, arg SealedIdentityPinBatchParams) ([]IdentityPin, error) {
 	rows, err := q.db.QueryContext(ctx, sealedIdentityPinBatch, arg.AfterUserID, arg.AfterDeviceID, arg.RowLimit)
 	if err != nil {
@@ -568,7 +572,9 @@ type SealedPendingInboundBatchParams struct {
 	RowLimit     int64
 }
 
-// Key rotation's walk, as SealedPendingOutboundBatch.
+// The pending inbound messages in sequence order, in batches, with their
+// values as the schema declares them: what the fixture tools read. Key
+// rotation walks the table with RotationPendingInboundBatch.
 func (q *Queries) SealedPendingInboundBatch(ctx context.Context, arg SealedPendingInboundBatchParams) ([]PendingInboundMessage, error) {
 	rows, err := q.db.QueryContext(ctx, sealedPendingInboundBatch, arg.FromSequence, arg.RowLimit)
 	if err != nil {
