@@ -7,8 +7,6 @@ var (
 	// ErrNoBundle is returned by Directory.Fetch when the device has not
 	// published a bundle.
 	ErrNoBundle = errors.New("no bundle published")
-	// ErrInvalidAddress is returned for a malformed device address.
-	ErrInvalidAddress = errors.New("invalid address")
 	// ErrEnvelopeTooLarge is returned by Send for an envelope above
 	// session.MaxEnvelopeSize, or an empty one.
 	ErrEnvelopeTooLarge = errors.New("envelope empty or too large")

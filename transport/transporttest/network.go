@@ -55,6 +55,8 @@ type published struct {
 // in memory, safe for concurrent use. Its fault injection (FailNext...,
 // DropNext, DuplicateNext, ReorderMailbox) and call log (Calls) let tests
 // reproduce network failures and prove which calls an operation made.
+// Every call refuses a malformed address with an error wrapping
+// ids.ErrInvalid, and a done context with its error.
 // The zero value is not usable; call NewNetwork.
 type Network struct {
 	// mu guards every field below: the clients of a test share the
@@ -114,7 +116,7 @@ func (n *Network) send(ctx context.Context, to ids.DeviceAddress, envelope []byt
 		return fmt.Errorf("transport: send to %s: %w", to, err)
 	}
 	if err := to.Validate(); err != nil {
-		return fmt.Errorf("%w: send: %w", transport.ErrInvalidAddress, err)
+		return fmt.Errorf("transport: send: %w", err)
 	}
 	if len(envelope) == 0 || len(envelope) > session.MaxEnvelopeSize {
 		return fmt.Errorf("%w: %d bytes (at most %d)", transport.ErrEnvelopeTooLarge, len(envelope), session.MaxEnvelopeSize)
@@ -151,7 +153,7 @@ func (n *Network) receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, 
 		return nil, fmt.Errorf("transport: receive for %s: %w", me, err)
 	}
 	if err := me.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: receive: %w", transport.ErrInvalidAddress, err)
+		return nil, fmt.Errorf("transport: receive: %w", err)
 	}
 	if take(&n.failReceives) {
 		return nil, fmt.Errorf("transport: receive for %s: %w", me, ErrInjected)
@@ -214,7 +216,7 @@ func (n *Network) fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bu
 		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, err)
 	}
 	if err := addr.Validate(); err != nil {
-		return session.Bundle{}, fmt.Errorf("%w: fetch: %w", transport.ErrInvalidAddress, err)
+		return session.Bundle{}, fmt.Errorf("transport: fetch: %w", err)
 	}
 	if take(&n.failFetches) {
 		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, ErrInjected)
@@ -250,7 +252,7 @@ func (n *Network) count(ctx context.Context, addr ids.DeviceAddress) (int, error
 		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, err)
 	}
 	if err := addr.Validate(); err != nil {
-		return 0, fmt.Errorf("%w: count prekeys: %w", transport.ErrInvalidAddress, err)
+		return 0, fmt.Errorf("transport: count prekeys: %w", err)
 	}
 	if take(&n.failFetches) {
 		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, ErrInjected)

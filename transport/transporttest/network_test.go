@@ -56,7 +56,7 @@ func TestSendRejects(t *testing.T) {
 		want error
 	}{
 		{"canceled context", ctx, bob, env(0), context.Canceled},
-		{"invalid address", context.Background(), ids.DeviceAddress{}, env(0), transport.ErrInvalidAddress},
+		{"invalid address", context.Background(), ids.DeviceAddress{}, env(0), ids.ErrInvalid},
 		{"empty envelope", context.Background(), bob, nil, transport.ErrEnvelopeTooLarge},
 		{"oversized envelope", context.Background(), bob, make([]byte, session.MaxEnvelopeSize+1), transport.ErrEnvelopeTooLarge},
 	}
@@ -349,7 +349,7 @@ func TestOneTimePrekeyCount(t *testing.T) {
 	_, err := n.OneTimePrekeyCount(ctx, bob)
 	require.ErrorIs(t, err, transport.ErrNoBundle)
 	_, err = n.OneTimePrekeyCount(ctx, ids.DeviceAddress{})
-	require.ErrorIs(t, err, transport.ErrInvalidAddress)
+	require.ErrorIs(t, err, ids.ErrInvalid)
 
 	_, pk, b := newBundle(t, bob, 3)
 	require.NoError(t, n.Publish(ctx, b))
