@@ -191,15 +191,15 @@ func (c *Client) ensureSession(ctx context.Context, p *peer) error {
 	}
 	b, err := c.cfg.Directory.Fetch(ctx, p.addr)
 	if err != nil {
-		return fmt.Errorf("fetch bundle of %s: %w", p.addr, err)
+		return fmt.Errorf("fetch bundle: %w", err)
 	}
 	// Before anything of the bundle is used or pinned: a session made from
 	// another device's bundle would encrypt to that device.
 	if b.Address != p.addr {
-		return fmt.Errorf("fetch bundle of %s: %w: %s", p.addr, ErrBundleAddress, b.Address)
+		return fmt.Errorf("fetch bundle: %w: %s", ErrBundleAddress, b.Address)
 	}
 	if err := b.Verify(); err != nil {
-		return fmt.Errorf("bundle of %s: %w", p.addr, err)
+		return fmt.Errorf("verify bundle: %w", err)
 	}
 	if err := c.checkPin(ctx, p, b.Identity); err != nil {
 		return err
@@ -239,7 +239,7 @@ func (c *Client) sendFrame(ctx context.Context, p *peer, frame []byte) error {
 		return err
 	}
 	if err := c.savePeer(ctx, p); err != nil {
-		return fmt.Errorf("save session with %s: %w", p.addr, err)
+		return fmt.Errorf("save session: %w", err)
 	}
 	return c.handOff(ctx, p.addr, raw)
 }
@@ -255,7 +255,7 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 	// one of the peer's one-time prekeys) and starts no session.
 	if c.cfg.EncryptPolicy != nil {
 		if err := c.cfg.EncryptPolicy.AllowEncrypt(p.addr, frame); err != nil {
-			return nil, fmt.Errorf("encrypt for %s: refused by the encrypt policy: %w", p.addr, err)
+			return nil, fmt.Errorf("refused by the encrypt policy: %w", err)
 		}
 	}
 	if err := c.ensureSession(ctx, p); err != nil {
@@ -267,7 +267,7 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 	}
 	raw, err := env.MarshalBinary()
 	if err != nil {
-		return nil, fmt.Errorf("encode envelope for %s: %w", p.addr, err)
+		return nil, fmt.Errorf("encode envelope: %w", err)
 	}
 	return raw, nil
 }
@@ -276,7 +276,7 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 // transaction that made it has committed, never inside one.
 func (c *Client) handOff(ctx context.Context, to ids.DeviceAddress, raw []byte) error {
 	if err := c.cfg.Transport.Send(ctx, to, raw); err != nil {
-		return fmt.Errorf("hand off to %s: %w", to, err)
+		return fmt.Errorf("hand off: %w", err)
 	}
 	return nil
 }
