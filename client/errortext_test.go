@@ -9,6 +9,8 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // A send that fails past its checks names its call and its device once:
@@ -61,4 +63,49 @@ func TestSendErrorsNameTheDeviceOnce(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Settling an identity change that is not there names the device once,
+// whether the client finds no pin or the pin finds no change; so does an
+// ACK the store fails to commit.
+func TestSettleAndReceiveErrorsNameTheDeviceOnce(t *testing.T) {
+	ctx := context.Background()
+	requireOnce := func(t *testing.T, err error, addr ids.DeviceAddress) {
+		t.Helper()
+		require.Error(t, err)
+		msg := err.Error()
+		require.Equal(t, 1, strings.Count(msg, "client: "), "%q says the client's context twice", msg)
+		require.Equal(t, 1, strings.Count(msg, addr.String()), "%q names the device more than once", msg)
+	}
+	t.Run("no pin", func(t *testing.T) {
+		_, a, b := openPair(t, sqliteKind)
+		err := a.c.AcceptRemoteIdentityChange(ctx, b.addr, session.PublicIdentity{})
+		require.ErrorIs(t, err, session.ErrNoIdentityChange)
+		requireOnce(t, err, b.addr)
+	})
+	for _, verb := range []string{"accept", "decline"} {
+		t.Run("no change/"+verb, func(t *testing.T) {
+			_, a, b := openPair(t, sqliteKind)
+			converse(t, a, b)
+			settle := a.c.AcceptRemoteIdentityChange
+			if verb == "decline" {
+				settle = a.c.DeclineRemoteIdentityChange
+			}
+			err := settle(ctx, b.addr, a.pinnedIdentity(b.addr))
+			require.ErrorIs(t, err, session.ErrNoIdentityChange)
+			requireOnce(t, err, b.addr)
+		})
+	}
+	t.Run("ack not committed", func(t *testing.T) {
+		net, a, b := openPair(t, sqliteKind)
+		a.send(b.addr, "hi")
+		b.poll() // bob's ACK waits in alice's mailbox
+		acks, err := net.Receive(ctx, a.addr)
+		require.NoError(t, err)
+		require.Len(t, acks, 1)
+		require.NoError(t, a.st.Close())
+		_, err = a.c.Receive(ctx, acks[0])
+		require.ErrorIs(t, err, store.ErrClosed)
+		requireOnce(t, err, b.addr)
+	})
 }

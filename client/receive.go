@@ -179,7 +179,8 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 	}
 	done, err := commit(ctx, from, id, in)
 	if err != nil {
-		return nil, fmt.Errorf("client: receive %s from %s: %w", what, from, err)
+		// The store's error names the sender.
+		return nil, fmt.Errorf("client: receive %s: %w", what, err)
 	}
 	p.saved()
 	if prekeysUsed {

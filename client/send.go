@@ -530,19 +530,20 @@ func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote i
 	defer c.sendMu.Unlock()
 	// The stored state changes below, outside the cached peer: reload it next.
 	defer c.forget(remote)
+	// The store's, the pin's and settle's errors name remote: said once.
 	p, err := c.loadPeer(ctx, remote)
 	if err != nil {
-		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
+		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	if p.pin == nil {
 		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, session.ErrNoIdentityChange)
 	}
 	st, err := settle(p)
 	if err != nil {
-		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
+		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	if err := c.st.SavePeer(ctx, remote, st); err != nil {
-		return fmt.Errorf("client: %s identity change of %s: %w", verb, remote, err)
+		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	return nil
 }

@@ -153,7 +153,7 @@ func TestFaultAckRollsBack(t *testing.T) {
 			before := dump(t, sqliteaccess.DB(f.a.sql))
 			f.inj.fail(fl)
 			res, err := f.a.c.Receive(f.ctx, ack)
-			f.requireFault(t, err, "client: receive ack from bob/1", "store: commit ack")
+			f.requireFault(t, err, "client: receive ack: store: commit ack from bob/1")
 			require.Nil(t, res)
 			f.requireUnchanged(t, before)
 		})
