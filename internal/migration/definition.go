@@ -37,7 +37,7 @@ type objectDef struct {
 // of the stored SQL, or, when those all agree, SQLite's own.
 func (d *objectDef) differences(got *objectDef) []string {
 	var out []string
-	if !strings.EqualFold(d.Table, got.Table) {
+	if !equalFoldASCII(d.Table, got.Table) {
 		out = append(out, fmt.Sprintf("on table %s (defined: on %s)", Escape(got.Table), Escape(d.Table)))
 	}
 	if diff := factDifferences(d.sql, got.sql); len(diff) > 0 || !got.asked {
@@ -93,7 +93,7 @@ type querier interface {
 
 // The introspection queries: sqlite_master and SQLite's table-valued
 // pragma functions, joined so that one query reads a pragma for every
-// object named (lowercased) by the parameters that replace %s, one "?"
+// object named (ASCII lowercased, as SQLite's lower does) by the parameters that replace %s, one "?"
 // each. sqlc cannot type the pragma functions, so these stay here beside
 // the code that reads them.
 const (
@@ -186,7 +186,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 		if dflt.Valid {
 			def = render(tokenize(dflt.String))
 		}
-		fact("table", tbl, "column "+strings.ToLower(name), "position %d, type %q, not null %d, default %s, primary key %d, hidden %d",
+		fact("table", tbl, "column "+lowerASCII(name), "position %d, type %q, not null %d, default %s, primary key %d, hidden %d",
 			cid, typ, notNull, def, pk, hidden)
 		return nil
 	})
@@ -201,7 +201,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 			return err
 		}
 		fact("table", tbl, fmt.Sprintf("foreign key %d.%d", id, seq), "%s references %s(%s) on update %s on delete %s match %s",
-			strings.ToLower(from), strings.ToLower(parent), strings.ToLower(to.String), onUpdate, onDelete, match)
+			lowerASCII(from), lowerASCII(parent), lowerASCII(to.String), onUpdate, onDelete, match)
 		return nil
 	})
 	if err != nil {
@@ -213,7 +213,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 		if err := scan(&tbl, &index, &unique, &origin, &partial); err != nil {
 			return err
 		}
-		fact("table", tbl, "index "+strings.ToLower(index), "unique %d, origin %s, partial %d", unique, origin, partial)
+		fact("table", tbl, "index "+lowerASCII(index), "unique %d, origin %s, partial %d", unique, origin, partial)
 		return nil
 	})
 	if err != nil {
@@ -227,7 +227,7 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 			return err
 		}
 		fact("index", index, fmt.Sprintf("column %d", seq), "cid %d, name %s, desc %d, collation %s, key %d",
-			cid, strings.ToLower(name.String), desc, strings.ToLower(coll), isKey)
+			cid, lowerASCII(name.String), desc, lowerASCII(coll), isKey)
 		return nil
 	})
 	if err != nil {

@@ -251,6 +251,18 @@ func TestOpenRefusesChangedDefinitions(t *testing.T) {
 			want:   []string{"where recipient_user_id <> 'bob'"},
 		},
 		{
+			// SQLite ignores the case of ASCII letters only: the column
+			// is another one to it, and every query naming logical_id
+			// would fail.
+			name:   "logical_id renamed to a name SQLite tells apart, Unicode lowercasing not",
+			stmts:  []string{"ALTER TABLE pending_outbound_message RENAME COLUMN logical_id TO \"LOG\u0130CAL_ID\""},
+			object: "table pending_outbound_message",
+			want: []string{
+				"column logical_id: missing (defined: blob not null check (length (logical_id) = 16))",
+				"column log\u0130cal_id: blob not null",
+			},
+		},
+		{
 			name:   "the recipient index dropped",
 			stmts:  []string{"DROP INDEX pending_outbound_message_recipient"},
 			object: "index pending_outbound_message_recipient on pending_outbound_message",

@@ -163,7 +163,7 @@ func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Objec
 				return reworded
 			}
 			t := all[tableKey(d.Table)]
-			return t != nil && same(t) && strings.EqualFold(d.Table, defOf(key(d.Object)).Table) &&
+			return t != nil && same(t) && equalFoldASCII(d.Table, defOf(key(d.Object)).Table) &&
 				(reworded || t.text != defOf(key(t.Object)).text)
 		})
 		if err != nil {
@@ -241,13 +241,14 @@ func (m *Migrator) UnknownObjects(ctx context.Context, conn *sql.DB, allow ...Ob
 }
 
 // objectKey identifies an object in a schema by its type and its name,
-// lowercased: SQLite's names ignore ASCII case, and a trigger's name is
+// its ASCII letters lowercased (lowerASCII): SQLite's names ignore ASCII
+// case only, and a trigger's name is
 // its own (a trigger may share its name with a table or an index, and is
 // then an object of its own).
 type objectKey struct{ typ, name string }
 
 // key is o's objectKey.
-func key(o Object) objectKey { return objectKey{typ: o.Type, name: strings.ToLower(o.Name)} }
+func key(o Object) objectKey { return objectKey{typ: o.Type, name: lowerASCII(o.Name)} }
 
 // tableKey is the objectKey of the table named name.
 func tableKey(name string) objectKey { return key(Object{Type: "table", Name: name}) }
@@ -357,7 +358,7 @@ func compare(want, optional, found map[objectKey]*objectDef, allow []Object) []D
 		// An allowed table's indexes of defined names, and those SQLite
 		// made for its constraints, go with it; any other is unknown.
 		return o.Type == "index" && slices.Contains(allow, Object{Type: "table", Name: o.Table, Table: o.Table}) &&
-			(want[key(o)] != nil || strings.HasPrefix(strings.ToLower(o.Name), "sqlite_autoindex_"))
+			(want[key(o)] != nil || strings.HasPrefix(lowerASCII(o.Name), "sqlite_autoindex_"))
 	}
 	var out []Difference
 	for k, got := range found {
@@ -372,7 +373,7 @@ func compare(want, optional, found map[objectKey]*objectDef, allow []Object) []D
 			out = append(out, Difference{Object: got.Object, Kind: Unknown})
 			continue
 		}
-		if got.text != "" && got.text == def.text && strings.EqualFold(got.Table, def.Table) {
+		if got.text != "" && got.text == def.text && equalFoldASCII(got.Table, def.Table) {
 			continue // the very statement the migrations ran
 		}
 		if details := def.differences(got); len(details) > 0 {

@@ -20,8 +20,9 @@ type token struct {
 
 // tokenize splits SQL into tokens: whitespace and comments dropped, bare
 // words lowercased (keywords and identifiers alike: SQLite reads both
-// without regard to ASCII case), quoted identifiers unquoted and
-// lowercased, string literals kept as written, blob literals lowercased.
+// without regard to ASCII case, and only ASCII letters are lowercased,
+// lowerASCII), quoted identifiers unquoted and lowercased, string
+// literals kept as written, blob literals lowercased.
 // Text it cannot read (an unterminated literal) is kept as one token, so
 // that it still compares.
 func tokenize(sql string) []token {
@@ -51,25 +52,25 @@ func tokenize(sql string) []token {
 			end := quoted(sql, i, c)
 			body := sql[i+1 : max(end-1, i+1)]
 			body = strings.ReplaceAll(body, string([]byte{c, c}), string(c))
-			out = append(out, token{text: strings.ToLower(body), ident: true})
+			out = append(out, token{text: lowerASCII(body), ident: true})
 			i = end
 		case c == '[':
 			end := strings.IndexByte(sql[i:], ']')
 			if end < 0 {
 				end = len(sql) - i - 1
 			}
-			out = append(out, token{text: strings.ToLower(sql[i+1 : i+end]), ident: true})
+			out = append(out, token{text: lowerASCII(sql[i+1 : i+end]), ident: true})
 			i += end + 1
 		case (c == 'x' || c == 'X') && i+1 < len(sql) && sql[i+1] == '\'':
 			end := quoted(sql, i+1, '\'')
-			out = append(out, token{text: strings.ToLower(sql[i:end])})
+			out = append(out, token{text: lowerASCII(sql[i:end])})
 			i = end
 		case isWordByte(c):
 			j := i
 			for j < len(sql) && isWordByte(sql[j]) {
 				j++
 			}
-			out = append(out, token{text: strings.ToLower(sql[i:j])})
+			out = append(out, token{text: lowerASCII(sql[i:j])})
 			i = j
 		default:
 			// Operators: the two-byte ones SQLite knows, else one rune.
@@ -106,6 +107,25 @@ func quoted(sql string, i int, q byte) int {
 	}
 	return len(sql)
 }
+
+// lowerASCII returns s with the ASCII capitals A to Z lowercased and
+// every other byte kept: SQLite reads keywords and names without regard
+// to ASCII case only, so a name holding "İ" (U+0130) or the Kelvin sign
+// (U+212A) is another name to it, which Unicode lowercasing would take
+// for a defined one ("recİpient" for "recipient").
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// equalFoldASCII reports whether a and b are one name to SQLite: equal
+// but for the case of ASCII letters (see lowerASCII).
+func equalFoldASCII(a, b string) bool { return lowerASCII(a) == lowerASCII(b) }
 
 func isWordByte(c byte) bool {
 	return c == '_' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80

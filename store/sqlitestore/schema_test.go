@@ -96,6 +96,24 @@ func TestOpenRefusesUnknownSchemaObjects(t *testing.T) {
 			named:  []string{"trigger processed_inbound_message on pending_outbound_message"},
 			remove: []string{"DROP TRIGGER processed_inbound_message"},
 		},
+		{
+			// SQLite ignores the case of ASCII letters only: "İ" (U+0130)
+			// makes another name, which Unicode lowercasing would merge
+			// with the defined index. Listed before the defined one, the
+			// planted UNIQUE index would hide behind its name, and every
+			// message sent to two devices would fail as a duplicate.
+			name: "named like the recipient index but for a non-ASCII capital",
+			plantIn: func(t *testing.T, path string) []string {
+				index := storedSQL(t, path, "index", "pending_outbound_message_recipient")
+				return []string{
+					"DROP INDEX pending_outbound_message_recipient",
+					"CREATE UNIQUE INDEX \"pending_outbound_message_rec\u0130pient\" ON pending_outbound_message (logical_id)",
+					index,
+				}
+			},
+			named:  []string{"index pending_outbound_message_rec\u0130pient on pending_outbound_message"},
+			remove: []string{"DROP INDEX \"pending_outbound_message_rec\u0130pient\""},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
