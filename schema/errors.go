@@ -33,7 +33,9 @@ var (
 	// ROWID or STRICT; an index's table, columns, collations,
 	// expressions, UNIQUE or partial WHERE), or is missing: the store's
 	// queries would run on a table that only has the expected name; or
-	// the database's text encoding is not UTF-8, the migrations'. The
+	// the database's text encoding is not UTF-8, the migrations'; or
+	// SQLite cannot load the schema at all (a stored definition it cannot
+	// parse, an object whose root page is another's). The
 	// message names each object and what differs; nothing is changed.
 	ErrSchemaMismatch = errors.New("schema object differs from its migration's definition")
 )

@@ -185,3 +185,48 @@ func fileHashes(t *testing.T, path string) map[string]string {
 	}
 	return out
 }
+
+// A schema SQLite cannot load (a stored definition it cannot parse, an
+// index whose root page is another's) is refused with
+// schema.ErrSchemaMismatch, SQLite's message (which quotes the file's
+// names and text) escaped, and the files are left as they were.
+func TestOpenRefusesUnloadableSchema(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		plant []string
+		said  string // in the error, escaped
+	}{
+		{
+			name: "a definition SQLite cannot parse, control bytes in its name",
+			plant: []string{"PRAGMA writable_schema = ON",
+				"INSERT INTO sqlite_master VALUES ('table', 'x' || char(27) || '[2J' || char(10) || '::stop-commands::', 'x', 0, 'CREATE TABLE garbage (')"},
+			said: `x\x1b[2J\n::stop-commands::`,
+		},
+		{
+			name: "the recipient index's root page the unique index's",
+			plant: []string{"PRAGMA writable_schema = ON",
+				"UPDATE sqlite_master SET rootpage = (SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_pending_outbound_message_1') WHERE name = 'pending_outbound_message_recipient'"},
+			said: "pending_outbound_message_recipient",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := dbPath(t)
+			keys := storetest.NewKeyring(t)
+			s := mustOpenAt(t, path, keys)
+			insert(t, s, bob, 1)
+			require.NoError(t, s.Close())
+			rawExec(t, path, tc.plant...)
+			hashes := fileHashes(t, path)
+			for range 2 {
+				s, err := sqlitestore.Open(ctx, path, keys)
+				require.Nil(t, s)
+				require.ErrorIs(t, err, schema.ErrSchemaMismatch)
+				require.ErrorContains(t, err, tc.said)
+				require.NotContains(t, err.Error(), "\x1b")
+				require.NotContains(t, err.Error(), "\n")
+				require.Equal(t, hashes, fileHashes(t, path), "the files' bytes and modes")
+			}
+		})
+	}
+}

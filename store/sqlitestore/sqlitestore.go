@@ -51,6 +51,7 @@ import (
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
 
+	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -206,7 +207,9 @@ func WithLegacyBatch(n int) Option {
 // database holding a table, index, view or trigger that no migration
 // defines at its version, and schema.ErrSchemaMismatch (naming each and
 // what differs) for one the migrations define with another definition
-// (the database is held to the migrations' definitions, not their names); a legacy upgrade's store.ErrPlaintextRefused (a plaintext
+// (the database is held to the migrations' definitions, not their names)
+// or a schema SQLite cannot load (its message, which quotes the file's
+// text, escaped); a legacy upgrade's store.ErrPlaintextRefused (a plaintext
 // table in a database whose pending queue was sealed, or a set-aside
 // table without its proof), store.ErrUnknownLayout or
 // store.ErrKeyNotRecorded; and the schema's schema.ErrChecksum,
@@ -299,11 +302,15 @@ func openConn(ctx context.Context, real string, opened *atomic.Uint64) (*sql.DB,
 }
 
 func (s *Store) init(ctx context.Context, o options, real string) error {
-	// The first statement reads the file: SQLite finds here a file that
-	// starts with its header but is not a database.
+	// The first statement reads the file and its schema: SQLite finds
+	// here a file that starts with its header but is not a database, and
+	// a schema it cannot load (a definition it cannot parse, an object
+	// whose root page is another's), whose text its message quotes.
 	fk, err := s.q.ForeignKeysEnforced(ctx)
 	if se := (sqlite3.Error{}); errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
 		return fmt.Errorf("%w: %w", store.ErrNotDatabase, err)
+	} else if errors.As(err, &se) && se.Code == sqlite3.ErrCorrupt {
+		return fmt.Errorf("%w: SQLite cannot read the database's schema: %s", schema.ErrSchemaMismatch, migration.Escape(err.Error()))
 	}
 	if err != nil {
 		return fmt.Errorf("enable foreign keys: %w", err)
