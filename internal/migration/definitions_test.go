@@ -263,6 +263,28 @@ func TestOpenRefusesChangedDefinitions(t *testing.T) {
 			},
 		},
 		{
+			// The module takes the column list as its arguments: the
+			// text reads as the defined table's but for the words before
+			// it, and SQLite, asked about the table, quotes the file's
+			// text in errors of the module's.
+			name: "processed ids a virtual table (writable_schema)",
+			stmts: []string{"PRAGMA writable_schema = ON",
+				"UPDATE sqlite_master SET rootpage = 0, sql = 'CREATE VIRTUAL TABLE processed_inbound_message USING fts4 (" +
+					"sender_user_id TEXT NOT NULL, sender_device_id INTEGER NOT NULL CHECK (sender_device_id >= 0), " +
+					"logical_id BLOB NOT NULL CHECK (length(logical_id) = 16), processed_at INTEGER NOT NULL, " +
+					"PRIMARY KEY (sender_user_id, sender_device_id, logical_id))' WHERE name = 'processed_inbound_message'",
+				"DELETE FROM sqlite_master WHERE name = 'sqlite_autoindex_processed_inbound_message_1'"},
+			object: "table processed_inbound_message",
+			want:   []string{"kind: virtual table using fts4 (defined: table)"},
+		},
+		{
+			name: "planner statistics a virtual table (writable_schema)",
+			stmts: []string{"PRAGMA writable_schema = ON",
+				"INSERT INTO sqlite_master VALUES ('table', 'sqlite_stat1', 'sqlite_stat1', 0, 'CREATE VIRTUAL TABLE sqlite_stat1 USING fts3tokenize(tbl,idx,stat)')"},
+			object: "table sqlite_stat1",
+			want:   []string{"kind: virtual table using fts3tokenize (defined: table)"},
+		},
+		{
 			name:   "the recipient index dropped",
 			stmts:  []string{"DROP INDEX pending_outbound_message_recipient"},
 			object: "index pending_outbound_message_recipient on pending_outbound_message",

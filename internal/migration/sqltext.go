@@ -230,8 +230,9 @@ func splitTop(toks []token) [][]token {
 
 // sqlFacts are the parts of an object's definition its stored SQL states,
 // keyed by what they define: for a table, "column NAME" (the column's
-// type and constraints), "constraint ..." (each table constraint) and
-// "options" (WITHOUT ROWID, STRICT); for an index, "kind" (UNIQUE or not)
+// type and constraints), "constraint ..." (each table constraint),
+// "kind" (a virtual or temporary table, and its module) and "options"
+// (WITHOUT ROWID, STRICT); for an index, "kind" (UNIQUE or not)
 // and "definition" (its table, columns, collations, expressions and
 // partial WHERE); for anything else, "definition". The object's own name
 // is not a fact: objects are matched by name.
@@ -258,6 +259,20 @@ func sqlFacts(typ, sql string) map[string]string {
 			facts["definition"] = render(toks)
 			return facts
 		}
+		// The words before the name and the column list say what kind
+		// of table SQLite makes of them, which the pragmas do not tell: a
+		// virtual table's module takes the column list as its arguments.
+		kind := "table"
+		for i, t := range toks[:open] {
+			if t.isWord("temp") || t.isWord("temporary") || t.isWord("virtual") {
+				kind = t.text + " " + kind
+			}
+			if t.isWord("using") {
+				kind += " " + render(toks[i:open])
+				break
+			}
+		}
+		facts["kind"] = kind
 		for _, el := range splitTop(toks[open+1 : end]) {
 			if len(el) == 0 {
 				continue
