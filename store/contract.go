@@ -110,12 +110,15 @@ type LocalIdentity struct {
 // bytes to the store, sealed at rest and bound to their row.
 type State interface {
 	// LocalIdentity returns this device's identity, or ErrNotFound before
-	// SaveLocalIdentity.
+	// SaveLocalIdentity; ErrCorruptRow if the stored row's columns hold
+	// values the schema never stores (a device id rewritten as TEXT), or
+	// the seal error if it does not open.
 	LocalIdentity(ctx context.Context) (LocalIdentity, error)
 	// SaveLocalIdentity stores this device's identity for the first time,
 	// or replaces its secret if the address is the same. Returns
 	// ErrInvalidArgument for a malformed address or a different address
-	// than the one already stored.
+	// than the one already stored, ErrCorruptRow if the stored row is
+	// corrupt (as LocalIdentity).
 	SaveLocalIdentity(ctx context.Context, id LocalIdentity) error
 
 	// Peer returns the session, unanswered initiation and identity pin

@@ -31,7 +31,9 @@ var (
 	// never stores: the wrong storage class (a recipient stored as a BLOB,
 	// say, which would escape the per-recipient index) or a value out of
 	// bounds (a malformed recipient, a logical id of the wrong length). It
-	// is the cause of an UnreadablePendingMessage.
+	// is the cause of an UnreadablePendingMessage. The local identity's
+	// row is held to its storage classes the same way (LocalIdentity), and
+	// a key rotation reports every such row it skips with it.
 	ErrCorruptRow = errors.New("corrupt pending row")
 	// ErrPeerUnreadable means part of a remote device's stored state (its
 	// session, unanswered initiation or identity pin) could not be opened,

@@ -134,7 +134,7 @@ func rotateSealed(t *testing.T, s *sqlitestore.Store) map[string][]byte {
 	got := map[string][]byte{}
 	li, err := q.GetLocalIdentity(ctx)
 	require.NoError(t, err)
-	got["local_identity/"+ids.DeviceAddress{UserID: li.UserID, DeviceID: li.DeviceID}.String()] = li.Sealed
+	got["local_identity/"+ids.DeviceAddress{UserID: li.UserID.(string), DeviceID: li.DeviceID.(int64)}.String()] = li.Sealed.([]byte)
 	const all = 1 << 20
 	pins, err := q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterDeviceID: -1, RowLimit: all})
 	require.NoError(t, err)

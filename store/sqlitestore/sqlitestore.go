@@ -495,7 +495,7 @@ func (s *Store) verifyActiveKeys(ctx context.Context) error {
 // openVerifier opens the verifier of the storage key recorded in r and
 // returns the text it seals; seal.ErrWrongKey, naming the ids, if the
 // keyring does not hold the key.
-func (s *Store) openVerifier(r db.StorageKey) ([]byte, error) {
+func (s *Store) openVerifier(r db.ListStorageKeysRow) ([]byte, error) {
 	text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
 	if errors.Is(err, seal.ErrWrongKey) {
 		// seal's own text names the key id too: name each id once.

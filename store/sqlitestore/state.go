@@ -20,13 +20,12 @@ import (
 func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
 	var local store.LocalIdentity
 	err := s.tx(ctx, statement, func(q *txn) error {
-		row, err := q.GetLocalIdentity(ctx)
+		addr, sealed, err := localIdentity(ctx, q.Queries)
 		if err != nil {
 			return err
 		}
 		opening()
-		addr := ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID}
-		secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), row.Sealed)
+		secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), sealed)
 		if err != nil {
 			return err
 		}
@@ -60,17 +59,36 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 	return nil
 }
 
-// saveLocal stores the sealed local identity of addr, refusing another
-// address than the one already stored.
-func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, sealed []byte) error {
+// localIdentity reads the local identity row: its address and sealed
+// value, or an error matching store.ErrCorruptRow if a column holds
+// another storage class than the schema declares (checked before the
+// value is opened, as for a pending row), sql.ErrNoRows if there is none.
+func localIdentity(ctx context.Context, q *db.Queries) (ids.DeviceAddress, []byte, error) {
 	row, err := q.GetLocalIdentity(ctx)
+	if err != nil {
+		return ids.DeviceAddress{}, nil, err
+	}
+	var c columns
+	addr := c.address("user_id", row.UserID, "device_id", row.DeviceID)
+	sealed := c.blob("sealed", row.Sealed)
+	if err := c.err(); err != nil {
+		return ids.DeviceAddress{}, nil, fmt.Errorf("local_identity: %w", err)
+	}
+	return addr, sealed, nil
+}
+
+// saveLocal stores the sealed local identity of addr, refusing another
+// address than the one already stored, and a corrupt stored row
+// (store.ErrCorruptRow), whose address cannot be compared.
+func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, sealed []byte) error {
+	stored, _, err := localIdentity(ctx, q)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return q.InsertLocalIdentity(ctx, db.InsertLocalIdentityParams{UserID: addr.UserID, DeviceID: addr.DeviceID, Sealed: sealed})
 	case err != nil:
 		return err
-	case row.UserID != addr.UserID || row.DeviceID != addr.DeviceID:
-		return fmt.Errorf("%w: this database belongs to %s", store.ErrInvalidArgument, ids.DeviceAddress{UserID: row.UserID, DeviceID: row.DeviceID})
+	case stored != addr:
+		return fmt.Errorf("%w: this database belongs to %s", store.ErrInvalidArgument, stored)
 	}
 	return q.UpdateLocalIdentitySealed(ctx, sealed)
 }
