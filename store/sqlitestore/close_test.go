@@ -14,6 +14,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // TestCloseRacingCalls closes the store while other goroutines insert,
@@ -96,4 +97,43 @@ func TestCloseRacingCalls(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSecondCloseWaitsForTheFirst: a Close racing another returns only
+// once the first has released the file, so that the file can be opened
+// again as soon as either returns (a Close that returned while the first
+// still waited for a read under way left Open failing with
+// store.ErrInUse).
+func TestSecondCloseWaitsForTheFirst(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	keys := storetest.NewKeyring(t)
+	s := mustOpenAt(t, path, keys)
+	_, err := s.InsertPending(ctx, bob, storetest.ID(1), []byte("hello"))
+	require.NoError(t, err)
+
+	inRead, release := make(chan struct{}), make(chan struct{})
+	restore := sqlitestore.SetOpeningHook(func() { close(inRead); <-release })
+	defer restore()
+	readDone := make(chan error, 1)
+	go func() { _, err := s.NextPendingMessage(ctx, bob, nil); readDone <- err }()
+	<-inRead
+
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() { first <- s.Close() }()
+	time.Sleep(20 * time.Millisecond) // the first Close waits for the read
+	go func() { second <- s.Close() }()
+	select {
+	case err := <-second:
+		t.Fatalf("the second Close returned (%v) while the first still waited for a read", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	close(release)
+	require.NoError(t, <-readDone, "the read under way ran to its end")
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	s2, err := sqlitestore.Open(ctx, path, keys)
+	require.NoError(t, err, "the file is released once both Close calls returned")
+	require.NoError(t, s2.Close())
 }

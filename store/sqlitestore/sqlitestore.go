@@ -63,10 +63,13 @@ type Store struct {
 	conn *sql.DB
 	q    *db.Queries
 	keys *seal.Keyring
-	// closed is set once by Close, so that a second Close returns nil and
-	// tx, which reads it under sealMu, refuses every call that begins after
-	// it with store.ErrClosed rather than the driver's closed-handle error.
+	// closed is set once by Close, so that tx, which reads it under
+	// sealMu, refuses every call that begins after it with
+	// store.ErrClosed rather than the driver's closed-handle error.
 	closed atomic.Bool
+	// closeOnce runs Close's work once; a Close racing it waits for it, so
+	// that no Close returns before the file is released.
+	closeOnce sync.Once
 	// lock is the database file's writer lock (lock.go), nil for an
 	// in-memory database; claim is the client's claim (Claim).
 	lock  *dblock.Lock
@@ -533,21 +536,23 @@ func (s *Store) addKey(ctx context.Context, q *db.Queries) error {
 }
 
 // Close closes the database and then releases its file (see Open);
-// closing it again returns nil. A call under way when Close is called
+// closing it again returns nil, once the file is released (a Close
+// racing the first waits for it). A call under way when Close is called
 // ends first (committed or rolled back, as it would have been) and Close
 // waits for it, so that no write lands after the file is released; a call
 // that had not begun returns store.ErrClosed. See store.Store.Close for
 // other calls after Close.
 func (s *Store) Close() error {
-	if !s.closed.CompareAndSwap(false, true) {
-		return nil
-	}
-	s.sealMu.Lock()
-	err := s.conn.Close()
-	s.sealMu.Unlock()
-	if lerr := s.lock.Release(); err == nil && lerr != nil {
-		err = fmt.Errorf("store: release lock: %w", lerr)
-	}
+	var err error
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.sealMu.Lock()
+		err = s.conn.Close()
+		s.sealMu.Unlock()
+		if lerr := s.lock.Release(); err == nil && lerr != nil {
+			err = fmt.Errorf("store: release lock: %w", lerr)
+		}
+	})
 	return err
 }
 
