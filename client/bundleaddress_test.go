@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -94,6 +95,9 @@ func TestBundleOfAnotherAddressIsRefused(t *testing.T) {
 				err = tt.call(t, a.c)
 				require.ErrorIs(t, err, client.ErrBundleAddress)
 				require.ErrorContains(t, err, carol.String(), "the error names the device the bundle was of")
+				// and the device asked for, once: among several recipients
+				// nothing else says which one's fetch was answered so.
+				require.Equal(t, 1, strings.Count(err.Error(), bob.String()), "%q names the device asked for once", err)
 				require.Equal(t, before, peersSnapshot(t, a, bob, carol, dave), "a refused bundle stores nothing")
 				require.Zero(t, sendsTo(net.Calls(), bob)+sendsTo(net.Calls(), carol)+sendsTo(net.Calls(), dave), "nothing handed off")
 

@@ -69,7 +69,8 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 		p, raw, err := c.encryptFor(ctx, to, frame)
 		if errors.Is(err, ErrBundleAddress) {
 			c.forgetAll(recipients) // the sessions advanced above are not stored
-			return nil, fmt.Errorf("client: send to devices: %w", err)
+			// err names the device the bundle was of; this, the one asked.
+			return nil, fmt.Errorf("client: send to devices: %s: %w", to, err)
 		}
 		if err != nil {
 			// Stored without a session change, pending for a retry.

@@ -321,7 +321,8 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 	p, raw, err := c.encryptFor(ctx, to, encodeFrame(frameMessage, id, plaintext))
 	if errors.Is(err, ErrBundleAddress) {
 		// A retry would be answered the same way: the caller decides.
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+		// err names the device the bundle was of; this, the one asked.
+		return ids.LogicalMessageID{}, fmt.Errorf("client: send to %s: %w", to, err)
 	}
 	if err != nil {
 		// No session could encrypt it: store the message alone, pending
