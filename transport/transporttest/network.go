@@ -183,7 +183,8 @@ func (n *Network) publish(ctx context.Context, b session.Bundle) error {
 		return fmt.Errorf("transport: publish for %s: %w", b.Address, err)
 	}
 	if err := b.Verify(); err != nil {
-		return fmt.Errorf("transport: publish: %w", err)
+		// Verify leaves naming the bundle to its caller.
+		return fmt.Errorf("transport: publish for %s: %w", b.Address, err)
 	}
 	if take(&n.failPublishes) {
 		return fmt.Errorf("transport: publish for %s: %w", b.Address, ErrInjected)

@@ -211,7 +211,9 @@ func TestDirectoryPublishFetch(t *testing.T) {
 	// A forged bundle is refused and does not replace the published one.
 	forged := pk.Bundle(bob)
 	forged.Signature[0] ^= 1
-	require.ErrorIs(t, n.Publish(ctx, forged), session.ErrBadSignature)
+	err = n.Publish(ctx, forged)
+	require.ErrorIs(t, err, session.ErrBadSignature)
+	require.ErrorContains(t, err, bob.String(), "the error names the bundle refused")
 	n.FailNextPublishes(1)
 	require.ErrorIs(t, n.Publish(ctx, pk.Bundle(bob)), transporttest.ErrInjected)
 	f5, err := n.Fetch(ctx, bob)
