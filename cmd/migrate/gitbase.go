@@ -27,19 +27,7 @@ func gitBaseDir(ctx context.Context, env *cmdEnv, ref string) (*migration.Migrat
 	if err != nil {
 		return nil, err
 	}
-	git := func(args ...string) ([]byte, error) {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			msg := strings.TrimSpace(stderr.String())
-			if msg == "" {
-				msg = err.Error()
-			}
-			return nil, fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
-		}
-		return stdout.Bytes(), nil
-	}
+	git := func(args ...string) ([]byte, error) { return gitIn(ctx, dir, args...) }
 	if _, err := git("rev-parse", "--verify", "--quiet", ref+"^{commit}"); err != nil {
 		return nil, fmt.Errorf("-git-base %s: not a commit of the repository holding %s", ref, dir)
 	}
@@ -71,4 +59,42 @@ func gitBaseDir(ctx context.Context, env *cmdEnv, ref string) (*migration.Migrat
 		return nil, fmt.Errorf("-git-base %s: the migration directory at %s: %w", ref, ref, err)
 	}
 	return base, nil
+}
+
+// gitForkPoint returns the commit at which the branch checked out in the
+// repository holding the directory lint checks left ref (git merge-base
+// ref HEAD), when it is not ref's own commit: a file ref gained after it
+// has not reached the branch yet, which is no removal of the branch's.
+// It returns "" when the fork point is ref itself, or when git cannot
+// tell (no HEAD, a shallow clone): ref then stands for it.
+func gitForkPoint(ctx context.Context, env *cmdEnv, ref string) string {
+	dir, err := repoPath("-dir DIR", env.dir, "schema/migrations")
+	if err != nil {
+		return ""
+	}
+	fork, err := gitIn(ctx, dir, "merge-base", ref, "HEAD")
+	if err != nil {
+		return ""
+	}
+	commit, err := gitIn(ctx, dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	if err != nil || bytes.Equal(bytes.TrimSpace(fork), bytes.TrimSpace(commit)) {
+		return ""
+	}
+	return string(bytes.TrimSpace(fork))
+}
+
+// gitIn runs git with args in the repository holding dir and returns its
+// standard output, or an error carrying its standard error.
+func gitIn(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return nil, fmt.Errorf("git %s: %s", strings.Join(args, " "), msg)
+	}
+	return stdout.Bytes(), nil
 }

@@ -145,3 +145,54 @@ func TestLintLandedFileChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestLintBranchBehindBase: a branch that left main before main landed a
+// new migration lacks that file without having removed it: lint
+// -git-base main flags nothing of main's files (a branch checked out as
+// its own head, as CI does outside a merge commit, or locally before a
+// rebase), while the branch removing a file main had when it left is
+// still flagged.
+func TestLintBranchBehindBase(t *testing.T) {
+	git := func(t *testing.T, root string, args ...string) {
+		t.Helper()
+		args = append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)
+		out, err := exec.Command("git", args...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	for _, tt := range []struct {
+		name string
+		// onBranch runs on the branch, after main landed {next}.
+		onBranch func(t *testing.T, root, dir string)
+		text     string // the order finding, "" when none
+	}{
+		{"behind", nil, ""},
+		{"behind, the head file it had removed", func(t *testing.T, root, dir string) {
+			files := throughWith(t, expand(t, "{beforehead}"), nil)
+			require.NoError(t, os.Remove(filepath.Join(dir, expand(t, "{headfile}"))))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "atlas.sum"), files["atlas.sum"].Data, 0o644))
+		}, "{head} {headfile}: order: {headfile} is in main but not in this directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root, dir := gitRepo(t)
+			git(t, root, "branch", "feature")
+			for n, f := range withFiles(t, map[string]string{"{next}_y.sql": "CREATE TABLE y (id INTEGER PRIMARY KEY);\n"}) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, n), f.Data, 0o644))
+			}
+			git(t, root, "add", ".")
+			git(t, root, "commit", "-q", "-m", "main lands {next}")
+			git(t, root, "checkout", "-q", "feature")
+			if tt.onBranch != nil {
+				tt.onBranch(t, root, dir)
+			}
+			code, stdout, stderr := runCmd(t, "lint", "-dir", dir, "-git-base", "main")
+			if tt.text == "" {
+				require.NotContains(t, stdout, ": order:")
+				require.Equal(t, exitOK, code, "%s%s", stdout, stderr)
+				return
+			}
+			require.Equal(t, exitFinding, code, "%s%s", stdout, stderr)
+			require.Equal(t, 1, strings.Count(stdout, expand(t, tt.text)), stdout)
+			require.Equal(t, 1, strings.Count(stdout, ": order:"), stdout)
+		})
+	}
+}

@@ -56,11 +56,22 @@ func cmdLint(ctx context.Context, env *cmdEnv) error {
 			if err != nil {
 				return err
 			}
-			changed, err := pipeline.ChangedLanded(base, m, env.gitBase)
-			if err != nil {
-				return err
+			r.Findings = append(r.Findings, below...)
+			// Edited or removed since the branch left the base: a file
+			// the base gained after that is not yet merged, not removed.
+			landed := base
+			if fork := gitForkPoint(ctx, env, env.gitBase); fork != "" {
+				if landed, err = gitBaseDir(ctx, env, fork); err != nil {
+					return err
+				}
 			}
-			r.Findings = append(append(r.Findings, below...), changed...)
+			if landed != nil {
+				changed, err := pipeline.ChangedLanded(landed, m, env.gitBase)
+				if err != nil {
+					return err
+				}
+				r.Findings = append(r.Findings, changed...)
+			}
 		}
 	case env.dir != "":
 		// The directory against the one this binary was built with: a
