@@ -119,15 +119,20 @@ func ReadStable(ctx context.Context, path string, read func(*sql.DB) error) erro
 		orphan    stamp // the -wal last found without a -shm
 		sightings int
 		why       string // what upset the last attempt
+		whys      = map[string]bool{}
 	)
 	for attempt := 1; ; attempt++ {
 		done, err := readAttempt(path, read, &orphan, &sightings, &why)
 		if done {
 			return err
 		}
+		whys[why] = true
 		if attempt == readAttempts {
 			if err != nil {
 				return err
+			}
+			if len(whys) > 1 {
+				return fmt.Errorf("%w: %s: %s on the last of %d attempts, each upset", ErrChanged, path, why, readAttempts)
 			}
 			return fmt.Errorf("%w: %s: %s on each of %d attempts", ErrChanged, path, why, readAttempts)
 		}

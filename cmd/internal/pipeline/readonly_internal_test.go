@@ -224,3 +224,48 @@ func TestReadStableShmMidUpdate(t *testing.T) {
 		}
 	}
 }
+
+// When the attempts were upset by different things, ErrChanged says what
+// upset the last one, and not that it upset each: here the first attempt
+// meets the -shm mid-update, and every later one a -journal that comes or
+// goes while it reads.
+func TestReadStableSaysWhatUpsetTheLastAttempt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "client.db")
+	conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
+	require.NoError(t, err)
+	_, err = conn.Exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	startHoldingApp(t, path)
+
+	shm, err := os.OpenFile(path+"-shm", os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer shm.Close()
+	const readMarks = 96 + 8 // aReadMark[1..4] (see TestReadStableShmMidUpdate)
+	attempts := 0
+	openHook = func() {
+		attempts++
+		if attempts == 1 {
+			_, err := shm.WriteAt(bytes.Repeat([]byte{0xff}, 16), readMarks)
+			require.NoError(t, err)
+			return
+		}
+		// An empty -journal is never hot: SQLite reads on, and only
+		// ReadStable sees it come or go.
+		if err := os.Remove(path + "-journal"); os.IsNotExist(err) {
+			require.NoError(t, os.WriteFile(path+"-journal", nil, 0o644))
+		}
+	}
+	t.Cleanup(func() { openHook = nil })
+
+	err = ReadStable(ctx, path, func(conn *sql.DB) error {
+		var n int
+		return conn.QueryRow("SELECT count(*) FROM t").Scan(&n)
+	})
+	require.ErrorIs(t, err, ErrChanged)
+	require.Equal(t, readAttempts, attempts)
+	require.Contains(t, err.Error(), "it changed during the read on the last of")
+	require.NotContains(t, err.Error(), "on each of")
+}
