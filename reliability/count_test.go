@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -538,4 +539,80 @@ func TestCountWithMoreConnectionsAsksSQLite(t *testing.T) {
 	require.Equal(t, 1, g.inj.reset(), "the armed fault fired once, there")
 	g.externalInsert(pendingKey{carol, g.newID()})
 	g.check("with two connections allowed")
+}
+
+// TestCountAfterCommitOfUnknownOutcome: a write whose COMMIT reports an
+// error may still have reached the disk (an I/O error after the WAL frame
+// was written). The store cannot tell, so the next count of all pending
+// messages asks SQLite: it equals SELECT count(*) whether the change
+// stayed, as here, or not. Each kind of pending write is failed so: a
+// transaction (send, fan-out, ACK, abandon of a row) and a single
+// statement (abandon by recipient and id).
+func TestCountAfterCommitOfUnknownOutcome(t *testing.T) {
+	update := store.PeerState{Session: countSession}
+	for _, tc := range []struct {
+		name string
+		// do runs the write, which fails with the injected error after
+		// committing, and records in the model what it changed.
+		do func(g *countRig, seeded pendingKey) error
+	}{
+		{"insert", func(g *countRig, _ pendingKey) error {
+			k := pendingKey{carol, g.newID()}
+			g.pending[k] = 0
+			_, err := g.s.InsertPending(g.ctx, k.r, k.id, []byte("hello"))
+			return err
+		}},
+		{"send with its session", func(g *countRig, _ pendingKey) error {
+			k := pendingKey{carol, g.newID()}
+			g.pending[k] = 0
+			_, err := g.s.CommitSend(g.ctx, k.r, k.id, []byte("hello"), update)
+			return err
+		}},
+		{"fan-out send", func(g *countRig, _ pendingKey) error {
+			id := g.newID()
+			var peers []store.PeerUpdate
+			for _, r := range countRecipients {
+				g.pending[pendingKey{r, id}] = 0
+				peers = append(peers, store.PeerUpdate{Peer: r, Update: update})
+			}
+			_, err := g.s.CommitSendMany(g.ctx, id, []byte("hello all"), peers)
+			return err
+		}},
+		{"ACK", func(g *countRig, k pendingKey) error {
+			delete(g.pending, k)
+			_, err := g.s.CommitAck(g.ctx, k.r, k.id, store.Inbound{Update: update})
+			return err
+		}},
+		{"abandon (one statement)", func(g *countRig, k pendingKey) error {
+			delete(g.pending, k)
+			_, err := g.s.AbandonPending(g.ctx, k.r, k.id)
+			return err
+		}},
+		{"abandon of a row (a transaction)", func(g *countRig, k pendingKey) error {
+			seq := g.pending[k]
+			delete(g.pending, k)
+			_, err := g.s.AbandonPendingMessage(g.ctx, store.PendingMessage{Sequence: seq, Recipient: k.r, ID: k.id})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newCountRig(t)
+			var seeded pendingKey
+			for _, r := range []ids.DeviceAddress{bob, bob, carol} {
+				seeded = pendingKey{r, g.newID()}
+				seq, err := g.s.InsertPending(g.ctx, seeded.r, seeded.id, []byte("seed"))
+				require.NoError(t, err)
+				g.pending[seeded] = seq
+			}
+			g.check("seeded") // the count is now held in memory
+			match := sqlInsertPending
+			if strings.HasPrefix(tc.name, "ACK") || strings.HasPrefix(tc.name, "abandon") {
+				match = sqlDeletePending
+			}
+			g.inj.fail(fault{Op: opCommitLost, Match: match})
+			require.ErrorIs(t, tc.do(g, seeded), errInjected)
+			require.Equal(t, 1, g.inj.reset(), "the fault fired")
+			g.check("after a failed commit whose change stayed")
+		})
+	}
 }

@@ -23,6 +23,10 @@ const (
 	opStmt   = "stmt"   // a statement (Exec or Query) whose SQL contains Match
 	opNext   = "next"   // reading row AfterRows+1 of a query whose SQL contains Match
 	opCommit = "commit" // the COMMIT of a transaction that ran a statement containing Match
+	// opCommitLost: that COMMIT reaches the disk, then reports an error,
+	// as a commit whose I/O error came after its WAL frame was written: a
+	// failed commit whose changes stayed.
+	opCommitLost = "commitlost"
 	// opBadConn: the ROLLBACK of a transaction that ran a statement
 	// containing Match rolls back, then reports driver.ErrBadConn, so
 	// database/sql closes the connection and opens a new one for the next
@@ -185,6 +189,12 @@ func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver
 		if ok, _ := c.inj.take(opCommit, query); ok {
 			return nil, fmt.Errorf("commit of %q: %w", firstLine(query), errInjected)
 		}
+		if ok, _ := c.inj.take(opCommitLost, query); ok {
+			if _, err := c.inner.ExecContext(ctx, query, args); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("commit of %q (committed): %w", firstLine(query), errInjected)
+		}
 	}
 	if ok, f := c.inj.take(opStmt, query); ok {
 		f.hold()
@@ -259,6 +269,12 @@ func (tx *faultTx) Commit() error {
 				return errors.Join(fmt.Errorf("commit: %w", errInjected), err)
 			}
 			return fmt.Errorf("commit after %q: %w", firstLine(q), errInjected)
+		}
+		if ok, _ := tx.c.inj.take(opCommitLost, q); ok {
+			if err := tx.inner.Commit(); err != nil {
+				return err
+			}
+			return fmt.Errorf("commit after %q (committed): %w", firstLine(q), errInjected)
 		}
 	}
 	return tx.inner.Commit()
