@@ -847,3 +847,46 @@ func TestDiscardRemovesUndecodableBehindUnopened(t *testing.T) {
 	s.a.retry(bob)
 	require.Subset(t, receivedTexts(t, s.b.poll()), []string{"pending to bob", "after damage", "after discard"})
 }
+
+// TestRetryWithNothingWaitingReadsNoPeerState: RetryPendingMessages reads
+// the remote's stored state only once a message waits, so a device whose
+// session, initiation or pin does not open, with nothing pending for it,
+// is retried with nothing sent and no error, and nothing is called or
+// changed. Its pending messages were abandoned first, which is local only
+// and does not read that state either. Once a message waits, the retry
+// fails with store.ErrPeerUnreadable and sends nothing.
+func TestRetryWithNothingWaitingReadsNoPeerState(t *testing.T) {
+	for _, part := range peerParts {
+		t.Run(part.table, func(t *testing.T) {
+			s := newPeerStateSetup(t)
+			target := part.peer
+			s.setSealed(t, part.table, target, peerDamages[0].damage(t, s.a.kr, part.rt, target, s.sealedOf(t, part.table, target)))
+			s.a.reopen() // the running client caches the peer as it was
+
+			waiting := s.a.all(store.MaxPageSize, &target)
+			require.NotEmpty(t, waiting)
+			for _, m := range waiting {
+				st, err := s.a.c.AbandonPendingMessage(s.ctx, m)
+				require.NoError(t, err)
+				require.Equal(t, client.Abandoned, st)
+			}
+			require.Zero(t, s.a.count(&target))
+
+			before := dumpTables(t, sqliteaccess.DB(s.a.sql))
+			s.net.ResetCalls()
+			sent, err := s.a.c.RetryPendingMessages(s.ctx, target)
+			require.NoError(t, err, "nothing waits: the damaged state is not read")
+			require.Empty(t, sent)
+			require.Empty(t, s.net.Calls(), "nothing handed off or fetched")
+			require.Equal(t, before, dumpTables(t, sqliteaccess.DB(s.a.sql)), "nothing changed")
+
+			// A message waits: now the state is read, and does not open.
+			_, err = s.a.c.Send(s.ctx, target, []byte("after damage"))
+			requireUnreadablePeer(t, err, target, part.table, peerDamages[0].want)
+			sent, err = s.a.c.RetryPendingMessages(s.ctx, target)
+			requireUnreadablePeer(t, err, target, part.table, peerDamages[0].want)
+			require.Empty(t, sent)
+			require.Empty(t, s.net.Calls(), "nothing handed off or fetched")
+		})
+	}
+}
