@@ -617,36 +617,58 @@ func testAbandonPendingMessage(t *testing.T, h *harness) {
 }
 
 func testDeleteLeavesOthersIdentical(t *testing.T, h *harness) {
-	ms := h.seed(9, alice, bob, aliceTwo)
-	// Alice's peer state and identity must not be touched either.
-	peer := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
-	require.NoError(t, h.s.SavePeer(h.ctx, alice, peer))
-	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
+	for _, tc := range []struct {
+		name    string
+		abandon func(h *harness, m msg) (bool, error)
+	}{
+		{"AbandonPending", func(h *harness, m msg) (bool, error) {
+			return h.s.AbandonPending(h.ctx, m.to, m.id)
+		}},
+		{"AbandonPendingMessage", func(h *harness, m msg) (bool, error) {
+			return h.s.AbandonPendingMessage(h.ctx, store.PendingMessage{Sequence: m.seq, Recipient: m.to, ID: m.id})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := h.fresh(t)
+			ms := h.seed(9, alice, bob, aliceTwo)
+			// Alice's peer state, the local identity and the inbound
+			// messages processed from alice must not be touched either.
+			fresh, err := h.s.CommitReceived(h.ctx, alice, ID(900), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			require.NoError(t, err)
+			require.True(t, fresh)
+			peer := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
+			require.NoError(t, h.s.SavePeer(h.ctx, alice, peer))
+			require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
 
-	for _, victim := range []int{4, 0, 8} { // middle, first, last
-		before := h.all(nil)
-		ok, err := h.s.AbandonPending(h.ctx, ms[victim].to, ms[victim].id)
-		require.NoError(t, err)
-		require.True(t, ok)
-		var want []store.PendingMessage
-		for _, m := range before {
-			if m.Sequence != ms[victim].seq {
-				want = append(want, m)
+			for _, victim := range []int{4, 0, 8} { // middle, first, last
+				before := h.all(nil)
+				ok, err := tc.abandon(h, ms[victim])
+				require.NoError(t, err)
+				require.True(t, ok)
+				var want []store.PendingMessage
+				for _, m := range before {
+					if m.Sequence != ms[victim].seq {
+						want = append(want, m)
+					}
+				}
+				got := h.all(nil)
+				require.Equal(t, want, got, "every other message keeps its sequence and plaintext")
+				for i := range got {
+					require.True(t, bytes.Equal(want[i].Plaintext, got[i].Plaintext))
+				}
 			}
-		}
-		got := h.all(nil)
-		require.Equal(t, want, got, "every other message keeps its sequence and plaintext")
-		for i := range got {
-			require.True(t, bytes.Equal(want[i].Plaintext, got[i].Plaintext))
-		}
+			require.Equal(t, int64(6), h.count(nil))
+			got, err := h.s.Peer(h.ctx, alice)
+			require.NoError(t, err)
+			require.Equal(t, peer, got)
+			id, err := h.s.LocalIdentity(h.ctx)
+			require.NoError(t, err)
+			require.Equal(t, []byte("secret"), id.Secret)
+			fresh, err = h.s.CommitReceived(h.ctx, alice, ID(900), store.Inbound{Update: peer})
+			require.NoError(t, err)
+			require.False(t, fresh, "the message processed before is still recognised as a duplicate")
+		})
 	}
-	require.Equal(t, int64(6), h.count(nil))
-	got, err := h.s.Peer(h.ctx, alice)
-	require.NoError(t, err)
-	require.Equal(t, peer, got)
-	id, err := h.s.LocalIdentity(h.ctx)
-	require.NoError(t, err)
-	require.Equal(t, []byte("secret"), id.Secret)
 }
 
 func testNextPending(t *testing.T, h *harness) {
