@@ -614,6 +614,32 @@ func testAbandonPendingMessage(t *testing.T, h *harness) {
 	require.False(t, ok, "a malformed recipient that is not the row's removes nothing")
 	require.Equal(t, pendings(ms[1]), h.all(nil))
 	require.EqualValues(t, 1, h.count(nil))
+
+	// A row whose stored recipient is malformed (written so by a damaged
+	// database) is abandoned only at its own sequence: named with another
+	// sequence, its malformed recipient is no identity to fall back on.
+	t.Run("malformed recipient at another sequence", func(t *testing.T) {
+		h := h.fresh(t)
+		ms := h.seed(3, alice, bob)
+		h.tamper.SetUserID(t, h.s, ms[1].seq, "")
+		damaged := store.PendingMessage{Sequence: ms[1].seq, Recipient: ids.DeviceAddress{UserID: "", DeviceID: ms[1].to.DeviceID}, ID: ms[1].id}
+		page := h.page(store.PageRequest{Limit: store.MaxPageSize})
+		require.Len(t, page.Unreadable, 1)
+		require.Equal(t, damaged, page.Unreadable[0].PendingMessage)
+		for _, seq := range []int64{ms[0].seq, ms[2].seq, ms[2].seq + 1, 0} {
+			other := damaged
+			other.Sequence = seq
+			ok, err := h.s.AbandonPendingMessage(h.ctx, other)
+			require.NoError(t, err)
+			require.False(t, ok, "sequence %d", seq)
+			require.Equal(t, page, h.page(store.PageRequest{Limit: store.MaxPageSize}), "nothing removed")
+			require.EqualValues(t, 3, h.count(nil))
+		}
+		ok, err := h.s.AbandonPendingMessage(h.ctx, damaged)
+		require.NoError(t, err)
+		require.True(t, ok, "at its own sequence")
+		require.Equal(t, pendings(ms[0], ms[2]), h.all(nil))
+	})
 }
 
 func testDeleteLeavesOthersIdentical(t *testing.T, h *harness) {
