@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -180,6 +181,52 @@ func TestAbandonUnreadableBySequence(t *testing.T) {
 			require.Equal(t, client.Abandoned, st)
 			require.Equal(t, []ids.LogicalMessageID{s.two, s.car, s.three}, s.a.pendingIDs(nil))
 			st, err = s.a.c.AbandonPendingMessage(s.ctx, p.Unreadable[0].PendingMessage)
+			require.NoError(t, err)
+			require.Equal(t, client.NotPending, st)
+		})
+	}
+}
+
+// TestAbandonUndecodableRowBySequence: a pending row whose stored
+// recipient is malformed (a writer of the file stored it so) has no
+// identity to abandon by: AbandonPendingMessage removes it by the
+// sequence its page entry gives, and nothing else; given again, or with
+// another sequence, it removes nothing.
+func TestAbandonUndecodableRowBySequence(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		to   ids.DeviceAddress
+	}{
+		{"empty user id", ids.DeviceAddress{UserID: "", DeviceID: 1}},
+		{"over-long user id", ids.DeviceAddress{UserID: strings.Repeat("x", ids.MaxUserIDLen+1), DeviceID: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			net, a := openAlice(t, sqliteKind)
+			mustOpen(t, net, bob)
+			kept := a.sendFailed(bob, "kept")
+			bad := insertRawPending(t, a, nil, tc.to, []byte("garbage"))
+
+			p, err := a.c.PendingMessages(ctx, store.PageRequest{Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, p.Unreadable, 1)
+			u := p.Unreadable[0].PendingMessage
+			require.Equal(t, tc.to, u.Recipient)
+			require.Equal(t, bad, u.ID)
+			require.ErrorIs(t, p.Unreadable[0].Cause, store.ErrCorruptRow)
+
+			other := u
+			other.Sequence = u.Sequence - 1 // kept's
+			st, err := a.c.AbandonPendingMessage(ctx, other)
+			require.NoError(t, err)
+			require.Equal(t, client.NotPending, st, "another sequence: nothing to fall back on")
+			require.EqualValues(t, 2, a.count(nil))
+
+			st, err = a.c.AbandonPendingMessage(ctx, u)
+			require.NoError(t, err)
+			require.Equal(t, client.Abandoned, st)
+			require.Equal(t, []ids.LogicalMessageID{kept}, a.pendingIDs(nil), "only that row removed")
+			st, err = a.c.AbandonPendingMessage(ctx, u)
 			require.NoError(t, err)
 			require.Equal(t, client.NotPending, st)
 		})
