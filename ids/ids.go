@@ -42,8 +42,13 @@ func (a DeviceAddress) Validate() error {
 // anything but printable text (a newline, a terminal escape, a bidi
 // control, invalid UTF-8) is written as a Go quoted string instead, its
 // bytes escaped: addresses are read from files and the network, and their
-// text reaches terminals and logs.
+// text reaches terminals and logs. A user id above MaxUserIDLen, which is
+// malformed, is written quoted and cut to its first bytes and its length,
+// so that an error naming it stays one short line.
 func (a DeviceAddress) String() string {
+	if n := len(a.UserID); n > MaxUserIDLen {
+		return fmt.Sprintf("%q…(%d bytes)/%d", a.UserID[:shownUserIDLen], n, a.DeviceID)
+	}
 	for _, r := range a.UserID {
 		if r == utf8.RuneError || !unicode.IsPrint(r) {
 			return fmt.Sprintf("%q/%d", a.UserID, a.DeviceID)
@@ -51,6 +56,10 @@ func (a DeviceAddress) String() string {
 	}
 	return fmt.Sprintf("%s/%d", a.UserID, a.DeviceID)
 }
+
+// shownUserIDLen is how many bytes String shows of a user id above
+// MaxUserIDLen.
+const shownUserIDLen = 32
 
 // Less orders addresses by user id, then device id. It gives rules that
 // must agree on both devices (such as collision resolution) a total order.

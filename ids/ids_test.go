@@ -81,7 +81,8 @@ func TestDeviceAddressOrder(t *testing.T) {
 
 // An address's text reaches terminals and logs: a user id that is not
 // printable text is written quoted, every such byte escaped, so that a
-// user id read from a file cannot forge a log line or drive a terminal.
+// user id read from a file cannot forge a log line or drive a terminal;
+// one above the longest valid length is cut, so that it cannot flood one.
 func TestDeviceAddressStringEscapes(t *testing.T) {
 	for _, tc := range []struct{ user, want string }{
 		{"alice", "alice/3"},
@@ -90,6 +91,8 @@ func TestDeviceAddressStringEscapes(t *testing.T) {
 		{"\x1b[2J::error file=x::forged", `"\x1b[2J::error file=x::forged"/3`},
 		{"evil\u202egnp.exe", `"evil\u202egnp.exe"/3`},
 		{"bob\xff\xfe", `"bob\xff\xfe"/3`},
+		{strings.Repeat("a", ids.MaxUserIDLen), strings.Repeat("a", ids.MaxUserIDLen) + "/3"},
+		{strings.Repeat("a", 4096), `"` + strings.Repeat("a", 32) + `"…(4096 bytes)/3`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			require.Equal(t, tc.want, ids.DeviceAddress{UserID: tc.user, DeviceID: 3}.String())
