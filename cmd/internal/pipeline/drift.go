@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -230,10 +229,8 @@ func openAt(ctx context.Context, m *migration.Migrator, st migration.Status, wit
 	if err != nil {
 		return nil, err
 	}
-	current, _ := strconv.Atoi(st.Current)
 	for _, f := range files {
-		v, _ := strconv.Atoi(f.Version())
-		if v > current || slices.Contains(st.OutOfOrder, f.Name()) {
+		if migration.CompareVersions(f.Version(), st.Current) > 0 || slices.Contains(st.OutOfOrder, f.Name()) {
 			continue
 		}
 		stmts, err := f.Stmts()

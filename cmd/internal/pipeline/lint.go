@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"ariga.io/atlas/sql/migrate"
 	"ariga.io/atlas/sql/sqlcheck"
@@ -116,7 +115,6 @@ func Lint(ctx context.Context, m *migration.Migrator, opts ...LintOption) (LintR
 	if len(files) == 0 {
 		return report, fmt.Errorf("%w: no migration files", migration.ErrDirectory)
 	}
-	base, _ := strconv.Atoi(LintBaseline)
 	err = Replay(ctx, files, func(ctx context.Context, dev *sqlclient.Client, rf *ReplayedFile) error {
 		f := rf.File
 		var changes []*sqlcheck.Change
@@ -137,10 +135,7 @@ func Lint(ctx context.Context, m *migration.Migrator, opts ...LintOption) (LintR
 			return fmt.Errorf("%s: diff: %w", f.Name(), err)
 		}
 		file := &sqlcheck.File{File: f, Changes: changes, Sum: sum, From: rf.From, To: rf.To}
-		blocking := true
-		if v, err := strconv.Atoi(f.Version()); err == nil {
-			blocking = v > base
-		}
+		blocking := migration.CompareVersions(f.Version(), LintBaseline) > 0
 		for _, az := range azs {
 			pass := &sqlcheck.Pass{
 				File: file,
@@ -240,19 +235,13 @@ func OrderFindings(st migration.Status) []Finding {
 // head already shipped", "the head of main"). It returns an error if
 // either directory cannot be read.
 func AddedBelow(base, m *migration.Migrator, baseName string) ([]Finding, error) {
-	files, err := m.Dir().Files()
+	files, shipped, err := filesOf(m, base)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+		return nil, err
 	}
-	shipped, err := base.Dir().Files()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
-	}
-	head, _ := strconv.Atoi(base.Head())
 	var out []Finding
 	for _, f := range files {
-		v, _ := strconv.Atoi(f.Version())
-		if v > head || slices.ContainsFunc(shipped, func(s migrate.File) bool { return s.Name() == f.Name() }) {
+		if migration.CompareVersions(f.Version(), base.Head()) > 0 || slices.ContainsFunc(shipped, func(s migrate.File) bool { return s.Name() == f.Name() }) {
 			continue
 		}
 		out = append(out, Finding{
@@ -271,13 +260,9 @@ func AddedBelow(base, m *migration.Migrator, baseName string) ([]Finding, error)
 // version. baseName says what base is in the finding's words (as "main").
 // It returns an error if either directory cannot be read.
 func ChangedLanded(base, m *migration.Migrator, baseName string) ([]Finding, error) {
-	files, err := m.Dir().Files()
+	files, shipped, err := filesOf(m, base)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
-	}
-	shipped, err := base.Dir().Files()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+		return nil, err
 	}
 	var out []Finding
 	for _, s := range shipped {
@@ -294,6 +279,18 @@ func ChangedLanded(base, m *migration.Migrator, baseName string) ([]Finding, err
 		out = append(out, Finding{Version: s.Version(), File: s.Name(), Analyzer: OrderAnalyzer, Blocking: true, Text: text})
 	}
 	return out, nil
+}
+
+// filesOf returns the files of m and of base, the directory it is judged
+// against, or ErrDirectory if either cannot be read.
+func filesOf(m, base *migration.Migrator) (files, shipped []migrate.File, err error) {
+	if files, err = m.Dir().Files(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+	}
+	if shipped, err = base.Dir().Files(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", migration.ErrDirectory, err)
+	}
+	return files, shipped, nil
 }
 
 // analyzers returns Atlas's destructive, data-dependent and

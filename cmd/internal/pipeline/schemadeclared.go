@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/securemsg/storage/internal/migration"
@@ -38,8 +37,7 @@ func writeDeclared(w io.Writer, m *migration.Migrator) error {
 	if err != nil {
 		return err
 	}
-	version := func(name string) int { v, _ := strconv.Atoi(versionOf(name)); return v }
-	slices.SortFunc(names, func(a, b string) int { return version(a) - version(b) })
+	slices.SortFunc(names, func(a, b string) int { return migration.CompareVersions(versionOf(a), versionOf(b)) })
 	fmt.Fprintf(w, "\n## Declared changes to existing data\n\n")
 	if len(names) == 0 {
 		fmt.Fprintln(w, "None: no migration declares a change to the rows it finds (`NN_description"+declarationSuffix+"`).")
