@@ -66,6 +66,31 @@ func TestHoldingApp(t *testing.T) {
 	fmt.Println("closed")
 }
 
+// walDatabase returns a new WAL database in a directory of its own, with
+// a table t of three rows, closed: nothing lies beside it.
+func walDatabase(t *testing.T) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	path = filepath.Join(dir, "client.db")
+	conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
+	require.NoError(t, err)
+	_, err = conn.Exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3)")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	return dir, path
+}
+
+// heldShm starts TestHoldingApp on path (walDatabase) and returns its
+// -shm, opened for writing, so that a test can plant a state in it.
+func heldShm(t *testing.T, path string) *os.File {
+	t.Helper()
+	startHoldingApp(t, path)
+	shm, err := os.OpenFile(path+"-shm", os.O_RDWR, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { shm.Close() })
+	return shm
+}
+
 // startHoldingApp starts TestHoldingApp on path, a database with a table
 // t, and returns once it is ready, with its stdin and its lines of output.
 func startHoldingApp(t *testing.T, path string) (io.WriteCloser, *bufio.Scanner) {
@@ -93,13 +118,7 @@ func startHoldingApp(t *testing.T, path string) (io.WriteCloser, *bufio.Scanner)
 // later read-only open refuses as needing recovery.
 func TestReadStableAppClosesDuringOpen(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "client.db")
-	conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
-	require.NoError(t, err)
-	_, err = conn.Exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3)")
-	require.NoError(t, err)
-	require.NoError(t, conn.Close())
+	dir, path := walDatabase(t)
 
 	stdin, lines := startHoldingApp(t, path)
 	names := func() []string {
@@ -174,20 +193,10 @@ func TestReadStableShmMidUpdate(t *testing.T) {
 		for _, persists := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/persists=%v", tc.name, persists), func(t *testing.T) {
 				ctx := context.Background()
-				dir := t.TempDir()
-				path := filepath.Join(dir, "client.db")
-				conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
-				require.NoError(t, err)
-				_, err = conn.Exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3)")
-				require.NoError(t, err)
-				require.NoError(t, conn.Close())
-				startHoldingApp(t, path)
-
-				shm, err := os.OpenFile(path+"-shm", os.O_RDWR, 0)
-				require.NoError(t, err)
-				defer shm.Close()
+				dir, path := walDatabase(t)
+				shm := heldShm(t, path)
 				was := make([]byte, len(tc.plant))
-				_, err = shm.ReadAt(was, tc.offset)
+				_, err := shm.ReadAt(was, tc.offset)
 				require.NoError(t, err)
 				require.NotEqual(t, tc.plant, was)
 				attempts := 0
@@ -231,18 +240,8 @@ func TestReadStableShmMidUpdate(t *testing.T) {
 // goes while it reads.
 func TestReadStableSaysWhatUpsetTheLastAttempt(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "client.db")
-	conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
-	require.NoError(t, err)
-	_, err = conn.Exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1)")
-	require.NoError(t, err)
-	require.NoError(t, conn.Close())
-	startHoldingApp(t, path)
-
-	shm, err := os.OpenFile(path+"-shm", os.O_RDWR, 0)
-	require.NoError(t, err)
-	defer shm.Close()
+	_, path := walDatabase(t)
+	shm := heldShm(t, path)
 	const readMarks = 96 + 8 // aReadMark[1..4] (see TestReadStableShmMidUpdate)
 	attempts := 0
 	openHook = func() {
@@ -260,7 +259,7 @@ func TestReadStableSaysWhatUpsetTheLastAttempt(t *testing.T) {
 	}
 	t.Cleanup(func() { openHook = nil })
 
-	err = ReadStable(ctx, path, func(conn *sql.DB) error {
+	err := ReadStable(ctx, path, func(conn *sql.DB) error {
 		var n int
 		return conn.QueryRow("SELECT count(*) FROM t").Scan(&n)
 	})
