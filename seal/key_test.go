@@ -173,3 +173,67 @@ func TestNilInputs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []byte("x"), got)
 }
+
+// collidingKeys returns two different keys whose ids are equal: key ids
+// are 32 bits of a hash of the key, so any two keys share one with
+// probability 2^-32 (these two were found by a birthday search).
+func collidingKeys(t *testing.T) (seal.Key, seal.Key) {
+	t.Helper()
+	a, b := make([]byte, seal.KeySize), make([]byte, seal.KeySize)
+	a[0], b[0] = 0x5e, 0x5e
+	a[30], a[31] = 0x3a, 0xcd
+	b[29], b[30], b[31] = 0x01, 0x33, 0xf6
+	ka, err := seal.NewKey(a)
+	require.NoError(t, err)
+	kb, err := seal.NewKey(b)
+	require.NoError(t, err)
+	require.Equal(t, ka.ID(), kb.ID(), "the keys share an id")
+	require.NotEqual(t, ka.Bytes(), kb.Bytes())
+	return ka, kb
+}
+
+// A key whose id is held by another key is refused, wherever it comes in:
+// records name their key by id only, so holding both would open the
+// first key's records with the second (seal.ErrAuthentication for every
+// one), and replacing the first would lose it. Adding the same key again
+// is still a no-op.
+func TestKeyIDCollisionIsRefused(t *testing.T) {
+	a, b := collidingKeys(t)
+	other := newKey(t)
+
+	_, err := seal.NewKeyring(a, b)
+	require.ErrorIs(t, err, seal.ErrKey)
+
+	for _, tt := range []struct {
+		name  string
+		held  []seal.Key // current first
+		added seal.Key
+		err   error
+	}{
+		{"colliding with the current key", []seal.Key{a}, b, seal.ErrKey},
+		{"colliding with an older key", []seal.Key{other, a}, b, seal.ErrKey},
+		{"the current key again", []seal.Key{a}, a, nil},
+		{"an older key again", []seal.Key{other, a}, a, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			kr := newKeyring(t, tt.held[0], tt.held[1:]...)
+			sealed, err := newKeyring(t, a).Seal(seal.RecordSession, []byte("row"), []byte("plaintext"))
+			require.NoError(t, err)
+			current, ids := kr.Current(), kr.KeyIDs()
+
+			err = kr.Add(tt.added)
+			if tt.err != nil {
+				require.ErrorIs(t, err, tt.err)
+				require.ErrorContains(t, err, fmt.Sprint(a.ID()))
+				require.Equal(t, current, kr.Current(), "the sealing key is unchanged")
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, tt.added.ID(), kr.Current())
+			}
+			require.Equal(t, ids, kr.KeyIDs())
+			pt, err := kr.Open(seal.RecordSession, []byte("row"), sealed)
+			require.NoError(t, err, "the held key still opens its records")
+			require.Equal(t, []byte("plaintext"), pt)
+		})
+	}
+}

@@ -219,21 +219,53 @@ func (kr *Keyring) KeyIDs() []KeyID {
 // Add makes k the sealing key while keeping the previous keys for opening
 // (on the zero Keyring, k is its first key). Adding the current key again
 // is a no-op. It returns an error wrapping ErrKey, and changes nothing, for
-// the zero Key or a nil keyring.
+// the zero Key, a nil keyring, or a key whose id is held by another key
+// (see CheckAdd).
 func (kr *Keyring) Add(k Key) error {
 	if kr == nil {
 		return errNilKeyring
 	}
-	if k.secret == nil {
-		return fmt.Errorf("%w: the zero Key: make keys with NewKey or GenerateKey", ErrKey)
-	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
+	if err := kr.checkAdd(k); err != nil {
+		return err
+	}
 	if kr.keys == nil {
 		kr.keys = map[KeyID]Key{}
 	}
 	kr.keys[k.id] = k
 	kr.current = k.id
+	return nil
+}
+
+// CheckAdd returns the error Add would return for k, changing nothing:
+// one wrapping ErrKey for the zero Key, a nil keyring, or a key other than
+// the one the keyring holds under k's id. Records name their key by its
+// 32-bit id alone, so two different keys with one id (a chance of 2^-32
+// per pair) cannot be held together: the second would replace the first,
+// and every record the first sealed would fail with ErrAuthentication. A
+// caller that must know before it records anything (a key rotation) asks
+// first; make another key with GenerateKey.
+func (kr *Keyring) CheckAdd(k Key) error {
+	if kr == nil {
+		return errNilKeyring
+	}
+	kr.mu.RLock()
+	defer kr.mu.RUnlock()
+	return kr.checkAdd(k)
+}
+
+// checkAdd is CheckAdd, kr.mu held.
+func (kr *Keyring) checkAdd(k Key) error {
+	if k.secret == nil {
+		return fmt.Errorf("%w: the zero Key: make keys with NewKey or GenerateKey", ErrKey)
+	}
+	if held, ok := kr.keys[k.id]; ok {
+		a, b := held.raw(), k.raw()
+		if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
+			return fmt.Errorf("%w: another key with id %d is held: generate another key", ErrKey, k.id)
+		}
+	}
 	return nil
 }
 

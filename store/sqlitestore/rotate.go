@@ -83,8 +83,9 @@ const maxRotationPasses = 3
 // rows and, if that one was not at Done == Total, once at the end, with
 // the progress of the whole rotation (see RotationProgress).
 //
-// It returns an error wrapping store.ErrInvalidArgument for a zero key or
-// a negative batch, a *RotationError as above, and storage errors or the
+// It returns an error wrapping store.ErrInvalidArgument for a zero key, a
+// key whose id the keyring holds for another key (with seal.ErrKey: see
+// seal.Keyring.CheckAdd; nothing is recorded) or a negative batch, a *RotationError as above, and storage errors or the
 // context's error; on a storage or context error the batches already
 // committed stay committed and the old keys stay in the keyring.
 func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progress func(store.RotationProgress)) error {
@@ -105,6 +106,11 @@ func (s *Store) rotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	if batch == 0 {
 		batch = DefaultRotationBatch
 	}
+	// A key sharing its id with a held one would pass every row under
+	// that key for re-sealed and replace the key that opens them.
+	if err := s.keys.CheckAdd(newKey); err != nil {
+		return fmt.Errorf("%w: %w", store.ErrInvalidArgument, err)
+	}
 	// Two rotations of one database at once would fight over which key
 	// is active; the store holds its file alone, so its lock is the
 	// database's.
@@ -123,8 +129,11 @@ func (s *Store) rotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	// Wait for writes that sealed with the old key to end; every write
 	// after this seals with newKey.
 	s.sealMu.Lock()
-	s.keys.Add(newKey)
+	err = s.keys.Add(newKey) // checked above; only Forget changes the keyring meanwhile
 	s.sealMu.Unlock()
+	if err != nil {
+		return err
+	}
 
 	tally := &rotationTally{report: progress}
 	if progress != nil {

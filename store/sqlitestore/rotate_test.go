@@ -1081,3 +1081,49 @@ func TestRotateKeyPlantedHeaderKeepsNoKey(t *testing.T) {
 		assert.Equal(t, w.plaintext, pt, name)
 	}
 }
+
+// collidingRotateKeys returns two different keys with the same key id (a
+// chance of 2^-32 per pair of keys, found by a birthday search).
+func collidingRotateKeys(t *testing.T) (seal.Key, seal.Key) {
+	t.Helper()
+	a, b := make([]byte, seal.KeySize), make([]byte, seal.KeySize)
+	a[0], b[0] = 0x5e, 0x5e
+	a[30], a[31] = 0x3a, 0xcd
+	b[29], b[30], b[31] = 0x01, 0x33, 0xf6
+	ka, err := seal.NewKey(a)
+	require.NoError(t, err)
+	kb, err := seal.NewKey(b)
+	require.NoError(t, err)
+	require.Equal(t, ka.ID(), kb.ID())
+	return ka, kb
+}
+
+// A rotation to a key whose id is the current key's is refused before
+// anything is recorded: records name their key by id, so it would take
+// every row for one already re-sealed, replace the key that opens them
+// and leave the whole database unreadable. The database and the keyring
+// are left as they were, and the current key still opens everything.
+func TestRotateKeyRefusesCollidingKeyID(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "client.db")
+	current, colliding := collidingRotateKeys(t)
+	s := rotateOpen(t, path, current)
+	want := rotateFill(t, s)
+	before := rotateSealed(t, s)
+	keysBefore, err := db.New(sqliteaccess.DB(s)).ListStorageKeys(ctx)
+	require.NoError(t, err)
+
+	err = s.RotateKey(ctx, colliding, 2, nil)
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
+	require.ErrorIs(t, err, seal.ErrKey)
+
+	assert.Equal(t, before, rotateSealed(t, s), "no row changed")
+	keysAfter, err := db.New(sqliteaccess.DB(s)).ListStorageKeys(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, keysBefore, keysAfter, "no key recorded")
+	assert.Equal(t, []seal.KeyID{current.ID()}, sqliteaccess.Keyring(s).KeyIDs())
+	rotateCheck(t, s, current, want)
+
+	require.NoError(t, s.Close())
+	rotateCheck(t, rotateOpen(t, path, current), current, want)
+}
