@@ -36,11 +36,10 @@ var (
 	// Open fails with it and changes nothing, and this device's identity
 	// cannot be recovered from the store.
 	ErrCorruptIdentity = errors.New("stored local identity is malformed")
-)
-
-// The client's internal errors.
-var (
-	// errMalformedFrame means a decrypted envelope does not hold a valid
-	// frame.
-	errMalformedFrame = errors.New("malformed frame")
+	// ErrMalformedFrame means an envelope authenticated as its sender's
+	// but the plaintext inside is not a frame this release reads (an
+	// unknown frame version or type, a wrong length): Receive refuses it
+	// and changes nothing, so the sender's session does not advance past
+	// it and nothing is acknowledged.
+	ErrMalformedFrame = errors.New("malformed frame")
 )

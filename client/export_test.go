@@ -48,3 +48,18 @@ func SendAck(ctx context.Context, c *Client, remote ids.DeviceAddress, id ids.Lo
 	}
 	return c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil))
 }
+
+// SendFrame has c encrypt frame for remote and hand it off as it sends
+// any frame: what a modified client (or a newer release) of remote's
+// peer can send.
+func SendFrame(ctx context.Context, c *Client, remote ids.DeviceAddress, frame []byte) error {
+	if err := c.lockSend(); err != nil {
+		return err
+	}
+	defer c.sendMu.Unlock()
+	p, err := c.peerFor(ctx, remote)
+	if err != nil {
+		return err
+	}
+	return c.sendFrame(ctx, p, frame)
+}

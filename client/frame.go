@@ -32,10 +32,10 @@ func encodeFrame(kind byte, id ids.LogicalMessageID, body []byte) []byte {
 
 func decodeFrame(b []byte) (kind byte, id ids.LogicalMessageID, body []byte, err error) {
 	if len(b) < frameHeaderSize {
-		return 0, id, nil, fmt.Errorf("%w: %d bytes", errMalformedFrame, len(b))
+		return 0, id, nil, fmt.Errorf("%w: %d bytes", ErrMalformedFrame, len(b))
 	}
 	if b[0] != frameVersion {
-		return 0, id, nil, fmt.Errorf("%w: version %d", errMalformedFrame, b[0])
+		return 0, id, nil, fmt.Errorf("%w: version %d", ErrMalformedFrame, b[0])
 	}
 	kind = b[1]
 	copy(id[:], b[2:frameHeaderSize])
@@ -45,5 +45,5 @@ func decodeFrame(b []byte) (kind byte, id ids.LogicalMessageID, body []byte, err
 	case kind == frameAck && len(b) == frameHeaderSize:
 		return kind, id, nil, nil
 	}
-	return 0, id, nil, fmt.Errorf("%w: type %d, %d bytes", errMalformedFrame, kind, len(b))
+	return 0, id, nil, fmt.Errorf("%w: type %d, %d bytes", ErrMalformedFrame, kind, len(b))
 }

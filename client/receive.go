@@ -70,7 +70,9 @@ func (*Rejected) receiveResult()        {}
 // message's processing or the ACK's deletion: all of it or nothing. It
 // returns an error, and changes nothing, for a malformed, forged,
 // tampered, replayed or misdirected envelope (session.ErrMalformedEnvelope,
-// session.ErrDecrypt, session.ErrReplay, ErrMisdirected), an initiation
+// session.ErrDecrypt, session.ErrReplay, ErrMisdirected), an authenticated
+// one whose plaintext is not a frame this release reads
+// (ErrMalformedFrame), an initiation
 // naming a consumed one-time prekey or an expired signed prekey
 // (session.ErrUnknownPrekey), or a failed commit. For an authenticated
 // initiation showing another identity than the pinned one it returns
