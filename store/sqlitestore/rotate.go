@@ -85,7 +85,8 @@ const maxRotationPasses = 3
 //
 // It returns an error wrapping store.ErrInvalidArgument for a zero key, a
 // key whose id the keyring holds for another key (with seal.ErrKey: see
-// seal.Keyring.CheckAdd; nothing is recorded) or a negative batch, a *RotationError as above, and storage errors or the
+// seal.Keyring.CheckAdd; nothing is recorded) or a negative batch, a
+// *RotationError as above, and storage errors or the
 // context's error; on a storage or context error the batches already
 // committed stay committed and the old keys stay in the keyring.
 func (s *Store) RotateKey(ctx context.Context, newKey seal.Key, batch int, progress func(store.RotationProgress)) error {
@@ -106,16 +107,17 @@ func (s *Store) rotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	if batch == 0 {
 		batch = DefaultRotationBatch
 	}
-	// A key sharing its id with a held one would pass every row under
-	// that key for re-sealed and replace the key that opens them.
-	if err := s.keys.CheckAdd(newKey); err != nil {
-		return fmt.Errorf("%w: %w", store.ErrInvalidArgument, err)
-	}
 	// Two rotations of one database at once would fight over which key
 	// is active; the store holds its file alone, so its lock is the
 	// database's.
 	s.rotateMu.Lock()
 	defer s.rotateMu.Unlock()
+	// Under rotateMu, so that no other rotation adds a key meanwhile: a
+	// key sharing its id with a held one would pass every row under that
+	// key for re-sealed and replace the key that opens them.
+	if err := s.keys.CheckAdd(newKey); err != nil {
+		return fmt.Errorf("%w: %w", store.ErrInvalidArgument, err)
+	}
 
 	// The sealer holds only newKey, so every re-sealed value carries its id
 	// whatever happens to the store's keyring meanwhile.
