@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
 )
 
@@ -174,31 +175,13 @@ func TestNilInputs(t *testing.T) {
 	require.Equal(t, []byte("x"), got)
 }
 
-// collidingKeys returns two different keys whose ids are equal: key ids
-// are 32 bits of a hash of the key, so any two keys share one with
-// probability 2^-32 (these two were found by a birthday search).
-func collidingKeys(t *testing.T) (seal.Key, seal.Key) {
-	t.Helper()
-	a, b := make([]byte, seal.KeySize), make([]byte, seal.KeySize)
-	a[0], b[0] = 0x5e, 0x5e
-	a[30], a[31] = 0x3a, 0xcd
-	b[29], b[30], b[31] = 0x01, 0x33, 0xf6
-	ka, err := seal.NewKey(a)
-	require.NoError(t, err)
-	kb, err := seal.NewKey(b)
-	require.NoError(t, err)
-	require.Equal(t, ka.ID(), kb.ID(), "the keys share an id")
-	require.NotEqual(t, ka.Bytes(), kb.Bytes())
-	return ka, kb
-}
-
 // A key whose id is held by another key is refused, wherever it comes in:
 // records name their key by id only, so holding both would open the
 // first key's records with the second (seal.ErrAuthentication for every
 // one), and replacing the first would lose it. Adding the same key again
 // is still a no-op.
 func TestKeyIDCollisionIsRefused(t *testing.T) {
-	a, b := collidingKeys(t)
+	a, b := storetest.CollidingKeys(t)
 	other := newKey(t)
 
 	_, err := seal.NewKeyring(a, b)

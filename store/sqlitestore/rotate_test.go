@@ -17,6 +17,7 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/seal"
@@ -1082,22 +1083,6 @@ func TestRotateKeyPlantedHeaderKeepsNoKey(t *testing.T) {
 	}
 }
 
-// collidingRotateKeys returns two different keys with the same key id (a
-// chance of 2^-32 per pair of keys, found by a birthday search).
-func collidingRotateKeys(t *testing.T) (seal.Key, seal.Key) {
-	t.Helper()
-	a, b := make([]byte, seal.KeySize), make([]byte, seal.KeySize)
-	a[0], b[0] = 0x5e, 0x5e
-	a[30], a[31] = 0x3a, 0xcd
-	b[29], b[30], b[31] = 0x01, 0x33, 0xf6
-	ka, err := seal.NewKey(a)
-	require.NoError(t, err)
-	kb, err := seal.NewKey(b)
-	require.NoError(t, err)
-	require.Equal(t, ka.ID(), kb.ID())
-	return ka, kb
-}
-
 // A rotation to a key whose id is the current key's is refused before
 // anything is recorded: records name their key by id, so it would take
 // every row for one already re-sealed, replace the key that opens them
@@ -1106,7 +1091,7 @@ func collidingRotateKeys(t *testing.T) (seal.Key, seal.Key) {
 func TestRotateKeyRefusesCollidingKeyID(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "client.db")
-	current, colliding := collidingRotateKeys(t)
+	current, colliding := storetest.CollidingKeys(t)
 	s := rotateOpen(t, path, current)
 	want := rotateFill(t, s)
 	before := rotateSealed(t, s)

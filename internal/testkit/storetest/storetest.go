@@ -149,6 +149,24 @@ func NewKeyring(tb testing.TB) *seal.Keyring {
 	return kr
 }
 
+// CollidingKeys returns two different keys with one key id: ids are 32
+// bits of a hash of the key, so any two keys share one with probability
+// 2^-32 (these two were found by a birthday search).
+func CollidingKeys(tb testing.TB) (seal.Key, seal.Key) {
+	tb.Helper()
+	a, b := make([]byte, seal.KeySize), make([]byte, seal.KeySize)
+	a[0], b[0] = 0x5e, 0x5e
+	a[30], a[31] = 0x3a, 0xcd
+	b[29], b[30], b[31] = 0x01, 0x33, 0xf6
+	ka, err := seal.NewKey(a)
+	require.NoError(tb, err)
+	kb, err := seal.NewKey(b)
+	require.NoError(tb, err)
+	require.Equal(tb, ka.ID(), kb.ID(), "the keys share an id")
+	require.NotEqual(tb, ka.Bytes(), kb.Bytes())
+	return ka, kb
+}
+
 // Addresses used by the suite.
 var (
 	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
