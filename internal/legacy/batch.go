@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/rowseal"
@@ -20,16 +21,17 @@ import (
 func (m *migrator) batch(ctx context.Context) (bool, error) {
 	var (
 		n    int
-		last int64
+		next int64
+		end  bool
 	)
 	err := sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
-		n, last = 0, m.after
+		n, next, end = 0, m.next, m.end
 		q := legacydb.New(tx)
 		// Read in chunks, so that memory stays bounded by readChunk
 		// messages whatever the batch size.
-		for n < m.opts.Batch {
+		for n < m.opts.Batch && !end {
 			limit := min(m.hooks.chunk, m.opts.Batch-n)
-			rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: last, RowLimit: int64(limit)})
+			rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{FirstSequence: next, RowLimit: int64(limit)})
 			if err != nil {
 				return fmt.Errorf("read legacy rows: %w", err)
 			}
@@ -52,7 +54,7 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 				if err != nil {
 					return fmt.Errorf("legacy sequence %d: copy: %w", r.Sequence, err)
 				}
-				last = r.Sequence
+				next, end = following(r.Sequence)
 				n++
 				if m.hooks.afterRow != nil {
 					m.hooks.afterRow(m.copied + n)
@@ -67,13 +69,24 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	m.after = last
+	m.next, m.end = next, end
 	m.copied += n
 	m.sealed += int64(n)
 	if n > 0 {
 		m.report(store.LegacySeal)
 	}
-	return n == m.opts.Batch, nil
+	return n == m.opts.Batch && !end, nil
+}
+
+// following returns the sequence after seq, and true if seq is the largest
+// int64, which no sequence follows: a cursor that names the first
+// sequence not yet read, rather than the last one read, so that a row at
+// the smallest int64 is read like any other.
+func following(seq int64) (next int64, end bool) {
+	if seq == math.MaxInt64 {
+		return 0, true
+	}
+	return seq + 1, false
 }
 
 func (m *migrator) report(p store.LegacyPhase) {

@@ -25,9 +25,9 @@ import (
 func (m *migrator) finish(ctx context.Context) error {
 	return sqltx.Run(ctx, m.conn, func(tx *sql.Tx) error {
 		q := legacydb.New(tx)
-		left, err := q.LegacyPendingCountAfter(ctx, m.after)
+		left, err := m.left(ctx, q)
 		if err != nil {
-			return fmt.Errorf("count legacy rows: %w", err)
+			return err
 		}
 		if left != 0 {
 			return fmt.Errorf("%d legacy rows left after the last batch", left)

@@ -244,7 +244,8 @@ type migrator struct {
 	hooks  hooks
 	copied int // rows sealed by this call
 
-	after         int64 // the last sequence sealed: the next batch starts above it
+	next          int64 // the first sequence not yet sealed: the next batch starts at it
+	end           bool  // a row at the largest int64 is sealed: no sequence is left
 	sealed, total int64 // for Progress
 	erased        []store.ErasedLegacyRow
 	began         bool // this call set the legacy table aside

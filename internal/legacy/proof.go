@@ -57,7 +57,7 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 		return err
 	}
 	m.began = true
-	m.after, m.sealed, m.total = math.MinInt64, 0, n
+	m.next, m.end, m.sealed, m.total = math.MinInt64, false, 0, n
 	return nil
 }
 
@@ -109,19 +109,32 @@ func (m *migrator) resume(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) 
 	if err := belowLayout(ctx, tx); err != nil {
 		return err
 	}
-	done, err := q.SealedPendingCount(ctx)
+	done, err := q.SealedPendingProgress(ctx)
 	if err != nil {
-		return fmt.Errorf("count sealed rows: %w", err)
+		return fmt.Errorf("read the sealed rows: %w", err)
 	}
-	if m.after, err = q.SealedPendingMaxSequence(ctx); err != nil {
-		return fmt.Errorf("read the last sealed sequence: %w", err)
+	m.next, m.end = math.MinInt64, false
+	if done.Sealed > 0 {
+		m.next, m.end = following(done.MaxSequence)
 	}
-	left, err := q.LegacyPendingCountAfter(ctx, m.after)
+	left, err := m.left(ctx, q)
 	if err != nil {
-		return fmt.Errorf("count legacy rows: %w", err)
+		return err
 	}
-	m.sealed, m.total = done, done+left
+	m.sealed, m.total = done.Sealed, done.Sealed+left
 	return nil
+}
+
+// left returns the number of set-aside rows not yet sealed.
+func (m *migrator) left(ctx context.Context, q *legacydb.Queries) (int64, error) {
+	if m.end {
+		return 0, nil
+	}
+	n, err := q.LegacyPendingCountFrom(ctx, m.next)
+	if err != nil {
+		return 0, fmt.Errorf("count legacy rows: %w", err)
+	}
+	return n, nil
 }
 
 // proofTag separates the verifier's known value from the digest of the
@@ -199,13 +212,13 @@ func (m *migrator) scanRows(ctx context.Context, q *legacydb.Queries, erase bool
 		m.erased = append(m.erased, store.ErasedLegacyRow{Sequence: seq, Reason: reason})
 		return nil
 	}
-	for after := int64(math.MinInt64); ; {
-		rows, err := q.LegacyPendingShapeBatch(ctx, legacydb.LegacyPendingShapeBatchParams{AfterSequence: after, RowLimit: shapeChunk})
+	for first, end := int64(math.MinInt64), false; !end; {
+		rows, err := q.LegacyPendingShapeBatch(ctx, legacydb.LegacyPendingShapeBatchParams{FirstSequence: first, RowLimit: shapeChunk})
 		if err != nil {
 			return [sha256.Size]byte{}, 0, fmt.Errorf("read legacy rows: %w", err)
 		}
 		for _, r := range rows {
-			after = r.Sequence
+			first, end = following(r.Sequence)
 			if reason := classReason(r); reason != nil {
 				if err := bad(r.Sequence, reason); err != nil {
 					return [sha256.Size]byte{}, 0, err
@@ -218,13 +231,13 @@ func (m *migrator) scanRows(ctx context.Context, q *legacydb.Queries, erase bool
 	}
 	d := newRowsDigest()
 	var n int64
-	for after := int64(math.MinInt64); ; {
-		rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{AfterSequence: after, RowLimit: readChunk})
+	for first, end := int64(math.MinInt64), false; !end; {
+		rows, err := q.LegacyPendingBatch(ctx, legacydb.LegacyPendingBatchParams{FirstSequence: first, RowLimit: readChunk})
 		if err != nil {
 			return [sha256.Size]byte{}, 0, fmt.Errorf("read legacy rows: %w", err)
 		}
 		for _, r := range rows {
-			after = r.Sequence
+			first, end = following(r.Sequence)
 			to, id, err := rowIdentity(r.Sequence, r.RecipientUserID, r.RecipientDeviceID, r.LogicalID)
 			if err == nil && len(r.Plaintext) > store.MaxPlaintextSize {
 				// The store refuses such a message on insert: sealed into

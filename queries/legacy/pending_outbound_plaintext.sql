@@ -12,9 +12,11 @@ FROM sqlite_sequence
 WHERE name = sqlc.arg(table_name);
 
 -- name: LegacyPendingBatch :many
+-- The set-aside rows from first_sequence on (inclusive, so that a row at
+-- the smallest int64 is read too), in sequence order.
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, plaintext
 FROM pending_outbound_message_plaintext
-WHERE sequence > sqlc.arg(after_sequence)
+WHERE sequence >= sqlc.arg(first_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 
@@ -71,20 +73,20 @@ SELECT
 SELECT count(*) FROM sqlite_master
 WHERE type = 'table' AND name = 'pending_outbound_message_plaintext';
 
--- name: LegacyPendingCountAfter :one
--- The legacy rows left to seal: those above the last sequence sealed.
+-- name: LegacyPendingCountFrom :one
+-- The legacy rows left to seal: those from the first sequence not yet
+-- sealed on.
 SELECT count(*) FROM pending_outbound_message_plaintext
-WHERE sequence > sqlc.arg(after_sequence);
+WHERE sequence >= sqlc.arg(first_sequence);
 
--- name: SealedPendingCount :one
+-- name: SealedPendingProgress :one
 -- The rows already sealed by earlier batches (before the migration
--- completes, only the migration writes this table).
-SELECT count(*) FROM pending_outbound_message;
-
--- name: SealedPendingMaxSequence :one
--- The last sequence sealed: batches copy in sequence order, so every
--- legacy row at or below it is sealed, and the next batch starts above it.
-SELECT CAST(coalesce(max(sequence), -9223372036854775808) AS INTEGER) AS max_sequence
+-- completes, only the migration writes this table) and the last sequence
+-- sealed (0 when none is): batches copy in sequence order, so every legacy
+-- row at or below it is sealed, and the next batch starts above it.
+SELECT
+  CAST(count(*) AS INTEGER) AS sealed,
+  CAST(coalesce(max(sequence), 0) AS INTEGER) AS max_sequence
 FROM pending_outbound_message;
 
 -- name: LegacyPendingShapeBatch :many
@@ -97,7 +99,7 @@ SELECT sequence,
   CAST(typeof(logical_id) AS TEXT) AS logical_id_class,
   CAST(typeof(plaintext) AS TEXT) AS plaintext_class
 FROM pending_outbound_message_plaintext
-WHERE sequence > sqlc.arg(after_sequence)
+WHERE sequence >= sqlc.arg(first_sequence)
 ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 

@@ -118,18 +118,20 @@ func (q *Queries) InsertStorageKey(ctx context.Context, arg InsertStorageKeyPara
 const legacyPendingBatch = `-- name: LegacyPendingBatch :many
 SELECT sequence, recipient_user_id, recipient_device_id, logical_id, plaintext
 FROM pending_outbound_message_plaintext
-WHERE sequence > ?1
+WHERE sequence >= ?1
 ORDER BY sequence
 LIMIT ?2
 `
 
 type LegacyPendingBatchParams struct {
-	AfterSequence int64
+	FirstSequence int64
 	RowLimit      int64
 }
 
+// The set-aside rows from first_sequence on (inclusive, so that a row at
+// the smallest int64 is read too), in sequence order.
 func (q *Queries) LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatchParams) ([]PendingOutboundMessagePlaintext, error) {
-	rows, err := q.db.QueryContext(ctx, legacyPendingBatch, arg.AfterSequence, arg.RowLimit)
+	rows, err := q.db.QueryContext(ctx, legacyPendingBatch, arg.FirstSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -157,14 +159,15 @@ func (q *Queries) LegacyPendingBatch(ctx context.Context, arg LegacyPendingBatch
 	return items, nil
 }
 
-const legacyPendingCountAfter = `-- name: LegacyPendingCountAfter :one
+const legacyPendingCountFrom = `-- name: LegacyPendingCountFrom :one
 SELECT count(*) FROM pending_outbound_message_plaintext
-WHERE sequence > ?1
+WHERE sequence >= ?1
 `
 
-// The legacy rows left to seal: those above the last sequence sealed.
-func (q *Queries) LegacyPendingCountAfter(ctx context.Context, afterSequence int64) (int64, error) {
-	row := q.db.QueryRowContext(ctx, legacyPendingCountAfter, afterSequence)
+// The legacy rows left to seal: those from the first sequence not yet
+// sealed on.
+func (q *Queries) LegacyPendingCountFrom(ctx context.Context, firstSequence int64) (int64, error) {
+	row := q.db.QueryRowContext(ctx, legacyPendingCountFrom, firstSequence)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -177,13 +180,13 @@ SELECT sequence,
   CAST(typeof(logical_id) AS TEXT) AS logical_id_class,
   CAST(typeof(plaintext) AS TEXT) AS plaintext_class
 FROM pending_outbound_message_plaintext
-WHERE sequence > ?1
+WHERE sequence >= ?1
 ORDER BY sequence
 LIMIT ?2
 `
 
 type LegacyPendingShapeBatchParams struct {
-	AfterSequence int64
+	FirstSequence int64
 	RowLimit      int64
 }
 
@@ -199,7 +202,7 @@ type LegacyPendingShapeBatchRow struct {
 // declares types but SQLite does not enforce them), read before their
 // values so that a row of the wrong class is found without scanning it.
 func (q *Queries) LegacyPendingShapeBatch(ctx context.Context, arg LegacyPendingShapeBatchParams) ([]LegacyPendingShapeBatchRow, error) {
-	rows, err := q.db.QueryContext(ctx, legacyPendingShapeBatch, arg.AfterSequence, arg.RowLimit)
+	rows, err := q.db.QueryContext(ctx, legacyPendingShapeBatch, arg.FirstSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -273,31 +276,27 @@ func (q *Queries) PlaintextTableCount(ctx context.Context) (int64, error) {
 	return count, err
 }
 
-const sealedPendingCount = `-- name: SealedPendingCount :one
-SELECT count(*) FROM pending_outbound_message
-`
-
-// The rows already sealed by earlier batches (before the migration
-// completes, only the migration writes this table).
-func (q *Queries) SealedPendingCount(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, sealedPendingCount)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const sealedPendingMaxSequence = `-- name: SealedPendingMaxSequence :one
-SELECT CAST(coalesce(max(sequence), -9223372036854775808) AS INTEGER) AS max_sequence
+const sealedPendingProgress = `-- name: SealedPendingProgress :one
+SELECT
+  CAST(count(*) AS INTEGER) AS sealed,
+  CAST(coalesce(max(sequence), 0) AS INTEGER) AS max_sequence
 FROM pending_outbound_message
 `
 
-// The last sequence sealed: batches copy in sequence order, so every
-// legacy row at or below it is sealed, and the next batch starts above it.
-func (q *Queries) SealedPendingMaxSequence(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, sealedPendingMaxSequence)
-	var max_sequence int64
-	err := row.Scan(&max_sequence)
-	return max_sequence, err
+type SealedPendingProgressRow struct {
+	Sealed      int64
+	MaxSequence int64
+}
+
+// The rows already sealed by earlier batches (before the migration
+// completes, only the migration writes this table) and the last sequence
+// sealed (0 when none is): batches copy in sequence order, so every legacy
+// row at or below it is sealed, and the next batch starts above it.
+func (q *Queries) SealedPendingProgress(ctx context.Context) (SealedPendingProgressRow, error) {
+	row := q.db.QueryRowContext(ctx, sealedPendingProgress)
+	var i SealedPendingProgressRow
+	err := row.Scan(&i.Sealed, &i.MaxSequence)
+	return i, err
 }
 
 const sealedState = `-- name: SealedState :one
