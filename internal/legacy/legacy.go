@@ -95,7 +95,10 @@
 // create it, and migration 15 adds it afterwards (creating it here would
 // make migration 15 fail on an existing index). A legacy layout in a
 // database above LayoutVersion, which went through migrations the rebuild
-// would undo, is refused (store.ErrUnknownLayout).
+// would undo, is refused (store.ErrUnknownLayout), and so is a legacy
+// table whose sequence is not a key (a value that is not an integer, or
+// an integer two rows hold: the rows are read in sequence order, and such
+// rows would be skipped).
 //
 // Every data statement is a sqlc-generated query (queries/legacy/ compiled
 // into internal/db/legacydb against the head schema plus

@@ -130,6 +130,28 @@ func CheckKey(ctx context.Context, conn legacydb.DBTX, keys *seal.Keyring) error
 	if _, err := (&migrator{keys: keys}).mayBegin(ctx, q); err != nil {
 		return fmt.Errorf("legacy: migrate plaintext: %w", err)
 	}
+	if err := checkSequences(ctx, q); err != nil {
+		return fmt.Errorf("legacy: migrate plaintext: %w", err)
+	}
+	return nil
+}
+
+// checkSequences returns an error wrapping store.ErrUnknownLayout if the
+// legacy table's sequence column holds a value that is not an integer or
+// an integer more than one row holds. The migration reads, seals and
+// proves the rows in sequence order, one row per sequence: such rows would
+// be skipped, and then deleted with the set-aside table. The legacy
+// client's sequence was the table's rowid, which holds neither; a table
+// that does is no layout this library wrote, and is refused before
+// anything changes.
+func checkSequences(ctx context.Context, q *legacydb.Queries) error {
+	f, err := q.LegacySequenceFaults(ctx)
+	if err != nil {
+		return fmt.Errorf("read %s sequences: %w", table, err)
+	}
+	if f.NotInteger > 0 || f.Repeated > 0 {
+		return fmt.Errorf("%w: %d rows whose sequence is not an integer, %d whose sequence another row holds too", store.ErrUnknownLayout, f.NotInteger, f.Repeated)
+	}
 	return nil
 }
 

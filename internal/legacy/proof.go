@@ -34,6 +34,9 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 	if err := belowLayout(ctx, tx); err != nil {
 		return err
 	}
+	if err := checkSequences(ctx, q); err != nil {
+		return err
+	}
 	m.erased = nil
 	if err := execStep(ctx, tx, stepSetAside); err != nil {
 		return err

@@ -3,7 +3,10 @@ package legacy_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -89,5 +92,57 @@ func TestLegacyExtremeSequences(t *testing.T) {
 				assert.Empty(t, onDisk(t, path, before), "legacy plaintext left on disk")
 			})
 		}
+	}
+}
+
+// A legacy table whose sequence column is not its rowid (SQLite types are
+// not enforced) may hold a sequence that is not an integer, or one integer
+// twice: the migration, which reads, seals and proves rows in sequence
+// order, would skip such rows and delete them with the set-aside table.
+// Open refuses the table with store.ErrUnknownLayout before anything
+// changes the file.
+func TestLegacySequenceNotAKeyRefused(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		sequence string // the column's declaration
+		value    string // the added row's sequence
+	}{
+		{"NULL", "sequence INTEGER", "NULL"},
+		{"TEXT", "sequence", "'x'"},
+		{"REAL", "sequence REAL", "2.5"},
+		{"BLOB", "sequence", "X'01'"},
+		{"another row's", "sequence INTEGER", "3"},
+		{"TEXT, in a WITHOUT ROWID table's key", "sequence INTEGER PRIMARY KEY", "'x'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path, conn := loadLegacy(t)
+			without := ""
+			if strings.Contains(tc.sequence, "PRIMARY KEY") {
+				without = " WITHOUT ROWID"
+			}
+			for _, s := range []string{
+				"ALTER TABLE pending_outbound_message RENAME TO strict_legacy",
+				"CREATE TABLE pending_outbound_message (" + tc.sequence + ", recipient_user_id TEXT, recipient_device_id INTEGER, logical_id BLOB, plaintext BLOB)" + without,
+				"INSERT INTO pending_outbound_message SELECT * FROM strict_legacy",
+				"DROP TABLE strict_legacy",
+				"INSERT INTO pending_outbound_message VALUES (" + tc.value + ", 'bob', 1, randomblob(16), CAST('SKIPPED-LEGACY-ROW' AS BLOB))",
+			} {
+				_, err := conn.Exec(s)
+				require.NoError(t, err, s)
+			}
+			require.NoError(t, conn.Close())
+			before, err := os.ReadFile(path)
+			require.NoError(t, err)
+
+			_, err = sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
+			require.ErrorIs(t, err, store.ErrUnknownLayout)
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.Equal(t, before, after, "the file is byte for byte as it was")
+			_, err = os.Stat(path + "-wal")
+			require.ErrorIs(t, err, fs.ErrNotExist)
+		})
 	}
 }

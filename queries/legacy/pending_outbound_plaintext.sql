@@ -129,3 +129,16 @@ WHERE type = 'index' AND name = 'pending_outbound_message_recipient'
 -- (negative: KiB; positive: pages), so that the erase step can set it
 -- back.
 SELECT cache_size FROM pragma_cache_size;
+
+-- name: LegacySequenceFaults :one
+-- What makes a legacy pending_outbound_message's sequence column unusable
+-- as the one cursor and key of the queue: values that are not integers
+-- (NULL, TEXT, REAL, BLOB) and integers held by more than one row. A table
+-- whose sequence is its rowid, as the legacy client's was, has neither;
+-- one declared otherwise (SQLite types are not enforced) may hold both,
+-- and a migration reading in sequence order would skip such rows.
+SELECT
+  CAST((SELECT count(*) FROM pending_outbound_message
+        WHERE typeof(sequence) <> 'integer') AS INTEGER) AS not_integer,
+  CAST((SELECT count(*) - count(DISTINCT sequence) FROM pending_outbound_message
+        WHERE typeof(sequence) = 'integer') AS INTEGER) AS repeated;

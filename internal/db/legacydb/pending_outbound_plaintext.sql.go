@@ -230,6 +230,32 @@ func (q *Queries) LegacyPendingShapeBatch(ctx context.Context, arg LegacyPending
 	return items, nil
 }
 
+const legacySequenceFaults = `-- name: LegacySequenceFaults :one
+SELECT
+  CAST((SELECT count(*) FROM pending_outbound_message
+        WHERE typeof(sequence) <> 'integer') AS INTEGER) AS not_integer,
+  CAST((SELECT count(*) - count(DISTINCT sequence) FROM pending_outbound_message
+        WHERE typeof(sequence) = 'integer') AS INTEGER) AS repeated
+`
+
+type LegacySequenceFaultsRow struct {
+	NotInteger int64
+	Repeated   int64
+}
+
+// What makes a legacy pending_outbound_message's sequence column unusable
+// as the one cursor and key of the queue: values that are not integers
+// (NULL, TEXT, REAL, BLOB) and integers held by more than one row. A table
+// whose sequence is its rowid, as the legacy client's was, has neither;
+// one declared otherwise (SQLite types are not enforced) may hold both,
+// and a migration reading in sequence order would skip such rows.
+func (q *Queries) LegacySequenceFaults(ctx context.Context) (LegacySequenceFaultsRow, error) {
+	row := q.db.QueryRowContext(ctx, legacySequenceFaults)
+	var i LegacySequenceFaultsRow
+	err := row.Scan(&i.NotInteger, &i.Repeated)
+	return i, err
+}
+
 const pendingOutboundColumns = `-- name: PendingOutboundColumns :many
 SELECT name FROM pragma_table_info
 WHERE arg = 'pending_outbound_message'
