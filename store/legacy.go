@@ -57,6 +57,9 @@ type ErasedLegacyRow struct {
 	// Sequence is the row's sequence.
 	Sequence int64
 	// Reason wraps ErrCorruptRow (a column NULL or of the wrong storage
-	// class) or ids.ErrInvalid (a malformed recipient or logical id).
+	// class, a plaintext longer than MaxPlaintextSize; with ErrDuplicate
+	// too, the recipient and logical id of a row at a lower sequence,
+	// which is sealed) or ids.ErrInvalid (a malformed recipient or logical
+	// id).
 	Reason error
 }

@@ -49,9 +49,10 @@
 //     pending_outbound_message_recipient, if the database had it), erases
 //     every malformed row (a column NULL or of the wrong storage class, a
 //     malformed recipient or logical id, a plaintext longer than
-//     store.MaxPlaintextSize; each is reported through
-//     Options.Progress), creates the table exactly as the version-14 DDL
-//     (AUTOINCREMENT included), and records the keyring's current key in
+//     store.MaxPlaintextSize, the recipient and logical id of a row at a
+//     lower sequence; each is reported through Options.Progress), creates
+//     the table exactly as the version-14 DDL (AUTOINCREMENT included),
+//     and records the keyring's current key in
 //     storage_key (or, on a database sealed before its pending queue,
 //     gives the recorded one a new verifier) with a verifier that also
 //     seals a SHA-256 digest of the rows set aside: the proof that this

@@ -232,6 +232,33 @@ func (m *migrator) scanRows(ctx context.Context, q *legacydb.Queries, erase bool
 			break
 		}
 	}
+	sum, n, err := m.digestRows(ctx, q, bad)
+	if err != nil || !erase {
+		return sum, n, err
+	}
+	// The sealed table holds one message per recipient and logical id:
+	// the first row keeps them, a later one (its plaintext too) is erased
+	// like a malformed row, which would otherwise fail its batch on every
+	// run. Then the digest again, without it.
+	repeated, err := q.LegacyPendingRepeatedIdentity(ctx)
+	if err != nil {
+		return [sha256.Size]byte{}, 0, fmt.Errorf("read legacy rows: %w", err)
+	}
+	if len(repeated) == 0 {
+		return sum, n, nil
+	}
+	for _, r := range repeated {
+		reason := fmt.Errorf("legacy sequence %d: %w: %w: sequence %d has its recipient and logical id", r.Sequence, store.ErrCorruptRow, store.ErrDuplicate, r.FirstSequence)
+		if err := bad(r.Sequence, reason); err != nil {
+			return [sha256.Size]byte{}, 0, err
+		}
+	}
+	return m.digestRows(ctx, q, bad)
+}
+
+// digestRows reads every set-aside row's values and returns the digest of
+// the well-formed rows and their count, passing each malformed one to bad.
+func (m *migrator) digestRows(ctx context.Context, q *legacydb.Queries, bad func(int64, error) error) ([sha256.Size]byte, int64, error) {
 	d := newRowsDigest()
 	var n int64
 	for first, end := int64(math.MinInt64), false; !end; {

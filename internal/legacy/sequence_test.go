@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -143,6 +144,88 @@ func TestLegacySequenceNotAKeyRefused(t *testing.T) {
 			require.Equal(t, before, after, "the file is byte for byte as it was")
 			_, err = os.Stat(path + "-wal")
 			require.ErrorIs(t, err, fs.ErrNotExist)
+		})
+	}
+}
+
+// A legacy table without the UNIQUE constraint may hold two rows for one
+// recipient and logical id, which the sealed table refuses: the later one
+// was copied in its batch, failed it, and failed every Open after. It is
+// erased like a malformed row and reported (store.ErrCorruptRow and
+// store.ErrDuplicate), the first one sealed. Recipients are compared byte
+// for byte, as the sealed table's constraint does, whatever collation the
+// legacy table declares: ones that differ in case or Unicode normalisation
+// are different recipients, and both rows are sealed.
+func TestLegacyRepeatedIdentity(t *testing.T) {
+	ctx := context.Background()
+	const id = "X'00112233445566778899AABBCCDDEEFF'"
+	for _, tc := range []struct {
+		name   string
+		rows   []string // sequence, recipient_user_id, recipient_device_id, logical_id
+		erased []int64
+	}{
+		{"the same recipient and id", []string{"20, 'dave', 1, " + id, "30, 'dave', 1, " + id, "40, 'dave', 1, " + id}, []int64{30, 40}},
+		{"the same id, another device", []string{"20, 'dave', 1, " + id, "30, 'dave', 2, " + id}, nil},
+		{"the same id, a user id in another case", []string{"20, 'dave', 1, " + id, "30, 'DAVE', 1, " + id}, nil},
+		{"the same id, a user id in another normalisation", []string{"20, CAST(X'C3A9' AS TEXT), 1, " + id, "30, CAST(X'65CC81' AS TEXT), 1, " + id}, nil},
+		{"a fixture row's recipient and id, at a lower sequence", []string{"-1, (SELECT recipient_user_id FROM pending_outbound_message WHERE sequence = 5), " +
+			"(SELECT recipient_device_id FROM pending_outbound_message WHERE sequence = 5), (SELECT logical_id FROM pending_outbound_message WHERE sequence = 5)"}, []int64{5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path, conn := loadLegacy(t)
+			// Without the UNIQUE constraint, the user id compared
+			// case-blind by the legacy table.
+			for _, s := range []string{
+				"ALTER TABLE pending_outbound_message RENAME TO strict_legacy",
+				`CREATE TABLE pending_outbound_message (sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+					recipient_user_id TEXT COLLATE NOCASE, recipient_device_id INTEGER, logical_id BLOB, plaintext BLOB)`,
+				"INSERT INTO pending_outbound_message SELECT * FROM strict_legacy",
+				"DROP TABLE strict_legacy",
+			} {
+				_, err := conn.Exec(s)
+				require.NoError(t, err, s)
+			}
+			for _, r := range tc.rows {
+				_, err := conn.Exec("INSERT INTO pending_outbound_message VALUES ("+r+", CAST('REPEATED-LEGACY-ROW ' || ? AS BLOB))", r)
+				require.NoError(t, err)
+			}
+			all := readLegacyRows(t, conn)
+			require.NoError(t, conn.Close())
+			var kept, gone []legacyRow
+			for _, r := range all {
+				if slices.Contains(tc.erased, r.seq) {
+					gone = append(gone, r)
+				} else {
+					kept = append(kept, r)
+				}
+			}
+
+			var reports []store.LegacyProgress
+			s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyBatch(2),
+				sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) { reports = append(reports, p) }))
+			require.NoError(t, err)
+			defer s.Close()
+			got := listAll(t, s)
+			require.Len(t, got, len(kept))
+			for i, w := range kept {
+				assert.Equal(t, w.seq, got[i].Sequence)
+				assert.Equal(t, w.to, got[i].Recipient)
+				assert.Equal(t, w.id, got[i].ID)
+				assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
+			}
+			require.NotEmpty(t, reports)
+			assert.Equal(t, store.LegacySetAside, reports[0].Phase)
+			assert.Equal(t, int64(len(kept)), reports[0].Total)
+			var erased []int64
+			for _, e := range reports[0].Erased {
+				erased = append(erased, e.Sequence)
+				assert.ErrorIs(t, e.Reason, store.ErrCorruptRow)
+				assert.ErrorIs(t, e.Reason, store.ErrDuplicate)
+			}
+			assert.Equal(t, tc.erased, erased)
+			assert.Equal(t, store.LegacyProgress{Phase: store.LegacyErase, Sealed: int64(len(kept)), Total: int64(len(kept))}, reports[len(reports)-1])
+			assert.Empty(t, onDisk(t, path, gone), "an erased row's plaintext is gone")
 		})
 	}
 }

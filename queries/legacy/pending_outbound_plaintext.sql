@@ -142,3 +142,20 @@ SELECT
         WHERE typeof(sequence) <> 'integer') AS INTEGER) AS not_integer,
   CAST((SELECT count(*) - count(DISTINCT sequence) FROM pending_outbound_message
         WHERE typeof(sequence) = 'integer') AS INTEGER) AS repeated;
+
+-- name: LegacyPendingRepeatedIdentity :many
+-- The set-aside rows whose recipient and logical id an earlier row holds
+-- too, each with the first sequence that holds them: the sealed table's
+-- UNIQUE (recipient_user_id, recipient_device_id, logical_id) refuses the
+-- later ones, which a legacy table without that constraint may hold.
+-- Compared as that constraint does (BINARY), whatever collation the legacy
+-- table declares.
+SELECT later.sequence, CAST(min(earlier.sequence) AS INTEGER) AS first_sequence
+FROM pending_outbound_message_plaintext AS later
+JOIN pending_outbound_message_plaintext AS earlier
+  ON earlier.recipient_user_id = later.recipient_user_id COLLATE BINARY
+  AND earlier.recipient_device_id = later.recipient_device_id
+  AND earlier.logical_id = later.logical_id
+  AND earlier.sequence < later.sequence
+GROUP BY later.sequence
+ORDER BY later.sequence;

@@ -173,6 +173,52 @@ func (q *Queries) LegacyPendingCountFrom(ctx context.Context, firstSequence int6
 	return count, err
 }
 
+const legacyPendingRepeatedIdentity = `-- name: LegacyPendingRepeatedIdentity :many
+SELECT later.sequence, CAST(min(earlier.sequence) AS INTEGER) AS first_sequence
+FROM pending_outbound_message_plaintext AS later
+JOIN pending_outbound_message_plaintext AS earlier
+  ON earlier.recipient_user_id = later.recipient_user_id COLLATE BINARY
+  AND earlier.recipient_device_id = later.recipient_device_id
+  AND earlier.logical_id = later.logical_id
+  AND earlier.sequence < later.sequence
+GROUP BY later.sequence
+ORDER BY later.sequence
+`
+
+type LegacyPendingRepeatedIdentityRow struct {
+	Sequence      int64
+	FirstSequence int64
+}
+
+// The set-aside rows whose recipient and logical id an earlier row holds
+// too, each with the first sequence that holds them: the sealed table's
+// UNIQUE (recipient_user_id, recipient_device_id, logical_id) refuses the
+// later ones, which a legacy table without that constraint may hold.
+// Compared as that constraint does (BINARY), whatever collation the legacy
+// table declares.
+func (q *Queries) LegacyPendingRepeatedIdentity(ctx context.Context) ([]LegacyPendingRepeatedIdentityRow, error) {
+	rows, err := q.db.QueryContext(ctx, legacyPendingRepeatedIdentity)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LegacyPendingRepeatedIdentityRow
+	for rows.Next() {
+		var i LegacyPendingRepeatedIdentityRow
+		if err := rows.Scan(&i.Sequence, &i.FirstSequence); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const legacyPendingShapeBatch = `-- name: LegacyPendingShapeBatch :many
 SELECT sequence,
   CAST(typeof(recipient_user_id) AS TEXT) AS user_class,
