@@ -4,6 +4,7 @@ package legacy
 // rows that the storage key verifier seals, and checking it on resume.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"hash"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +47,8 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 	if err != nil {
 		return err
 	}
+	// Each check erases in sequence order; the report is in one order.
+	slices.SortFunc(m.erased, func(a, b store.ErasedLegacyRow) int { return cmp.Compare(a.Sequence, b.Sequence) })
 	if err := execStep(ctx, tx, stepCreateSealed); err != nil {
 		return err
 	}

@@ -229,3 +229,39 @@ func TestLegacyRepeatedIdentity(t *testing.T) {
 		})
 	}
 }
+
+// The set-aside report lists the erased rows in sequence order, whichever
+// check found each (storage classes, values, repeated identities).
+func TestLegacyErasedInSequenceOrder(t *testing.T) {
+	ctx := context.Background()
+	path, conn := loadLegacy(t)
+	for _, s := range relaxLegacy {
+		_, err := conn.Exec(s)
+		require.NoError(t, err, s)
+	}
+	for _, s := range []string{
+		// A repeated identity, a malformed value, a wrong storage class.
+		"UPDATE pending_outbound_message SET recipient_user_id = 'bob', recipient_device_id = 1, logical_id = (SELECT logical_id FROM pending_outbound_message WHERE sequence = 10) WHERE sequence = 1",
+		"UPDATE pending_outbound_message SET logical_id = X'00' WHERE sequence = 2",
+		"UPDATE pending_outbound_message SET recipient_user_id = NULL WHERE sequence = 3",
+	} {
+		_, err := conn.Exec(s)
+		require.NoError(t, err, s)
+	}
+	require.NoError(t, conn.Close())
+	var first *store.LegacyProgress
+	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade(), sqlitestore.WithLegacyProgress(func(p store.LegacyProgress) {
+		if first == nil {
+			first = &p
+		}
+	}))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NotNil(t, first)
+	var got []int64
+	for _, e := range first.Erased {
+		got = append(got, e.Sequence)
+	}
+	assert.Equal(t, []int64{2, 3, 10}, got)
+	assert.Equal(t, int64(6), first.Total)
+}
