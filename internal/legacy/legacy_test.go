@@ -372,6 +372,43 @@ func TestLegacyUnknownLayout(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 }
 
+// A pending table of neither layout is refused naming its columns, each
+// escaped: the file's writer chose them, and the error reaches terminals
+// and logs. Also without WithLegacyUpgrade, which reads the layout first.
+func TestLegacyUnknownLayoutEscaped(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		plan []string
+	}{
+		{"a column added to the legacy table", []string{"ALTER TABLE pending_outbound_message ADD COLUMN \"x\x1b[31mRED\nline\""}},
+		{"a set-aside table beside it", []string{
+			"ALTER TABLE pending_outbound_message ADD COLUMN \"x\x1b[31mRED\nline\"",
+			"CREATE TABLE pending_outbound_message_plaintext (sequence INTEGER PRIMARY KEY)",
+		}},
+	} {
+		for _, upgrade := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, upgrade %v", tc.name, upgrade), func(t *testing.T) {
+				path, conn := loadLegacy(t)
+				for _, s := range tc.plan {
+					_, err := conn.Exec(s)
+					require.NoError(t, err, s)
+				}
+				require.NoError(t, conn.Close())
+				var opts []sqlitestore.Option
+				if upgrade {
+					opts = append(opts, sqlitestore.WithLegacyUpgrade())
+				}
+				_, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), opts...)
+				require.ErrorIs(t, err, store.ErrUnknownLayout)
+				assert.NotContains(t, err.Error(), "\x1b", "no raw escape")
+				assert.NotContains(t, err.Error(), "\n", "no raw newline")
+				assert.Contains(t, err.Error(), `x\x1b[31mRED\nline`)
+			})
+		}
+	}
+}
+
 var comments = regexp.MustCompile(`(?m)^--.*\n`)
 
 // statement returns the statement of text starting with prefix, up to and

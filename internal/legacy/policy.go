@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/migration"
@@ -79,14 +80,25 @@ func readLayout(ctx context.Context, q *legacydb.Queries) (layout, error) {
 	case underway == 0 && legacyLayout:
 		return layoutPlaintext, nil
 	case underway == 0:
-		return 0, fmt.Errorf("%w: columns %v", store.ErrUnknownLayout, cols)
+		return 0, fmt.Errorf("%w: columns %s", store.ErrUnknownLayout, columnList(cols))
 	case sealedLayout:
 		return layoutUnderWay, nil
 	case legacyLayout:
 		return 0, refused(setAside+" and "+table, "both the legacy table and a set-aside one")
 	default:
-		return 0, fmt.Errorf("%w: columns %v, %s present", store.ErrUnknownLayout, cols, setAside)
+		return 0, fmt.Errorf("%w: columns %s, %s present", store.ErrUnknownLayout, columnList(cols), setAside)
 	}
+}
+
+// columnList renders column names read from the file for an error, each
+// escaped (migration.Escape): a writer of the file chooses them, and they
+// reach terminals and logs.
+func columnList(cols []string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = migration.Escape(c)
+	}
+	return "(" + strings.Join(out, ", ") + ")"
 }
 
 // SchemaObjects are the schema objects a migration under way holds beside
