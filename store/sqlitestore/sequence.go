@@ -38,7 +38,7 @@ func checkSequence(ctx context.Context, q *db.Queries, restart bool) error {
 		return nil
 	}
 	if !restart {
-		return fmt.Errorf("%w: open with sqlitestore.WithSequenceRestart to lower it to the highest stored sequence; nothing was changed", store.ErrSequenceExhausted)
+		return fmt.Errorf("%w: open with sqlitestore.WithSequenceRestart to lower it to the highest stored sequence; the mark is left as it is", store.ErrSequenceExhausted)
 	}
 	if _, err := q.LowerPendingOutboundSequence(ctx); err != nil {
 		return fmt.Errorf("lower pending sequence high-water mark: %w", err)
