@@ -109,6 +109,12 @@ type Client struct {
 	// set, under sendMu, by Close, after which lockSend and local fail.
 	release func()
 	closed  atomic.Bool
+	// prekeysUnsure is set, under sendMu, when a store write that was to
+	// replace the stored prekeys failed: a failed commit may have reached
+	// the disk all the same, so the prekeys in memory may still hold a
+	// one-time prekey the store has used up. The next call that uses the
+	// prekeys reloads them first (syncPrekeys).
+	prekeysUnsure bool
 
 	// mu guards the fields below: Open, Initialize, replenishing prekeys
 	// and Receive (a one-time prekey used) set them while calls on other
@@ -268,6 +274,31 @@ func (c *Client) local() (*session.Identity, *session.Prekeys, ids.DeviceAddress
 		return nil, nil, ids.DeviceAddress{}, ErrNotInitialized
 	}
 	return c.identity, c.prekeys, c.addr, nil
+}
+
+// syncPrekeys, under the send mutex, reloads the prekeys from the store
+// if prekeysUnsure says that the ones in memory may differ from it, so
+// that a one-time prekey a failed-but-stored commit used up is neither
+// used again nor written back by the next commit of the prekeys.
+func (c *Client) syncPrekeys(ctx context.Context) error {
+	if !c.prekeysUnsure {
+		return nil
+	}
+	li, err := c.st.LocalIdentity(ctx)
+	if err != nil {
+		return fmt.Errorf("reload prekeys: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if li.Address != c.addr {
+		return fmt.Errorf("reload prekeys: %w: stored identity is of %s, not %s", ErrCorruptIdentity, li.Address, c.addr)
+	}
+	_, pk, err := decodeLocal(li.Secret)
+	if err != nil {
+		return fmt.Errorf("reload prekeys: %w", err)
+	}
+	c.prekeys, c.prekeysUnsure = pk, false
+	return nil
 }
 
 func (c *Client) checkInitialized() error {

@@ -90,6 +90,9 @@ func (c *Client) changePrekeys(ctx context.Context, what string, change func(*se
 		return fmt.Errorf("client: %s: %w", what, err)
 	}
 	defer c.sendMu.Unlock()
+	if err := c.syncPrekeys(ctx); err != nil {
+		return fmt.Errorf("client: %s: %w", what, err)
+	}
 	identity, prekeys, self, err := c.local()
 	if err != nil {
 		return err
@@ -110,6 +113,7 @@ func (c *Client) changePrekeys(ctx context.Context, what string, change func(*se
 		return fmt.Errorf("client: %s: %w", what, err)
 	}
 	if err := c.st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: self, Secret: secret}); err != nil {
+		c.prekeysUnsure = true // the write may have reached the disk
 		return fmt.Errorf("client: %s: %w", what, err)
 	}
 	c.mu.Lock()

@@ -114,6 +114,9 @@ func parseEnvelope(self ids.DeviceAddress, raw []byte) (session.Envelope, error)
 func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveResult, err error) {
 	// The prekeys are read under the send mutex: an initiation answered or
 	// a rotation while this call waited for it changed them.
+	if err := c.syncPrekeys(ctx); err != nil {
+		return nil, fmt.Errorf("client: receive: %w", err)
+	}
 	identity, prekeys, self, err := c.local()
 	if err != nil {
 		return nil, err
@@ -181,6 +184,11 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 	}
 	done, err := commit(ctx, from, id, in)
 	if err != nil {
+		if prekeysUsed {
+			// The commit may have reached the disk: the one-time prekey
+			// may be used up there, and must not answer another initiation.
+			c.prekeysUnsure = true
+		}
 		// The store's error names the sender.
 		return nil, fmt.Errorf("client: receive %s: %w", what, err)
 	}

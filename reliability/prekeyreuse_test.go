@@ -1,0 +1,127 @@
+package reliability_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
+)
+
+// replayDirectory is a dishonest directory: it hands every fetcher of a
+// device the bundle it handed the first one, one-time prekey included.
+type replayDirectory struct {
+	transport.Directory
+	mu   sync.Mutex
+	seen map[ids.DeviceAddress]session.Bundle
+}
+
+func (d *replayDirectory) Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b, ok := d.seen[addr]; ok {
+		return b, nil
+	}
+	b, err := d.Directory.Fetch(ctx, addr)
+	if err == nil {
+		d.seen[addr] = b
+	}
+	return b, err
+}
+
+// memDeviceWith is memDevice with its own directory.
+func memDeviceWith(t *testing.T, net *transporttest.Network, dir transport.Directory, addr ids.DeviceAddress) *device {
+	t.Helper()
+	d := &device{addr: addr, keys: newKeyring(t)}
+	d.store = memstore.New(d.keys)
+	c, err := client.Open(context.Background(), client.Config{Store: d.store, Transport: net, Directory: dir})
+	require.NoError(t, err)
+	require.NoError(t, c.Initialize(context.Background(), addr))
+	d.c = c
+	return d
+}
+
+// TestFaultLostCommitKeepsPrekeyUsedUp: a commit that reaches the disk and
+// still reports an error (an I/O error after the WAL frame was written)
+// used up the one-time prekey in the store. The client must not keep
+// answering initiations with it from memory, nor write it back with the
+// next change of its prekeys: a second initiation naming the same
+// one-time prekey (a dishonest directory handed it out twice) is refused,
+// in the same process and after a restart.
+func TestFaultLostCommitKeepsPrekeyUsedUp(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		then    func(t *testing.T, net *transporttest.Network, a *device)
+		restart bool
+	}{
+		{name: "nothing"},
+		{name: "nothing, restart", restart: true},
+		{name: "another initiation", then: anotherInitiation},
+		{name: "another initiation, restart", then: anotherInitiation, restart: true},
+		{name: "rotation, restart", then: func(t *testing.T, _ *transporttest.Network, a *device) {
+			require.NoError(t, a.c.RotateSignedPrekey(context.Background()))
+		}, restart: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			net := transporttest.NewNetwork()
+			inj := &injector{}
+			drv := registerFaultDriver(t, inj)
+			a := sqliteDevice(t, net, alice, drv)
+			dir := &replayDirectory{Directory: net, seen: map[ids.DeviceAddress]session.Bundle{}}
+			b := memDeviceWith(t, net, dir, bob)
+			c := memDeviceWith(t, net, dir, carol)
+
+			_, err := b.c.Send(ctx, alice, []byte("from bob"))
+			require.NoError(t, err)
+			fromBob, err := net.Receive(ctx, alice)
+			require.NoError(t, err)
+			require.Len(t, fromBob, 1)
+			_, err = c.c.Send(ctx, alice, []byte("from carol, on bob's one-time prekey"))
+			require.NoError(t, err)
+			fromCarol, err := net.Receive(ctx, alice)
+			require.NoError(t, err)
+			require.Len(t, fromCarol, 1)
+
+			inj.fail(fault{Op: opCommitLost, Match: sqlInsertInbound})
+			_, err = a.c.Receive(ctx, fromBob[0])
+			require.ErrorIs(t, err, errInjected)
+			require.Equal(t, 1, inj.reset())
+
+			if tc.then != nil {
+				tc.then(t, net, a)
+			}
+			if tc.restart {
+				a.reopen(t, net, drv)
+			}
+			_, err = a.c.Receive(ctx, fromCarol[0])
+			require.ErrorIs(t, err, session.ErrUnknownPrekey, "a one-time prekey answers one initiation only")
+			// Bob's initiation was stored: its retry is answered.
+			_, err = b.c.RetryPendingMessages(ctx, alice)
+			require.NoError(t, err)
+			res, err := a.c.Poll(ctx)
+			require.NoError(t, err)
+			require.Len(t, res, 1)
+			require.IsType(t, &client.Duplicate{}, res[0])
+		})
+	}
+}
+
+// anotherInitiation has dave start a session with alice, which uses up
+// another one-time prekey and commits alice's prekeys again.
+func anotherInitiation(t *testing.T, net *transporttest.Network, a *device) {
+	ctx := context.Background()
+	d := memDevice(t, net, ids.DeviceAddress{UserID: "dave", DeviceID: 2})
+	_, err := d.c.Send(ctx, alice, []byte("from dave"))
+	require.NoError(t, err)
+	res, err := a.c.Poll(ctx)
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+}
