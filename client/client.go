@@ -118,7 +118,9 @@ type Client struct {
 
 	// mu guards the fields below: Open, Initialize, replenishing prekeys
 	// and Receive (a one-time prekey used) set them while calls on other
-	// goroutines read them.
+	// goroutines read them. Every write also holds sendMu, so a holder of
+	// sendMu reads them without mu; mu is never held across a store or
+	// network call.
 	mu       sync.RWMutex
 	addr     ids.DeviceAddress
 	identity *session.Identity
@@ -224,8 +226,10 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 		return fmt.Errorf("client: initialize: %w", err)
 	}
 	defer c.sendMu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	// Every write of addr, identity and prekeys holds the send mutex, so
+	// they are read here without mu, which is taken only to write them:
+	// it is never held across the store write or the publication, which
+	// would make Address, pages and counts wait for a slow directory.
 	if c.identity != nil && c.addr != addr {
 		return fmt.Errorf("client: initialize as %s: %w as %s", addr, ErrAlreadyInitialized, c.addr)
 	}
@@ -245,7 +249,9 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 		if err := c.st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: addr, Secret: secret}); err != nil {
 			return fmt.Errorf("client: initialize: %w", err)
 		}
+		c.mu.Lock()
 		c.addr, c.identity, c.prekeys = addr, id, pk
+		c.mu.Unlock()
 	}
 	if err := c.cfg.Directory.Publish(ctx, c.prekeys.Bundle(c.addr)); err != nil {
 		return fmt.Errorf("client: initialize: publish bundle: %w", err)

@@ -1,0 +1,76 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/memstore"
+	"github.com/securemsg/storage/transport"
+	"github.com/securemsg/storage/transport/transporttest"
+)
+
+// holdingDirectory is a directory whose Publish, once armed, signals on
+// entered and waits for release: a directory that answers slowly.
+type holdingDirectory struct {
+	transport.Directory
+	entered, release chan struct{}
+}
+
+func (d *holdingDirectory) Publish(ctx context.Context, b session.Bundle) error {
+	if d.entered != nil {
+		close(d.entered)
+		d.entered = nil
+		<-d.release
+	}
+	return d.Directory.Publish(ctx, b)
+}
+
+// TestSlowPublishBlocksNoLocalCall: while Initialize republishes the
+// bundle on a directory that answers slowly, the calls that make no
+// network call and do not take the send mutex (Address, pages, counts)
+// still answer at once: no lock they need is held across the publication.
+func TestSlowPublishBlocksNoLocalCall(t *testing.T) {
+	ctx := context.Background()
+	net := transporttest.NewNetwork()
+	dir := &holdingDirectory{Directory: net}
+	c, err := client.Open(ctx, client.Config{Store: memstore.New(newKeyring(t)), Transport: net, Directory: dir})
+	require.NoError(t, err)
+	require.NoError(t, c.Initialize(ctx, alice))
+
+	dir.entered, dir.release = make(chan struct{}), make(chan struct{})
+	entered := dir.entered
+	initDone := make(chan error, 1)
+	go func() { initDone <- c.Initialize(ctx, alice) }()
+	<-entered
+
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"Address", func() error { _, err := c.Address(); return err }},
+		{"PendingMessageCount", func() error { _, err := c.PendingMessageCount(ctx, nil); return err }},
+		{"PendingMessages", func() error {
+			_, err := c.PendingMessages(ctx, store.PageRequest{Limit: 1})
+			return err
+		}},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- tc.call() }()
+		select {
+		case err := <-done:
+			require.NoError(t, err, tc.name)
+		case <-time.After(2 * time.Second):
+			close(dir.release)
+			<-done
+			t.Fatalf("%s waited for the directory's publication", tc.name)
+		}
+	}
+	close(dir.release)
+	require.NoError(t, <-initDone)
+}
