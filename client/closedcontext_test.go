@@ -15,13 +15,14 @@ import (
 
 // After Close every call fails with an error that matches store.ErrClosed
 // and says, once, which call failed: never a bare "closed", and never the
-// client's prefix twice.
+// client's prefix twice. A closed client makes no network call.
 func TestClosedCallsSayWhichCall(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			_, a := openAlice(t, kind)
+			net, a := openAlice(t, kind)
 			require.NoError(t, a.c.Close())
+			net.ResetCalls()
 			var id ids.LogicalMessageID
 			calls := []struct {
 				name string
@@ -74,6 +75,7 @@ func TestClosedCallsSayWhichCall(t *testing.T) {
 				msg := err.Error()
 				require.True(t, strings.HasPrefix(msg, "client: "), "%s: %q does not say it is the client's", tc.name, msg)
 				require.Equal(t, 1, strings.Count(msg, "client: "), "%s: %q says its context twice", tc.name, msg)
+				require.Empty(t, net.Calls(), "%s: a closed client used the network", tc.name)
 			}
 		})
 	}

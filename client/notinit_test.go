@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,13 +53,27 @@ func TestNotInitialized(t *testing.T) {
 				{"Poll", func() error { _, err := c.Poll(ctx); return err }},
 				{"AcceptRemoteIdentityChange", func() error { return c.AcceptRemoteIdentityChange(ctx, bob, session.PublicIdentity{}) }},
 				{"DeclineRemoteIdentityChange", func() error { return c.DeclineRemoteIdentityChange(ctx, bob, session.PublicIdentity{}) }},
-				{"Address", func() error { _, err := c.Address(); return err }},
+				{"ReplenishPrekeys", func() error { _, err := c.ReplenishPrekeys(ctx); return err }},
+				{"RotateSignedPrekey", func() error { return c.RotateSignedPrekey(ctx) }},
+				{"SendToDevices", func() error { _, err := c.SendToDevices(ctx, []ids.DeviceAddress{bob}, id, []byte("x")); return err }},
+				{"DiscardUnreadablePeerState", func() error { _, err := c.DiscardUnreadablePeerState(ctx, bob); return err }},
+				{"AllPendingMessages", func() error {
+					for _, err := range c.AllPendingMessages(ctx, nil) {
+						return err
+					}
+					return nil
+				}},
 			}
 			for _, tc := range calls {
 				t.Run(tc.name, func(t *testing.T) {
-					require.ErrorIs(t, tc.call(), client.ErrNotInitialized)
+					err := tc.call()
+					require.ErrorIs(t, err, client.ErrNotInitialized)
+					// Which call failed is said once.
+					require.Equal(t, 1, strings.Count(err.Error(), "client: "), "%q", err)
 				})
 			}
+			_, err := c.Address()
+			require.ErrorIs(t, err, client.ErrNotInitialized)
 			require.Empty(t, net.Calls(), "an uninitialized client makes no network call")
 
 			// After Initialize the same calls work.

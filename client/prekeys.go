@@ -39,9 +39,10 @@ func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 // count (ErrDirectoryAnswer for a negative one), the store's error (nothing changed), or, after the new prekeys
 // are stored, the directory's error for the publication.
 func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
-	self, err := c.Address()
+	// local, not Address: a closed client asks the directory nothing.
+	_, _, self, err := c.local()
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("client: replenish prekeys: %w", err)
 	}
 	left, err := c.cfg.Directory.OneTimePrekeyCount(ctx, self)
 	if err != nil {
@@ -95,7 +96,7 @@ func (c *Client) changePrekeys(ctx context.Context, what string, change func(*se
 	}
 	identity, prekeys, self, err := c.local()
 	if err != nil {
-		return err
+		return fmt.Errorf("client: %s: %w", what, err)
 	}
 	pk, err := clonePrekeys(prekeys)
 	if err != nil {

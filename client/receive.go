@@ -85,7 +85,7 @@ func (*Rejected) receiveResult()        {}
 func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error) {
 	self, err := c.Address()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: receive: %w", err)
 	}
 	env, err := parseEnvelope(self, raw)
 	if err != nil {
