@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -23,7 +24,7 @@ const defaultSignedPrekeyGrace = 14 * 24 * time.Hour
 // directory's error for the publication: Initialize, or the next rotation
 // or replenishment, publishes again.
 func (c *Client) RotateSignedPrekey(ctx context.Context) error {
-	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys) (prekeyChange, error) {
+	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys, _ ids.DeviceAddress) (prekeyChange, error) {
 		return republish, pk.Rotate(rand.Reader, id, c.cfg.Now(), c.cfg.SignedPrekeyGrace)
 	})
 }
@@ -34,27 +35,27 @@ func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 // publishes the bundle; it returns how many it added (0: nothing changed,
 // nothing published). Anyone can drain one-time prekeys by fetching
 // bundles; the application calls this on its schedule. It also drops
-// retired signed prekeys whose grace period is over. Returns
-// ErrNotInitialized before Initialize, the directory's error for the
-// count (ErrDirectoryAnswer for a negative one), the store's error (nothing changed), or, after the new prekeys
-// are stored, the directory's error for the publication.
+// retired signed prekeys whose grace period is over. It asks for the
+// count under the send mutex, so that replenishments running at the same
+// time add keys once, each counting what the one before it published.
+// Returns ErrNotInitialized before Initialize, the directory's error for
+// the count (ErrDirectoryAnswer for a negative one), the store's error
+// (nothing changed), or, after the new prekeys are stored, the
+// directory's error for the publication.
 func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
-	// local, not Address: a closed client asks the directory nothing.
-	_, _, self, err := c.local()
-	if err != nil {
-		return 0, fmt.Errorf("client: replenish prekeys: %w", err)
-	}
-	left, err := c.cfg.Directory.OneTimePrekeyCount(ctx, self)
-	if err != nil {
-		return 0, fmt.Errorf("client: replenish prekeys: %w", err)
-	}
-	if left < 0 {
-		// Untrusted: taken as is it would generate and store up to
-		// MaxOneTimePrekeys keys, dropping the held ones.
-		return 0, fmt.Errorf("client: replenish prekeys: %w: %d one-time prekeys left", ErrDirectoryAnswer, left)
-	}
 	added := 0
-	err = c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys) (prekeyChange, error) {
+	err := c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys, self ids.DeviceAddress) (prekeyChange, error) {
+		// Asked under the send mutex: a replenishment that ran while the
+		// count was asked for would otherwise be added to again.
+		left, err := c.cfg.Directory.OneTimePrekeyCount(ctx, self)
+		if err != nil {
+			return unchanged, err
+		}
+		if left < 0 {
+			// Untrusted: taken as is it would generate and store up to
+			// MaxOneTimePrekeys keys, dropping the held ones.
+			return unchanged, fmt.Errorf("%w: %d one-time prekeys left", ErrDirectoryAnswer, left)
+		}
 		expired := pk.Expire(c.cfg.Now())
 		if left >= c.cfg.OneTimePrekeyThreshold {
 			if expired { // the bundle shows no retired key: nothing to publish
@@ -86,7 +87,7 @@ const (
 // stores the result and only then keeps it, and publishes the bundle if
 // change says the bundle changed (the one-time prekeys or the signed
 // prekey).
-func (c *Client) changePrekeys(ctx context.Context, what string, change func(*session.Identity, *session.Prekeys) (prekeyChange, error)) error {
+func (c *Client) changePrekeys(ctx context.Context, what string, change func(*session.Identity, *session.Prekeys, ids.DeviceAddress) (prekeyChange, error)) error {
 	if err := c.lockSend(); err != nil {
 		return fmt.Errorf("client: %s: %w", what, err)
 	}
@@ -102,7 +103,7 @@ func (c *Client) changePrekeys(ctx context.Context, what string, change func(*se
 	if err != nil {
 		return fmt.Errorf("client: %s: %w", what, err)
 	}
-	changed, err := change(identity, pk)
+	changed, err := change(identity, pk, self)
 	if err != nil {
 		return fmt.Errorf("client: %s: %w", what, err)
 	}

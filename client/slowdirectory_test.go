@@ -2,12 +2,15 @@ package client_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -73,4 +76,61 @@ func TestSlowPublishBlocksNoLocalCall(t *testing.T) {
 	}
 	close(dir.release)
 	require.NoError(t, <-initDone)
+}
+
+// barrierDirectory answers OneTimePrekeyCount only once two callers asked
+// (or 300ms passed): two replenishments that read the count at once.
+type barrierDirectory struct {
+	transport.Directory
+	mu      sync.Mutex
+	waiting int
+	both    chan struct{}
+}
+
+func (d *barrierDirectory) OneTimePrekeyCount(ctx context.Context, addr ids.DeviceAddress) (int, error) {
+	d.mu.Lock()
+	d.waiting++
+	if d.waiting == 2 {
+		close(d.both)
+	}
+	d.mu.Unlock()
+	select {
+	case <-d.both:
+	case <-time.After(300 * time.Millisecond):
+	}
+	return d.Directory.OneTimePrekeyCount(ctx, addr)
+}
+
+// TestConcurrentReplenishAddsOnce: two ReplenishPrekeys at once bring the
+// directory's one-time prekeys back to Config.OneTimePrekeys, not beyond:
+// the second one sees what the first one added.
+func TestConcurrentReplenishAddsOnce(t *testing.T) {
+	ctx := context.Background()
+	net := transporttest.NewNetwork()
+	dir := &barrierDirectory{Directory: net, both: make(chan struct{})}
+	const keys = 8
+	c, err := client.Open(ctx, client.Config{Store: memstore.New(newKeyring(t)), Transport: net, Directory: dir, OneTimePrekeys: keys})
+	require.NoError(t, err)
+	require.NoError(t, c.Initialize(ctx, alice))
+	for range keys - 1 { // one left, below the threshold
+		_, err := net.Fetch(ctx, alice)
+		require.NoError(t, err)
+	}
+
+	var wg sync.WaitGroup
+	added := make([]int, 2)
+	for i := range added {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := c.ReplenishPrekeys(ctx)
+			assert.NoError(t, err)
+			added[i] = n
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, keys-1, added[0]+added[1], "added %v", added)
+	left, err := net.OneTimePrekeyCount(ctx, alice)
+	require.NoError(t, err)
+	require.Equal(t, keys, left)
 }
