@@ -40,9 +40,11 @@ type DeviceOutcome struct {
 // If some devices were not sent to, it returns the outcomes and an error
 // matching ErrMessageNotSent. If the messages cannot be stored it returns
 // no outcome and the store's error (store.ErrDuplicate if id is already pending
-// for one of the devices); then nothing was stored or handed off for any
-// device. So it is, with ErrBundleAddress, if the directory answers the
-// fetch of a device's bundle with the bundle of another device. Returns
+// for one of the devices); then no message was stored or handed off for
+// any device. So it is, with ErrBundleAddress, if the directory answers
+// the fetch of a device's bundle with the bundle of another device (an
+// identity change an earlier device's bundle showed is recorded all the
+// same, as a single Send records it). Returns
 // ErrNotInitialized before Initialize, store.ErrInvalidArgument for no
 // recipient, a malformed, repeated or own address, the zero id, or a
 // plaintext above the size limit (nothing changed).
