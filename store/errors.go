@@ -72,9 +72,10 @@ var (
 	// ErrSequenceExhausted means the pending sequence's high-water mark
 	// is at the largest int64, so no new pending message can be given a
 	// sequence. Only a writer other than the store can put it there (the
-	// store would take 2^63 sends). sqlitestore.Open reports it and
-	// changes nothing, unless given sqlitestore.WithSequenceRestart; a
-	// send that meets it stores nothing and returns it.
+	// store would take 2^63 sends). sqlitestore.Open reports it once it
+	// has migrated the file (the migrations stay committed) and leaves the
+	// mark as it is, unless given sqlitestore.WithSequenceRestart; a send
+	// that meets it stores nothing and returns it.
 	ErrSequenceExhausted = errors.New("pending sequence exhausted (its high-water mark is at the largest int64)")
 
 	// ErrLegacyLayout means the database holds a pending queue in the

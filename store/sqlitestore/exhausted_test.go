@@ -3,14 +3,19 @@ package sqlitestore_test
 import (
 	"context"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
@@ -101,4 +106,34 @@ func TestSequenceExhausted(t *testing.T) {
 			assert.Len(t, all(t, s), 4)
 		})
 	}
+}
+
+// On a database below head, Open migrates before it checks the pending
+// sequence (store.ErrSequenceExhausted's doc): the refusal leaves the mark
+// where it is and the migrations committed.
+func TestSequenceExhaustedBelowHeadKeepsMigrations(t *testing.T) {
+	ctx := context.Background()
+	path := dbPath(t)
+	require.NoError(t, fixturekit.Load(ctx, path, version14.FixtureSQL()))
+	rawExec(t, path,
+		"DELETE FROM sqlite_sequence WHERE name = 'pending_outbound_message'",
+		"INSERT INTO sqlite_sequence (name, seq) VALUES ('pending_outbound_message', 9223372036854775807)")
+	keys, err := seal.NewKeyring(fixturekit.Key())
+	require.NoError(t, err)
+
+	_, err = sqlitestore.Open(ctx, path, keys)
+	require.ErrorIs(t, err, store.ErrSequenceExhausted)
+	require.ErrorContains(t, err, "the mark is left as it is")
+
+	conn := fixturekit.OpenRW(path)
+	defer conn.Close()
+	var version, mark int64
+	require.NoError(t, conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version))
+	require.NoError(t, conn.QueryRowContext(ctx, "SELECT seq FROM sqlite_sequence WHERE name = 'pending_outbound_message'").Scan(&mark))
+	m, err := migration.Default()
+	require.NoError(t, err)
+	head, err := strconv.Atoi(m.Head())
+	require.NoError(t, err)
+	assert.EqualValues(t, head, version, "migrated to head, committed")
+	assert.EqualValues(t, int64(math.MaxInt64), mark, "the mark is left as it is")
 }
