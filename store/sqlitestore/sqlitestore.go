@@ -18,10 +18,11 @@
 // then, when another connection wrote meanwhile, a transaction that
 // counts again. Two calls outside the contract run many: RotateKey, one
 // through the helper per batch (and one to record the key, one to count
-// the rows for progress, one to finish), and Open, which reads what it
+// the rows when given a progress function, one to finish), and Open, which reads what it
 // checks before changing the file in statements of their own, migrates
-// the schema in one transaction and a legacy upgrade in one per batch
-// (internal/sqltx), and makes its last checks in one through the helper.
+// the schema in one transaction (in two around a legacy upgrade, which
+// runs one per batch and one for each of its other steps; internal/sqltx),
+// and makes its last checks in one through the helper.
 //
 // The store never runs OFFSET queries, never opens a sealed record it
 // does not return, and never makes a network call.
