@@ -10,8 +10,9 @@ import (
 
 // RotationProgress reports how far a storage key rotation has gone, over
 // the whole rotation: every table, both walks (the one that re-seals and
-// the one that confirms). RotateKey sends one after every batch
-// transaction has committed, and a last one when it has finished.
+// the one that confirms). RotateKey sends one after every committed batch
+// that walked rows, and a last one when it has finished unless that
+// batch's was already at Done == Total.
 //
 // Done/Total is a progress bar's fraction: Done never decreases, the
 // fraction never goes back, and the last report of a rotation that
