@@ -32,7 +32,7 @@ func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 // ReplenishPrekeys asks the directory how many one-time prekeys it still
 // holds for this device and, below Config.OneTimePrekeyThreshold, adds as
 // many as brings it back to Config.OneTimePrekeys, stores them and
-// publishes the bundle; it returns how many it added (0: nothing changed,
+// publishes the bundle; it returns how many it added (0: none added,
 // nothing published). Anyone can drain one-time prekeys by fetching
 // bundles; the application calls this on its schedule. It also drops
 // retired signed prekeys whose grace period is over. It asks for the
