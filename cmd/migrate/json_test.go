@@ -208,8 +208,28 @@ func TestJSONEveryCommand(t *testing.T) {
 			if slices.Contains(tc.fail.args, "-dir") {
 				require.Equal(t, nope, docs["fail"]["migrations"], "the directory that failed")
 			}
+			row := shapeRow(t, c.name)
+			for _, k := range append(keys(docs["ok"]), "error") {
+				require.Contains(t, row, `"`+k+`"`, "the guide's shape of %s names field %s", c.name, k)
+			}
 		})
 	}
+}
+
+// shapeRow returns the row of the guide's table of JSON documents whose
+// first cell names command.
+func shapeRow(t *testing.T, command string) string {
+	t.Helper()
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		first, _, ok := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+		if ok && strings.HasPrefix(line, "| `") && slices.Contains(strings.Split(first, ", "), "`"+command+"`") {
+			return line
+		}
+	}
+	t.Fatalf("the guide has no JSON shape for %s", command)
+	return ""
 }
 
 // An unknown command under -json (also -json given as the command) is a
