@@ -359,7 +359,7 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 	// the legacy upgrade's own proof, which refuses with the reason it
 	// refuses the table for.
 	if !legacyFound {
-		if err := s.verifyActiveKeys(ctx); err != nil {
+		if err := s.verifyActiveKeys(ctx, m); err != nil {
 			return err
 		}
 	} else if err := legacy.CheckKey(ctx, s.conn, s.keys); err != nil {
@@ -470,9 +470,12 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 
 // verifyActiveKeys proves, reading only, that the keyring holds every
 // active storage key the database records (none for a new database),
-// and refuses a database that records keys but none active
-// (store.ErrNoKeyRecord, as checkKey).
-func (s *Store) verifyActiveKeys(ctx context.Context) error {
+// and refuses a database that records keys but none active, or, at
+// m's head, none at all while it holds sealed values
+// (store.ErrNoKeyRecord, as checkKey). Below head the sealed tables are
+// those of an older layout, which the query does not know: checkKey
+// finds that case after the migrations.
+func (s *Store) verifyActiveKeys(ctx context.Context, m *migration.Migrator) error {
 	if n, err := s.q.TableCount(ctx, "storage_key"); err != nil || n == 0 {
 		return err
 	}
@@ -492,6 +495,20 @@ func (s *Store) verifyActiveKeys(ctx context.Context) error {
 	}
 	if len(rows) > 0 && active == 0 {
 		return fmt.Errorf("%d storage key rows, none active: %w", len(rows), store.ErrNoKeyRecord)
+	}
+	if len(rows) > 0 {
+		return nil
+	}
+	st, err := m.Status(ctx, s.conn)
+	if err != nil || st.Current != m.Head() {
+		return err
+	}
+	sealed, err := s.q.AnySealedValue(ctx)
+	if err != nil {
+		return fmt.Errorf("look for sealed values: %w", err)
+	}
+	if sealed != 0 {
+		return fmt.Errorf("0 storage key rows: %w", store.ErrNoKeyRecord)
 	}
 	return nil
 }

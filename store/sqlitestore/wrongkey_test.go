@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/fixtures/version14"
+	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
@@ -64,4 +65,34 @@ func TestNoActiveKeyLeavesAnOlderDatabaseAsItWas(t *testing.T) {
 	after, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.Equal(t, before, after, "the file is byte for byte as it was")
+}
+
+// A database at head whose key records were all deleted, while it holds
+// sealed values, is refused with store.ErrNoKeyRecord before Open changes
+// anything: adopting the given key would make it the database's, and the
+// file (in rollback-journal mode here) is not even switched to WAL.
+func TestNoKeyRecordLeavesADatabaseAtHeadAsItWas(t *testing.T) {
+	ctx := context.Background()
+	path := dbPath(t)
+	keys := storetest.NewKeyring(t)
+	s, err := sqlitestore.Open(ctx, path, keys)
+	require.NoError(t, err)
+	_, err = s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("hello"))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	raw, err := sql.Open("sqlite3", path)
+	require.NoError(t, err)
+	_, err = raw.Exec("PRAGMA journal_mode = DELETE; DELETE FROM storage_key")
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	listed := entries(t, filepath.Dir(path))
+
+	_, err = sqlitestore.Open(ctx, path, keys)
+	require.ErrorIs(t, err, store.ErrNoKeyRecord)
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "the file is byte for byte as it was")
+	require.Equal(t, listed, entries(t, filepath.Dir(path)), "no file left beside it")
 }
