@@ -45,6 +45,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/securemsg/storage/internal/testkit/benchseed"
 )
 
 func main() {
@@ -58,7 +60,7 @@ func main() {
 	flag.IntVar(&o.DMLIters, "dml-iters", 301, "repetitions per side of each delete and send measurement")
 	flag.IntVar(&o.SlowIters, "slow-iters", 21, "repetitions per side of the OFFSET measurement")
 	flag.IntVar(&o.ColdIters, "cold-iters", 11, "cold-cache repetitions of each operation at each size")
-	flag.Float64Var(&o.Skew, "skew", 1.5, "recipient r holds a share proportional to (r+1)^-skew")
+	flag.Float64Var(&o.Skew, "skew", benchseed.DefaultSkew, "recipient r holds a share proportional to (r+1)^-skew")
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the random cursors and victims")
 	flag.StringVar(&o.Pragmas, "pragmas", "", "comma-separated PRAGMAs applied to every store connection after open, to measure settings other than the store's (e.g. cache_size=-65536,mmap_size=1073741824)")
 	flag.Float64Var(&o.OffsetAt, "offset-at", 0.9, "OFFSET pages are drawn from the eighth of the table (-large; under -sweep each size) below this fraction of it")

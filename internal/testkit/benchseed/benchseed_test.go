@@ -172,3 +172,36 @@ func TestSeedRefusesNonEmptyTable(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 20, n, "nothing inserted")
 }
+
+// Victims name rows that are in the database, in either layout: every
+// delete finds its message, and its replacement keeps the count.
+func TestVictimsNameSeededRows(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		cfg  benchseed.Config
+	}{
+		{"even", benchseed.Config{N: 200, Recipients: 7}},
+		{"skewed", benchseed.Config{N: 200, Recipients: 7, Skew: benchseed.DefaultSkew}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys, err := benchseed.NewKeyring()
+			require.NoError(t, err)
+			cfg := tc.cfg.Normalized()
+			s, err := benchseed.Open(ctx, filepath.Join(t.TempDir(), "victims.db"), keys, cfg)
+			require.NoError(t, err)
+			defer s.Close()
+			v := benchseed.NewVictims(cfg, cfg.N)
+			for range cfg.N + 10 { // every seeded row, then replacements
+				slot, r, id := v.Next()
+				ok, err := s.AbandonPending(ctx, r, id)
+				require.NoError(t, err)
+				require.True(t, ok, "victim %s %x is pending", r, id)
+				require.NoError(t, v.Replace(ctx, s, slot))
+			}
+			n, err := s.PendingMessageCount(ctx, nil)
+			require.NoError(t, err)
+			require.EqualValues(t, cfg.N, n)
+		})
+	}
+}
