@@ -107,14 +107,17 @@ func BenchmarkSend(b *testing.B) {
 // BenchmarkAbandon measures client.AbandonPending of a different existing
 // pending message per iteration (spread over the table, a replacement
 // inserted outside the timed region) at 1,000 and at a large number of
-// pending messages (PENDINGBENCH_LARGE, default 100,000).
+// pending messages (PENDINGBENCH_LARGE, default 100,000) over a skewed
+// spread of recipients.
 func BenchmarkAbandon(b *testing.B) {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
 	for _, n := range []int{1000, benchseed.EnvSize(benchseed.LargeEnv, benchseed.DefaultLargeBench)} {
 		keys, err := benchseed.NewKeyring()
 		must(b, err)
-		cfg := benchseed.Config{N: n}.Normalized()
+		// Seeded as cmd/pendingbench seeds: skewed, every recipient's rows
+		// scattered over the whole sequence.
+		cfg := benchseed.Config{N: n, Recipients: min(benchseed.DefaultRecipients, max(2, n/10)), Skew: benchseed.DefaultSkew}.Normalized()
 		s, err := benchseed.Open(ctx, filepath.Join(b.TempDir(), fmt.Sprintf("pending-%d.db", n)), keys, cfg)
 		must(b, err)
 		b.Cleanup(func() { s.Close() })

@@ -31,17 +31,22 @@ import (
 )
 
 type benchDB struct {
-	name string
-	cfg  benchseed.Config
-	s    *sqlitestore.Store
-	keys *seal.Keyring
+	name   string
+	cfg    benchseed.Config
+	layout *benchseed.Layout
+	s      *sqlitestore.Store
+	keys   *seal.Keyring
 	// victims is shared by every deleting sub-benchmark, so that each
 	// deletes messages still pending.
 	victims *benchseed.Victims
 }
 
 // benchDBs seeds the small (1,000) and large databases once for one
-// top-level benchmark and closes them at its end.
+// top-level benchmark and closes them at its end, with the skewed layout
+// cmd/pendingbench seeds (benchseed.DefaultSkew, a tenth as many
+// recipients as messages up to 1,000): a few recipients hold most of the
+// queue and most hold a handful, each one's rows scattered over the
+// whole sequence.
 func benchDBs(b *testing.B) []*benchDB {
 	b.Helper()
 	ctx := context.Background()
@@ -51,13 +56,14 @@ func benchDBs(b *testing.B) []*benchDB {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg := benchseed.Config{N: n}.Normalized()
-		s, err := benchseed.Open(ctx, filepath.Join(b.TempDir(), fmt.Sprintf("pending-%d.db", n)), keys, cfg)
+		cfg := benchseed.Config{N: n, Recipients: min(benchseed.DefaultRecipients, max(2, n/10)), Skew: benchseed.DefaultSkew}.Normalized()
+		l := cfg.Layout()
+		s, err := benchseed.OpenLayout(ctx, filepath.Join(b.TempDir(), fmt.Sprintf("pending-%d.db", n)), keys, l)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		out = append(out, &benchDB{name: fmt.Sprintf("N=%d", n), cfg: cfg, s: s, keys: keys, victims: benchseed.NewVictims(cfg, cfg.N)})
+		out = append(out, &benchDB{name: fmt.Sprintf("N=%d", n), cfg: cfg, layout: l, s: s, keys: keys, victims: benchseed.NewVictims(cfg, cfg.N)})
 	}
 	return out
 }
@@ -66,48 +72,74 @@ func benchDBs(b *testing.B) []*benchDB {
 // through: far more pages than SQLite's page cache holds.
 const benchCursors = 4096
 
-// randomRows returns benchCursors row indices drawn uniformly over the
-// whole table of n rows, each followed by a full page and its probe row,
-// from a fixed seed so that runs compare.
-func randomRows(n int) []int {
+// benchCursor is where a benchmarked page starts: after row (0-based, so
+// after sequence row+1), for one recipient or (nil) all.
+type benchCursor struct {
+	row       int
+	recipient *ids.DeviceAddress
+}
+
+// randomRows returns benchCursors cursors drawn uniformly over the whole
+// table of n rows, each followed by a full page and its probe row, from a
+// fixed seed so that runs compare.
+func randomRows(n int) []benchCursor {
 	rng := rand.New(rand.NewPCG(uint64(n), 1))
-	out := make([]int, benchCursors)
+	out := make([]benchCursor, benchCursors)
 	for j := range out {
-		out[j] = rng.IntN(n - store.MaxPageSize - 1)
+		out[j] = benchCursor{row: rng.IntN(n - store.MaxPageSize - 1)}
 	}
 	return out
 }
 
-// filteredRandom returns cursor rows of the filtered recipient drawn
-// uniformly over its whole share, each followed by at least 101 of its
-// messages.
-func filteredRandom(cfg benchseed.Config) []int {
-	rng := rand.New(rand.NewPCG(uint64(cfg.N), 2))
-	out := make([]int, benchCursors)
+// recipientRandom returns benchCursors (recipient, cursor) pairs as
+// cmd/pendingbench draws them: a recipient uniformly among those holding
+// a full page and its probe row (from a hundred messages to hundreds of
+// thousands, mostly sparse ones whose rows lie in as many table pages),
+// and a cursor uniformly over its whole queue, each followed by at least
+// 101 of its messages.
+func recipientRandom(l *benchseed.Layout) []benchCursor {
+	rng := rand.New(rand.NewPCG(uint64(l.N()), 2))
+	eligible := l.WithAtLeast(store.MaxPageSize + 2)
+	out := make([]benchCursor, benchCursors)
 	for j := range out {
-		out[j] = cfg.FilteredRow(rng.IntN(cfg.Share - store.MaxPageSize - 1))
+		r := eligible[rng.IntN(len(eligible))]
+		addr := l.Address(r)
+		out[j] = benchCursor{row: l.RecipientRow(r, rng.IntN(l.Share(r)-store.MaxPageSize-1)), recipient: &addr}
 	}
 	return out
 }
 
-// band returns benchCursors row indices drawn uniformly over the eighth of
+// recipientsByShare returns benchCursors recipients, each the recipient
+// of a row drawn uniformly over the table: a recipient is drawn as often
+// as it holds messages, as a user reads the queue of whoever it writes to.
+func recipientsByShare(l *benchseed.Layout) []ids.DeviceAddress {
+	rng := rand.New(rand.NewPCG(uint64(l.N()), 4))
+	out := make([]ids.DeviceAddress, benchCursors)
+	for j := range out {
+		out[j], _ = l.Row(rng.IntN(l.N()))
+	}
+	return out
+}
+
+// band returns benchCursors cursors drawn uniformly over the eighth of
 // the table below row pos.
-func band(pos int) []int {
+func band(pos int) []benchCursor {
 	rng := rand.New(rand.NewPCG(uint64(pos), 3))
-	out := make([]int, benchCursors)
+	out := make([]benchCursor, benchCursors)
 	for j := range out {
-		out[j] = pos - rng.IntN(pos/8+1)
+		out[j] = benchCursor{row: pos - rng.IntN(pos/8+1)}
 	}
 	return out
 }
 
-func benchPage(b *testing.B, d *benchDB, cursors []int, recipient *ids.DeviceAddress) {
+func benchPage(b *testing.B, d *benchDB, cursors []benchCursor) {
 	ctx := context.Background()
 	i := 0
 	for b.Loop() {
-		after := int64(cursors[i%len(cursors)]) + 1
+		c := cursors[i%len(cursors)]
+		after := int64(c.row) + 1
 		i++
-		p, err := d.s.PendingMessages(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize, Recipient: recipient})
+		p, err := d.s.PendingMessages(ctx, store.PageRequest{After: &after, Limit: store.MaxPageSize, Recipient: c.recipient})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -156,27 +188,27 @@ func rawPage(ctx context.Context, d *benchDB, query string, args ...any) error {
 
 // BenchmarkPending measures the pending queue of the SQLite store at 1,000
 // and at a large number of pending messages (PENDINGBENCH_LARGE, default
-// 100,000) over 1,000 recipients: keyset pages at random cursors over
-// the whole table (all recipients, and one recipient holding its own
-// share, over its whole share), the raw floor of a page, the OFFSET
-// baseline in the eighth of the large table below 90%, counts against a
-// raw count(*), and deletes (AbandonPending, CommitAck) of a different existing message per
-// iteration, re-inserted outside the timed region.
+// 100,000), seeded as benchDBs says: keyset pages at random cursors over
+// the whole table (all recipients; one random recipient, over its whole
+// queue), the raw floor of a page, the OFFSET baseline in the eighth of
+// the large table below 90%, counts against a raw count(*), a recipient's
+// count (recipients drawn by share), and deletes (AbandonPending,
+// CommitAck) of a different existing message per iteration, re-inserted
+// outside the timed region.
 func BenchmarkPending(b *testing.B) {
 	dbs := benchDBs(b)
 	ctx := context.Background()
-	f := benchseed.Filtered()
 	for _, d := range dbs {
-		b.Run("page-all/"+d.name, func(b *testing.B) { benchPage(b, d, randomRows(d.cfg.N), nil) })
+		b.Run("page-all/"+d.name, func(b *testing.B) { benchPage(b, d, randomRows(d.cfg.N)) })
 	}
 	for _, d := range dbs {
-		b.Run("page-recipient/"+d.name, func(b *testing.B) { benchPage(b, d, filteredRandom(d.cfg), &f) })
+		b.Run("page-recipient/"+d.name, func(b *testing.B) { benchPage(b, d, recipientRandom(d.layout)) })
 	}
 	for _, d := range dbs {
 		b.Run("page-raw-floor/"+d.name, func(b *testing.B) {
 			cursors, i := randomRows(d.cfg.N), 0
 			for b.Loop() {
-				after := int64(cursors[i%len(cursors)]) + 1
+				after := int64(cursors[i%len(cursors)].row) + 1
 				i++
 				if err := rawPage(ctx, d, "SELECT "+pageColumns+" FROM pending_outbound_message WHERE sequence > ? ORDER BY sequence LIMIT ?", after, store.MaxPageSize+1); err != nil {
 					b.Fatal(err)
@@ -186,13 +218,13 @@ func BenchmarkPending(b *testing.B) {
 	}
 	large := dbs[len(dbs)-1]
 	pos := large.cfg.N * 9 / 10
-	b.Run(fmt.Sprintf("page-at-90pct/keyset/%s", large.name), func(b *testing.B) { benchPage(b, large, band(pos), nil) })
+	b.Run(fmt.Sprintf("page-at-90pct/keyset/%s", large.name), func(b *testing.B) { benchPage(b, large, band(pos)) })
 	b.Run(fmt.Sprintf("page-at-90pct/offset/%s", large.name), func(b *testing.B) {
 		// The baseline the store never uses: OFFSET lives
 		// only in benchmark code.
 		cursors, i := band(pos), 0
 		for b.Loop() {
-			at := cursors[i%len(cursors)] + 1
+			at := cursors[i%len(cursors)].row + 1
 			i++
 			if err := rawPage(ctx, large, "SELECT "+pageColumns+" FROM pending_outbound_message ORDER BY sequence LIMIT ? OFFSET ?", store.MaxPageSize+1, at); err != nil {
 				b.Fatal(err)
@@ -222,9 +254,16 @@ func BenchmarkPending(b *testing.B) {
 	}
 	for _, d := range dbs {
 		b.Run("count-recipient/store/"+d.name, func(b *testing.B) {
+			rs, i := recipientsByShare(d.layout), 0
+			want := map[ids.DeviceAddress]int64{}
+			for r := range d.layout.Recipients() {
+				want[d.layout.Address(r)] = int64(d.layout.Share(r))
+			}
 			for b.Loop() {
-				if n, err := d.s.PendingMessageCount(ctx, &f); err != nil || n != int64(d.cfg.Share) {
-					b.Fatal(n, err)
+				r := rs[i%len(rs)]
+				i++
+				if n, err := d.s.PendingMessageCount(ctx, &r); err != nil || n != want[r] {
+					b.Fatal(r, n, err)
 				}
 			}
 		})
