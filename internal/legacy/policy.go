@@ -127,17 +127,24 @@ func Found(ctx context.Context, conn legacydb.DBTX) (bool, error) {
 }
 
 // CheckKey proves, reading only, what a migration of the legacy layout
-// checks of the keyring before it begins (see mayBegin): for a database
-// in the legacy layout, whose migration has not begun, it returns the
-// refusal MigratePlaintextWith would return (store.ErrPlaintextRefused,
-// with seal.ErrWrongKey for a verifier that does not open;
-// store.ErrKeyNotRecorded), before anything migrates the file or switches
-// it to WAL. It returns nil for any other database, which the migration
-// itself checks.
+// checks of the keyring and the rows before it begins (see mayBegin) or
+// resumes (see checkProof): it returns the refusal MigratePlaintextWith
+// would return (store.ErrPlaintextRefused, with seal.ErrWrongKey for a
+// verifier that does not open; store.ErrKeyNotRecorded;
+// store.ErrUnknownLayout), before anything migrates the file or switches
+// it to WAL. It returns nil for a database of neither layout, which the
+// migration itself checks.
 func CheckKey(ctx context.Context, conn legacydb.DBTX, keys *seal.Keyring) error {
 	q := legacydb.New(conn)
-	if l, err := readLayout(ctx, q); err != nil || l != layoutPlaintext {
+	l, err := readLayout(ctx, q)
+	if err != nil || l == layoutNone {
 		return err
+	}
+	if l == layoutUnderWay {
+		if err := (&migrator{keys: keys}).checkProof(ctx, q); err != nil {
+			return fmt.Errorf("legacy: migrate plaintext: %w", err)
+		}
+		return nil
 	}
 	if _, err := (&migrator{keys: keys}).mayBegin(ctx, q); err != nil {
 		return fmt.Errorf("legacy: migrate plaintext: %w", err)

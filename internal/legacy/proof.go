@@ -74,6 +74,34 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 // can write that verifier, so the other tables (sealed before the pending
 // queue in a legacy database, or not) need no check.
 func (m *migrator) resume(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) error {
+	if err := m.checkProof(ctx, q); err != nil {
+		return err
+	}
+	if err := belowLayout(ctx, tx); err != nil {
+		return err
+	}
+	done, err := q.SealedPendingProgress(ctx)
+	if err != nil {
+		return fmt.Errorf("read the sealed rows: %w", err)
+	}
+	m.next, m.end = math.MinInt64, false
+	if done.Sealed > 0 {
+		m.next, m.end = following(done.MaxSequence)
+	}
+	left, err := m.left(ctx, q)
+	if err != nil {
+		return err
+	}
+	m.sealed, m.total = done.Sealed, done.Sealed+left
+	return nil
+}
+
+// checkProof checks, reading only, the proof of a migration under way
+// (see resume): store.ErrPlaintextRefused without one, or for rows other
+// than the ones set aside; store.ErrKeyNotRecorded if the keyring's
+// current key is not the recorded one; the seal error if its verifier
+// does not open.
+func (m *migrator) checkProof(ctx context.Context, q *legacydb.Queries) error {
 	keys, err := q.StorageKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("read storage keys: %w", err)
@@ -113,22 +141,6 @@ func (m *migrator) resume(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) 
 	if sum != want {
 		return refused(setAside, "its rows are not the rows that were set aside")
 	}
-	if err := belowLayout(ctx, tx); err != nil {
-		return err
-	}
-	done, err := q.SealedPendingProgress(ctx)
-	if err != nil {
-		return fmt.Errorf("read the sealed rows: %w", err)
-	}
-	m.next, m.end = math.MinInt64, false
-	if done.Sealed > 0 {
-		m.next, m.end = following(done.MaxSequence)
-	}
-	left, err := m.left(ctx, q)
-	if err != nil {
-		return err
-	}
-	m.sealed, m.total = done.Sealed, done.Sealed+left
 	return nil
 }
 

@@ -112,8 +112,8 @@ func listAll(t *testing.T, s *sqlitestore.Store) []store.PendingMessage {
 
 // On a database that was sealed, a planted plaintext table is refused by
 // Open: store.ErrPlaintextRefused naming the table, the file's schema and rows
-// unchanged, nothing of it sealed or listed; also with the storage key
-// records deleted.
+// unchanged, byte for byte (refused before the switch to WAL), nothing
+// of it sealed or listed; also with the storage key records deleted.
 func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -146,8 +146,12 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 				if keysDeleted {
 					plant = append(plant, deleteKeys)
 				}
-				exec(t, path, plant...)
+				// In rollback-journal mode, so that a switch to WAL before
+				// the refusal would show in the file's bytes.
+				exec(t, path, append(plant, "PRAGMA journal_mode = DELETE")...)
 				before := dump(t, path)
+				bytesBefore, err := os.ReadFile(path)
+				require.NoError(t, err)
 				queues := slices.Concat(before.Tables["pending_outbound_message"], before.Tables["pending_outbound_message_plaintext"])
 				require.True(t, slices.ContainsFunc(queues, func(row string) bool {
 					return strings.HasSuffix(row, " plaintext="+strconv.Quote(forged))
@@ -165,6 +169,9 @@ func TestLegacyRefusedOnSealedDatabase(t *testing.T) {
 						assert.Contains(t, err.Error(), "refused: "+tc.table+": ")
 					}
 					assert.Equal(t, before, dump(t, path), "nothing changed")
+					bytesAfter, err := os.ReadFile(path)
+					require.NoError(t, err)
+					require.Equal(t, bytesBefore, bytesAfter, "the file is byte for byte as it was: refused before the switch to WAL")
 				}
 				assert.Empty(t, reports, "nothing migrated")
 

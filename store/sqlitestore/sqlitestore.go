@@ -201,8 +201,7 @@ func WithLegacyBatch(n int) Option {
 // with errors.Is, are those of bad input above; store.ErrInUse if another
 // store holds the file; seal.ErrWrongKey if the database was sealed with
 // a key keys does not hold (found before the file is migrated or
-// changed, but for a legacy migration under way, whose proof is read
-// after); store.ErrNoKeyRecord if it records no active
+// changed); store.ErrNoKeyRecord if it records no active
 // key but holds sealed values; store.ErrInvalidArgument for a nil keyring
 // or a nil or invalid option, and with seal.ErrKey for a keyring holding
 // no key (the zero Keyring); store.ErrSequenceExhausted for a pending sequence
@@ -355,9 +354,9 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 	}
 	// A keyring without the database's active key, and a database that
 	// records keys but none active, are refused before the switch to WAL
-	// and the migrations, which would change the file; a legacy layout by
-	// the legacy upgrade's own proof, which refuses with the reason it
-	// refuses the table for.
+	// and the migrations, which would change the file; a legacy layout,
+	// or a migration of it under way, by the legacy upgrade's own checks,
+	// which refuse with the reason they refuse the table for.
 	if !legacyFound {
 		if err := s.verifyActiveKeys(ctx, m); err != nil {
 			return err
