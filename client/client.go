@@ -233,6 +233,11 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 	if c.identity != nil && c.addr != addr {
 		return fmt.Errorf("client: initialize as %s: %w as %s", addr, ErrAlreadyInitialized, c.addr)
 	}
+	// The bundle republished below is the stored prekeys', not a one-time
+	// prekey a failed-but-stored commit used up.
+	if err := c.syncPrekeys(ctx); err != nil {
+		return fmt.Errorf("client: initialize: %w", err)
+	}
 	if c.identity == nil {
 		id, err := session.GenerateIdentity(rand.Reader)
 		if err != nil {

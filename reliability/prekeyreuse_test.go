@@ -125,3 +125,62 @@ func anotherInitiation(t *testing.T, net *transporttest.Network, a *device) {
 	require.NoError(t, err)
 	require.Len(t, res, 1)
 }
+
+// publishLog is a directory that keeps the last bundle published for each
+// device.
+type publishLog struct {
+	transport.Directory
+	mu   sync.Mutex
+	last map[ids.DeviceAddress]session.Bundle
+}
+
+func (d *publishLog) Publish(ctx context.Context, b session.Bundle) error {
+	d.mu.Lock()
+	d.last[b.Address] = b.Clone()
+	d.mu.Unlock()
+	return d.Directory.Publish(ctx, b)
+}
+
+// TestFaultLostCommitInitializePublishesStoredPrekeys: after a commit that
+// used up a one-time prekey reached the disk and still failed, Initialize
+// (which republishes the bundle of an initialized client) publishes the
+// prekeys the store holds, not the ones in memory: the used-up one-time
+// prekey is not offered again.
+func TestFaultLostCommitInitializePublishesStoredPrekeys(t *testing.T) {
+	ctx := context.Background()
+	net := transporttest.NewNetwork()
+	inj := &injector{}
+	drv := registerFaultDriver(t, inj)
+	a := sqliteDevice(t, net, alice, drv)
+	// Alice's client again, over a directory that shows what it publishes.
+	pub := &publishLog{Directory: net, last: map[ids.DeviceAddress]session.Bundle{}}
+	require.NoError(t, a.c.Close())
+	var err error
+	a.c, err = client.Open(ctx, client.Config{Store: a.store, Transport: net, Directory: pub})
+	require.NoError(t, err)
+	b := memDevice(t, net, bob)
+
+	_, err = b.c.Send(ctx, alice, []byte("from bob"))
+	require.NoError(t, err)
+	fromBob, err := net.Receive(ctx, alice)
+	require.NoError(t, err)
+	require.Len(t, fromBob, 1)
+	env, err := session.UnmarshalEnvelope(fromBob[0])
+	require.NoError(t, err)
+	require.NotNil(t, env.Initiation)
+	require.True(t, env.Initiation.HasOneTimePrekey)
+	used := env.Initiation.OneTimePrekeyID
+
+	inj.fail(fault{Op: opCommitLost, Match: sqlInsertInbound})
+	_, err = a.c.Receive(ctx, fromBob[0])
+	require.ErrorIs(t, err, errInjected)
+	require.Equal(t, 1, inj.reset())
+
+	require.NoError(t, a.c.Initialize(ctx, alice))
+	bundle, ok := pub.last[alice]
+	require.True(t, ok)
+	require.NotEmpty(t, bundle.OneTimePrekeys)
+	for _, k := range bundle.OneTimePrekeys {
+		require.NotEqual(t, used, k.ID, "the used-up one-time prekey is published again")
+	}
+}
