@@ -11,6 +11,7 @@ import (
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
+	"github.com/securemsg/storage/transport"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
@@ -73,9 +74,15 @@ func (d *device) reopen(t testing.TB, net *transporttest.Network, driverName str
 
 func memDevice(t testing.TB, net *transporttest.Network, addr ids.DeviceAddress) *device {
 	t.Helper()
+	return memDeviceWith(t, net, net, addr)
+}
+
+// memDeviceWith is memDevice with its own directory.
+func memDeviceWith(t testing.TB, net *transporttest.Network, dir transport.Directory, addr ids.DeviceAddress) *device {
+	t.Helper()
 	d := &device{addr: addr, keys: newKeyring(t)}
 	d.store = memstore.New(d.keys)
-	c, err := client.Open(context.Background(), client.Config{Store: d.store, Transport: net, Directory: net})
+	c, err := client.Open(context.Background(), client.Config{Store: d.store, Transport: net, Directory: dir})
 	require.NoError(t, err)
 	require.NoError(t, c.Initialize(context.Background(), addr))
 	d.c = c

@@ -10,7 +10,6 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
-	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/transport"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -34,18 +33,6 @@ func (d *replayDirectory) Fetch(ctx context.Context, addr ids.DeviceAddress) (se
 		d.seen[addr] = b
 	}
 	return b, err
-}
-
-// memDeviceWith is memDevice with its own directory.
-func memDeviceWith(t *testing.T, net *transporttest.Network, dir transport.Directory, addr ids.DeviceAddress) *device {
-	t.Helper()
-	d := &device{addr: addr, keys: newKeyring(t)}
-	d.store = memstore.New(d.keys)
-	c, err := client.Open(context.Background(), client.Config{Store: d.store, Transport: net, Directory: dir})
-	require.NoError(t, err)
-	require.NoError(t, c.Initialize(context.Background(), addr))
-	d.c = c
-	return d
 }
 
 // TestFaultLostCommitKeepsPrekeyUsedUp: a commit that reaches the disk and

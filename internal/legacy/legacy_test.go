@@ -90,6 +90,20 @@ type legacyRow struct {
 	plaintext []byte
 }
 
+// requireSealedAs requires got, a walk of the store's pending messages,
+// to be want, row for row: each legacy row once, with its sequence,
+// recipient, id and plaintext.
+func requireSealedAs(t *testing.T, got []store.PendingMessage, want []legacyRow) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i, w := range want {
+		assert.Equal(t, w.seq, got[i].Sequence)
+		assert.Equal(t, w.to, got[i].Recipient)
+		assert.Equal(t, w.id, got[i].ID)
+		assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
+	}
+}
+
 // readLegacyRows reads the plaintext table as it stands before the
 // migration (a test-only inspection statement).
 func readLegacyRows(t *testing.T, conn *sql.DB) []legacyRow {
@@ -670,13 +684,7 @@ func requireLegacyQueue(t *testing.T, s *sqlitestore.Store, before []legacyRow) 
 		}
 		req.After = p.NextAfterSequence
 	}
-	require.Len(t, got, len(before))
-	for i, w := range before {
-		assert.Equal(t, w.seq, got[i].Sequence)
-		assert.Equal(t, w.to, got[i].Recipient)
-		assert.Equal(t, w.id, got[i].ID)
-		assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
-	}
+	requireSealedAs(t, got, before)
 	hw, err := sqliteaccess.SequenceHighWater(ctx, s)
 	require.NoError(t, err)
 	assert.Equal(t, int64(11), hw, "the legacy high-water mark kept")

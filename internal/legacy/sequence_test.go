@@ -83,13 +83,7 @@ func TestLegacyExtremeSequences(t *testing.T) {
 				require.NoError(t, err)
 				defer s.Close()
 				got := listAll(t, s)
-				require.Len(t, got, len(before))
-				for i, w := range before {
-					assert.Equal(t, w.seq, got[i].Sequence)
-					assert.Equal(t, w.to, got[i].Recipient)
-					assert.Equal(t, w.id, got[i].ID)
-					assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
-				}
+				requireSealedAs(t, got, before)
 				assert.Empty(t, onDisk(t, path, before), "legacy plaintext left on disk")
 			})
 		}
@@ -207,13 +201,7 @@ func TestLegacyRepeatedIdentity(t *testing.T) {
 			require.NoError(t, err)
 			defer s.Close()
 			got := listAll(t, s)
-			require.Len(t, got, len(kept))
-			for i, w := range kept {
-				assert.Equal(t, w.seq, got[i].Sequence)
-				assert.Equal(t, w.to, got[i].Recipient)
-				assert.Equal(t, w.id, got[i].ID)
-				assert.Equal(t, w.plaintext, got[i].Plaintext, "sequence %d", w.seq)
-			}
+			requireSealedAs(t, got, kept)
 			require.NotEmpty(t, reports)
 			assert.Equal(t, store.LegacySetAside, reports[0].Phase)
 			assert.Equal(t, int64(len(kept)), reports[0].Total)

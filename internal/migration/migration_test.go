@@ -80,7 +80,7 @@ func userVersion(tb testing.TB, conn *sql.DB) int {
 
 func indexColumns(tb testing.TB, conn *sql.DB, index string) []string {
 	tb.Helper()
-	return queryStrings(tb, conn, `SELECT name FROM pragma_index_info(?) ORDER BY seqno`, index)
+	return migrationtest.Strings(tb, conn, `SELECT name FROM pragma_index_info(?) ORDER BY seqno`, index)
 }
 
 // requireHeadSchema checks that conn is at the head's user_version and
@@ -102,7 +102,7 @@ func requireIndex15(tb testing.TB, conn *sql.DB) {
 // schemaOf returns conn's schema objects (type, name, table, SQL).
 func schemaOf(tb testing.TB, conn *sql.DB) []string {
 	tb.Helper()
-	return queryStrings(tb, conn, `SELECT type || ' ' || name || ' ' || tbl_name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
+	return migrationtest.Strings(tb, conn, `SELECT type || ' ' || name || ' ' || tbl_name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
 }
 
 // above returns m's versions above v, oldest first: what Up applies to a
@@ -126,22 +126,6 @@ func requireUpNoop(tb testing.TB, m *migration.Migrator, conn *sql.DB) {
 	require.NoError(tb, err)
 	require.Empty(tb, applied)
 	require.Equal(tb, before, dump(tb, conn))
-}
-
-// queryStrings returns the one text column of every row of query.
-func queryStrings(tb testing.TB, conn *sql.DB, query string, args ...any) []string {
-	tb.Helper()
-	rows, err := conn.Query(query, args...)
-	require.NoError(tb, err)
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		require.NoError(tb, rows.Scan(&s))
-		out = append(out, s)
-	}
-	require.NoError(tb, rows.Err())
-	return out
 }
 
 // baselineSQL is the frozen version 14 file, applied by hand to build a
@@ -697,7 +681,7 @@ func TestAdoptedAndFreshSchemasMatch(t *testing.T) {
 	require.NoError(t, err)
 
 	schemaOf := func(conn *sql.DB) []string {
-		return queryStrings(t, conn, `SELECT type || ' ' || name || ' ' || coalesce(sql, '')
+		return migrationtest.Strings(t, conn, `SELECT type || ' ' || name || ' ' || coalesce(sql, '')
 			FROM sqlite_master ORDER BY type, name`)
 	}
 	require.Equal(t, schemaOf(fresh), schemaOf(legacy))
@@ -926,7 +910,7 @@ func TestThrough(t *testing.T) {
 	_, err = m.Up(ctx, whole)
 	require.NoError(t, err)
 	hashes := func(conn *sql.DB) []string {
-		return queryStrings(t, conn, `SELECT version || ' ' || hash FROM schema_revision ORDER BY CAST(version AS INTEGER)`)
+		return migrationtest.Strings(t, conn, `SELECT version || ' ' || hash FROM schema_revision ORDER BY CAST(version AS INTEGER)`)
 	}
 	require.Equal(t, hashes(whole), hashes(stepwise))
 	require.Len(t, hashes(whole), len(m.Versions()))
