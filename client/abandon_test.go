@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -44,8 +43,8 @@ func TestAbandonIsLocalOnly(t *testing.T) {
 		"processed_inbound_message", "pending_outbound_message", "local_identity", "storage_key", "sqlite_sequence"} {
 		require.NotEmpty(t, before[table], "fixture: %s has rows", table)
 	}
-	mailboxes := map[ids.DeviceAddress]int{}
-	for _, addr := range []ids.DeviceAddress{alice, bob, carol, dave} {
+	mailboxes := map[store.DeviceAddress]int{}
+	for _, addr := range []store.DeviceAddress{alice, bob, carol, dave} {
 		mailboxes[addr] = net.Pending(addr)
 	}
 	var targetSeq int64
@@ -91,7 +90,7 @@ func TestAbandonIsLocalOnly(t *testing.T) {
 		&client.Acknowledgement{From: bob, ID: target, Cleared: false},
 		&client.Acknowledgement{From: bob, ID: m3, Cleared: true},
 	}, res)
-	require.Equal(t, []ids.LogicalMessageID{mc, md}, a.pendingIDs(nil))
+	require.Equal(t, []store.LogicalMessageID{mc, md}, a.pendingIDs(nil))
 	converse(t, a, b)
 }
 
@@ -106,9 +105,9 @@ func mapKeys[K comparable, V any](m map[K]V) []K {
 // seedPendingInbound puts a sealed pending inbound row into d's database,
 // the inbound state abandon never touches, so that the abandon test can prove it is
 // not touched.
-func seedPendingInbound(t *testing.T, d *device, from ids.DeviceAddress, text string) {
+func seedPendingInbound(t *testing.T, d *device, from store.DeviceAddress, text string) {
 	t.Helper()
-	id := ids.NewLogicalMessageID()
+	id := store.NewLogicalMessageID()
 	sealed, err := d.kr.Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), []byte(text))
 	require.NoError(t, err)
 	_, err = db.New(sqliteaccess.DB(d.sql)).InsertPendingInbound(context.Background(), db.InsertPendingInboundParams{
@@ -135,14 +134,14 @@ func TestAbandonStatuses(t *testing.T) {
 			net.ResetCalls()
 			require.Equal(t, client.NotPending, a.abandon(carol, id), "same id, other recipient")
 			require.Equal(t, client.NotPending, a.abandon(bob, other), "same id, other recipient")
-			require.Equal(t, client.NotPending, a.abandon(bob, ids.NewLogicalMessageID()), "never sent")
+			require.Equal(t, client.NotPending, a.abandon(bob, store.NewLogicalMessageID()), "never sent")
 			require.Equal(t, client.NotPending, a.abandon(bob, acked), "acknowledged")
-			require.Equal(t, client.NotPending, a.abandon(ids.DeviceAddress{UserID: "bob", DeviceID: 2}, id), "other device of the same user")
+			require.Equal(t, client.NotPending, a.abandon(store.DeviceAddress{UserID: "bob", DeviceID: 2}, id), "other device of the same user")
 			require.Equal(t, snapshot, a.all(100, nil))
 
 			require.Equal(t, client.Abandoned, a.abandon(bob, id))
 			require.Equal(t, client.NotPending, a.abandon(bob, id))
-			require.Equal(t, []ids.LogicalMessageID{other}, a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{other}, a.pendingIDs(nil))
 			require.Zero(t, a.count(&bob))
 			require.EqualValues(t, 1, a.count(&carol))
 			require.Empty(t, net.Calls())
@@ -165,7 +164,7 @@ func TestAbandonFailedRemoval(t *testing.T) {
 		cancel()
 		_, err := a.c.AbandonPending(ctx, bob, id)
 		require.ErrorIs(t, err, context.Canceled)
-		require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+		require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(nil))
 	})
 	t.Run("closed store", func(t *testing.T) {
 		net := transporttest.NewNetwork()
@@ -176,7 +175,7 @@ func TestAbandonFailedRemoval(t *testing.T) {
 		_, err := a.c.AbandonPending(context.Background(), bob, id)
 		require.ErrorIs(t, err, store.ErrClosed)
 		a.reopen()
-		require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+		require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(nil))
 		require.Equal(t, client.Abandoned, a.abandon(bob, id))
 	})
 	for _, kind := range bothStores {
@@ -194,7 +193,7 @@ func TestAbandonFailedRemoval(t *testing.T) {
 			st, err := c.AbandonPending(ctx, bob, id)
 			require.ErrorIs(t, err, errStoreBroken)
 			require.NotEqual(t, client.Abandoned, st)
-			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(nil))
 			fs.fail = nil
 			st, err = c.AbandonPending(ctx, bob, id)
 			require.NoError(t, err)
@@ -206,11 +205,11 @@ func TestAbandonFailedRemoval(t *testing.T) {
 // abandonThenRetry abandons gone and checks that the retry to b then
 // hands off kept alone, which b reads as keptText and acknowledges, so
 // that a has nothing left pending.
-func abandonThenRetry(t *testing.T, net *transporttest.Network, a, b *device, gone, kept ids.LogicalMessageID, keptText string) {
+func abandonThenRetry(t *testing.T, net *transporttest.Network, a, b *device, gone, kept store.LogicalMessageID, keptText string) {
 	t.Helper()
 	require.Equal(t, client.Abandoned, a.abandon(b.addr, gone))
 	net.ResetCalls()
-	require.Equal(t, []ids.LogicalMessageID{kept}, a.retry(b.addr))
+	require.Equal(t, []store.LogicalMessageID{kept}, a.retry(b.addr))
 	require.Equal(t, 1, sendsTo(net.Calls(), b.addr))
 	require.Equal(t, []string{keptText}, messages(t, b.poll()))
 	a.poll()
@@ -248,7 +247,7 @@ func TestAbandonAfterFailedEncryption(t *testing.T) {
 			require.ErrorIs(t, err, errEncryptRefused)
 			require.Empty(t, sent)
 			require.Zero(t, sendsTo(net.Calls(), bob), "nothing handed off")
-			require.Equal(t, []ids.LogicalMessageID{gone, kept}, a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{gone, kept}, a.pendingIDs(nil))
 
 			abandonThenRetry(t, net, a, b, gone, kept, "kept")
 
@@ -257,7 +256,7 @@ func TestAbandonAfterFailedEncryption(t *testing.T) {
 			id, err := a.c.Send(ctx, bob, []byte("enc fails"))
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			require.ErrorIs(t, err, errEncryptRefused)
-			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(nil))
 			require.Equal(t, client.Abandoned, a.abandon(bob, id))
 			converse(t, a, b)
 		})

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store"
 
@@ -29,7 +28,7 @@ func randomKey(tb testing.TB) [session.KeySize]byte {
 // the claimed sender's keys: an initiation header naming the recipient's
 // published prekeys, an identity of its choice and a ciphertext of random
 // bytes.
-func forgedInitiation(tb testing.TB, from, to ids.DeviceAddress, identity session.PublicIdentity, b session.Bundle) []byte {
+func forgedInitiation(tb testing.TB, from, to store.DeviceAddress, identity session.PublicIdentity, b session.Bundle) []byte {
 	tb.Helper()
 	ih := &session.InitiationHeader{Identity: identity, Ephemeral: randomKey(tb), SignedPrekeyID: b.SignedPrekeyID}
 	_, err := rand.Read(ih.ID[:])
@@ -64,7 +63,7 @@ func TestForgedInitiationChangesNothing(t *testing.T) {
 	tests := []struct {
 		name     string
 		identity func(a *device) session.PublicIdentity
-		from     ids.DeviceAddress
+		from     store.DeviceAddress
 	}{
 		{"random identity", func(*device) session.PublicIdentity { return randomIdentity(t) }, alice},
 		{"alice's pinned identity", func(a *device) session.PublicIdentity { return pinned(t, a) }, alice},
@@ -117,7 +116,7 @@ func pinned(tb testing.TB, a *device) session.PublicIdentity {
 
 // loseSession deletes d's session with peer, as a lost or restored
 // database would, and restarts d's client on the same store.
-func (d *device) loseSession(peer ids.DeviceAddress) {
+func (d *device) loseSession(peer store.DeviceAddress) {
 	d.tb.Helper()
 	ctx := context.Background()
 	require.NoError(d.tb, d.st.SavePeer(ctx, peer, store.PeerState{Session: []byte{}, Initiation: []byte{}}))
@@ -128,7 +127,7 @@ func (d *device) loseSession(peer ids.DeviceAddress) {
 }
 
 // lastSent returns the last envelope handed to the network for to.
-func lastSent(tb testing.TB, net *transporttest.Network, to ids.DeviceAddress) []byte {
+func lastSent(tb testing.TB, net *transporttest.Network, to store.DeviceAddress) []byte {
 	tb.Helper()
 	calls := net.Calls()
 	for i := len(calls) - 1; i >= 0; i-- {
@@ -142,7 +141,7 @@ func lastSent(tb testing.TB, net *transporttest.Network, to ids.DeviceAddress) [
 
 // drainPrekeys fetches addr's bundle until the directory has no one-time
 // prekey left, as anyone can.
-func drainPrekeys(tb testing.TB, net *transporttest.Network, addr ids.DeviceAddress) {
+func drainPrekeys(tb testing.TB, net *transporttest.Network, addr store.DeviceAddress) {
 	tb.Helper()
 	for {
 		b, err := net.Fetch(context.Background(), addr)
@@ -206,10 +205,10 @@ func TestReplayedInitiationChangesNothing(t *testing.T) {
 // meeting a new initiation from the greater address: refusing it would
 // cut the two devices off for good.
 func TestReinitiationAfterStateLoss(t *testing.T) {
-	zed := ids.DeviceAddress{UserID: "zed", DeviceID: 1}
+	zed := store.DeviceAddress{UserID: "zed", DeviceID: 1}
 	tests := []struct {
 		name              string
-		survivor, loser   ids.DeviceAddress
+		survivor, loser   store.DeviceAddress
 		survivorInitiated bool
 	}{
 		{"greater loses, survivor initiated", bob, zed, true},
@@ -240,7 +239,7 @@ func TestReinitiationAfterStateLoss(t *testing.T) {
 				ls.requireInitiation(sv.addr, false)
 				sv.requireInitiation(ls.addr, false)
 				// The survivor's retry delivers it on the new session.
-				require.Equal(t, []ids.LogicalMessageID{early}, sv.retry(ls.addr))
+				require.Equal(t, []store.LogicalMessageID{early}, sv.retry(ls.addr))
 				require.Equal(t, []string{"sent on the lost session"}, messages(t, ls.poll()))
 				sv.poll()
 				converse(t, sv, ls)

@@ -16,11 +16,11 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -46,7 +46,7 @@ func BenchmarkSend(b *testing.B) {
 	must(b, err)
 	b.Cleanup(func() { s.Close() })
 	net := transporttest.NewNetwork()
-	aAddr, bAddr := ids.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bench-bob", DeviceID: 1}
+	aAddr, bAddr := store.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, store.DeviceAddress{UserID: "bench-bob", DeviceID: 1}
 	alice, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 	must(b, err)
 	bKeys, err := benchseed.NewKeyring()
@@ -69,7 +69,7 @@ func BenchmarkSend(b *testing.B) {
 		must(b, err)
 	}
 	pt := benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
-	sealed, err := benchseed.SealRow(keys, bAddr, ids.NewLogicalMessageID(), pt)
+	sealed, err := benchseed.SealRow(keys, bAddr, store.NewLogicalMessageID(), pt)
 	must(b, err)
 	drain := func(i int) {
 		if i%256 == 0 {
@@ -93,7 +93,7 @@ func BenchmarkSend(b *testing.B) {
 	})
 	b.Run("raw-insert", func(b *testing.B) {
 		for b.Loop() {
-			id := ids.NewLogicalMessageID()
+			id := store.NewLogicalMessageID()
 			must(b, sqltx.Run(ctx, sqliteaccess.DB(s), func(tx *sql.Tx) error {
 				_, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
 					RecipientUserID: bAddr.UserID, RecipientDeviceID: bAddr.DeviceID, LogicalID: id[:], Sealed: sealed,
@@ -123,7 +123,7 @@ func BenchmarkAbandon(b *testing.B) {
 		b.Cleanup(func() { s.Close() })
 		c, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 		must(b, err)
-		must(b, c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}))
+		must(b, c.Initialize(ctx, store.DeviceAddress{UserID: "bench-self", DeviceID: 1}))
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			v := benchseed.NewVictims(cfg, cfg.N)
 			for b.Loop() {

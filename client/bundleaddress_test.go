@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -19,11 +19,11 @@ import (
 // genuine bundle while on is set, as a lying key directory can.
 type swappingDirectory struct {
 	transport.Directory
-	asked, answered ids.DeviceAddress
+	asked, answered store.DeviceAddress
 	on              atomic.Bool
 }
 
-func (s *swappingDirectory) Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error) {
+func (s *swappingDirectory) Fetch(ctx context.Context, addr store.DeviceAddress) (session.Bundle, error) {
 	if s.on.Load() && addr == s.asked {
 		addr = s.answered
 	}
@@ -53,12 +53,12 @@ func TestBundleOfAnotherAddressIsRefused(t *testing.T) {
 			return err
 		}},
 		{"SendToDevices/bob", nil, func(t *testing.T, c *client.Client) error {
-			out, err := c.SendToDevices(ctx, []ids.DeviceAddress{bob}, ids.NewLogicalMessageID(), []byte("for bob"))
+			out, err := c.SendToDevices(ctx, []store.DeviceAddress{bob}, store.NewLogicalMessageID(), []byte("for bob"))
 			require.Nil(t, out)
 			return err
 		}},
 		{"SendToDevices/dave then bob", nil, func(t *testing.T, c *client.Client) error {
-			out, err := c.SendToDevices(ctx, []ids.DeviceAddress{dave, bob}, ids.NewLogicalMessageID(), []byte("for both"))
+			out, err := c.SendToDevices(ctx, []store.DeviceAddress{dave, bob}, store.NewLogicalMessageID(), []byte("for both"))
 			require.Nil(t, out)
 			return err
 		}},
@@ -121,7 +121,7 @@ func TestBundleOfAnotherAddressIsRefused(t *testing.T) {
 // peersSnapshot is what a call could change in d's store about peers:
 // every table of a SQLite device; the stored state of each peer and the
 // pending count of a memstore device.
-func peersSnapshot(tb testing.TB, d *device, peers ...ids.DeviceAddress) any {
+func peersSnapshot(tb testing.TB, d *device, peers ...store.DeviceAddress) any {
 	tb.Helper()
 	if d.sql != nil {
 		return dumpTables(tb, sqliteaccess.DB(d.sql))

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -74,7 +73,7 @@ func TestOneClientPerStore(t *testing.T) {
 // from the store alone (a closed client answers nothing): every table of
 // a SQLite device, the peer's stored state and the pending count of a
 // memstore device.
-func storeSnapshot(tb testing.TB, d *device, peer ids.DeviceAddress) any {
+func storeSnapshot(tb testing.TB, d *device, peer store.DeviceAddress) any {
 	tb.Helper()
 	if d.sql != nil {
 		return dumpTables(tb, sqliteaccess.DB(d.sql))
@@ -112,25 +111,25 @@ func TestCallWaitingForCloseWritesNothing(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		fn   string // the function that waits, as a stack names it
-		call func(c *client.Client, pending ids.LogicalMessageID) error
+		call func(c *client.Client, pending store.LogicalMessageID) error
 	}{
-		{"Send", "(*Client).Send(", func(c *client.Client, _ ids.LogicalMessageID) error {
+		{"Send", "(*Client).Send(", func(c *client.Client, _ store.LogicalMessageID) error {
 			_, err := c.Send(ctx, bob, []byte("after close"))
 			return err
 		}},
-		{"SendToDevices", "(*Client).SendToDevices(", func(c *client.Client, _ ids.LogicalMessageID) error {
-			_, err := c.SendToDevices(ctx, []ids.DeviceAddress{bob}, ids.NewLogicalMessageID(), []byte("after close"))
+		{"SendToDevices", "(*Client).SendToDevices(", func(c *client.Client, _ store.LogicalMessageID) error {
+			_, err := c.SendToDevices(ctx, []store.DeviceAddress{bob}, store.NewLogicalMessageID(), []byte("after close"))
 			return err
 		}},
-		{"RetryPendingMessages", "(*Client).RetryPendingMessages(", func(c *client.Client, _ ids.LogicalMessageID) error {
+		{"RetryPendingMessages", "(*Client).RetryPendingMessages(", func(c *client.Client, _ store.LogicalMessageID) error {
 			_, err := c.RetryPendingMessages(ctx, bob)
 			return err
 		}},
-		{"AbandonPending", "(*Client).AbandonPending(", func(c *client.Client, pending ids.LogicalMessageID) error {
+		{"AbandonPending", "(*Client).AbandonPending(", func(c *client.Client, pending store.LogicalMessageID) error {
 			_, err := c.AbandonPending(ctx, bob, pending)
 			return err
 		}},
-		{"Poll", "(*Client).Poll(", func(c *client.Client, _ ids.LogicalMessageID) error {
+		{"Poll", "(*Client).Poll(", func(c *client.Client, _ store.LogicalMessageID) error {
 			_, err := c.Poll(ctx) // bob's ACK waits in the mailbox
 			return err
 		}},

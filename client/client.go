@@ -36,9 +36,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storeimpl"
-
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
@@ -87,7 +84,7 @@ type EncryptPolicy interface {
 	// or the error the send fails with. frame is the client's own
 	// encoding of a message or an ACK (not the application's plaintext
 	// alone).
-	AllowEncrypt(to ids.DeviceAddress, frame []byte) error
+	AllowEncrypt(to store.DeviceAddress, frame []byte) error
 }
 
 // Client is one device's messaging client. It is safe for concurrent use.
@@ -104,7 +101,7 @@ type Client struct {
 	sendMu sync.Mutex
 	// peers caches what the client holds about each remote device; only
 	// touched under sendMu (see peerFor).
-	peers map[ids.DeviceAddress]*peer
+	peers map[store.DeviceAddress]*peer
 	// release gives up the client's claim on its store (Close); closed is
 	// set, under sendMu, by Close, after which lockSend and local fail.
 	release func()
@@ -122,7 +119,7 @@ type Client struct {
 	// sendMu reads them without mu; mu is never held across a store or
 	// network call.
 	mu       sync.RWMutex
-	addr     ids.DeviceAddress
+	addr     store.DeviceAddress
 	identity *session.Identity
 	prekeys  *session.Prekeys
 }
@@ -218,8 +215,8 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 // already initialized as addr it only republishes the bundle. Returns
 // store.ErrInvalidArgument for a malformed addr, ErrAlreadyInitialized if the
 // client is another device.
-func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
-	if err := storeimpl.ValidateAddress(addr); err != nil {
+func (c *Client) Initialize(ctx context.Context, addr store.DeviceAddress) error {
+	if err := addr.Validate(); err != nil {
 		return fmt.Errorf("client: initialize: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
@@ -265,24 +262,24 @@ func (c *Client) Initialize(ctx context.Context, addr ids.DeviceAddress) error {
 }
 
 // Address returns the client's device address, or ErrNotInitialized.
-func (c *Client) Address() (ids.DeviceAddress, error) {
+func (c *Client) Address() (store.DeviceAddress, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.identity == nil {
-		return ids.DeviceAddress{}, ErrNotInitialized
+		return store.DeviceAddress{}, ErrNotInitialized
 	}
 	return c.addr, nil
 }
 
 // local returns the identity, prekeys and address, or ErrNotInitialized.
-func (c *Client) local() (*session.Identity, *session.Prekeys, ids.DeviceAddress, error) {
+func (c *Client) local() (*session.Identity, *session.Prekeys, store.DeviceAddress, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.closed.Load() {
-		return nil, nil, ids.DeviceAddress{}, store.ErrClosed
+		return nil, nil, store.DeviceAddress{}, store.ErrClosed
 	}
 	if c.identity == nil {
-		return nil, nil, ids.DeviceAddress{}, ErrNotInitialized
+		return nil, nil, store.DeviceAddress{}, ErrNotInitialized
 	}
 	return c.identity, c.prekeys, c.addr, nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -23,7 +22,7 @@ func TestClosedCallsSayWhichCall(t *testing.T) {
 			net, a := openAlice(t, kind)
 			require.NoError(t, a.c.Close())
 			net.ResetCalls()
-			var id ids.LogicalMessageID
+			var id store.LogicalMessageID
 			calls := []struct {
 				name string
 				call func(c *client.Client) error
@@ -31,7 +30,7 @@ func TestClosedCallsSayWhichCall(t *testing.T) {
 				{"Initialize", func(c *client.Client) error { return c.Initialize(ctx, alice) }},
 				{"Send", func(c *client.Client) error { _, err := c.Send(ctx, bob, []byte("x")); return err }},
 				{"SendToDevices", func(c *client.Client) error {
-					_, err := c.SendToDevices(ctx, []ids.DeviceAddress{bob}, id, []byte("x"))
+					_, err := c.SendToDevices(ctx, []store.DeviceAddress{bob}, id, []byte("x"))
 					return err
 				}},
 				{"RetryPendingMessages", func(c *client.Client) error { _, err := c.RetryPendingMessages(ctx, bob); return err }},

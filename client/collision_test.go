@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -37,7 +37,7 @@ func TestAbandonDuringUnconvergedCollision(t *testing.T) {
 				net.ResetCalls()
 				require.Equal(t, client.Abandoned, b.abandon(alice, lost))
 				require.Empty(t, net.Calls())
-				require.Equal(t, []ids.LogicalMessageID{keptByBob}, b.pendingIDs(nil))
+				require.Equal(t, []store.LogicalMessageID{keptByBob}, b.pendingIDs(nil))
 
 				pollAlice := func() {
 					t.Helper()
@@ -67,7 +67,7 @@ func TestAbandonDuringUnconvergedCollision(t *testing.T) {
 
 				// Converged: bob's retry re-sends only what he kept.
 				net.ResetCalls()
-				require.Equal(t, []ids.LogicalMessageID{keptByBob}, b.retry(alice))
+				require.Equal(t, []store.LogicalMessageID{keptByBob}, b.retry(alice))
 				require.Equal(t, []string{transporttest.OpSend}, ops(net.Calls()), "no fetch: bob has the winning session")
 				require.Equal(t, []string{"bob keeps this one"}, messages(t, a.poll()))
 				res := b.poll()
@@ -98,8 +98,8 @@ func TestCollisionLoserKeepsPendingUntilRetry(t *testing.T) {
 			require.Equal(t, []string{"a1"}, messages(t, b.poll()))
 			a.poll()
 			require.Zero(t, a.count(nil))
-			require.Equal(t, []ids.LogicalMessageID{b1, b2}, b.pendingIDs(nil))
-			require.Equal(t, []ids.LogicalMessageID{b1, b2}, b.retry(alice))
+			require.Equal(t, []store.LogicalMessageID{b1, b2}, b.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{b1, b2}, b.retry(alice))
 			require.Equal(t, []string{"b1", "b2"}, messages(t, a.poll()))
 			b.poll()
 			require.Zero(t, b.count(nil))
@@ -125,7 +125,7 @@ func TestCollisionAcrossRestart(t *testing.T) {
 	a.poll()
 	require.Zero(t, a.count(nil))
 	b.reopen()
-	require.Equal(t, []ids.LogicalMessageID{kept}, b.retry(alice))
+	require.Equal(t, []store.LogicalMessageID{kept}, b.retry(alice))
 	require.Equal(t, []string{"b2"}, messages(t, a.poll()))
 	b.poll()
 	require.Zero(t, b.count(nil))

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -78,7 +77,7 @@ func TestRaceAckVsAbandon(t *testing.T) {
 					t.Fatalf("round %d: cleared=%v and %s: not exactly one removal", round, ack.Cleared, st)
 				}
 				require.Zero(t, a.count(&bob))
-				require.Equal(t, []ids.LogicalMessageID{bystander}, a.pendingIDs(nil))
+				require.Equal(t, []store.LogicalMessageID{bystander}, a.pendingIDs(nil))
 			}
 			t.Logf("winners: %v", wins)
 		})
@@ -122,7 +121,7 @@ func TestRaceAbandonVsAbandon(t *testing.T) {
 					}
 				}
 				require.Equal(t, 1, abandoned, "round %d", round)
-				require.Equal(t, []ids.LogicalMessageID{other}, a.pendingIDs(nil))
+				require.Equal(t, []store.LogicalMessageID{other}, a.pendingIDs(nil))
 			}
 		})
 	}
@@ -145,7 +144,7 @@ func TestAbandonWaitsForRunningRetry(t *testing.T) {
 			h.arm()
 			net.ResetCalls()
 			type retryResult struct {
-				sent []ids.LogicalMessageID
+				sent []store.LogicalMessageID
 				err  error
 			}
 			retryDone := make(chan retryResult, 1)
@@ -161,7 +160,7 @@ func TestAbandonWaitsForRunningRetry(t *testing.T) {
 			close(h.release)
 			r := <-retryDone
 			require.NoError(t, r.err)
-			require.Equal(t, []ids.LogicalMessageID{m1, m2}, r.sent, "the retry won: it handed off both")
+			require.Equal(t, []store.LogicalMessageID{m1, m2}, r.sent, "the retry won: it handed off both")
 			require.Equal(t, client.Abandoned, <-abandonDone)
 			require.Equal(t, client.Abandoned, <-abandonDone)
 			require.Zero(t, a.count(nil))
@@ -196,7 +195,7 @@ func TestRaceRetryVsAbandon(t *testing.T) {
 				var (
 					wg         sync.WaitGroup
 					start      = make(chan struct{})
-					sent       []ids.LogicalMessageID
+					sent       []store.LogicalMessageID
 					st         client.AbandonStatus
 					rErr, aErr error
 				)
@@ -220,7 +219,7 @@ func TestRaceRetryVsAbandon(t *testing.T) {
 				calls := net.Calls()
 				if slices.Contains(sent, id) {
 					wins["retry"]++
-					require.Equal(t, []ids.LogicalMessageID{id}, sent)
+					require.Equal(t, []store.LogicalMessageID{id}, sent)
 					require.Equal(t, 1, sendsTo(calls, bob))
 				} else {
 					wins["abandon"]++
@@ -250,8 +249,8 @@ func TestPagesUnderMutation(t *testing.T) {
 			c := mustOpenKind(t, kind, net, carol)
 			mustOpenKind(t, kind, net, dave)
 
-			keep := map[ids.LogicalMessageID]bool{}
-			var toAbandon, toAck []ids.LogicalMessageID
+			keep := map[store.LogicalMessageID]bool{}
+			var toAbandon, toAck []store.LogicalMessageID
 			for i := range 30 {
 				switch i % 4 {
 				case 0:
@@ -267,7 +266,7 @@ func TestPagesUnderMutation(t *testing.T) {
 			var (
 				wg      sync.WaitGroup
 				mu      sync.Mutex
-				fresh   = map[ids.LogicalMessageID]bool{}
+				fresh   = map[store.LogicalMessageID]bool{}
 				stop    = make(chan struct{})
 				walkErr error
 				seen    []store.PendingMessage
@@ -335,7 +334,7 @@ func TestPagesUnderMutation(t *testing.T) {
 			seqs := seqsOf(seen)
 			require.True(t, slices.IsSorted(seqs))
 			require.Equal(t, len(seqs), len(slices.Compact(slices.Clone(seqs))), "no repeats")
-			count := map[ids.LogicalMessageID]int{}
+			count := map[store.LogicalMessageID]int{}
 			for _, m := range seen {
 				count[m.ID]++
 			}
@@ -401,7 +400,7 @@ func TestRetrySkipsMessageRemovedMeanwhile(t *testing.T) {
 
 			h.arm()
 			net.ResetCalls()
-			done := make(chan []ids.LogicalMessageID, 1)
+			done := make(chan []store.LogicalMessageID, 1)
 			go func() {
 				sent, err := a.c.RetryPendingMessages(ctx, bob)
 				assert.NoError(t, err)
@@ -415,7 +414,7 @@ func TestRetrySkipsMessageRemovedMeanwhile(t *testing.T) {
 			require.True(t, removed)
 			close(h.release)
 
-			require.Equal(t, []ids.LogicalMessageID{m1, m3}, <-done, "m2 is skipped")
+			require.Equal(t, []store.LogicalMessageID{m1, m3}, <-done, "m2 is skipped")
 			require.Equal(t, 2, sendsTo(net.Calls(), bob))
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -18,7 +17,7 @@ import (
 // was and the store is not left claimed.
 func TestOpenRefusesCorruptIdentity(t *testing.T) {
 	ctx := context.Background()
-	me := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	me := store.DeviceAddress{UserID: "alice", DeviceID: 1}
 	for _, secret := range [][]byte{{1}, []byte("garbage, not an identity"), {0, 0, 0, 200, 1, 2}} {
 		st := memstore.New(newKeyring(t))
 		require.NoError(t, st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: me, Secret: secret}))

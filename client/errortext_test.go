@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -34,7 +33,7 @@ func TestSendErrorsNameTheDeviceOnce(t *testing.T) {
 		}{
 			{"Send", func(t *testing.T, a *device) error { _, err := a.c.Send(ctx, bob, []byte("hi")); return err }},
 			{"SendToDevices", func(t *testing.T, a *device) error {
-				outs, err := a.c.SendToDevices(ctx, []ids.DeviceAddress{bob}, ids.NewLogicalMessageID(), []byte("hi"))
+				outs, err := a.c.SendToDevices(ctx, []store.DeviceAddress{bob}, store.NewLogicalMessageID(), []byte("hi"))
 				require.Len(t, outs, 1)
 				require.Error(t, outs[0].Err)
 				require.Error(t, err)
@@ -70,7 +69,7 @@ func TestSendErrorsNameTheDeviceOnce(t *testing.T) {
 // ACK the store fails to commit.
 func TestSettleAndReceiveErrorsNameTheDeviceOnce(t *testing.T) {
 	ctx := context.Background()
-	requireOnce := func(t *testing.T, err error, addr ids.DeviceAddress) {
+	requireOnce := func(t *testing.T, err error, addr store.DeviceAddress) {
 		t.Helper()
 		require.Error(t, err)
 		msg := err.Error()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -15,7 +14,7 @@ import (
 
 // exampleDevice returns an initialized client for addr on an in-memory
 // store and the given in-process network.
-func exampleDevice(net *transporttest.Network, addr ids.DeviceAddress) *client.Client {
+func exampleDevice(net *transporttest.Network, addr store.DeviceAddress) *client.Client {
 	key, err := seal.GenerateKey()
 	if err != nil {
 		panic(err)
@@ -37,13 +36,13 @@ func exampleDevice(net *transporttest.Network, addr ids.DeviceAddress) *client.C
 func ExampleClient_PendingMessages() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 1}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	carol := store.DeviceAddress{UserID: "carol", DeviceID: 1}
 	exampleDevice(net, bob)
 	exampleDevice(net, carol)
 	for _, m := range []struct {
-		to   ids.DeviceAddress
+		to   store.DeviceAddress
 		text string
 	}{{bob, "b1"}, {carol, "c1"}, {bob, "b2"}, {bob, "b3"}, {carol, "c2"}} {
 		if _, err := alice.Send(ctx, m.to, []byte(m.text)); err != nil {
@@ -93,8 +92,8 @@ func ExampleClient_PendingMessages() {
 func ExampleClient_PendingMessageCount() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bobAddr := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	bob := exampleDevice(net, bobAddr)
 	for _, text := range []string{"one", "two", "three"} {
 		if _, err := alice.Send(ctx, bobAddr, []byte(text)); err != nil {
@@ -121,8 +120,8 @@ func ExampleClient_PendingMessageCount() {
 func ExampleClient_AbandonPending() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	exampleDevice(net, bob)
 	id, err := alice.Send(ctx, bob, []byte("never mind"))
 	if err != nil {
@@ -146,8 +145,8 @@ func ExampleClient_AbandonPending() {
 func ExampleClient_AbandonPendingMessage() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	exampleDevice(net, bob)
 	for _, text := range []string{"keep", "drop: too old", "keep too"} {
 		if _, err := alice.Send(ctx, bob, []byte(text)); err != nil {
@@ -181,8 +180,8 @@ func ExampleClient_AbandonPendingMessage() {
 func ExampleClient_RetryPendingMessages() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bobAddr := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	bob := exampleDevice(net, bobAddr)
 
 	net.FailNextSends(1)
@@ -205,8 +204,8 @@ func ExampleClient_RetryPendingMessages() {
 func ExampleClient_Poll() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	bobAddr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bobAddr := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	bob := exampleDevice(net, bobAddr)
 	kept, _ := alice.Send(ctx, bobAddr, []byte("hello"))
 	abandoned, _ := alice.Send(ctx, bobAddr, []byte("sent, then abandoned"))
@@ -248,10 +247,10 @@ func ExampleUnreadableError() {
 	key, _ := seal.GenerateKey()
 	keys, _ := seal.NewKeyring(key)
 	alice, _ := client.Open(context.Background(), client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
-	if err := alice.Initialize(ctx, ids.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
+	if err := alice.Initialize(ctx, store.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
 		panic(err)
 	}
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	exampleDevice(net, bob)
 	net.FailNextFetches(1) // no session yet: the first message is only stored
 	lost, _ := alice.Send(ctx, bob, []byte("lost"))

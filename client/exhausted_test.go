@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -30,7 +29,7 @@ func TestSendSequenceExhausted(t *testing.T) {
 
 	_, err = a.c.Send(ctx, bob, []byte("after"))
 	require.ErrorIs(t, err, store.ErrSequenceExhausted)
-	assert.Equal(t, []ids.LogicalMessageID{first}, a.pendingIDs(nil), "nothing stored")
+	assert.Equal(t, []store.LogicalMessageID{first}, a.pendingIDs(nil), "nothing stored")
 	assert.Equal(t, sends, len(net.Calls()), "nothing handed off")
 
 	require.NoError(t, a.st.Close())
@@ -43,5 +42,5 @@ func TestSendSequenceExhausted(t *testing.T) {
 	a.c, err = client.Open(ctx, a.config())
 	require.NoError(t, err)
 	second := a.send(bob, "after the restart")
-	assert.Equal(t, []ids.LogicalMessageID{first, second}, a.pendingIDs(nil))
+	assert.Equal(t, []store.LogicalMessageID{first, second}, a.pendingIDs(nil))
 }

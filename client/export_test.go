@@ -3,8 +3,8 @@ package client
 import (
 	"context"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // EncodeLocal is encodeLocal, so benchmarks can store a local identity
@@ -21,7 +21,7 @@ var CheckPeerPart = checkPeerPart
 var DiscardedPinIdentity = discardedPinIdentity
 
 // MessageFrame is the frame a MESSAGE with id and body is encrypted as.
-func MessageFrame(id ids.LogicalMessageID, body []byte) []byte {
+func MessageFrame(id store.LogicalMessageID, body []byte) []byte {
 	return encodeFrame(frameMessage, id, body)
 }
 
@@ -37,7 +37,7 @@ func CloseHeld(c *Client) { c.closeLocked() }
 
 // SendAck has c send remote an ACK of id, whether or not c received a
 // message with that id: what a modified client of remote's account can do.
-func SendAck(ctx context.Context, c *Client, remote ids.DeviceAddress, id ids.LogicalMessageID) error {
+func SendAck(ctx context.Context, c *Client, remote store.DeviceAddress, id store.LogicalMessageID) error {
 	if err := c.lockSend(); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func SendAck(ctx context.Context, c *Client, remote ids.DeviceAddress, id ids.Lo
 // SendFrame has c encrypt frame for remote and hand it off as it sends
 // any frame: what a modified client (or a newer release) of remote's
 // peer can send.
-func SendFrame(ctx context.Context, c *Client, remote ids.DeviceAddress, frame []byte) error {
+func SendFrame(ctx context.Context, c *Client, remote store.DeviceAddress, frame []byte) error {
 	if err := c.lockSend(); err != nil {
 		return err
 	}

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
 
 // DeviceOutcome is what SendToDevices did for one device.
 type DeviceOutcome struct {
 	// To is the device.
-	To ids.DeviceAddress
+	To store.DeviceAddress
 	// Err is nil if the envelope was handed to the transport. Otherwise it
 	// matches ErrMessageNotSent and its cause (a failed hand-off, bundle
 	// fetch or encryption, session.ErrIdentityChanged, store.ErrPeerUnreadable): the
@@ -31,7 +29,7 @@ type DeviceOutcome struct {
 // transaction spans a hand-off. Each device's message is its own
 // (recipient, id): pending until that device acknowledges it, abandoned
 // alone by AbandonPending(device, id), retried by RetryPendingMessages.
-// id must be new (ids.NewLogicalMessageID): a recipient gives the
+// id must be new (store.NewLogicalMessageID): a recipient gives the
 // application a logical id once, and drops a later message under an id it
 // has received before as a duplicate.
 // A device whose encryption failed has its message stored without a
@@ -48,14 +46,14 @@ type DeviceOutcome struct {
 // ErrNotInitialized before Initialize, store.ErrInvalidArgument for no
 // recipient, a malformed, repeated or own address, the zero id, or a
 // plaintext above the size limit (nothing changed).
-func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) ([]DeviceOutcome, error) {
+func (c *Client) SendToDevices(ctx context.Context, recipients []store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]DeviceOutcome, error) {
 	if err := c.checkSendable(recipients, plaintext); err != nil {
 		return nil, fmt.Errorf("client: send to devices: %w", err)
 	}
-	if id == (ids.LogicalMessageID{}) {
+	if id == (store.LogicalMessageID{}) {
 		// The zero value is an id left unset: a second message under it
 		// would be dropped by every recipient as a duplicate of the first.
-		return nil, fmt.Errorf("client: send to devices: %w: zero logical message id (make one with ids.NewLogicalMessageID)", store.ErrInvalidArgument)
+		return nil, fmt.Errorf("client: send to devices: %w: zero logical message id (make one with store.NewLogicalMessageID)", store.ErrInvalidArgument)
 	}
 	if err := c.lockSend(); err != nil {
 		return nil, fmt.Errorf("client: send to devices: %w", err)
@@ -112,7 +110,7 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []ids.DeviceAddre
 // checkSendable returns ErrNotInitialized before Initialize, and
 // store.ErrInvalidArgument for no recipient, a malformed, repeated or own
 // address, or a plaintext above the size limit.
-func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte) error {
+func (c *Client) checkSendable(recipients []store.DeviceAddress, plaintext []byte) error {
 	_, _, self, err := c.local()
 	if err != nil {
 		return err
@@ -120,9 +118,9 @@ func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte)
 	if len(recipients) == 0 {
 		return fmt.Errorf("%w: no recipient", store.ErrInvalidArgument)
 	}
-	seen := make(map[ids.DeviceAddress]struct{}, len(recipients))
+	seen := make(map[store.DeviceAddress]struct{}, len(recipients))
 	for _, to := range recipients {
-		if err := storeimpl.ValidateAddress(to); err != nil {
+		if err := to.Validate(); err != nil {
 			return err
 		}
 		if to == self {
@@ -139,7 +137,7 @@ func (c *Client) checkSendable(recipients []ids.DeviceAddress, plaintext []byte)
 	return nil
 }
 
-func (c *Client) forgetAll(addrs []ids.DeviceAddress) {
+func (c *Client) forgetAll(addrs []store.DeviceAddress) {
 	for _, a := range addrs {
 		c.forget(a)
 	}

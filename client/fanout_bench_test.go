@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/benchpeers"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -32,7 +32,7 @@ func BenchmarkFanout(b *testing.B) {
 	net := transporttest.NewNetwork()
 	c, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 	must(b, err)
-	must(b, c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}))
+	must(b, c.Initialize(ctx, store.DeviceAddress{UserID: "bench-self", DeviceID: 1}))
 	pt := benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
 	for _, n := range []int{2, 5} {
 		peers, err := benchpeers.Establish(ctx, c, net, fmt.Sprintf("bench-user-%d", n), n)
@@ -51,7 +51,7 @@ func BenchmarkFanout(b *testing.B) {
 			for b.Loop() {
 				drain(b, i)
 				i++
-				if _, err := c.SendToDevices(ctx, peers.Addrs, ids.NewLogicalMessageID(), pt); err != nil {
+				if _, err := c.SendToDevices(ctx, peers.Addrs, store.NewLogicalMessageID(), pt); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -17,12 +17,12 @@ import (
 func ExampleClient_SendToDevices() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	phone, laptop := ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 2}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	phone, laptop := store.DeviceAddress{UserID: "bob", DeviceID: 1}, store.DeviceAddress{UserID: "bob", DeviceID: 2}
 	bobPhone, bobLaptop := exampleDevice(net, phone), exampleDevice(net, laptop)
 
 	net.FailNextSends(1) // the phone's hand-off fails
-	outs, err := alice.SendToDevices(ctx, []ids.DeviceAddress{phone, laptop}, ids.NewLogicalMessageID(), []byte("hi bob"))
+	outs, err := alice.SendToDevices(ctx, []store.DeviceAddress{phone, laptop}, store.NewLogicalMessageID(), []byte("hi bob"))
 	fmt.Println("not sent to every device:", errors.Is(err, client.ErrMessageNotSent))
 	for _, o := range outs {
 		fmt.Printf("%s sent: %v\n", o.To, o.Err == nil)

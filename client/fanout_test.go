@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 
 	"github.com/securemsg/storage/session"
@@ -20,12 +19,12 @@ import (
 
 // bob's other devices, for fan-out sends.
 var (
-	bob2 = ids.DeviceAddress{UserID: "bob", DeviceID: 2}
-	bob3 = ids.DeviceAddress{UserID: "bob", DeviceID: 3}
-	bobs = []ids.DeviceAddress{bob, bob2, bob3}
+	bob2 = store.DeviceAddress{UserID: "bob", DeviceID: 2}
+	bob3 = store.DeviceAddress{UserID: "bob", DeviceID: 3}
+	bobs = []store.DeviceAddress{bob, bob2, bob3}
 )
 
-func (d *device) fanout(to []ids.DeviceAddress, id ids.LogicalMessageID, text string) []client.DeviceOutcome {
+func (d *device) fanout(to []store.DeviceAddress, id store.LogicalMessageID, text string) []client.DeviceOutcome {
 	d.tb.Helper()
 	outs, err := d.c.SendToDevices(context.Background(), to, id, []byte(text))
 	require.NoError(d.tb, err)
@@ -34,7 +33,7 @@ func (d *device) fanout(to []ids.DeviceAddress, id ids.LogicalMessageID, text st
 
 // snapshot is everything d stores: every table for SQLite; for memstore
 // the pending messages, the local identity and the state of peers.
-func (d *device) snapshot(peers ...ids.DeviceAddress) any {
+func (d *device) snapshot(peers ...store.DeviceAddress) any {
 	d.tb.Helper()
 	if d.sql != nil {
 		return dumpTables(d.tb, sqliteaccess.DB(d.sql))
@@ -42,7 +41,7 @@ func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 	ctx := context.Background()
 	li, err := d.st.LocalIdentity(ctx)
 	require.NoError(d.tb, err)
-	states := map[ids.DeviceAddress]store.PeerState{}
+	states := map[store.DeviceAddress]store.PeerState{}
 	for _, p := range peers {
 		states[p], err = d.st.Peer(ctx, p)
 		require.NoError(d.tb, err)
@@ -50,15 +49,15 @@ func (d *device) snapshot(peers ...ids.DeviceAddress) any {
 	return struct {
 		pending []store.PendingMessage
 		local   store.LocalIdentity
-		peers   map[ids.DeviceAddress]store.PeerState
+		peers   map[store.DeviceAddress]store.PeerState
 	}{d.all(store.MaxPageSize, nil), li, states}
 }
 
 // pendingTo returns the recipients of the pending messages with id, in
 // sequence order.
-func (d *device) pendingTo(id ids.LogicalMessageID) []ids.DeviceAddress {
+func (d *device) pendingTo(id store.LogicalMessageID) []store.DeviceAddress {
 	d.tb.Helper()
-	var out []ids.DeviceAddress
+	var out []store.DeviceAddress
 	for _, m := range d.all(store.MaxPageSize, nil) {
 		if m.ID == id {
 			out = append(out, m.Recipient)
@@ -87,7 +86,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 			other := a.send(carol, "to carol")
 
 			net.ResetCalls()
-			id := ids.NewLogicalMessageID()
+			id := store.NewLogicalMessageID()
 			outs := a.fanout(bobs, id, "to all of bob's devices")
 			require.Equal(t, []client.DeviceOutcome{{To: bob}, {To: bob2}, {To: bob3}}, outs)
 			require.Equal(t, []string{transporttest.OpFetch, transporttest.OpFetch, transporttest.OpSend, transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()),
@@ -102,14 +101,14 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 			// bob/2 acknowledges first: only its row goes.
 			require.Equal(t, []string{"to all of bob's devices"}, messages(t, b2.poll()))
 			require.Equal(t, []client.ReceiveResult{&client.Acknowledgement{From: bob2, ID: id, Cleared: true}}, a.poll())
-			require.Equal(t, []ids.DeviceAddress{bob, bob3}, a.pendingTo(id))
+			require.Equal(t, []store.DeviceAddress{bob, bob3}, a.pendingTo(id))
 			require.Equal(t, []string{"to all of bob's devices"}, messages(t, b1.poll()))
 			require.Equal(t, []client.ReceiveResult{&client.Acknowledgement{From: bob, ID: id, Cleared: true}}, a.poll())
-			require.Equal(t, []ids.DeviceAddress{bob3}, a.pendingTo(id))
+			require.Equal(t, []store.DeviceAddress{bob3}, a.pendingTo(id))
 
 			// bob/3 has not acknowledged: a retry sends it again.
 			net.ResetCalls()
-			require.Equal(t, []ids.LogicalMessageID{id}, a.retry(bob3))
+			require.Equal(t, []store.LogicalMessageID{id}, a.retry(bob3))
 			require.Equal(t, []string{transporttest.OpSend}, ops(net.Calls()))
 			res := b3.poll()
 			require.Len(t, res, 2)
@@ -120,7 +119,7 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 				&client.Acknowledgement{From: bob3, ID: id, Cleared: false},
 			}, a.poll())
 			require.Empty(t, a.pendingTo(id))
-			require.Equal(t, []ids.LogicalMessageID{other}, a.pendingIDs(nil), "carol's message untouched")
+			require.Equal(t, []store.LogicalMessageID{other}, a.pendingIDs(nil), "carol's message untouched")
 			for _, b := range []*device{b1, b2, b3} {
 				converse(t, a, b)
 			}
@@ -136,7 +135,7 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			net, a := openAlice(t, kind)
 			_, b2, _ := openBobs(t, kind, net)
-			id := ids.NewLogicalMessageID()
+			id := store.NewLogicalMessageID()
 			a.fanout(bobs, id, "fan-out")
 			before := a.all(store.MaxPageSize, nil)
 			var tables map[string][]string
@@ -163,7 +162,7 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 			// Not a recall: bob/2 still gets it; its ACK clears nothing else.
 			require.Equal(t, []string{"fan-out"}, messages(t, b2.poll()))
 			require.Equal(t, []client.ReceiveResult{&client.Acknowledgement{From: bob2, ID: id, Cleared: false}}, a.poll())
-			require.Equal(t, []ids.DeviceAddress{bob, bob3}, a.pendingTo(id))
+			require.Equal(t, []store.DeviceAddress{bob, bob3}, a.pendingTo(id))
 		})
 	}
 }
@@ -173,19 +172,19 @@ func TestSendToDevicesAbandonPerDevice(t *testing.T) {
 type failingTo struct {
 	transport.Transport
 	mu   sync.Mutex
-	fail map[ids.DeviceAddress]bool
+	fail map[store.DeviceAddress]bool
 }
 
-func (f *failingTo) set(addr ids.DeviceAddress, fail bool) {
+func (f *failingTo) set(addr store.DeviceAddress, fail bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail == nil {
-		f.fail = map[ids.DeviceAddress]bool{}
+		f.fail = map[store.DeviceAddress]bool{}
 	}
 	f.fail[addr] = fail
 }
 
-func (f *failingTo) Send(ctx context.Context, to ids.DeviceAddress, env []byte) error {
+func (f *failingTo) Send(ctx context.Context, to store.DeviceAddress, env []byte) error {
 	f.mu.Lock()
 	fail := f.fail[to]
 	f.mu.Unlock()
@@ -209,7 +208,7 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 			b1, b2, b3 := openBobs(t, kind, net)
 
 			f.set(bob2, true)
-			id := ids.NewLogicalMessageID()
+			id := store.NewLogicalMessageID()
 			outs, err := a.c.SendToDevices(ctx, bobs, id, []byte("hand-off fails for bob/2"))
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			require.ErrorIs(t, err, transporttest.ErrInjected)
@@ -225,9 +224,9 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 			require.Equal(t, []string{"hand-off fails for bob/2"}, messages(t, b3.poll()))
 			require.Empty(t, b2.poll())
 			a.poll()
-			require.Equal(t, []ids.DeviceAddress{bob2}, a.pendingTo(id))
+			require.Equal(t, []store.DeviceAddress{bob2}, a.pendingTo(id))
 			f.set(bob2, false)
-			require.Equal(t, []ids.LogicalMessageID{id}, a.retry(bob2))
+			require.Equal(t, []store.LogicalMessageID{id}, a.retry(bob2))
 			require.Equal(t, []string{"hand-off fails for bob/2"}, messages(t, b2.poll()))
 			a.poll()
 			require.Zero(t, a.count(nil))
@@ -238,7 +237,7 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 			require.NoError(t, err)
 			a.failEncryptions(1)
 			net.ResetCalls()
-			id2 := ids.NewLogicalMessageID()
+			id2 := store.NewLogicalMessageID()
 			outs, err = a.c.SendToDevices(ctx, bobs, id2, []byte("encryption fails for bob/1"))
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			require.Len(t, outs, 3)
@@ -253,7 +252,7 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, sessionBefore, sessionAfter, "no session change for the device that was not encrypted for")
 			require.Empty(t, b1.poll())
-			require.Equal(t, []ids.LogicalMessageID{id2}, a.retry(bob))
+			require.Equal(t, []store.LogicalMessageID{id2}, a.retry(bob))
 			for _, b := range []*device{b1, b2, b3} {
 				require.Equal(t, []string{"encryption fails for bob/1"}, messages(t, b.poll()))
 			}
@@ -274,12 +273,12 @@ func TestSendToDevicesDuplicateRollsBackAll(t *testing.T) {
 			net, a := openAlice(t, kind)
 			b1, b2, b3 := openBobs(t, kind, net)
 			converse(t, a, b1)
-			id := ids.NewLogicalMessageID()
-			a.fanout([]ids.DeviceAddress{bob2}, id, "first")
+			id := store.NewLogicalMessageID()
+			a.fanout([]store.DeviceAddress{bob2}, id, "first")
 			before := a.snapshot(bobs...)
 
 			net.ResetCalls()
-			outs, err := a.c.SendToDevices(ctx, []ids.DeviceAddress{bob, bob3, bob2}, id, []byte("again"))
+			outs, err := a.c.SendToDevices(ctx, []store.DeviceAddress{bob, bob3, bob2}, id, []byte("again"))
 			require.ErrorIs(t, err, store.ErrDuplicate)
 			require.Nil(t, outs)
 			for _, b := range bobs {
@@ -287,8 +286,8 @@ func TestSendToDevicesDuplicateRollsBackAll(t *testing.T) {
 			}
 			require.Equal(t, before, a.snapshot(bobs...), "nothing stored for any device")
 
-			id2 := ids.NewLogicalMessageID()
-			require.Equal(t, []client.DeviceOutcome{{To: bob}, {To: bob3}, {To: bob2}}, a.fanout([]ids.DeviceAddress{bob, bob3, bob2}, id2, "next"))
+			id2 := store.NewLogicalMessageID()
+			require.Equal(t, []client.DeviceOutcome{{To: bob}, {To: bob3}, {To: bob2}}, a.fanout([]store.DeviceAddress{bob, bob3, bob2}, id2, "next"))
 			require.Equal(t, []string{"next"}, messages(t, b1.poll()))
 			require.Equal(t, []string{"next"}, messages(t, b3.poll()))
 			require.Equal(t, []string{"first", "next"}, messages(t, b2.poll()))
@@ -309,23 +308,23 @@ func TestSendToDevicesInvalidInput(t *testing.T) {
 			converse(t, a, b1)
 			a.send(bob2, "pending")
 			before := a.snapshot(bobs...)
-			fresh := ids.NewLogicalMessageID()
+			fresh := store.NewLogicalMessageID()
 			for _, tc := range []struct {
 				name string
-				to   []ids.DeviceAddress
-				id   ids.LogicalMessageID
+				to   []store.DeviceAddress
+				id   store.LogicalMessageID
 				size int
 			}{
 				{"nil recipients", nil, fresh, 10},
-				{"no recipient", []ids.DeviceAddress{}, fresh, 10},
-				{"empty user id", []ids.DeviceAddress{bob, {DeviceID: 1}}, fresh, 10},
-				{"negative device id", []ids.DeviceAddress{bob, {UserID: "bob", DeviceID: -1}}, fresh, 10},
-				{"self", []ids.DeviceAddress{bob, alice}, fresh, 10},
-				{"device listed twice", []ids.DeviceAddress{bob, bob3, bob}, fresh, 10},
+				{"no recipient", []store.DeviceAddress{}, fresh, 10},
+				{"empty user id", []store.DeviceAddress{bob, {DeviceID: 1}}, fresh, 10},
+				{"negative device id", []store.DeviceAddress{bob, {UserID: "bob", DeviceID: -1}}, fresh, 10},
+				{"self", []store.DeviceAddress{bob, alice}, fresh, 10},
+				{"device listed twice", []store.DeviceAddress{bob, bob3, bob}, fresh, 10},
 				{"plaintext too large", bobs, fresh, session.MaxPlaintextSize},
 				// An id left unset: the recipients would drop the next
 				// message sent under it as a duplicate.
-				{"zero id", bobs, ids.LogicalMessageID{}, 10},
+				{"zero id", bobs, store.LogicalMessageID{}, 10},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					net.ResetCalls()
@@ -337,7 +336,7 @@ func TestSendToDevicesInvalidInput(t *testing.T) {
 				})
 			}
 			u := mustOpenUninitialized(t, kind, net, net)
-			outs, err := u.c.SendToDevices(ctx, bobs, ids.NewLogicalMessageID(), []byte("x"))
+			outs, err := u.c.SendToDevices(ctx, bobs, store.NewLogicalMessageID(), []byte("x"))
 			require.ErrorIs(t, err, client.ErrNotInitialized)
 			require.Nil(t, outs)
 		})
@@ -356,7 +355,7 @@ func TestSendToDevicesCommitsBeforeHandOffs(t *testing.T) {
 			_, _, b3 := openBobs(t, kind, net)
 
 			h.arm()
-			id := ids.NewLogicalMessageID()
+			id := store.NewLogicalMessageID()
 			type result struct {
 				outs []client.DeviceOutcome
 				err  error
@@ -381,7 +380,7 @@ func TestSendToDevicesCommitsBeforeHandOffs(t *testing.T) {
 			require.NoError(t, r.err)
 			require.Equal(t, []client.DeviceOutcome{{To: bob}, {To: bob2}, {To: bob3}}, r.outs)
 			require.Equal(t, client.Abandoned, <-abandoned)
-			require.Equal(t, []ids.DeviceAddress{bob, bob2}, a.pendingTo(id))
+			require.Equal(t, []store.DeviceAddress{bob, bob2}, a.pendingTo(id))
 			require.Equal(t, []string{"held"}, messages(t, b3.poll()), "handed off before the abandon ran")
 		})
 	}

@@ -17,7 +17,6 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -32,7 +31,7 @@ import (
 type forgedAtBounds struct {
 	c       *client.Client
 	st      store.Store
-	peer    ids.DeviceAddress
+	peer    store.DeviceAddress
 	forgeds []forgedEnvelope
 	// bundle is the client's own prekey bundle, as a directory serves it.
 	bundle session.Bundle
@@ -46,7 +45,7 @@ type forgedEnvelope struct {
 func newForgedAtBounds(b *testing.B) *forgedAtBounds {
 	b.Helper()
 	ctx := context.Background()
-	self, peer := ids.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bench-bob", DeviceID: 1} // self < peer: see buildRecord
+	self, peer := store.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, store.DeviceAddress{UserID: "bench-bob", DeviceID: 1} // self < peer: see buildRecord
 	built := buildRecord(b, self, peer, recordShapes[len(recordShapes)-1])
 	// self sends once on the current state, so that its ratchet key is
 	// one the peer knows: a new ratchet key answering it is tried.
@@ -156,7 +155,7 @@ func BenchmarkForgedInitiationAtClient(b *testing.B) {
 			}
 			s, err := session.Initiate(rand.Reader, id, f.peer, f.bundle)
 			must(b, err)
-			env, err := s.Encrypt(client.MessageFrame(ids.NewLogicalMessageID(), []byte("forged")))
+			env, err := s.Encrypt(client.MessageFrame(store.NewLogicalMessageID(), []byte("forged")))
 			must(b, err)
 			out[i], err = env.MarshalBinary()
 			must(b, err)

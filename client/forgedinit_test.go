@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
@@ -19,13 +18,13 @@ import (
 // authenticInitiation is an initiation to device to, claiming from's
 // address, from an identity the caller made: it authenticates, since its
 // maker holds the keys it names.
-func authenticInitiation(t *testing.T, d *device, from, to ids.DeviceAddress, identity *session.Identity) []byte {
+func authenticInitiation(t *testing.T, d *device, from, to store.DeviceAddress, identity *session.Identity) []byte {
 	t.Helper()
 	bundle, err := d.net.Fetch(context.Background(), to)
 	require.NoError(t, err)
 	s, err := session.Initiate(rand.Reader, identity, from, bundle)
 	require.NoError(t, err)
-	env, err := s.Encrypt(client.MessageFrame(ids.NewLogicalMessageID(), []byte("forged")))
+	env, err := s.Encrypt(client.MessageFrame(store.NewLogicalMessageID(), []byte("forged")))
 	require.NoError(t, err)
 	raw, err := env.MarshalBinary()
 	require.NoError(t, err)
@@ -86,7 +85,7 @@ type savePeerFailingStore struct {
 	fail atomic.Bool
 }
 
-func (s *savePeerFailingStore) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
+func (s *savePeerFailingStore) SavePeer(ctx context.Context, peer store.DeviceAddress, u store.PeerState) error {
 	if s.fail.CompareAndSwap(true, false) {
 		return errStoreBroken
 	}

@@ -3,7 +3,7 @@ package client
 import (
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // The plaintext inside every envelope is a frame:
@@ -20,17 +20,17 @@ const (
 	frameVersion    = 1
 	frameMessage    = 1
 	frameAck        = 2
-	frameHeaderSize = 2 + ids.LogicalMessageIDLen
+	frameHeaderSize = 2 + store.LogicalMessageIDLen
 )
 
-func encodeFrame(kind byte, id ids.LogicalMessageID, body []byte) []byte {
+func encodeFrame(kind byte, id store.LogicalMessageID, body []byte) []byte {
 	out := make([]byte, 0, frameHeaderSize+len(body))
 	out = append(out, frameVersion, kind)
 	out = append(out, id[:]...)
 	return append(out, body...)
 }
 
-func decodeFrame(b []byte) (kind byte, id ids.LogicalMessageID, body []byte, err error) {
+func decodeFrame(b []byte) (kind byte, id store.LogicalMessageID, body []byte, err error) {
 	if len(b) < frameHeaderSize {
 		return 0, id, nil, fmt.Errorf("%w: %d bytes", ErrMalformedFrame, len(b))
 	}

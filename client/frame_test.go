@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // An authenticated envelope whose frame does not decode (a peer's newer
@@ -17,7 +17,7 @@ import (
 // is acknowledged, and alice's next message is received.
 func TestReceiveMalformedFrame(t *testing.T) {
 	ctx := context.Background()
-	id := ids.LogicalMessageID{1, 2, 3}
+	id := store.LogicalMessageID{1, 2, 3}
 	message := client.MessageFrame(id, []byte("body"))
 	for _, tt := range []struct {
 		name  string

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/memstore"
 
 	"github.com/securemsg/storage/session"
@@ -20,9 +19,9 @@ import (
 )
 
 var (
-	fuzzAlice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	fuzzBob   = ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	fuzzCarol = ids.DeviceAddress{UserID: "carol", DeviceID: 7}
+	fuzzAlice = store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	fuzzBob   = store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	fuzzCarol = store.DeviceAddress{UserID: "carol", DeviceID: 7}
 )
 
 // fuzzTarget is alice, initialized, with sessions with bob (both ways)
@@ -41,7 +40,7 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	tb.Helper()
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	mk := func(addr ids.DeviceAddress) (*client.Client, store.Store) {
+	mk := func(addr store.DeviceAddress) (*client.Client, store.Store) {
 		st := memstore.New(newKeyring(tb))
 		c, err := client.Open(context.Background(), client.Config{Store: st, Transport: net, Directory: net, OneTimePrekeys: 4})
 		require.NoError(tb, err)
@@ -52,14 +51,14 @@ func newFuzzTarget(tb testing.TB) *fuzzTarget {
 	b, _ := mk(fuzzBob)
 	c, _ := mk(fuzzCarol)
 	seeds := map[string][]byte{}
-	take := func(addr ids.DeviceAddress) [][]byte {
+	take := func(addr store.DeviceAddress) [][]byte {
 		envs, err := net.Receive(ctx, addr)
 		require.NoError(tb, err)
 		return envs
 	}
 	// toAlice has from (at addr) send text to alice, who receives it; it
 	// drops alice's ACK and returns the envelope.
-	toAlice := func(from *client.Client, addr ids.DeviceAddress, text string) []byte {
+	toAlice := func(from *client.Client, addr store.DeviceAddress, text string) []byte {
 		_, err := from.Send(ctx, fuzzAlice, []byte(text))
 		require.NoError(tb, err)
 		env := take(fuzzAlice)[0]
@@ -144,7 +143,7 @@ type fuzzState struct {
 	pending  []store.PendingMessage
 	count    int64
 	identity store.LocalIdentity
-	peers    map[ids.DeviceAddress]store.PeerState
+	peers    map[store.DeviceAddress]store.PeerState
 }
 
 func (ft *fuzzTarget) state(t *testing.T) fuzzState {
@@ -155,8 +154,8 @@ func (ft *fuzzTarget) state(t *testing.T) fuzzState {
 	require.NoError(t, err)
 	li, err := ft.st.LocalIdentity(ctx)
 	require.NoError(t, err)
-	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[ids.DeviceAddress]store.PeerState{}}
-	for _, a := range []ids.DeviceAddress{fuzzBob, fuzzCarol} {
+	s := fuzzState{pending: p.Messages, count: n, identity: li, peers: map[store.DeviceAddress]store.PeerState{}}
+	for _, a := range []store.DeviceAddress{fuzzBob, fuzzCarol} {
 		ps, err := ft.st.Peer(ctx, a)
 		require.NoError(t, err)
 		s.peers[a] = ps

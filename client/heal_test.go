@@ -8,16 +8,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
 // peerSnapshot is what a received envelope could change on d for peer:
 // every table of a SQLite device, the peer's stored state and the pending
 // count of a memstore device.
-func peerSnapshot(tb testing.TB, d *device, peer ids.DeviceAddress) any {
+func peerSnapshot(tb testing.TB, d *device, peer store.DeviceAddress) any {
 	tb.Helper()
 	if d.sql != nil {
 		return dumpTables(tb, sqliteaccess.DB(d.sql))
@@ -59,7 +59,7 @@ func TestSessionHealsAfterRelayDrops(t *testing.T) {
 			net.DropNext(half)
 			id := a.send(bob, "through the outage")
 			for range half - 1 {
-				require.Equal(t, []ids.LogicalMessageID{id}, a.retry(bob))
+				require.Equal(t, []store.LogicalMessageID{id}, a.retry(bob))
 			}
 			if tt.writeBack {
 				// ...bob writes back (delivered), alice's ACK is dropped...
@@ -71,7 +71,7 @@ func TestSessionHealsAfterRelayDrops(t *testing.T) {
 			// ...and the second half.
 			net.DropNext(tt.drops - half)
 			for range tt.drops - half {
-				require.Equal(t, []ids.LogicalMessageID{id}, a.retry(bob))
+				require.Equal(t, []store.LogicalMessageID{id}, a.retry(bob))
 			}
 			require.Zero(t, net.Pending(bob), "the relay delivered during the outage")
 			st, err := a.st.Peer(ctx, bob)
@@ -111,7 +111,7 @@ func TestSessionHealsAfterRelayDrops(t *testing.T) {
 
 			// The relay delivers again: one retry, one round trip.
 			net.ResetCalls()
-			require.Equal(t, []ids.LogicalMessageID{id}, a.retry(bob))
+			require.Equal(t, []store.LogicalMessageID{id}, a.retry(bob))
 			healing := net.Calls()[0].Envelope
 			tampered := bytes.Clone(healing)
 			tampered[len(tampered)-1] ^= 1

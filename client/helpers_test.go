@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 
@@ -27,10 +26,10 @@ import (
 )
 
 var (
-	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	bob   = ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	carol = ids.DeviceAddress{UserID: "carol", DeviceID: 7}
-	dave  = ids.DeviceAddress{UserID: "dave", DeviceID: 2}
+	alice = store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob   = store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	carol = store.DeviceAddress{UserID: "carol", DeviceID: 7}
+	dave  = store.DeviceAddress{UserID: "dave", DeviceID: 2}
 )
 
 // storeKind selects the store a test device runs on.
@@ -46,7 +45,7 @@ var bothStores = []storeKind{sqliteKind, memKind}
 // device is one test client with the store and network it runs on.
 type device struct {
 	tb   testing.TB
-	addr ids.DeviceAddress
+	addr store.DeviceAddress
 	kind storeKind
 	c    *client.Client
 	st   store.Store
@@ -67,10 +66,10 @@ var errEncryptRefused = errors.New("test: encryption refused")
 type refusingPolicy struct {
 	fail atomic.Int32
 	mu   sync.Mutex
-	to   []ids.DeviceAddress
+	to   []store.DeviceAddress
 }
 
-func (e *refusingPolicy) AllowEncrypt(to ids.DeviceAddress, _ []byte) error {
+func (e *refusingPolicy) AllowEncrypt(to store.DeviceAddress, _ []byte) error {
 	e.mu.Lock()
 	e.to = append(e.to, to)
 	e.mu.Unlock()
@@ -93,7 +92,7 @@ func (d *device) failEncryptions(n int) {
 
 // askedToEncrypt returns the devices d's encrypt policy was asked about
 // since failEncryptions, in order.
-func (d *device) askedToEncrypt() []ids.DeviceAddress {
+func (d *device) askedToEncrypt() []store.DeviceAddress {
 	d.enc.mu.Lock()
 	defer d.enc.mu.Unlock()
 	return slices.Clone(d.enc.to)
@@ -104,20 +103,20 @@ var newKeyring = storetest.NewKeyring
 
 // mustOpen returns an initialized device addr on a fresh SQLite database in
 // tb.TempDir(), on net.
-func mustOpen(tb testing.TB, net *transporttest.Network, addr ids.DeviceAddress) *device {
+func mustOpen(tb testing.TB, net *transporttest.Network, addr store.DeviceAddress) *device {
 	tb.Helper()
 	return mustOpenKind(tb, sqliteKind, net, addr)
 }
 
 // mustOpenKind is mustOpen on the given store kind.
-func mustOpenKind(tb testing.TB, kind storeKind, net *transporttest.Network, addr ids.DeviceAddress) *device {
+func mustOpenKind(tb testing.TB, kind storeKind, net *transporttest.Network, addr store.DeviceAddress) *device {
 	tb.Helper()
 	return mustOpenVia(tb, kind, net, net, addr)
 }
 
 // mustOpenVia is mustOpenKind with the client sending through tr (a
 // wrapper of net).
-func mustOpenVia(tb testing.TB, kind storeKind, net *transporttest.Network, tr transport.Transport, addr ids.DeviceAddress) *device {
+func mustOpenVia(tb testing.TB, kind storeKind, net *transporttest.Network, tr transport.Transport, addr store.DeviceAddress) *device {
 	tb.Helper()
 	d := mustOpenUninitialized(tb, kind, net, tr)
 	d.addr = addr
@@ -186,7 +185,7 @@ func (d *device) reopen() {
 	require.Equal(d.tb, d.addr, got)
 }
 
-func (d *device) send(to ids.DeviceAddress, text string) ids.LogicalMessageID {
+func (d *device) send(to store.DeviceAddress, text string) store.LogicalMessageID {
 	d.tb.Helper()
 	id, err := d.c.Send(context.Background(), to, []byte(text))
 	require.NoError(d.tb, err)
@@ -195,13 +194,13 @@ func (d *device) send(to ids.DeviceAddress, text string) ids.LogicalMessageID {
 
 // sendFailed sends with the network failing the hand-off and checks the
 // message stays pending.
-func (d *device) sendFailed(to ids.DeviceAddress, text string) ids.LogicalMessageID {
+func (d *device) sendFailed(to store.DeviceAddress, text string) store.LogicalMessageID {
 	d.tb.Helper()
 	d.net.FailNextSends(1)
 	id, err := d.c.Send(context.Background(), to, []byte(text))
 	require.ErrorIs(d.tb, err, client.ErrMessageNotSent)
 	require.ErrorIs(d.tb, err, transporttest.ErrInjected)
-	require.NotEqual(d.tb, ids.LogicalMessageID{}, id)
+	require.NotEqual(d.tb, store.LogicalMessageID{}, id)
 	return id
 }
 
@@ -212,21 +211,21 @@ func (d *device) poll() []client.ReceiveResult {
 	return res
 }
 
-func (d *device) count(recipient *ids.DeviceAddress) int64 {
+func (d *device) count(recipient *store.DeviceAddress) int64 {
 	d.tb.Helper()
 	n, err := d.c.PendingMessageCount(context.Background(), recipient)
 	require.NoError(d.tb, err)
 	return n
 }
 
-func (d *device) abandon(to ids.DeviceAddress, id ids.LogicalMessageID) client.AbandonStatus {
+func (d *device) abandon(to store.DeviceAddress, id store.LogicalMessageID) client.AbandonStatus {
 	d.tb.Helper()
 	st, err := d.c.AbandonPending(context.Background(), to, id)
 	require.NoError(d.tb, err)
 	return st
 }
 
-func (d *device) retry(to ids.DeviceAddress) []ids.LogicalMessageID {
+func (d *device) retry(to store.DeviceAddress) []store.LogicalMessageID {
 	d.tb.Helper()
 	sent, err := d.c.RetryPendingMessages(context.Background(), to)
 	require.NoError(d.tb, err)
@@ -235,7 +234,7 @@ func (d *device) retry(to ids.DeviceAddress) []ids.LogicalMessageID {
 
 // all walks every page (limit) from the start, optionally for one
 // recipient, checking cursor invariants, and returns the messages.
-func (d *device) all(limit int, recipient *ids.DeviceAddress) []store.PendingMessage {
+func (d *device) all(limit int, recipient *store.DeviceAddress) []store.PendingMessage {
 	d.tb.Helper()
 	var (
 		out   []store.PendingMessage
@@ -268,9 +267,9 @@ func (d *device) all(limit int, recipient *ids.DeviceAddress) []store.PendingMes
 }
 
 // pendingIDs returns the logical ids of every pending message, in order.
-func (d *device) pendingIDs(recipient *ids.DeviceAddress) []ids.LogicalMessageID {
+func (d *device) pendingIDs(recipient *store.DeviceAddress) []store.LogicalMessageID {
 	d.tb.Helper()
-	var out []ids.LogicalMessageID
+	var out []store.LogicalMessageID
 	for _, m := range d.all(store.MaxPageSize, recipient) {
 		out = append(out, m.ID)
 	}
@@ -326,7 +325,7 @@ func ops(calls []transporttest.Call) []string {
 }
 
 // sendsTo counts the send calls to addr in calls.
-func sendsTo(calls []transporttest.Call, addr ids.DeviceAddress) int {
+func sendsTo(calls []transporttest.Call, addr store.DeviceAddress) int {
 	n := 0
 	for _, c := range calls {
 		if c.Op == transporttest.OpSend && c.To == addr {
@@ -358,7 +357,7 @@ func (h *holdingTransport) arm() {
 	h.release = make(chan struct{})
 }
 
-func (h *holdingTransport) Send(ctx context.Context, to ids.DeviceAddress, env []byte) error {
+func (h *holdingTransport) Send(ctx context.Context, to store.DeviceAddress, env []byte) error {
 	h.mu.Lock()
 	armed, entered, release := h.armed, h.entered, h.release
 	h.armed = false
@@ -382,7 +381,7 @@ func openHeld(tb testing.TB, kind storeKind) (*transporttest.Network, *holdingTr
 // startAbandons starts AbandonPending(to, id) on d's client for each id,
 // each in its own goroutine, and returns the channel their statuses
 // arrive on (0 for an error).
-func (d *device) startAbandons(ctx context.Context, to ids.DeviceAddress, msgs ...ids.LogicalMessageID) <-chan client.AbandonStatus {
+func (d *device) startAbandons(ctx context.Context, to store.DeviceAddress, msgs ...store.LogicalMessageID) <-chan client.AbandonStatus {
 	done := make(chan client.AbandonStatus, len(msgs))
 	for _, id := range msgs {
 		go func() {
@@ -413,7 +412,7 @@ type failingStore struct {
 	fail error
 }
 
-func (f *failingStore) AbandonPending(ctx context.Context, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+func (f *failingStore) AbandonPending(ctx context.Context, r store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
 	if f.fail != nil {
 		return false, f.fail
 	}
@@ -422,8 +421,8 @@ func (f *failingStore) AbandonPending(ctx context.Context, r ids.DeviceAddress, 
 
 var errStoreBroken = errors.New("store broken")
 
-func idsOf(ms []store.PendingMessage) []ids.LogicalMessageID {
-	out := make([]ids.LogicalMessageID, len(ms))
+func idsOf(ms []store.PendingMessage) []store.LogicalMessageID {
+	out := make([]store.LogicalMessageID, len(ms))
 	for i, m := range ms {
 		out[i] = m.ID
 	}
@@ -443,7 +442,7 @@ var _ = slices.Contains[[]int, int]
 // stored reports whether d's store holds an unanswered initiation
 // (session_initiation row) for peer, and whether it holds a session with a
 // current state.
-func (d *device) stored(peer ids.DeviceAddress) (initiation, live bool) {
+func (d *device) stored(peer store.DeviceAddress) (initiation, live bool) {
 	d.tb.Helper()
 	st, err := d.st.Peer(context.Background(), peer)
 	require.NoError(d.tb, err)
@@ -462,7 +461,7 @@ func (d *device) stored(peer ids.DeviceAddress) (initiation, live bool) {
 
 // requireInitiation checks whether d stores an unanswered initiation to
 // peer (and a session either way).
-func (d *device) requireInitiation(peer ids.DeviceAddress, want bool) {
+func (d *device) requireInitiation(peer store.DeviceAddress, want bool) {
 	d.tb.Helper()
 	init, sess := d.stored(peer)
 	require.True(d.tb, sess, "%s has a session with %s", d.addr, peer)
@@ -472,7 +471,7 @@ func (d *device) requireInitiation(peer ids.DeviceAddress, want bool) {
 // requireNoSession checks that d stores for peer neither a session with a
 // current state nor an unanswered initiation; after says what should have
 // removed them.
-func (d *device) requireNoSession(peer ids.DeviceAddress, after string) {
+func (d *device) requireNoSession(peer store.DeviceAddress, after string) {
 	d.tb.Helper()
 	init, sess := d.stored(peer)
 	require.False(d.tb, sess, "%s: %s keeps a session with %s", after, d.addr, peer)
@@ -480,7 +479,7 @@ func (d *device) requireNoSession(peer ids.DeviceAddress, after string) {
 }
 
 // storedPin returns d's stored pin for remote.
-func (d *device) storedPin(remote ids.DeviceAddress) session.Pin {
+func (d *device) storedPin(remote store.DeviceAddress) session.Pin {
 	d.tb.Helper()
 	st, err := d.st.Peer(context.Background(), remote)
 	require.NoError(d.tb, err)
@@ -493,7 +492,7 @@ func (d *device) storedPin(remote ids.DeviceAddress) session.Pin {
 // recordedChange returns the identity change recorded for remote in d's
 // store: the identity a user is shown (IdentityChangedError.Observed) and
 // verifies before accepting it.
-func (d *device) recordedChange(remote ids.DeviceAddress) session.PublicIdentity {
+func (d *device) recordedChange(remote store.DeviceAddress) session.PublicIdentity {
 	d.tb.Helper()
 	pin := d.storedPin(remote)
 	require.NotNil(d.tb, pin.Changed, "no identity change recorded for %s", remote)
@@ -502,12 +501,12 @@ func (d *device) recordedChange(remote ids.DeviceAddress) session.PublicIdentity
 
 // acceptChange accepts the identity change recorded for remote, as a user
 // who verified it.
-func (d *device) acceptChange(remote ids.DeviceAddress) error {
+func (d *device) acceptChange(remote store.DeviceAddress) error {
 	return d.c.AcceptRemoteIdentityChange(context.Background(), remote, d.recordedChange(remote))
 }
 
 // pinnedIdentity returns the identity d's pin for remote trusts.
-func (d *device) pinnedIdentity(remote ids.DeviceAddress) session.PublicIdentity {
+func (d *device) pinnedIdentity(remote store.DeviceAddress) session.PublicIdentity {
 	d.tb.Helper()
 	return d.storedPin(remote).Identity
 }

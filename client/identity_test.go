@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -54,7 +54,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			var ice *session.IdentityChangedError
 			require.ErrorAs(t, err, &ice)
 			require.Equal(t, bob, ice.Address)
-			require.Equal(t, []ids.LogicalMessageID{m1, m2, m3}, a.pendingIDs(&bob))
+			require.Equal(t, []store.LogicalMessageID{m1, m2, m3}, a.pendingIDs(&bob))
 
 			// Until the change is accepted nothing is sent to bob.
 			net.ResetCalls()
@@ -76,7 +76,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			require.NoError(t, a.acceptChange(bob))
 			a.requireNoSession(bob, "accepting the change")
 			net.ResetCalls()
-			require.Equal(t, []ids.LogicalMessageID{m1, m3}, a.retry(bob))
+			require.Equal(t, []store.LogicalMessageID{m1, m3}, a.retry(bob))
 			require.Equal(t, []string{transporttest.OpFetch, transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()))
 
 			// bob's new device: alice's initiation wins the collision with
@@ -87,7 +87,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 			requireCleared(t, res, true)
 			require.Zero(t, a.count(nil))
 			// bob's hello was lost with the losing initiation: retry it.
-			require.Equal(t, []ids.LogicalMessageID{hello}, b2.retry(alice))
+			require.Equal(t, []store.LogicalMessageID{hello}, b2.retry(alice))
 			require.Equal(t, []string{"bob's new device"}, messages(t, a.poll()))
 			b2.poll()
 			require.Zero(t, b2.count(nil))
@@ -105,7 +105,7 @@ func TestAbandonAcrossAcceptedIdentityChange(t *testing.T) {
 // sender's kept messages are rejected once, then re-sent by the retry
 // after convergence; the abandoned one never is.
 func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
-	zed := ids.DeviceAddress{UserID: "zed", DeviceID: 1}
+	zed := store.DeviceAddress{UserID: "zed", DeviceID: 1}
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
@@ -123,19 +123,19 @@ func TestIdentityChangeWhenTheNewDeviceWinsTheCollision(t *testing.T) {
 			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.Equal(t, client.Abandoned, z.abandon(bob, m2))
 			require.NoError(t, z.acceptChange(bob))
-			require.Equal(t, []ids.LogicalMessageID{m1, m3}, z.retry(bob))
+			require.Equal(t, []store.LogicalMessageID{m1, m3}, z.retry(bob))
 
 			// bob's initiation wins: zed's envelopes are rejected.
 			for _, r := range b2.poll() {
 				require.IsType(t, &client.Rejected{}, r)
 			}
-			require.Equal(t, []ids.LogicalMessageID{hello}, b2.retry(zed))
+			require.Equal(t, []store.LogicalMessageID{hello}, b2.retry(zed))
 			require.Equal(t, []string{"hello from the new device"}, messages(t, z.poll()))
 			require.True(t, acks(b2.poll())[0].Cleared)
 			z.requireInitiation(bob, false)
 
 			net.ResetCalls()
-			require.Equal(t, []ids.LogicalMessageID{m1, m3}, z.retry(bob))
+			require.Equal(t, []store.LogicalMessageID{m1, m3}, z.retry(bob))
 			require.Equal(t, []string{transporttest.OpSend, transporttest.OpSend}, ops(net.Calls()))
 			require.Equal(t, []string{"m1", "m3"}, messages(t, b2.poll()))
 			requireCleared(t, z.poll(), true)
@@ -171,7 +171,7 @@ func TestSendSeesIdentityChangeInBundle(t *testing.T) {
 			require.ErrorIs(t, err, session.ErrIdentityChanged)
 			require.ErrorIs(t, err, client.ErrMessageNotSent)
 			require.Equal(t, []string{transporttest.OpFetch}, ops(net.Calls()), "the bundle is fetched, nothing is sent")
-			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(&bob))
+			require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(&bob))
 			a.requireNoSession(bob, "the refused bundle")
 
 			restarts := []bool{false}

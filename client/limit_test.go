@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -38,14 +37,14 @@ func TestMessageSizeLimit(t *testing.T) {
 
 			id, err = a.c.Send(ctx, bob, largest)
 			require.NoError(t, err)
-			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(nil))
 			require.Equal(t, 1, net.Pending(bob))
 
 			// With a session: still refused, and the message pending
 			// before is all that is pending or handed off.
 			_, err = a.c.Send(ctx, bob, tooLarge)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
-			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(nil))
 			require.Equal(t, 1, net.Pending(bob))
 
 			res := b.poll()
@@ -59,7 +58,7 @@ func TestMessageSizeLimit(t *testing.T) {
 		})
 		t.Run(string(kind)+"/InsertPending", func(t *testing.T) {
 			_, a := openAlice(t, kind)
-			first, second := ids.NewLogicalMessageID(), ids.NewLogicalMessageID()
+			first, second := store.NewLogicalMessageID(), store.NewLogicalMessageID()
 
 			_, err := a.st.InsertPending(ctx, bob, first, tooLarge)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
@@ -74,7 +73,7 @@ func TestMessageSizeLimit(t *testing.T) {
 
 			_, err = a.st.InsertPending(ctx, bob, first, tooLarge)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
-			require.Equal(t, []ids.LogicalMessageID{second}, a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{second}, a.pendingIDs(nil))
 		})
 	}
 }

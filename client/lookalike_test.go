@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/tamper"
 	"github.com/securemsg/storage/seal"
@@ -23,9 +22,9 @@ const pendingTable = tamper.PendingTable
 
 // insertRawPending stores a pending row as a writer of the file would:
 // sealed is whatever bytes it is given, at sequence seq (nil: the next).
-func insertRawPending(t *testing.T, d *device, seq *int64, to ids.DeviceAddress, sealed []byte) ids.LogicalMessageID {
+func insertRawPending(t *testing.T, d *device, seq *int64, to store.DeviceAddress, sealed []byte) store.LogicalMessageID {
 	t.Helper()
-	id := ids.NewLogicalMessageID()
+	id := store.NewLogicalMessageID()
 	_, err := sqliteaccess.DB(d.sql).ExecContext(context.Background(),
 		`INSERT INTO `+pendingTable+` (sequence, recipient_user_id, recipient_device_id, logical_id, sealed) VALUES (?, ?, ?, ?, ?)`,
 		nullable(seq), to.UserID, to.DeviceID, id[:], sealed)
@@ -53,7 +52,7 @@ func nullable(seq *int64) any {
 func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 	ctx := context.Background()
 	net, a := openAlice(t, sqliteKind)
-	bigBob := ids.DeviceAddress{UserID: "Bob", DeviceID: bob.DeviceID}
+	bigBob := store.DeviceAddress{UserID: "Bob", DeviceID: bob.DeviceID}
 	realBob := mustOpen(t, net, bigBob)
 	lookalike := mustOpen(t, net, bob)
 
@@ -119,7 +118,7 @@ func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, client.Abandoned, st)
 	require.Equal(t, doorCode, a.all(store.MaxPageSize, &bigBob))
-	require.Equal(t, []ids.LogicalMessageID{x}, a.retry(bigBob))
+	require.Equal(t, []store.LogicalMessageID{x}, a.retry(bigBob))
 	require.Equal(t, []string{"the door code is 4711"}, messages(t, realBob.poll()))
 	requireCleared(t, a.poll(), true)
 	require.Empty(t, a.all(store.MaxPageSize, &bigBob))
@@ -135,7 +134,7 @@ func TestLookalikeRecipientRowIsNeverUsed(t *testing.T) {
 func TestWalkAbandoningRowsAtOrBelowZero(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
-		recipient *ids.DeviceAddress
+		recipient *store.DeviceAddress
 	}{
 		{"every recipient", nil},
 		{"one recipient", &bob},
@@ -146,16 +145,16 @@ func TestWalkAbandoningRowsAtOrBelowZero(t *testing.T) {
 			mustOpen(t, net, bob)
 			// A full page of rows below zero, so that the page ends on a
 			// negative cursor, then one at zero.
-			var damaged []ids.LogicalMessageID
+			var damaged []store.LogicalMessageID
 			for seq := -int64(store.MaxPageSize); seq <= 0; seq++ {
 				damaged = append(damaged, insertRawPending(t, a, &seq, bob, []byte(fmt.Sprint("garbage ", seq))))
 			}
-			var want []ids.LogicalMessageID
+			var want []store.LogicalMessageID
 			for i := range 3 {
 				want = append(want, a.sendFailed(bob, fmt.Sprint("message ", i)))
 			}
 
-			var got, abandoned []ids.LogicalMessageID
+			var got, abandoned []store.LogicalMessageID
 			for m, err := range a.c.AllPendingMessages(ctx, tt.recipient) {
 				var ue *store.UnreadableError
 				if errors.As(err, &ue) {

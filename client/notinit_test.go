@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -23,7 +22,7 @@ func TestNotInitialized(t *testing.T) {
 			net := transporttest.NewNetwork()
 			d := mustOpenUninitialized(t, kind, net, net)
 			c := d.c
-			id := ids.NewLogicalMessageID()
+			id := store.NewLogicalMessageID()
 			calls := []struct {
 				name string
 				call func() error
@@ -55,7 +54,7 @@ func TestNotInitialized(t *testing.T) {
 				{"DeclineRemoteIdentityChange", func() error { return c.DeclineRemoteIdentityChange(ctx, bob, session.PublicIdentity{}) }},
 				{"ReplenishPrekeys", func() error { _, err := c.ReplenishPrekeys(ctx); return err }},
 				{"RotateSignedPrekey", func() error { return c.RotateSignedPrekey(ctx) }},
-				{"SendToDevices", func() error { _, err := c.SendToDevices(ctx, []ids.DeviceAddress{bob}, id, []byte("x")); return err }},
+				{"SendToDevices", func() error { _, err := c.SendToDevices(ctx, []store.DeviceAddress{bob}, id, []byte("x")); return err }},
 				{"DiscardUnreadablePeerState", func() error { _, err := c.DiscardUnreadablePeerState(ctx, bob); return err }},
 				{"AllPendingMessages", func() error {
 					for _, err := range c.AllPendingMessages(ctx, nil) {
@@ -96,7 +95,7 @@ func TestNewAndInitializeArguments(t *testing.T) {
 	_, err := client.Open(context.Background(), client.Config{Transport: net, Directory: net})
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 	d := mustOpen(t, net, alice)
-	require.ErrorIs(t, d.c.Initialize(ctx, ids.DeviceAddress{}), store.ErrInvalidArgument)
+	require.ErrorIs(t, d.c.Initialize(ctx, store.DeviceAddress{}), store.ErrInvalidArgument)
 	require.ErrorIs(t, d.c.Initialize(ctx, bob), client.ErrAlreadyInitialized)
 	require.NoError(t, d.c.Initialize(ctx, alice), "re-initializing as the same device only republishes")
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -30,7 +29,7 @@ func TestPageArguments(t *testing.T) {
 				{"limit 101", store.PageRequest{Limit: store.MaxPageSize + 1}, false},
 				{"negative cursor", store.PageRequest{Limit: 10, After: ptr[int64](-1)}, false},
 				{"negative cursor, filtered", store.PageRequest{Limit: 10, After: ptr[int64](-5), Recipient: &bob}, false},
-				{"bad recipient", store.PageRequest{Limit: 10, Recipient: &ids.DeviceAddress{UserID: "", DeviceID: 1}}, false},
+				{"bad recipient", store.PageRequest{Limit: 10, Recipient: &store.DeviceAddress{UserID: "", DeviceID: 1}}, false},
 				{"limit 1", store.PageRequest{Limit: 1}, true},
 				{"limit 100", store.PageRequest{Limit: store.MaxPageSize}, true},
 				{"cursor 0", store.PageRequest{Limit: 10, After: ptr[int64](0)}, true},
@@ -48,9 +47,9 @@ func TestPageArguments(t *testing.T) {
 					require.Empty(t, page.Messages)
 				})
 			}
-			_, err := a.c.PendingMessageCount(ctx, &ids.DeviceAddress{UserID: "x", DeviceID: -1})
+			_, err := a.c.PendingMessageCount(ctx, &store.DeviceAddress{UserID: "x", DeviceID: -1})
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
-			_, err = a.c.AbandonPending(ctx, ids.DeviceAddress{}, ids.NewLogicalMessageID())
+			_, err = a.c.AbandonPending(ctx, store.DeviceAddress{}, store.NewLogicalMessageID())
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 			require.EqualValues(t, 1, a.count(nil))
 		})
@@ -66,12 +65,12 @@ func TestPagination(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			ctx := context.Background()
 			net, a := openAlice(t, kind)
-			for _, r := range []ids.DeviceAddress{bob, carol} {
+			for _, r := range []store.DeviceAddress{bob, carol} {
 				mustOpenKind(t, kind, net, r)
 			}
 			type sent struct {
-				to  ids.DeviceAddress
-				id  ids.LogicalMessageID
+				to  store.DeviceAddress
+				id  store.LogicalMessageID
 				txt string
 			}
 			var all []sent
@@ -115,7 +114,7 @@ func TestPagination(t *testing.T) {
 				after := m.Sequence
 				page, err := a.c.PendingMessages(ctx, store.PageRequest{After: &after, Limit: 3, Recipient: &bob})
 				require.NoError(t, err)
-				want := []ids.LogicalMessageID{}
+				want := []store.LogicalMessageID{}
 				for _, w := range everything[i+1:] {
 					if w.Recipient == bob && len(want) < 3 {
 						want = append(want, w.ID)
@@ -165,7 +164,7 @@ func TestSequenceNeverReused(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			_, a, b := openPair(t, kind)
 			var last int64
-			seqOf := func(id ids.LogicalMessageID) int64 {
+			seqOf := func(id store.LogicalMessageID) int64 {
 				t.Helper()
 				for _, m := range a.all(100, nil) {
 					if m.ID == id {
@@ -175,7 +174,7 @@ func TestSequenceNeverReused(t *testing.T) {
 				t.Fatalf("%s not pending", id)
 				return 0
 			}
-			next := func(text string) ids.LogicalMessageID {
+			next := func(text string) store.LogicalMessageID {
 				t.Helper()
 				id := a.send(bob, text)
 				s := seqOf(id)

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/store"
 
@@ -23,7 +22,7 @@ type commitFailingStore struct {
 	fail atomic.Bool
 }
 
-func (s *commitFailingStore) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+func (s *commitFailingStore) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
 	if s.fail.CompareAndSwap(true, false) {
 		return false, errStoreBroken
 	}
@@ -31,7 +30,7 @@ func (s *commitFailingStore) CommitReceived(ctx context.Context, peer ids.Device
 }
 
 // takeMailbox removes and returns the envelopes waiting for addr.
-func takeMailbox(t *testing.T, d *device, addr ids.DeviceAddress) [][]byte {
+func takeMailbox(t *testing.T, d *device, addr store.DeviceAddress) [][]byte {
 	t.Helper()
 	envs, err := d.net.Receive(context.Background(), addr)
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/session"
@@ -73,11 +72,11 @@ func PinDiscarded(pinned session.PublicIdentity) bool {
 // store.ErrPeerChanged if a part it was to remove changed after it read it
 // (nothing was removed; call it again), and the store's error (then
 // nothing was removed).
-func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.DeviceAddress) (store.PeerDamage, error) {
+func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote store.DeviceAddress) (store.PeerDamage, error) {
 	if err := c.checkInitialized(); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state: %w", err)
 	}
-	if err := storeimpl.ValidateAddress(remote); err != nil {
+	if err := remote.Validate(); err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state: %w", err)
 	}
 	pin, err := session.NewPin(remote, discardedPinIdentity).MarshalBinary()
@@ -101,7 +100,7 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote ids.Devi
 // decodePeer decodes the opened state st of addr. Each part that does not
 // decode is left out of the peer and named in the damage, with the
 // decoding error (matching session.ErrMalformedState) as its cause.
-func decodePeer(addr ids.DeviceAddress, st store.PeerState) (*peer, store.PeerDamage) {
+func decodePeer(addr store.DeviceAddress, st store.PeerState) (*peer, store.PeerDamage) {
 	p := &peer{addr: addr}
 	var damage store.PeerDamage
 	if st.Session != nil {
@@ -138,7 +137,7 @@ func checkPeerPart(part store.PeerPart, plaintext []byte) error {
 	}
 	st := store.PeerState{}
 	*p.State(&st) = plaintext
-	_, damage := decodePeer(ids.DeviceAddress{}, st)
+	_, damage := decodePeer(store.DeviceAddress{}, st)
 	return errors.Join(damage.Session, damage.Initiation, damage.Pin)
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 
@@ -22,7 +21,7 @@ import (
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
-var erin = ids.DeviceAddress{UserID: "erin", DeviceID: 4}
+var erin = store.DeviceAddress{UserID: "erin", DeviceID: 4}
 
 // peerStateSetup is alice, on SQLite, with a session and pin for bob and
 // carol (both acknowledged a first message), unanswered initiations to
@@ -32,9 +31,9 @@ type peerStateSetup struct {
 	ctx           context.Context
 	net           *transporttest.Network
 	a, b, c, d    *device
-	toBob, toCar  ids.LogicalMessageID
-	toDave        ids.LogicalMessageID
-	toErin        ids.LogicalMessageID
+	toBob, toCar  store.LogicalMessageID
+	toDave        store.LogicalMessageID
+	toErin        store.LogicalMessageID
 	bobIdentity   session.PublicIdentity
 	fromBobBefore []byte // an envelope bob sent alice, not yet received
 }
@@ -70,7 +69,7 @@ func newPeerStateSetup(t *testing.T) *peerStateSetup {
 
 // sealedOf returns the sealed value of table's row for peer in alice's
 // database.
-func (s *peerStateSetup) sealedOf(t *testing.T, table string, peer ids.DeviceAddress) []byte {
+func (s *peerStateSetup) sealedOf(t *testing.T, table string, peer store.DeviceAddress) []byte {
 	t.Helper()
 	var v []byte
 	require.NoError(t, sqliteaccess.DB(s.a.sql).QueryRowContext(s.ctx, "SELECT sealed FROM "+table+" WHERE user_id = ? AND device_id = ?", peer.UserID, peer.DeviceID).Scan(&v))
@@ -78,7 +77,7 @@ func (s *peerStateSetup) sealedOf(t *testing.T, table string, peer ids.DeviceAdd
 }
 
 // setSealed replaces that value behind the client's back.
-func (s *peerStateSetup) setSealed(t *testing.T, table string, peer ids.DeviceAddress, v []byte) {
+func (s *peerStateSetup) setSealed(t *testing.T, table string, peer store.DeviceAddress, v []byte) {
 	t.Helper()
 	res, err := sqliteaccess.DB(s.a.sql).ExecContext(s.ctx, "UPDATE "+table+" SET sealed = ? WHERE user_id = ? AND device_id = ?", v, peer.UserID, peer.DeviceID)
 	require.NoError(t, err)
@@ -91,17 +90,17 @@ func (s *peerStateSetup) setSealed(t *testing.T, table string, peer ids.DeviceAd
 // keyring of the store holding it.
 type peerDamage struct {
 	name   string
-	damage func(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte
+	damage func(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer store.DeviceAddress, v []byte) []byte
 	want   error
 }
 
 var peerDamages = []peerDamage{
-	{"bit flipped", func(t *testing.T, _ *seal.Keyring, _ seal.RecordType, _ ids.DeviceAddress, v []byte) []byte {
+	{"bit flipped", func(t *testing.T, _ *seal.Keyring, _ seal.RecordType, _ store.DeviceAddress, v []byte) []byte {
 		out := slices.Clone(v)
 		out[len(out)-1] ^= 0x10
 		return out
 	}, seal.ErrAuthentication},
-	{"under a key the keyring does not hold", func(t *testing.T, _ *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, _ []byte) []byte {
+	{"under a key the keyring does not hold", func(t *testing.T, _ *seal.Keyring, rt seal.RecordType, peer store.DeviceAddress, _ []byte) []byte {
 		v, err := newKeyring(t).Seal(rt, rowseal.AddressAD(peer), []byte("restored from elsewhere"))
 		require.NoError(t, err)
 		return v
@@ -114,7 +113,7 @@ var peerDamages = []peerDamage{
 // resealNewer opens v, the sealed value of a part of rt of peer's row,
 // and seals it again with kr for the same row as an encoding version this
 // release does not read (see newerEncoding).
-func resealNewer(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer ids.DeviceAddress, v []byte) []byte {
+func resealNewer(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer store.DeviceAddress, v []byte) []byte {
 	t.Helper()
 	pt, err := kr.Open(rt, rowseal.AddressAD(peer), v)
 	require.NoError(t, err)
@@ -153,7 +152,7 @@ func newerEncoding(t *testing.T, rt seal.RecordType, pt []byte) []byte {
 var peerParts = []struct {
 	table string
 	rt    seal.RecordType
-	peer  ids.DeviceAddress
+	peer  store.DeviceAddress
 	field func(store.PeerDamage) error
 }{
 	{"session", seal.RecordSession, bob, func(d store.PeerDamage) error { return d.Session }},
@@ -164,7 +163,7 @@ var peerParts = []struct {
 // requireUnreadablePeer checks that err reports peer's state unreadable
 // with cause want, naming exactly the part in table (any parts if table
 // is "").
-func requireUnreadablePeer(t *testing.T, err error, peer ids.DeviceAddress, table string, want error) {
+func requireUnreadablePeer(t *testing.T, err error, peer store.DeviceAddress, table string, want error) {
 	t.Helper()
 	require.ErrorIs(t, err, store.ErrPeerUnreadable)
 	var pe *store.PeerUnreadableError
@@ -211,13 +210,13 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 					_, err = s.a.c.Receive(s.ctx, s.fromBobBefore)
 					requireUnreadablePeer(t, err, target, part.table, dmg.want)
 				}
-				outs, err := s.a.c.SendToDevices(s.ctx, []ids.DeviceAddress{target}, ids.NewLogicalMessageID(), []byte("fan-out after damage"))
+				outs, err := s.a.c.SendToDevices(s.ctx, []store.DeviceAddress{target}, store.NewLogicalMessageID(), []byte("fan-out after damage"))
 				requireUnreadablePeer(t, err, target, part.table, dmg.want)
 				require.ErrorIs(t, outs[0].Err, client.ErrMessageNotSent)
 				afterDamage, err := s.a.c.Send(s.ctx, target, []byte("after damage"))
 				requireUnreadablePeer(t, err, target, part.table, dmg.want)
 				require.ErrorIs(t, err, client.ErrMessageNotSent)
-				require.NotEqual(t, ids.LogicalMessageID{}, afterDamage, "stored pending")
+				require.NotEqual(t, store.LogicalMessageID{}, afterDamage, "stored pending")
 				require.Empty(t, s.net.Calls(), "nothing handed off or fetched")
 				failed := dumpTables(t, sqliteaccess.DB(s.a.sql))
 				for table, rows := range before {
@@ -294,9 +293,9 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 				res := s.a.poll()
 				require.Contains(t, receivedTexts(t, res), "reply")
 				require.Zero(t, s.a.count(&target), "every message to the target acknowledged")
-				others := []ids.LogicalMessageID{s.toCar, s.toDave, s.toErin}
+				others := []store.LogicalMessageID{s.toCar, s.toDave, s.toErin}
 				if target == dave {
-					others = []ids.LogicalMessageID{s.toBob, s.toCar, s.toErin}
+					others = []store.LogicalMessageID{s.toBob, s.toCar, s.toErin}
 				}
 				require.Equal(t, others, s.a.pendingIDs(nil), "the other devices' pending messages untouched")
 
@@ -310,7 +309,7 @@ func TestDamagedPeerStateRecovers(t *testing.T) {
 
 // requireRowsBut checks that after holds before's rows except those of
 // peer (as tabledump prints them).
-func requireRowsBut(t *testing.T, before, after []string, peer ids.DeviceAddress) {
+func requireRowsBut(t *testing.T, before, after []string, peer store.DeviceAddress) {
 	t.Helper()
 	key := fmt.Sprintf("user_id=%q device_id=%d ", peer.UserID, peer.DeviceID)
 	var wantOthers, gotOthers []string
@@ -422,7 +421,7 @@ func TestDiscardedPinIsNotTrustedOnFirstUse(t *testing.T) {
 func TestDiscardUnreadablePeerStateHealthy(t *testing.T) {
 	s := newPeerStateSetup(t)
 	before := dumpTables(t, sqliteaccess.DB(s.a.sql))
-	for _, peer := range []ids.DeviceAddress{bob, carol, dave, {UserID: "nobody", DeviceID: 9}} {
+	for _, peer := range []store.DeviceAddress{bob, carol, dave, {UserID: "nobody", DeviceID: 9}} {
 		got, err := s.a.c.DiscardUnreadablePeerState(s.ctx, peer)
 		require.NoError(t, err)
 		require.Equal(t, store.PeerDamage{}, got)
@@ -449,7 +448,7 @@ func TestDiscardUnreadablePeerStateArguments(t *testing.T) {
 			a.send(bob, "hi")
 			before, err := a.st.Peer(ctx, bob)
 			require.NoError(t, err)
-			for _, addr := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "bob", DeviceID: -1}} {
+			for _, addr := range []store.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "bob", DeviceID: -1}} {
 				_, err := a.c.DiscardUnreadablePeerState(ctx, addr)
 				require.ErrorIs(t, err, store.ErrInvalidArgument)
 			}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storeimpl"
-
 	"github.com/securemsg/storage/store"
 )
 
@@ -57,7 +54,7 @@ func (c *Client) PendingMessages(ctx context.Context, req store.PageRequest) (st
 // PendingMessageCount counts pending messages, all of them or those to
 // recipient, without opening any. Returns ErrNotInitialized before
 // Initialize, store.ErrInvalidArgument for a malformed recipient.
-func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+func (c *Client) PendingMessageCount(ctx context.Context, recipient *store.DeviceAddress) (int64, error) {
 	if err := c.checkInitialized(); err != nil {
 		return 0, fmt.Errorf("client: pending message count: %w", err)
 	}
@@ -77,8 +74,8 @@ func (c *Client) PendingMessageCount(ctx context.Context, recipient *ids.DeviceA
 // It holds the send mutex, so it waits for a running send or retry. On
 // error the message stays pending. Returns ErrNotInitialized before
 // Initialize, store.ErrInvalidArgument for a malformed recipient.
-func (c *Client) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (AbandonStatus, error) {
-	if err := storeimpl.ValidateAddress(recipient); err != nil {
+func (c *Client) AbandonPending(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID) (AbandonStatus, error) {
+	if err := recipient.Validate(); err != nil {
 		return 0, fmt.Errorf("client: abandon: %w", err)
 	}
 	return c.abandon(ctx, store.PendingMessage{Recipient: recipient, ID: id}, false)

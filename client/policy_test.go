@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -26,12 +26,12 @@ func TestEncryptPolicyAskedBeforeAnySession(t *testing.T) {
 	id, err := a.c.Send(ctx, bob, []byte("refused"))
 	require.ErrorIs(t, err, client.ErrMessageNotSent)
 	require.ErrorIs(t, err, errEncryptRefused)
-	require.Equal(t, []ids.DeviceAddress{bob}, a.askedToEncrypt())
+	require.Equal(t, []store.DeviceAddress{bob}, a.askedToEncrypt())
 	require.False(t, slices.Contains(ops(net.Calls()), transporttest.OpFetch), "no bundle fetched for a refused frame")
 	st, err := a.st.Peer(ctx, bob)
 	require.NoError(t, err)
 	require.Nil(t, st.Session, "no session stored")
-	require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(&bob))
+	require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(&bob))
 
 	require.NotEmpty(t, a.retry(bob))
 	require.Contains(t, messages(t, b.poll()), "refused", "the next allowed send starts the session and delivers it")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -24,7 +23,7 @@ const defaultSignedPrekeyGrace = 14 * 24 * time.Hour
 // directory's error for the publication: Initialize, or the next rotation
 // or replenishment, publishes again.
 func (c *Client) RotateSignedPrekey(ctx context.Context) error {
-	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys, _ ids.DeviceAddress) (prekeyChange, error) {
+	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys, _ store.DeviceAddress) (prekeyChange, error) {
 		return republish, pk.Rotate(rand.Reader, id, c.cfg.Now(), c.cfg.SignedPrekeyGrace)
 	})
 }
@@ -44,7 +43,7 @@ func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 // directory's error for the publication.
 func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
 	added := 0
-	err := c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys, self ids.DeviceAddress) (prekeyChange, error) {
+	err := c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys, self store.DeviceAddress) (prekeyChange, error) {
 		// Asked under the send mutex: a replenishment that ran while the
 		// count was asked for would otherwise be added to again.
 		left, err := c.cfg.Directory.OneTimePrekeyCount(ctx, self)
@@ -87,7 +86,7 @@ const (
 // stores the result and only then keeps it, and publishes the bundle if
 // change says the bundle changed (the one-time prekeys or the signed
 // prekey).
-func (c *Client) changePrekeys(ctx context.Context, what string, change func(*session.Identity, *session.Prekeys, ids.DeviceAddress) (prekeyChange, error)) error {
+func (c *Client) changePrekeys(ctx context.Context, what string, change func(*session.Identity, *session.Prekeys, store.DeviceAddress) (prekeyChange, error)) error {
 	if err := c.lockSend(); err != nil {
 		return fmt.Errorf("client: %s: %w", what, err)
 	}

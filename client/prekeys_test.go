@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store"
 
@@ -161,13 +160,13 @@ func TestSignedPrekeyRotationAndReplenishment(t *testing.T) {
 // rawInitiation is an initiation to bundle's device by a new device
 // built with package session alone, carrying a MESSAGE frame (see
 // frame.go: version 1, type 1, logical id, body).
-func rawInitiation(t *testing.T, from ids.DeviceAddress, bundle session.Bundle, body string) []byte {
+func rawInitiation(t *testing.T, from store.DeviceAddress, bundle session.Bundle, body string) []byte {
 	t.Helper()
 	id, err := session.GenerateIdentity(rand.Reader)
 	require.NoError(t, err)
 	s, err := session.Initiate(rand.Reader, id, from, bundle)
 	require.NoError(t, err)
-	msgID := ids.NewLogicalMessageID()
+	msgID := store.NewLogicalMessageID()
 	frame := append(append([]byte{1, 1}, msgID[:]...), body...)
 	env, err := s.Encrypt(frame)
 	require.NoError(t, err)
@@ -191,7 +190,7 @@ func TestPrekeyChangesConcurrentWithReceive(t *testing.T) {
 	for i := range 24 { // the first 5 get a one-time prekey each
 		bb, err := net.Fetch(ctx, bob)
 		require.NoError(t, err)
-		envs = append(envs, rawInitiation(t, ids.DeviceAddress{UserID: "early", DeviceID: int64(i)}, bb, "early"))
+		envs = append(envs, rawInitiation(t, store.DeviceAddress{UserID: "early", DeviceID: int64(i)}, bb, "early"))
 	}
 	var (
 		wg      sync.WaitGroup
@@ -217,7 +216,7 @@ func TestPrekeyChangesConcurrentWithReceive(t *testing.T) {
 
 	b.reopen()
 	for i, bb := range bundles {
-		_, err := b.c.Receive(ctx, rawInitiation(t, ids.DeviceAddress{UserID: "late", DeviceID: int64(i)}, bb, "late"))
+		_, err := b.c.Receive(ctx, rawInitiation(t, store.DeviceAddress{UserID: "late", DeviceID: int64(i)}, bb, "late"))
 		require.NoError(t, err, "bundle %d (signed prekey %d, %d one-time prekeys)", i, bb.SignedPrekeyID, len(bb.OneTimePrekeys))
 	}
 }
@@ -229,7 +228,7 @@ type lyingDirectory struct {
 	count int
 }
 
-func (l lyingDirectory) OneTimePrekeyCount(context.Context, ids.DeviceAddress) (int, error) {
+func (l lyingDirectory) OneTimePrekeyCount(context.Context, store.DeviceAddress) (int, error) {
 	return l.count, nil
 }
 

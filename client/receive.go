@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 
 	"github.com/securemsg/storage/session"
@@ -17,8 +16,8 @@ type ReceiveResult interface{ receiveResult() }
 
 // Message is a new message for the application.
 type Message struct {
-	From      ids.DeviceAddress
-	ID        ids.LogicalMessageID
+	From      store.DeviceAddress
+	ID        store.LogicalMessageID
 	Plaintext []byte
 	// AckSent reports whether the ACK was handed off. If not, the sender
 	// keeps the message pending, retries, and the retry is acknowledged.
@@ -29,8 +28,8 @@ type Message struct {
 // delivery). It is not given to the application again; it is
 // acknowledged again.
 type Duplicate struct {
-	From    ids.DeviceAddress
-	ID      ids.LogicalMessageID
+	From    store.DeviceAddress
+	ID      store.LogicalMessageID
 	AckSent bool
 }
 
@@ -38,8 +37,8 @@ type Duplicate struct {
 // removed a pending message, false if nothing was pending (a repeated ACK,
 // or an ACK for a message abandoned meanwhile): nothing is recreated.
 type Acknowledgement struct {
-	From    ids.DeviceAddress
-	ID      ids.LogicalMessageID
+	From    store.DeviceAddress
+	ID      store.LogicalMessageID
 	Cleared bool
 }
 
@@ -47,7 +46,7 @@ type Acknowledgement struct {
 // initiation: it is dropped, and its sender re-sends the message on the
 // winning session.
 type Rejected struct {
-	From         ids.DeviceAddress
+	From         store.DeviceAddress
 	InitiationID session.InitiationID
 }
 
@@ -99,7 +98,7 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error)
 }
 
 // parseEnvelope decodes raw and checks that it is addressed to self.
-func parseEnvelope(self ids.DeviceAddress, raw []byte) (session.Envelope, error) {
+func parseEnvelope(self store.DeviceAddress, raw []byte) (session.Envelope, error) {
 	env, err := session.UnmarshalEnvelope(raw)
 	if err != nil {
 		return session.Envelope{}, fmt.Errorf("client: receive: %w", err)
@@ -223,7 +222,7 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 // tried on it without reloading p's record: an attacker's initiations
 // claiming p's address, refused at the pin one after another, cost no
 // reload each.
-func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self ids.DeviceAddress, p *peer, env session.Envelope) (session.Receipt, error) {
+func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *session.Prekeys, self store.DeviceAddress, p *peer, env session.Envelope) (session.Receipt, error) {
 	if err := p.unacceptedChange(); err != nil && env.Initiation == nil {
 		// Nothing is accepted from p until the change is accepted.
 		return session.Receipt{}, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -15,13 +14,13 @@ import (
 func ExampleClient_PendingRecipients() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 2}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	carol := store.DeviceAddress{UserID: "carol", DeviceID: 2}
 	exampleDevice(net, bob)
 	exampleDevice(net, carol)
 	net.FailNextSends(3) // the network is down: everything stays pending
-	for _, to := range []ids.DeviceAddress{carol, bob, carol} {
+	for _, to := range []store.DeviceAddress{carol, bob, carol} {
 		if _, err := alice.Send(ctx, to, []byte("hi")); err == nil {
 			panic("sent")
 		}

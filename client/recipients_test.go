@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -79,7 +78,7 @@ func TestPendingRecipientsArguments(t *testing.T) {
 				_, err := a.c.PendingRecipients(t.Context(), store.RecipientPageRequest{Limit: limit})
 				require.ErrorIs(t, err, store.ErrInvalidArgument, "limit %d", limit)
 			}
-			p, err := a.c.PendingRecipients(t.Context(), store.RecipientPageRequest{After: &ids.DeviceAddress{}, Limit: 1})
+			p, err := a.c.PendingRecipients(t.Context(), store.RecipientPageRequest{After: &store.DeviceAddress{}, Limit: 1})
 			require.NoError(t, err, "any address is a position")
 			require.Empty(t, p.Recipients)
 		})

@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -69,7 +68,7 @@ type builtRecord struct {
 
 // buildRecord makes, with package session, the record that self holds
 // for peer after the history of shape.
-func buildRecord(b *testing.B, self, peer ids.DeviceAddress, shape recordShape) builtRecord {
+func buildRecord(b *testing.B, self, peer store.DeviceAddress, shape recordShape) builtRecord {
 	b.Helper()
 	var out builtRecord
 	newID := func() (*session.Identity, *session.Prekeys) {
@@ -148,7 +147,7 @@ func buildRecord(b *testing.B, self, peer ids.DeviceAddress, shape recordShape) 
 
 func BenchmarkSendSessionRecord(b *testing.B) {
 	ctx := context.Background()
-	self, peer := ids.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bench-bob", DeviceID: 1}
+	self, peer := store.DeviceAddress{UserID: "bench-alice", DeviceID: 1}, store.DeviceAddress{UserID: "bench-bob", DeviceID: 1}
 	pt := benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
 	for _, shape := range recordShapes {
 		built := buildRecord(b, self, peer, shape)

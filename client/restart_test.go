@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -41,7 +41,7 @@ func TestRestartMidConversation(t *testing.T) {
 	fresh := a.send(bob, "after the restart")
 	require.NotContains(t, ops(net.Calls()), transporttest.OpFetch, "the session survived")
 	require.Greater(t, a.all(100, nil)[2].Sequence, hw, "a sequence is never reused, also across a restart")
-	require.Equal(t, []ids.LogicalMessageID{delivered, notSent, fresh}, a.pendingIDs(&bob))
+	require.Equal(t, []store.LogicalMessageID{delivered, notSent, fresh}, a.pendingIDs(&bob))
 
 	// The abandoned message had been handed off: abandon is not a recall.
 	require.Equal(t, []string{"delivered after the restart", "highest, abandoned before the restart", "after the restart"}, messages(t, b.poll()))
@@ -51,9 +51,9 @@ func TestRestartMidConversation(t *testing.T) {
 		&client.Acknowledgement{From: bob, ID: abandoned, Cleared: false},
 		&client.Acknowledgement{From: bob, ID: fresh, Cleared: true},
 	}, a.poll())
-	require.Equal(t, []ids.LogicalMessageID{notSent}, a.pendingIDs(nil))
+	require.Equal(t, []store.LogicalMessageID{notSent}, a.pendingIDs(nil))
 	net.ResetCalls()
-	require.Equal(t, []ids.LogicalMessageID{notSent}, a.retry(bob))
+	require.Equal(t, []store.LogicalMessageID{notSent}, a.retry(bob))
 	require.NotContains(t, ops(net.Calls()), transporttest.OpFetch)
 	b.reopen()
 	require.Equal(t, []string{"hand-off failed before the restart"}, messages(t, b.poll()))
@@ -65,7 +65,7 @@ func TestRestartMidConversation(t *testing.T) {
 	require.Equal(t, []string{"once"}, messages(t, a.poll()))
 	b.reopen()
 	a.reopen()
-	require.Equal(t, []ids.LogicalMessageID{id}, b.retry(alice))
+	require.Equal(t, []store.LogicalMessageID{id}, b.retry(alice))
 	res := a.poll()
 	require.Equal(t, []client.ReceiveResult{&client.Duplicate{From: bob, ID: id, AckSent: true}}, res)
 	converse(t, a, b)

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -20,11 +19,11 @@ func TestFailedHandOffThenRetry(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			net, a, b := openPair(t, kind)
 			id := a.sendFailed(bob, "first try fails")
-			require.Equal(t, []ids.LogicalMessageID{id}, a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(nil))
 			require.Zero(t, net.Pending(bob))
 
 			net.ResetCalls()
-			require.Equal(t, []ids.LogicalMessageID{id}, a.retry(bob))
+			require.Equal(t, []store.LogicalMessageID{id}, a.retry(bob))
 			require.Equal(t, []string{transporttest.OpSend}, ops(net.Calls()), "the session survived the failed hand-off: no fetch")
 			require.Equal(t, []string{"first try fails"}, messages(t, b.poll()))
 			require.True(t, acks(a.poll())[0].Cleared)
@@ -58,7 +57,7 @@ func TestRetryOrderAndStop(t *testing.T) {
 			ctx := context.Background()
 			net, a, b := openPair(t, kind)
 			mustOpenKind(t, kind, net, carol)
-			var want []ids.LogicalMessageID
+			var want []store.LogicalMessageID
 			for i, text := range []string{"one", "two", "three", "four", "five"} {
 				if i == 2 {
 					a.send(carol, "for carol") // interleaved, another recipient
@@ -106,7 +105,7 @@ type countingFailTransport struct {
 	n, failAt int
 }
 
-func (c *countingFailTransport) Send(ctx context.Context, to ids.DeviceAddress, env []byte) error {
+func (c *countingFailTransport) Send(ctx context.Context, to store.DeviceAddress, env []byte) error {
 	c.n++
 	if c.n == c.failAt {
 		return transporttest.ErrInjected
@@ -153,9 +152,9 @@ func TestRetryArguments(t *testing.T) {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
 	a := mustOpen(t, net, alice)
-	_, err := a.c.RetryPendingMessages(ctx, ids.DeviceAddress{UserID: "", DeviceID: 1})
+	_, err := a.c.RetryPendingMessages(ctx, store.DeviceAddress{UserID: "", DeviceID: 1})
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
-	_, err = a.c.Send(ctx, ids.DeviceAddress{UserID: "x", DeviceID: -1}, []byte("m"))
+	_, err = a.c.Send(ctx, store.DeviceAddress{UserID: "x", DeviceID: -1}, []byte("m"))
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 	_, err = a.c.Send(ctx, alice, []byte("self"))
 	require.ErrorIs(t, err, store.ErrInvalidArgument)

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -130,8 +130,8 @@ func TestSessionRollbackDoesNotRepeatKeystream(t *testing.T) {
 			require.Equal(t, before, dumpTables(t, sqliteaccess.DB(b.sql)), "the refused envelope changed bob's database")
 
 			requireCleared(t, a.poll(), true) // the first is acknowledged
-			require.Equal(t, []ids.LogicalMessageID{id2}, a.pendingIDs(&bob))
-			require.Equal(t, []ids.LogicalMessageID{id2}, a.retry(bob))
+			require.Equal(t, []store.LogicalMessageID{id2}, a.pendingIDs(&bob))
+			require.Equal(t, []store.LogicalMessageID{id2}, a.retry(bob))
 			require.Equal(t, []string{p2}, messages(t, b.poll()))
 			requireCleared(t, a.poll(), true)
 			require.Zero(t, a.count(&bob))

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // TestSendReceiveAck: a message is pending until its ACK arrives, which
@@ -56,7 +56,7 @@ func TestRepeatedAck(t *testing.T) {
 			_, a, b := openPair(t, kind)
 			keep := a.send(bob, "keep")
 			id := a.send(bob, "twice")
-			require.Equal(t, []ids.LogicalMessageID{keep, id}, a.retry(bob))
+			require.Equal(t, []store.LogicalMessageID{keep, id}, a.retry(bob))
 
 			res := b.poll()
 			require.Len(t, res, 4)
@@ -115,7 +115,7 @@ func TestAckAfterAbandon(t *testing.T) {
 
 			require.Equal(t, client.Abandoned, a.abandon(bob, gone))
 			before := a.all(1, nil)
-			require.Equal(t, []ids.LogicalMessageID{other, toCarol}, idsOf(before))
+			require.Equal(t, []store.LogicalMessageID{other, toCarol}, idsOf(before))
 			require.EqualValues(t, 2, a.count(nil))
 
 			res, err := a.c.Poll(ctx)
@@ -125,7 +125,7 @@ func TestAckAfterAbandon(t *testing.T) {
 				&client.Acknowledgement{From: bob, ID: gone, Cleared: false},
 			}, res)
 			after := a.all(1, nil)
-			require.Equal(t, []ids.LogicalMessageID{toCarol}, idsOf(after), "nothing recreated")
+			require.Equal(t, []store.LogicalMessageID{toCarol}, idsOf(after), "nothing recreated")
 			require.Equal(t, before[1], after[0])
 			require.EqualValues(t, 1, a.count(nil))
 			require.Zero(t, a.count(&bob))

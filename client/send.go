@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
-	"github.com/securemsg/storage/internal/storeimpl"
-
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -16,7 +13,7 @@ import (
 // peer is what the client holds about one remote device while it works
 // with it under the send mutex.
 type peer struct {
-	addr ids.DeviceAddress
+	addr store.DeviceAddress
 	sess *session.Session
 	pin  *session.Pin
 	// initiation is the id of the unanswered initiation the stored
@@ -32,7 +29,7 @@ type peer struct {
 // The cache saves a read transaction and a session decode on every send;
 // it is only touched under the send mutex, which every call that changes
 // a peer's stored state holds.
-func (c *Client) peerFor(ctx context.Context, addr ids.DeviceAddress) (*peer, error) {
+func (c *Client) peerFor(ctx context.Context, addr store.DeviceAddress) (*peer, error) {
 	if p := c.peers[addr]; p != nil {
 		return p, nil
 	}
@@ -41,7 +38,7 @@ func (c *Client) peerFor(ctx context.Context, addr ids.DeviceAddress) (*peer, er
 		return nil, err
 	}
 	if c.peers == nil {
-		c.peers = map[ids.DeviceAddress]*peer{}
+		c.peers = map[store.DeviceAddress]*peer{}
 	}
 	c.peers[addr] = p
 	return p, nil
@@ -53,10 +50,10 @@ func (c *Client) peerFor(ctx context.Context, addr ids.DeviceAddress) (*peer, er
 // in-memory change that was not stored (a session advanced by a decrypt
 // whose commit failed, say) is never used: the next call reloads what the
 // store holds.
-func (c *Client) forget(addr ids.DeviceAddress) { delete(c.peers, addr) }
+func (c *Client) forget(addr store.DeviceAddress) { delete(c.peers, addr) }
 
 // loadPeer reads and decodes addr's stored state.
-func (c *Client) loadPeer(ctx context.Context, addr ids.DeviceAddress) (*peer, error) {
+func (c *Client) loadPeer(ctx context.Context, addr store.DeviceAddress) (*peer, error) {
 	st, err := c.st.Peer(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -274,7 +271,7 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 
 // handOff gives an envelope to the transport. It runs after the storage
 // transaction that made it has committed, never inside one.
-func (c *Client) handOff(ctx context.Context, to ids.DeviceAddress, raw []byte) error {
+func (c *Client) handOff(ctx context.Context, to store.DeviceAddress, raw []byte) error {
 	if err := c.cfg.Transport.Send(ctx, to, raw); err != nil {
 		return fmt.Errorf("hand off: %w", err)
 	}
@@ -304,12 +301,12 @@ const _ = uint(maxBody-(session.MaxPlaintextSize-frameHeaderSize)) + uint((sessi
 // (with ErrMessageNotSent) while to's identity change is not accepted;
 // store.ErrPeerUnreadable (with ErrMessageNotSent) if to's stored state
 // does not open.
-func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byte) (_ ids.LogicalMessageID, err error) {
-	if err := c.checkSendable([]ids.DeviceAddress{to}, plaintext); err != nil {
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+func (c *Client) Send(ctx context.Context, to store.DeviceAddress, plaintext []byte) (_ store.LogicalMessageID, err error) {
+	if err := c.checkSendable([]store.DeviceAddress{to}, plaintext); err != nil {
+		return store.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+		return store.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
 	}
 	defer c.sendMu.Unlock()
 	defer func() {
@@ -317,18 +314,18 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 			c.forget(to)
 		}
 	}()
-	id := ids.NewLogicalMessageID()
+	id := store.NewLogicalMessageID()
 	p, raw, err := c.encryptFor(ctx, to, encodeFrame(frameMessage, id, plaintext))
 	if errors.Is(err, ErrBundleAddress) {
 		// A retry would be answered the same way: the caller decides.
 		// err names the device the bundle was of; this, the one asked.
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send to %s: %w", to, err)
+		return store.LogicalMessageID{}, fmt.Errorf("client: send to %s: %w", to, err)
 	}
 	if err != nil {
 		// No session could encrypt it: store the message alone, pending
 		// for a retry or an abandon.
 		if _, serr := c.st.InsertPending(ctx, to, id, plaintext); serr != nil {
-			return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", serr)
+			return store.LogicalMessageID{}, fmt.Errorf("client: send: %w", serr)
 		}
 		return id, notSent(id, to, err)
 	}
@@ -338,7 +335,7 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 		_, err = c.st.CommitSend(ctx, to, id, plaintext, u)
 	}
 	if err != nil {
-		return ids.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+		return store.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
 	}
 	p.saved()
 	if err := c.handOff(ctx, to, raw); err != nil {
@@ -349,7 +346,7 @@ func (c *Client) Send(ctx context.Context, to ids.DeviceAddress, plaintext []byt
 
 // encryptFor takes the peer to (cached or loaded) and encrypts frame for
 // it; see encryptFrame.
-func (c *Client) encryptFor(ctx context.Context, to ids.DeviceAddress, frame []byte) (*peer, []byte, error) {
+func (c *Client) encryptFor(ctx context.Context, to store.DeviceAddress, frame []byte) (*peer, []byte, error) {
 	p, err := c.peerFor(ctx, to)
 	if err != nil {
 		return nil, nil, err
@@ -363,7 +360,7 @@ func (c *Client) encryptFor(ctx context.Context, to ids.DeviceAddress, frame []b
 
 // notSent is the error of a message stored pending for to but not handed
 // off: it matches ErrMessageNotSent and cause.
-func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
+func notSent(id store.LogicalMessageID, to store.DeviceAddress, cause error) error {
 	return fmt.Errorf("client: send %s to %s: %w: %w", id, to, ErrMessageNotSent, cause)
 }
 
@@ -391,11 +388,11 @@ func notSent(id ids.LogicalMessageID, to ids.DeviceAddress, cause error) error {
 // ErrBundleAddress (with ErrMessageNotSent; nothing stored for remote) if
 // the directory answers the fetch of remote's bundle with another
 // device's.
-func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddress) ([]ids.LogicalMessageID, error) {
+func (c *Client) RetryPendingMessages(ctx context.Context, remote store.DeviceAddress) ([]store.LogicalMessageID, error) {
 	if err := c.checkInitialized(); err != nil {
 		return nil, fmt.Errorf("client: retry %s: %w", remote, err)
 	}
-	if err := storeimpl.ValidateAddress(remote); err != nil {
+	if err := remote.Validate(); err != nil {
 		return nil, fmt.Errorf("client: retry: %w", err)
 	}
 	if err := c.lockSend(); err != nil {
@@ -420,7 +417,7 @@ func (c *Client) RetryPendingMessages(ctx context.Context, remote ids.DeviceAddr
 
 // retry is RetryPendingMessages under the send mutex: it returns the ids
 // sent, the unreadable rows skipped, and the failure that stopped it.
-func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []ids.LogicalMessageID, skipped []store.UnreadablePendingMessage, _ error) {
+func (c *Client) retry(ctx context.Context, remote store.DeviceAddress) (sent []store.LogicalMessageID, skipped []store.UnreadablePendingMessage, _ error) {
 	var (
 		cursor *int64 // nil: from before every stored sequence
 		p      *peer
@@ -468,7 +465,7 @@ func (c *Client) retry(ctx context.Context, remote ids.DeviceAddress) (sent []id
 // address, store.ErrPeerUnreadable if remote's stored state does not open,
 // and an error matching session.ErrNoIdentityChange if no change is
 // recorded.
-func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
+func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote store.DeviceAddress, observed session.PublicIdentity) error {
 	return c.settleIdentityChange(ctx, "accept", remote, func(p *peer) (store.PeerState, error) {
 		if err := p.pin.Accept(observed); err != nil {
 			return store.PeerState{}, err
@@ -499,7 +496,7 @@ func (c *Client) AcceptRemoteIdentityChange(ctx context.Context, remote ids.Devi
 // store.ErrInvalidArgument if remote's pin was discarded
 // (DiscardUnreadablePeerState): it trusts no identity to go back to, so
 // only accepting a verified identity unblocks the device.
-func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.DeviceAddress, observed session.PublicIdentity) error {
+func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote store.DeviceAddress, observed session.PublicIdentity) error {
 	return c.settleIdentityChange(ctx, "decline", remote, func(p *peer) (store.PeerState, error) {
 		if PinDiscarded(p.pin.Identity) {
 			// There is no trusted identity to go back to.
@@ -518,11 +515,11 @@ func (c *Client) DeclineRemoteIdentityChange(ctx context.Context, remote ids.Dev
 
 // settleIdentityChange runs settle on remote's stored state under the send
 // mutex and saves what it returns.
-func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote ids.DeviceAddress, settle func(*peer) (store.PeerState, error)) error {
+func (c *Client) settleIdentityChange(ctx context.Context, verb string, remote store.DeviceAddress, settle func(*peer) (store.PeerState, error)) error {
 	if err := c.checkInitialized(); err != nil {
 		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
-	if err := storeimpl.ValidateAddress(remote); err != nil {
+	if err := remote.Validate(); err != nil {
 		return fmt.Errorf("client: %s identity change: %w", verb, err)
 	}
 	if err := c.lockSend(); err != nil {

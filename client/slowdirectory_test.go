@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -87,7 +86,7 @@ type barrierDirectory struct {
 	both    chan struct{}
 }
 
-func (d *barrierDirectory) OneTimePrekeyCount(ctx context.Context, addr ids.DeviceAddress) (int, error) {
+func (d *barrierDirectory) OneTimePrekeyCount(ctx context.Context, addr store.DeviceAddress) (int, error) {
 	d.mu.Lock()
 	d.waiting++
 	if d.waiting == 2 {

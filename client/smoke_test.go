@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -16,7 +16,7 @@ import (
 func TestSmokeConversation(t *testing.T) {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	mk := func(addr ids.DeviceAddress) *client.Client {
+	mk := func(addr store.DeviceAddress) *client.Client {
 		k, err := seal.GenerateKey()
 		require.NoError(t, err)
 		kr, err := seal.NewKeyring(k)
@@ -26,7 +26,7 @@ func TestSmokeConversation(t *testing.T) {
 		require.NoError(t, c.Initialize(ctx, addr))
 		return c
 	}
-	aAddr, bAddr := ids.DeviceAddress{UserID: "alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	aAddr, bAddr := store.DeviceAddress{UserID: "alice", DeviceID: 1}, store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	a, b := mk(aAddr), mk(bAddr)
 	id, err := a.Send(ctx, bAddr, []byte("hello"))
 	require.NoError(t, err)

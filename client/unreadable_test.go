@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -34,8 +33,8 @@ type unreadableSetup struct {
 	ctx             context.Context
 	net             *transporttest.Network
 	a, b            *device
-	lost            ids.LogicalMessageID
-	two, three, car ids.LogicalMessageID
+	lost            store.LogicalMessageID
+	two, three, car store.LogicalMessageID
 }
 
 func newUnreadableSetup(t *testing.T, kind storeKind) *unreadableSetup {
@@ -63,8 +62,8 @@ func (s *unreadableSetup) page(t *testing.T, req store.PageRequest) store.Pendin
 	return p
 }
 
-func pageIDs(p store.PendingMessagePage) []ids.LogicalMessageID {
-	var out []ids.LogicalMessageID
+func pageIDs(p store.PendingMessagePage) []store.LogicalMessageID {
+	var out []store.LogicalMessageID
 	for _, m := range p.Messages {
 		out = append(out, m.ID)
 	}
@@ -90,7 +89,7 @@ func TestPagesReportUnreadable(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			s := newUnreadableSetup(t, kind)
 			all := s.page(t, store.PageRequest{Limit: store.MaxPageSize})
-			require.Equal(t, []ids.LogicalMessageID{s.two, s.car, s.three}, pageIDs(all))
+			require.Equal(t, []store.LogicalMessageID{s.two, s.car, s.three}, pageIDs(all))
 			requireLost(t, s, all.Unreadable)
 			require.Less(t, all.Unreadable[0].Sequence, all.Messages[0].Sequence)
 			require.Nil(t, all.NextAfterSequence)
@@ -100,16 +99,16 @@ func TestPagesReportUnreadable(t *testing.T) {
 			requireLost(t, s, first.Unreadable)
 			require.Equal(t, &first.Unreadable[0].Sequence, first.NextAfterSequence)
 			second := s.page(t, store.PageRequest{After: first.NextAfterSequence, Limit: 1})
-			require.Equal(t, []ids.LogicalMessageID{s.two}, pageIDs(second))
+			require.Equal(t, []store.LogicalMessageID{s.two}, pageIDs(second))
 			require.Empty(t, second.Unreadable)
 
 			two := s.page(t, store.PageRequest{Limit: 2, Recipient: &bob})
-			require.Equal(t, []ids.LogicalMessageID{s.two}, pageIDs(two), "the unreadable one counts toward the limit")
+			require.Equal(t, []store.LogicalMessageID{s.two}, pageIDs(two), "the unreadable one counts toward the limit")
 			requireLost(t, s, two.Unreadable)
 			require.Equal(t, &two.Messages[0].Sequence, two.NextAfterSequence)
 
 			carols := s.page(t, store.PageRequest{Limit: 10, Recipient: &carol})
-			require.Equal(t, []ids.LogicalMessageID{s.car}, pageIDs(carols))
+			require.Equal(t, []store.LogicalMessageID{s.car}, pageIDs(carols))
 			require.Empty(t, carols.Unreadable)
 
 			require.EqualValues(t, 4, s.a.count(nil))
@@ -143,7 +142,7 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 			// Then the readable ones go, in order; the lost one is skipped.
 			s.net.ResetCalls()
 			sent, err = s.a.c.RetryPendingMessages(s.ctx, bob)
-			require.Equal(t, []ids.LogicalMessageID{s.two, s.three}, sent)
+			require.Equal(t, []store.LogicalMessageID{s.two, s.three}, sent)
 			require.ErrorIs(t, err, store.ErrUnreadable)
 			require.NotErrorIs(t, err, client.ErrMessageNotSent)
 			ue = nil
@@ -160,7 +159,7 @@ func TestRetrySkipsUnreadable(t *testing.T) {
 			requireLost(t, s, p.Unreadable)
 			require.Equal(t, client.Abandoned, s.a.abandon(p.Unreadable[0].Recipient, p.Unreadable[0].ID))
 			require.Empty(t, s.a.retry(bob))
-			require.Equal(t, []ids.LogicalMessageID{s.car}, s.a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{s.car}, s.a.pendingIDs(nil))
 			st, err := s.a.c.AbandonPendingMessage(s.ctx, p.Unreadable[0].PendingMessage)
 			require.NoError(t, err)
 			require.Equal(t, client.NotPending, st)
@@ -179,7 +178,7 @@ func TestAbandonUnreadableBySequence(t *testing.T) {
 			st, err := s.a.c.AbandonPendingMessage(s.ctx, p.Unreadable[0].PendingMessage)
 			require.NoError(t, err)
 			require.Equal(t, client.Abandoned, st)
-			require.Equal(t, []ids.LogicalMessageID{s.two, s.car, s.three}, s.a.pendingIDs(nil))
+			require.Equal(t, []store.LogicalMessageID{s.two, s.car, s.three}, s.a.pendingIDs(nil))
 			st, err = s.a.c.AbandonPendingMessage(s.ctx, p.Unreadable[0].PendingMessage)
 			require.NoError(t, err)
 			require.Equal(t, client.NotPending, st)
@@ -195,10 +194,10 @@ func TestAbandonUnreadableBySequence(t *testing.T) {
 func TestAbandonUndecodableRowBySequence(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		to   ids.DeviceAddress
+		to   store.DeviceAddress
 	}{
-		{"empty user id", ids.DeviceAddress{UserID: "", DeviceID: 1}},
-		{"over-long user id", ids.DeviceAddress{UserID: strings.Repeat("x", ids.MaxUserIDLen+1), DeviceID: 1}},
+		{"empty user id", store.DeviceAddress{UserID: "", DeviceID: 1}},
+		{"over-long user id", store.DeviceAddress{UserID: strings.Repeat("x", store.MaxUserIDLen+1), DeviceID: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -225,7 +224,7 @@ func TestAbandonUndecodableRowBySequence(t *testing.T) {
 			st, err = a.c.AbandonPendingMessage(ctx, u)
 			require.NoError(t, err)
 			require.Equal(t, client.Abandoned, st)
-			require.Equal(t, []ids.LogicalMessageID{kept}, a.pendingIDs(nil), "only that row removed")
+			require.Equal(t, []store.LogicalMessageID{kept}, a.pendingIDs(nil), "only that row removed")
 			st, err = a.c.AbandonPendingMessage(ctx, u)
 			require.NoError(t, err)
 			require.Equal(t, client.NotPending, st)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/store"
@@ -44,7 +43,7 @@ import (
 // PendingMessage: ErrNotInitialized before Initialize, store.ErrInvalidArgument
 // for a malformed recipient, a storage error, or ctx.Err() itself when
 // ctx ends (checked before every message and page).
-func (c *Client) AllPendingMessages(ctx context.Context, recipient *ids.DeviceAddress) iter.Seq2[store.PendingMessage, error] {
+func (c *Client) AllPendingMessages(ctx context.Context, recipient *store.DeviceAddress) iter.Seq2[store.PendingMessage, error] {
 	return func(yield func(store.PendingMessage, error) bool) {
 		if err := c.checkInitialized(); err != nil {
 			yield(store.PendingMessage{}, fmt.Errorf("client: all pending messages: %w", err))

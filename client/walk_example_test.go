@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -17,14 +16,14 @@ import (
 func ExampleClient_AllPendingMessages() {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
-	alice := exampleDevice(net, ids.DeviceAddress{UserID: "alice", DeviceID: 1})
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 1}
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	carol := store.DeviceAddress{UserID: "carol", DeviceID: 1}
 	exampleDevice(net, bob)
 	exampleDevice(net, carol)
 	net.FailNextSends(4) // offline: everything stays pending
 	for _, m := range []struct {
-		to   ids.DeviceAddress
+		to   store.DeviceAddress
 		text string
 	}{{bob, "b1"}, {carol, "c1"}, {bob, "b2"}, {carol, "c2"}} {
 		if _, err := alice.Send(ctx, m.to, []byte(m.text)); !errors.Is(err, client.ErrMessageNotSent) {

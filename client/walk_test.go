@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -55,7 +54,7 @@ func TestAllPendingMessages(t *testing.T) {
 			require.Equal(t, []store.PendingMessage{want[50], want[250]}, toCarol, "the abandoned want[150] was carol's too")
 
 			var errs []error
-			for _, err := range a.c.AllPendingMessages(ctx, &ids.DeviceAddress{UserID: "", DeviceID: 1}) {
+			for _, err := range a.c.AllPendingMessages(ctx, &store.DeviceAddress{UserID: "", DeviceID: 1}) {
 				errs = append(errs, err)
 			}
 			require.Len(t, errs, 1)

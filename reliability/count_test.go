@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -42,11 +41,11 @@ type countRig struct {
 }
 
 type pendingKey struct {
-	r  ids.DeviceAddress
-	id ids.LogicalMessageID
+	r  store.DeviceAddress
+	id store.LogicalMessageID
 }
 
-var countRecipients = []ids.DeviceAddress{bob, carol, {UserID: "dave", DeviceID: 3}}
+var countRecipients = []store.DeviceAddress{bob, carol, {UserID: "dave", DeviceID: 3}}
 
 func newCountRig(t *testing.T) *countRig {
 	t.Helper()
@@ -74,8 +73,8 @@ func (g *countRig) reopen() {
 	g.s = s
 }
 
-func (g *countRig) newID() ids.LogicalMessageID {
-	var id ids.LogicalMessageID
+func (g *countRig) newID() store.LogicalMessageID {
+	var id store.LogicalMessageID
 	g.ids++
 	copy(id[:], fmt.Sprintf("count-msg-%06d", g.ids))
 	return id
@@ -447,7 +446,7 @@ func TestCountConcurrent(t *testing.T) {
 			defer wg.Done()
 			r := countRecipients[w%len(countRecipients)]
 			for i := range each {
-				var id ids.LogicalMessageID
+				var id store.LogicalMessageID
 				copy(id[:], fmt.Sprintf("conc-%d-%06d", w, i))
 				if _, err := g.s.InsertPending(g.ctx, r, id, []byte("hello")); err != nil {
 					errs <- err
@@ -598,7 +597,7 @@ func TestCountAfterCommitOfUnknownOutcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newCountRig(t)
 			var seeded pendingKey
-			for _, r := range []ids.DeviceAddress{bob, bob, carol} {
+			for _, r := range []store.DeviceAddress{bob, bob, carol} {
 				seeded = pendingKey{r, g.newID()}
 				seq, err := g.s.InsertPending(g.ctx, seeded.r, seeded.id, []byte("seed"))
 				require.NoError(t, err)

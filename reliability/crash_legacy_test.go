@@ -22,7 +22,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
@@ -47,8 +46,8 @@ const (
 )
 
 type legacyWant struct {
-	to        ids.DeviceAddress
-	id        ids.LogicalMessageID
+	to        store.DeviceAddress
+	id        store.LogicalMessageID
 	plaintext []byte
 }
 
@@ -70,12 +69,12 @@ func buildLegacyTemplate(t *testing.T, path string) (map[int64]legacyWant, int64
 		if _, err := tx.ExecContext(ctx, string(text)); err != nil {
 			return err
 		}
-		users := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}}
+		users := []store.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}}
 		for i := range legacyExtraRows + 1 {
 			pad := make([]byte, 90)
 			_, _ = rand.Read(pad)
 			pt := fmt.Sprintf("%s%06d:%x", legacyMarker, i, pad)
-			id := ids.NewLogicalMessageID()
+			id := store.NewLogicalMessageID()
 			to := users[i%len(users)]
 			if _, err := tx.ExecContext(ctx, "INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, plaintext) VALUES (?, ?, ?, ?)", to.UserID, to.DeviceID, id[:], []byte(pt)); err != nil {
 				return err
@@ -94,7 +93,7 @@ func buildLegacyTemplate(t *testing.T, path string) (map[int64]legacyWant, int64
 			lid []byte
 		)
 		require.NoError(t, rows.Scan(&seq, &w.to.UserID, &w.to.DeviceID, &lid, &w.plaintext))
-		w.id, err = ids.ParseLogicalMessageID(lid)
+		w.id, err = store.ParseLogicalMessageID(lid)
 		require.NoError(t, err)
 		want[seq] = w
 	}

@@ -24,10 +24,10 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -93,7 +93,7 @@ func TestCrashRecovery(t *testing.T) {
 	_, err := rand.Read(secret)
 	require.NoError(t, err)
 
-	c := &crashChecker{t: t, dir: dir, journal: filepath.Join(dir, "journal"), secret: secret, pending: map[ids.LogicalMessageID]journaled{}}
+	c := &crashChecker{t: t, dir: dir, journal: filepath.Join(dir, "journal"), secret: secret, pending: map[store.LogicalMessageID]journaled{}}
 	base := []string{"-dir", dir, "-journal", c.journal, "-key", hex.EncodeToString(secret)}
 	args := func(extra ...string) []string {
 		a := append(append([]string{}, base...), "-keygen", strconv.Itoa(c.gen))
@@ -225,7 +225,7 @@ func rotationKey(t testing.TB, secret []byte, gen int) seal.Key {
 
 // journaled is what the journal says about one pending message.
 type journaled struct {
-	to     ids.DeviceAddress
+	to     store.DeviceAddress
 	seq    int64
 	digest string
 }
@@ -243,7 +243,7 @@ type crashChecker struct {
 	hotWAL   int  // checks that found the sender's WAL not empty
 
 	offset  int64 // journal bytes already replayed
-	pending map[ids.LogicalMessageID]journaled
+	pending map[store.LogicalMessageID]journaled
 	maxSeq  int64 // largest sequence journaled as sent
 	hw      int64 // largest high-water mark seen in the database
 	drained bool
@@ -255,21 +255,21 @@ func (c *crashChecker) fail(when, format string, args ...any) {
 	c.t.Fatalf("%s: %s", when, fmt.Sprintf(format, args...))
 }
 
-func parseAddr(s string) (ids.DeviceAddress, error) {
+func parseAddr(s string) (store.DeviceAddress, error) {
 	u, d, ok := strings.Cut(s, "/")
 	if !ok {
-		return ids.DeviceAddress{}, fmt.Errorf("bad address %q", s)
+		return store.DeviceAddress{}, fmt.Errorf("bad address %q", s)
 	}
 	n, err := strconv.ParseInt(d, 10, 64)
-	return ids.DeviceAddress{UserID: u, DeviceID: n}, err
+	return store.DeviceAddress{UserID: u, DeviceID: n}, err
 }
 
-func parseID(s string) (ids.LogicalMessageID, error) {
+func parseID(s string) (store.LogicalMessageID, error) {
 	b, err := hex.DecodeString(s)
 	if err != nil {
-		return ids.LogicalMessageID{}, err
+		return store.LogicalMessageID{}, err
 	}
-	return ids.ParseLogicalMessageID(b)
+	return store.ParseLogicalMessageID(b)
 }
 
 // replay applies the journal lines written since the last check to the
@@ -490,8 +490,8 @@ func (c *crashChecker) checkKeys(ctx context.Context, db *sql.DB) error {
 }
 
 type dbRow struct {
-	to     ids.DeviceAddress
-	id     ids.LogicalMessageID
+	to     store.DeviceAddress
+	id     store.LogicalMessageID
 	seq    int64
 	digest string
 }
@@ -513,7 +513,7 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 		return err
 	}
 	defer rows.Close()
-	got := map[ids.LogicalMessageID]dbRow{}
+	got := map[store.LogicalMessageID]dbRow{}
 	var last int64
 	for rows.Next() {
 		var (
@@ -523,7 +523,7 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 		if err := rows.Scan(&r.seq, &r.to.UserID, &r.to.DeviceID, &lid, &blob); err != nil {
 			return err
 		}
-		if r.id, err = ids.ParseLogicalMessageID(lid); err != nil {
+		if r.id, err = store.ParseLogicalMessageID(lid); err != nil {
 			return err
 		}
 		if r.seq <= last || r.seq > hw {
@@ -546,10 +546,10 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 	// row above the high-water mark it read; an ACK may have removed one
 	// pending message; an abandon its own message. Nothing else.
 	var (
-		mayAdd    *ids.DeviceAddress
+		mayAdd    *store.DeviceAddress
 		addAbove  int64
 		mayRemove = 0
-		removeID  *ids.LogicalMessageID
+		removeID  *store.LogicalMessageID
 	)
 	if len(inflight) > 0 {
 		switch inflight[0] {

@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/store"
 )
 
 // TestFaultFanoutRollsBack: a fan-out send is one transaction. A storage
@@ -18,7 +18,7 @@ import (
 func TestFaultFanoutRollsBack(t *testing.T) {
 	f := newFaultSetup(t)
 	f.send(t, 1)
-	to := []ids.DeviceAddress{bob, carol}
+	to := []store.DeviceAddress{bob, carol}
 	for _, tc := range []struct {
 		name  string
 		fault fault
@@ -31,7 +31,7 @@ func TestFaultFanoutRollsBack(t *testing.T) {
 			before := dump(t, sqliteaccess.DB(f.a.sql))
 			f.net.ResetCalls()
 			f.inj.fail(tc.fault)
-			outs, err := f.a.c.SendToDevices(f.ctx, to, ids.NewLogicalMessageID(), []byte("never stored"))
+			outs, err := f.a.c.SendToDevices(f.ctx, to, store.NewLogicalMessageID(), []byte("never stored"))
 			f.requireFault(t, err, "client: send to devices")
 			require.NotErrorIs(t, err, client.ErrMessageNotSent, "nothing was stored")
 			require.Nil(t, outs)
@@ -40,7 +40,7 @@ func TestFaultFanoutRollsBack(t *testing.T) {
 		})
 	}
 
-	id := ids.NewLogicalMessageID()
+	id := store.NewLogicalMessageID()
 	outs, err := f.a.c.SendToDevices(f.ctx, to, id, []byte("stored and sent"))
 	require.NoError(t, err)
 	require.Equal(t, []client.DeviceOutcome{{To: bob}, {To: carol}}, outs)

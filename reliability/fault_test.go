@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
@@ -39,14 +38,14 @@ type faultSetup struct {
 	b, c        *device
 	driverName  string
 	ctx         context.Context
-	sentToBob   []ids.LogicalMessageID
-	sentToCarol []ids.LogicalMessageID
-	bodiesByID  map[ids.LogicalMessageID][]byte
+	sentToBob   []store.LogicalMessageID
+	sentToCarol []store.LogicalMessageID
+	bodiesByID  map[store.LogicalMessageID][]byte
 }
 
 func newFaultSetup(t *testing.T) *faultSetup {
 	t.Helper()
-	f := &faultSetup{net: transporttest.NewNetwork(), inj: &injector{}, ctx: context.Background(), bodiesByID: map[ids.LogicalMessageID][]byte{}}
+	f := &faultSetup{net: transporttest.NewNetwork(), inj: &injector{}, ctx: context.Background(), bodiesByID: map[store.LogicalMessageID][]byte{}}
 	f.driverName = registerFaultDriver(t, f.inj)
 	f.a = sqliteDevice(t, f.net, alice, f.driverName)
 	f.b = memDevice(t, f.net, bob)
@@ -68,7 +67,7 @@ func newFaultSetup(t *testing.T) *faultSetup {
 func (f *faultSetup) send(t *testing.T, n int) {
 	t.Helper()
 	for i := range n {
-		for _, to := range []ids.DeviceAddress{bob, carol} {
+		for _, to := range []store.DeviceAddress{bob, carol} {
 			body := bytes.Repeat([]byte{byte(i), byte(to.DeviceID)}, 100+i)
 			id, err := f.a.c.Send(f.ctx, to, body)
 			require.NoError(t, err)
@@ -207,7 +206,7 @@ func TestFaultSendRollsBack(t *testing.T) {
 	require.NoError(t, err)
 	sent, err := f.a.c.RetryPendingMessages(f.ctx, bob)
 	require.NoError(t, err)
-	require.Equal(t, append(append([]ids.LogicalMessageID{}, f.sentToBob...), id), sent)
+	require.Equal(t, append(append([]store.LogicalMessageID{}, f.sentToBob...), id), sent)
 	res, err := f.b.c.Poll(f.ctx)
 	require.NoError(t, err, "bob decrypts everything: no ratchet state was lost or reused")
 	var got []string
@@ -239,7 +238,7 @@ func TestFaultReadsFailCleanly(t *testing.T) {
 	// A failure after some rows were read returns no partial page.
 	for _, m := range []string{sqlPagePending, sqlPageRecipient} {
 		f.inj.fail(fault{Op: opNext, Match: m, AfterRows: 2})
-		p, err = f.a.c.PendingMessages(f.ctx, store.PageRequest{Limit: 5, Recipient: func() *ids.DeviceAddress {
+		p, err = f.a.c.PendingMessages(f.ctx, store.PageRequest{Limit: 5, Recipient: func() *store.DeviceAddress {
 			if m == sqlPageRecipient {
 				return &carol
 			}

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport"
@@ -22,9 +21,9 @@ import (
 )
 
 var (
-	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	bob   = ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	carol = ids.DeviceAddress{UserID: "carol", DeviceID: 7}
+	alice = store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob   = store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	carol = store.DeviceAddress{UserID: "carol", DeviceID: 7}
 )
 
 // newKeyring returns a keyring holding one fresh random key.
@@ -32,7 +31,7 @@ var newKeyring = storetest.NewKeyring
 
 // device is one client with its store.
 type device struct {
-	addr  ids.DeviceAddress
+	addr  store.DeviceAddress
 	c     *client.Client
 	store store.Store
 	sql   *sqlitestore.Store // nil for a memstore device
@@ -44,7 +43,7 @@ type device struct {
 
 // sqliteDevice opens an initialized client on a SQLite file through the
 // driver named driverName ("sqlite3" for the real one).
-func sqliteDevice(t testing.TB, net *transporttest.Network, addr ids.DeviceAddress, driverName string) *device {
+func sqliteDevice(t testing.TB, net *transporttest.Network, addr store.DeviceAddress, driverName string) *device {
 	t.Helper()
 	k, err := seal.GenerateKey()
 	require.NoError(t, err)
@@ -72,13 +71,13 @@ func (d *device) reopen(t testing.TB, net *transporttest.Network, driverName str
 	require.NoError(t, err)
 }
 
-func memDevice(t testing.TB, net *transporttest.Network, addr ids.DeviceAddress) *device {
+func memDevice(t testing.TB, net *transporttest.Network, addr store.DeviceAddress) *device {
 	t.Helper()
 	return memDeviceWith(t, net, net, addr)
 }
 
 // memDeviceWith is memDevice with its own directory.
-func memDeviceWith(t testing.TB, net *transporttest.Network, dir transport.Directory, addr ids.DeviceAddress) *device {
+func memDeviceWith(t testing.TB, net *transporttest.Network, dir transport.Directory, addr store.DeviceAddress) *device {
 	t.Helper()
 	d := &device{addr: addr, keys: newKeyring(t)}
 	d.store = memstore.New(d.keys)
@@ -95,7 +94,7 @@ func memDeviceWith(t testing.TB, net *transporttest.Network, dir transport.Direc
 var dump = tabledump.Tables
 
 // allPending walks every page of c's pending messages.
-func allPending(t testing.TB, c *client.Client, recipient *ids.DeviceAddress, limit int) []store.PendingMessage {
+func allPending(t testing.TB, c *client.Client, recipient *store.DeviceAddress, limit int) []store.PendingMessage {
 	t.Helper()
 	var (
 		out   []store.PendingMessage

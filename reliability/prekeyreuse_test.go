@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -19,10 +19,10 @@ import (
 type replayDirectory struct {
 	transport.Directory
 	mu   sync.Mutex
-	seen map[ids.DeviceAddress]session.Bundle
+	seen map[store.DeviceAddress]session.Bundle
 }
 
-func (d *replayDirectory) Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error) {
+func (d *replayDirectory) Fetch(ctx context.Context, addr store.DeviceAddress) (session.Bundle, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if b, ok := d.seen[addr]; ok {
@@ -62,7 +62,7 @@ func TestFaultLostCommitKeepsPrekeyUsedUp(t *testing.T) {
 			inj := &injector{}
 			drv := registerFaultDriver(t, inj)
 			a := sqliteDevice(t, net, alice, drv)
-			dir := &replayDirectory{Directory: net, seen: map[ids.DeviceAddress]session.Bundle{}}
+			dir := &replayDirectory{Directory: net, seen: map[store.DeviceAddress]session.Bundle{}}
 			b := memDeviceWith(t, net, dir, bob)
 			c := memDeviceWith(t, net, dir, carol)
 
@@ -105,7 +105,7 @@ func TestFaultLostCommitKeepsPrekeyUsedUp(t *testing.T) {
 // another one-time prekey and commits alice's prekeys again.
 func anotherInitiation(t *testing.T, net *transporttest.Network, a *device) {
 	ctx := context.Background()
-	d := memDevice(t, net, ids.DeviceAddress{UserID: "dave", DeviceID: 2})
+	d := memDevice(t, net, store.DeviceAddress{UserID: "dave", DeviceID: 2})
 	_, err := d.c.Send(ctx, alice, []byte("from dave"))
 	require.NoError(t, err)
 	res, err := a.c.Poll(ctx)
@@ -118,7 +118,7 @@ func anotherInitiation(t *testing.T, net *transporttest.Network, a *device) {
 type publishLog struct {
 	transport.Directory
 	mu   sync.Mutex
-	last map[ids.DeviceAddress]session.Bundle
+	last map[store.DeviceAddress]session.Bundle
 }
 
 func (d *publishLog) Publish(ctx context.Context, b session.Bundle) error {
@@ -140,7 +140,7 @@ func TestFaultLostCommitInitializePublishesStoredPrekeys(t *testing.T) {
 	drv := registerFaultDriver(t, inj)
 	a := sqliteDevice(t, net, alice, drv)
 	// Alice's client again, over a directory that shows what it publishes.
-	pub := &publishLog{Directory: net, last: map[ids.DeviceAddress]session.Bundle{}}
+	pub := &publishLog{Directory: net, last: map[store.DeviceAddress]session.Bundle{}}
 	require.NoError(t, a.c.Close())
 	var err error
 	a.c, err = client.Open(ctx, client.Config{Store: a.store, Transport: net, Directory: pub})

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -26,14 +25,14 @@ const soakDuration = 3 * time.Second
 // soakLedger records what the calls reported, as they returned.
 type soakLedger struct {
 	mu        sync.Mutex
-	sent      map[ids.LogicalMessageID]soakMsg
-	acked     map[ids.LogicalMessageID]bool
-	abandoned map[ids.LogicalMessageID]bool
+	sent      map[store.LogicalMessageID]soakMsg
+	acked     map[store.LogicalMessageID]bool
+	abandoned map[store.LogicalMessageID]bool
 	errs      []error
 }
 
 type soakMsg struct {
-	to   ids.DeviceAddress
+	to   store.DeviceAddress
 	body []byte
 }
 
@@ -46,10 +45,10 @@ func (l *soakLedger) fail(err error) {
 }
 
 // removed returns a copy of the ids acknowledged or abandoned so far.
-func (l *soakLedger) removed() map[ids.LogicalMessageID]bool {
+func (l *soakLedger) removed() map[store.LogicalMessageID]bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[ids.LogicalMessageID]bool, len(l.acked)+len(l.abandoned))
+	out := make(map[store.LogicalMessageID]bool, len(l.acked)+len(l.abandoned))
 	for id := range l.acked {
 		out[id] = true
 	}
@@ -61,7 +60,7 @@ func (l *soakLedger) removed() map[ids.LogicalMessageID]bool {
 
 // remove records the removal of id by how ("ACK" or "abandon"): exactly
 // one removal may win.
-func (l *soakLedger) remove(id ids.LogicalMessageID, how string) {
+func (l *soakLedger) remove(id store.LogicalMessageID, how string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// Not checked against sent here: an ACK can come back before Send
@@ -91,7 +90,7 @@ func TestSoak(t *testing.T) {
 			} else {
 				a = memDevice(t, net, alice)
 			}
-			recipients := []ids.DeviceAddress{bob, carol, dave, {UserID: "erin", DeviceID: 0}}
+			recipients := []store.DeviceAddress{bob, carol, dave, {UserID: "erin", DeviceID: 0}}
 			var rdevs []*device
 			for _, r := range recipients {
 				rdevs = append(rdevs, memDevice(t, net, r))
@@ -101,10 +100,10 @@ func TestSoak(t *testing.T) {
 	}
 }
 
-func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, recipients []ids.DeviceAddress) {
+func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, recipients []store.DeviceAddress) {
 	ctx, cancel := context.WithTimeout(context.Background(), soakDuration)
 	defer cancel()
-	l := &soakLedger{sent: map[ids.LogicalMessageID]soakMsg{}, acked: map[ids.LogicalMessageID]bool{}, abandoned: map[ids.LogicalMessageID]bool{}}
+	l := &soakLedger{sent: map[store.LogicalMessageID]soakMsg{}, acked: map[store.LogicalMessageID]bool{}, abandoned: map[store.LogicalMessageID]bool{}}
 	var (
 		wg    sync.WaitGroup
 		ops   atomic.Int64
@@ -122,7 +121,7 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 			}
 		}()
 	}
-	pick := func(rng *mrand.Rand) ids.DeviceAddress { return recipients[rng.IntN(len(recipients))] }
+	pick := func(rng *mrand.Rand) store.DeviceAddress { return recipients[rng.IntN(len(recipients))] }
 
 	// Senders.
 	for i := range 3 {
@@ -184,7 +183,7 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 				l.fail(fmt.Errorf("page: %w", err))
 				return
 			}
-			id := ids.NewLogicalMessageID()
+			id := store.NewLogicalMessageID()
 			if len(p.Messages) > 0 && rng.IntN(4) > 0 {
 				id = p.Messages[rng.IntN(len(p.Messages))].ID
 			}
@@ -204,14 +203,14 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 	// walk began, plaintexts intact.
 	for i := range 2 {
 		worker(uint64(600+i), func(rng *mrand.Rand) {
-			var rcpt *ids.DeviceAddress
+			var rcpt *store.DeviceAddress
 			if rng.IntN(2) == 0 {
 				r := pick(rng)
 				rcpt = &r
 			}
 			removed := l.removed()
 			var after *int64
-			seen := map[ids.LogicalMessageID]bool{}
+			seen := map[store.LogicalMessageID]bool{}
 			last := int64(0)
 			for {
 				p, err := a.c.PendingMessages(bg, store.PageRequest{After: after, Limit: 1 + rng.IntN(store.MaxPageSize), Recipient: rcpt})
@@ -248,7 +247,7 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 	}
 	// Counts.
 	worker(700, func(rng *mrand.Rand) {
-		var rcpt *ids.DeviceAddress
+		var rcpt *store.DeviceAddress
 		if rng.IntN(2) == 0 {
 			r := pick(rng)
 			rcpt = &r
@@ -298,14 +297,14 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 }
 
 // requireQueue checks the queue against the ledger with nothing running.
-func requireQueue(t *testing.T, a *device, l *soakLedger, recipients []ids.DeviceAddress) {
+func requireQueue(t *testing.T, a *device, l *soakLedger, recipients []store.DeviceAddress) {
 	t.Helper()
 	ctx := context.Background()
 	all := allPending(t, a.c, nil, 37)
 	n, err := a.c.PendingMessageCount(ctx, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, len(all), n, "count equals the rows pages enumerate")
-	pending := map[ids.LogicalMessageID]bool{}
+	pending := map[store.LogicalMessageID]bool{}
 	for i, m := range all {
 		require.False(t, pending[m.ID], "pending id %s unique", m.ID)
 		pending[m.ID] = true

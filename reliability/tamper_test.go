@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 
 	"github.com/securemsg/storage/seal"
@@ -44,7 +43,7 @@ func requireOnly(t *testing.T, err, want error) {
 	}
 }
 
-var dave = ids.DeviceAddress{UserID: "dave", DeviceID: 3}
+var dave = store.DeviceAddress{UserID: "dave", DeviceID: 3}
 
 // tamperSetup is alice on a SQLite file with, in every sealed table, rows
 // worth tampering with: pending messages to bob (2) and carol (1), sessions
@@ -65,12 +64,12 @@ func newTamperSetup(t *testing.T) *tamperSetup {
 	s.a = sqliteDevice(t, s.net, alice, "sqlite3")
 	b, c := memDevice(t, s.net, bob), memDevice(t, s.net, carol)
 	memDevice(t, s.net, dave)
-	for _, to := range []ids.DeviceAddress{bob, carol} {
+	for _, to := range []store.DeviceAddress{bob, carol} {
 		_, err := s.a.c.Send(s.ctx, to, []byte("warm-up"))
 		require.NoError(t, err)
 	}
 	exchange(t, s.net, b, c, s.a)
-	for i, to := range []ids.DeviceAddress{bob, bob, carol, dave} {
+	for i, to := range []store.DeviceAddress{bob, bob, carol, dave} {
 		_, err := s.a.c.Send(s.ctx, to, []byte{'m', byte('0' + i)})
 		require.NoError(t, err)
 	}
@@ -109,11 +108,11 @@ func (s *tamperSetup) setPending(t *testing.T, seq int64, v []byte) {
 	s.exec(t, "UPDATE pending_outbound_message SET sealed = ? WHERE sequence = ?", v, seq)
 }
 
-func (s *tamperSetup) peerSealed(t *testing.T, table string, peer ids.DeviceAddress) []byte {
+func (s *tamperSetup) peerSealed(t *testing.T, table string, peer store.DeviceAddress) []byte {
 	return s.sealed(t, "SELECT sealed FROM "+table+" WHERE user_id = ? AND device_id = ?", peer.UserID, peer.DeviceID)
 }
 
-func (s *tamperSetup) setPeer(t *testing.T, table string, peer ids.DeviceAddress, v []byte) {
+func (s *tamperSetup) setPeer(t *testing.T, table string, peer store.DeviceAddress, v []byte) {
 	s.exec(t, "UPDATE "+table+" SET sealed = ? WHERE user_id = ? AND device_id = ?", v, peer.UserID, peer.DeviceID)
 }
 
@@ -134,7 +133,7 @@ func requireCause(t *testing.T, cause, want error) {
 }
 
 // unreadable is the entry a page reports for a row, without its cause.
-func unreadable(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID) store.UnreadablePendingMessage {
+func unreadable(seq int64, to store.DeviceAddress, id store.LogicalMessageID) store.UnreadablePendingMessage {
 	return store.UnreadablePendingMessage{PendingMessage: store.PendingMessage{Sequence: seq, Recipient: to, ID: id}}
 }
 
@@ -143,7 +142,7 @@ func (s *tamperSetup) entry(m store.PendingMessage) store.UnreadablePendingMessa
 }
 
 // page returns one page of alice's pending messages from the start.
-func (s *tamperSetup) page(t *testing.T, limit int, recipient *ids.DeviceAddress) store.PendingMessagePage {
+func (s *tamperSetup) page(t *testing.T, limit int, recipient *store.DeviceAddress) store.PendingMessagePage {
 	t.Helper()
 	p, err := s.a.c.PendingMessages(s.ctx, store.PageRequest{Limit: limit, Recipient: recipient})
 	require.NoError(t, err)
@@ -153,7 +152,7 @@ func (s *tamperSetup) page(t *testing.T, limit int, recipient *ids.DeviceAddress
 // requireUnreadable checks that a page from the start over recipient (nil:
 // all) returns exactly the readable messages good and the unreadable rows
 // bad, in place, with causes matching want.
-func (s *tamperSetup) requireUnreadable(t *testing.T, want error, recipient *ids.DeviceAddress, good []store.PendingMessage, bad []store.UnreadablePendingMessage) {
+func (s *tamperSetup) requireUnreadable(t *testing.T, want error, recipient *store.DeviceAddress, good []store.PendingMessage, bad []store.UnreadablePendingMessage) {
 	t.Helper()
 	p := s.page(t, store.MaxPageSize, recipient)
 	if len(good) == 0 {
@@ -210,7 +209,7 @@ func flip(b []byte, i int, mask byte) []byte {
 // act on it; the walk and the retry step past it; counts are unchanged;
 // it can be abandoned.
 func TestTamperPendingOutbound(t *testing.T) {
-	bob2 := ids.DeviceAddress{UserID: bob.UserID, DeviceID: 2}
+	bob2 := store.DeviceAddress{UserID: bob.UserID, DeviceID: 2}
 	for _, tc := range []struct {
 		name string
 		// tamper damages rows and returns them as a page reports them.
@@ -288,7 +287,7 @@ func TestTamperPendingOutbound(t *testing.T) {
 			return []store.UnreadablePendingMessage{s.entry(s.toBob[0])}
 		}, seal.ErrUnknownVersion, true, false},
 		{"logical id column rewritten", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
-			other := ids.NewLogicalMessageID()
+			other := store.NewLogicalMessageID()
 			s.exec(t, "UPDATE pending_outbound_message SET logical_id = ? WHERE sequence = ?", other[:], s.toBob[0].Sequence)
 			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob, other)}
 		}, seal.ErrAuthentication, true, false},
@@ -310,15 +309,15 @@ func TestTamperPendingOutbound(t *testing.T) {
 		}, store.ErrCorruptRow, false, false},
 		{"recipient device id stored as a REAL", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET recipient_device_id = 1.5 WHERE sequence = ?", s.toBob[0].Sequence)
-			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, ids.DeviceAddress{UserID: bob.UserID}, s.toBob[0].ID)}
+			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, store.DeviceAddress{UserID: bob.UserID}, s.toBob[0].ID)}
 		}, store.ErrCorruptRow, false, true},
 		{"recipient user id emptied", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			s.exec(t, "UPDATE pending_outbound_message SET recipient_user_id = '' WHERE sequence = ?", s.toBob[0].Sequence)
-			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, ids.DeviceAddress{DeviceID: bob.DeviceID}, s.toBob[0].ID)}
+			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, store.DeviceAddress{DeviceID: bob.DeviceID}, s.toBob[0].ID)}
 		}, store.ErrCorruptRow, false, true},
 		{"logical id stored as TEXT", func(t *testing.T, s *tamperSetup) []store.UnreadablePendingMessage {
 			// ASCII, so that the text passes the schema's length check.
-			var other ids.LogicalMessageID
+			var other store.LogicalMessageID
 			copy(other[:], "0123456789abcdef")
 			s.exec(t, "UPDATE pending_outbound_message SET logical_id = CAST(? AS TEXT) WHERE sequence = ?", other[:], s.toBob[0].Sequence)
 			return []store.UnreadablePendingMessage{unreadable(s.toBob[0].Sequence, bob, other)}
@@ -375,7 +374,7 @@ func TestTamperPendingOutbound(t *testing.T) {
 			// rest in order and reports what it skipped.
 			s.net.ResetCalls()
 			sent, err := s.a.c.RetryPendingMessages(s.ctx, bob)
-			var wantSent []ids.LogicalMessageID
+			var wantSent []store.LogicalMessageID
 			for _, m := range goodBob {
 				wantSent = append(wantSent, m.ID)
 			}
@@ -451,7 +450,7 @@ func TestTamperPendingSequence(t *testing.T) {
 			require.EqualValues(t, 4, n)
 			sent, err := s.a.c.RetryPendingMessages(s.ctx, bob)
 			require.NoError(t, err)
-			require.Equal(t, []ids.LogicalMessageID{moved.ID, s.toBob[0].ID}, sent)
+			require.Equal(t, []store.LogicalMessageID{moved.ID, s.toBob[0].ID}, sent)
 		})
 	}
 }
@@ -459,7 +458,7 @@ func TestTamperPendingSequence(t *testing.T) {
 func TestTamperPeerState(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		peer   ids.DeviceAddress
+		peer   store.DeviceAddress
 		tamper func(t *testing.T, s *tamperSetup)
 		want   error
 	}{

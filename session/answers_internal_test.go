@@ -4,9 +4,8 @@ import (
 	"crypto/rand"
 	"testing"
 
+	"github.com/securemsg/storage/store"
 	"github.com/stretchr/testify/require"
-
-	"github.com/securemsg/storage/ids"
 )
 
 // TestFirstChainMustAnswerTheSignedPrekey: an initiation whose ratchet
@@ -16,8 +15,8 @@ import (
 // prekey. The public API cannot make such an envelope: it is built by
 // changing the key an initiator's first chain answers after Initiate.
 func TestFirstChainMustAnswerTheSignedPrekey(t *testing.T) {
-	alice := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	alice := store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	aliceID, err := GenerateIdentity(rand.Reader)
 	require.NoError(t, err)
 	bobID, err := GenerateIdentity(rand.Reader)

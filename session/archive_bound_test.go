@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // lossy is a session alice started with bob, and the envelopes of it
@@ -288,7 +288,7 @@ func TestArchivedSkippedKeysOnDecode(t *testing.T) {
 }
 
 // TestWorstCaseRecordSize: a record with every bound reached (user ids
-// of ids.MaxUserIDLen bytes, MaxRejectedInitiations rejected and
+// of store.MaxUserIDLen bytes, MaxRejectedInitiations rejected and
 // MaxRetiredInitiations retired base keys, MaxArchivedStates archived
 // states, 8 previous ratchet keys in every state, MaxSkippedKeys skipped
 // keys in the current state and MaxArchivedSkippedKeys in the archive)
@@ -296,7 +296,7 @@ func TestArchivedSkippedKeysOnDecode(t *testing.T) {
 // many messages the peer makes it skip: here MaxSkippedKeys in each of
 // the last three states.
 func TestWorstCaseRecordSize(t *testing.T) {
-	long := func(c byte) string { return string(bytes.Repeat([]byte{c}, ids.MaxUserIDLen)) }
+	long := func(c byte) string { return string(bytes.Repeat([]byte{c}, store.MaxUserIDLen)) }
 	bob := newDevice(t, long('b'), 1, 0) // bob < zed: bob wins collisions
 	zed := newDevice(t, long('z'), 1, 0)
 	local := session.Local{Identity: bob.id, Address: bob.addr, Prekeys: bob.pk}
@@ -352,7 +352,7 @@ func TestWorstCaseRecordSize(t *testing.T) {
 	require.Equal(t, session.MaxSkippedKeys, current)
 	require.Equal(t, session.MaxArchivedSkippedKeys, archived)
 
-	addrSize := 2 + ids.MaxUserIDLen + 8
+	addrSize := 2 + store.MaxUserIDLen + 8
 	state := 2*addrSize + 2*64 + 1 + 120 + 4 + 5*32 + 3*4 + 1 + 8*session.KeySize + 2
 	want := 6 + state + session.MaxSkippedKeys*68 +
 		1 + session.MaxArchivedStates*state + session.MaxArchivedSkippedKeys*68 +

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // writer appends big-endian fields to a byte slice.
@@ -19,7 +19,7 @@ func (w *writer) key(k [32]byte) { w.b = append(w.b, k[:]...) }
 
 // address writes a device address as u16 user id length, user id, u64
 // device id. The address must have been validated by the caller.
-func (w *writer) address(a ids.DeviceAddress) {
+func (w *writer) address(a store.DeviceAddress) {
 	w.u16(uint16(len(a.UserID)))
 	w.raw([]byte(a.UserID))
 	w.u64(uint64(a.DeviceID))
@@ -106,20 +106,20 @@ func (r *reader) identity() PublicIdentity {
 }
 
 // address reads and validates a device address written by writer.address.
-func (r *reader) address() ids.DeviceAddress {
+func (r *reader) address() store.DeviceAddress {
 	n := int(r.u16())
-	if r.err == nil && n > ids.MaxUserIDLen {
-		r.err = fmt.Errorf("%w: user id of %d bytes, at most %d", ids.ErrInvalid, n, ids.MaxUserIDLen)
+	if r.err == nil && n > store.MaxUserIDLen {
+		r.err = fmt.Errorf("%w: user id of %d bytes, at most %d", store.ErrInvalidArgument, n, store.MaxUserIDLen)
 	}
 	user := r.take(n)
 	dev := r.u64()
 	if r.err != nil {
-		return ids.DeviceAddress{}
+		return store.DeviceAddress{}
 	}
-	a := ids.DeviceAddress{UserID: string(user), DeviceID: int64(dev)}
+	a := store.DeviceAddress{UserID: string(user), DeviceID: int64(dev)}
 	if err := a.Validate(); err != nil {
 		r.err = err
-		return ids.DeviceAddress{}
+		return store.DeviceAddress{}
 	}
 	return a
 }

@@ -1,13 +1,13 @@
 package session
 
-import "github.com/securemsg/storage/ids"
+import "github.com/securemsg/storage/store"
 
 // CollisionWinner returns which of two initiators' initiations wins a
 // simultaneous initiation: the one whose initiator address is smaller by
-// ids.DeviceAddress.Less. Both devices apply the same rule to the same
+// store.DeviceAddress.Less. Both devices apply the same rule to the same
 // pair of addresses, so they agree; a tie is impossible because the two
 // initiators of a collision are different devices. Receive applies it.
-func CollisionWinner(a, b ids.DeviceAddress) ids.DeviceAddress {
+func CollisionWinner(a, b store.DeviceAddress) store.DeviceAddress {
 	if b.Less(a) {
 		return b
 	}
@@ -20,7 +20,7 @@ func CollisionWinner(a, b ids.DeviceAddress) ids.DeviceAddress {
 // acknowledged, so a retry after convergence does exactly that).
 type LostInitiation struct {
 	InitiationID InitiationID
-	Remote       ids.DeviceAddress
+	Remote       store.DeviceAddress
 	// MessageNumbers are the ratchet message numbers (RatchetHeader.N) of
 	// the envelopes sent carrying the lost initiation header, ascending.
 	MessageNumbers []uint32

@@ -6,14 +6,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 func TestCollisionWinner(t *testing.T) {
-	a := ids.DeviceAddress{UserID: "alice", DeviceID: 2}
-	b := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	a1 := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	a := store.DeviceAddress{UserID: "alice", DeviceID: 2}
+	b := store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	a1 := store.DeviceAddress{UserID: "alice", DeviceID: 1}
 	require.Equal(t, a, session.CollisionWinner(a, b))
 	require.Equal(t, a, session.CollisionWinner(b, a))
 	require.Equal(t, a1, session.CollisionWinner(a, a1))
@@ -30,13 +30,13 @@ func TestCollisionWinner(t *testing.T) {
 func TestSimultaneousInitiation(t *testing.T) {
 	tests := []struct {
 		name       string
-		x, y       ids.DeviceAddress
+		x, y       store.DeviceAddress
 		staleLater bool // the winner gets the loser's re-sent messages before the losing initiation's envelopes
 	}{
-		{"x smaller", ids.DeviceAddress{UserID: "alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, false},
-		{"y smaller", ids.DeviceAddress{UserID: "zoe", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 9}, false},
-		{"same user, other device", ids.DeviceAddress{UserID: "carol", DeviceID: 5}, ids.DeviceAddress{UserID: "carol", DeviceID: 3}, false},
-		{"stale initiation after convergence", ids.DeviceAddress{UserID: "alice", DeviceID: 1}, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, true},
+		{"x smaller", store.DeviceAddress{UserID: "alice", DeviceID: 1}, store.DeviceAddress{UserID: "bob", DeviceID: 1}, false},
+		{"y smaller", store.DeviceAddress{UserID: "zoe", DeviceID: 1}, store.DeviceAddress{UserID: "bob", DeviceID: 9}, false},
+		{"same user, other device", store.DeviceAddress{UserID: "carol", DeviceID: 5}, store.DeviceAddress{UserID: "carol", DeviceID: 3}, false},
+		{"stale initiation after convergence", store.DeviceAddress{UserID: "alice", DeviceID: 1}, store.DeviceAddress{UserID: "bob", DeviceID: 1}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

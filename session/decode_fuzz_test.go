@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // FuzzUnmarshalPrekeys: stored prekeys that do not decode are refused with
@@ -33,7 +33,7 @@ func FuzzUnmarshalPrekeys(f *testing.F) {
 		if in[0] == 2 {
 			require.Equal(t, in, out)
 		}
-		_ = pk.Bundle(ids.DeviceAddress{UserID: "bob", DeviceID: 1})
+		_ = pk.Bundle(store.DeviceAddress{UserID: "bob", DeviceID: 1})
 	})
 }
 

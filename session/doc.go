@@ -159,7 +159,7 @@
 //
 // When both devices initiate before receiving the other's first envelope,
 // the initiation whose initiator address is smaller by
-// ids.DeviceAddress.Less wins on both sides (CollisionWinner), whatever
+// store.DeviceAddress.Less wins on both sides (CollisionWinner), whatever
 // the delivery order. Receive applies this rule only while the current
 // state is this device's own initiation and still unanswered: the loser's
 // initiation is then rejected and its base key remembered, so later

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // Envelope size limits.
@@ -81,8 +81,8 @@ type RatchetHeader struct {
 // Envelope is one encrypted message between two devices. Everything except
 // the ciphertext travels in clear and is authenticated as associated data.
 type Envelope struct {
-	Sender     ids.DeviceAddress
-	Recipient  ids.DeviceAddress
+	Sender     store.DeviceAddress
+	Recipient  store.DeviceAddress
 	Initiation *InitiationHeader // nil once the session is confirmed
 	Header     RatchetHeader
 	// Nonce is the XChaCha20-Poly1305 nonce, drawn at random by every

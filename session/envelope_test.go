@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // sampleEnvelopes returns encoded envelopes with and without initiation
@@ -51,8 +51,8 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 
 func TestEnvelopeLayout(t *testing.T) {
 	e := session.Envelope{
-		Sender:     ids.DeviceAddress{UserID: "a", DeviceID: 1},
-		Recipient:  ids.DeviceAddress{UserID: "bc", DeviceID: 2},
+		Sender:     store.DeviceAddress{UserID: "a", DeviceID: 1},
+		Recipient:  store.DeviceAddress{UserID: "bc", DeviceID: 2},
 		Header:     session.RatchetHeader{DH: [32]byte{0: 0xAA, 31: 0xBB}, Answers: [32]byte{0: 0xA1, 31: 0xB1}, PN: 3, N: 4},
 		Nonce:      [session.NonceSize]byte{0: 0xDD, 23: 0xEE},
 		Ciphertext: bytes.Repeat([]byte{0xCC}, 16),

@@ -3,7 +3,7 @@ package session
 import (
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // Test-only views of a record and of prekeys, for the tests of this
@@ -43,7 +43,7 @@ func (p *Prekeys) OneTimeCount() int { return len(p.oneTime) }
 // through them.
 
 // Remote returns the address of the remote device.
-func (s *Session) Remote() ids.DeviceAddress { return s.remote }
+func (s *Session) Remote() store.DeviceAddress { return s.remote }
 
 // RemoteIdentity returns the remote device's identity as seen in the bundle
 // (initiator) or in the initiation header (responder). Check it against the

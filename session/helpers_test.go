@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // device is one test device with its private identity and prekeys.
 type device struct {
-	addr ids.DeviceAddress
+	addr store.DeviceAddress
 	id   *session.Identity
 	pk   *session.Prekeys
 }
@@ -25,7 +25,7 @@ func newDevice(t testing.TB, user string, dev int64, nOneTime int) *device {
 	require.NoError(t, err)
 	pk, err := session.NewPrekeys(rand.Reader, id, nOneTime)
 	require.NoError(t, err)
-	return &device{addr: ids.DeviceAddress{UserID: user, DeviceID: dev}, id: id, pk: pk}
+	return &device{addr: store.DeviceAddress{UserID: user, DeviceID: dev}, id: id, pk: pk}
 }
 
 // bundle returns the device's bundle as a directory would hand it out: with

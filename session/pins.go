@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -15,7 +14,7 @@ const pinVersion = 1
 // pure value: the caller loads it, calls Check, Accept or Decline, and
 // saves it (sealed) again.
 type Pin struct {
-	Address  ids.DeviceAddress
+	Address  store.DeviceAddress
 	Identity PublicIdentity
 	// Changed is the most recent identity seen that differs from Identity
 	// and has not been accepted; nil if none.
@@ -26,7 +25,7 @@ type Pin struct {
 // identity. It matches ErrIdentityChanged with errors.Is; use errors.As to
 // read the identities.
 type IdentityChangedError struct {
-	Address  ids.DeviceAddress
+	Address  store.DeviceAddress
 	Pinned   PublicIdentity // the trusted identity
 	Observed PublicIdentity // the new, unaccepted identity
 }
@@ -40,7 +39,7 @@ func (e *IdentityChangedError) Error() string {
 func (e *IdentityChangedError) Unwrap() error { return ErrIdentityChanged }
 
 // NewPin pins identity as the trusted identity of addr (first use).
-func NewPin(addr ids.DeviceAddress, identity PublicIdentity) Pin {
+func NewPin(addr store.DeviceAddress, identity PublicIdentity) Pin {
 	return Pin{Address: addr, Identity: identity}
 }
 
@@ -98,7 +97,7 @@ func (p *Pin) checkChange(expected PublicIdentity) error {
 // a byte 0/1 telling whether a changed identity (64) follows.
 func (p Pin) MarshalBinary() ([]byte, error) {
 	if err := p.Address.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: pin: %w", store.ErrInvalidArgument, err)
+		return nil, fmt.Errorf("pin: %w", err)
 	}
 	w := writer{}
 	w.u8(pinVersion)

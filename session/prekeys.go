@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -42,7 +41,7 @@ type OneTimePrekey struct {
 // initiate sessions with it while it is offline. The directory hands out
 // at most one one-time prekey per fetch.
 type Bundle struct {
-	Address        ids.DeviceAddress
+	Address        store.DeviceAddress
 	Identity       PublicIdentity
 	SignedPrekeyID uint32
 	SignedPrekey   [KeySize]byte // X25519 public key
@@ -314,7 +313,7 @@ func (p *Prekeys) SignedPrekeyID() uint32 { return p.signedID }
 
 // Bundle returns the public bundle for the device at addr, offering every
 // one-time prekey still held.
-func (p *Prekeys) Bundle(addr ids.DeviceAddress) Bundle {
+func (p *Prekeys) Bundle(addr store.DeviceAddress) Bundle {
 	b := Bundle{
 		Address:        addr,
 		Identity:       p.identity,

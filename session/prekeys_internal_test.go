@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -38,7 +37,7 @@ func TestVersion1PrekeysUpgrade(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pk.signedID, old.SignedPrekeyID())
 	require.Equal(t, 3, old.OneTimeCount())
-	addr := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	addr := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	require.ErrorIs(t, old.Bundle(addr).Verify(), ErrBadSignature, "a v1 signature does not verify as v2")
 
 	other, err := GenerateIdentity(rand.Reader)

@@ -8,10 +8,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/securemsg/storage/store"
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/hkdf"
-
-	"github.com/securemsg/storage/ids"
 )
 
 // Skipped message key limits.
@@ -35,7 +34,7 @@ const (
 	//
 	// Every Send seals and writes the whole record, so this bounds what
 	// a peer's device can make each message cost. Worst case, with user
-	// ids of ids.MaxUserIDLen bytes, a state without skipped keys is 1,216
+	// ids of store.MaxUserIDLen bytes, a state without skipped keys is 1,216
 	// bytes (2 addresses of 266, 2 identities of 64, flags 1, initiation
 	// 120, envelopes sent 4, 5 keys of 32, 3 counters of 4, 1+8x32
 	// previous ratchet keys, skipped count 2) and a skipped key 68 bytes:
@@ -168,7 +167,7 @@ type skippedKey struct {
 // it holds secret keys). A Session is not safe for concurrent use; the
 // caller serialises access.
 type Session struct {
-	local, remote                 ids.DeviceAddress
+	local, remote                 store.DeviceAddress
 	localIdentity, remoteIdentity PublicIdentity
 
 	initiator  bool // this side started the session (Initiate)
@@ -209,7 +208,7 @@ type Session struct {
 }
 
 // Local returns the address of this device.
-func (s *Session) Local() ids.DeviceAddress { return s.local }
+func (s *Session) Local() store.DeviceAddress { return s.local }
 
 // LocalIdentity returns this device's identity the session was built with.
 func (s *Session) LocalIdentity() PublicIdentity { return s.localIdentity }
@@ -223,9 +222,9 @@ func (s *Session) InitiationID() InitiationID { return s.init.ID }
 
 // Initiator returns the address of the device that started the session,
 // or the zero address for a record without a current state (HasState).
-func (s *Session) Initiator() ids.DeviceAddress {
+func (s *Session) Initiator() store.DeviceAddress {
 	if s.stateless {
-		return ids.DeviceAddress{}
+		return store.DeviceAddress{}
 	}
 	if s.initiator {
 		return s.local

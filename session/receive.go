@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -33,7 +32,7 @@ const (
 // initiation.
 type Local struct {
 	Identity *Identity
-	Address  ids.DeviceAddress
+	Address  store.DeviceAddress
 	// Prekeys are never modified: Receive works on a copy and returns it
 	// in Receipt.Prekeys when it changed.
 	Prekeys *Prekeys

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -198,11 +197,11 @@ func TestRejectedInitiationCopiesAreAuthenticated(t *testing.T) {
 // is a survivor that initiated the lost session meeting a new initiation
 // from the greater address: refusing it would cut the two off for good.
 func TestReinitiationAfterStateLoss(t *testing.T) {
-	small := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	great := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	small := store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	great := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	tests := []struct {
 		name              string
-		survivor, loser   ids.DeviceAddress
+		survivor, loser   store.DeviceAddress
 		survivorInitiated bool
 	}{
 		{"greater loses, survivor initiated", small, great, true},

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -174,7 +173,7 @@ func TestSupersede(t *testing.T) {
 	f.requireRecognised(t, rec)
 	decrypt(t, rec, f.afterReply, "z3 after the reply")
 
-	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 1}
+	carol := store.DeviceAddress{UserID: "carol", DeviceID: 1}
 	other, err := session.Initiate(rand.Reader, f.bob.id, carol, f.zed.bundle())
 	require.NoError(t, err)
 	tests := []struct {
@@ -257,7 +256,7 @@ func TestDroppedStatesAreRemembered(t *testing.T) {
 }
 
 // addr encodes a device address as the session record does.
-func addr(a ids.DeviceAddress) []byte {
+func addr(a store.DeviceAddress) []byte {
 	b := binary.BigEndian.AppendUint16(nil, uint16(len(a.UserID)))
 	b = append(b, a.UserID...)
 	return binary.BigEndian.AppendUint64(b, uint64(a.DeviceID))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -535,7 +534,7 @@ func TestIdentityBinaryRoundTrip(t *testing.T) {
 }
 
 func TestPlaintextSizeLimit(t *testing.T) {
-	long := func(c string) string { return strings.Repeat(c, ids.MaxUserIDLen) }
+	long := func(c string) string { return strings.Repeat(c, store.MaxUserIDLen) }
 	alice := newDevice(t, long("a"), 1<<62, 1)
 	bob := newDevice(t, long("b"), 1<<62, 1)
 	as, err := session.Initiate(rand.Reader, alice.id, alice.addr, bob.bundle())

@@ -4,9 +4,8 @@ import (
 	"crypto/rand"
 	"testing"
 
+	"github.com/securemsg/storage/store"
 	"github.com/stretchr/testify/require"
-
-	"github.com/securemsg/storage/ids"
 )
 
 // TestTrustingDropsForeignArchivedStates: archived states of another
@@ -15,8 +14,8 @@ import (
 // states of another identity), so it is built by hand: Trusting must
 // still hold for a record of unknown history.
 func TestTrustingDropsForeignArchivedStates(t *testing.T) {
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
-	zed := ids.DeviceAddress{UserID: "zed", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	zed := store.DeviceAddress{UserID: "zed", DeviceID: 1}
 	bobID, err := GenerateIdentity(rand.Reader)
 	require.NoError(t, err)
 	bobPK, err := NewPrekeys(rand.Reader, bobID, 0)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/store"
 )
@@ -19,7 +18,7 @@ import (
 // Until it decrypts a reply, the session's envelopes carry the initiation
 // header, and their ratchet header answers the signed prekey
 // (RatchetHeader.Answers). Initiate makes no network or storage call.
-func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remote Bundle) (*Session, error) {
+func Initiate(rand io.Reader, local *Identity, localAddr store.DeviceAddress, remote Bundle) (*Session, error) {
 	s, err := initiate(rand, local, localAddr, remote)
 	if err != nil {
 		return nil, fmt.Errorf("session: initiate with %s: %w", remote.Address, err)
@@ -28,12 +27,12 @@ func Initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 }
 
 // initiate is Initiate, its errors not yet in the call's context.
-func initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remote Bundle) (*Session, error) {
+func initiate(rand io.Reader, local *Identity, localAddr store.DeviceAddress, remote Bundle) (*Session, error) {
 	if local == nil {
 		return nil, fmt.Errorf("%w: nil identity", store.ErrInvalidArgument)
 	}
 	if err := localAddr.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: local address: %w", store.ErrInvalidArgument, err)
+		return nil, fmt.Errorf("local address: %w", err)
 	}
 	if err := remote.Verify(); err != nil {
 		return nil, err
@@ -110,7 +109,7 @@ func initiate(rand io.Reader, local *Identity, localAddr ids.DeviceAddress, remo
 // answer the signed prekey named, see RatchetHeader.Answers),
 // ErrTooManySkipped. Respond does not check the initiator's identity
 // against a pin: the caller does, with env.Initiation.Identity.
-func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
+func Respond(local *Identity, localAddr store.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
 	s, pt, err := respond(local, localAddr, prekeys, env)
 	if err != nil {
 		return nil, nil, fmt.Errorf("session: respond to %s: %w", env.Sender, err)
@@ -120,7 +119,7 @@ func Respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env
 
 // respond is Respond, its errors not yet in the call's context (Respond
 // and Receive each say theirs).
-func respond(local *Identity, localAddr ids.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
+func respond(local *Identity, localAddr store.DeviceAddress, prekeys *Prekeys, env Envelope) (*Session, []byte, error) {
 	if local == nil || prekeys == nil {
 		return nil, nil, fmt.Errorf("%w: nil identity or prekeys", store.ErrInvalidArgument)
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/storemark"
 )
 
@@ -42,7 +41,7 @@ type Pending interface {
 	// ErrInvalidArgument for a malformed recipient or a plaintext longer
 	// than MaxPlaintextSize, ErrDuplicate if (recipient, id) is already
 	// pending.
-	InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error)
+	InsertPending(ctx context.Context, recipient DeviceAddress, id LogicalMessageID, plaintext []byte) (int64, error)
 	// PendingMessages returns the page selected by req: the rows that open as
 	// Messages, the rows that do not as Unreadable (never an error for
 	// them), and a cursor past both. For a req.Recipient, a row SQL
@@ -55,14 +54,14 @@ type Pending interface {
 	// PendingMessageCount counts pending messages, all or for one recipient,
 	// without opening any. Returns ErrInvalidArgument for a malformed
 	// recipient.
-	PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error)
+	PendingMessageCount(ctx context.Context, recipient *DeviceAddress) (int64, error)
 	// AbandonPending removes the pending message (recipient, id) without
 	// opening it and reports whether one was there. It also removes a
 	// row naming (recipient, id) with a user id or logical id of the wrong
 	// storage class (see ErrCorruptRow), so that every unreadable entry a
 	// page reports with a decoded Recipient and ID can be abandoned.
 	// Returns ErrInvalidArgument for a malformed recipient.
-	AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
+	AbandonPending(ctx context.Context, recipient DeviceAddress, id LogicalMessageID) (bool, error)
 	// AbandonPendingMessage removes, without opening it, the pending row
 	// m was read from, and reports whether one was there: the row at
 	// m.Sequence if its recipient and logical id, decoded as a page
@@ -79,7 +78,7 @@ type Pending interface {
 	// sequence; a row stored for another recipient than recipient byte for
 	// byte is such a row (ErrCorruptRow). Returns ErrInvalidArgument for
 	// a malformed recipient or a negative cursor (see PageRequest.After).
-	NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (PendingMessage, error)
+	NextPendingMessage(ctx context.Context, recipient DeviceAddress, after *int64) (PendingMessage, error)
 	// RecipientLister lists the recipients with pending messages.
 	RecipientLister
 }
@@ -102,7 +101,7 @@ type RecipientLister interface {
 // LocalIdentity is this device's address and its serialized private
 // identity and prekeys (opaque to the store, sealed at rest).
 type LocalIdentity struct {
-	Address ids.DeviceAddress
+	Address DeviceAddress
 	Secret  []byte
 }
 
@@ -127,17 +126,17 @@ type State interface {
 	// ErrPeerUnreadable and each cause) naming every part that does not
 	// (client.DiscardUnreadablePeerState removes them). Returns
 	// ErrInvalidArgument for a malformed peer.
-	Peer(ctx context.Context, peer ids.DeviceAddress) (PeerState, error)
+	Peer(ctx context.Context, peer DeviceAddress) (PeerState, error)
 	// SavePeer writes the given parts of peer's state in one transaction:
 	// a nil field is left unchanged, a non-nil empty one is deleted (the
 	// pin cannot be deleted).
-	SavePeer(ctx context.Context, peer ids.DeviceAddress, update PeerState) error
+	SavePeer(ctx context.Context, peer DeviceAddress, update PeerState) error
 
 	// ReadPeerParts returns each part of peer's stored state (session,
 	// unanswered initiation, identity pin) as stored, and opened or with
 	// the error it does not open with (see PeerReading). Absent parts are
 	// nil everywhere. Returns ErrInvalidArgument for a malformed peer.
-	ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (PeerReading, error)
+	ReadPeerParts(ctx context.Context, peer DeviceAddress) (PeerReading, error)
 	// DiscardPeerParts removes, in one transaction, each part of peer's
 	// state that damage names (a non-nil cause), but only if each of them
 	// still holds the sealed value read.Sealed has for it: otherwise it
@@ -148,7 +147,7 @@ type State interface {
 	// (sealed) in its place in the same transaction. Pending messages and
 	// every other row are left as they are. Returns ErrInvalidArgument for
 	// a malformed peer.
-	DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read PeerReading, damage PeerDamage) (PeerDamage, error)
+	DiscardPeerParts(ctx context.Context, peer DeviceAddress, pin []byte, read PeerReading, damage PeerDamage) (PeerDamage, error)
 
 	// CommitSend stores a new pending message (as InsertPending) and
 	// peer's advanced state (as SavePeer) in one transaction, and returns
@@ -156,7 +155,7 @@ type State interface {
 	// session that encrypted it is stored. Returns ErrInvalidArgument for a
 	// malformed peer or a plaintext longer than MaxPlaintextSize,
 	// ErrDuplicate if (peer, id) is already pending.
-	CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update PeerState) (int64, error)
+	CommitSend(ctx context.Context, peer DeviceAddress, id LogicalMessageID, plaintext []byte, update PeerState) (int64, error)
 	// CommitSendMany is CommitSend for one logical message to several
 	// devices: in one transaction it stores a pending message (id,
 	// plaintext) for each peer and saves each peer's update, and returns
@@ -164,7 +163,7 @@ type State interface {
 	// nothing does. Returns ErrInvalidArgument for an empty list, a peer
 	// listed twice, a malformed peer or an update deleting a pin;
 	// ErrDuplicate if (peer, id) is already pending for any of them.
-	CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []PeerUpdate) ([]int64, error)
+	CommitSendMany(ctx context.Context, id LogicalMessageID, plaintext []byte, peers []PeerUpdate) ([]int64, error)
 
 	// CommitReceived applies in (peer's advanced state, and the local
 	// identity if a one-time prekey was used) and records id as processed,
@@ -172,11 +171,11 @@ type State interface {
 	// (a duplicate, not to be given to the application again); in is
 	// applied either way. Returns ErrInvalidArgument as SavePeer and
 	// SaveLocalIdentity do.
-	CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in Inbound) (bool, error)
+	CommitReceived(ctx context.Context, peer DeviceAddress, id LogicalMessageID, in Inbound) (bool, error)
 	// CommitAck applies in and deletes the pending message (peer, id), in
 	// one transaction, reporting whether one was there (the ACK's
 	// cleared). Returns ErrInvalidArgument as CommitReceived does.
-	CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in Inbound) (bool, error)
+	CommitAck(ctx context.Context, peer DeviceAddress, id LogicalMessageID, in Inbound) (bool, error)
 }
 
 // Inbound is what receiving one envelope changes besides the message's own
@@ -214,6 +213,6 @@ type PeerReading struct {
 // PeerUpdate is one device of a CommitSendMany: its address and the
 // update of its state (as SavePeer) that commits with its pending message.
 type PeerUpdate struct {
-	Peer   ids.DeviceAddress
+	Peer   DeviceAddress
 	Update PeerState
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -21,7 +20,7 @@ import (
 // storeCall is one call of the contract, its error kept.
 type storeCall struct {
 	name string
-	call func(ctx context.Context, s store.Store, to ids.DeviceAddress) error
+	call func(ctx context.Context, s store.Store, to store.DeviceAddress) error
 }
 
 // anyAddress names the calls that refuse no address: they remove or list
@@ -50,77 +49,77 @@ func TestStoreCallsListEveryCall(t *testing.T) {
 // storeCalls lists every call of the contract but Close (closing a closed
 // store is no error), each given the address to where it takes one.
 var storeCalls = []storeCall{
-	{"Claim", func(_ context.Context, s store.Store, _ ids.DeviceAddress) error {
+	{"Claim", func(_ context.Context, s store.Store, _ store.DeviceAddress) error {
 		release, err := s.Claim()
 		if err == nil {
 			release()
 		}
 		return err
 	}},
-	{"InsertPending", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
-		_, err := s.InsertPending(ctx, to, ids.LogicalMessageID{1}, []byte("x"))
+	{"InsertPending", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.InsertPending(ctx, to, store.LogicalMessageID{1}, []byte("x"))
 		return err
 	}},
-	{"CommitSend", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
-		_, err := s.CommitSend(ctx, to, ids.LogicalMessageID{1}, []byte("x"), store.PeerState{Session: []byte("s")})
+	{"CommitSend", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.CommitSend(ctx, to, store.LogicalMessageID{1}, []byte("x"), store.PeerState{Session: []byte("s")})
 		return err
 	}},
-	{"CommitSendMany", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
-		_, err := s.CommitSendMany(ctx, ids.LogicalMessageID{1}, []byte("x"), []store.PeerUpdate{{Peer: to, Update: store.PeerState{Session: []byte("s")}}})
+	{"CommitSendMany", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.CommitSendMany(ctx, store.LogicalMessageID{1}, []byte("x"), []store.PeerUpdate{{Peer: to, Update: store.PeerState{Session: []byte("s")}}})
 		return err
 	}},
-	{"PendingMessages", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"PendingMessages", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.PendingMessages(ctx, store.PageRequest{Limit: 1, Recipient: &to})
 		return err
 	}},
-	{"PendingMessageCount", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"PendingMessageCount", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.PendingMessageCount(ctx, &to)
 		return err
 	}},
-	{"AbandonPending", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
-		_, err := s.AbandonPending(ctx, to, ids.LogicalMessageID{1})
+	{"AbandonPending", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.AbandonPending(ctx, to, store.LogicalMessageID{1})
 		return err
 	}},
-	{"AbandonPendingMessage", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"AbandonPendingMessage", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.AbandonPendingMessage(ctx, store.PendingMessage{Sequence: 1, Recipient: to})
 		return err
 	}},
-	{"NextPendingMessage", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"NextPendingMessage", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.NextPendingMessage(ctx, to, nil)
 		return err
 	}},
-	{"PendingRecipients", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"PendingRecipients", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.PendingRecipients(ctx, store.RecipientPageRequest{Limit: 1, After: &to})
 		return err
 	}},
-	{"LocalIdentity", func(ctx context.Context, s store.Store, _ ids.DeviceAddress) error {
+	{"LocalIdentity", func(ctx context.Context, s store.Store, _ store.DeviceAddress) error {
 		_, err := s.LocalIdentity(ctx)
 		return err
 	}},
-	{"SaveLocalIdentity", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"SaveLocalIdentity", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		return s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: to, Secret: []byte("secret")})
 	}},
-	{"Peer", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"Peer", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.Peer(ctx, to)
 		return err
 	}},
-	{"SavePeer", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"SavePeer", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		return s.SavePeer(ctx, to, store.PeerState{Session: []byte("s")})
 	}},
-	{"ReadPeerParts", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"ReadPeerParts", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.ReadPeerParts(ctx, to)
 		return err
 	}},
-	{"DiscardPeerParts", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+	{"DiscardPeerParts", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.DiscardPeerParts(ctx, to, nil, store.PeerReading{}, store.PeerDamage{Session: seal.ErrAuthentication})
 		return err
 	}},
-	{"CommitReceived", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
-		_, err := s.CommitReceived(ctx, to, ids.LogicalMessageID{1}, store.Inbound{})
+	{"CommitReceived", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.CommitReceived(ctx, to, store.LogicalMessageID{1}, store.Inbound{})
 		return err
 	}},
-	{"CommitAck", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
-		_, err := s.CommitAck(ctx, to, ids.LogicalMessageID{1}, store.Inbound{})
+	{"CommitAck", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.CommitAck(ctx, to, store.LogicalMessageID{1}, store.Inbound{})
 		return err
 	}},
 }
@@ -141,7 +140,7 @@ func TestStoresSayTheSameErrors(t *testing.T) {
 		t.Cleanup(func() { _ = sq.Close() })
 		return sq, memstore.New(keys)
 	}
-	malformed := ids.DeviceAddress{UserID: "", DeviceID: 1}
+	malformed := store.DeviceAddress{UserID: "", DeviceID: 1}
 	if len(storeCalls) == 0 {
 		t.Fatal("no calls")
 	}
@@ -171,7 +170,7 @@ func TestStoresSayTheSameErrors(t *testing.T) {
 			sq, mem := open(t)
 			require.NoError(t, sq.Close())
 			require.NoError(t, mem.Close())
-			to := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+			to := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 			sqErr, memErr := c.call(ctx, sq, to), c.call(ctx, mem, to)
 			require.ErrorIs(t, sqErr, store.ErrClosed)
 			require.Equal(t, sqErr.Error(), memErr.Error())
@@ -211,7 +210,7 @@ func requireContextOnce(t *testing.T, err error) {
 // transaction), never with the seal error of a write it would not make.
 func TestClosedMemstoreWithoutKeyRefusesAsClosed(t *testing.T) {
 	ctx := context.Background()
-	to := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	to := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	for _, keys := range []struct {
 		name string
 		keys *seal.Keyring
@@ -219,15 +218,15 @@ func TestClosedMemstoreWithoutKeyRefusesAsClosed(t *testing.T) {
 		// The calls of storeCalls, and those that seal only some arguments
 		// with the arguments that make them seal.
 		calls := append(slices.Clone(storeCalls),
-			storeCall{"CommitReceived sealing", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
-				_, err := s.CommitReceived(ctx, to, ids.LogicalMessageID{1}, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			storeCall{"CommitReceived sealing", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+				_, err := s.CommitReceived(ctx, to, store.LogicalMessageID{1}, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 				return err
 			}},
-			storeCall{"CommitAck sealing", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
-				_, err := s.CommitAck(ctx, to, ids.LogicalMessageID{1}, store.Inbound{Local: &store.LocalIdentity{Address: to, Secret: []byte("secret")}})
+			storeCall{"CommitAck sealing", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+				_, err := s.CommitAck(ctx, to, store.LogicalMessageID{1}, store.Inbound{Local: &store.LocalIdentity{Address: to, Secret: []byte("secret")}})
 				return err
 			}},
-			storeCall{"DiscardPeerParts sealing", func(ctx context.Context, s store.Store, to ids.DeviceAddress) error {
+			storeCall{"DiscardPeerParts sealing", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 				_, err := s.DiscardPeerParts(ctx, to, []byte("pin"), store.PeerReading{}, store.PeerDamage{Pin: seal.ErrAuthentication})
 				return err
 			}},

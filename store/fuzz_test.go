@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 
@@ -34,14 +33,14 @@ func pageStores(tb testing.TB) (map[string]store.Store, pageModel) {
 	tb.Cleanup(func() { _ = sq.Close() })
 	stores := map[string]store.Store{"memory": memstore.New(kr), "sqlite": sq}
 
-	recipients := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 0}}
+	recipients := []store.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 0}}
 	var model pageModel
 	for i := range 40 {
 		to := recipients[(i*7)%len(recipients)]
 		if i%5 == 4 {
 			to = recipients[0] // bob/1 holds more than a small page
 		}
-		var id ids.LogicalMessageID
+		var id store.LogicalMessageID
 		id[0], id[15] = byte(i), 0xaa
 		pt := fmt.Appendf(nil, "message %d to %s", i, to)
 		var seq int64
@@ -90,7 +89,7 @@ func (m pageModel) expect(req store.PageRequest) store.PendingMessagePage {
 	return p
 }
 
-func (m pageModel) count(recipient *ids.DeviceAddress) int64 {
+func (m pageModel) count(recipient *store.DeviceAddress) int64 {
 	n := int64(0)
 	for _, x := range m {
 		if recipient == nil || x.Recipient == *recipient {
@@ -106,7 +105,7 @@ func validRequest(after int64, limit int, filter bool, user string, device int64
 	if limit < 1 || limit > store.MaxPageSize || after < 0 {
 		return false
 	}
-	return !filter || (user != "" && len(user) <= ids.MaxUserIDLen && device >= 0)
+	return !filter || (user != "" && len(user) <= store.MaxUserIDLen && device >= 0)
 }
 
 // FuzzPageRequest checks page requests over both stores: an invalid
@@ -130,11 +129,11 @@ func FuzzPageRequest(f *testing.F) {
 	f.Add(int64(0), 10, true, "bob", int64(-1))
 	f.Add(int64(9223372036854775807), 100, true, "bob", int64(1))
 	f.Add(int64(0), 10, true, "bob\x00", int64(1))
-	f.Add(int64(0), 10, true, string(make([]byte, ids.MaxUserIDLen+1)), int64(1))
+	f.Add(int64(0), 10, true, string(make([]byte, store.MaxUserIDLen+1)), int64(1))
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, after int64, limit int, filter bool, user string, device int64) {
 		req := store.PageRequest{After: &after, Limit: limit}
-		addr := ids.DeviceAddress{UserID: user, DeviceID: device}
+		addr := store.DeviceAddress{UserID: user, DeviceID: device}
 		if filter {
 			req.Recipient = &addr
 		}

@@ -59,7 +59,7 @@ type ErasedLegacyRow struct {
 	// Reason wraps ErrCorruptRow (a column NULL or of the wrong storage
 	// class, a plaintext longer than MaxPlaintextSize; with ErrDuplicate
 	// too, the recipient and logical id of a row at a lower sequence,
-	// which is sealed) or ids.ErrInvalid (a malformed recipient or logical
+	// which is sealed) or ErrInvalidArgument (a malformed recipient or logical
 	// id).
 	Reason error
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -28,7 +27,7 @@ func TestPeerPartString(t *testing.T) {
 		})
 	}
 	refused := errors.New("does not decode")
-	err := &store.PeerUnreadableError{Peer: ids.DeviceAddress{UserID: "bob", DeviceID: 1}, Damage: store.PeerDamage{Session: refused}}
+	err := &store.PeerUnreadableError{Peer: store.DeviceAddress{UserID: "bob", DeviceID: 1}, Damage: store.PeerDamage{Session: refused}}
 	require.Equal(t, "unreadable peer state of bob/1; session: does not decode", err.Error())
 	require.ErrorIs(t, err, store.ErrPeerUnreadable)
 	require.ErrorIs(t, err, refused)

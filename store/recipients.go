@@ -2,8 +2,6 @@ package store
 
 import (
 	"fmt"
-
-	"github.com/securemsg/storage/ids"
 )
 
 // RecipientPageRequest selects a page of the recipients that have pending
@@ -14,7 +12,7 @@ type RecipientPageRequest struct {
 	// before every recipient. Any address is a valid position, also one
 	// that does not validate: a page can end on a recipient stored
 	// malformed (a damaged row), and its cursor must go on from there.
-	After *ids.DeviceAddress
+	After *DeviceAddress
 	// Limit is the page size, 1..MaxPageSize.
 	Limit int
 }
@@ -38,7 +36,7 @@ type PendingRecipient struct {
 	// one that does not validate; retrying it then fails with
 	// ErrInvalidArgument, and its messages are reported unreadable
 	// (ErrCorruptRow) by the pages.
-	Recipient ids.DeviceAddress
+	Recipient DeviceAddress
 	// OldestSequence is the sequence of the recipient's oldest pending
 	// message (readable or not) when the page was read: where a walk of
 	// its messages starts.
@@ -51,5 +49,5 @@ type PendingRecipientPage struct {
 	Recipients []PendingRecipient
 	// NextAfterRecipient is the cursor for the following page (the last
 	// recipient of this page), or nil if this is the last page.
-	NextAfterRecipient *ids.DeviceAddress
+	NextAfterRecipient *DeviceAddress
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 )
 
@@ -60,11 +59,11 @@ type SkippedRow struct {
 	// session_initiation row, the recipient of a pending_outbound_message
 	// row, the sender of a pending_inbound_message row, this device for
 	// local_identity. As stored, as far as it decodes.
-	Address ids.DeviceAddress
+	Address DeviceAddress
 	// Sequence and ID identify a pending_outbound_message or
 	// pending_inbound_message row (ID zero if it does not decode).
 	Sequence int64
-	ID       ids.LogicalMessageID
+	ID       LogicalMessageID
 	// SealedWith is the key id the sealed value's header names, if
 	// HasHeader (the header parses).
 	SealedWith seal.KeyID

@@ -2,7 +2,10 @@
 // Store interface (the pending outbound queue and the rest of the
 // client's persisted state), the types its calls take and return
 // (PendingMessage, PageRequest, PendingMessagePage,
-// UnreadablePendingMessage, ...) and the errors every store returns.
+// UnreadablePendingMessage, ...) and the errors every store returns. It
+// also holds the identifiers every layer shares: DeviceAddress, the
+// address of one device, and LogicalMessageID, the id of one message
+// across its retries.
 //
 // The two implementations are store/sqlitestore (the client's SQLite
 // database) and store/memstore (in memory, for tests and examples). A
@@ -13,8 +16,6 @@ package store
 import (
 	"fmt"
 	"strings"
-
-	"github.com/securemsg/storage/ids"
 )
 
 // MaxPageSize is the largest page of pending messages a store returns.
@@ -33,8 +34,8 @@ type PendingMessage struct {
 	// Sequence is the message's place in the one global, never reused
 	// pending sequence: the pagination cursor.
 	Sequence  int64
-	Recipient ids.DeviceAddress
-	ID        ids.LogicalMessageID
+	Recipient DeviceAddress
+	ID        LogicalMessageID
 	// Plaintext is the opened message, owned by the caller.
 	Plaintext []byte
 }
@@ -87,7 +88,7 @@ type PageRequest struct {
 	Limit int
 	// Recipient, if set, keeps only messages to that device. The cursor is
 	// the same global sequence, so a filtered walk can start anywhere.
-	Recipient *ids.DeviceAddress
+	Recipient *DeviceAddress
 }
 
 // Validate returns an error wrapping ErrInvalidArgument if Limit is
@@ -99,7 +100,7 @@ func (r PageRequest) Validate() error {
 	}
 	if r.Recipient != nil {
 		if err := r.Recipient.Validate(); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidArgument, err)
+			return fmt.Errorf("recipient: %w", err)
 		}
 	}
 	return nil
@@ -197,7 +198,7 @@ func (d PeerDamage) causes() ([]string, []error) {
 // ErrPeerUnreadable and each damaged part's cause; errors.As gives Peer
 // and Damage.
 type PeerUnreadableError struct {
-	Peer   ids.DeviceAddress
+	Peer   DeviceAddress
 	Damage PeerDamage
 }
 

@@ -13,8 +13,8 @@ package transport
 import (
 	"context"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 )
 
 // Transport hands envelopes to devices' mailboxes and drains them.
@@ -22,10 +22,10 @@ type Transport interface {
 	// Send hands envelope off to the mailbox of device to. A nil error
 	// means the hand-off succeeded, not that the envelope was delivered
 	// or processed.
-	Send(ctx context.Context, to ids.DeviceAddress, envelope []byte) error
+	Send(ctx context.Context, to store.DeviceAddress, envelope []byte) error
 	// Receive removes and returns every envelope in the mailbox of me, in
 	// mailbox order (possibly empty).
-	Receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, error)
+	Receive(ctx context.Context, me store.DeviceAddress) ([][]byte, error)
 }
 
 // Directory publishes and hands out prekey bundles.
@@ -39,9 +39,9 @@ type Directory interface {
 	// Fetch returns the bundle of addr with at most one one-time prekey,
 	// which it removes so that no one else gets it. It returns ErrNoBundle
 	// if addr published nothing.
-	Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error)
+	Fetch(ctx context.Context, addr store.DeviceAddress) (session.Bundle, error)
 	// OneTimePrekeyCount returns how many one-time prekeys of addr's bundle
 	// are left to hand out, so that the device can replenish them before
 	// they run out. It returns ErrNoBundle if addr published nothing.
-	OneTimePrekeyCount(ctx context.Context, addr ids.DeviceAddress) (int, error)
+	OneTimePrekeyCount(ctx context.Context, addr store.DeviceAddress) (int, error)
 }

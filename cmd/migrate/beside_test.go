@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -25,7 +25,7 @@ func TestCommandsBesideOpenStore(t *testing.T) {
 	s, err := sqlitestore.Open(ctx, path, kr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	_, err = s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("in the WAL"))
+	_, err = s.InsertPending(ctx, store.DeviceAddress{UserID: "bob", DeviceID: 1}, store.NewLogicalMessageID(), []byte("in the WAL"))
 	require.NoError(t, err)
 
 	// Every file but the -shm, the wal-index in shared memory where a

@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/internal/testkit/storetest"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -52,9 +52,9 @@ func TestApplicationProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	kr := storetest.NewKeyring(t)
-	to := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	to := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	write := func(s *sqlitestore.Store) {
-		_, err := s.InsertPending(ctx, to, ids.NewLogicalMessageID(), []byte("beside a migrate run"))
+		_, err := s.InsertPending(ctx, to, store.NewLogicalMessageID(), []byte("beside a migrate run"))
 		require.NoError(t, err)
 	}
 	s, err := sqlitestore.Open(ctx, path, kr)

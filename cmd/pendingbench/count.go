@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sealaccess"
+	"github.com/securemsg/storage/store"
 )
 
 func countLines(b *bench) ([]result, error) {
 	ctx, o := b.ctx, b.o
-	count := func(e *env, recipient *ids.DeviceAddress, want int) func(int) error {
+	count := func(e *env, recipient *store.DeviceAddress, want int) func(int) error {
 		return func(int) error { return countIs(ctx, e, recipient, want) }
 	}
 	opens0 := sealaccess.Opens(b.large.keys) + sealaccess.Opens(b.small.keys)
@@ -120,7 +120,7 @@ func countLines(b *bench) ([]result, error) {
 
 // countIs counts e's pending messages for recipient (nil: all) through
 // the store and checks there are want.
-func countIs(ctx context.Context, e *env, recipient *ids.DeviceAddress, want int) error {
+func countIs(ctx context.Context, e *env, recipient *store.DeviceAddress, want int) error {
 	n, err := e.s.PendingMessageCount(ctx, recipient)
 	if err == nil && n != int64(want) {
 		err = fmt.Errorf("%s: count %d, want %d", e.name, n, want)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/store"
 )
@@ -40,11 +39,11 @@ func (v *victimSet) take() (int, error) {
 }
 
 // deleteOp deletes one pending message and reports whether it was pending.
-type deleteOp func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
+type deleteOp func(ctx context.Context, e *env, r store.DeviceAddress, id store.LogicalMessageID) (bool, error)
 
 // abandonPending abandons one message through e's client
 // (client.AbandonPending).
-func abandonPending(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+func abandonPending(ctx context.Context, e *env, r store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
 	c, err := e.theClient(ctx)
 	if err != nil {
 		return false, err
@@ -55,7 +54,7 @@ func abandonPending(ctx context.Context, e *env, r ids.DeviceAddress, id ids.Log
 
 // ackDelete deletes one message as an ACK does, with the session update
 // the ACK carries (store CommitAck).
-func ackDelete(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+func ackDelete(ctx context.Context, e *env, r store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
 	return e.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: ackSession}})
 }
 
@@ -69,7 +68,7 @@ func deleteLines(b *bench) ([]result, error) {
 	}{
 		{"abandon (client.AbandonPending)", abandonPending},
 		{"ACK-delete (store CommitAck)", ackDelete},
-		{"delete (store AbandonPending)", func(ctx context.Context, e *env, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+		{"delete (store AbandonPending)", func(ctx context.Context, e *env, r store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
 			return e.s.AbandonPending(ctx, r, id)
 		}},
 	} {

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/seal"
@@ -32,7 +31,7 @@ type env struct {
 }
 
 // self is the address every benchmark client runs as.
-var self = ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}
+var self = store.DeviceAddress{UserID: "bench-self", DeviceID: 1}
 
 // seq is the sequence of row i.
 func (e *env) seq(i int) int64 { return int64(i) + 1 }
@@ -109,7 +108,7 @@ func (e *env) theClient(ctx context.Context) (*client.Client, error) {
 // or (nil) all.
 type cursor struct {
 	after     int64
-	recipient *ids.DeviceAddress
+	recipient *store.DeviceAddress
 }
 
 // globalCursors draws k cursors uniformly over the whole sequence, each

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -18,6 +17,7 @@ import (
 	"github.com/securemsg/storage/internal/testkit/benchpeers"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -63,7 +63,7 @@ func fanoutBench(ctx context.Context, dir string, pending, iters int, add func(.
 	if err != nil {
 		return err
 	}
-	if err := c.Initialize(ctx, ids.DeviceAddress{UserID: "bench-self", DeviceID: 1}); err != nil {
+	if err := c.Initialize(ctx, store.DeviceAddress{UserID: "bench-self", DeviceID: 1}); err != nil {
 		return err
 	}
 	peers, err := benchpeers.Establish(ctx, c, net, "bench-user", fanoutDevices)
@@ -76,7 +76,7 @@ func fanoutBench(ctx context.Context, dir string, pending, iters int, add func(.
 	}
 	pt := benchseed.Plaintext(0, benchseed.DefaultPlaintextSize)
 	fan := func(int) error {
-		_, err := c.SendToDevices(ctx, peers.Addrs, ids.NewLogicalMessageID(), pt)
+		_, err := c.SendToDevices(ctx, peers.Addrs, store.NewLogicalMessageID(), pt)
 		return err // nil only if every device's hand-off succeeded
 	}
 	singles := func(int) error {
@@ -122,13 +122,13 @@ func fanoutBench(ctx context.Context, dir string, pending, iters int, add func(.
 type fanoutFloor struct {
 	conn     *sql.DB
 	keys     *seal.Keyring
-	to       []ids.DeviceAddress
+	to       []store.DeviceAddress
 	sessions [][]byte // each device's sealed session, as the library stores it
 }
 
 // newFanoutFloor copies the sessions the store holds for addrs (opened,
 // then sealed for the floor's devices) and returns the floor.
-func newFanoutFloor(ctx context.Context, conn *sql.DB, keys *seal.Keyring, addrs []ids.DeviceAddress) (*fanoutFloor, error) {
+func newFanoutFloor(ctx context.Context, conn *sql.DB, keys *seal.Keyring, addrs []store.DeviceAddress) (*fanoutFloor, error) {
 	f := &fanoutFloor{conn: conn, keys: keys}
 	q := db.New(conn)
 	for _, a := range addrs {
@@ -140,7 +140,7 @@ func newFanoutFloor(ctx context.Context, conn *sql.DB, keys *seal.Keyring, addrs
 		if err != nil {
 			return nil, fmt.Errorf("session of %s: %w", a, err)
 		}
-		to := ids.DeviceAddress{UserID: "bench-floor", DeviceID: a.DeviceID}
+		to := store.DeviceAddress{UserID: "bench-floor", DeviceID: a.DeviceID}
 		if sealed, err = keys.Seal(seal.RecordSession, rowseal.AddressAD(to), pt); err != nil {
 			return nil, err
 		}
@@ -154,7 +154,7 @@ func newFanoutFloor(ctx context.Context, conn *sql.DB, keys *seal.Keyring, addrs
 // pending rows are sealed untimed, each under a new logical id.
 func (f *fanoutFloor) side(pt []byte, one bool) func(int) (time.Duration, error) {
 	return func(int) (time.Duration, error) {
-		id := ids.NewLogicalMessageID()
+		id := store.NewLogicalMessageID()
 		msgs := make([][]byte, len(f.to))
 		for i, to := range f.to {
 			var err error

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sealaccess"
@@ -166,7 +165,7 @@ func rawPage(ctx context.Context, e *env, c cursor) error {
 		if !okU || !okD || !okL || !okS {
 			return fmt.Errorf("%s: raw page: row %d has columns of another storage class", e.name, r.Sequence)
 		}
-		to := ids.DeviceAddress{UserID: user, DeviceID: device}
+		to := store.DeviceAddress{UserID: user, DeviceID: device}
 		if c.recipient != nil && to != *c.recipient {
 			return fmt.Errorf("%s: raw page: row %d is for %s, not %s", e.name, r.Sequence, to, *c.recipient)
 		}
@@ -178,8 +177,8 @@ func rawPage(ctx context.Context, e *env, c cursor) error {
 }
 
 // openRow opens one sealed pending row as the store does.
-func openRow(e *env, to ids.DeviceAddress, lid, sealed []byte) error {
-	var id ids.LogicalMessageID
+func openRow(e *env, to store.DeviceAddress, lid, sealed []byte) error {
+	var id store.LogicalMessageID
 	copy(id[:], lid)
 	_, err := e.keys.Open(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), sealed)
 	return err
@@ -206,7 +205,7 @@ func openRows(e *env, rows *sql.Rows, firstRow int) error {
 		if seq != int64(firstRow)+int64(n) {
 			return fmt.Errorf("raw page: row %d has sequence %d", firstRow+n, seq)
 		}
-		if err := openRow(e, ids.DeviceAddress{UserID: user, DeviceID: device}, lid, sealed); err != nil {
+		if err := openRow(e, store.DeviceAddress{UserID: user, DeviceID: device}, lid, sealed); err != nil {
 			return err
 		}
 	}

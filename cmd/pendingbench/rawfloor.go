@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
@@ -104,7 +103,7 @@ func nearestShare(e *env, n int) int {
 
 // rawRows is the floor of a page from the start: the generated query
 // for limit+1 rows on the store's connection, the first limit opened.
-func rawRows(ctx context.Context, e *env, q *db.Queries, to *ids.DeviceAddress, limit int) error {
+func rawRows(ctx context.Context, e *env, q *db.Queries, to *store.DeviceAddress, limit int) error {
 	var rows []db.PagePendingOutboundRow
 	if to == nil {
 		rs, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: math.MinInt64, RowLimit: int64(limit) + 1})
@@ -131,7 +130,7 @@ func rawRows(ctx context.Context, e *env, q *db.Queries, to *ids.DeviceAddress, 
 		device, _ := r.RecipientDeviceID.(int64)
 		lid, _ := r.LogicalID.([]byte)
 		sealed, _ := r.Sealed.([]byte)
-		if err := openRow(e, ids.DeviceAddress{UserID: user, DeviceID: device}, lid, sealed); err != nil {
+		if err := openRow(e, store.DeviceAddress{UserID: user, DeviceID: device}, lid, sealed); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
@@ -62,7 +61,7 @@ func recipientLines(b *bench) ([]result, error) {
 		e := x.e
 		n := e.layout.Recipients()
 		at := fmt.Sprintf("at %s over %s recipients", b.L, human(n))
-		cursors := make([]ids.DeviceAddress, o.Iters)
+		cursors := make([]store.DeviceAddress, o.Iters)
 		for i := range cursors {
 			cursors[i] = e.layout.Address(b.rng.IntN(n))
 		}
@@ -126,7 +125,7 @@ func recipientLines(b *bench) ([]result, error) {
 // distinctRecipients is the raw floor: the distinct recipients after the
 // cursor (nil: all), in address order, at most limit (-1: no limit), read
 // by SELECT DISTINCT over the recipient index on e's connection.
-func distinctRecipients(ctx context.Context, e *env, after *ids.DeviceAddress, limit int) ([]ids.DeviceAddress, error) {
+func distinctRecipients(ctx context.Context, e *env, after *store.DeviceAddress, limit int) ([]store.DeviceAddress, error) {
 	from := storeimpl.RecipientsFrom(store.RecipientPageRequest{After: after})
 	rows, err := e.rawDB().QueryContext(ctx, `SELECT DISTINCT recipient_user_id, recipient_device_id
 		FROM pending_outbound_message
@@ -136,9 +135,9 @@ func distinctRecipients(ctx context.Context, e *env, after *ids.DeviceAddress, l
 		return nil, fmt.Errorf("%s: select distinct: %w", e.name, err)
 	}
 	defer rows.Close()
-	var out []ids.DeviceAddress
+	var out []store.DeviceAddress
 	for rows.Next() {
-		var a ids.DeviceAddress
+		var a store.DeviceAddress
 		if err := rows.Scan(&a.UserID, &a.DeviceID); err != nil {
 			return nil, err
 		}
@@ -150,7 +149,7 @@ func distinctRecipients(ctx context.Context, e *env, after *ids.DeviceAddress, l
 // checkRecipientPage checks that the store's page after the cursor lists
 // what SELECT DISTINCT finds, and that each oldest sequence is that
 // recipient's first row in the seeded layout.
-func checkRecipientPage(ctx context.Context, e *env, after ids.DeviceAddress) error {
+func checkRecipientPage(ctx context.Context, e *env, after store.DeviceAddress) error {
 	p, err := e.s.PendingRecipients(ctx, store.RecipientPageRequest{After: &after, Limit: store.MaxPageSize})
 	if err != nil {
 		return err
@@ -159,14 +158,14 @@ func checkRecipientPage(ctx context.Context, e *env, after ids.DeviceAddress) er
 	if err != nil {
 		return err
 	}
-	var got []ids.DeviceAddress
+	var got []store.DeviceAddress
 	for _, r := range p.Recipients {
 		got = append(got, r.Recipient)
 	}
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("%s: recipients after %s: store lists %d, DISTINCT %d, or in another order", e.name, after, len(got), len(want))
 	}
-	first := map[ids.DeviceAddress]int64{}
+	first := map[store.DeviceAddress]int64{}
 	for r := range e.layout.Recipients() {
 		first[e.layout.Address(r)] = e.seq(e.layout.RecipientRow(r, 0))
 	}

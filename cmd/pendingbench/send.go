@@ -7,11 +7,11 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/testkit/benchpeers"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
+	"github.com/securemsg/storage/store"
 )
 
 // sendRig is a client over a seeded store and a device (in memory) it
@@ -19,7 +19,7 @@ import (
 type sendRig struct {
 	a     *client.Client
 	peers *benchpeers.Peers
-	peer  ids.DeviceAddress
+	peer  store.DeviceAddress
 	n     int // sends since the mailbox was drained
 }
 
@@ -74,7 +74,7 @@ func sendLines(b *bench) ([]result, error) {
 	rs := []result{ratioLE(fmt.Sprintf("send (client.Send): %s / %s pending", b.L, b.S), sl, ss, 1.3,
 		fmt.Sprintf(", %.0f msg/s at %s", 1/sl.median().Seconds(), b.L))}
 
-	sealed, err := benchseed.SealRow(b.large.keys, rl.peer, ids.NewLogicalMessageID(), sendPlaintext)
+	sealed, err := benchseed.SealRow(b.large.keys, rl.peer, store.NewLogicalMessageID(), sendPlaintext)
 	if err != nil {
 		return nil, err
 	}
@@ -91,15 +91,15 @@ func sendLines(b *bench) ([]result, error) {
 // rawInsert is the floor of a send: BEGIN IMMEDIATE; INSERT (sealed
 // bytes); COMMIT on the store's own connection, through the project's one
 // transaction helper.
-func rawInsert(ctx context.Context, e *env, to ids.DeviceAddress, sealed []byte) error {
-	id := ids.NewLogicalMessageID()
+func rawInsert(ctx context.Context, e *env, to store.DeviceAddress, sealed []byte) error {
+	id := store.NewLogicalMessageID()
 	return rawInsertTx(ctx, e.rawDB(), to, id, sealed)
 }
 
 // rawInsertTx inserts sealed as a pending row for to in its own
 // transaction, through the generated query and the one transaction
 // helper.
-func rawInsertTx(ctx context.Context, conn *sql.DB, to ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte) error {
+func rawInsertTx(ctx context.Context, conn *sql.DB, to store.DeviceAddress, id store.LogicalMessageID, sealed []byte) error {
 	return sqltx.Run(ctx, conn, func(tx *sql.Tx) error {
 		_, err := db.New(tx).InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
 			RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: sealed,

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -42,7 +41,7 @@ func quickstart(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	net := transporttest.NewNetwork()
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	if err := peer(ctx, net, bob); err != nil {
 		return err
 	}
@@ -52,7 +51,7 @@ func quickstart(ctx context.Context, out io.Writer) error {
 // run opens alice's client on the SQLite file at path, sends bob a
 // message and pages it, then retries every recipient with pending
 // messages.
-func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transporttest.Network, bob ids.DeviceAddress) error {
+func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *transporttest.Network, bob store.DeviceAddress) error {
 	keys, err := seal.NewKeyring(key)
 	if err != nil {
 		return err
@@ -66,7 +65,7 @@ func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *tra
 	if err != nil {
 		return err
 	}
-	if err := alice.Initialize(ctx, ids.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
+	if err := alice.Initialize(ctx, store.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
 		return err
 	}
 	if _, err := alice.Send(ctx, bob, []byte("hello")); err != nil { // pending, sealed at rest, until bob's ACK
@@ -102,7 +101,7 @@ func run(ctx context.Context, out io.Writer, path string, key seal.Key, net *tra
 
 // peer initializes the recipient's device on the network, on a store in
 // memory.
-func peer(ctx context.Context, net *transporttest.Network, addr ids.DeviceAddress) error {
+func peer(ctx context.Context, net *transporttest.Network, addr store.DeviceAddress) error {
 	key, err := seal.GenerateKey()
 	if err != nil {
 		return err

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -20,7 +20,7 @@ func TestQuickstart(t *testing.T) {
 	key, err := seal.GenerateKey()
 	require.NoError(t, err)
 	net := transporttest.NewNetwork()
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	require.NoError(t, peer(ctx, net, bob))
 	path := filepath.Join(t.TempDir(), "alice.db")
 	var out bytes.Buffer
@@ -64,7 +64,7 @@ func TestQuickstartReturnsFailures(t *testing.T) {
 	key, err := seal.GenerateKey()
 	require.NoError(t, err)
 	net := transporttest.NewNetwork()
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	require.NoError(t, peer(ctx, net, bob))
 	var out bytes.Buffer
 	err = run(ctx, &out, filepath.Join(t.TempDir(), "missing", "alice.db"), key, net, bob)

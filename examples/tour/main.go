@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -35,7 +34,7 @@ func main() {
 // device is one client on its own database file.
 type device struct {
 	name  string
-	addr  ids.DeviceAddress
+	addr  store.DeviceAddress
 	path  string
 	keys  *seal.Keyring
 	net   *transporttest.Network
@@ -52,7 +51,7 @@ func openDevice(ctx context.Context, dir, name string, net *transporttest.Networ
 	if err != nil {
 		return nil, err
 	}
-	d := &device{name: name, addr: ids.DeviceAddress{UserID: name, DeviceID: 1}, path: filepath.Join(dir, name+".db"), keys: keys, net: net}
+	d := &device{name: name, addr: store.DeviceAddress{UserID: name, DeviceID: 1}, path: filepath.Join(dir, name+".db"), keys: keys, net: net}
 	if err := d.open(ctx); err != nil {
 		return nil, err
 	}
@@ -87,7 +86,7 @@ type tour struct {
 	ctx        context.Context
 	w          io.Writer
 	alice, bob *device
-	names      map[ids.LogicalMessageID]string // message id -> its text
+	names      map[store.LogicalMessageID]string // message id -> its text
 	err        error
 }
 
@@ -97,9 +96,9 @@ func (t *tour) say(format string, args ...any) {
 	}
 }
 
-func (t *tour) send(from, to *device, text string) (ids.LogicalMessageID, error) {
+func (t *tour) send(from, to *device, text string) (store.LogicalMessageID, error) {
 	id, err := from.c.Send(t.ctx, to.addr, []byte(text))
-	if id != (ids.LogicalMessageID{}) {
+	if id != (store.LogicalMessageID{}) {
 		t.names[id] = text
 	}
 	switch {
@@ -198,7 +197,7 @@ func run(w io.Writer) (err error) {
 	}
 	defer os.RemoveAll(dir)
 	net := transporttest.NewNetwork()
-	t := &tour{ctx: ctx, w: w, names: map[ids.LogicalMessageID]string{}}
+	t := &tour{ctx: ctx, w: w, names: map[store.LogicalMessageID]string{}}
 	if t.alice, err = openDevice(ctx, dir, "alice", net); err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
@@ -61,7 +60,7 @@ func buildLegacyBench(b *testing.B, path string, n int) {
 			for end := min(n, done+100_000); done < end; done++ {
 				u := rng.Float64()
 				r := int(u * u * 1000)
-				id := ids.NewLogicalMessageID()
+				id := store.NewLogicalMessageID()
 				if _, err := stmt.ExecContext(ctx, fmt.Sprintf("user-%04d", r), 1, id[:], benchseed.Plaintext(done, 200)); err != nil {
 					return err
 				}

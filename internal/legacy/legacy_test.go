@@ -26,7 +26,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/fixtures/version14"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
@@ -85,8 +84,8 @@ func loadLegacy(t *testing.T) (string, *sql.DB) {
 
 type legacyRow struct {
 	seq       int64
-	to        ids.DeviceAddress
-	id        ids.LogicalMessageID
+	to        store.DeviceAddress
+	id        store.LogicalMessageID
 	plaintext []byte
 }
 
@@ -231,7 +230,7 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	require.NoError(t, err)
 	defer s.Close()
 	requireLegacyQueue(t, s, before)
-	seq, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("after"))
+	seq, err := s.InsertPending(ctx, store.DeviceAddress{UserID: "bob", DeviceID: 1}, store.NewLogicalMessageID(), []byte("after"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(12), seq, "the next sequence is above the kept high-water mark")
 }

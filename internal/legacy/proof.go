@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
@@ -185,7 +184,7 @@ func newRowsDigest() rowsDigest {
 	return d
 }
 
-func (d rowsDigest) add(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) {
+func (d rowsDigest) add(seq int64, to store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) {
 	b := binary.BigEndian.AppendUint64(nil, uint64(seq))
 	b = binary.AppendUvarint(b, uint64(len(to.UserID)))
 	b = append(b, to.UserID...)
@@ -309,13 +308,13 @@ func (m *migrator) digestRows(ctx context.Context, q *legacydb.Queries, bad func
 }
 
 // rowIdentity returns a legacy row's recipient and logical id, or an error
-// wrapping ids.ErrInvalid.
-func rowIdentity(seq int64, user string, device int64, logicalID []byte) (ids.DeviceAddress, ids.LogicalMessageID, error) {
-	to := ids.DeviceAddress{UserID: user, DeviceID: device}
+// wrapping store.ErrInvalidArgument.
+func rowIdentity(seq int64, user string, device int64, logicalID []byte) (store.DeviceAddress, store.LogicalMessageID, error) {
+	to := store.DeviceAddress{UserID: user, DeviceID: device}
 	if err := to.Validate(); err != nil {
-		return to, ids.LogicalMessageID{}, fmt.Errorf("legacy sequence %d: %w", seq, err)
+		return to, store.LogicalMessageID{}, fmt.Errorf("legacy sequence %d: %w", seq, err)
 	}
-	id, err := ids.ParseLogicalMessageID(logicalID)
+	id, err := store.ParseLogicalMessageID(logicalID)
 	if err != nil {
 		return to, id, fmt.Errorf("legacy sequence %d: %w", seq, err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/fixtures/version14"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -87,7 +86,7 @@ func sealedDatabase(t *testing.T) string {
 	require.NoError(t, fixturekit.Load(ctx, path, version14.FixtureSQL()))
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.NoError(t, err)
-	_, err = s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("the user's own message"))
+	_, err = s.InsertPending(ctx, store.DeviceAddress{UserID: "bob", DeviceID: 1}, store.NewLogicalMessageID(), []byte("the user's own message"))
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	return path
@@ -344,9 +343,9 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 		values string // recipient_user_id, recipient_device_id, logical_id, plaintext of sequence 4
 		want   error
 	}{
-		{"empty recipient user id", "'', 1, " + id + ", '" + marker + "'", ids.ErrInvalid},
-		{"negative device id", "'bob', -1, " + id + ", '" + marker + "'", ids.ErrInvalid},
-		{"logical id of 15 bytes", "'bob', 1, X'00112233445566778899AABBCCDDEE', '" + marker + "'", ids.ErrInvalid},
+		{"empty recipient user id", "'', 1, " + id + ", '" + marker + "'", store.ErrInvalidArgument},
+		{"negative device id", "'bob', -1, " + id + ", '" + marker + "'", store.ErrInvalidArgument},
+		{"logical id of 15 bytes", "'bob', 1, X'00112233445566778899AABBCCDDEE', '" + marker + "'", store.ErrInvalidArgument},
 		{"recipient stored as a BLOB", "X'626F62', 1, " + id + ", '" + marker + "'", store.ErrCorruptRow},
 		{"device id stored as TEXT", "'bob', 'one', " + id + ", '" + marker + "'", store.ErrCorruptRow},
 		{"logical id stored as TEXT", "'bob', 1, '0123456789abcdef', '" + marker + "'", store.ErrCorruptRow},

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
@@ -39,7 +38,7 @@ func TestLegacyExtremeSequences(t *testing.T) {
 				t.Parallel()
 				path, conn := loadLegacy(t)
 				for _, seq := range tc.seqs {
-					id := ids.NewLogicalMessageID()
+					id := store.NewLogicalMessageID()
 					_, err := conn.Exec("INSERT INTO pending_outbound_message VALUES (?, 'bob', 1, ?, ?)", seq, id[:], []byte(fmt.Sprintf("legacy message at %d", seq)))
 					require.NoError(t, err)
 				}

@@ -12,7 +12,6 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/seal"
@@ -24,8 +23,8 @@ import (
 // values sealed (see SealPeer). It returns store.ErrInvalidArgument for a
 // malformed recipient, a plaintext longer than store.MaxPlaintextSize or
 // an update deleting the pin.
-func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) ([]byte, *store.PeerState, error) {
-	if err := storeimpl.ValidateAddress(to); err != nil {
+func Insert(keys *seal.Keyring, to store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, update *store.PeerState) ([]byte, *store.PeerState, error) {
+	if err := to.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if len(plaintext) > store.MaxPlaintextSize {
@@ -51,7 +50,7 @@ func Insert(keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, p
 // SealedSend is one device's part of InsertMany: its address, its sealed
 // pending message and its update with the values sealed.
 type SealedSend struct {
-	Peer    ids.DeviceAddress
+	Peer    store.DeviceAddress
 	Message []byte
 	Update  store.PeerState
 }
@@ -60,7 +59,7 @@ type SealedSend struct {
 // each, what Insert seals: the message (id, plaintext) bound to that
 // peer's row, and its update. It returns store.ErrInvalidArgument as
 // storeimpl.ValidatePeerUpdates does.
-func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]SealedSend, error) {
+func InsertMany(keys *seal.Keyring, id store.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]SealedSend, error) {
 	if err := storeimpl.ValidatePeerUpdates(peers); err != nil {
 		return nil, err
 	}
@@ -78,8 +77,8 @@ func InsertMany(keys *seal.Keyring, id ids.LogicalMessageID, plaintext []byte, p
 // Row is a pending row as a store read it, its columns decoded.
 type Row struct {
 	Seq    int64
-	To     ids.DeviceAddress
-	ID     ids.LogicalMessageID
+	To     store.DeviceAddress
+	ID     store.LogicalMessageID
 	Sealed []byte
 	// Corrupt says what the row's columns hold that the schema never
 	// stores ("" if nothing): such a row is reported, never opened.
@@ -95,7 +94,7 @@ type Row struct {
 // it, but only an exact byte for byte match is want's row), a row with a
 // malformed recipient (store.ErrCorruptRow), or a sealed value the
 // keyring refuses (the seal error).
-func OpenPending(keys *seal.Keyring, r Row, want *ids.DeviceAddress) (store.PendingMessage, *store.UnreadablePendingMessage) {
+func OpenPending(keys *seal.Keyring, r Row, want *store.DeviceAddress) (store.PendingMessage, *store.UnreadablePendingMessage) {
 	if bad := Check(r, want); bad != nil {
 		return store.PendingMessage{}, bad
 	}
@@ -109,7 +108,7 @@ func OpenPending(keys *seal.Keyring, r Row, want *ids.DeviceAddress) (store.Pend
 // Check returns the unreadable entry of r if its columns may not be
 // opened as a pending message for want (see OpenPending), nil if they
 // may. A recipient equal to want is valid, as want was validated.
-func Check(r Row, want *ids.DeviceAddress) *store.UnreadablePendingMessage {
+func Check(r Row, want *store.DeviceAddress) *store.UnreadablePendingMessage {
 	switch {
 	case r.Corrupt != "":
 		return corrupt(r, "%s", r.Corrupt)
@@ -137,7 +136,7 @@ func corrupt(r Row, format string, args ...any) *store.UnreadablePendingMessage 
 // another page follows, and is never opened). Each returned row is opened
 // (OpenPending) into Messages or reported in Unreadable;
 // NextAfterSequence is the last returned sequence if more follow.
-func Page(keys *seal.Keyring, rows []Row, limit int, want *ids.DeviceAddress) store.PendingMessagePage {
+func Page(keys *seal.Keyring, rows []Row, limit int, want *store.DeviceAddress) store.PendingMessagePage {
 	var page store.PendingMessagePage
 	if len(rows) > limit {
 		rows = rows[:limit]
@@ -158,7 +157,7 @@ func Page(keys *seal.Keyring, rows []Row, limit int, want *ids.DeviceAddress) st
 
 // SealPeer returns u with every non-empty part sealed for peer; nil
 // (unchanged) and empty (delete) parts stay as they are.
-func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u store.PeerState) (store.PeerState, error) {
+func SealPeer(keys *seal.Keyring, peer store.DeviceAddress, u store.PeerState) (store.PeerState, error) {
 	ad := AddressAD(peer)
 	for _, p := range storeimpl.PeerParts {
 		f := p.State(&u)
@@ -177,7 +176,7 @@ func SealPeer(keys *seal.Keyring, peer ids.DeviceAddress, u store.PeerState) (st
 // OpenPeer opens the sealed parts of a peer's stored state; absent (nil)
 // parts stay nil. If any part does not open it returns a
 // *store.PeerUnreadableError naming every part that does not.
-func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) (store.PeerState, error) {
+func OpenPeer(keys *seal.Keyring, peer store.DeviceAddress, sealed store.PeerState) (store.PeerState, error) {
 	out, damage := OpenPeerParts(keys, peer, sealed)
 	if damage.Damaged() {
 		return store.PeerState{}, &store.PeerUnreadableError{Peer: peer, Damage: damage}
@@ -188,7 +187,7 @@ func OpenPeer(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState
 // OpenPeerParts opens each sealed part of a peer's stored state on its
 // own: a part that opens comes back opened, one that does not comes back
 // nil with its cause in the damage; absent (nil) parts stay nil.
-func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) (store.PeerState, store.PeerDamage) {
+func OpenPeerParts(keys *seal.Keyring, peer store.DeviceAddress, sealed store.PeerState) (store.PeerState, store.PeerDamage) {
 	ad := AddressAD(peer)
 	var damage store.PeerDamage
 	for _, p := range storeimpl.PeerParts {
@@ -210,7 +209,7 @@ func OpenPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.Peer
 // ReadPeerParts returns the reading of peer's sealed state (see
 // store.PeerReading): each part as stored, and opened or with its seal
 // error.
-func ReadPeerParts(keys *seal.Keyring, peer ids.DeviceAddress, sealed store.PeerState) store.PeerReading {
+func ReadPeerParts(keys *seal.Keyring, peer store.DeviceAddress, sealed store.PeerState) store.PeerReading {
 	opened, damage := OpenPeerParts(keys, peer, sealed)
 	return store.PeerReading{Sealed: sealed, Opened: opened, Unopened: damage}
 }
@@ -240,13 +239,13 @@ func OpenKeyVerifier(keys *seal.Keyring, id seal.KeyID, verifier []byte) ([]byte
 // AddressAD is the associated data binding a sealed value to the row of
 // one remote device (identity pin, session, session initiation) or to the
 // local identity.
-func AddressAD(a ids.DeviceAddress) []byte {
+func AddressAD(a store.DeviceAddress) []byte {
 	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)))
 }
 
 // MessageAD is the associated data binding a sealed message to its row:
 // the remote device (recipient or sender) and the logical id.
-func MessageAD(a ids.DeviceAddress, id ids.LogicalMessageID) []byte {
+func MessageAD(a store.DeviceAddress, id store.LogicalMessageID) []byte {
 	return seal.AD([]byte(a.UserID), binary.BigEndian.AppendUint64(nil, uint64(a.DeviceID)), id[:])
 }
 

@@ -3,16 +3,15 @@ package storeimpl
 import (
 	"math"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
 // RecipientsFrom returns the position a recipients' page of r starts
 // after: the cursor, or for a page from the start an address below every
 // one the schema admits (the empty user id and the smallest device id).
-func RecipientsFrom(r store.RecipientPageRequest) ids.DeviceAddress {
+func RecipientsFrom(r store.RecipientPageRequest) store.DeviceAddress {
 	if r.After == nil {
-		return ids.DeviceAddress{UserID: "", DeviceID: math.MinInt64}
+		return store.DeviceAddress{UserID: "", DeviceID: math.MinInt64}
 	}
 	return *r.After
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -44,15 +43,6 @@ func CheckKeyring(keys *seal.Keyring) error {
 	return nil
 }
 
-// ValidateAddress returns an error wrapping both ErrInvalidArgument and
-// ids.ErrInvalid if a is malformed.
-func ValidateAddress(a ids.DeviceAddress) error {
-	if err := a.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", store.ErrInvalidArgument, err)
-	}
-	return nil
-}
-
 // ValidateInbound returns an error wrapping store.ErrInvalidArgument if in's update
 // would delete the pin or its local identity has a malformed address.
 func ValidateInbound(in store.Inbound) error {
@@ -60,7 +50,7 @@ func ValidateInbound(in store.Inbound) error {
 		return err
 	}
 	if in.Local != nil {
-		return ValidateAddress(in.Local.Address)
+		return in.Local.Address.Validate()
 	}
 	return nil
 }
@@ -120,7 +110,7 @@ type PeerCheck func(part store.PeerPart, plaintext []byte) error
 // (DiscardPeerParts, pin replacing a removed pin), which fails with
 // store.ErrPeerChanged if any of them changed in between. It returns what it
 // removed, each part with its cause (the seal error, or check's error).
-func DiscardUnreadablePeer(ctx context.Context, st store.State, peer ids.DeviceAddress, pin []byte, check PeerCheck) (store.PeerDamage, error) {
+func DiscardUnreadablePeer(ctx context.Context, st store.State, peer store.DeviceAddress, pin []byte, check PeerCheck) (store.PeerDamage, error) {
 	read, err := st.ReadPeerParts(ctx, peer)
 	if err != nil {
 		return store.PeerDamage{}, err
@@ -143,9 +133,9 @@ func ValidatePeerUpdates(peers []store.PeerUpdate) error {
 	if len(peers) == 0 {
 		return fmt.Errorf("%w: no peer", store.ErrInvalidArgument)
 	}
-	seen := make(map[ids.DeviceAddress]struct{}, len(peers))
+	seen := make(map[store.DeviceAddress]struct{}, len(peers))
 	for _, p := range peers {
-		if err := ValidateAddress(p.Peer); err != nil {
+		if err := p.Peer.Validate(); err != nil {
 			return err
 		}
 		if err := ValidateUpdate(p.Update); err != nil {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/memstore"
 
 	"github.com/securemsg/storage/internal/testkit/storetest"
@@ -39,7 +38,7 @@ func (tamper) SetUserID(t *testing.T, s store.Store, seq int64, user string) {
 	require.True(t, s.(*memstore.Store).TamperUserID(seq, user), "row %d", seq)
 }
 
-func (tamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
+func (tamper) SetPeerSealed(t *testing.T, s store.Store, peer store.DeviceAddress, part store.PeerPart, sealed []byte) {
 	t.Helper()
 	require.True(t, s.(*memstore.Store).TamperPeer(peer, part, sealed), "%s of %s", part, peer)
 }

@@ -3,7 +3,6 @@ package memstore
 import (
 	"sort"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/store"
@@ -51,7 +50,7 @@ func (s *Store) tamper(seq int64, fn func(*pendingRow)) bool {
 
 // TamperPeer replaces the sealed value of one stored part of peer's state:
 // false if peer has no such part.
-func (s *Store) TamperPeer(peer ids.DeviceAddress, part store.PeerPart, sealed []byte) bool {
+func (s *Store) TamperPeer(peer store.DeviceAddress, part store.PeerPart, sealed []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.peers[peer]

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
@@ -25,8 +24,8 @@ import (
 )
 
 type pendingKey struct {
-	addr ids.DeviceAddress
-	id   ids.LogicalMessageID
+	addr store.DeviceAddress
+	id   store.LogicalMessageID
 }
 
 type pendingRow struct {
@@ -53,12 +52,12 @@ type Store struct {
 	pending   []pendingRow // ascending by seq
 	bySeqKey  map[pendingKey]int64
 	identity  *identityRow
-	peers     map[ids.DeviceAddress]*store.PeerState // sealed values
+	peers     map[store.DeviceAddress]*store.PeerState // sealed values
 	processed map[processedKey]struct{}
 }
 
 type identityRow struct {
-	addr   ids.DeviceAddress
+	addr   store.DeviceAddress
 	sealed []byte
 }
 
@@ -77,7 +76,7 @@ func New(keys *seal.Keyring) *Store {
 	return &Store{
 		keys:      keys,
 		bySeqKey:  map[pendingKey]int64{},
-		peers:     map[ids.DeviceAddress]*store.PeerState{},
+		peers:     map[store.DeviceAddress]*store.PeerState{},
 		processed: map[processedKey]struct{}{},
 	}
 }
@@ -133,7 +132,7 @@ func (s *Store) locked(ctx context.Context, fn func() error) error {
 }
 
 // InsertPending implements store.Pending.
-func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
+func (s *Store) InsertPending(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) (int64, error) {
 	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
 	if err != nil {
 		return 0, storeimpl.OpInsertPending.Wrap(err)
@@ -142,7 +141,7 @@ func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, 
 }
 
 // CommitSend implements store.State.
-func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
+func (s *Store) CommitSend(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
 	seq, err := s.insertPending(ctx, peer, id, plaintext, &update)
 	if err != nil {
 		return 0, storeimpl.OpCommitSend.Wrap(err)
@@ -151,7 +150,7 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 }
 
 // CommitSendMany implements store.State.
-func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
+func (s *Store) CommitSendMany(ctx context.Context, id store.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
 	seqs := make([]int64, len(peers))
 	err := s.locked(ctx, func() error {
 		// Sealed under the lock, as the SQLite store seals inside its
@@ -179,7 +178,7 @@ func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, pla
 
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state atomically with it.
-func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
+func (s *Store) insertPending(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
 	k := pendingKey{recipient, id}
 	var seq int64
 	err := s.locked(ctx, func() error {
@@ -263,9 +262,9 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 }
 
 // PendingMessageCount implements store.Pending.
-func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+func (s *Store) PendingMessageCount(ctx context.Context, recipient *store.DeviceAddress) (int64, error) {
 	if recipient != nil {
-		if err := storeimpl.ValidateAddress(*recipient); err != nil {
+		if err := recipient.Validate(); err != nil {
 			return 0, storeimpl.OpCountPending.Wrap(err)
 		}
 	}
@@ -289,8 +288,8 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAd
 }
 
 // AbandonPending implements store.Pending.
-func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-	if err := storeimpl.ValidateAddress(recipient); err != nil {
+func (s *Store) AbandonPending(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
+	if err := recipient.Validate(); err != nil {
 		return false, storeimpl.OpAbandonPending.Wrap(err)
 	}
 	var deleted bool
@@ -325,7 +324,7 @@ func (s *Store) deleteSeqLocked(seq int64) bool {
 
 // AbandonPendingMessage implements store.Pending.
 func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessage) (bool, error) {
-	valid := storeimpl.ValidateAddress(m.Recipient)
+	valid := m.Recipient.Validate()
 	var deleted bool
 	err := s.locked(ctx, func() error {
 		k := pendingKey{m.Recipient, m.ID}
@@ -346,8 +345,8 @@ func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessag
 }
 
 // NextPendingMessage implements store.Pending.
-func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
-	if err := storeimpl.ValidateAddress(recipient); err != nil {
+func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAddress, after *int64) (store.PendingMessage, error) {
+	if err := recipient.Validate(); err != nil {
 		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
 	var row *pendingRow
@@ -399,7 +398,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 
 // SaveLocalIdentity implements store.State.
 func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
-	if err := storeimpl.ValidateAddress(id.Address); err != nil {
+	if err := id.Address.Validate(); err != nil {
 		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	err := s.locked(ctx, func() error {
@@ -421,7 +420,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 
 // checkLocalLocked refuses a local identity for another address than the
 // one already stored.
-func (s *Store) checkLocalLocked(addr ids.DeviceAddress) error {
+func (s *Store) checkLocalLocked(addr store.DeviceAddress) error {
 	if s.identity != nil && s.identity.addr != addr {
 		return fmt.Errorf("%w: this store belongs to %s", store.ErrInvalidArgument, s.identity.addr)
 	}
@@ -429,8 +428,8 @@ func (s *Store) checkLocalLocked(addr ids.DeviceAddress) error {
 }
 
 // Peer implements store.State.
-func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) Peer(ctx context.Context, peer store.DeviceAddress) (store.PeerState, error) {
+	if err := peer.Validate(); err != nil {
 		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	sealed, err := s.sealedPeer(ctx, peer)
@@ -445,7 +444,7 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 }
 
 // sealedPeer returns a copy of the sealed parts stored for peer.
-func (s *Store) sealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed store.PeerState, err error) {
+func (s *Store) sealedPeer(ctx context.Context, peer store.DeviceAddress) (sealed store.PeerState, err error) {
 	err = s.locked(ctx, func() error {
 		if p := s.peers[peer]; p != nil {
 			sealed = store.PeerState{Session: bytes.Clone(p.Session), Initiation: bytes.Clone(p.Initiation), Pin: bytes.Clone(p.Pin)}
@@ -456,8 +455,8 @@ func (s *Store) sealedPeer(ctx context.Context, peer ids.DeviceAddress) (sealed 
 }
 
 // ReadPeerParts implements store.State.
-func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (store.PeerReading, error) {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) ReadPeerParts(ctx context.Context, peer store.DeviceAddress) (store.PeerReading, error) {
+	if err := peer.Validate(); err != nil {
 		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
 	sealed, err := s.sealedPeer(ctx, peer)
@@ -468,8 +467,8 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 }
 
 // DiscardPeerParts implements store.State.
-func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) DiscardPeerParts(ctx context.Context, peer store.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
+	if err := peer.Validate(); err != nil {
 		return store.PeerDamage{}, storeimpl.OpDiscardUnreadable.On(peer).Wrap(err)
 	}
 	if !damage.Damaged() {
@@ -512,8 +511,8 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pi
 }
 
 // SavePeer implements store.State.
-func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) SavePeer(ctx context.Context, peer store.DeviceAddress, u store.PeerState) error {
+	if err := peer.Validate(); err != nil {
 		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	if err := storeimpl.ValidateUpdate(u); err != nil {
@@ -533,7 +532,7 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 	return nil
 }
 
-func (s *Store) savePeerLocked(peer ids.DeviceAddress, sealed store.PeerState) {
+func (s *Store) savePeerLocked(peer store.DeviceAddress, sealed store.PeerState) {
 	p := s.peers[peer]
 	if p == nil {
 		p = &store.PeerState{}
@@ -553,7 +552,7 @@ func (s *Store) savePeerLocked(peer ids.DeviceAddress, sealed store.PeerState) {
 }
 
 // CommitReceived implements store.State.
-func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+func (s *Store) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
 	fresh, err := s.commitInbound(ctx, peer, in, func() bool {
 		k := processedKey{peer, id}
 		if _, seen := s.processed[k]; seen {
@@ -569,7 +568,7 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id i
 }
 
 // CommitAck implements store.State.
-func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+func (s *Store) CommitAck(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
 	cleared, err := s.commitInbound(ctx, peer, in, func() bool { return s.deleteLocked(pendingKey{peer, id}) })
 	if err != nil {
 		return false, storeimpl.OpCommitAck.On(peer).Wrap(err)
@@ -578,8 +577,8 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.Lo
 }
 
 // commitInbound seals in, then applies it and runs op atomically.
-func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, op func() bool) (bool, error) {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in store.Inbound, op func() bool) (bool, error) {
+	if err := peer.Validate(); err != nil {
 		return false, err
 	}
 	if err := storeimpl.ValidateInbound(in); err != nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -15,7 +14,7 @@ import (
 func TestSequenceHighWater(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(storetest.NewKeyring(t))
-	alice := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	alice := store.DeviceAddress{UserID: "alice", DeviceID: 1}
 	require.Zero(t, s.SequenceHighWater())
 
 	var seqs []int64
@@ -33,7 +32,7 @@ func TestSequenceHighWater(t *testing.T) {
 	// Neither a duplicate nor invalid input moves the mark.
 	_, err = s.InsertPending(ctx, alice, storetest.ID(1), []byte("dup"))
 	require.ErrorIs(t, err, store.ErrDuplicate)
-	_, err = s.InsertPending(ctx, ids.DeviceAddress{}, storetest.ID(9), []byte("bad"))
+	_, err = s.InsertPending(ctx, store.DeviceAddress{}, storetest.ID(9), []byte("bad"))
 	require.ErrorIs(t, err, store.ErrInvalidArgument)
 	require.Equal(t, seqs[2], s.SequenceHighWater())
 
@@ -47,7 +46,7 @@ func TestCanceledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s := memstore.New(storetest.NewKeyring(t))
-	_, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "alice"}, storetest.ID(1), []byte("x"))
+	_, err := s.InsertPending(ctx, store.DeviceAddress{UserID: "alice"}, storetest.ID(1), []byte("x"))
 	require.ErrorIs(t, err, context.Canceled)
 	n, err := s.PendingMessageCount(context.Background(), nil)
 	require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/memstore"
 
 	"github.com/securemsg/storage/internal/testkit/storetest"
@@ -22,8 +21,8 @@ import (
 func TestNilKeyringReportsErrors(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(nil)
-	alice := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	alice := store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	update := store.PeerState{Session: []byte("session"), Pin: []byte("pin")}
 
 	release, err := s.Claim()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
@@ -17,7 +16,7 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
 	from := storeimpl.RecipientsFrom(req)
-	oldest := map[ids.DeviceAddress]int64{}
+	oldest := map[store.DeviceAddress]int64{}
 	err := s.locked(ctx, func() error {
 		for _, r := range s.pending { // ascending by seq: the first seen is the oldest
 			if a := r.key.addr; from.Less(a) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
@@ -55,7 +54,7 @@ func TestAtRestReaderReadsNoSecret(t *testing.T) {
 	path := dbPath(t)
 	s := mustOpenAt(t, path, kr)
 
-	peer := ids.DeviceAddress{UserID: "recipient-in-the-clear", DeviceID: 7}
+	peer := store.DeviceAddress{UserID: "recipient-in-the-clear", DeviceID: 7}
 	secrets := map[string][]byte{
 		"message plaintext":     []byte("pending message plaintext 6c1f"),
 		"fanned-out plaintext":  []byte("fan-out message plaintext 91ad"),

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sealaccess"
@@ -76,7 +75,7 @@ const benchCursors = 4096
 // after sequence row+1), for one recipient or (nil) all.
 type benchCursor struct {
 	row       int
-	recipient *ids.DeviceAddress
+	recipient *store.DeviceAddress
 }
 
 // randomRows returns benchCursors cursors drawn uniformly over the whole
@@ -112,9 +111,9 @@ func recipientRandom(l *benchseed.Layout) []benchCursor {
 // recipientsByShare returns benchCursors recipients, each the recipient
 // of a row drawn uniformly over the table: a recipient is drawn as often
 // as it holds messages, as a user reads the queue of whoever it writes to.
-func recipientsByShare(l *benchseed.Layout) []ids.DeviceAddress {
+func recipientsByShare(l *benchseed.Layout) []store.DeviceAddress {
 	rng := rand.New(rand.NewPCG(uint64(l.N()), 4))
-	out := make([]ids.DeviceAddress, benchCursors)
+	out := make([]store.DeviceAddress, benchCursors)
 	for j := range out {
 		out[j], _ = l.Row(rng.IntN(l.N()))
 	}
@@ -172,11 +171,11 @@ func rawPage(ctx context.Context, d *benchDB, query string, args ...any) error {
 		if n++; n > store.MaxPageSize {
 			continue
 		}
-		id, err := ids.ParseLogicalMessageID(lid)
+		id, err := store.ParseLogicalMessageID(lid)
 		if err != nil {
 			return err
 		}
-		if _, err := d.keys.Open(seal.RecordPendingOutbound, rowseal.MessageAD(ids.DeviceAddress{UserID: user, DeviceID: device}, id), sealed); err != nil {
+		if _, err := d.keys.Open(seal.RecordPendingOutbound, rowseal.MessageAD(store.DeviceAddress{UserID: user, DeviceID: device}, id), sealed); err != nil {
 			return err
 		}
 	}
@@ -255,7 +254,7 @@ func BenchmarkPending(b *testing.B) {
 	for _, d := range dbs {
 		b.Run("count-recipient/store/"+d.name, func(b *testing.B) {
 			rs, i := recipientsByShare(d.layout), 0
-			want := map[ids.DeviceAddress]int64{}
+			want := map[store.DeviceAddress]int64{}
 			for r := range d.layout.Recipients() {
 				want[d.layout.Address(r)] = int64(d.layout.Share(r))
 			}
@@ -271,12 +270,12 @@ func BenchmarkPending(b *testing.B) {
 	session := []byte("benchmark session state, opaque to the store")
 	for _, op := range []struct {
 		name string
-		del  func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error)
+		del  func(d *benchDB, r store.DeviceAddress, id store.LogicalMessageID) (bool, error)
 	}{
-		{"delete", func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+		{"delete", func(d *benchDB, r store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
 			return d.s.AbandonPending(ctx, r, id)
 		}},
-		{"commit-ack", func(d *benchDB, r ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
+		{"commit-ack", func(d *benchDB, r store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
 			return d.s.CommitAck(ctx, r, id, store.Inbound{Update: store.PeerState{Session: session}})
 		}},
 	} {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -39,12 +38,12 @@ func TestCloseRacingCalls(t *testing.T) {
 				keys := storetest.NewKeyring(t)
 				s := mustOpenAt(t, path, keys)
 				const writers = 4
-				kept := make([]map[ids.LogicalMessageID]bool, writers)
+				kept := make([]map[store.LogicalMessageID]bool, writers)
 				ended := make([]error, writers) // the error each writer stopped at
 				var wg sync.WaitGroup
 				for w := range writers {
-					kept[w] = map[ids.LogicalMessageID]bool{}
-					to := ids.DeviceAddress{UserID: fmt.Sprint("writer-", w), DeviceID: 1}
+					kept[w] = map[store.LogicalMessageID]bool{}
+					to := store.DeviceAddress{UserID: fmt.Sprint("writer-", w), DeviceID: 1}
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
@@ -85,7 +84,7 @@ func TestCloseRacingCalls(t *testing.T) {
 				want := 0
 				for w := range writers {
 					want += len(kept[w])
-					to := ids.DeviceAddress{UserID: fmt.Sprint("writer-", w), DeviceID: 1}
+					to := store.DeviceAddress{UserID: fmt.Sprint("writer-", w), DeviceID: 1}
 					n, err := s2.PendingMessageCount(ctx, &to)
 					require.NoError(t, err)
 					require.EqualValues(t, len(kept[w]), n, "round %d: writer %d's rows", round, w)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -50,7 +49,7 @@ func (tp sqlTamper) SetUserID(t *testing.T, s store.Store, seq int64, user strin
 	tp.exec(t, s, `UPDATE pending_outbound_message SET recipient_user_id = ? WHERE sequence = ?`, user, seq)
 }
 
-func (tp sqlTamper) SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte) {
+func (tp sqlTamper) SetPeerSealed(t *testing.T, s store.Store, peer store.DeviceAddress, part store.PeerPart, sealed []byte) {
 	table := map[store.PeerPart]string{store.PeerSession: "session", store.PeerInitiation: "session_initiation", store.PeerPin: "identity_pin"}[part]
 	require.NotEmpty(t, table, "%s", part)
 	tp.exec(t, s, `UPDATE `+table+` SET sealed = ? WHERE user_id = ? AND device_id = ?`, sealed, peer.UserID, peer.DeviceID)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -20,7 +19,7 @@ import (
 // touched by it.
 func TestLocalIdentityCorruptColumns(t *testing.T) {
 	ctx := context.Background()
-	me := ids.DeviceAddress{UserID: "me", DeviceID: 3}
+	me := store.DeviceAddress{UserID: "me", DeviceID: 3}
 	for _, tc := range []struct {
 		name, update, said string
 	}{

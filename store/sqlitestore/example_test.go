@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
@@ -40,7 +39,7 @@ func ExampleOpen() {
 
 	// bob publishes his bundle on the in-process network.
 	net := transporttest.NewNetwork()
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	bobClient, err := client.Open(ctx, client.Config{Store: memstore.New(keys), Transport: net, Directory: net})
 	if err != nil {
 		panic(err)
@@ -58,7 +57,7 @@ func ExampleOpen() {
 	if err != nil {
 		panic(err)
 	}
-	if err := c.Initialize(ctx, ids.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
+	if err := c.Initialize(ctx, store.DeviceAddress{UserID: "alice", DeviceID: 1}); err != nil {
 		panic(err)
 	}
 	if _, err := c.Send(ctx, bob, []byte("hello")); err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/fixtures/version14"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
@@ -31,7 +30,7 @@ import (
 // cause nor the way out.
 func TestSequenceExhausted(t *testing.T) {
 	ctx := context.Background()
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	markAt := func(t *testing.T, s *sqlitestore.Store) int64 {
 		var m int64
 		require.NoError(t, sqliteaccess.DB(s).QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'pending_outbound_message'`).Scan(&m))

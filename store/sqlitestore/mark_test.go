@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -112,7 +111,7 @@ func TestVerifierMarked(t *testing.T) {
 			s, err := sqlitestore.Open(ctx, path, keyring(t, oldKey))
 			require.NoError(t, err)
 			defer s.Close()
-			insert(t, s, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, 1)
+			insert(t, s, store.DeviceAddress{UserID: "bob", DeviceID: 1}, 1)
 			kr := tc.run(t, path, s)
 			require.NoError(t, s.Close())
 			conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))

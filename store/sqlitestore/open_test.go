@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
@@ -175,7 +174,7 @@ func TestOpenPathWithURISyntax(t *testing.T) {
 			path := filepath.Join(t.TempDir(), name)
 			keys := storetest.NewKeyring(t)
 			s := mustOpenAt(t, path, keys)
-			_, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("kept"))
+			_, err := s.InsertPending(ctx, store.DeviceAddress{UserID: "bob", DeviceID: 1}, store.NewLogicalMessageID(), []byte("kept"))
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
 			require.FileExists(t, path)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storeimpl"
 
@@ -22,7 +21,7 @@ import (
 // TestRotateKeySkipsDamagedRows). A sealed value stored as TEXT keeps
 // its bytes and opens as before.
 func TestPeerRowsOfWrongStorageClass(t *testing.T) {
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 7}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 7}
 	full := store.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
 	for _, tc := range []struct {
 		table, set string

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/store"
 )
@@ -72,22 +71,22 @@ func (c *columns) blob(col string, v any) []byte {
 
 // address returns the device address held by a user id and a device id
 // column.
-func (c *columns) address(userCol string, user any, deviceCol string, device any) ids.DeviceAddress {
-	return ids.DeviceAddress{UserID: c.text(userCol, user), DeviceID: c.integer(deviceCol, device)}
+func (c *columns) address(userCol string, user any, deviceCol string, device any) store.DeviceAddress {
+	return store.DeviceAddress{UserID: c.text(userCol, user), DeviceID: c.integer(deviceCol, device)}
 }
 
 // message returns what a message row (pending outbound or inbound) holds
 // besides its sequence: the remote device (userCol, deviceCol), the
 // logical id, noting one of the wrong length, and the sealed value.
-func (c *columns) message(userCol string, user any, deviceCol string, device any, logicalID, sealed any) (ids.DeviceAddress, ids.LogicalMessageID, []byte) {
+func (c *columns) message(userCol string, user any, deviceCol string, device any, logicalID, sealed any) (store.DeviceAddress, store.LogicalMessageID, []byte) {
 	addr := c.address(userCol, user, deviceCol, device)
 	lid := c.blob("logical_id", logicalID)
 	v := c.blob("sealed", sealed)
-	var id ids.LogicalMessageID
-	if len(lid) == ids.LogicalMessageIDLen {
+	var id store.LogicalMessageID
+	if len(lid) == store.LogicalMessageIDLen {
 		copy(id[:], lid)
 	} else {
-		c.problems = append(c.problems, fmt.Sprintf("logical_id is %d bytes, not %d", len(lid), ids.LogicalMessageIDLen))
+		c.problems = append(c.problems, fmt.Sprintf("logical_id is %d bytes, not %d", len(lid), store.LogicalMessageIDLen))
 	}
 	return addr, id, v
 }
@@ -134,7 +133,7 @@ type pendingRow struct {
 // wrong length, or the recipient is not want (see rowseal.OpenPending);
 // with the seal error if its sealed value does not open. The recipient
 // and id are reported as far as they decode.
-func (s *Store) openPending(r pendingRow, want *ids.DeviceAddress) (store.PendingMessage, *store.UnreadablePendingMessage) {
+func (s *Store) openPending(r pendingRow, want *store.DeviceAddress) (store.PendingMessage, *store.UnreadablePendingMessage) {
 	return rowseal.OpenPending(s.keys, decodePending(r), want)
 }
 

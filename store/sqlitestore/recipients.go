@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"context"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
@@ -34,7 +33,7 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 	var out []store.PendingRecipient
 	for _, r := range rows {
 		out = append(out, store.PendingRecipient{
-			Recipient:      ids.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID},
+			Recipient:      store.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID},
 			OldestSequence: r.OldestSequence,
 		})
 	}

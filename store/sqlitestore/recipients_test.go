@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store"
 )
@@ -20,7 +19,7 @@ import (
 func TestRecipientsStorageClasses(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
-	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 3}
+	carol := store.DeviceAddress{UserID: "carol", DeviceID: 3}
 	a1 := insert(t, s, alice, 1)
 	b := insert(t, s, bob, 2)
 	insert(t, s, alice, 3)

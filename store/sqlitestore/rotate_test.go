@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -62,12 +61,12 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	ctx := context.Background()
 	want := map[string]rotateValue{}
 
-	me := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
+	me := store.DeviceAddress{UserID: "alice", DeviceID: 1}
 	secret := []byte("alice/1 identity and prekeys")
 	require.NoError(t, s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: me, Secret: secret}))
 	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, rowseal.AddressAD(me), secret}
 
-	peers := []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}, {UserID: "dave", DeviceID: 0}}
+	peers := []store.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}, {UserID: "dave", DeviceID: 0}}
 	for i, p := range peers {
 		u := store.PeerState{Pin: []byte("pin of " + p.String())}
 		if i != 2 {
@@ -86,10 +85,10 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 		}
 	}
 
-	var gone ids.LogicalMessageID
+	var gone store.LogicalMessageID
 	for i := range 9 {
 		to := peers[i%3]
-		id := ids.NewLogicalMessageID()
+		id := store.NewLogicalMessageID()
 		pt := fmt.Appendf(nil, "message %d for %s", i, to)
 		seq, err := s.InsertPending(ctx, to, id, pt)
 		require.NoError(t, err)
@@ -106,7 +105,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	// Received messages: the session advances and the ids are processed.
 	bobSession := []byte("session with bob/1, advanced")
 	for range 2 {
-		fresh, err := s.CommitReceived(ctx, peers[0], ids.NewLogicalMessageID(), store.Inbound{Update: store.PeerState{Session: bobSession}})
+		fresh, err := s.CommitReceived(ctx, peers[0], store.NewLogicalMessageID(), store.Inbound{Update: store.PeerState{Session: bobSession}})
 		require.NoError(t, err)
 		require.True(t, fresh)
 	}
@@ -115,7 +114,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	q := db.New(sqliteaccess.DB(s))
 	for i := range 3 {
 		from := peers[i%2]
-		id := ids.NewLogicalMessageID()
+		id := store.NewLogicalMessageID()
 		pt := fmt.Appendf(nil, "inbound %d from %s", i, from)
 		sealed, err := sqliteaccess.Keyring(s).Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), pt)
 		require.NoError(t, err)
@@ -135,22 +134,22 @@ func rotateSealed(t *testing.T, s *sqlitestore.Store) map[string][]byte {
 	got := map[string][]byte{}
 	li, err := q.GetLocalIdentity(ctx)
 	require.NoError(t, err)
-	got["local_identity/"+ids.DeviceAddress{UserID: li.UserID.(string), DeviceID: li.DeviceID.(int64)}.String()] = li.Sealed.([]byte)
+	got["local_identity/"+store.DeviceAddress{UserID: li.UserID.(string), DeviceID: li.DeviceID.(int64)}.String()] = li.Sealed.([]byte)
 	const all = 1 << 20
 	pins, err := q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterDeviceID: -1, RowLimit: all})
 	require.NoError(t, err)
 	for _, r := range pins {
-		got["identity_pin/"+ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
+		got["identity_pin/"+store.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
 	}
 	sessions, err := q.SealedSessionBatch(ctx, db.SealedSessionBatchParams{AfterDeviceID: -1, RowLimit: all})
 	require.NoError(t, err)
 	for _, r := range sessions {
-		got["session/"+ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
+		got["session/"+store.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
 	}
 	inits, err := q.SealedSessionInitiationBatch(ctx, db.SealedSessionInitiationBatchParams{AfterDeviceID: -1, RowLimit: all})
 	require.NoError(t, err)
 	for _, r := range inits {
-		got["session_initiation/"+ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
+		got["session_initiation/"+store.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
 	}
 	out, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{RowLimit: all})
 	require.NoError(t, err)
@@ -402,7 +401,7 @@ type rotateDamage struct {
 // the same, and once the row is removed a last run drops the old key.
 func TestRotateKeySkipsDamagedRows(t *testing.T) {
 	oldKey, newKey, strayKey := rotateKey(t, 0x11), rotateKey(t, 0x22), rotateKey(t, 0x33)
-	bob := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	// firstPending returns the first pending outbound row (it opens).
 	firstPending := func(t *testing.T, s *sqlitestore.Store) store.PendingMessage {
 		t.Helper()
@@ -522,7 +521,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 			damage: func(t *testing.T, s *sqlitestore.Store, want map[string]rotateValue) rotateDamage {
 				stray, err := seal.NewKeyring(strayKey)
 				require.NoError(t, err)
-				to, id := ids.DeviceAddress{UserID: "erin", DeviceID: 5}, ids.NewLogicalMessageID()
+				to, id := store.DeviceAddress{UserID: "erin", DeviceID: 5}, store.NewLogicalMessageID()
 				v, err := stray.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), []byte("stray"))
 				require.NoError(t, err)
 				seq, err := db.New(sqliteaccess.DB(s)).InsertPendingOutbound(context.Background(), db.InsertPendingOutboundParams{
@@ -716,7 +715,7 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 	oldKey, newKey := rotateKey(t, 0x33), rotateKey(t, 0x44)
 	s := rotateOpen(t, path, oldKey)
 	for i := range 50 {
-		_, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, rotateID(i), []byte("before"))
+		_, err := s.InsertPending(ctx, store.DeviceAddress{UserID: "bob", DeviceID: 1}, rotateID(i), []byte("before"))
 		require.NoError(t, err)
 	}
 
@@ -725,7 +724,7 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 	errs := make(chan error, 4)
 	for w := range 4 {
 		go func() {
-			peer := ids.DeviceAddress{UserID: fmt.Sprintf("writer-%d", w), DeviceID: 1}
+			peer := store.DeviceAddress{UserID: fmt.Sprintf("writer-%d", w), DeviceID: 1}
 			for i := range 100 {
 				if _, err := s.InsertPending(ctx, peer, rotateID(i), []byte("during")); err != nil {
 					errs <- err
@@ -764,14 +763,14 @@ func TestRotateKeyWithConcurrentWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, count, n)
 	for w := range 4 {
-		_, err := s2.Peer(ctx, ids.DeviceAddress{UserID: fmt.Sprintf("writer-%d", w), DeviceID: 1})
+		_, err := s2.Peer(ctx, store.DeviceAddress{UserID: fmt.Sprintf("writer-%d", w), DeviceID: 1})
 		require.NoError(t, err, "every session opens with the new key alone")
 	}
 }
 
 // rotateID returns a logical id made from i.
-func rotateID(i int) ids.LogicalMessageID {
-	var id ids.LogicalMessageID
+func rotateID(i int) store.LogicalMessageID {
+	var id store.LogicalMessageID
 	copy(id[:], fmt.Sprintf("rotate-%09d", i))
 	return id
 }
@@ -784,7 +783,7 @@ func TestRotateKeyRowsAtOrBelowZero(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "client.db")
 	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
 	s := rotateOpen(t, path, oldKey)
-	to := ids.DeviceAddress{UserID: "bob", DeviceID: 2}
+	to := store.DeviceAddress{UserID: "bob", DeviceID: 2}
 	moved := map[int]int64{0: 0, 1: -5, 2: math.MinInt64}
 	for i := range 4 {
 		seq, err := s.InsertPending(ctx, to, rotateID(i), []byte(fmt.Sprintf("message %d", i)))
@@ -840,21 +839,21 @@ func TestRotationErrorMessageIsBounded(t *testing.T) {
 // last run re-seals it and drops the old key.
 func TestRotateKeySkipsCorruptLocalIdentity(t *testing.T) {
 	oldKey, newKey := rotateKey(t, 0x11), rotateKey(t, 0x22)
-	me := ids.DeviceAddress{UserID: "alice", DeviceID: 1} // rotateFill's
+	me := store.DeviceAddress{UserID: "alice", DeviceID: 1} // rotateFill's
 	tests := []struct {
 		name   string
 		damage string
 		args   []any
 		// reported is the address the skipped row names, as far as it
 		// decodes.
-		reported ids.DeviceAddress
+		reported store.DeviceAddress
 		// authentic: the value authenticates as the row the columns
 		// spell, so its key is kept; otherwise the key is dropped and the
 		// repaired row stays under a key the keyring no longer holds.
 		authentic bool
 	}{
-		{"TEXT device id", "UPDATE local_identity SET device_id = ?", []any{"one"}, ids.DeviceAddress{UserID: me.UserID}, false},
-		{"REAL device id", "UPDATE local_identity SET device_id = ?", []any{1.5}, ids.DeviceAddress{UserID: me.UserID}, false},
+		{"TEXT device id", "UPDATE local_identity SET device_id = ?", []any{"one"}, store.DeviceAddress{UserID: me.UserID}, false},
+		{"REAL device id", "UPDATE local_identity SET device_id = ?", []any{1.5}, store.DeviceAddress{UserID: me.UserID}, false},
 		{"BLOB user id", "UPDATE local_identity SET user_id = CAST(user_id AS BLOB)", nil, me, true},
 	}
 	for _, tc := range tests {
@@ -967,7 +966,7 @@ func TestRotateKeyDefaultBatch(t *testing.T) {
 	rows := len(rotatePending(t, s)) + sqlitestore.DefaultRotationBatch + 7
 	peers := make([]store.PeerUpdate, sqlitestore.DefaultRotationBatch+7)
 	for i := range peers {
-		peers[i] = store.PeerUpdate{Peer: ids.DeviceAddress{UserID: "bob", DeviceID: int64(i)}}
+		peers[i] = store.PeerUpdate{Peer: store.DeviceAddress{UserID: "bob", DeviceID: int64(i)}}
 	}
 	_, err := s.CommitSendMany(ctx, rotateID(1), []byte("to every device"), peers) // one transaction
 	require.NoError(t, err)
@@ -1011,7 +1010,7 @@ func TestRotateKeyProgressRowsChange(t *testing.T) {
 				}
 				changed = true
 				for i := range tc.change {
-					_, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "late", DeviceID: 1}, rotateID(1000+i), []byte("late"))
+					_, err := s.InsertPending(ctx, store.DeviceAddress{UserID: "late", DeviceID: 1}, rotateID(1000+i), []byte("late"))
 					require.NoError(t, err)
 				}
 				for _, seq := range seqs[len(seqs)-max(0, -tc.change):] { // the last ones, not walked yet

@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/schema"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -29,7 +29,7 @@ func BenchmarkOpenSchemaCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range 100 {
-		insert(b, s, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, i)
+		insert(b, s, store.DeviceAddress{UserID: "bob", DeviceID: 1}, i)
 	}
 	if err := s.Close(); err != nil {
 		b.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/schema"
@@ -121,7 +120,7 @@ func TestOpenRefusesUnknownSchemaObjects(t *testing.T) {
 			keys := storetest.NewKeyring(t)
 			s, err := sqlitestore.Open(ctx, path, keys)
 			require.NoError(t, err)
-			m := insert(t, s, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, 1)
+			m := insert(t, s, store.DeviceAddress{UserID: "bob", DeviceID: 1}, 1)
 			require.NoError(t, s.Close())
 
 			plant := tc.plant

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 
@@ -40,7 +39,7 @@ var sealedTables = []sealedTable{
 		func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
 			return addressRows(q.RotationIdentityPinBatch(ctx, db.RotationIdentityPinBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 		},
-		func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
+		func(ctx context.Context, q *db.Queries, a store.DeviceAddress, v []byte) error {
 			return q.UpdateIdentityPinSealed(ctx, db.UpdateIdentityPinSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
 		}),
 	addressTable("session", seal.RecordSession,
@@ -48,7 +47,7 @@ var sealedTables = []sealedTable{
 		func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
 			return addressRows(q.RotationSessionBatch(ctx, db.RotationSessionBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 		},
-		func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
+		func(ctx context.Context, q *db.Queries, a store.DeviceAddress, v []byte) error {
 			return q.UpdateSessionSealed(ctx, db.UpdateSessionSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
 		}),
 	addressTable("session_initiation", seal.RecordSessionInitiation,
@@ -56,7 +55,7 @@ var sealedTables = []sealedTable{
 		func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error) {
 			return addressRows(q.RotationSessionInitiationBatch(ctx, db.RotationSessionInitiationBatchParams{AfterUserID: after.userID, AfterDeviceID: after.deviceID, RowLimit: limit}))
 		},
-		func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error {
+		func(ctx context.Context, q *db.Queries, a store.DeviceAddress, v []byte) error {
 			return q.UpdateSessionInitiationSealed(ctx, db.UpdateSessionInitiationSealedParams{Sealed: v, UserID: a.UserID, DeviceID: a.DeviceID})
 		}),
 	messageTable("pending_outbound_message", seal.RecordPendingOutbound,
@@ -104,7 +103,7 @@ func countLocalIdentity(ctx context.Context, q *db.Queries) (int64, error) {
 // the tables keyed by a device address is.
 func walkLocalIdentity() rowBatches {
 	done := false
-	write := func(ctx context.Context, q *db.Queries, _ ids.DeviceAddress, v []byte) error {
+	write := func(ctx context.Context, q *db.Queries, _ store.DeviceAddress, v []byte) error {
 		return q.UpdateLocalIdentitySealed(ctx, v)
 	}
 	return func(ctx context.Context, q *db.Queries, limit int64) ([]sealedRow, error) {
@@ -172,7 +171,7 @@ type addressCursor struct {
 
 // sealedRow checks r's columns and returns it as the rotation walks it,
 // bound to its address and written back by write.
-func (r addressRow) sealedRow(table string, rt seal.RecordType, write func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error) sealedRow {
+func (r addressRow) sealedRow(table string, rt seal.RecordType, write func(ctx context.Context, q *db.Queries, a store.DeviceAddress, v []byte) error) sealedRow {
 	var c columns
 	addr := c.address("user_id", r.userID, "device_id", r.deviceID)
 	sealed := c.blob("sealed", r.sealed)
@@ -206,7 +205,7 @@ func addressTable(
 	rt seal.RecordType,
 	count func(ctx context.Context, q *db.Queries) (int64, error),
 	read func(ctx context.Context, q *db.Queries, after addressCursor, limit int64) ([]addressRow, error),
-	write func(ctx context.Context, q *db.Queries, a ids.DeviceAddress, v []byte) error,
+	write func(ctx context.Context, q *db.Queries, a store.DeviceAddress, v []byte) error,
 ) sealedTable {
 	walk := func() rowBatches {
 		// Minus infinity sorts before every value but NULL (user_id is NOT
@@ -233,8 +232,8 @@ func addressTable(
 // or bad (matching store.ErrCorruptRow) if its columns do not decode.
 type messageRow struct {
 	seq    int64
-	addr   ids.DeviceAddress
-	id     ids.LogicalMessageID
+	addr   store.DeviceAddress
+	id     store.LogicalMessageID
 	sealed []byte
 	bad    error
 }

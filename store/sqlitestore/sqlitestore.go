@@ -42,7 +42,6 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/internal/legacy"
@@ -587,7 +586,7 @@ func (s *Store) Claim() (func(), error) {
 }
 
 // InsertPending implements store.Pending.
-func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) (int64, error) {
+func (s *Store) InsertPending(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) (int64, error) {
 	seq, err := s.insertPending(ctx, recipient, id, plaintext, nil)
 	if err != nil {
 		return 0, storeimpl.OpInsertPending.Wrap(err)
@@ -596,7 +595,7 @@ func (s *Store) InsertPending(ctx context.Context, recipient ids.DeviceAddress, 
 }
 
 // CommitSend implements store.State.
-func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
+func (s *Store) CommitSend(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, update store.PeerState) (int64, error) {
 	seq, err := s.insertPending(ctx, peer, id, plaintext, &update)
 	if err != nil {
 		return 0, storeimpl.OpCommitSend.Wrap(err)
@@ -605,7 +604,7 @@ func (s *Store) CommitSend(ctx context.Context, peer ids.DeviceAddress, id ids.L
 }
 
 // CommitSendMany implements store.State.
-func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
+func (s *Store) CommitSendMany(ctx context.Context, id store.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
 	seqs := make([]int64, len(peers))
 	err := s.tx(ctx, countedTransaction, func(t *txn) error {
 		sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
@@ -628,7 +627,7 @@ func (s *Store) CommitSendMany(ctx context.Context, id ids.LogicalMessageID, pla
 
 // insertPending seals and inserts a pending message and, if update is not
 // nil, saves the peer's state in the same transaction.
-func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
+func (s *Store) insertPending(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
 	var seq int64
 	err := s.tx(ctx, countedTransaction, func(t *txn) error {
 		sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
@@ -646,7 +645,7 @@ func (s *Store) insertPending(ctx context.Context, recipient ids.DeviceAddress, 
 
 // insertRow inserts a sealed pending message and, if peer is not nil,
 // applies the peer's sealed update, inside the caller's transaction.
-func insertRow(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID, sealed []byte, peer *store.PeerState) (int64, error) {
+func insertRow(ctx context.Context, q *db.Queries, recipient store.DeviceAddress, id store.LogicalMessageID, sealed []byte, peer *store.PeerState) (int64, error) {
 	seq, err := q.InsertPendingOutbound(ctx, db.InsertPendingOutboundParams{
 		RecipientUserID:   recipient.UserID,
 		RecipientDeviceID: recipient.DeviceID,
@@ -767,9 +766,9 @@ func checkCursor(ctx context.Context, q *db.Queries, after *int64) error {
 // messages is kept in memory and re-read with SELECT
 // count(*) whenever another connection may have changed the table; a
 // recipient's count is answered from the recipient index.
-func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAddress) (int64, error) {
+func (s *Store) PendingMessageCount(ctx context.Context, recipient *store.DeviceAddress) (int64, error) {
 	if recipient != nil {
-		if err := storeimpl.ValidateAddress(*recipient); err != nil {
+		if err := recipient.Validate(); err != nil {
 			return 0, storeimpl.OpCountPending.Wrap(err)
 		}
 	}
@@ -795,8 +794,8 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *ids.DeviceAd
 }
 
 // AbandonPending implements store.Pending.
-func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress, id ids.LogicalMessageID) (bool, error) {
-	if err := storeimpl.ValidateAddress(recipient); err != nil {
+func (s *Store) AbandonPending(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
+	if err := recipient.Validate(); err != nil {
 		return false, storeimpl.OpAbandonPending.Wrap(err)
 	}
 	// One DELETE: SQLite's own transaction of the statement is the
@@ -816,7 +815,7 @@ func (s *Store) AbandonPending(ctx context.Context, recipient ids.DeviceAddress,
 
 // AbandonPendingMessage implements store.Pending, in one transaction.
 func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessage) (bool, error) {
-	valid := storeimpl.ValidateAddress(m.Recipient)
+	valid := m.Recipient.Validate()
 	var n int64
 	err := s.tx(ctx, countedTransaction, func(t *txn) error {
 		rows, err := t.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: m.Sequence, RowLimit: 1})
@@ -846,15 +845,15 @@ func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessag
 // deletePending deletes the pending message (recipient, id) and returns
 // how many rows went: more than one only if a damaged copy of it (another
 // storage class, see DeletePendingOutbound) was stored beside it.
-func deletePending(ctx context.Context, q *db.Queries, recipient ids.DeviceAddress, id ids.LogicalMessageID) (int64, error) {
+func deletePending(ctx context.Context, q *db.Queries, recipient store.DeviceAddress, id store.LogicalMessageID) (int64, error) {
 	return q.DeletePendingOutbound(ctx, db.DeletePendingOutboundParams{
 		RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, LogicalID: id[:],
 	})
 }
 
 // NextPendingMessage implements store.Pending.
-func (s *Store) NextPendingMessage(ctx context.Context, recipient ids.DeviceAddress, after *int64) (store.PendingMessage, error) {
-	if err := storeimpl.ValidateAddress(recipient); err != nil {
+func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAddress, after *int64) (store.PendingMessage, error) {
+	if err := recipient.Validate(); err != nil {
 		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
 	from, more := firstSequence(after)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/internal/sealaccess"
@@ -26,8 +25,8 @@ import (
 )
 
 var (
-	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	bob   = ids.DeviceAddress{UserID: "bob", DeviceID: 2}
+	alice = store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob   = store.DeviceAddress{UserID: "bob", DeviceID: 2}
 )
 
 // mustOpen opens a fresh store in a temporary directory with a fresh
@@ -51,7 +50,7 @@ func dbPath(tb testing.TB) string {
 	return filepath.Join(tb.TempDir(), "client.db")
 }
 
-func insert(tb testing.TB, s store.Store, to ids.DeviceAddress, n int) store.PendingMessage {
+func insert(tb testing.TB, s store.Store, to store.DeviceAddress, n int) store.PendingMessage {
 	tb.Helper()
 	m := store.PendingMessage{Recipient: to, ID: storetest.ID(n), Plaintext: []byte(fmt.Sprintf("message %d to %s", n, to))}
 	seq, err := s.InsertPending(context.Background(), to, m.ID, m.Plaintext)
@@ -113,7 +112,7 @@ func TestReopenPersistence(t *testing.T) {
 
 	var ms []store.PendingMessage
 	for i := 1; i <= 5; i++ {
-		ms = append(ms, insert(t, s, []ids.DeviceAddress{alice, bob}[i%2], i))
+		ms = append(ms, insert(t, s, []store.DeviceAddress{alice, bob}[i%2], i))
 	}
 	highest := ms[4]
 	ok, err := s.AbandonPending(ctx, highest.Recipient, highest.ID)
@@ -122,7 +121,7 @@ func TestReopenPersistence(t *testing.T) {
 	hw, err := sqliteaccess.SequenceHighWater(ctx, s)
 	require.NoError(t, err)
 	require.Equal(t, highest.Sequence, hw, "the high-water mark keeps the deleted sequence")
-	me := store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 9}, Secret: []byte("identity")}
+	me := store.LocalIdentity{Address: store.DeviceAddress{UserID: "me", DeviceID: 9}, Secret: []byte("identity")}
 	require.NoError(t, s.SaveLocalIdentity(ctx, me))
 	peer := store.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
 	require.NoError(t, s.SavePeer(ctx, alice, peer))
@@ -264,8 +263,8 @@ func TestOneConnection(t *testing.T) {
 func TestForeignRecipientRowNeverOpened(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t)
-	bob := ids.DeviceAddress{UserID: "Bob", DeviceID: 1}
-	want := ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := store.DeviceAddress{UserID: "Bob", DeviceID: 1}
+	want := store.DeviceAddress{UserID: "bob", DeviceID: 1}
 	m := insert(t, s, bob, 1)
 	tamper.RecipientNoCase(t, sqliteaccess.DB(s))
 
@@ -568,7 +567,7 @@ func TestQueryPlans(t *testing.T) {
 	}
 	s := mustOpen(t)
 	for i := 0; i < 20; i++ {
-		insert(t, s, []ids.DeviceAddress{alice, bob}[i%2], i)
+		insert(t, s, []store.DeviceAddress{alice, bob}[i%2], i)
 	}
 	exempt := map[string]string{
 		"InsertPendingOutbound":            "an insert has no plan to check",

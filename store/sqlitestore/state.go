@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
@@ -43,7 +42,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 
 // SaveLocalIdentity implements store.State.
 func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) error {
-	if err := storeimpl.ValidateAddress(id.Address); err != nil {
+	if err := id.Address.Validate(); err != nil {
 		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	err := s.tx(ctx, transaction, func(t *txn) error {
@@ -63,16 +62,16 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 // value, or an error matching store.ErrCorruptRow if a column holds
 // another storage class than the schema declares (checked before the
 // value is opened, as for a pending row), sql.ErrNoRows if there is none.
-func localIdentity(ctx context.Context, q *db.Queries) (ids.DeviceAddress, []byte, error) {
+func localIdentity(ctx context.Context, q *db.Queries) (store.DeviceAddress, []byte, error) {
 	row, err := q.GetLocalIdentity(ctx)
 	if err != nil {
-		return ids.DeviceAddress{}, nil, err
+		return store.DeviceAddress{}, nil, err
 	}
 	var c columns
 	addr := c.address("user_id", row.UserID, "device_id", row.DeviceID)
 	sealed := c.blob("sealed", row.Sealed)
 	if err := c.err(); err != nil {
-		return ids.DeviceAddress{}, nil, fmt.Errorf("local_identity: %w", err)
+		return store.DeviceAddress{}, nil, fmt.Errorf("local_identity: %w", err)
 	}
 	return addr, sealed, nil
 }
@@ -80,7 +79,7 @@ func localIdentity(ctx context.Context, q *db.Queries) (ids.DeviceAddress, []byt
 // saveLocal stores the sealed local identity of addr, refusing another
 // address than the one already stored, and a corrupt stored row
 // (store.ErrCorruptRow), whose address cannot be compared.
-func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, sealed []byte) error {
+func saveLocal(ctx context.Context, q *db.Queries, addr store.DeviceAddress, sealed []byte) error {
 	stored, _, err := localIdentity(ctx, q)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -94,8 +93,8 @@ func saveLocal(ctx context.Context, q *db.Queries, addr ids.DeviceAddress, seale
 }
 
 // Peer implements store.State.
-func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerState, error) {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) Peer(ctx context.Context, peer store.DeviceAddress) (store.PeerState, error) {
+	if err := peer.Validate(); err != nil {
 		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
 	var out store.PeerState
@@ -113,7 +112,7 @@ func (s *Store) Peer(ctx context.Context, peer ids.DeviceAddress) (store.PeerSta
 // (see sealedPeer) and gives them to open, which opens them inside it:
 // under the transaction's hold on sealMu, so that a rotation does not
 // forget the key they were sealed with between the read and the opening.
-func (s *Store) readPeer(ctx context.Context, peer ids.DeviceAddress, open func(sealed store.PeerState) error) error {
+func (s *Store) readPeer(ctx context.Context, peer store.DeviceAddress, open func(sealed store.PeerState) error) error {
 	return s.tx(ctx, transaction, func(q *txn) error {
 		sealed, err := sealedPeer(ctx, q.Queries, peer)
 		if err != nil {
@@ -126,7 +125,7 @@ func (s *Store) readPeer(ctx context.Context, peer ids.DeviceAddress, open func(
 
 // sealedPeer reads the sealed session, initiation and pin of peer (nil
 // for a part not stored) inside the caller's transaction.
-func sealedPeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress) (st store.PeerState, err error) {
+func sealedPeer(ctx context.Context, q *db.Queries, peer store.DeviceAddress) (st store.PeerState, err error) {
 	user, dev := peer.UserID, peer.DeviceID
 	if st.Session, err = optional(q.GetSession(ctx, db.GetSessionParams{UserID: user, DeviceID: dev})); err != nil {
 		return st, err
@@ -146,8 +145,8 @@ func optional(b []byte, err error) ([]byte, error) {
 }
 
 // SavePeer implements store.State.
-func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.PeerState) error {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) SavePeer(ctx context.Context, peer store.DeviceAddress, u store.PeerState) error {
+	if err := peer.Validate(); err != nil {
 		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	if err := storeimpl.ValidateUpdate(u); err != nil {
@@ -168,7 +167,7 @@ func (s *Store) SavePeer(ctx context.Context, peer ids.DeviceAddress, u store.Pe
 
 // savePeer applies an update whose values are sealed (rowseal.SealPeer):
 // nil leaves a part unchanged, empty deletes it.
-func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u store.PeerState) error {
+func savePeer(ctx context.Context, q *db.Queries, peer store.DeviceAddress, u store.PeerState) error {
 	user, dev := peer.UserID, peer.DeviceID
 	switch {
 	case u.Session == nil:
@@ -201,7 +200,7 @@ func savePeer(ctx context.Context, q *db.Queries, peer ids.DeviceAddress, u stor
 }
 
 // CommitReceived implements store.State.
-func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+func (s *Store) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
 	n, err := s.commitInbound(ctx, peer, in, false, func(q *db.Queries) (int64, error) {
 		return q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
 			SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix(),
@@ -214,7 +213,7 @@ func (s *Store) CommitReceived(ctx context.Context, peer ids.DeviceAddress, id i
 }
 
 // CommitAck implements store.State.
-func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.LogicalMessageID, in store.Inbound) (bool, error) {
+func (s *Store) CommitAck(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
 	n, err := s.commitInbound(ctx, peer, in, true, func(q *db.Queries) (int64, error) {
 		return deletePending(ctx, q, peer, id)
 	})
@@ -227,8 +226,8 @@ func (s *Store) CommitAck(ctx context.Context, peer ids.DeviceAddress, id ids.Lo
 // commitInbound seals in, then applies it and runs op in one transaction,
 // returning op's row count. deletesPending says op deletes that many
 // pending outbound rows (the in-memory count follows).
-func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in store.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in store.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
+	if err := peer.Validate(); err != nil {
 		return 0, err
 	}
 	if err := storeimpl.ValidateInbound(in); err != nil {
@@ -266,8 +265,8 @@ func (s *Store) commitInbound(ctx context.Context, peer ids.DeviceAddress, in st
 }
 
 // ReadPeerParts implements store.State.
-func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (store.PeerReading, error) {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) ReadPeerParts(ctx context.Context, peer store.DeviceAddress) (store.PeerReading, error) {
+	if err := peer.Validate(); err != nil {
 		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
 	var reading store.PeerReading
@@ -285,8 +284,8 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer ids.DeviceAddress) (stor
 // the same queries as Peer, compares it with the value read and deletes
 // it by the same key in the same transaction, so the row it removes is
 // the one that was found damaged.
-func (s *Store) DiscardPeerParts(ctx context.Context, peer ids.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
-	if err := storeimpl.ValidateAddress(peer); err != nil {
+func (s *Store) DiscardPeerParts(ctx context.Context, peer store.DeviceAddress, pin []byte, read store.PeerReading, damage store.PeerDamage) (store.PeerDamage, error) {
+	if err := peer.Validate(); err != nil {
 		return store.PeerDamage{}, storeimpl.OpDiscardUnreadable.On(peer).Wrap(err)
 	}
 	if !damage.Damaged() {

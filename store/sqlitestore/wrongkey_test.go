@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/fixtures/version14"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
@@ -77,7 +76,7 @@ func TestNoKeyRecordLeavesADatabaseAtHeadAsItWas(t *testing.T) {
 	keys := storetest.NewKeyring(t)
 	s, err := sqlitestore.Open(ctx, path, keys)
 	require.NoError(t, err)
-	_, err = s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("hello"))
+	_, err = s.InsertPending(ctx, store.DeviceAddress{UserID: "bob", DeviceID: 1}, store.NewLogicalMessageID(), []byte("hello"))
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	raw, err := sql.Open("sqlite3", path)

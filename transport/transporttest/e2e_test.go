@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -18,20 +18,20 @@ import (
 // remote device, driving the session package over a transport.
 type peer struct {
 	t        *testing.T
-	addr     ids.DeviceAddress
+	addr     store.DeviceAddress
 	id       *session.Identity
 	pk       *session.Prekeys
-	sessions map[ids.DeviceAddress]*session.Session
+	sessions map[store.DeviceAddress]*session.Session
 }
 
-func newPeer(t *testing.T, net *transporttest.Network, addr ids.DeviceAddress) *peer {
+func newPeer(t *testing.T, net *transporttest.Network, addr store.DeviceAddress) *peer {
 	t.Helper()
 	id, pk, b := newBundle(t, addr, 5)
 	require.NoError(t, net.Publish(context.Background(), b))
-	return &peer{t: t, addr: addr, id: id, pk: pk, sessions: make(map[ids.DeviceAddress]*session.Session)}
+	return &peer{t: t, addr: addr, id: id, pk: pk, sessions: make(map[store.DeviceAddress]*session.Session)}
 }
 
-func (p *peer) encrypt(dir transport.Directory, to ids.DeviceAddress, text string) []byte {
+func (p *peer) encrypt(dir transport.Directory, to store.DeviceAddress, text string) []byte {
 	p.t.Helper()
 	s := p.sessions[to]
 	if s == nil {

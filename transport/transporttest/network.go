@@ -13,8 +13,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 )
 
@@ -33,10 +33,10 @@ type Call struct {
 	Op string
 	// From is the sender of a send (read from the envelope's cleartext
 	// header; zero if it does not parse) and the publisher of a publish.
-	From ids.DeviceAddress
+	From store.DeviceAddress
 	// To is the recipient of a send, the mailbox owner of a receive and
 	// the device whose bundle a fetch or a count asked for.
-	To ids.DeviceAddress
+	To store.DeviceAddress
 	// Envelope is a copy of the envelope handed to a send.
 	Envelope []byte
 	// Count is the number of envelopes a receive returned, or the number
@@ -56,14 +56,14 @@ type published struct {
 // DropNext, DuplicateNext, ReorderMailbox) and call log (Calls) let tests
 // reproduce network failures and prove which calls an operation made.
 // Every call refuses a malformed address with an error wrapping
-// ids.ErrInvalid, and a done context with its error.
+// store.ErrInvalidArgument, and a done context with its error.
 // The zero value is not usable; call NewNetwork.
 type Network struct {
 	// mu guards every field below: the clients of a test share the
 	// network from their own goroutines.
 	mu        sync.Mutex
-	mailboxes map[ids.DeviceAddress][][]byte
-	bundles   map[ids.DeviceAddress]*published
+	mailboxes map[store.DeviceAddress][][]byte
+	bundles   map[store.DeviceAddress]*published
 	calls     []Call
 
 	failSends, failReceives, failPublishes, failFetches int
@@ -78,8 +78,8 @@ var (
 // NewNetwork returns an empty network.
 func NewNetwork() *Network {
 	return &Network{
-		mailboxes: make(map[ids.DeviceAddress][][]byte),
-		bundles:   make(map[ids.DeviceAddress]*published),
+		mailboxes: make(map[store.DeviceAddress][][]byte),
+		bundles:   make(map[store.DeviceAddress]*published),
 	}
 }
 
@@ -99,7 +99,7 @@ func take(counter *int) bool {
 // send (FailNextSends) returns ErrInjected and delivers nothing; a dropped
 // one (DropNext) returns nil and delivers nothing; a duplicated one
 // (DuplicateNext) is delivered twice. The envelope is copied.
-func (n *Network) Send(ctx context.Context, to ids.DeviceAddress, envelope []byte) error {
+func (n *Network) Send(ctx context.Context, to store.DeviceAddress, envelope []byte) error {
 	c := Call{Op: OpSend, To: to, Envelope: slices.Clone(envelope)}
 	if e, err := session.UnmarshalEnvelope(envelope); err == nil {
 		c.From = e.Sender
@@ -111,7 +111,7 @@ func (n *Network) Send(ctx context.Context, to ids.DeviceAddress, envelope []byt
 	return c.Err
 }
 
-func (n *Network) send(ctx context.Context, to ids.DeviceAddress, envelope []byte) error {
+func (n *Network) send(ctx context.Context, to store.DeviceAddress, envelope []byte) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("transport: send to %s: %w", to, err)
 	}
@@ -140,7 +140,7 @@ func (n *Network) send(ctx context.Context, to ids.DeviceAddress, envelope []byt
 // Receive implements transport.Transport: it drains the mailbox of me. A failing
 // receive (FailNextReceives) returns ErrInjected and leaves the mailbox
 // untouched.
-func (n *Network) Receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, error) {
+func (n *Network) Receive(ctx context.Context, me store.DeviceAddress) ([][]byte, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out, err := n.receive(ctx, me)
@@ -148,7 +148,7 @@ func (n *Network) Receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, 
 	return out, err
 }
 
-func (n *Network) receive(ctx context.Context, me ids.DeviceAddress) ([][]byte, error) {
+func (n *Network) receive(ctx context.Context, me store.DeviceAddress) ([][]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("transport: receive for %s: %w", me, err)
 	}
@@ -204,7 +204,7 @@ func (n *Network) publish(ctx context.Context, b session.Bundle) error {
 // one-time prekey (removed from the directory), or none when they are
 // exhausted. A failing fetch (FailNextFetches) returns ErrInjected and
 // hands out nothing.
-func (n *Network) Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error) {
+func (n *Network) Fetch(ctx context.Context, addr store.DeviceAddress) (session.Bundle, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	b, err := n.fetch(ctx, addr)
@@ -212,7 +212,7 @@ func (n *Network) Fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bu
 	return b, err
 }
 
-func (n *Network) fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bundle, error) {
+func (n *Network) fetch(ctx context.Context, addr store.DeviceAddress) (session.Bundle, error) {
 	if err := ctx.Err(); err != nil {
 		return session.Bundle{}, fmt.Errorf("transport: fetch %s: %w", addr, err)
 	}
@@ -240,7 +240,7 @@ func (n *Network) fetch(ctx context.Context, addr ids.DeviceAddress) (session.Bu
 // OneTimePrekeyCount implements transport.Directory: how many one-time prekeys of
 // addr's bundle a fetch can still hand out. A failing fetch injected with
 // FailNextFetches fails a count too.
-func (n *Network) OneTimePrekeyCount(ctx context.Context, addr ids.DeviceAddress) (int, error) {
+func (n *Network) OneTimePrekeyCount(ctx context.Context, addr store.DeviceAddress) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	c, err := n.count(ctx, addr)
@@ -248,7 +248,7 @@ func (n *Network) OneTimePrekeyCount(ctx context.Context, addr ids.DeviceAddress
 	return c, err
 }
 
-func (n *Network) count(ctx context.Context, addr ids.DeviceAddress) (int, error) {
+func (n *Network) count(ctx context.Context, addr store.DeviceAddress) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("transport: count prekeys of %s: %w", addr, err)
 	}
@@ -297,7 +297,7 @@ func (n *Network) set(counter *int, count int) {
 
 // ReorderMailbox shuffles the envelopes currently waiting in the mailbox of
 // addr with a pseudo-random permutation determined by seed.
-func (n *Network) ReorderMailbox(addr ids.DeviceAddress, seed uint64) {
+func (n *Network) ReorderMailbox(addr store.DeviceAddress, seed uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	box := n.mailboxes[addr]
@@ -307,7 +307,7 @@ func (n *Network) ReorderMailbox(addr ids.DeviceAddress, seed uint64) {
 
 // Pending returns how many envelopes wait in the mailbox of addr. It is a
 // test helper: it is not a call and is not logged.
-func (n *Network) Pending(addr ids.DeviceAddress) int {
+func (n *Network) Pending(addr store.DeviceAddress) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return len(n.mailboxes[addr])

@@ -11,20 +11,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/session"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
 var (
-	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	bob   = ids.DeviceAddress{UserID: "bob", DeviceID: 1}
+	alice = store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob   = store.DeviceAddress{UserID: "bob", DeviceID: 1}
 )
 
 func env(i int) []byte { return []byte(fmt.Sprintf("envelope-%d", i)) }
 
-func receive(t *testing.T, n *transporttest.Network, me ids.DeviceAddress) [][]byte {
+func receive(t *testing.T, n *transporttest.Network, me store.DeviceAddress) [][]byte {
 	t.Helper()
 	got, err := n.Receive(context.Background(), me)
 	require.NoError(t, err)
@@ -51,12 +51,12 @@ func TestSendRejects(t *testing.T) {
 	tests := []struct {
 		name string
 		ctx  context.Context
-		to   ids.DeviceAddress
+		to   store.DeviceAddress
 		env  []byte
 		want error
 	}{
 		{"canceled context", ctx, bob, env(0), context.Canceled},
-		{"invalid address", context.Background(), ids.DeviceAddress{}, env(0), ids.ErrInvalid},
+		{"invalid address", context.Background(), store.DeviceAddress{}, env(0), store.ErrInvalidArgument},
 		{"empty envelope", context.Background(), bob, nil, transport.ErrEnvelopeTooLarge},
 		{"oversized envelope", context.Background(), bob, make([]byte, session.MaxEnvelopeSize+1), transport.ErrEnvelopeTooLarge},
 	}
@@ -162,7 +162,7 @@ func TestReorderMailbox(t *testing.T) {
 	require.Zero(t, n1.Pending(alice))
 }
 
-func newBundle(t *testing.T, addr ids.DeviceAddress, nOneTime int) (*session.Identity, *session.Prekeys, session.Bundle) {
+func newBundle(t *testing.T, addr store.DeviceAddress, nOneTime int) (*session.Identity, *session.Prekeys, session.Bundle) {
 	t.Helper()
 	id, err := session.GenerateIdentity(rand.Reader)
 	require.NoError(t, err)
@@ -255,7 +255,7 @@ func TestCallLog(t *testing.T) {
 	require.Equal(t, bob, calls[0].From)
 	require.Equal(t, bob, calls[1].To)
 	require.Equal(t, env(7), calls[2].Envelope)
-	require.Equal(t, ids.DeviceAddress{}, calls[2].From, "not a parseable envelope: sender unknown")
+	require.Equal(t, store.DeviceAddress{}, calls[2].From, "not a parseable envelope: sender unknown")
 	require.Equal(t, 1, calls[3].Count)
 	require.ErrorIs(t, calls[4].Err, transport.ErrNoBundle)
 
@@ -271,9 +271,9 @@ func TestConcurrentUse(t *testing.T) {
 	ctx := context.Background()
 	n := transporttest.NewNetwork()
 	const senders, perSender, receivers = 8, 200, 4
-	recipients := make([]ids.DeviceAddress, receivers)
+	recipients := make([]store.DeviceAddress, receivers)
 	for i := range recipients {
-		recipients[i] = ids.DeviceAddress{UserID: "r", DeviceID: int64(i)}
+		recipients[i] = store.DeviceAddress{UserID: "r", DeviceID: int64(i)}
 	}
 	_, _, b := newBundle(t, bob, 100)
 	require.NoError(t, n.Publish(ctx, b))
@@ -350,8 +350,8 @@ func TestOneTimePrekeyCount(t *testing.T) {
 	n := transporttest.NewNetwork()
 	_, err := n.OneTimePrekeyCount(ctx, bob)
 	require.ErrorIs(t, err, transport.ErrNoBundle)
-	_, err = n.OneTimePrekeyCount(ctx, ids.DeviceAddress{})
-	require.ErrorIs(t, err, ids.ErrInvalid)
+	_, err = n.OneTimePrekeyCount(ctx, store.DeviceAddress{})
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
 
 	_, pk, b := newBundle(t, bob, 3)
 	require.NoError(t, n.Publish(ctx, b))

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/rowseal"
@@ -147,10 +146,10 @@ func checkPendingOpen(ctx context.Context, m *migration.Migrator, path string, e
 	if n != int64(len(exp.PendingOutbound)) {
 		return fmt.Errorf("count %d, want %d", n, len(exp.PendingOutbound))
 	}
-	perRecipient := map[ids.DeviceAddress]int64{}
+	perRecipient := map[store.DeviceAddress]int64{}
 	for i, e := range exp.PendingOutbound {
 		g := got[i]
-		to := ids.DeviceAddress{UserID: e.RecipientUserID, DeviceID: e.RecipientDeviceID}
+		to := store.DeviceAddress{UserID: e.RecipientUserID, DeviceID: e.RecipientDeviceID}
 		perRecipient[to]++
 		switch {
 		case g.Sequence != e.Sequence:
@@ -188,11 +187,11 @@ func checkStateOpens(ctx context.Context, m *migration.Migrator, path string, ex
 	if err != nil {
 		return err
 	}
-	if li.Address != (ids.DeviceAddress{UserID: exp.LocalIdentityUserID, DeviceID: exp.LocalIdentityDeviceID}) || string(li.Secret) != exp.LocalIdentitySecret {
+	if li.Address != (store.DeviceAddress{UserID: exp.LocalIdentityUserID, DeviceID: exp.LocalIdentityDeviceID}) || string(li.Secret) != exp.LocalIdentitySecret {
 		return fmt.Errorf("local identity %s %q differs", li.Address, li.Secret)
 	}
 	for _, e := range exp.Peers {
-		p := ids.DeviceAddress{UserID: e.UserID, DeviceID: e.DeviceID}
+		p := store.DeviceAddress{UserID: e.UserID, DeviceID: e.DeviceID}
 		st, err := s.Peer(ctx, p)
 		if err != nil {
 			return err
@@ -210,8 +209,8 @@ func checkStateOpens(ctx context.Context, m *migration.Migrator, path string, ex
 	}
 	for i, e := range exp.PendingInbound {
 		r := rows[i]
-		from := ids.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}
-		id, err := ids.ParseLogicalMessageID(r.LogicalID)
+		from := store.DeviceAddress{UserID: r.SenderUserID, DeviceID: r.SenderDeviceID}
+		id, err := store.ParseLogicalMessageID(r.LogicalID)
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,6 @@ import (
 	_ "github.com/mattn/go-sqlite3" // database/sql driver "sqlite3"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -352,33 +351,33 @@ func ReadContents(ctx context.Context, m *migration.Migrator, path, version stri
 // peerAddresses lists every remote device with a pin, session or
 // initiation, through the rotation batch queries (the only ones that list
 // these tables), oldest address first.
-func peerAddresses(ctx context.Context, conn *sql.DB) ([]ids.DeviceAddress, error) {
+func peerAddresses(ctx context.Context, conn *sql.DB) ([]store.DeviceAddress, error) {
 	q := db.New(conn)
-	seen := map[ids.DeviceAddress]bool{}
-	type batch func(after ids.DeviceAddress) ([]ids.DeviceAddress, error)
+	seen := map[store.DeviceAddress]bool{}
+	type batch func(after store.DeviceAddress) ([]store.DeviceAddress, error)
 	const n = 100
 	batches := []batch{
-		func(a ids.DeviceAddress) ([]ids.DeviceAddress, error) {
+		func(a store.DeviceAddress) ([]store.DeviceAddress, error) {
 			rows, err := q.SealedIdentityPinBatch(ctx, db.SealedIdentityPinBatchParams{AfterUserID: a.UserID, AfterDeviceID: a.DeviceID, RowLimit: n})
-			out := make([]ids.DeviceAddress, len(rows))
+			out := make([]store.DeviceAddress, len(rows))
 			for i, r := range rows {
-				out[i] = ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}
+				out[i] = store.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}
 			}
 			return out, err
 		},
-		func(a ids.DeviceAddress) ([]ids.DeviceAddress, error) {
+		func(a store.DeviceAddress) ([]store.DeviceAddress, error) {
 			rows, err := q.SealedSessionBatch(ctx, db.SealedSessionBatchParams{AfterUserID: a.UserID, AfterDeviceID: a.DeviceID, RowLimit: n})
-			out := make([]ids.DeviceAddress, len(rows))
+			out := make([]store.DeviceAddress, len(rows))
 			for i, r := range rows {
-				out[i] = ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}
+				out[i] = store.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}
 			}
 			return out, err
 		},
-		func(a ids.DeviceAddress) ([]ids.DeviceAddress, error) {
+		func(a store.DeviceAddress) ([]store.DeviceAddress, error) {
 			rows, err := q.SealedSessionInitiationBatch(ctx, db.SealedSessionInitiationBatchParams{AfterUserID: a.UserID, AfterDeviceID: a.DeviceID, RowLimit: n})
-			out := make([]ids.DeviceAddress, len(rows))
+			out := make([]store.DeviceAddress, len(rows))
 			for i, r := range rows {
-				out[i] = ids.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}
+				out[i] = store.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}
 			}
 			return out, err
 		},
@@ -386,7 +385,7 @@ func peerAddresses(ctx context.Context, conn *sql.DB) ([]ids.DeviceAddress, erro
 	for _, next := range batches {
 		// The cursor starts below every address ("" sorts first, -1 below
 		// every device id).
-		after := ids.DeviceAddress{DeviceID: -1}
+		after := store.DeviceAddress{DeviceID: -1}
 		for {
 			got, err := next(after)
 			if err != nil {
@@ -401,11 +400,11 @@ func peerAddresses(ctx context.Context, conn *sql.DB) ([]ids.DeviceAddress, erro
 			after = got[len(got)-1]
 		}
 	}
-	out := make([]ids.DeviceAddress, 0, len(seen))
+	out := make([]store.DeviceAddress, 0, len(seen))
 	for a := range seen {
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b ids.DeviceAddress) int {
+	slices.SortFunc(out, func(a, b store.DeviceAddress) int {
 		switch {
 		case a.Less(b):
 			return -1

@@ -15,10 +15,10 @@ import (
 	"strings"
 
 	"github.com/securemsg/storage/cmd/internal/pipeline"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -305,7 +305,7 @@ func checkNextSequence(ctx context.Context, m *migration.Migrator, path string, 
 	if hw != highWater {
 		return fmt.Errorf("high-water mark %d, want %d", hw, highWater)
 	}
-	seq, err := s.InsertPending(ctx, ids.DeviceAddress{UserID: "bob", DeviceID: 1}, ids.NewLogicalMessageID(), []byte("sent after the migration"))
+	seq, err := s.InsertPending(ctx, store.DeviceAddress{UserID: "bob", DeviceID: 1}, store.NewLogicalMessageID(), []byte("sent after the migration"))
 	if err != nil {
 		return err
 	}

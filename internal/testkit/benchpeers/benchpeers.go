@@ -12,8 +12,8 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -22,7 +22,7 @@ import (
 // in-memory store, on one in-process network.
 type Peers struct {
 	// Addrs are the devices' addresses, device ids 1..n.
-	Addrs []ids.DeviceAddress
+	Addrs []store.DeviceAddress
 	net   *transporttest.Network
 }
 
@@ -39,7 +39,7 @@ func Establish(ctx context.Context, c *client.Client, net *transporttest.Network
 	}
 	p := &Peers{net: net}
 	for dev := 1; dev <= n; dev++ {
-		addr := ids.DeviceAddress{UserID: user, DeviceID: int64(dev)}
+		addr := store.DeviceAddress{UserID: user, DeviceID: int64(dev)}
 		keys, err := benchseed.NewKeyring()
 		if err != nil {
 			return nil, err
@@ -61,7 +61,7 @@ func Establish(ctx context.Context, c *client.Client, net *transporttest.Network
 
 // exchange sends a message from c to d (at addr) and one back to self,
 // each received and acknowledged, and checks nothing stays pending.
-func exchange(ctx context.Context, c, d *client.Client, addr, self ids.DeviceAddress) error {
+func exchange(ctx context.Context, c, d *client.Client, addr, self store.DeviceAddress) error {
 	steps := []func() error{
 		func() error { _, err := c.Send(ctx, addr, []byte("hello")); return err },
 		func() error { _, err := d.Poll(ctx); return err },
@@ -77,7 +77,7 @@ func exchange(ctx context.Context, c, d *client.Client, addr, self ids.DeviceAdd
 	}
 	for _, side := range []struct {
 		c  *client.Client
-		to ids.DeviceAddress
+		to store.DeviceAddress
 	}{{c, addr}, {d, self}} {
 		n, err := side.c.PendingMessageCount(ctx, &side.to)
 		if err != nil {

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/testkit/benchpeers"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
+	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -28,13 +28,13 @@ func TestEstablish(t *testing.T) {
 	net := transporttest.NewNetwork()
 	c, err := client.Open(context.Background(), client.Config{Store: s, Transport: net, Directory: net})
 	require.NoError(t, err)
-	require.NoError(t, c.Initialize(ctx, ids.DeviceAddress{UserID: "me", DeviceID: 1}))
+	require.NoError(t, c.Initialize(ctx, store.DeviceAddress{UserID: "me", DeviceID: 1}))
 
 	p, err := benchpeers.Establish(ctx, c, net, "peer", 3)
 	require.NoError(t, err)
-	require.Equal(t, []ids.DeviceAddress{{UserID: "peer", DeviceID: 1}, {UserID: "peer", DeviceID: 2}, {UserID: "peer", DeviceID: 3}}, p.Addrs)
+	require.Equal(t, []store.DeviceAddress{{UserID: "peer", DeviceID: 1}, {UserID: "peer", DeviceID: 2}, {UserID: "peer", DeviceID: 3}}, p.Addrs)
 	require.Empty(t, net.Calls())
-	outs, err := c.SendToDevices(ctx, p.Addrs, ids.NewLogicalMessageID(), []byte("x"))
+	outs, err := c.SendToDevices(ctx, p.Addrs, store.NewLogicalMessageID(), []byte("x"))
 	require.NoError(t, err)
 	require.Len(t, outs, 3)
 	var ops []string

@@ -36,7 +36,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -116,12 +115,12 @@ func (c Config) Normalized() Config {
 }
 
 // Recipient returns the address of recipient r.
-func Recipient(r int) ids.DeviceAddress {
-	return ids.DeviceAddress{UserID: fmt.Sprintf("bench-user-%06d", r), DeviceID: 1}
+func Recipient(r int) store.DeviceAddress {
+	return store.DeviceAddress{UserID: fmt.Sprintf("bench-user-%06d", r), DeviceID: 1}
 }
 
 // Filtered is the recipient with its own share: Recipient(0).
-func Filtered() ids.DeviceAddress { return Recipient(0) }
+func Filtered() store.DeviceAddress { return Recipient(0) }
 
 // isFiltered reports whether row i belongs to the filtered recipient: the
 // Share rows are spread evenly over 0..N-1.
@@ -133,8 +132,8 @@ func (c Config) isFiltered(i int) bool {
 func (c Config) filteredBefore(i int) int { return (i*c.Share + c.N - 1) / c.N }
 
 // RowID is the logical id of row i.
-func RowID(i int) ids.LogicalMessageID {
-	var id ids.LogicalMessageID
+func RowID(i int) store.LogicalMessageID {
+	var id store.LogicalMessageID
 	copy(id[:8], "pendseed")
 	binary.BigEndian.PutUint64(id[8:], uint64(i))
 	return id
@@ -143,7 +142,7 @@ func RowID(i int) ids.LogicalMessageID {
 // Row returns the recipient and logical id of row i (0-based) of the even
 // layout (Skew zero), which has sequence i+1 in a freshly seeded
 // database. Config must be Normalized.
-func (c Config) Row(i int) (ids.DeviceAddress, ids.LogicalMessageID) {
+func (c Config) Row(i int) (store.DeviceAddress, store.LogicalMessageID) {
 	id := RowID(i)
 	if c.Recipients == 1 || c.isFiltered(i) {
 		return Filtered(), id
@@ -172,7 +171,7 @@ func Plaintext(i, size int) []byte {
 
 // SealRow seals plaintext as a pending outbound record of keys for
 // (recipient, id), exactly as the store does.
-func SealRow(keys *seal.Keyring, recipient ids.DeviceAddress, id ids.LogicalMessageID, plaintext []byte) ([]byte, error) {
+func SealRow(keys *seal.Keyring, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]byte, error) {
 	return keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(recipient, id), plaintext)
 }
 
@@ -386,16 +385,16 @@ var replacements atomic.Uint64
 
 // ReplacementID returns a logical id no seeded row and no earlier call
 // has: for messages put in place of deleted ones.
-func ReplacementID() ids.LogicalMessageID {
-	var id ids.LogicalMessageID
+func ReplacementID() store.LogicalMessageID {
+	var id store.LogicalMessageID
 	copy(id[:8], "replaced")
 	binary.BigEndian.PutUint64(id[8:], replacements.Add(1))
 	return id
 }
 
 type victim struct {
-	recipient ids.DeviceAddress
-	id        ids.LogicalMessageID
+	recipient store.DeviceAddress
+	id        store.LogicalMessageID
 	row       int
 }
 
@@ -423,7 +422,7 @@ func NewVictims(cfg Config, count int) *Victims {
 }
 
 // Next returns the slot and the pending message to delete next.
-func (v *Victims) Next() (slot int, recipient ids.DeviceAddress, id ids.LogicalMessageID) {
+func (v *Victims) Next() (slot int, recipient store.DeviceAddress, id store.LogicalMessageID) {
 	slot = v.next
 	v.next = (v.next + 1) % len(v.slots)
 	s := v.slots[slot]

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/securemsg/storage/ids"
+	"github.com/securemsg/storage/store"
 )
 
 // Layout is the assignment of a seeded database's rows to recipients,
@@ -52,7 +52,7 @@ func (c Config) Layout() *Layout {
 }
 
 // recipientNumber inverts Recipient for the even layout's addresses.
-func recipientNumber(a ids.DeviceAddress) int {
+func recipientNumber(a store.DeviceAddress) int {
 	n := 0
 	for _, ch := range a.UserID[len("bench-user-"):] {
 		n = n*10 + int(ch-'0')
@@ -112,7 +112,7 @@ func (l *Layout) N() int { return l.cfg.N }
 func (l *Layout) Recipients() int { return len(l.rows) }
 
 // Address is recipient r's address.
-func (l *Layout) Address(r int) ids.DeviceAddress { return Recipient(r) }
+func (l *Layout) Address(r int) store.DeviceAddress { return Recipient(r) }
 
 // Share is the number of rows recipient r holds.
 func (l *Layout) Share(r int) int { return len(l.rows[r]) }
@@ -122,7 +122,7 @@ func (l *Layout) RecipientRow(r, k int) int { return int(l.rows[r][k]) }
 
 // Row returns the recipient and logical id of row i, which has sequence
 // i+1 in a freshly seeded database.
-func (l *Layout) Row(i int) (ids.DeviceAddress, ids.LogicalMessageID) {
+func (l *Layout) Row(i int) (store.DeviceAddress, store.LogicalMessageID) {
 	return Recipient(int(l.recipient[i])), RowID(i)
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
 
@@ -117,7 +116,7 @@ func (h *harness) peerSetup() (store.PeerState, []msg) {
 	st := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
 	require.NoError(h.t, h.s.SavePeer(h.ctx, alice, st))
 	require.NoError(h.t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("bob session"), Initiation: []byte("bob init"), Pin: []byte("bob pin")}))
-	require.NoError(h.t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
+	require.NoError(h.t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: store.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
 	return st, h.seed(3, alice, bob)
 }
 
@@ -257,7 +256,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 	t.Run("malformed peer", func(t *testing.T) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
-		for _, a := range []ids.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "x", DeviceID: -1}} {
+		for _, a := range []store.DeviceAddress{{UserID: "", DeviceID: 1}, {UserID: "x", DeviceID: -1}} {
 			_, err := storeimpl.DiscardUnreadablePeer(h.ctx, h.s, a, replacement, nil)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/store"
 )
 
@@ -16,16 +15,16 @@ import (
 // prefix before its extensions, a multi-byte character after ASCII), then
 // device ids as numbers (10 after 9).
 var (
-	upper    = ids.DeviceAddress{UserID: "Zed", DeviceID: 3}
-	alice9   = ids.DeviceAddress{UserID: "alice", DeviceID: 9}
-	alice10  = ids.DeviceAddress{UserID: "alice", DeviceID: 10}
-	aliceExt = ids.DeviceAddress{UserID: "alice2", DeviceID: 0}
-	accent   = ids.DeviceAddress{UserID: "\u00e9lise", DeviceID: 1}
+	upper    = store.DeviceAddress{UserID: "Zed", DeviceID: 3}
+	alice9   = store.DeviceAddress{UserID: "alice", DeviceID: 9}
+	alice10  = store.DeviceAddress{UserID: "alice", DeviceID: 10}
+	aliceExt = store.DeviceAddress{UserID: "alice2", DeviceID: 0}
+	accent   = store.DeviceAddress{UserID: "\u00e9lise", DeviceID: 1}
 )
 
 // recipientOrder is every address the recipient tests send to, in the
 // order the stores list them.
-var recipientOrder = []ids.DeviceAddress{upper, alice, aliceTwo, alice9, alice10, aliceExt, bob, accent}
+var recipientOrder = []store.DeviceAddress{upper, alice, aliceTwo, alice9, alice10, aliceExt, bob, accent}
 
 func (h *harness) recipients(req store.RecipientPageRequest) store.PendingRecipientPage {
 	h.t.Helper()
@@ -57,7 +56,7 @@ func (h *harness) allRecipients(limit int) []store.PendingRecipient {
 // expectedRecipients returns the recipients of ms, in address order, each
 // with its smallest sequence.
 func expectedRecipients(ms []msg) []store.PendingRecipient {
-	oldest := map[ids.DeviceAddress]int64{}
+	oldest := map[store.DeviceAddress]int64{}
 	for _, m := range ms {
 		if s, ok := oldest[m.to]; !ok || m.seq < s {
 			oldest[m.to] = m.seq
@@ -101,15 +100,15 @@ func testRecipientsPaged(t *testing.T, h *harness) {
 		name  string
 		req   store.RecipientPageRequest
 		want  []store.PendingRecipient
-		after *ids.DeviceAddress
+		after *store.DeviceAddress
 	}{
 		{"first page", store.RecipientPageRequest{Limit: 3}, want[:3], &want[2].Recipient},
 		{"exactly the last page", store.RecipientPageRequest{After: &want[2].Recipient, Limit: len(want) - 3}, want[3:], nil},
-		{"after an address not stored", store.RecipientPageRequest{After: &ids.DeviceAddress{UserID: "alice", DeviceID: 3}, Limit: 2}, want[3:5], &want[4].Recipient},
+		{"after an address not stored", store.RecipientPageRequest{After: &store.DeviceAddress{UserID: "alice", DeviceID: 3}, Limit: 2}, want[3:5], &want[4].Recipient},
 		{"same user, next device", store.RecipientPageRequest{After: &alice, Limit: 1}, want[2:3], &want[2].Recipient},
 		{"after the last", store.RecipientPageRequest{After: &accent, Limit: 5}, nil, nil},
-		{"after every address", store.RecipientPageRequest{After: &ids.DeviceAddress{UserID: "\U0010ffff", DeviceID: math.MaxInt64}, Limit: 5}, nil, nil},
-		{"a malformed cursor is a position", store.RecipientPageRequest{After: &ids.DeviceAddress{UserID: "", DeviceID: -5}, Limit: 1}, want[:1], &want[0].Recipient},
+		{"after every address", store.RecipientPageRequest{After: &store.DeviceAddress{UserID: "\U0010ffff", DeviceID: math.MaxInt64}, Limit: 5}, nil, nil},
+		{"a malformed cursor is a position", store.RecipientPageRequest{After: &store.DeviceAddress{UserID: "", DeviceID: -5}, Limit: 1}, want[:1], &want[0].Recipient},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := h.recipients(tc.req)
@@ -153,7 +152,7 @@ func testRecipientsAfterDelete(t *testing.T, h *harness) {
 func testRecipientsUnderMutation(t *testing.T, h *harness) {
 	ms := h.seed(4, alice, aliceTwo, alice10, bob)
 	p := h.recipients(store.RecipientPageRequest{Limit: 2})
-	require.Equal(t, []ids.DeviceAddress{alice, aliceTwo}, addresses(p.Recipients))
+	require.Equal(t, []store.DeviceAddress{alice, aliceTwo}, addresses(p.Recipients))
 	for _, m := range []msg{ms[0], ms[2]} { // alice (listed), alice10 (ahead)
 		ok, err := h.s.AbandonPending(h.ctx, m.to, m.id)
 		require.NoError(t, err)
@@ -169,8 +168,8 @@ func testRecipientsUnderMutation(t *testing.T, h *harness) {
 	require.Nil(t, rest.NextAfterRecipient)
 }
 
-func addresses(rs []store.PendingRecipient) []ids.DeviceAddress {
-	var out []ids.DeviceAddress
+func addresses(rs []store.PendingRecipient) []store.DeviceAddress {
+	var out []store.DeviceAddress
 	for _, r := range rs {
 		out = append(out, r.Recipient)
 	}
@@ -184,7 +183,7 @@ func testRecipientsInvalidArgument(t *testing.T, h *harness) {
 		require.ErrorIs(t, err, store.ErrInvalidArgument, "limit %d", limit)
 	}
 	p := h.recipients(store.RecipientPageRequest{Limit: store.MaxPageSize})
-	require.Equal(t, []ids.DeviceAddress{alice, bob}, addresses(p.Recipients))
+	require.Equal(t, []store.DeviceAddress{alice, bob}, addresses(p.Recipients))
 }
 
 // A row stored with a malformed recipient (a damaged row) is listed under
@@ -193,7 +192,7 @@ func testRecipientsInvalidArgument(t *testing.T, h *harness) {
 func testRecipientsMalformed(t *testing.T, h *harness) {
 	ms := h.seed(3, alice, bob)
 	h.tamper.SetUserID(t, h.s, ms[1].seq, "")
-	empty := ids.DeviceAddress{UserID: "", DeviceID: bob.DeviceID}
+	empty := store.DeviceAddress{UserID: "", DeviceID: bob.DeviceID}
 	require.Error(t, empty.Validate())
 	want := []store.PendingRecipient{
 		{Recipient: empty, OldestSequence: ms[1].seq},

@@ -32,7 +32,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sealaccess"
 
 	"github.com/securemsg/storage/seal"
@@ -52,7 +51,7 @@ type Tamper interface {
 	SetUserID(t *testing.T, s store.Store, seq int64, user string)
 	// SetPeerSealed replaces the sealed value of part of peer's stored
 	// state (the part is stored).
-	SetPeerSealed(t *testing.T, s store.Store, peer ids.DeviceAddress, part store.PeerPart, sealed []byte)
+	SetPeerSealed(t *testing.T, s store.Store, peer store.DeviceAddress, part store.PeerPart, sealed []byte)
 }
 
 // Run runs the contract suite against the stores open returns, damaging
@@ -169,16 +168,16 @@ func CollidingKeys(tb testing.TB) (seal.Key, seal.Key) {
 
 // Addresses used by the suite.
 var (
-	alice = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	bob   = ids.DeviceAddress{UserID: "bob", DeviceID: 7}
+	alice = store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	bob   = store.DeviceAddress{UserID: "bob", DeviceID: 7}
 	// aliceTwo shares alice's user id: the filter must match both
 	// address parts.
-	aliceTwo = ids.DeviceAddress{UserID: "alice", DeviceID: 2}
+	aliceTwo = store.DeviceAddress{UserID: "alice", DeviceID: 2}
 )
 
 // ID returns a deterministic logical message id derived from n.
-func ID(n int) ids.LogicalMessageID {
-	var id ids.LogicalMessageID
+func ID(n int) store.LogicalMessageID {
+	var id store.LogicalMessageID
 	copy(id[:], fmt.Sprintf("msg-%012d", n))
 	return id
 }
@@ -195,8 +194,8 @@ type harness struct {
 // msg is what the suite expects a pending message to be.
 type msg struct {
 	seq  int64
-	to   ids.DeviceAddress
-	id   ids.LogicalMessageID
+	to   store.DeviceAddress
+	id   store.LogicalMessageID
 	text []byte
 }
 
@@ -204,12 +203,12 @@ func (m msg) pending() store.PendingMessage {
 	return store.PendingMessage{Sequence: m.seq, Recipient: m.to, ID: m.id, Plaintext: m.text}
 }
 
-func plaintext(to ids.DeviceAddress, n int) []byte {
+func plaintext(to store.DeviceAddress, n int) []byte {
 	return []byte(fmt.Sprintf("hello %s, message %d", to, n))
 }
 
 // insert inserts message n for to and returns it.
-func (h *harness) insert(to ids.DeviceAddress, n int) msg {
+func (h *harness) insert(to store.DeviceAddress, n int) msg {
 	h.t.Helper()
 	m := msg{to: to, id: ID(n), text: plaintext(to, n)}
 	seq, err := h.s.InsertPending(h.ctx, to, m.id, m.text)
@@ -220,7 +219,7 @@ func (h *harness) insert(to ids.DeviceAddress, n int) msg {
 
 // seed inserts messages 1..n round-robin over the given recipients, with
 // strictly increasing sequences.
-func (h *harness) seed(n int, to ...ids.DeviceAddress) []msg {
+func (h *harness) seed(n int, to ...store.DeviceAddress) []msg {
 	h.t.Helper()
 	out := make([]msg, 0, n)
 	for i := 1; i <= n; i++ {
@@ -242,7 +241,7 @@ func (h *harness) page(req store.PageRequest) store.PendingMessagePage {
 
 // all enumerates every pending message page by page (the largest page),
 // following the cursor.
-func (h *harness) all(recipient *ids.DeviceAddress) []store.PendingMessage {
+func (h *harness) all(recipient *store.DeviceAddress) []store.PendingMessage {
 	h.t.Helper()
 	var out []store.PendingMessage
 	req := store.PageRequest{Limit: store.MaxPageSize, Recipient: recipient}
@@ -258,7 +257,7 @@ func (h *harness) all(recipient *ids.DeviceAddress) []store.PendingMessage {
 	}
 }
 
-func (h *harness) count(recipient *ids.DeviceAddress) int64 {
+func (h *harness) count(recipient *store.DeviceAddress) int64 {
 	h.t.Helper()
 	n, err := h.s.PendingMessageCount(h.ctx, recipient)
 	require.NoError(h.t, err)
@@ -281,7 +280,7 @@ func pendings(ms ...msg) []store.PendingMessage {
 	return out
 }
 
-func filter(ms []msg, to ids.DeviceAddress) []msg {
+func filter(ms []msg, to store.DeviceAddress) []msg {
 	var out []msg
 	for _, m := range ms {
 		if m.to == to {
@@ -366,7 +365,7 @@ func testPageRecipient(t *testing.T, h *harness) {
 	require.Len(t, bs, 4)
 	for _, tc := range []struct {
 		name  string
-		to    ids.DeviceAddress
+		to    store.DeviceAddress
 		after int64
 		limit int
 		want  []msg
@@ -377,9 +376,9 @@ func testPageRecipient(t *testing.T, h *harness) {
 		{"bob first", bob, 0, 2, bs[0:2], &bs[1].seq},
 		{"bob second exact", bob, bs[1].seq, 2, bs[2:4], nil},
 		{"alice device 2 all", aliceTwo, 0, store.MaxPageSize, filter(ms, aliceTwo), nil},
-		{"unknown recipient", ids.DeviceAddress{UserID: "dave", DeviceID: 1}, 0, 10, nil, nil},
-		{"same user other device", ids.DeviceAddress{UserID: "alice", DeviceID: 3}, 0, 10, nil, nil},
-		{"same device other user", ids.DeviceAddress{UserID: "bobby", DeviceID: 7}, 0, 10, nil, nil},
+		{"unknown recipient", store.DeviceAddress{UserID: "dave", DeviceID: 1}, 0, 10, nil, nil},
+		{"same user other device", store.DeviceAddress{UserID: "alice", DeviceID: 3}, 0, 10, nil, nil},
+		{"same device other user", store.DeviceAddress{UserID: "bobby", DeviceID: 7}, 0, 10, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := h.page(store.PageRequest{After: ptr(tc.after), Limit: tc.limit, Recipient: ptr(tc.to)})
@@ -396,7 +395,7 @@ func testPageExactLimitLastPage(t *testing.T, h *harness) {
 	ms := h.seed(6, alice, bob)
 	for _, tc := range []struct {
 		name      string
-		recipient *ids.DeviceAddress
+		recipient *store.DeviceAddress
 		want      []msg
 	}{
 		{"all", nil, ms},
@@ -553,14 +552,14 @@ func testCount(t *testing.T, h *harness) {
 	ms := h.seed(12, alice, bob, aliceTwo, alice)
 	for _, tc := range []struct {
 		name      string
-		recipient *ids.DeviceAddress
+		recipient *store.DeviceAddress
 		want      int64
 	}{
 		{"all", nil, 12},
 		{"alice", ptr(alice), 6},
 		{"bob", ptr(bob), 3},
 		{"alice device 2", ptr(aliceTwo), 3},
-		{"nobody", ptr(ids.DeviceAddress{UserID: "dave", DeviceID: 0}), 0},
+		{"nobody", ptr(store.DeviceAddress{UserID: "dave", DeviceID: 0}), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, h.count(tc.recipient))
@@ -579,8 +578,8 @@ func testDelete(t *testing.T, h *harness) {
 	ms := h.seed(3, alice, bob)
 	for _, tc := range []struct {
 		name string
-		to   ids.DeviceAddress
-		id   ids.LogicalMessageID
+		to   store.DeviceAddress
+		id   store.LogicalMessageID
 		want bool
 	}{
 		{"pending", alice, ms[0].id, true},
@@ -605,7 +604,7 @@ func testDelete(t *testing.T, h *harness) {
 // one: the message's own (recipient, id) is what is removed then.
 func testAbandonPendingMessage(t *testing.T, h *harness) {
 	ms := h.seed(4, alice, bob)
-	pm := func(seq int64, to ids.DeviceAddress, id ids.LogicalMessageID) store.PendingMessage {
+	pm := func(seq int64, to store.DeviceAddress, id store.LogicalMessageID) store.PendingMessage {
 		return store.PendingMessage{Sequence: seq, Recipient: to, ID: id}
 	}
 	for _, tc := range []struct {
@@ -627,7 +626,7 @@ func testAbandonPendingMessage(t *testing.T, h *harness) {
 			require.Equal(t, pendings(tc.left...), h.all(nil))
 		})
 	}
-	ok, err := h.s.AbandonPendingMessage(h.ctx, pm(ms[1].seq, ids.DeviceAddress{}, ms[1].id))
+	ok, err := h.s.AbandonPendingMessage(h.ctx, pm(ms[1].seq, store.DeviceAddress{}, ms[1].id))
 	require.NoError(t, err)
 	require.False(t, ok, "a malformed recipient that is not the row's removes nothing")
 	require.Equal(t, pendings(ms[1]), h.all(nil))
@@ -640,7 +639,7 @@ func testAbandonPendingMessage(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		ms := h.seed(3, alice, bob)
 		h.tamper.SetUserID(t, h.s, ms[1].seq, "")
-		damaged := store.PendingMessage{Sequence: ms[1].seq, Recipient: ids.DeviceAddress{UserID: "", DeviceID: ms[1].to.DeviceID}, ID: ms[1].id}
+		damaged := store.PendingMessage{Sequence: ms[1].seq, Recipient: store.DeviceAddress{UserID: "", DeviceID: ms[1].to.DeviceID}, ID: ms[1].id}
 		page := h.page(store.PageRequest{Limit: store.MaxPageSize})
 		require.Len(t, page.Unreadable, 1)
 		require.Equal(t, damaged, page.Unreadable[0].PendingMessage)
@@ -682,7 +681,7 @@ func testDeleteLeavesOthersIdentical(t *testing.T, h *harness) {
 			require.True(t, fresh)
 			peer := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
 			require.NoError(t, h.s.SavePeer(h.ctx, alice, peer))
-			require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: ids.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
+			require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: store.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
 
 			for _, victim := range []int{4, 0, 8} { // middle, first, last
 				before := h.all(nil)
@@ -720,7 +719,7 @@ func testNextPending(t *testing.T, h *harness) {
 	as := filter(ms, alice) // 0, 3, 6
 	for _, tc := range []struct {
 		name  string
-		to    ids.DeviceAddress
+		to    store.DeviceAddress
 		after *int64
 		want  *msg
 	}{
@@ -734,7 +733,7 @@ func testNextPending(t *testing.T, h *harness) {
 		{"at the end", alice, ptr(as[2].seq), nil},
 		{"past the end", alice, ptr(as[2].seq + 100), nil},
 		{"after the largest sequence", alice, ptr(int64(math.MaxInt64)), nil},
-		{"unknown recipient", ids.DeviceAddress{UserID: "dave"}, nil, nil},
+		{"unknown recipient", store.DeviceAddress{UserID: "dave"}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := h.s.NextPendingMessage(h.ctx, tc.to, tc.after)
@@ -798,15 +797,15 @@ func testInvalidArgument(t *testing.T, h *harness) {
 	peerBefore, err := h.s.Peer(h.ctx, alice)
 	require.NoError(t, err)
 
-	bad := map[string]ids.DeviceAddress{
+	bad := map[string]store.DeviceAddress{
 		"empty user id":      {UserID: "", DeviceID: 1},
 		"negative device id": {UserID: "alice", DeviceID: -1},
-		"over-long user id":  {UserID: strings.Repeat("a", ids.MaxUserIDLen+1), DeviceID: 1},
+		"over-long user id":  {UserID: strings.Repeat("a", store.MaxUserIDLen+1), DeviceID: 1},
 	}
 	type call struct {
 		name    string
 		fn      func() error
-		invalid bool // also wraps ids.ErrInvalid
+		invalid bool // also wraps store.ErrInvalidArgument
 	}
 	calls := []call{
 		{"page limit 0", func() error { _, err := h.s.PendingMessages(h.ctx, store.PageRequest{Limit: 0}); return err }, false},
@@ -866,7 +865,7 @@ func testInvalidArgument(t *testing.T, h *harness) {
 			err := c.fn()
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 			if c.invalid {
-				require.ErrorIs(t, err, ids.ErrInvalid)
+				require.ErrorIs(t, err, store.ErrInvalidArgument)
 			}
 			require.Equal(t, countBefore, h.count(nil), "nothing changed")
 			require.Equal(t, allBefore, h.all(nil), "nothing changed")
@@ -912,7 +911,7 @@ func testPlaintextSizeLimit(t *testing.T, h *harness) {
 func testPagesUnderMutation(t *testing.T, h *harness) {
 	for _, tc := range []struct {
 		name      string
-		recipient *ids.DeviceAddress
+		recipient *store.DeviceAddress
 	}{
 		{"all", nil},
 		{"recipient", ptr(alice)},
@@ -932,7 +931,7 @@ func testPagesUnderMutation(t *testing.T, h *harness) {
 			matches := func(m msg) bool { return tc.recipient == nil || m.to == *tc.recipient }
 			var order []msg
 			for i := 0; i < 12; i++ {
-				m := h.insert([]ids.DeviceAddress{alice, bob}[i%2], base+i)
+				m := h.insert([]store.DeviceAddress{alice, bob}[i%2], base+i)
 				live[m.seq] = m
 				order = append(order, m)
 			}
@@ -984,7 +983,7 @@ func testPagesUnderMutation(t *testing.T, h *harness) {
 					removed = append(removed, victim.seq)
 				}
 				if extra < base+104 {
-					for _, to := range []ids.DeviceAddress{alice, bob} {
+					for _, to := range []store.DeviceAddress{alice, bob} {
 						m := h.insert(to, extra)
 						extra++
 						live[m.seq] = m
@@ -1005,7 +1004,7 @@ func testPagesUnderMutation(t *testing.T, h *harness) {
 			require.NotEmpty(t, removed)
 			// Messages sent during the walk appeared on later pages (all
 			// of them that were not abandoned before being reached).
-			late := func(id ids.LogicalMessageID) bool {
+			late := func(id store.LogicalMessageID) bool {
 				for n := base + 100; n < extra; n++ {
 					if id == ID(n) {
 						return true
@@ -1040,7 +1039,7 @@ func contains(s []int64, v int64) bool {
 }
 
 func testLocalIdentity(t *testing.T, h *harness) {
-	me := ids.DeviceAddress{UserID: "me", DeviceID: 3}
+	me := store.DeviceAddress{UserID: "me", DeviceID: 3}
 	_, err := h.s.LocalIdentity(h.ctx)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
@@ -1056,7 +1055,7 @@ func testLocalIdentity(t *testing.T, h *harness) {
 	require.Equal(t, store.LocalIdentity{Address: me, Secret: []byte("secret two")}, got)
 
 	// Another address: refused, nothing changes.
-	for _, other := range []ids.DeviceAddress{{UserID: "me", DeviceID: 4}, {UserID: "you", DeviceID: 3}} {
+	for _, other := range []store.DeviceAddress{{UserID: "me", DeviceID: 4}, {UserID: "you", DeviceID: 3}} {
 		err = h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: other, Secret: []byte("stolen")})
 		require.ErrorIs(t, err, store.ErrInvalidArgument)
 		got, err = h.s.LocalIdentity(h.ctx)
@@ -1066,7 +1065,7 @@ func testLocalIdentity(t *testing.T, h *harness) {
 }
 
 func testPeer(t *testing.T, h *harness) {
-	peer := func(a ids.DeviceAddress) store.PeerState {
+	peer := func(a store.DeviceAddress) store.PeerState {
 		t.Helper()
 		p, err := h.s.Peer(h.ctx, a)
 		require.NoError(t, err)
@@ -1121,9 +1120,9 @@ func testCommitReceived(t *testing.T, h *harness) {
 	pendingBefore := h.all(nil)
 	for _, tc := range []struct {
 		name    string
-		from    ids.DeviceAddress
+		from    store.DeviceAddress
 		session string
-		id      ids.LogicalMessageID
+		id      store.LogicalMessageID
 		want    bool
 	}{
 		{"first", alice, "s1", ID(500), true},
@@ -1151,9 +1150,9 @@ func testCommitAck(t *testing.T, h *harness) {
 	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Initiation: []byte("init"), Pin: []byte("pin")}))
 	for _, tc := range []struct {
 		name    string
-		from    ids.DeviceAddress
+		from    store.DeviceAddress
 		session string
-		id      ids.LogicalMessageID
+		id      store.LogicalMessageID
 		want    bool
 		left    []msg
 	}{
@@ -1197,14 +1196,14 @@ func testCommitSend(t *testing.T, h *harness) {
 	// Nothing of a refused commit is kept: neither the message nor the state.
 	for _, tc := range []struct {
 		name   string
-		to     ids.DeviceAddress
-		id     ids.LogicalMessageID
+		to     store.DeviceAddress
+		id     store.LogicalMessageID
 		update store.PeerState
 		want   error
 	}{
 		{"duplicate id", alice, ID(2), store.PeerState{Session: []byte("s2")}, store.ErrDuplicate},
 		{"pin deletion", alice, ID(3), store.PeerState{Session: []byte("s2"), Pin: []byte{}}, store.ErrInvalidArgument},
-		{"malformed peer", ids.DeviceAddress{DeviceID: 1}, ID(4), store.PeerState{Session: []byte("s2")}, store.ErrInvalidArgument},
+		{"malformed peer", store.DeviceAddress{DeviceID: 1}, ID(4), store.PeerState{Session: []byte("s2")}, store.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.s.CommitSend(h.ctx, tc.to, tc.id, []byte("x"), tc.update)
@@ -1224,11 +1223,11 @@ func testCommitSendMany(t *testing.T, h *harness) {
 	first := h.insert(bob, 1)
 	require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s0"), Pin: []byte("pin")}))
 	require.NoError(t, h.s.SavePeer(h.ctx, bob, store.PeerState{Session: []byte("b0")}))
-	carol := ids.DeviceAddress{UserID: "carol", DeviceID: 3}
-	peers := func() map[ids.DeviceAddress]store.PeerState {
+	carol := store.DeviceAddress{UserID: "carol", DeviceID: 3}
+	peers := func() map[store.DeviceAddress]store.PeerState {
 		t.Helper()
-		out := map[ids.DeviceAddress]store.PeerState{}
-		for _, a := range []ids.DeviceAddress{alice, aliceTwo, bob, carol} {
+		out := map[store.DeviceAddress]store.PeerState{}
+		for _, a := range []store.DeviceAddress{alice, aliceTwo, bob, carol} {
 			p, err := h.s.Peer(h.ctx, a)
 			require.NoError(t, err)
 			out[a] = p
@@ -1248,7 +1247,7 @@ func testCommitSendMany(t *testing.T, h *harness) {
 	toTwo := msg{seq: seqs[0], to: aliceTwo, id: ID(2), text: text}
 	toOne := msg{seq: seqs[1], to: alice, id: ID(2), text: text}
 	require.Equal(t, pendings(first, toTwo, toOne), h.all(nil))
-	want := map[ids.DeviceAddress]store.PeerState{
+	want := map[store.DeviceAddress]store.PeerState{
 		alice:    {Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
 		aliceTwo: {Session: []byte("t1"), Pin: []byte("pin two")},
 		bob:      {Session: []byte("b0")},
@@ -1280,7 +1279,7 @@ func testCommitSendMany(t *testing.T, h *harness) {
 		}, store.ErrInvalidArgument},
 		{"malformed peer", []store.PeerUpdate{
 			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
-			{Peer: ids.DeviceAddress{UserID: "x", DeviceID: -1}, Update: store.PeerState{Session: []byte("x")}},
+			{Peer: store.DeviceAddress{UserID: "x", DeviceID: -1}, Update: store.PeerState{Session: []byte("x")}},
 		}, store.ErrInvalidArgument},
 		{"pin deletion", []store.PeerUpdate{
 			{Peer: carol, Update: store.PeerState{Session: []byte("c1")}},
@@ -1320,7 +1319,7 @@ func testCommitSendMany(t *testing.T, h *harness) {
 // testCommitInboundAtomic: a received message or ACK commits the peer's
 // whole update and the local identity with it, or nothing at all.
 func testCommitInboundAtomic(t *testing.T, h *harness) {
-	me := ids.DeviceAddress{UserID: "me", DeviceID: 1}
+	me := store.DeviceAddress{UserID: "me", DeviceID: 1}
 	require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: me, Secret: []byte("prekeys v1")}))
 	m := h.insert(alice, 1)
 
@@ -1344,7 +1343,7 @@ func testCommitInboundAtomic(t *testing.T, h *harness) {
 		in   store.Inbound
 	}{
 		{"another local address", store.Inbound{Update: store.PeerState{Session: []byte("s2")}, Local: &store.LocalIdentity{Address: bob, Secret: []byte("x")}}},
-		{"malformed local address", store.Inbound{Update: store.PeerState{Session: []byte("s2")}, Local: &store.LocalIdentity{Address: ids.DeviceAddress{DeviceID: -1}}}},
+		{"malformed local address", store.Inbound{Update: store.PeerState{Session: []byte("s2")}, Local: &store.LocalIdentity{Address: store.DeviceAddress{DeviceID: -1}}}},
 		{"pin deletion", store.Inbound{Update: store.PeerState{Session: []byte("s2"), Pin: []byte{}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1508,7 +1507,7 @@ func testConcurrentInsert(t *testing.T, h *harness) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			to := []ids.DeviceAddress{alice, bob}[i%2]
+			to := []store.DeviceAddress{alice, bob}[i%2]
 			seqs[i], errs[i] = h.s.InsertPending(h.ctx, to, ID(i), plaintext(to, i))
 		}(i)
 	}
@@ -1527,7 +1526,7 @@ func testConcurrentInsert(t *testing.T, h *harness) {
 			require.Greater(t, m.Sequence, got[j-1].Sequence)
 		}
 		i := bySeq[m.Sequence]
-		to := []ids.DeviceAddress{alice, bob}[i%2]
+		to := []store.DeviceAddress{alice, bob}[i%2]
 		require.Equal(t, store.PendingMessage{Sequence: seqs[i], Recipient: to, ID: ID(i), Plaintext: plaintext(to, i)}, m)
 	}
 }
@@ -1537,7 +1536,7 @@ func testConcurrentInsert(t *testing.T, h *harness) {
 // and lose no row.
 func testConcurrentSendMany(t *testing.T, h *harness) {
 	const n = 12
-	peers := []ids.DeviceAddress{alice, aliceTwo, bob}
+	peers := []store.DeviceAddress{alice, aliceTwo, bob}
 	seqs := make([][]int64, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -15,7 +14,7 @@ import (
 
 // sealFor seals text as the pending row (to, id) with keys, as the store
 // would: the starting point of a damaged value.
-func sealFor(t *testing.T, keys *seal.Keyring, to ids.DeviceAddress, id ids.LogicalMessageID, text []byte) []byte {
+func sealFor(t *testing.T, keys *seal.Keyring, to store.DeviceAddress, id store.LogicalMessageID, text []byte) []byte {
 	t.Helper()
 	v, err := keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), text)
 	require.NoError(t, err)
@@ -42,7 +41,7 @@ func entries(p store.PendingMessagePage) []entry {
 
 // walk pages through the queue from the start with limit, checking each
 // page's cursor, and returns every row seen, in order.
-func (h *harness) walk(limit int, recipient *ids.DeviceAddress) []entry {
+func (h *harness) walk(limit int, recipient *store.DeviceAddress) []entry {
 	h.t.Helper()
 	var out []entry
 	req := store.PageRequest{Limit: limit, Recipient: recipient}
@@ -82,7 +81,7 @@ func sortEntries(es []entry) []entry {
 
 // nextWalk follows NextPendingMessage for to from the start, stepping past
 // unreadable rows, and returns every row seen.
-func (h *harness) nextWalk(to ids.DeviceAddress) []entry {
+func (h *harness) nextWalk(to store.DeviceAddress) []entry {
 	h.t.Helper()
 	var out []entry
 	var after *int64
@@ -116,42 +115,42 @@ func testUnreadableRows(t *testing.T, h *harness) {
 	for _, tc := range []struct {
 		name string
 		// tamper damages m and returns the recipient the row now names.
-		tamper func(t *testing.T, m msg) ids.DeviceAddress
+		tamper func(t *testing.T, m msg) store.DeviceAddress
 		want   error
 	}{
-		{"bit flipped in the ciphertext", func(t *testing.T, m msg) ids.DeviceAddress {
+		{"bit flipped in the ciphertext", func(t *testing.T, m msg) store.DeviceAddress {
 			v := sealFor(t, h.keys, m.to, m.id, m.text)
 			v[len(v)-5] ^= 0x01
 			h.tamper.SetSealed(t, h.s, m.seq, v)
 			return m.to
 		}, seal.ErrAuthentication},
-		{"sealed for another row", func(t *testing.T, m msg) ids.DeviceAddress {
+		{"sealed for another row", func(t *testing.T, m msg) store.DeviceAddress {
 			h.tamper.SetSealed(t, h.s, m.seq, sealFor(t, h.keys, bob, m.id, m.text))
 			return m.to
 		}, seal.ErrAuthentication},
-		{"truncated", func(t *testing.T, m msg) ids.DeviceAddress {
+		{"truncated", func(t *testing.T, m msg) store.DeviceAddress {
 			h.tamper.SetSealed(t, h.s, m.seq, sealFor(t, h.keys, m.to, m.id, m.text)[:7])
 			return m.to
 		}, seal.ErrTruncated},
-		{"not a sealed record", func(t *testing.T, m msg) ids.DeviceAddress {
+		{"not a sealed record", func(t *testing.T, m msg) store.DeviceAddress {
 			v := sealFor(t, h.keys, m.to, m.id, m.text)
 			copy(v, "XXXX")
 			h.tamper.SetSealed(t, h.s, m.seq, v)
 			return m.to
 		}, seal.ErrMalformed},
-		{"unknown format version", func(t *testing.T, m msg) ids.DeviceAddress {
+		{"unknown format version", func(t *testing.T, m msg) store.DeviceAddress {
 			v := sealFor(t, h.keys, m.to, m.id, m.text)
 			v[4] = seal.Version + 1
 			h.tamper.SetSealed(t, h.s, m.seq, v)
 			return m.to
 		}, seal.ErrUnknownVersion},
-		{"sealed with a key the keyring does not hold", func(t *testing.T, m msg) ids.DeviceAddress {
+		{"sealed with a key the keyring does not hold", func(t *testing.T, m msg) store.DeviceAddress {
 			h.tamper.SetSealed(t, h.s, m.seq, sealFor(t, foreign, m.to, m.id, m.text))
 			return m.to
 		}, seal.ErrWrongKey},
-		{"malformed recipient", func(t *testing.T, m msg) ids.DeviceAddress {
+		{"malformed recipient", func(t *testing.T, m msg) store.DeviceAddress {
 			h.tamper.SetUserID(t, h.s, m.seq, "")
-			return ids.DeviceAddress{UserID: "", DeviceID: m.to.DeviceID}
+			return store.DeviceAddress{UserID: "", DeviceID: m.to.DeviceID}
 		}, store.ErrCorruptRow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

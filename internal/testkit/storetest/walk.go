@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/seal"
@@ -164,7 +163,7 @@ func testWalkUnderMutation(t *testing.T, h *harness) {
 			abandoned = append(abandoned, ahead[1].seq)
 		}
 		if sent < 3 {
-			m := h.insert([]ids.DeviceAddress{alice, bob}[sent%2], 100+sent)
+			m := h.insert([]store.DeviceAddress{alice, bob}[sent%2], 100+sent)
 			sent++
 			live[m.seq] = m
 			order = append(order, m)

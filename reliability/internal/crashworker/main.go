@@ -59,7 +59,6 @@ import (
 	"slices"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/ids"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -69,18 +68,18 @@ import (
 
 // Addresses of the three devices; the crash test uses the same ones.
 var (
-	senderAddr = ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	recipients = []ids.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "carol", DeviceID: 7}}
+	senderAddr = store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	recipients = []store.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "carol", DeviceID: 7}}
 )
 
 type device struct {
-	addr  ids.DeviceAddress
+	addr  store.DeviceAddress
 	store *sqlitestore.Store
 	c     *client.Client
 }
 
 type pendingMsg struct {
-	to  ids.DeviceAddress
+	to  store.DeviceAddress
 	seq int64
 }
 
@@ -93,8 +92,8 @@ type worker struct {
 	net     *transporttest.Network
 	sender  device
 	rcpts   []device
-	pending map[ids.LogicalMessageID]pendingMsg
-	gone    []ids.LogicalMessageID // acked or abandoned, for NotPending abandons
+	pending map[store.LogicalMessageID]pendingMsg
+	gone    []store.LogicalMessageID // acked or abandoned, for NotPending abandons
 }
 
 func main() {
@@ -134,7 +133,7 @@ func main() {
 		rng:     rand.New(rand.NewPCG(*seed, 0x5eed)),
 		journal: j,
 		net:     transporttest.NewNetwork(),
-		pending: map[ids.LogicalMessageID]pendingMsg{},
+		pending: map[store.LogicalMessageID]pendingMsg{},
 	}
 	w.secret, w.gen = secret, *keyGen
 	senderKeys := keyring(rotationKey(secret, w.gen))
@@ -200,7 +199,7 @@ const rotationBatch = 2
 // open reopens (or creates) a device's store and client, and publishes its
 // bundle on this process's network. With resume, it first finishes the
 // interrupted rotation of the store's key to keys' current key.
-func (w *worker) open(dir, file string, addr ids.DeviceAddress, keys *seal.Keyring, resume bool) device {
+func (w *worker) open(dir, file string, addr store.DeviceAddress, keys *seal.Keyring, resume bool) device {
 	s, err := sqlitestore.Open(w.ctx, filepath.Join(dir, file), keys)
 	if err != nil {
 		fail(2, "open %s: %v", file, err)
@@ -288,7 +287,7 @@ func digest(b []byte) string {
 	return hex.EncodeToString(s[:8])
 }
 
-func (w *worker) send(to ids.DeviceAddress) {
+func (w *worker) send(to store.DeviceAddress) {
 	hw, err := sqliteaccess.SequenceHighWater(w.ctx, w.sender.store)
 	if err != nil {
 		fail(3, "high-water mark: %v", err)
@@ -375,16 +374,16 @@ func (w *worker) acks() {
 
 func (w *worker) abandon() {
 	var (
-		to ids.DeviceAddress
-		id ids.LogicalMessageID
+		to store.DeviceAddress
+		id store.LogicalMessageID
 	)
 	switch r := w.rng.IntN(10); {
 	case r < 7 && len(w.pending) > 0:
-		keys := make([]ids.LogicalMessageID, 0, len(w.pending))
+		keys := make([]store.LogicalMessageID, 0, len(w.pending))
 		for k := range w.pending {
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, func(a, b ids.LogicalMessageID) int { return slices.Compare(a[:], b[:]) })
+		slices.SortFunc(keys, func(a, b store.LogicalMessageID) int { return slices.Compare(a[:], b[:]) })
 		id = keys[w.rng.IntN(len(keys))]
 		to = w.pending[id].to
 		if r == 0 {
@@ -395,7 +394,7 @@ func (w *worker) abandon() {
 		id = w.gone[w.rng.IntN(len(w.gone))]
 		to = recipients[w.rng.IntN(len(recipients))]
 	default:
-		id = ids.NewLogicalMessageID()
+		id = store.NewLogicalMessageID()
 		to = recipients[w.rng.IntN(len(recipients))]
 	}
 	w.record("begin abandon %s %s", to, id)
@@ -423,7 +422,7 @@ func (w *worker) abandon() {
 	}
 }
 
-func (w *worker) retry(to ids.DeviceAddress) {
+func (w *worker) retry(to store.DeviceAddress) {
 	w.record("begin retry %s", to)
 	sent, err := w.sender.c.RetryPendingMessages(w.ctx, to)
 	if err != nil {
@@ -592,7 +591,7 @@ func (w *worker) trimTo(above, to int) {
 	}
 	for len(w.pending) > to {
 		var (
-			id ids.LogicalMessageID
+			id store.LogicalMessageID
 			p  pendingMsg
 		)
 		for id, p = range w.pending {

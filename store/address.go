@@ -1,7 +1,8 @@
-// Package ids holds the identifiers shared by every layer of the client:
-// the address of a device and the logical id of a message. It validates
-// them and never touches storage or the network.
-package ids
+package store
+
+// The identifiers every layer of the client shares (client, session,
+// transport and the stores): the address of a device and the logical id
+// of a message.
 
 import (
 	"crypto/rand"
@@ -24,16 +25,16 @@ type DeviceAddress struct {
 	DeviceID int64
 }
 
-// Validate returns an error wrapping ErrInvalid if the user id is empty or
+// Validate returns an error wrapping ErrInvalidArgument if the user id is empty or
 // longer than MaxUserIDLen, or the device id is negative.
 func (a DeviceAddress) Validate() error {
 	switch {
 	case a.UserID == "":
-		return fmt.Errorf("%w: empty user id", ErrInvalid)
+		return fmt.Errorf("%w: empty user id", ErrInvalidArgument)
 	case len(a.UserID) > MaxUserIDLen:
-		return fmt.Errorf("%w: user id longer than %d bytes", ErrInvalid, MaxUserIDLen)
+		return fmt.Errorf("%w: user id longer than %d bytes", ErrInvalidArgument, MaxUserIDLen)
 	case a.DeviceID < 0:
-		return fmt.Errorf("%w: negative device id %d", ErrInvalid, a.DeviceID)
+		return fmt.Errorf("%w: negative device id %d", ErrInvalidArgument, a.DeviceID)
 	}
 	return nil
 }
@@ -84,11 +85,11 @@ func NewLogicalMessageID() LogicalMessageID {
 }
 
 // ParseLogicalMessageID copies b into a LogicalMessageID. It returns an error
-// wrapping ErrInvalid if b is not exactly LogicalMessageIDLen bytes long.
+// wrapping ErrInvalidArgument if b is not exactly LogicalMessageIDLen bytes long.
 func ParseLogicalMessageID(b []byte) (LogicalMessageID, error) {
 	var id LogicalMessageID
 	if len(b) != LogicalMessageIDLen {
-		return id, fmt.Errorf("%w: logical message id is %d bytes, want %d", ErrInvalid, len(b), LogicalMessageIDLen)
+		return id, fmt.Errorf("%w: logical message id is %d bytes, want %d", ErrInvalidArgument, len(b), LogicalMessageIDLen)
 	}
 	copy(id[:], b)
 	return id, nil

@@ -1,4 +1,4 @@
-package ids_test
+package store_test
 
 import (
 	"bytes"
@@ -6,24 +6,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/securemsg/storage/store"
 	"github.com/stretchr/testify/require"
-
-	"github.com/securemsg/storage/ids"
 )
 
 func TestParseLogicalMessageID(t *testing.T) {
-	for _, n := range []int{0, 1, ids.LogicalMessageIDLen - 1, ids.LogicalMessageIDLen + 1, 32} {
+	for _, n := range []int{0, 1, store.LogicalMessageIDLen - 1, store.LogicalMessageIDLen + 1, 32} {
 		t.Run(fmt.Sprint("length ", n), func(t *testing.T) {
-			id, err := ids.ParseLogicalMessageID(make([]byte, n))
-			require.ErrorIs(t, err, ids.ErrInvalid)
-			require.Equal(t, ids.LogicalMessageID{}, id)
+			id, err := store.ParseLogicalMessageID(make([]byte, n))
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			require.Equal(t, store.LogicalMessageID{}, id)
 		})
 	}
-	_, err := ids.ParseLogicalMessageID(nil)
-	require.ErrorIs(t, err, ids.ErrInvalid)
+	_, err := store.ParseLogicalMessageID(nil)
+	require.ErrorIs(t, err, store.ErrInvalidArgument)
 
 	b := []byte("0123456789abcdef")
-	id, err := ids.ParseLogicalMessageID(b)
+	id, err := store.ParseLogicalMessageID(b)
 	require.NoError(t, err)
 	require.Equal(t, b, id[:])
 	b[0] = 'X' // the id is a copy
@@ -32,11 +31,11 @@ func TestParseLogicalMessageID(t *testing.T) {
 }
 
 func TestNewLogicalMessageID(t *testing.T) {
-	seen := map[ids.LogicalMessageID]bool{}
+	seen := map[store.LogicalMessageID]bool{}
 	for i := 0; i < 100; i++ {
-		id := ids.NewLogicalMessageID()
+		id := store.NewLogicalMessageID()
 		require.False(t, seen[id])
-		require.False(t, bytes.Equal(id[:], make([]byte, ids.LogicalMessageIDLen)))
+		require.False(t, bytes.Equal(id[:], make([]byte, store.LogicalMessageIDLen)))
 		seen[id] = true
 	}
 }
@@ -44,33 +43,33 @@ func TestNewLogicalMessageID(t *testing.T) {
 func TestDeviceAddressValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		addr  ids.DeviceAddress
+		addr  store.DeviceAddress
 		valid bool
 	}{
-		{"ok", ids.DeviceAddress{UserID: "alice", DeviceID: 1}, true},
-		{"device zero", ids.DeviceAddress{UserID: "alice", DeviceID: 0}, true},
-		{"longest user id", ids.DeviceAddress{UserID: strings.Repeat("a", ids.MaxUserIDLen), DeviceID: 1}, true},
-		{"empty user id", ids.DeviceAddress{UserID: "", DeviceID: 1}, false},
-		{"negative device id", ids.DeviceAddress{UserID: "alice", DeviceID: -1}, false},
-		{"over-long user id", ids.DeviceAddress{UserID: strings.Repeat("a", ids.MaxUserIDLen+1), DeviceID: 1}, false},
+		{"ok", store.DeviceAddress{UserID: "alice", DeviceID: 1}, true},
+		{"device zero", store.DeviceAddress{UserID: "alice", DeviceID: 0}, true},
+		{"longest user id", store.DeviceAddress{UserID: strings.Repeat("a", store.MaxUserIDLen), DeviceID: 1}, true},
+		{"empty user id", store.DeviceAddress{UserID: "", DeviceID: 1}, false},
+		{"negative device id", store.DeviceAddress{UserID: "alice", DeviceID: -1}, false},
+		{"over-long user id", store.DeviceAddress{UserID: strings.Repeat("a", store.MaxUserIDLen+1), DeviceID: 1}, false},
 		// The limit is in bytes, not characters.
-		{"over-long in bytes", ids.DeviceAddress{UserID: strings.Repeat("é", ids.MaxUserIDLen/2+1), DeviceID: 1}, false},
+		{"over-long in bytes", store.DeviceAddress{UserID: strings.Repeat("é", store.MaxUserIDLen/2+1), DeviceID: 1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.addr.Validate()
 			if tc.valid {
 				require.NoError(t, err)
 			} else {
-				require.ErrorIs(t, err, ids.ErrInvalid)
+				require.ErrorIs(t, err, store.ErrInvalidArgument)
 			}
 		})
 	}
 }
 
 func TestDeviceAddressOrder(t *testing.T) {
-	a1 := ids.DeviceAddress{UserID: "alice", DeviceID: 1}
-	a2 := ids.DeviceAddress{UserID: "alice", DeviceID: 2}
-	b0 := ids.DeviceAddress{UserID: "bob", DeviceID: 0}
+	a1 := store.DeviceAddress{UserID: "alice", DeviceID: 1}
+	a2 := store.DeviceAddress{UserID: "alice", DeviceID: 2}
+	b0 := store.DeviceAddress{UserID: "bob", DeviceID: 0}
 	require.True(t, a1.Less(a2))
 	require.True(t, a2.Less(b0))
 	require.True(t, a1.Less(b0))
@@ -91,11 +90,11 @@ func TestDeviceAddressStringEscapes(t *testing.T) {
 		{"\x1b[2J::error file=x::forged", `"\x1b[2J::error file=x::forged"/3`},
 		{"evil\u202egnp.exe", `"evil\u202egnp.exe"/3`},
 		{"bob\xff\xfe", `"bob\xff\xfe"/3`},
-		{strings.Repeat("a", ids.MaxUserIDLen), strings.Repeat("a", ids.MaxUserIDLen) + "/3"},
+		{strings.Repeat("a", store.MaxUserIDLen), strings.Repeat("a", store.MaxUserIDLen) + "/3"},
 		{strings.Repeat("a", 4096), `"` + strings.Repeat("a", 32) + `"…(4096 bytes)/3`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
-			require.Equal(t, tc.want, ids.DeviceAddress{UserID: tc.user, DeviceID: 3}.String())
+			require.Equal(t, tc.want, store.DeviceAddress{UserID: tc.user, DeviceID: 3}.String())
 		})
 	}
 }
