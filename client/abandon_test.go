@@ -11,7 +11,6 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -108,7 +107,7 @@ func mapKeys[K comparable, V any](m map[K]V) []K {
 func seedPendingInbound(t *testing.T, d *device, from store.DeviceAddress, text string) {
 	t.Helper()
 	id := store.NewLogicalMessageID()
-	sealed, err := d.kr.Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), []byte(text))
+	sealed, err := d.kr.Seal(seal.RecordPendingInbound, seal.MessageAD(from.UserID, from.DeviceID, id), []byte(text))
 	require.NoError(t, err)
 	_, err = db.New(sqliteaccess.DB(d.sql)).InsertPendingInbound(context.Background(), db.InsertPendingInboundParams{
 		SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed,

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 
 	"github.com/securemsg/storage/seal"
@@ -101,7 +100,7 @@ var peerDamages = []peerDamage{
 		return out
 	}, seal.ErrAuthentication},
 	{"under a key the keyring does not hold", func(t *testing.T, _ *seal.Keyring, rt seal.RecordType, peer store.DeviceAddress, _ []byte) []byte {
-		v, err := newKeyring(t).Seal(rt, rowseal.AddressAD(peer), []byte("restored from elsewhere"))
+		v, err := newKeyring(t).Seal(rt, seal.AddressAD(peer.UserID, peer.DeviceID), []byte("restored from elsewhere"))
 		require.NoError(t, err)
 		return v
 	}, seal.ErrWrongKey},
@@ -115,9 +114,9 @@ var peerDamages = []peerDamage{
 // release does not read (see newerEncoding).
 func resealNewer(t *testing.T, kr *seal.Keyring, rt seal.RecordType, peer store.DeviceAddress, v []byte) []byte {
 	t.Helper()
-	pt, err := kr.Open(rt, rowseal.AddressAD(peer), v)
+	pt, err := kr.Open(rt, seal.AddressAD(peer.UserID, peer.DeviceID), v)
 	require.NoError(t, err)
-	v, err = kr.Seal(rt, rowseal.AddressAD(peer), newerEncoding(t, rt, pt))
+	v, err = kr.Seal(rt, seal.AddressAD(peer.UserID, peer.DeviceID), newerEncoding(t, rt, pt))
 	require.NoError(t, err)
 	return v
 }

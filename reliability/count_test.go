@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/store/sqlitestore"
 
@@ -109,7 +108,7 @@ func fanoutPeers(rng *rand.Rand, update store.PeerState) []store.PeerUpdate {
 // as another process writing the same database would.
 func (g *countRig) externalInsert(k pendingKey) {
 	g.t.Helper()
-	sealed, err := g.keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(k.r, k.id), []byte("written by another connection"))
+	sealed, err := g.keys.Seal(seal.RecordPendingOutbound, seal.MessageAD(k.r.UserID, k.r.DeviceID, k.id), []byte("written by another connection"))
 	require.NoError(g.t, err)
 	seq, err := db.New(g.other).InsertPendingOutbound(g.ctx, db.InsertPendingOutboundParams{
 		RecipientUserID: k.r.UserID, RecipientDeviceID: k.r.DeviceID, LogicalID: k.id[:], Sealed: sealed,

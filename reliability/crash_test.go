@@ -24,7 +24,6 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -530,7 +529,7 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 			return fmt.Errorf("row sequence %d out of order or above the high-water mark %d", r.seq, hw)
 		}
 		last = r.seq
-		pt, err := keys.Open(seal.RecordPendingOutbound, rowseal.MessageAD(r.to, r.id), blob)
+		pt, err := keys.Open(seal.RecordPendingOutbound, seal.MessageAD(r.to.UserID, r.to.DeviceID, r.id), blob)
 		if err != nil {
 			return fmt.Errorf("row %d does not open: %w", r.seq, err)
 		}

@@ -12,12 +12,15 @@
 //	34      n+16  ciphertext and Poly1305 tag
 //
 // The AEAD's associated data is the 10-byte header followed by the
-// caller's associated data, which binds the row identity (for a pending
-// outbound message: recipient and logical id). A value copied to another
-// row, another table or another record type therefore fails to open.
+// caller's associated data, which binds the row identity: AddressAD for a
+// device's row, MessageAD for a message's (recipient or sender, and
+// logical id), KeyVerifierAD for a storage key's verifier. A value copied
+// to another row, another table or another record type therefore fails
+// to open.
 //
 // Package seal never stores anything and never decides what is sealed; it
-// only seals and opens bytes.
+// defines the format, the record types and the associated data binding
+// each to its row, and seals and opens bytes.
 package seal
 
 import (
@@ -383,6 +386,27 @@ func (kr *Keyring) Open(rt RecordType, ad, sealed []byte) ([]byte, error) {
 func associatedData(header, ad []byte) []byte {
 	out := make([]byte, 0, len(header)+len(ad))
 	return append(append(out, header...), ad...)
+}
+
+// AddressAD is the associated data binding a value sealed as
+// RecordLocalIdentity, RecordIdentityPin, RecordSession or
+// RecordSessionInitiation to its device's row: the device's user id and
+// device id.
+func AddressAD(userID string, deviceID int64) []byte {
+	return AD([]byte(userID), binary.BigEndian.AppendUint64(nil, uint64(deviceID)))
+}
+
+// MessageAD is the associated data binding a value sealed as
+// RecordPendingOutbound or RecordPendingInbound to its row: the remote
+// device (recipient or sender) and the message's logical id.
+func MessageAD(userID string, deviceID int64, logicalID [16]byte) []byte {
+	return AD([]byte(userID), binary.BigEndian.AppendUint64(nil, uint64(deviceID)), logicalID[:])
+}
+
+// KeyVerifierAD is the associated data binding a value sealed as
+// RecordKeyVerifier to its storage_key row: the key id.
+func KeyVerifierAD(id KeyID) []byte {
+	return AD([]byte("storage_key"), []byte(fmt.Sprint(id)))
 }
 
 // AD builds associated data from parts, each prefixed with its length, so

@@ -11,7 +11,6 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/testkit/benchpeers"
@@ -136,12 +135,12 @@ func newFanoutFloor(ctx context.Context, conn *sql.DB, keys *seal.Keyring, addrs
 		if err != nil {
 			return nil, fmt.Errorf("session of %s: %w", a, err)
 		}
-		pt, err := keys.Open(seal.RecordSession, rowseal.AddressAD(a), sealed)
+		pt, err := keys.Open(seal.RecordSession, seal.AddressAD(a.UserID, a.DeviceID), sealed)
 		if err != nil {
 			return nil, fmt.Errorf("session of %s: %w", a, err)
 		}
 		to := store.DeviceAddress{UserID: "bench-floor", DeviceID: a.DeviceID}
-		if sealed, err = keys.Seal(seal.RecordSession, rowseal.AddressAD(to), pt); err != nil {
+		if sealed, err = keys.Seal(seal.RecordSession, seal.AddressAD(to.UserID, to.DeviceID), pt); err != nil {
 			return nil, err
 		}
 		f.to, f.sessions = append(f.to, to), append(f.sessions, sealed)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -180,7 +179,7 @@ func rawPage(ctx context.Context, e *env, c cursor) error {
 func openRow(e *env, to store.DeviceAddress, lid, sealed []byte) error {
 	var id store.LogicalMessageID
 	copy(id[:], lid)
-	_, err := e.keys.Open(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), sealed)
+	_, err := e.keys.Open(seal.RecordPendingOutbound, seal.MessageAD(to.UserID, to.DeviceID, id), sealed)
 	return err
 }
 

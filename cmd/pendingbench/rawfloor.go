@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -183,7 +182,7 @@ func abandonFloorLine(b *bench, q *db.Queries) (result, error) {
 			return 0, fmt.Errorf("raw delete of row %d: %d rows, %v", row, n, err)
 		}
 		nid := benchseed.ReplacementID()
-		sealed, err := e.keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, nid), benchseed.Plaintext(row, benchseed.DefaultPlaintextSize))
+		sealed, err := e.keys.Seal(seal.RecordPendingOutbound, seal.MessageAD(to.UserID, to.DeviceID, nid), benchseed.Plaintext(row, benchseed.DefaultPlaintextSize))
 		if err != nil {
 			return 0, err
 		}

@@ -9,7 +9,6 @@ import (
 	"math"
 
 	"github.com/securemsg/storage/internal/db/legacydb"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -43,7 +42,7 @@ func (m *migrator) batch(ctx context.Context) (bool, error) {
 				if err != nil {
 					return err
 				}
-				sealed, err := m.keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), r.Plaintext)
+				sealed, err := m.keys.Seal(seal.RecordPendingOutbound, seal.MessageAD(to.UserID, to.DeviceID, id), r.Plaintext)
 				clear(r.Plaintext)
 				if err != nil {
 					return fmt.Errorf("legacy sequence %d: %w", r.Sequence, err)

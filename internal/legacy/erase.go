@@ -10,8 +10,8 @@ import (
 	"strconv"
 
 	"github.com/securemsg/storage/internal/db/legacydb"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
 
@@ -86,14 +86,14 @@ func (m *migrator) erase(ctx context.Context) error {
 		if err := execStep(ctx, tx, stepDropPlaintext); err != nil {
 			return err
 		}
-		return m.setVerifier(ctx, legacydb.New(tx), []byte(rowseal.KeyVerifierSealedQueue))
+		return m.setVerifier(ctx, legacydb.New(tx), []byte(storeimpl.KeyVerifierSealedQueue))
 	})
 }
 
 // setVerifier replaces the verifier of the key the migration seals with
 // by one sealing text.
 func (m *migrator) setVerifier(ctx context.Context, q *legacydb.Queries, text []byte) error {
-	id, v, err := rowseal.SealKeyVerifier(m.keys, text)
+	id, v, err := storeimpl.SealKeyVerifier(m.keys, text)
 	if err != nil {
 		return fmt.Errorf("seal storage key verifier: %w", err)
 	}

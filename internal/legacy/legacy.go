@@ -17,10 +17,10 @@
 //   - a database sealed before its pending queue was (a legacy client
 //     sealed its keys, identity, pins and sessions but not the queue, as
 //     fixtures/legacy): it records storage keys, every verifier opens with
-//     the keyring and seals exactly rowseal.KeyVerifierText, the unmarked
+//     the keyring and seals exactly storeimpl.KeyVerifierText, the unmarked
 //     legacy-era text, and the keyring's current key is the active one.
 //
-// Every verifier this library records seals rowseal.KeyVerifierSealedQueue
+// Every verifier this library records seals storeimpl.KeyVerifierSealedQueue
 // instead, the text marked "the pending queue is sealed by this library":
 // a new database's, a key rotation's, and this package's own once a
 // migration ends; sqlitestore.Open marks the unmarked verifier of a
@@ -59,7 +59,7 @@
 //     package set them aside, with this key;
 //  2. each batch transaction copies the next Options.Batch rows in
 //     sequence order, with their sequence and their plaintext sealed
-//     (record type 5, bound by rowseal.MessageAD to recipient and logical
+//     (record type 5, bound by seal.MessageAD to recipient and logical
 //     id): the largest sealed sequence is the durable cursor;
 //  3. once every row is sealed, one transaction empties the set-aside
 //     table, makes the proof name no rows, restores the sqlite_sequence
@@ -71,7 +71,7 @@
 //     held plaintext, a TRUNCATE checkpoint empties the WAL, and only then
 //     is the emptied set-aside table dropped, in the transaction that
 //     gives the storage key the marked verifier
-//     (rowseal.KeyVerifierSealedQueue).
+//     (storeimpl.KeyVerifierSealedQueue).
 //
 // The set-aside table marks a migration under way: the next run continues
 // with the batches or, once it is empty, with the erase step, but only if

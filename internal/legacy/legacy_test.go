@@ -18,8 +18,8 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/internal/legacy"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 
 	"github.com/stretchr/testify/assert"
@@ -203,9 +203,9 @@ func checkMigrated(t *testing.T, path string, conn *sql.DB, before []legacyRow, 
 	require.NoError(t, conn.QueryRow("SELECT key_id, state, verifier FROM storage_key").Scan(&keyID, &state, &verifier))
 	assert.Equal(t, int64(fixturekit.Key().ID()), keyID)
 	assert.Equal(t, "active", state)
-	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(seal.KeyID(keyID)), verifier)
+	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, seal.KeyVerifierAD(seal.KeyID(keyID)), verifier)
 	require.NoError(t, err)
-	assert.Equal(t, rowseal.KeyVerifierSealedQueue, string(text))
+	assert.Equal(t, storeimpl.KeyVerifierSealedQueue, string(text))
 	assert.Equal(t, int64(1), count(t, conn, "SELECT count(*) FROM storage_key"))
 	assert.Equal(t, int64(11), count(t, conn, pendingHighWater), "high-water mark kept")
 	var sealedRows int

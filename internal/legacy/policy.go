@@ -12,8 +12,8 @@ import (
 
 	"github.com/securemsg/storage/internal/db/legacydb"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqltx"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -183,8 +183,8 @@ func refused(tables, why string) error {
 // in another sealed table; then record is true: step 1 records the key),
 // or it was sealed before the pending queue was, by a client that never
 // sealed a pending row (every storage key verifier opens with the keyring
-// and seals exactly rowseal.KeyVerifierText, none the mark
-// rowseal.KeyVerifierSealedQueue or a migration's proof; the keyring's
+// and seals exactly storeimpl.KeyVerifierText, none the mark
+// storeimpl.KeyVerifierSealedQueue or a migration's proof; the keyring's
 // current key is the active one). Otherwise it returns the reason it is
 // refused.
 func (m *migrator) mayBegin(ctx context.Context, q *legacydb.Queries) (record bool, err error) {
@@ -205,13 +205,13 @@ func (m *migrator) mayBegin(ctx context.Context, q *legacydb.Queries) (record bo
 	}
 	current := false
 	for _, k := range keys {
-		text, err := rowseal.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
+		text, err := storeimpl.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
 		if err != nil {
 			// Whoever wrote it does not hold this keyring's keys: a wrong
 			// keyring, or a verifier put in place of the database's own.
 			return false, fmt.Errorf("%w: %s: storage key %d's verifier does not open with this keyring: %w", store.ErrPlaintextRefused, table, k.KeyID, err)
 		}
-		if string(text) != rowseal.KeyVerifierText {
+		if string(text) != storeimpl.KeyVerifierText {
 			return false, refused(table, fmt.Sprintf("the database's pending queue was sealed by this library (storage key %d's verifier is marked or carries a migration's proof)", k.KeyID))
 		}
 		if k.State == "active" && k.KeyID == int64(m.keys.Current()) {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/db/legacydb"
-	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -52,7 +52,7 @@ func (m *migrator) begin(ctx context.Context, tx *sql.Tx, q *legacydb.Queries) e
 		return err
 	}
 	if record {
-		id, v, err := rowseal.SealKeyVerifier(m.keys, proofText(sum))
+		id, v, err := storeimpl.SealKeyVerifier(m.keys, proofText(sum))
 		if err != nil {
 			return fmt.Errorf("seal the migration's proof: %w", err)
 		}
@@ -125,7 +125,7 @@ func (m *migrator) checkProof(ctx context.Context, q *legacydb.Queries) error {
 	if !found {
 		return fmt.Errorf("%w: current key %d, recorded %v", store.ErrKeyNotRecorded, m.keys.Current(), active)
 	}
-	text, err := rowseal.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
+	text, err := storeimpl.OpenKeyVerifier(m.keys, seal.KeyID(k.KeyID), k.Verifier)
 	if err != nil {
 		return fmt.Errorf("storage key %d: %w", k.KeyID, err)
 	}
@@ -160,13 +160,13 @@ func (m *migrator) left(ctx context.Context, q *legacydb.Queries) (int64, error)
 const proofTag = "\x00legacy migration rows\x00"
 
 func proofText(sum [sha256.Size]byte) []byte {
-	return append([]byte(rowseal.KeyVerifierText+proofTag), sum[:]...)
+	return append([]byte(storeimpl.KeyVerifierText+proofTag), sum[:]...)
 }
 
 // proofSum returns the digest a verifier's plaintext carries, if it is a
 // migration's proof.
 func proofSum(text []byte) (sum [sha256.Size]byte, ok bool) {
-	rest, found := strings.CutPrefix(string(text), rowseal.KeyVerifierText+proofTag)
+	rest, found := strings.CutPrefix(string(text), storeimpl.KeyVerifierText+proofTag)
 	if !found || len(rest) != sha256.Size {
 		return sum, false
 	}

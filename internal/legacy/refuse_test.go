@@ -17,8 +17,8 @@ import (
 
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/internal/legacy"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
@@ -206,7 +206,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	require.NotEmpty(t, others["local_identity"])
 	require.NotEmpty(t, others["identity_pin"])
 	require.NotEmpty(t, others["session"])
-	require.Equal(t, rowseal.KeyVerifierText, verifierText(t, conn))
+	require.Equal(t, storeimpl.KeyVerifierText, verifierText(t, conn))
 	require.NoError(t, conn.Close())
 
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
@@ -215,7 +215,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
-	assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, conn), "marked")
+	assert.Equal(t, storeimpl.KeyVerifierSealedQueue, verifierText(t, conn), "marked")
 	checkMigrated(t, path, conn, before, others)
 	assert.Empty(t, onDisk(t, path, before), "no legacy plaintext left")
 
@@ -236,7 +236,7 @@ func verifierText(t *testing.T, conn *sql.DB) string {
 		verifier []byte
 	)
 	require.NoError(t, conn.QueryRow("SELECT key_id, verifier FROM storage_key").Scan(&keyID, &verifier))
-	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(seal.KeyID(keyID)), verifier)
+	text, err := fixtureKeyring(t).Open(seal.RecordKeyVerifier, seal.KeyVerifierAD(seal.KeyID(keyID)), verifier)
 	require.NoError(t, err)
 	return string(text)
 }
@@ -254,7 +254,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 	otherKeys, err := seal.NewKeyring(other)
 	require.NoError(t, err)
 	unmarked := func(t *testing.T, kr *seal.Keyring, id seal.KeyID) []byte {
-		v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierText))
+		v, err := kr.Seal(seal.RecordKeyVerifier, seal.KeyVerifierAD(id), []byte(storeimpl.KeyVerifierText))
 		require.NoError(t, err)
 		return v
 	}
@@ -267,7 +267,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 		rewrite(t, path, "UPDATE storage_key SET verifier = ?", v)
 		s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 		require.NoError(t, err)
-		assert.Equal(t, rowseal.KeyVerifierSealedQueue, verifierText(t, sqliteaccess.DB(s)), "marked on open")
+		assert.Equal(t, storeimpl.KeyVerifierSealedQueue, verifierText(t, sqliteaccess.DB(s)), "marked on open")
 		own := listAll(t, s)
 		require.NoError(t, s.Close())
 
@@ -430,14 +430,14 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 		}},
 		{name: "the proof replaced by a plain verifier", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			id := fixturekit.Key().ID()
-			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierText))
+			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, seal.KeyVerifierAD(id), []byte(storeimpl.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
 		}},
 		{name: "the proof replaced by a marked verifier", want: store.ErrPlaintextRefused, tamper: func(t *testing.T, conn *sql.DB) {
 			id := fixturekit.Key().ID()
-			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(rowseal.KeyVerifierSealedQueue))
+			v, err := fixtureKeyring(t).Seal(seal.RecordKeyVerifier, seal.KeyVerifierAD(id), []byte(storeimpl.KeyVerifierSealedQueue))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)
@@ -445,7 +445,7 @@ func TestLegacyResumeNeedsProof(t *testing.T) {
 		{name: "the proof replaced by one sealed with another key", want: seal.ErrWrongKey, tamper: func(t *testing.T, conn *sql.DB) {
 			kr, err := seal.NewKeyring(other)
 			require.NoError(t, err)
-			v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(fixturekit.Key().ID()), []byte(rowseal.KeyVerifierText))
+			v, err := kr.Seal(seal.RecordKeyVerifier, seal.KeyVerifierAD(fixturekit.Key().ID()), []byte(storeimpl.KeyVerifierText))
 			require.NoError(t, err)
 			_, err = conn.Exec("UPDATE storage_key SET verifier = ?", v)
 			require.NoError(t, err)

@@ -2,8 +2,10 @@
 // (store/sqlitestore and store/memstore) and the client share beyond the
 // contract in package store: the argument checks and their error texts
 // (storeimpl.go), each call's error context (op.go), the table of the
-// parts of a peer's state (storeimpl.go), the recipients' page
-// (recipients.go) and the walks built on the contract's calls (walk.go).
+// parts of a peer's state (storeimpl.go), sealing and opening the values
+// the stores write and the storage key's verifier (seal.go), the
+// recipients' page (recipients.go) and the walks built on the contract's
+// calls (walk.go).
 // Being internal, none of it is an application's API.
 package storeimpl
 

@@ -15,7 +15,6 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
 
@@ -155,7 +154,7 @@ func (s *Store) CommitSendMany(ctx context.Context, id store.LogicalMessageID, p
 	err := s.locked(ctx, func() error {
 		// Sealed under the lock, as the SQLite store seals inside its
 		// transaction: a closed store refuses before anything is checked.
-		sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+		sends, err := storeimpl.SealPendingMany(s.keys, id, plaintext, peers)
 		if err != nil {
 			return err
 		}
@@ -182,7 +181,7 @@ func (s *Store) insertPending(ctx context.Context, recipient store.DeviceAddress
 	k := pendingKey{recipient, id}
 	var seq int64
 	err := s.locked(ctx, func() error {
-		sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
+		sealed, peer, err := storeimpl.SealPending(s.keys, recipient, id, plaintext, update)
 		if err != nil {
 			return err
 		}
@@ -243,14 +242,14 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	if err := req.Validate(); err != nil {
 		return store.PendingMessagePage{}, storeimpl.OpPagePending.Wrap(err)
 	}
-	var rows []rowseal.Row
+	var rows []pendingRow
 	err := s.locked(ctx, func() error {
 		if err := s.checkCursorLocked(req.After); err != nil {
 			return err
 		}
 		for i := s.after(req.After); i < len(s.pending) && len(rows) <= req.Limit; i++ {
 			if r := s.pending[i]; req.Recipient == nil || r.key.addr == *req.Recipient {
-				rows = append(rows, rowseal.Row{Seq: r.seq, To: r.key.addr, ID: r.key.id, Sealed: r.sealed})
+				rows = append(rows, r)
 			}
 		}
 		return nil
@@ -258,7 +257,41 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 	if err != nil {
 		return store.PendingMessagePage{}, storeimpl.OpPagePending.Wrap(err)
 	}
-	return rowseal.Page(s.keys, rows, req.Limit, req.Recipient), nil
+	// At most Limit + 1 rows: the last one only says that another page
+	// follows, and is never opened.
+	var page store.PendingMessagePage
+	if len(rows) > req.Limit {
+		rows = rows[:req.Limit]
+		next := rows[len(rows)-1].seq
+		page.NextAfterSequence = &next
+	}
+	page.Messages = make([]store.PendingMessage, 0, len(rows))
+	for _, r := range rows {
+		m, bad := s.open(r)
+		if bad != nil {
+			page.Unreadable = append(page.Unreadable, *bad)
+			continue
+		}
+		page.Messages = append(page.Messages, m)
+	}
+	return page, nil
+}
+
+// open opens the pending row r, or returns its unreadable entry: a
+// recipient that does not validate (only a tampered row holds one) is
+// store.ErrCorruptRow, a sealed value that does not open has the seal
+// error as its cause.
+func (s *Store) open(r pendingRow) (store.PendingMessage, *store.UnreadablePendingMessage) {
+	m := store.PendingMessage{Sequence: r.seq, Recipient: r.key.addr, ID: r.key.id}
+	if err := r.key.addr.Validate(); err != nil {
+		return store.PendingMessage{}, &store.UnreadablePendingMessage{PendingMessage: m, Cause: fmt.Errorf("%w: recipient %q: %v", store.ErrCorruptRow, r.key.addr, err)}
+	}
+	pt, err := s.keys.Open(seal.RecordPendingOutbound, seal.MessageAD(r.key.addr.UserID, r.key.addr.DeviceID, r.key.id), r.sealed)
+	if err != nil {
+		return store.PendingMessage{}, &store.UnreadablePendingMessage{PendingMessage: m, Cause: err}
+	}
+	m.Plaintext = pt
+	return m, nil
 }
 
 // PendingMessageCount implements store.Pending.
@@ -369,7 +402,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 	if err != nil {
 		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
-	m, bad := rowseal.OpenPending(s.keys, rowseal.Row{Seq: row.seq, To: row.key.addr, ID: row.key.id, Sealed: row.sealed}, &recipient)
+	m, bad := s.open(*row)
 	if bad != nil {
 		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
 	}
@@ -389,7 +422,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 	if err != nil {
 		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
-	secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(row.addr), row.sealed)
+	secret, err := s.keys.Open(seal.RecordLocalIdentity, seal.AddressAD(row.addr.UserID, row.addr.DeviceID), row.sealed)
 	if err != nil {
 		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
@@ -402,7 +435,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	err := s.locked(ctx, func() error {
-		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
+		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(id.Address.UserID, id.Address.DeviceID), id.Secret)
 		if err != nil {
 			return err
 		}
@@ -436,7 +469,7 @@ func (s *Store) Peer(ctx context.Context, peer store.DeviceAddress) (store.PeerS
 	if err != nil {
 		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
-	out, err := rowseal.OpenPeer(s.keys, peer, sealed)
+	out, err := storeimpl.OpenPeer(s.keys, peer, sealed)
 	if err != nil {
 		return store.PeerState{}, storeimpl.OpPeer.On(peer).Wrap(err)
 	}
@@ -463,7 +496,7 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer store.DeviceAddress) (st
 	if err != nil {
 		return store.PeerReading{}, storeimpl.OpReadPeerParts.On(peer).Wrap(err)
 	}
-	return rowseal.ReadPeerParts(s.keys, peer, sealed), nil
+	return storeimpl.ReadPeerParts(s.keys, peer, sealed), nil
 }
 
 // DiscardPeerParts implements store.State.
@@ -478,7 +511,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer store.DeviceAddress, 
 		var replacement []byte
 		if len(pin) > 0 {
 			var err error
-			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
+			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), pin); err != nil {
 				return err
 			}
 		}
@@ -519,7 +552,7 @@ func (s *Store) SavePeer(ctx context.Context, peer store.DeviceAddress, u store.
 		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	err := s.locked(ctx, func() error {
-		sealed, err := rowseal.SealPeer(s.keys, peer, u)
+		sealed, err := storeimpl.SealPeer(s.keys, peer, u)
 		if err != nil {
 			return err
 		}
@@ -586,12 +619,12 @@ func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in 
 	}
 	var result bool
 	err := s.locked(ctx, func() error {
-		update, err := rowseal.SealPeer(s.keys, peer, in.Update)
+		update, err := storeimpl.SealPeer(s.keys, peer, in.Update)
 		if err != nil {
 			return err
 		}
 		if in.Local != nil {
-			local, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret)
+			local, err := s.keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(in.Local.Address.UserID, in.Local.Address.DeviceID), in.Local.Secret)
 			if err != nil {
 				return err
 			}

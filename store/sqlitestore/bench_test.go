@@ -19,7 +19,6 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
@@ -175,7 +174,7 @@ func rawPage(ctx context.Context, d *benchDB, query string, args ...any) error {
 		if err != nil {
 			return err
 		}
-		if _, err := d.keys.Open(seal.RecordPendingOutbound, rowseal.MessageAD(store.DeviceAddress{UserID: user, DeviceID: device}, id), sealed); err != nil {
+		if _, err := d.keys.Open(seal.RecordPendingOutbound, seal.MessageAD(user, device, id), sealed); err != nil {
 			return err
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -25,7 +25,7 @@ func verifierTexts(t *testing.T, conn *sql.DB, kr *seal.Keyring) map[seal.KeyID]
 	require.NoError(t, err)
 	out := map[seal.KeyID]string{}
 	for _, r := range rows {
-		text, err := kr.Open(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(seal.KeyID(r.KeyID)), r.Verifier)
+		text, err := kr.Open(seal.RecordKeyVerifier, seal.KeyVerifierAD(seal.KeyID(r.KeyID)), r.Verifier)
 		require.NoError(t, err, "storage key %d", r.KeyID)
 		out[seal.KeyID(r.KeyID)] = string(text)
 	}
@@ -36,7 +36,7 @@ func verifierTexts(t *testing.T, conn *sql.DB, kr *seal.Keyring) map[seal.KeyID]
 // by one sealing text with kr's current key.
 func setVerifier(t *testing.T, path string, kr *seal.Keyring, id seal.KeyID, text string) {
 	t.Helper()
-	v, err := kr.Seal(seal.RecordKeyVerifier, rowseal.KeyVerifierAD(id), []byte(text))
+	v, err := kr.Seal(seal.RecordKeyVerifier, seal.KeyVerifierAD(id), []byte(text))
 	require.NoError(t, err)
 	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
 	require.NoError(t, err)
@@ -69,11 +69,11 @@ func TestVerifierMarked(t *testing.T) {
 	}{
 		{"a new database", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			return keyring(t, oldKey)
-		}, map[seal.KeyID]string{oldKey.ID(): rowseal.KeyVerifierSealedQueue}},
+		}, map[seal.KeyID]string{oldKey.ID(): storeimpl.KeyVerifierSealedQueue}},
 		{"a rotation", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			require.NoError(t, s.RotateKey(ctx, newKey, 2, nil))
 			return keyring(t, newKey)
-		}, map[seal.KeyID]string{newKey.ID(): rowseal.KeyVerifierSealedQueue}},
+		}, map[seal.KeyID]string{newKey.ID(): storeimpl.KeyVerifierSealedQueue}},
 		{"an interrupted rotation", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -84,10 +84,10 @@ func TestVerifierMarked(t *testing.T) {
 			})
 			require.ErrorIs(t, err, context.Canceled)
 			return keyring(t, newKey, oldKey)
-		}, map[seal.KeyID]string{newKey.ID(): rowseal.KeyVerifierSealedQueue, oldKey.ID(): rowseal.KeyVerifierSealedQueue}},
+		}, map[seal.KeyID]string{newKey.ID(): storeimpl.KeyVerifierSealedQueue, oldKey.ID(): storeimpl.KeyVerifierSealedQueue}},
 		{"an earlier build's verifier, reopened", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			require.NoError(t, s.Close())
-			setVerifier(t, path, keyring(t, oldKey), oldKey.ID(), rowseal.KeyVerifierText)
+			setVerifier(t, path, keyring(t, oldKey), oldKey.ID(), storeimpl.KeyVerifierText)
 			before := dump(t, path)
 			s2, err := sqlitestore.Open(ctx, path, keyring(t, oldKey))
 			require.NoError(t, err)
@@ -95,15 +95,15 @@ func TestVerifierMarked(t *testing.T) {
 			after := dump(t, path)
 			assert.Equal(t, before.without("storage_key"), after.without("storage_key"), "only the verifier changes")
 			return keyring(t, oldKey)
-		}, map[seal.KeyID]string{oldKey.ID(): rowseal.KeyVerifierSealedQueue}},
+		}, map[seal.KeyID]string{oldKey.ID(): storeimpl.KeyVerifierSealedQueue}},
 		{"an earlier build's verifier of a key that is not current", func(t *testing.T, path string, s *sqlitestore.Store) *seal.Keyring {
 			require.NoError(t, s.Close())
-			setVerifier(t, path, keyring(t, oldKey), oldKey.ID(), rowseal.KeyVerifierText)
+			setVerifier(t, path, keyring(t, oldKey), oldKey.ID(), storeimpl.KeyVerifierText)
 			s2, err := sqlitestore.Open(ctx, path, keyring(t, newKey, oldKey))
 			require.NoError(t, err)
 			require.NoError(t, s2.Close())
 			return keyring(t, oldKey)
-		}, map[seal.KeyID]string{oldKey.ID(): rowseal.KeyVerifierText}},
+		}, map[seal.KeyID]string{oldKey.ID(): storeimpl.KeyVerifierText}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/securemsg/storage/internal/rowseal"
+	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
@@ -128,21 +128,99 @@ type pendingRow struct {
 }
 
 // openPending opens r, read for the recipient want (nil: any), or
-// reports it unreadable: with store.ErrCorruptRow if a column holds
-// another storage class than the schema declares or a logical id of the
-// wrong length, or the recipient is not want (see rowseal.OpenPending);
-// with the seal error if its sealed value does not open. The recipient
-// and id are reported as far as they decode.
+// reports it unreadable (see check); with the seal error if its sealed
+// value does not open. The recipient and id are reported as far as they
+// decode.
 func (s *Store) openPending(r pendingRow, want *store.DeviceAddress) (store.PendingMessage, *store.UnreadablePendingMessage) {
-	return rowseal.OpenPending(s.keys, decodePending(r), want)
+	return s.open(decodePending(r), want)
 }
 
-// decodePending checks r's columns, as openPending describes, and returns
-// them decoded, what is wrong with them in its Corrupt: the sealed value
-// of a corrupt row is then only for reading its header (which key it
-// names), never to be opened.
-func decodePending(r pendingRow) rowseal.Row {
+// decodedRow is a pending row as read, its columns decoded.
+type decodedRow struct {
+	seq    int64
+	to     store.DeviceAddress
+	id     store.LogicalMessageID
+	sealed []byte
+	// corrupt says what the row's columns hold that the schema never
+	// stores ("" if nothing): such a row is reported, never opened, and
+	// its sealed value is only for reading its header (which key it
+	// names).
+	corrupt string
+}
+
+// decodePending checks r's columns and returns them decoded, with what is
+// wrong with them in corrupt: another storage class than the schema
+// declares, or a logical id of the wrong length.
+func decodePending(r pendingRow) decodedRow {
 	var c columns
 	to, id, sealed := c.message("recipient_user_id", r.RecipientUserID, "recipient_device_id", r.RecipientDeviceID, r.LogicalID, r.Sealed)
-	return rowseal.Row{Seq: r.Sequence, To: to, ID: id, Sealed: sealed, Corrupt: strings.Join(c.problems, "; ")}
+	return decodedRow{seq: r.Sequence, to: to, id: id, sealed: sealed, corrupt: strings.Join(c.problems, "; ")}
+}
+
+// check returns the unreadable entry of r if it may not be opened as a
+// pending message read for want (nil: a read of every recipient's rows),
+// nil if it may. Each cause matches store.ErrCorruptRow: a corrupt row; a
+// row read for want that is stored for another recipient (SQL selected
+// it, but only an exact byte for byte match is want's row); a row with a
+// malformed recipient. A recipient equal to want is valid, as want was
+// validated.
+func check(r decodedRow, want *store.DeviceAddress) *store.UnreadablePendingMessage {
+	var why string
+	switch {
+	case r.corrupt != "":
+		why = r.corrupt
+	case want != nil && r.to != *want:
+		why = fmt.Sprintf("stored for recipient %q device %d, read for recipient %q device %d", r.to.UserID, r.to.DeviceID, want.UserID, want.DeviceID)
+	case want == nil:
+		if err := r.to.Validate(); err != nil {
+			why = fmt.Sprintf("recipient %q: %v", r.to, err)
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return &store.UnreadablePendingMessage{PendingMessage: r.message(nil), Cause: fmt.Errorf("%w: %s", store.ErrCorruptRow, why)}
+}
+
+// message returns r as a pending message holding plaintext.
+func (r decodedRow) message(plaintext []byte) store.PendingMessage {
+	return store.PendingMessage{Sequence: r.seq, Recipient: r.to, ID: r.id, Plaintext: plaintext}
+}
+
+// open opens r, read for want (see check), or returns its unreadable
+// entry: check's, or the seal error as its cause.
+func (s *Store) open(r decodedRow, want *store.DeviceAddress) (store.PendingMessage, *store.UnreadablePendingMessage) {
+	if bad := check(r, want); bad != nil {
+		return store.PendingMessage{}, bad
+	}
+	pt, err := s.keys.Open(seal.RecordPendingOutbound, seal.MessageAD(r.to.UserID, r.to.DeviceID, r.id), r.sealed)
+	if err != nil {
+		return store.PendingMessage{}, &store.UnreadablePendingMessage{PendingMessage: r.message(nil), Cause: err}
+	}
+	return r.message(pt), nil
+}
+
+// page builds the page of the rows read for a page of limit, for want
+// (nil: every recipient's): rows in ascending sequence order, at most
+// limit + 1 of them (the last one only says that another page follows,
+// and is never opened). Each returned row is opened into Messages or
+// reported in Unreadable; NextAfterSequence is the last returned
+// sequence if more follow.
+func (s *Store) page(rows []decodedRow, limit int, want *store.DeviceAddress) store.PendingMessagePage {
+	var page store.PendingMessagePage
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next := rows[len(rows)-1].seq
+		page.NextAfterSequence = &next
+	}
+	page.Messages = make([]store.PendingMessage, 0, len(rows))
+	for _, r := range rows {
+		m, bad := s.open(r, want)
+		if bad != nil {
+			page.Unreadable = append(page.Unreadable, *bad)
+			continue
+		}
+		page.Messages = append(page.Messages, m)
+	}
+	return page
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -183,12 +182,12 @@ func (s *Store) rotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 
 // recordRotationKey records newID as the active key, with a verifier
 // sealed by sealer, and every other key as retiring. The verifier is
-// marked (rowseal.KeyVerifierSealedQueue): an open store's pending queue is
+// marked (storeimpl.KeyVerifierSealedQueue): an open store's pending queue is
 // sealed. The old keys' verifiers are re-sealed by the walk with the text
 // they hold, mark included.
 func (s *Store) recordRotationKey(ctx context.Context, sealer *seal.Keyring, newID seal.KeyID) error {
 	// sealer holds newID's key alone: the verifier is newID's.
-	_, verifier, err := rowseal.SealKeyVerifier(sealer, []byte(rowseal.KeyVerifierSealedQueue))
+	_, verifier, err := storeimpl.SealKeyVerifier(sealer, []byte(storeimpl.KeyVerifierSealedQueue))
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -64,7 +63,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 	me := store.DeviceAddress{UserID: "alice", DeviceID: 1}
 	secret := []byte("alice/1 identity and prekeys")
 	require.NoError(t, s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: me, Secret: secret}))
-	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, rowseal.AddressAD(me), secret}
+	want["local_identity/"+me.String()] = rotateValue{seal.RecordLocalIdentity, seal.AddressAD(me.UserID, me.DeviceID), secret}
 
 	peers := []store.DeviceAddress{{UserID: "bob", DeviceID: 1}, {UserID: "bob", DeviceID: 2}, {UserID: "carol", DeviceID: 3}, {UserID: "dave", DeviceID: 0}}
 	for i, p := range peers {
@@ -76,12 +75,12 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 			u.Initiation = []byte("initiation to " + p.String())
 		}
 		require.NoError(t, s.SavePeer(ctx, p, u))
-		want["identity_pin/"+p.String()] = rotateValue{seal.RecordIdentityPin, rowseal.AddressAD(p), u.Pin}
+		want["identity_pin/"+p.String()] = rotateValue{seal.RecordIdentityPin, seal.AddressAD(p.UserID, p.DeviceID), u.Pin}
 		if u.Session != nil {
-			want["session/"+p.String()] = rotateValue{seal.RecordSession, rowseal.AddressAD(p), u.Session}
+			want["session/"+p.String()] = rotateValue{seal.RecordSession, seal.AddressAD(p.UserID, p.DeviceID), u.Session}
 		}
 		if u.Initiation != nil {
-			want["session_initiation/"+p.String()] = rotateValue{seal.RecordSessionInitiation, rowseal.AddressAD(p), u.Initiation}
+			want["session_initiation/"+p.String()] = rotateValue{seal.RecordSessionInitiation, seal.AddressAD(p.UserID, p.DeviceID), u.Initiation}
 		}
 	}
 
@@ -96,7 +95,7 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 			gone = id
 			continue
 		}
-		want[fmt.Sprintf("pending_outbound_message/%d", seq)] = rotateValue{seal.RecordPendingOutbound, rowseal.MessageAD(to, id), pt}
+		want[fmt.Sprintf("pending_outbound_message/%d", seq)] = rotateValue{seal.RecordPendingOutbound, seal.MessageAD(to.UserID, to.DeviceID, id), pt}
 	}
 	ok, err := s.AbandonPending(ctx, peers[8%3], gone)
 	require.NoError(t, err)
@@ -109,18 +108,18 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 		require.NoError(t, err)
 		require.True(t, fresh)
 	}
-	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, rowseal.AddressAD(peers[0]), bobSession}
+	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, seal.AddressAD(peers[0].UserID, peers[0].DeviceID), bobSession}
 
 	q := db.New(sqliteaccess.DB(s))
 	for i := range 3 {
 		from := peers[i%2]
 		id := store.NewLogicalMessageID()
 		pt := fmt.Appendf(nil, "inbound %d from %s", i, from)
-		sealed, err := sqliteaccess.Keyring(s).Seal(seal.RecordPendingInbound, rowseal.MessageAD(from, id), pt)
+		sealed, err := sqliteaccess.Keyring(s).Seal(seal.RecordPendingInbound, seal.MessageAD(from.UserID, from.DeviceID, id), pt)
 		require.NoError(t, err)
 		seq, err := q.InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed})
 		require.NoError(t, err)
-		want[fmt.Sprintf("pending_inbound_message/%d", seq)] = rotateValue{seal.RecordPendingInbound, rowseal.MessageAD(from, id), pt}
+		want[fmt.Sprintf("pending_inbound_message/%d", seq)] = rotateValue{seal.RecordPendingInbound, seal.MessageAD(from.UserID, from.DeviceID, id), pt}
 	}
 	return want
 }
@@ -522,7 +521,7 @@ func TestRotateKeySkipsDamagedRows(t *testing.T) {
 				stray, err := seal.NewKeyring(strayKey)
 				require.NoError(t, err)
 				to, id := store.DeviceAddress{UserID: "erin", DeviceID: 5}, store.NewLogicalMessageID()
-				v, err := stray.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), []byte("stray"))
+				v, err := stray.Seal(seal.RecordPendingOutbound, seal.MessageAD(to.UserID, to.DeviceID, id), []byte("stray"))
 				require.NoError(t, err)
 				seq, err := db.New(sqliteaccess.DB(s)).InsertPendingOutbound(context.Background(), db.InsertPendingOutboundParams{
 					RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, LogicalID: id[:], Sealed: v,

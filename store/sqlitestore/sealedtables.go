@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -67,8 +66,8 @@ var sealedTables = []sealedTable{
 				// Checked as a page checks it: a corrupt row is never
 				// opened.
 				d := decodePending(pendingRow(r))
-				out[i] = messageRow{seq: r.Sequence, addr: d.To, id: d.ID, sealed: d.Sealed}
-				if bad := rowseal.Check(d, nil); bad != nil {
+				out[i] = messageRow{seq: r.Sequence, addr: d.to, id: d.id, sealed: d.sealed}
+				if bad := check(d, nil); bad != nil {
 					out[i].bad = bad.Cause
 				}
 			}
@@ -146,7 +145,7 @@ func walkStorageKeys() rowBatches {
 			keyID := r.KeyID
 			out = append(out, sealedRow{
 				id: store.SkippedRow{Table: "storage_key"}, rt: seal.RecordKeyVerifier,
-				ad: rowseal.KeyVerifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
+				ad: seal.KeyVerifierAD(seal.KeyID(keyID)), sealed: r.Verifier,
 				update: func(ctx context.Context, q *db.Queries, v []byte) error {
 					return q.UpdateStorageKeyVerifier(ctx, db.UpdateStorageKeyVerifierParams{Verifier: v, KeyID: keyID})
 				},
@@ -176,7 +175,7 @@ func (r addressRow) sealedRow(table string, rt seal.RecordType, write func(ctx c
 	addr := c.address("user_id", r.userID, "device_id", r.deviceID)
 	sealed := c.blob("sealed", r.sealed)
 	return sealedRow{
-		id: store.SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: rowseal.AddressAD(addr), sealed: sealed,
+		id: store.SkippedRow{Table: table, Address: addr}, bad: c.err(), rt: rt, ad: seal.AddressAD(addr.UserID, addr.DeviceID), sealed: sealed,
 		update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, addr, v) },
 	}
 }
@@ -267,7 +266,7 @@ func messageTable(
 				after = &seq
 				out = append(out, sealedRow{
 					id:  store.SkippedRow{Table: name, Address: r.addr, Sequence: seq, ID: r.id},
-					bad: r.bad, rt: rt, ad: rowseal.MessageAD(r.addr, r.id), sealed: r.sealed,
+					bad: r.bad, rt: rt, ad: seal.MessageAD(r.addr.UserID, r.addr.DeviceID, r.id), sealed: r.sealed,
 					update: func(ctx context.Context, q *db.Queries, v []byte) error { return write(ctx, q, seq, v) },
 				})
 			}

@@ -46,7 +46,6 @@ import (
 	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
@@ -426,8 +425,8 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 //
 // It runs after the legacy migration, so the pending queue is sealed: an
 // active verifier of the keyring's current key that seals the unmarked
-// rowseal.KeyVerifierText (written by a build that did not mark it) is
-// given the marked rowseal.KeyVerifierSealedQueue in the same transaction,
+// storeimpl.KeyVerifierText (written by a build that did not mark it) is
+// given the marked storeimpl.KeyVerifierSealedQueue in the same transaction,
 // so that package legacy refuses a plaintext table planted from then on.
 func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 	rows, err := q.ListStorageKeys(ctx)
@@ -446,7 +445,7 @@ func (s *Store) checkKey(ctx context.Context, q *db.Queries) error {
 		// A verifier is sealed by its own key, which seals only while
 		// current: another key's waits until it is current (or a
 		// rotation records it anew).
-		if string(text) == rowseal.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
+		if string(text) == storeimpl.KeyVerifierText && seal.KeyID(r.KeyID) == s.keys.Current() {
 			if err := s.markKey(ctx, q); err != nil {
 				return err
 			}
@@ -515,7 +514,7 @@ func (s *Store) verifyActiveKeys(ctx context.Context, m *migration.Migrator) err
 // returns the text it seals; seal.ErrWrongKey, naming the ids, if the
 // keyring does not hold the key.
 func (s *Store) openVerifier(r db.ListStorageKeysRow) ([]byte, error) {
-	text, err := rowseal.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
+	text, err := storeimpl.OpenKeyVerifier(s.keys, seal.KeyID(r.KeyID), r.Verifier)
 	if errors.Is(err, seal.ErrWrongKey) {
 		// seal's own text names the key id too: name each id once.
 		return nil, fmt.Errorf("the database's active storage key is key id %d, the keyring holds key ids %v: %w", r.KeyID, s.keys.KeyIDs(), seal.ErrWrongKey)
@@ -528,7 +527,7 @@ func (s *Store) openVerifier(r db.ListStorageKeysRow) ([]byte, error) {
 
 // markKey gives the record of keys' current key the marked verifier.
 func (s *Store) markKey(ctx context.Context, q *db.Queries) error {
-	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(rowseal.KeyVerifierSealedQueue))
+	id, v, err := storeimpl.SealKeyVerifier(s.keys, []byte(storeimpl.KeyVerifierSealedQueue))
 	if err != nil {
 		return fmt.Errorf("storage key %d: mark verifier: %w", id, err)
 	}
@@ -541,7 +540,7 @@ func (s *Store) markKey(ctx context.Context, q *db.Queries) error {
 // addKey records keys' current key as the active one, with the marked
 // verifier (the store keeps its pending queue sealed).
 func (s *Store) addKey(ctx context.Context, q *db.Queries) error {
-	id, v, err := rowseal.SealKeyVerifier(s.keys, []byte(rowseal.KeyVerifierSealedQueue))
+	id, v, err := storeimpl.SealKeyVerifier(s.keys, []byte(storeimpl.KeyVerifierSealedQueue))
 	if err != nil {
 		return fmt.Errorf("record storage key: %w", err)
 	}
@@ -607,7 +606,7 @@ func (s *Store) CommitSend(ctx context.Context, peer store.DeviceAddress, id sto
 func (s *Store) CommitSendMany(ctx context.Context, id store.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]int64, error) {
 	seqs := make([]int64, len(peers))
 	err := s.tx(ctx, countedTransaction, func(t *txn) error {
-		sends, err := rowseal.InsertMany(s.keys, id, plaintext, peers)
+		sends, err := storeimpl.SealPendingMany(s.keys, id, plaintext, peers)
 		if err != nil {
 			return err
 		}
@@ -630,7 +629,7 @@ func (s *Store) CommitSendMany(ctx context.Context, id store.LogicalMessageID, p
 func (s *Store) insertPending(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, update *store.PeerState) (int64, error) {
 	var seq int64
 	err := s.tx(ctx, countedTransaction, func(t *txn) error {
-		sealed, peer, err := rowseal.Insert(s.keys, recipient, id, plaintext, update)
+		sealed, peer, err := storeimpl.SealPending(s.keys, recipient, id, plaintext, update)
 		if err != nil {
 			return err
 		}
@@ -681,7 +680,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 			return err
 		}
 		limit := int64(req.Limit) + 1
-		var rows []rowseal.Row
+		var rows []decodedRow
 		if req.Recipient == nil {
 			all, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
 			if err != nil {
@@ -701,7 +700,7 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 			rows = decodeRows(to)
 		}
 		opening()
-		page = rowseal.Page(s.keys, rows, req.Limit, req.Recipient)
+		page = s.page(rows, req.Limit, req.Recipient)
 		return nil
 	})
 	if err != nil {
@@ -715,10 +714,10 @@ type pageRow interface {
 	db.PagePendingOutboundRow | db.PagePendingOutboundForRecipientRow
 }
 
-// decodeRows decodes the rows of a page query (decodePending), for
-// rowseal.Page to open.
-func decodeRows[R pageRow](rows []R) []rowseal.Row {
-	out := make([]rowseal.Row, len(rows))
+// decodeRows decodes the rows of a page query (decodePending), for page
+// to open.
+func decodeRows[R pageRow](rows []R) []decodedRow {
+	out := make([]decodedRow, len(rows))
 	for i, r := range rows {
 		out[i] = decodePending(pendingRow(r))
 	}
@@ -823,7 +822,7 @@ func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessag
 			return err
 		}
 		if len(rows) == 1 && rows[0].Sequence == m.Sequence {
-			if r := decodePending(pendingRow(rows[0])); r.To == m.Recipient && r.ID == m.ID {
+			if r := decodePending(pendingRow(rows[0])); r.to == m.Recipient && r.id == m.ID {
 				n, err = t.DeletePendingOutboundSequence(ctx, m.Sequence)
 				t.pending -= n
 				return err

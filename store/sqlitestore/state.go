@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/seal"
@@ -24,7 +23,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 			return err
 		}
 		opening()
-		secret, err := s.keys.Open(seal.RecordLocalIdentity, rowseal.AddressAD(addr), sealed)
+		secret, err := s.keys.Open(seal.RecordLocalIdentity, seal.AddressAD(addr.UserID, addr.DeviceID), sealed)
 		if err != nil {
 			return err
 		}
@@ -46,7 +45,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	err := s.tx(ctx, transaction, func(t *txn) error {
-		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(id.Address), id.Secret)
+		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(id.Address.UserID, id.Address.DeviceID), id.Secret)
 		if err != nil {
 			return err
 		}
@@ -99,7 +98,7 @@ func (s *Store) Peer(ctx context.Context, peer store.DeviceAddress) (store.PeerS
 	}
 	var out store.PeerState
 	err := s.readPeer(ctx, peer, func(sealed store.PeerState) (err error) {
-		out, err = rowseal.OpenPeer(s.keys, peer, sealed)
+		out, err = storeimpl.OpenPeer(s.keys, peer, sealed)
 		return err
 	})
 	if err != nil {
@@ -153,7 +152,7 @@ func (s *Store) SavePeer(ctx context.Context, peer store.DeviceAddress, u store.
 		return storeimpl.OpSavePeer.On(peer).Wrap(err)
 	}
 	err := s.tx(ctx, transaction, func(t *txn) error {
-		sealed, err := rowseal.SealPeer(s.keys, peer, u)
+		sealed, err := storeimpl.SealPeer(s.keys, peer, u)
 		if err != nil {
 			return err
 		}
@@ -165,7 +164,7 @@ func (s *Store) SavePeer(ctx context.Context, peer store.DeviceAddress, u store.
 	return nil
 }
 
-// savePeer applies an update whose values are sealed (rowseal.SealPeer):
+// savePeer applies an update whose values are sealed (storeimpl.SealPeer):
 // nil leaves a part unchanged, empty deletes it.
 func savePeer(ctx context.Context, q *db.Queries, peer store.DeviceAddress, u store.PeerState) error {
 	user, dev := peer.UserID, peer.DeviceID
@@ -241,7 +240,7 @@ func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in 
 	}
 	var n int64
 	err := s.tx(ctx, kind, func(t *txn) error {
-		update, err := rowseal.SealPeer(s.keys, peer, in.Update)
+		update, err := storeimpl.SealPeer(s.keys, peer, in.Update)
 		if err != nil {
 			return err
 		}
@@ -249,7 +248,7 @@ func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in 
 			return err
 		}
 		if in.Local != nil {
-			local, err := s.keys.Seal(seal.RecordLocalIdentity, rowseal.AddressAD(in.Local.Address), in.Local.Secret)
+			local, err := s.keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(in.Local.Address.UserID, in.Local.Address.DeviceID), in.Local.Secret)
 			if err != nil {
 				return err
 			}
@@ -271,7 +270,7 @@ func (s *Store) ReadPeerParts(ctx context.Context, peer store.DeviceAddress) (st
 	}
 	var reading store.PeerReading
 	err := s.readPeer(ctx, peer, func(sealed store.PeerState) error {
-		reading = rowseal.ReadPeerParts(s.keys, peer, sealed)
+		reading = storeimpl.ReadPeerParts(s.keys, peer, sealed)
 		return nil
 	})
 	if err != nil {
@@ -296,7 +295,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer store.DeviceAddress, 
 		var replacement []byte
 		if len(pin) > 0 {
 			var err error
-			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(peer), pin); err != nil {
+			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), pin); err != nil {
 				return err
 			}
 		}

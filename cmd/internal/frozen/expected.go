@@ -10,7 +10,6 @@ import (
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/migration"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -214,7 +213,7 @@ func checkStateOpens(ctx context.Context, m *migration.Migrator, path string, ex
 		if err != nil {
 			return err
 		}
-		pt, err := sqliteaccess.Keyring(s).Open(seal.RecordPendingInbound, rowseal.MessageAD(from, id), r.Sealed)
+		pt, err := sqliteaccess.Keyring(s).Open(seal.RecordPendingInbound, seal.MessageAD(from.UserID, from.DeviceID, id), r.Sealed)
 		if err != nil {
 			return fmt.Errorf("pending inbound %d: %w", r.Sequence, err)
 		}

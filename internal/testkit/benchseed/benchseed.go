@@ -15,7 +15,7 @@
 // Rows are deterministic: row i (0-based) is for Layout.Row(i) and, seeded
 // into an empty table, gets sequence i+1, so benchmarks can name victims
 // and cursor positions without reading the database. Every sealed value is
-// a real seal record of the store's keyring bound to rowseal.MessageAD, so
+// a real seal record of the store's keyring bound to seal.MessageAD, so
 // the store's pages open it. Seeding writes through the sqlc-generated
 // InsertPendingOutbound inside large transactions, on a raw connection
 // opened with sqliteaccess.DSN after sqlitestore.Open has migrated the file.
@@ -37,7 +37,6 @@ import (
 	"sync/atomic"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -172,7 +171,7 @@ func Plaintext(i, size int) []byte {
 // SealRow seals plaintext as a pending outbound record of keys for
 // (recipient, id), exactly as the store does.
 func SealRow(keys *seal.Keyring, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]byte, error) {
-	return keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(recipient, id), plaintext)
+	return keys.Seal(seal.RecordPendingOutbound, seal.MessageAD(recipient.UserID, recipient.DeviceID, id), plaintext)
 }
 
 type batch struct {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/seal"
@@ -54,17 +53,17 @@ func peerDamageCases() []peerDamageCase {
 	for _, part := range peerParts() {
 		out = append(out,
 			peerDamageCase{part.String() + " moved from bob", part, func(t *testing.T, h *harness) []byte {
-				v, err := h.keys.Seal(recordType(part), rowseal.AddressAD(bob), []byte("bob's value"))
+				v, err := h.keys.Seal(recordType(part), seal.AddressAD(bob.UserID, bob.DeviceID), []byte("bob's value"))
 				require.NoError(t, err)
 				return v
 			}, seal.ErrAuthentication},
 			peerDamageCase{part.String() + " under a key the keyring does not hold", part, func(t *testing.T, h *harness) []byte {
-				v, err := NewKeyring(t).Seal(recordType(part), rowseal.AddressAD(alice), []byte("other key"))
+				v, err := NewKeyring(t).Seal(recordType(part), seal.AddressAD(alice.UserID, alice.DeviceID), []byte("other key"))
 				require.NoError(t, err)
 				return v
 			}, seal.ErrWrongKey},
 			peerDamageCase{part.String() + " truncated", part, func(t *testing.T, h *harness) []byte {
-				v, err := h.keys.Seal(recordType(part), rowseal.AddressAD(alice), []byte("cut"))
+				v, err := h.keys.Seal(recordType(part), seal.AddressAD(alice.UserID, alice.DeviceID), []byte("cut"))
 				require.NoError(t, err)
 				return v[:20]
 			}, seal.ErrTruncated},
@@ -72,7 +71,7 @@ func peerDamageCases() []peerDamageCase {
 	}
 	// A value of another part's record type, bound to the right row.
 	out = append(out, peerDamageCase{"pin copied into the session", store.PeerSession, func(t *testing.T, h *harness) []byte {
-		v, err := h.keys.Seal(seal.RecordIdentityPin, rowseal.AddressAD(alice), []byte("alice pin"))
+		v, err := h.keys.Seal(seal.RecordIdentityPin, seal.AddressAD(alice.UserID, alice.DeviceID), []byte("alice pin"))
 		require.NoError(t, err)
 		return v
 	}, seal.ErrRecordType})
@@ -170,7 +169,7 @@ func testPeerUnreadable(t *testing.T, h *harness) {
 		_, ms := h.peerSetup()
 		other := NewKeyring(t)
 		for _, part := range peerParts() {
-			v, err := other.Seal(recordType(part), rowseal.AddressAD(alice), []byte("x"))
+			v, err := other.Seal(recordType(part), seal.AddressAD(alice.UserID, alice.DeviceID), []byte("x"))
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
@@ -219,7 +218,7 @@ func testDiscardUnreadablePeer(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		_, ms := h.peerSetup()
 		for _, part := range peerParts() {
-			v, err := h.keys.Seal(recordType(part), rowseal.AddressAD(bob), []byte("moved"))
+			v, err := h.keys.Seal(recordType(part), seal.AddressAD(bob.UserID, bob.DeviceID), []byte("moved"))
 			require.NoError(t, err)
 			h.tamper.SetPeerSealed(t, h.s, alice, part, v)
 		}
@@ -346,7 +345,7 @@ func testDiscardRefusedPeer(t *testing.T, h *harness) {
 		h := h.fresh(t)
 		st, ms := h.peerSetup()
 		require.NoError(t, h.s.SavePeer(h.ctx, alice, store.PeerState{Pin: []byte("bad pin")}))
-		v, err := NewKeyring(t).Seal(seal.RecordSession, rowseal.AddressAD(alice), []byte("alice session"))
+		v, err := NewKeyring(t).Seal(seal.RecordSession, seal.AddressAD(alice.UserID, alice.DeviceID), []byte("alice session"))
 		require.NoError(t, err)
 		h.tamper.SetPeerSealed(t, h.s, alice, store.PeerSession, v)
 

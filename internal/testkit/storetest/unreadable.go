@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/rowseal"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -16,7 +15,7 @@ import (
 // would: the starting point of a damaged value.
 func sealFor(t *testing.T, keys *seal.Keyring, to store.DeviceAddress, id store.LogicalMessageID, text []byte) []byte {
 	t.Helper()
-	v, err := keys.Seal(seal.RecordPendingOutbound, rowseal.MessageAD(to, id), text)
+	v, err := keys.Seal(seal.RecordPendingOutbound, seal.MessageAD(to.UserID, to.DeviceID, id), text)
 	require.NoError(t, err)
 	return v
 }
