@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
 
@@ -126,15 +127,11 @@ func (c *Client) checkSendable(recipients []store.DeviceAddress, plaintext []byt
 		if to == self {
 			return fmt.Errorf("%w: cannot send to self", store.ErrInvalidArgument)
 		}
-		if _, dup := seen[to]; dup {
-			return fmt.Errorf("%w: %s listed twice", store.ErrInvalidArgument, to)
+		if err := storeimpl.ListedOnce(seen, to); err != nil {
+			return err
 		}
-		seen[to] = struct{}{}
 	}
-	if len(plaintext) > maxBody {
-		return fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), maxBody)
-	}
-	return nil
+	return storeimpl.CheckPlaintext(plaintext)
 }
 
 func (c *Client) forgetAll(addrs []store.DeviceAddress) {

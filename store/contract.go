@@ -72,9 +72,9 @@ type Pending interface {
 	// removes it.
 	AbandonPendingMessage(ctx context.Context, m PendingMessage) (bool, error)
 	// NextPendingMessage returns the first pending message for recipient with a
-	// sequence greater than *after (any sequence if after is nil), or
-	// ErrNotFound. If that row cannot be opened it returns an
-	// *UnreadableError holding it, so that the caller can step past its
+	// sequence greater than *after (any sequence if after is nil), or an
+	// error matching ErrNotFound. If that row cannot be opened the error
+	// holds an *UnreadableError (errors.As) with it, so that the caller can step past its
 	// sequence; a row stored for another recipient than recipient byte for
 	// byte is such a row (ErrCorruptRow). Returns ErrInvalidArgument for
 	// a malformed recipient or a negative cursor (see PageRequest.After).

@@ -23,7 +23,7 @@ var (
 	// open of a database file that an open store holds (sqlitestore.Open).
 	// Nothing was changed. Two users of one state would each cache the
 	// sessions and encrypt under the same message keys.
-	ErrInUse = errors.New("store in use")
+	ErrInUse = errors.New("in use")
 	// ErrUnreadable means pending rows could not be opened; it is matched
 	// by an *UnreadableError, which lists them.
 	ErrUnreadable = errors.New("unreadable pending message")
@@ -49,7 +49,7 @@ var (
 	// ErrRowsSkipped means a key rotation finished but left rows it could not
 	// open as they were. It is matched by the *RotationError RotateKey
 	// returns, which lists them.
-	ErrRowsSkipped = errors.New("key rotation skipped rows it could not open")
+	ErrRowsSkipped = errors.New("rows skipped: they could not be opened")
 
 	// ErrNotDatabase means the path sqlitestore.Open was given is not a
 	// SQLite database file: a directory, another kind of file, or a file

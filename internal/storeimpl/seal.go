@@ -1,8 +1,6 @@
 package storeimpl
 
 import (
-	"fmt"
-
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -22,8 +20,8 @@ func SealPending(keys *seal.Keyring, to store.DeviceAddress, id store.LogicalMes
 	if err := to.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if len(plaintext) > store.MaxPlaintextSize {
-		return nil, nil, fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), store.MaxPlaintextSize)
+	if err := CheckPlaintext(plaintext); err != nil {
+		return nil, nil, err
 	}
 	sealed, err := keys.Seal(seal.RecordPendingOutbound, seal.MessageAD(to.UserID, to.DeviceID, id), plaintext)
 	if err != nil {
@@ -67,6 +65,21 @@ func SealPendingMany(keys *seal.Keyring, id store.LogicalMessageID, plaintext []
 		out[i] = SealedSend{Peer: p.Peer, Message: msg, Update: *update}
 	}
 	return out, nil
+}
+
+// SealLocal seals the local identity's secret, bound to its address.
+func SealLocal(keys *seal.Keyring, id store.LocalIdentity) ([]byte, error) {
+	return keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(id.Address.UserID, id.Address.DeviceID), id.Secret)
+}
+
+// OpenLocal opens the local identity's secret stored for addr.
+func OpenLocal(keys *seal.Keyring, addr store.DeviceAddress, sealed []byte) ([]byte, error) {
+	return keys.Open(seal.RecordLocalIdentity, seal.AddressAD(addr.UserID, addr.DeviceID), sealed)
+}
+
+// SealPin seals pin as peer's identity pin.
+func SealPin(keys *seal.Keyring, peer store.DeviceAddress, pin []byte) ([]byte, error) {
+	return keys.Seal(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), pin)
 }
 
 // SealPeer returns u with every non-empty part sealed for peer; nil

@@ -143,12 +143,48 @@ func ValidatePeerUpdates(peers []store.PeerUpdate) error {
 		if err := ValidateUpdate(p.Update); err != nil {
 			return fmt.Errorf("%s: %w", p.Peer, err)
 		}
-		if _, dup := seen[p.Peer]; dup {
-			return fmt.Errorf("%w: %s listed twice", store.ErrInvalidArgument, p.Peer)
+		if err := ListedOnce(seen, p.Peer); err != nil {
+			return err
 		}
-		seen[p.Peer] = struct{}{}
 	}
 	return nil
+}
+
+// ListedOnce records a in seen, the addresses a list has given so far,
+// and returns an error wrapping store.ErrInvalidArgument if a is among
+// them: a message goes to each device once.
+func ListedOnce(seen map[store.DeviceAddress]struct{}, a store.DeviceAddress) error {
+	if _, dup := seen[a]; dup {
+		return fmt.Errorf("%w: %s listed twice", store.ErrInvalidArgument, a)
+	}
+	seen[a] = struct{}{}
+	return nil
+}
+
+// CheckPlaintext returns an error wrapping store.ErrInvalidArgument if
+// plaintext is longer than store.MaxPlaintextSize.
+func CheckPlaintext(plaintext []byte) error {
+	if len(plaintext) > store.MaxPlaintextSize {
+		return fmt.Errorf("%w: plaintext is %d bytes, limit %d", store.ErrInvalidArgument, len(plaintext), store.MaxPlaintextSize)
+	}
+	return nil
+}
+
+// InUse is the error of a Claim on a store that already serves a client.
+func InUse() error {
+	return fmt.Errorf("%w: it already serves a client", store.ErrInUse)
+}
+
+// Duplicate is the error of inserting the pending message id for to
+// while one is pending.
+func Duplicate(to store.DeviceAddress, id store.LogicalMessageID) error {
+	return fmt.Errorf("%s for %s: %w", id, to, store.ErrDuplicate)
+}
+
+// OtherDevice is the error of saving the local identity of another
+// device than owner, the one the store holds.
+func OtherDevice(owner store.DeviceAddress) error {
+	return fmt.Errorf("%w: the store belongs to %s", store.ErrInvalidArgument, owner)
 }
 
 // ValidateUpdate returns an error wrapping store.ErrInvalidArgument if u, used

@@ -10,7 +10,6 @@ package memstore
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -96,7 +95,7 @@ func (s *Store) Claim() (func(), error) {
 		return nil, storeimpl.OpClaim.Wrap(store.ErrClosed)
 	}
 	if s.claim != nil {
-		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store already serves a client", store.ErrInUse))
+		return nil, storeimpl.OpClaim.Wrap(storeimpl.InUse())
 	}
 	if err := storeimpl.CheckKeyring(s.keys); err != nil {
 		// A client would fail at its first seal.
@@ -197,7 +196,7 @@ func (s *Store) insertPending(ctx context.Context, recipient store.DeviceAddress
 // checkNewLocked returns ErrDuplicate if k is already pending.
 func (s *Store) checkNewLocked(k pendingKey) error {
 	if _, dup := s.bySeqKey[k]; dup {
-		return fmt.Errorf("%s for %s: %w", k.id, k.addr, store.ErrDuplicate)
+		return storeimpl.Duplicate(k.addr, k.id)
 	}
 	return nil
 }
@@ -396,15 +395,12 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 		}
 		return store.ErrNotFound
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return store.PendingMessage{}, store.ErrNotFound
-	}
 	if err != nil {
 		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
 	}
 	m, bad := s.open(*row)
 	if bad != nil {
-		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
+		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(&store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}})
 	}
 	return m, nil
 }
@@ -422,7 +418,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 	if err != nil {
 		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
-	secret, err := s.keys.Open(seal.RecordLocalIdentity, seal.AddressAD(row.addr.UserID, row.addr.DeviceID), row.sealed)
+	secret, err := storeimpl.OpenLocal(s.keys, row.addr, row.sealed)
 	if err != nil {
 		return store.LocalIdentity{}, storeimpl.OpLocalIdentity.Wrap(err)
 	}
@@ -435,7 +431,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	err := s.locked(ctx, func() error {
-		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(id.Address.UserID, id.Address.DeviceID), id.Secret)
+		sealed, err := storeimpl.SealLocal(s.keys, id)
 		if err != nil {
 			return err
 		}
@@ -455,7 +451,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 // one already stored.
 func (s *Store) checkLocalLocked(addr store.DeviceAddress) error {
 	if s.identity != nil && s.identity.addr != addr {
-		return fmt.Errorf("%w: this store belongs to %s", store.ErrInvalidArgument, s.identity.addr)
+		return storeimpl.OtherDevice(s.identity.addr)
 	}
 	return nil
 }
@@ -511,7 +507,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer store.DeviceAddress, 
 		var replacement []byte
 		if len(pin) > 0 {
 			var err error
-			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), pin); err != nil {
+			if replacement, err = storeimpl.SealPin(s.keys, peer, pin); err != nil {
 				return err
 			}
 		}
@@ -624,7 +620,7 @@ func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in 
 			return err
 		}
 		if in.Local != nil {
-			local, err := s.keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(in.Local.Address.UserID, in.Local.Address.DeviceID), in.Local.Secret)
+			local, err := storeimpl.SealLocal(s.keys, *in.Local)
 			if err != nil {
 				return err
 			}

@@ -106,9 +106,6 @@ func (s *Store) rotateKey(ctx context.Context, newKey seal.Key, batch int, progr
 	if batch == 0 {
 		batch = DefaultRotationBatch
 	}
-	// Two rotations of one database at once would fight over which key
-	// is active; the store holds its file alone, so its lock is the
-	// database's.
 	s.rotateMu.Lock()
 	defer s.rotateMu.Unlock()
 	// Under rotateMu, so that no other rotation adds a key meanwhile: a

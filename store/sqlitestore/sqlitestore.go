@@ -10,7 +10,7 @@
 // Transactions: every call of store.Store runs through one helper, as
 // one transaction but for the count noted below. A call of one statement
 // (a page from a non-negative cursor, a count, a recipient's next
-// message, AbandonPending) runs as SQLite's own transaction of that
+// message, a page of recipients, the local identity, AbandonPending) runs as SQLite's own transaction of that
 // statement, without BEGIN and COMMIT around it; a call of several
 // statements runs between BEGIN IMMEDIATE and COMMIT, so that two writers
 // never deadlock upgrading a read lock and a failed COMMIT is seen as
@@ -75,14 +75,20 @@ type Store struct {
 	claim atomic.Pointer[byte] // a byte, not a zero-size value: each claim distinct
 
 	// sealMu is held shared by every transaction (tx), in which the
-	// values it writes are sealed, and exclusively by RotateKey while it
-	// switches the sealing key: so no value sealed with the old key is
-	// written once a rotation has started walking the tables. Close takes
-	// it exclusively too, so that it closes the connection and releases
-	// the file only once the transactions under way have ended.
+	// values it writes are sealed and the values it reads are opened. It
+	// is held exclusively by RotateKey while it switches the sealing key,
+	// so that no value sealed with the old key is written once a rotation
+	// has started walking the tables, and while it forgets the old keys,
+	// so that no value read before the walk re-sealed it is opened after.
+	// Close takes it exclusively too, so that it closes the connection
+	// and releases the file only once the transactions under way have
+	// ended.
 	sealMu sync.RWMutex
 
-	// rotateMu serialises this store's key rotations (RotateKey).
+	// rotateMu serialises this store's key rotations (RotateKey): two at
+	// once would fight over which key is active, and one could add a key
+	// sharing its id with a key the other holds. The store holds its file
+	// alone, so this lock is the database's.
 	rotateMu sync.Mutex
 
 	// count is the number of pending outbound rows (count.go).
@@ -578,7 +584,7 @@ func (s *Store) Claim() (func(), error) {
 	}
 	c := new(byte)
 	if !s.claim.CompareAndSwap(nil, c) {
-		return nil, storeimpl.OpClaim.Wrap(fmt.Errorf("%w: the store already serves a client", store.ErrInUse))
+		return nil, storeimpl.OpClaim.Wrap(storeimpl.InUse())
 	}
 	// A release of an earlier claim frees no later one.
 	return func() { s.claim.CompareAndSwap(c, nil) }, nil
@@ -652,7 +658,7 @@ func insertRow(ctx context.Context, q *db.Queries, recipient store.DeviceAddress
 		Sealed:            sealed,
 	})
 	if isUniqueViolation(err) {
-		return 0, fmt.Errorf("%s for %s: %w", id, recipient, store.ErrDuplicate)
+		return 0, storeimpl.Duplicate(recipient, id)
 	}
 	if err != nil {
 		return 0, exhausted(ctx, q, err)
@@ -876,13 +882,13 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return store.PendingMessage{}, store.ErrNotFound
+		err = store.ErrNotFound
+	}
+	if err == nil && bad != nil {
+		err = &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
 	}
 	if err != nil {
 		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
-	}
-	if bad != nil {
-		return store.PendingMessage{}, &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
 	}
 	return m, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/storeimpl"
 
-	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
 
@@ -23,7 +22,7 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 			return err
 		}
 		opening()
-		secret, err := s.keys.Open(seal.RecordLocalIdentity, seal.AddressAD(addr.UserID, addr.DeviceID), sealed)
+		secret, err := storeimpl.OpenLocal(s.keys, addr, sealed)
 		if err != nil {
 			return err
 		}
@@ -45,7 +44,7 @@ func (s *Store) SaveLocalIdentity(ctx context.Context, id store.LocalIdentity) e
 		return storeimpl.OpSaveLocalIdentity.Wrap(err)
 	}
 	err := s.tx(ctx, transaction, func(t *txn) error {
-		sealed, err := s.keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(id.Address.UserID, id.Address.DeviceID), id.Secret)
+		sealed, err := storeimpl.SealLocal(s.keys, id)
 		if err != nil {
 			return err
 		}
@@ -86,7 +85,7 @@ func saveLocal(ctx context.Context, q *db.Queries, addr store.DeviceAddress, sea
 	case err != nil:
 		return err
 	case stored != addr:
-		return fmt.Errorf("%w: this database belongs to %s", store.ErrInvalidArgument, stored)
+		return storeimpl.OtherDevice(stored)
 	}
 	return q.UpdateLocalIdentitySealed(ctx, sealed)
 }
@@ -248,7 +247,7 @@ func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in 
 			return err
 		}
 		if in.Local != nil {
-			local, err := s.keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(in.Local.Address.UserID, in.Local.Address.DeviceID), in.Local.Secret)
+			local, err := storeimpl.SealLocal(s.keys, *in.Local)
 			if err != nil {
 				return err
 			}
@@ -295,7 +294,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer store.DeviceAddress, 
 		var replacement []byte
 		if len(pin) > 0 {
 			var err error
-			if replacement, err = s.keys.Seal(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), pin); err != nil {
+			if replacement, err = storeimpl.SealPin(s.keys, peer, pin); err != nil {
 				return err
 			}
 		}

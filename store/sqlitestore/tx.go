@@ -55,14 +55,10 @@ const (
 // so that a count never reads between a commit and the count's update;
 // if it fails the next count asks SQLite.
 //
-// Locks, always in this order: rotateMu (RotateKey holds it across all
-// its transactions); sealMu shared (RotateKey takes it exclusively to
-// switch the sealing key, so no value sealed with the old key is written
-// after its walk has begun, and to forget the old keys, so no value read
-// before its walk re-sealed it is opened after; Close, to wait for the
-// transactions under way); then, for a counted kind, the count's lock;
-// then the connection. The keyring's own lock is taken last, inside fn,
-// and held only to look a key up.
+// Locks, always in this order (each says why where it is declared):
+// rotateMu, which RotateKey holds across all its transactions; sealMu,
+// shared; for a counted kind, the count's lock; the connection; last,
+// inside fn and only to look a key up, the keyring's own lock.
 func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) error {
 	s.sealMu.RLock()
 	defer s.sealMu.RUnlock()
