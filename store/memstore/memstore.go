@@ -257,7 +257,11 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 		return store.PendingMessagePage{}, storeimpl.OpPagePending.Wrap(err)
 	}
 	// At most Limit + 1 rows: the last one only says that another page
-	// follows, and is never opened.
+	// follows, and is never opened. The SQLite store builds its pages the
+	// same way in its own code (rawrow.go), which also checks what only a
+	// file's columns can hold wrong, so that its page path enters no
+	// package of shared helpers; the contract suite holds the two to one
+	// behaviour.
 	var page store.PendingMessagePage
 	if len(rows) > req.Limit {
 		rows = rows[:req.Limit]

@@ -27,10 +27,10 @@ import (
 // connection starts from the same value), and database/sql replaces the
 // connection behind the store's back: as soon as a context is cancelled
 // inside a transaction (go-sqlite3 cannot reset a session, so the
-// connection is closed), or when the driver reports a bad connection. So the number is also taken together with how many
-// connections the store had opened (opened, counted by the store's
-// connector), read while the transaction that read the number holds the
-// store's one connection. A later count reads data_version in one
+// connection is closed), or when the driver reports a bad connection.
+// So the number is also taken together with how many connections the
+// store had opened (opened, counted by the store's connector), read while
+// the transaction that read the number holds the store's one connection. A later count reads data_version in one
 // statement and then opened: if no connection was opened since, that
 // statement ran on the connection the number was taken on, as the store
 // never has more than one open (openConn). That is race-free by
