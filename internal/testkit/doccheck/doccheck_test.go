@@ -1,11 +1,9 @@
 package doccheck
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"go/ast"
-	"go/doc"
 	"go/parser"
 	"go/token"
 	"os"
@@ -91,228 +89,13 @@ func repoRoot(t *testing.T) string {
 	return dir
 }
 
-// exported returns the names a package exports: its functions, types,
-// variables and constants, and for each type Type.Member for its methods,
-// struct fields and interface methods (embedded ones included).
-func exported(t *testing.T, dir string) map[string]bool {
-	t.Helper()
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
-	require.NoError(t, err)
-	names := map[string]bool{}
-	for _, p := range pkgs {
-		d := doc.New(p, dir, 0)
-		for _, f := range d.Funcs {
-			names[f.Name] = true
-		}
-		for _, v := range append(d.Vars, d.Consts...) {
-			for _, n := range v.Names {
-				names[n] = true
-			}
-		}
-		for _, ty := range d.Types {
-			names[ty.Name] = true
-			for _, f := range ty.Funcs {
-				names[f.Name] = true
-			}
-			for _, m := range ty.Methods {
-				names[ty.Name+"."+m.Name] = true
-			}
-			for _, v := range append(ty.Vars, ty.Consts...) {
-				for _, n := range v.Names {
-					names[n] = true
-				}
-			}
-			ast.Inspect(ty.Decl, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.StructType:
-					members(names, ty.Name, n.Fields)
-				case *ast.InterfaceType:
-					members(names, ty.Name, n.Methods)
-				}
-				return true
-			})
-		}
-	}
-	return names
-}
-
-func members(names map[string]bool, typ string, fields *ast.FieldList) {
-	for _, f := range fields.List {
-		for _, n := range f.Names {
-			names[typ+"."+n.Name] = true
-		}
-		if len(f.Names) == 0 { // embedded: its name is the type's
-			expr := f.Type
-			if s, ok := expr.(*ast.StarExpr); ok {
-				expr = s.X
-			}
-			switch e := expr.(type) {
-			case *ast.Ident:
-				names[typ+"."+e.Name] = true
-			case *ast.SelectorExpr:
-				names[typ+"."+e.Sel.Name] = true
-			}
-		}
-	}
-}
-
-// A reference is pkg.Ident or pkg.Type.Member, outside a file path (not
-// preceded by a slash or a letter) and not a file name (.go, .md, .sql).
-var reference = regexp.MustCompile(`(^|[^\w/.-])([a-z][a-z0-9]*)\.([A-Z]\w*)(?:\.([A-Z]\w*))?`)
-
-var testFunc = regexp.MustCompile(`^(Test|Benchmark|Example|Fuzz)[A-Z_]`)
-
-// knownNames maps each package name of both modules to the names it
-// exports (see exported).
-func knownNames(t *testing.T, root string) map[string]map[string]bool {
-	t.Helper()
-	known := map[string]map[string]bool{}
-	for name, dirs := range packages(t, root) {
-		known[name] = map[string]bool{}
-		for _, dir := range dirs {
-			for n := range exported(t, filepath.Join(root, dir)) {
-				known[name][n] = true
-			}
-		}
-	}
-	for _, public := range []string{"client", "store", "sqlitestore", "memstore", "seal", "session", "transport", "transporttest", "schema"} {
-		require.NotEmpty(t, known[public], "package %s exports nothing", public)
-	}
-	return known
-}
-
-// stale returns the references in text to a name a package of the
-// modules does not declare, and how many references it checked.
-func stale(known map[string]map[string]bool, text string) (missing []string, checked int) {
-	for _, m := range reference.FindAllStringSubmatch(text, -1) {
-		names, ok := known[m[2]]
-		if !ok {
-			continue
-		}
-		checked++
-		ident := m[3]
-		if testFunc.MatchString(ident) {
-			continue // a test's name, not the package's API
-		}
-		if m[4] != "" && names[m[3]] && !names[m[3]+"."+m[4]] && isType(names, m[3]) {
-			missing = append(missing, m[2]+"."+m[3]+"."+m[4])
-			continue
-		}
-		if !names[ident] && !isMethod(names, ident) {
-			missing = append(missing, m[2]+"."+ident)
-		}
-	}
-	return missing, checked
-}
-
-// TestDocumentsNameOnlyWhatExists: every pkg.Ident or pkg.Type.Member the
-// documents name is declared by that package (a name the code no longer
-// has is a document gone stale).
-func TestDocumentsNameOnlyWhatExists(t *testing.T) {
-	root := repoRoot(t)
-	known := knownNames(t, root)
-	checked := 0
-	var missing []string
-	for _, docPath := range documents(t, root) {
-		f, err := os.Open(filepath.Join(root, docPath))
-		require.NoError(t, err)
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for line := 1; sc.Scan(); line++ {
-			m, n := stale(known, sc.Text())
-			checked += n
-			for _, name := range m {
-				missing = append(missing, docPath+":"+strconv.Itoa(line)+": "+name)
-			}
-		}
-		require.NoError(t, sc.Err())
-		f.Close()
-	}
-	sort.Strings(missing)
-	require.Empty(t, missing, "the documents name what the package does not declare")
-	require.Greater(t, checked, 50, "the documents name the API: a scan that finds few references is broken")
-}
-
-// TestCommentsNameOnlyWhatExists: the comments of both modules' Go files
-// (what go doc shows, and what a maintainer reads) name only what exists,
-// as the documents do. Generated code is left out.
-func TestCommentsNameOnlyWhatExists(t *testing.T) {
-	root := repoRoot(t)
-	known := knownNames(t, root)
-	checked := 0
-	var missing []string
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
-		if ast.IsGenerated(f) {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		for _, g := range f.Comments {
-			for _, c := range g.List {
-				m, n := stale(known, c.Text)
-				checked += n
-				for _, name := range m {
-					missing = append(missing, rel+":"+strconv.Itoa(fset.Position(c.Pos()).Line)+": "+name)
-				}
-			}
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	sort.Strings(missing)
-	require.Empty(t, missing, "comments name what the package does not declare")
-	require.Greater(t, checked, 200, "the comments name the API: a scan that finds few references is broken")
-}
-
-// isMethod reports whether name is a method or member of one of the
-// package's types (client.AbandonPendingMessage for Client's method).
-func isMethod(names map[string]bool, name string) bool {
-	for n := range names {
-		if strings.HasSuffix(n, "."+name) {
-			return true
-		}
-	}
-	return false
-}
-
-// isType reports whether name is a type of the package: then Type.Member
-// must be one of its members (a method, a field).
-func isType(names map[string]bool, name string) bool {
-	prefix := name + "."
-	for n := range names {
-		if strings.HasPrefix(n, prefix) {
-			return true
-		}
-	}
-	return false
-}
+// topDirs are the repository's top-level directories (each held to exist
+// by TestDocumentsNamePathsThatExist).
+var topDirs = []string{"client", "cmd", "docs", "examples", "fixtures", "internal", "queries", "reliability", "schema", "seal", "session", "store", "transport"}
 
 // A repository path a document names: a top-level directory of the
 // project, then path elements.
-var repoPath = regexp.MustCompile(`(?:^|[\s(\x60'"])\.?/?((?:internal|store|client|cmd|seal|session|transport|ids|schema|queries|fixtures|reliability|examples|docs)/[\w./-]*[\w/])`)
+var repoPath = regexp.MustCompile(`(?:^|[\s(\x60'"])\.?/?((?:` + strings.Join(topDirs, "|") + `)/[\w./-]*[\w/])`)
 
 var (
 	member    = regexp.MustCompile(`\.[A-Z]\w*$`)
@@ -343,6 +126,9 @@ func future(t *testing.T, root, p string) bool {
 // ...) exists, relative to the repository root or to the document.
 func TestDocumentsNamePathsThatExist(t *testing.T) {
 	root := repoRoot(t)
+	for _, d := range topDirs {
+		require.DirExists(t, filepath.Join(root, d), "a path a document names starts with a top-level directory of the repository")
+	}
 	var missing []string
 	checked := 0
 	for _, docPath := range documents(t, root) {
