@@ -33,8 +33,8 @@ func must(b *testing.B, err error) {
 	}
 }
 
-// BenchmarkSend measures client.Send of a 200-byte message to a peer with
-// an established session (encrypt, seal, one transaction holding the
+// BenchmarkSend measures client.Client.Send of a 200-byte message to a peer
+// with an established session (encrypt, seal, one transaction holding the
 // pending row and the advanced session, hand-off to the in-process
 // transport) on a SQLite store, against a raw insert of the same sealed
 // bytes in its own transaction (the floor).
@@ -104,11 +104,11 @@ func BenchmarkSend(b *testing.B) {
 	})
 }
 
-// BenchmarkAbandon measures client.AbandonPending of a different existing
-// pending message per iteration (spread over the table, a replacement
-// inserted outside the timed region) at 1,000 and at a large number of
-// pending messages (PENDINGBENCH_LARGE, default 100,000) over a skewed
-// spread of recipients.
+// BenchmarkAbandon measures client.Client.AbandonPending of a different
+// existing pending message per iteration (spread over the table, a
+// replacement inserted outside the timed region) at 1,000 and at a large
+// number of pending messages (PENDINGBENCH_LARGE, default 100,000) over a
+// skewed spread of recipients.
 func BenchmarkAbandon(b *testing.B) {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()

@@ -18,7 +18,7 @@ import (
 // SQLite store already holds a large number of pending messages
 // (PENDINGBENCH_LARGE, default 100,000): "fanout" is one SendToDevices
 // (one transaction for every row and session, then n hand-offs),
-// "singles" is n client.Send calls (n transactions). Compare the two
+// "singles" is n client.Client.Send calls (n transactions). Compare the two
 // lines of one n; cmd/pendingbench judges the ratio at n=5, interleaved,
 // against its raw floor.
 func BenchmarkFanout(b *testing.B) {

@@ -124,7 +124,7 @@ type State interface {
 	// held for peer; absent ones are nil. If any part does not open it
 	// returns no state and a *PeerUnreadableError (matching
 	// ErrPeerUnreadable and each cause) naming every part that does not
-	// (client.DiscardUnreadablePeerState removes them). Returns
+	// (client.Client.DiscardUnreadablePeerState removes them). Returns
 	// ErrInvalidArgument for a malformed peer.
 	Peer(ctx context.Context, peer DeviceAddress) (PeerState, error)
 	// SavePeer writes the given parts of peer's state in one transaction:

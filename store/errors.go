@@ -39,11 +39,12 @@ var (
 	// session, unanswered initiation or identity pin) could not be opened,
 	// or (as the client reports it) opened but could not be decoded. It is
 	// matched by a *PeerUnreadableError, which says which parts and why;
-	// client.DiscardUnreadablePeerState removes exactly those parts.
+	// client.Client.DiscardUnreadablePeerState removes exactly those parts.
 	ErrPeerUnreadable = errors.New("unreadable peer state")
 	// ErrPeerChanged means a remote device's state changed between the
 	// read that found parts of it damaged and their removal, so nothing
-	// was removed: client.DiscardUnreadablePeerState can be called again.
+	// was removed: client.Client.DiscardUnreadablePeerState can be called
+	// again.
 	ErrPeerChanged = errors.New("peer state changed since it was read")
 
 	// ErrRowsSkipped means a key rotation finished but left rows it could not

@@ -44,8 +44,8 @@ type PendingMessage struct {
 // open: damaged, tampered with, sealed with a key the keyring does not
 // hold, or stored with values the schema never holds. It is reported,
 // never opened as if it were fine, so that the application can abandon it
-// (client.AbandonPendingMessage with its PendingMessage) and one bad row
-// never hides the others.
+// (client.Client.AbandonPendingMessage with its PendingMessage) and one bad
+// row never hides the others.
 type UnreadablePendingMessage struct {
 	// PendingMessage is the row's sequence, recipient and logical id as
 	// stored, as far as they decode (a part that does not decode is left

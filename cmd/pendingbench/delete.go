@@ -42,7 +42,7 @@ func (v *victimSet) take() (int, error) {
 type deleteOp func(ctx context.Context, e *env, r store.DeviceAddress, id store.LogicalMessageID) (bool, error)
 
 // abandonPending abandons one message through e's client
-// (client.AbandonPending).
+// (client.Client.AbandonPending).
 func abandonPending(ctx context.Context, e *env, r store.DeviceAddress, id store.LogicalMessageID) (bool, error) {
 	c, err := e.theClient(ctx)
 	if err != nil {

@@ -32,19 +32,19 @@ func fanoutLines(b *bench) ([]result, error) {
 }
 
 // fanoutBench times one logical message to the fanoutDevices devices of
-// one user, all with established sessions, as one client.SendToDevices
-// (every pending row and session in one transaction, then the hand-offs)
-// against as many client.Send calls (one transaction each), on a database
-// of its own seeded with pending messages, and beside them the two sides'
-// raw floor: one transaction of a pending row and a session upsert per
-// device against one transaction per device, the same generated
-// statements and sealed values of the same sizes on the store's
-// connection (see fanoutFloor). The four sides run in a shuffled order in
-// each of iters rounds. It adds three lines: the library's speed-up (5
-// Sends / one SendToDevices) and the floor's, for information, and the
-// library's speed-up over the floor's, target >= 0.8: what one
-// transaction saves is the commit (its fsync above all), so the speed-up
-// the floor allows is set by the disk, and the library is held to
+// one user, all with established sessions, as one
+// client.Client.SendToDevices (every pending row and session in one
+// transaction, then the hand-offs) against as many client.Client.Send calls
+// (one transaction each), on a database of its own seeded with pending
+// messages, and beside them the two sides' raw floor: one transaction of a
+// pending row and a session upsert per device against one transaction per
+// device, the same generated statements and sealed values of the same sizes
+// on the store's connection (see fanoutFloor). The four sides run in a
+// shuffled order in each of iters rounds. It adds three lines: the
+// library's speed-up (5 Sends / one SendToDevices) and the floor's, for
+// information, and the library's speed-up over the floor's, target >= 0.8:
+// what one transaction saves is the commit (its fsync above all), so the
+// speed-up the floor allows is set by the disk, and the library is held to
 // keeping most of it, whatever the disk.
 func fanoutBench(ctx context.Context, dir string, pending, iters int, add func(...result)) error {
 	keys, err := benchseed.NewKeyring()

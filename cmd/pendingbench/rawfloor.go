@@ -136,7 +136,7 @@ func rawRows(ctx context.Context, e *env, q *db.Queries, to *store.DeviceAddress
 	return nil
 }
 
-// abandonFloorLine times client.AbandonPending against the generated
+// abandonFloorLine times client.Client.AbandonPending against the generated
 // DELETE on the store's connection (a statement SQLite commits on its
 // own), each on a different random victim of the large database. Both
 // sides put a message back untimed: the library's through the store, the

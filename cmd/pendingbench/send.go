@@ -53,9 +53,9 @@ func (r *sendRig) send(ctx context.Context) error {
 	return err
 }
 
-// sendLines time client.Send at the large and the small size, and against
-// a raw insert of the same sealed bytes in its own transaction on the
-// large store's connection.
+// sendLines time client.Client.Send at the large and the small size, and
+// against a raw insert of the same sealed bytes in its own transaction on
+// the large store's connection.
 func sendLines(b *bench) ([]result, error) {
 	ctx := b.ctx
 	rl, err := newSendRig(ctx, b.large, "bench-peer-large")

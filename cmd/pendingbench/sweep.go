@@ -386,8 +386,8 @@ func (sw *sweeper) cold() error {
 	return nil
 }
 
-// sends: client.Send of 200 bytes to an established session, at every
-// size.
+// sends: client.Client.Send of 200 bytes to an established session, at
+// every size.
 func (sw *sweeper) sends() error {
 	rigs := map[*env]*sendRig{}
 	for _, e := range sw.envs {

@@ -61,7 +61,7 @@ const maxRotationPasses = 3
 // retiring, held by the keyring, listed in RotationError.Kept); a header
 // that does not authenticate keeps nothing. The application removes or
 // repairs the rows (SkippedRow.Pending gives a pending row's entry, whose
-// PendingMessage client.AbandonPendingMessage removes) and
+// PendingMessage client.Client.AbandonPendingMessage removes) and
 // runs RotateKey again with the same key, which re-seals nothing new,
 // reports what is still skipped and drops the keys no corrupt row names
 // any more. (A row that failed with seal.ErrAuthentication under a key

@@ -20,7 +20,7 @@ import (
 // they cannot be told from a mark a writer raised. If a stored message
 // holds the largest sequence itself, sends keep failing with
 // store.ErrSequenceExhausted until the application removes it (a page lists
-// it like any other; client.AbandonPendingMessage) and opens with
+// it like any other; client.Client.AbandonPendingMessage) and opens with
 // WithSequenceRestart again.
 func WithSequenceRestart() Option {
 	return func(o *options) { o.restart = true }

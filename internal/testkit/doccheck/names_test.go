@@ -313,11 +313,9 @@ func documentScope(text string) scope {
 // [store.DeviceAddress] (not an index expression, rows[m.ID]).
 var docLink = regexp.MustCompile(`(?:^|[^\w\]])(\[[a-z][a-z0-9]*\.[^\]\s]+\])`)
 
-// commentScope returns a comment's doc links and code spans. A comment
-// may still name a method by its package alone (client.Send for
-// client.Client.Send).
+// commentScope returns a comment's doc links and code spans.
 func commentScope(text string) scope {
-	in := scope{transcripts: [][]int{{0, len(text)}}}
+	var in scope
 	in.quoted = codeSpan.FindAllStringIndex(text, -1)
 	for _, m := range docLink.FindAllStringSubmatchIndex(text, -1) {
 		in.quoted = append(in.quoted, m[2:4])
@@ -487,11 +485,10 @@ func TestStaleReferences(t *testing.T) {
 	}{
 		{"// Open returns a [store.Store]; rows[msg.ID] holds it, keyed by `p.ID`.", nil},
 		{"// See sqlitestore.Store.RotateKey, errors.Is and page.Messages.", nil},
-		{"// See sqlitestore.RotateKey.", nil},
-		{"// See sqlitestore.Rotate.", []string{"1: sqlitestore.Rotate"}},
+		{"// See sqlitestore.RotateKey.", []string{"1: sqlitestore.RotateKey"}},
 		{"// Open returns a [rowseal.Page].", []string{"1: rowseal.Page (no package rowseal)"}},
 		{"// Open returns a `rowseal.Page`.", []string{"1: rowseal.Page (no package rowseal)"}},
-		{"/* Open\n   uses sqlitestore.Rotate */", []string{"2: sqlitestore.Rotate"}},
+		{"/* Open\n   uses sqlitestore.RotateKey */", []string{"2: sqlitestore.RotateKey"}},
 	} {
 		t.Run(c.comment, func(t *testing.T) {
 			m, _ := r.stale(c.comment, commentScope(c.comment))
