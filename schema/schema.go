@@ -6,17 +6,24 @@
 // Package schema only holds the files; sqlitestore.Open applies them.
 package schema
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+)
 
-// Migrations is the Atlas migration directory, rooted at "migrations":
-// the migration files, atlas.sum and the declarations of the changes a
-// migration makes to existing data (NN_description.expect.json, read by
-// the fixture proofs, not by the runner). Files in it are append-only
-// history: never edit one that has landed, add a new version and re-hash
-// atlas.sum.
+// Migrations returns the embedded Atlas migration directory, read only,
+// rooted at "migrations": the migration files, atlas.sum and the
+// declarations of the changes a migration makes to existing data
+// (NN_description.expect.json, read by the fixture proofs, not by the
+// runner). Files in it are append-only history: never edit one that has
+// landed, add a new version and re-hash atlas.sum.
+func Migrations() fs.FS { return migrations }
+
+// A function rather than an exported variable, so that no importer can
+// replace the directory that sqlitestore.Open applies.
 //
 //go:embed migrations
-var Migrations embed.FS
+var migrations embed.FS
 
 // MigrationsDir is the path of the migration directory inside Migrations.
 const MigrationsDir = "migrations"

@@ -21,10 +21,10 @@ import (
 func copyMigrations(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	entries, err := fs.ReadDir(schema.Migrations, schema.MigrationsDir)
+	entries, err := fs.ReadDir(schema.Migrations(), schema.MigrationsDir)
 	require.NoError(t, err)
 	for _, e := range entries {
-		b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/"+e.Name())
+		b, err := fs.ReadFile(schema.Migrations(), schema.MigrationsDir+"/"+e.Name())
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644))
 	}
@@ -108,10 +108,10 @@ func newCheckout(t *testing.T) string {
 	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("module "+modulePath+"\n"), 0o644))
 	migrations := filepath.Join(root, "schema", "migrations")
 	require.NoError(t, os.MkdirAll(migrations, 0o755))
-	entries, err := fs.ReadDir(schema.Migrations, schema.MigrationsDir)
+	entries, err := fs.ReadDir(schema.Migrations(), schema.MigrationsDir)
 	require.NoError(t, err)
 	for _, e := range entries {
-		b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/"+e.Name())
+		b, err := fs.ReadFile(schema.Migrations(), schema.MigrationsDir+"/"+e.Name())
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(migrations, e.Name()), b, 0o644))
 	}

@@ -438,7 +438,7 @@ func statement(t *testing.T, text, prefix string) string {
 
 func baselineStatement(t *testing.T, prefix string) string {
 	t.Helper()
-	b, err := fs.ReadFile(schema.Migrations, "migrations/14_baseline.sql")
+	b, err := fs.ReadFile(schema.Migrations(), "migrations/14_baseline.sql")
 	require.NoError(t, err)
 	return statement(t, string(b), prefix)
 }
@@ -452,7 +452,7 @@ func TestLegacyDDLMatchesMigrations(t *testing.T) {
 
 	index, err := legacy.DDL.ReadFile(legacy.StepIndex)
 	require.NoError(t, err)
-	v15, err := fs.ReadFile(schema.Migrations, "migrations/15_pending_outbound_recipient_index.sql")
+	v15, err := fs.ReadFile(schema.Migrations(), "migrations/15_pending_outbound_recipient_index.sql")
 	require.NoError(t, err)
 	assert.Equal(t, statement(t, string(v15), "CREATE INDEX"), statement(t, string(index), "CREATE INDEX"))
 }

@@ -89,7 +89,7 @@ func BenchmarkOpenAtHead(b *testing.B) {
 	b.Run("check/first-in-process", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			m, err := migration.New(schema.Migrations, schema.MigrationsDir)
+			m, err := migration.New(schema.Migrations(), schema.MigrationsDir)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -193,12 +193,13 @@ func byName(a, b migrate.File) [2]migrate.File {
 	return [2]migrate.File{a, b}
 }
 
-// Default returns the Migrator for the embedded schema.Migrations, the
-// same one for every call in a process (the directory is checked against
-// its atlas.sum once). It returns the same errors as New.
+// Default returns the Migrator for the embedded migration directory
+// (schema.Migrations), the same one for every call in a process (the
+// directory is checked against its atlas.sum once). It returns the same
+// errors as New.
 func Default() (*Migrator, error) { return defaultMigrator() }
 
-var defaultMigrator = sync.OnceValues(func() (*Migrator, error) { return New(schema.Migrations, schema.MigrationsDir) })
+var defaultMigrator = sync.OnceValues(func() (*Migrator, error) { return New(schema.Migrations(), schema.MigrationsDir) })
 
 // Head returns the newest version in the directory.
 func (m *Migrator) Head() string { return m.files[len(m.files)-1].Version() }

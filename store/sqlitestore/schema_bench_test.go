@@ -35,7 +35,7 @@ func BenchmarkOpenSchemaCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	fresh := func(b *testing.B) *migration.Migrator {
-		m, err := migration.New(schema.Migrations, schema.MigrationsDir)
+		m, err := migration.New(schema.Migrations(), schema.MigrationsDir)
 		if err != nil {
 			b.Fatal(err)
 		}

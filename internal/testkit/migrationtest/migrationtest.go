@@ -107,13 +107,13 @@ func SumFS(tb testing.TB, files map[string]string) fstest.MapFS {
 func WithMigrations(tb testing.TB, files map[string]string) fstest.MapFS {
 	tb.Helper()
 	all := map[string]string{}
-	names, err := fs.Glob(schema.Migrations, schema.MigrationsDir+"/*.sql")
+	names, err := fs.Glob(schema.Migrations(), schema.MigrationsDir+"/*.sql")
 	require.NoError(tb, err)
-	decl, err := fs.Glob(schema.Migrations, schema.MigrationsDir+"/*.expect.json")
+	decl, err := fs.Glob(schema.Migrations(), schema.MigrationsDir+"/*.expect.json")
 	require.NoError(tb, err)
 	names = append(names, decl...)
 	for _, n := range names {
-		b, err := fs.ReadFile(schema.Migrations, n)
+		b, err := fs.ReadFile(schema.Migrations(), n)
 		require.NoError(tb, err)
 		all[path.Base(n)] = string(b)
 	}
@@ -144,7 +144,7 @@ var LateMigration = map[string]string{"13_late.sql": "CREATE TABLE late_note (id
 // apply by hand to build a database as version-14 code left it.
 func BaselineSQL(tb testing.TB) string {
 	tb.Helper()
-	b, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
+	b, err := fs.ReadFile(schema.Migrations(), schema.MigrationsDir+"/14_baseline.sql")
 	require.NoError(tb, err)
 	return string(b)
 }

@@ -120,7 +120,7 @@ func TestBaselineSQL(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join(realDir, "14_baseline.sql"))
 	require.NoError(t, err)
 	require.Equal(t, string(want), migrationtest.BaselineSQL(t))
-	embedded, err := fs.ReadFile(schema.Migrations, schema.MigrationsDir+"/14_baseline.sql")
+	embedded, err := fs.ReadFile(schema.Migrations(), schema.MigrationsDir+"/14_baseline.sql")
 	require.NoError(t, err)
 	require.Equal(t, string(embedded), migrationtest.BaselineSQL(t))
 }
