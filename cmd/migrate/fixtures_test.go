@@ -284,7 +284,7 @@ func copyVersion14(t *testing.T, dir string, edit func(name, s string) string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	for _, name := range []string{frozen.FixtureFile, frozen.ExpectedFile} {
-		b, err := fs.ReadFile(version14.Files, name)
+		b, err := fs.ReadFile(version14.Files(), name)
 		require.NoError(t, err)
 		s := string(b)
 		if edit != nil {

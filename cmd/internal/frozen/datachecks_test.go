@@ -115,7 +115,7 @@ func TestProveSchemaChanges(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			checks, err := prove(context.Background(), withNext(t, tt.sql, tt.decl), version14.Files, "14", &out)
+			checks, err := prove(context.Background(), withNext(t, tt.sql, tt.decl), version14.Files(), "14", &out)
 			if tt.fail == "" {
 				require.NoError(t, err, out.String())
 				return

@@ -26,7 +26,7 @@ import (
 // record of its contents is expected.json.
 
 func TestFixtureKey(t *testing.T) {
-	exp, err := parseExpected(version14.Files)
+	exp, err := parseExpected(version14.Files())
 	require.NoError(t, err)
 	assert.Equal(t, exp.KeyID, fixturekit.Key().ID())
 	secret := make([]byte, seal.KeySize)
@@ -40,7 +40,7 @@ func TestFixtureKey(t *testing.T) {
 
 func TestProve(t *testing.T) {
 	var out bytes.Buffer
-	_, err := prove(context.Background(), defaultMigrator(t), version14.Files, "14", &out)
+	_, err := prove(context.Background(), defaultMigrator(t), version14.Files(), "14", &out)
 	require.NoError(t, err, out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.GreaterOrEqual(t, len(lines), 10)
@@ -96,7 +96,7 @@ func migrated(t *testing.T) (string, *sql.DB, *Database, *Database, []string) {
 
 func TestFixtureProperties(t *testing.T) {
 	ctx := context.Background()
-	exp, err := parseExpected(version14.Files)
+	exp, err := parseExpected(version14.Files())
 	require.NoError(t, err)
 	path, conn, before, after, applied := migrated(t)
 	m := defaultMigrator(t)
@@ -164,7 +164,7 @@ func TestFixtureProperties(t *testing.T) {
 // it looks for.
 func TestFixtureChecksDetectDefects(t *testing.T) {
 	ctx := context.Background()
-	exp, err := parseExpected(version14.Files)
+	exp, err := parseExpected(version14.Files())
 	require.NoError(t, err)
 	m := defaultMigrator(t)
 
@@ -242,7 +242,7 @@ func copyFixture(t *testing.T, edit func(name string, b []byte) []byte) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, name := range []string{FixtureFile, ExpectedFile} {
-		b, err := fs.ReadFile(version14.Files, name)
+		b, err := fs.ReadFile(version14.Files(), name)
 		require.NoError(t, err)
 		if edit != nil {
 			if b = edit(name, b); b == nil {
@@ -257,11 +257,11 @@ func copyFixture(t *testing.T, edit func(name string, b []byte) []byte) string {
 func TestProveChecks(t *testing.T) {
 	ctx := context.Background()
 	m := defaultMigrator(t)
-	checks, err := prove(ctx, m, version14.Files, "14", io.Discard)
+	checks, err := prove(ctx, m, version14.Files(), "14", io.Discard)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(checks), 10)
 	var out bytes.Buffer
-	_, err = prove(ctx, m, version14.Files, "14", &out)
+	_, err = prove(ctx, m, version14.Files(), "14", &out)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, len(checks), "Prove prints one line per check")
@@ -281,7 +281,7 @@ func TestProveChecks(t *testing.T) {
 func TestProveFSReportsFailures(t *testing.T) {
 	ctx := context.Background()
 	m := defaultMigrator(t)
-	pristine, err := prove(ctx, m, version14.Files, "14", io.Discard)
+	pristine, err := prove(ctx, m, version14.Files(), "14", io.Discard)
 	require.NoError(t, err)
 	tests := []struct {
 		name   string
@@ -378,7 +378,7 @@ func TestLoadPathWithURISyntax(t *testing.T) {
 	defer conn.Close()
 	snap, err := Dump(ctx, conn)
 	require.NoError(t, err)
-	exp, err := parseExpected(version14.Files)
+	exp, err := parseExpected(version14.Files())
 	require.NoError(t, err)
 	require.NoError(t, checkExpectedComplete(snap, exp), "the loaded file is the fixture")
 }
