@@ -333,7 +333,7 @@ func refuseObjects(env *cmdEnv, path string, objs []migration.Object, changed []
 }
 
 // verifyBeforeUp refuses, as a finding, a database holding schema objects
-// no migration defines (refuseUnknownObjects) or whose schema or history
+// no migration defines (refuseObjects) or whose schema or history
 // is not what its history says (pipeline.Verify; a *refusal): up would
 // build on a schema it does not know, or adopt a legacy baseline that is
 // not the version-14 schema. Nothing is changed. up and plan both run it,
