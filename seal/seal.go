@@ -393,25 +393,25 @@ func associatedData(header, ad []byte) []byte {
 // RecordSessionInitiation to its device's row: the device's user id and
 // device id.
 func AddressAD(userID string, deviceID int64) []byte {
-	return AD([]byte(userID), binary.BigEndian.AppendUint64(nil, uint64(deviceID)))
+	return ad([]byte(userID), binary.BigEndian.AppendUint64(nil, uint64(deviceID)))
 }
 
 // MessageAD is the associated data binding a value sealed as
 // RecordPendingOutbound or RecordPendingInbound to its row: the remote
 // device (recipient or sender) and the message's logical id.
 func MessageAD(userID string, deviceID int64, logicalID [16]byte) []byte {
-	return AD([]byte(userID), binary.BigEndian.AppendUint64(nil, uint64(deviceID)), logicalID[:])
+	return ad([]byte(userID), binary.BigEndian.AppendUint64(nil, uint64(deviceID)), logicalID[:])
 }
 
 // KeyVerifierAD is the associated data binding a value sealed as
 // RecordKeyVerifier to its storage_key row: the key id.
 func KeyVerifierAD(id KeyID) []byte {
-	return AD([]byte("storage_key"), []byte(fmt.Sprint(id)))
+	return ad([]byte("storage_key"), []byte(fmt.Sprint(id)))
 }
 
-// AD builds associated data from parts, each prefixed with its length, so
+// ad builds associated data from parts, each prefixed with its length, so
 // that no two different lists of parts give the same bytes.
-func AD(parts ...[]byte) []byte {
+func ad(parts ...[]byte) []byte {
 	n := 0
 	for _, p := range parts {
 		n += 4 + len(p)

@@ -28,9 +28,12 @@ func newKeyring(t testing.TB, current seal.Key, older ...seal.Key) *seal.Keyring
 	return kr
 }
 
-// rowAD is the associated data of one pending row: recipient and logical id.
-func rowAD(user string, device uint64, id string) []byte {
-	return seal.AD([]byte(user), binary.BigEndian.AppendUint64(nil, device), []byte(id))
+// rowAD is the associated data of one pending row: recipient and logical
+// id, id zero-padded to 16 bytes.
+func rowAD(user string, device int64, id string) []byte {
+	var logicalID [16]byte
+	copy(logicalID[:], id)
+	return seal.MessageAD(user, device, logicalID)
 }
 
 // sentinels are every error Open may wrap.
@@ -111,8 +114,7 @@ func TestADMismatch(t *testing.T) {
 		{"another device", rowAD("alice", 2, "id-1")},
 		{"another user", rowAD("bob", 1, "id-1")},
 		{"no associated data", nil},
-		{"raw concatenation", []byte("alice\x00\x00\x00\x00\x00\x00\x00\x01id-1")},
-		{"parts split differently", seal.AD([]byte("alic"), []byte("e"), binary.BigEndian.AppendUint64(nil, 1), []byte("id-1"))},
+		{"raw concatenation", []byte("alice\x00\x00\x00\x00\x00\x00\x00\x01id-1\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pt, err := kr.Open(seal.RecordPendingOutbound, tc.ad, sealed)
@@ -120,13 +122,6 @@ func TestADMismatch(t *testing.T) {
 			require.Nil(t, pt)
 		})
 	}
-}
-
-func TestAD(t *testing.T) {
-	require.Equal(t, []byte{0, 0, 0, 2, 'a', 'b', 0, 0, 0, 0, 0, 0, 0, 1, 'c'}, seal.AD([]byte("ab"), nil, []byte("c")))
-	require.Empty(t, seal.AD())
-	require.NotEqual(t, seal.AD([]byte("ab"), []byte("c")), seal.AD([]byte("a"), []byte("bc")))
-	require.NotEqual(t, seal.AD([]byte("a")), seal.AD([]byte("a"), nil))
 }
 
 func TestRecordTypeMismatch(t *testing.T) {
@@ -500,7 +495,8 @@ func ExampleKeyring_Seal() {
 		panic(err)
 	}
 	// Bind the value to its row: here a pending message to alice/1.
-	row := seal.AD([]byte("alice"), binary.BigEndian.AppendUint64(nil, 1), []byte("logical-id-0001"))
+	logicalID := [16]byte{0: 1}
+	row := seal.MessageAD("alice", 1, logicalID)
 	sealed, err := keys.Seal(seal.RecordPendingOutbound, row, []byte("hello"))
 	if err != nil {
 		panic(err)
@@ -512,7 +508,7 @@ func ExampleKeyring_Seal() {
 	fmt.Printf("%s %v\n", plaintext, err)
 
 	// Copied into another row, it does not open.
-	other := seal.AD([]byte("bob"), binary.BigEndian.AppendUint64(nil, 1), []byte("logical-id-0001"))
+	other := seal.MessageAD("bob", 1, logicalID)
 	_, err = keys.Open(seal.RecordPendingOutbound, other, sealed)
 	fmt.Println(errors.Is(err, seal.ErrAuthentication))
 	// Output:
