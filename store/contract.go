@@ -74,17 +74,11 @@ type Pending interface {
 	// NextPendingMessage returns the first pending message for recipient with a
 	// sequence greater than *after (any sequence if after is nil), or an
 	// error matching ErrNotFound. If that row cannot be opened the error
-	// holds an *UnreadableError (errors.As) with it, so that the caller can step past its
-	// sequence; a row stored for another recipient than recipient byte for
-	// byte is such a row (ErrCorruptRow). Returns ErrInvalidArgument for
+	// holds an *UnreadableError (errors.As) with it, so that the caller
+	// can step past its sequence; a row stored for another recipient than
+	// recipient byte for byte is such a row (ErrCorruptRow). Returns ErrInvalidArgument for
 	// a malformed recipient or a negative cursor (see PageRequest.After).
 	NextPendingMessage(ctx context.Context, recipient DeviceAddress, after *int64) (PendingMessage, error)
-	// RecipientLister lists the recipients with pending messages.
-	RecipientLister
-}
-
-// RecipientLister lists the recipients that have pending messages.
-type RecipientLister interface {
 	// PendingRecipients returns the page selected by req, in one storage
 	// transaction: each recipient with at least one pending message
 	// (readable or not), once, in address order, without opening any
