@@ -12,6 +12,18 @@ import (
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
+// handle is an example application's handling of what Poll returned: it
+// shows each message, then finalizes it, which acknowledges it.
+func handle(ctx context.Context, c *client.Client, res []client.ReceiveResult) {
+	for _, r := range res {
+		if m, ok := r.(*client.Message); ok {
+			if _, err := c.FinalizeInbound(ctx, m.Sequence); err != nil {
+				panic(err)
+			}
+		}
+	}
+}
+
 // exampleDevice returns an initialized client for addr on an in-memory
 // store and the given in-process network.
 func exampleDevice(net *transporttest.Network, addr store.DeviceAddress) *client.Client {
@@ -103,10 +115,13 @@ func ExampleClient_PendingMessageCount() {
 	n, _ := alice.PendingMessageCount(ctx, &bobAddr)
 	fmt.Println("pending for bob:", n)
 
-	// bob receives and acknowledges; alice receives the ACKs.
-	if _, err := bob.Poll(ctx); err != nil {
+	// bob receives, finalizes and so acknowledges; alice receives the
+	// ACKs.
+	res, err := bob.Poll(ctx)
+	if err != nil {
 		panic(err)
 	}
+	handle(ctx, bob, res)
 	if _, err := alice.Poll(ctx); err != nil {
 		panic(err)
 	}
@@ -210,13 +225,21 @@ func ExampleClient_Poll() {
 	kept, _ := alice.Send(ctx, bobAddr, []byte("hello"))
 	abandoned, _ := alice.Send(ctx, bobAddr, []byte("sent, then abandoned"))
 
+	// bob's messages are his application's, pending inbound, until it
+	// finalizes them: only then are they acknowledged.
 	res, _ := bob.Poll(ctx)
 	for _, r := range res {
 		m := r.(*client.Message)
-		fmt.Printf("bob: %q (ACK sent: %v)\n", m.Plaintext, m.AckSent)
+		fmt.Printf("bob: %q\n", m.Plaintext)
 	}
+	n, _ := bob.PendingInboundCount(ctx, nil)
+	fmt.Println("bob holds, not finalized:", n)
 	st, _ := alice.AbandonPending(ctx, bobAddr, abandoned)
 	fmt.Println("alice abandons the second:", st)
+	for _, r := range res {
+		out, _ := bob.FinalizeInbound(ctx, r.(*client.Message).Sequence)
+		fmt.Println("bob finalizes:", out.Status, "ACK sent:", out.AckSent)
+	}
 
 	res, _ = alice.Poll(ctx)
 	for _, r := range res {
@@ -227,15 +250,61 @@ func ExampleClient_Poll() {
 		}
 		fmt.Printf("alice: ACK for %s, cleared=%v\n", which, ack.Cleared)
 	}
-	n, _ := alice.PendingMessageCount(ctx, nil)
+	n, _ = alice.PendingMessageCount(ctx, nil)
 	fmt.Println("pending:", n)
 	// Output:
-	// bob: "hello" (ACK sent: true)
-	// bob: "sent, then abandoned" (ACK sent: true)
+	// bob: "hello"
+	// bob: "sent, then abandoned"
+	// bob holds, not finalized: 2
 	// alice abandons the second: ABANDONED
+	// bob finalizes: FINALIZED ACK sent: true
+	// bob finalizes: FINALIZED ACK sent: true
 	// alice: ACK for hello, cleared=true
 	// alice: ACK for abandoned, cleared=false
 	// pending: 0
+}
+
+// On every start an application hands what it received and did not
+// finalize before (a crash, a kill) to its handling again, then polls.
+func ExampleClient_AllPendingInbound() {
+	ctx := context.Background()
+	net := transporttest.NewNetwork()
+	alice := exampleDevice(net, store.DeviceAddress{UserID: "alice", DeviceID: 1})
+	bobAddr := store.DeviceAddress{UserID: "bob", DeviceID: 1}
+	bob := exampleDevice(net, bobAddr)
+	for _, text := range []string{"one", "two"} {
+		if _, err := alice.Send(ctx, bobAddr, []byte(text)); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := bob.Poll(ctx); err != nil { // received, then "the app crashed"
+		panic(err)
+	}
+
+	// The start loop: every message not finalized yet, then finalize.
+	for m, err := range bob.AllPendingInbound(ctx, nil) {
+		var ue *store.UnreadableInboundError
+		if errors.As(err, &ue) {
+			_, _ = bob.DiscardInbound(ctx, ue.Entry.Sequence)
+			continue
+		}
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("bob: %q from %s\n", m.Plaintext, m.Sender)
+		if _, err := bob.FinalizeInbound(ctx, m.Sequence); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := alice.Poll(ctx); err != nil { // the ACKs
+		panic(err)
+	}
+	n, _ := alice.PendingMessageCount(ctx, nil)
+	fmt.Println("alice pending:", n)
+	// Output:
+	// bob: "one" from alice/1
+	// bob: "two" from alice/1
+	// alice pending: 0
 }
 
 // A pending message that cannot be opened (here: sealed with a key the

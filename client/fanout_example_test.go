@@ -37,9 +37,11 @@ func ExampleClient_SendToDevices() {
 	fmt.Println("pending:", count())
 
 	// The laptop reads it and acknowledges: only its copy leaves the queue.
-	if _, err := bobLaptop.Poll(ctx); err != nil {
+	res, err := bobLaptop.Poll(ctx)
+	if err != nil {
 		panic(err)
 	}
+	handle(ctx, bobLaptop, res)
 	if _, err := alice.Poll(ctx); err != nil {
 		panic(err)
 	}
@@ -49,9 +51,11 @@ func ExampleClient_SendToDevices() {
 	if _, err := alice.RetryPendingMessages(ctx, phone); err != nil {
 		panic(err)
 	}
-	if _, err := bobPhone.Poll(ctx); err != nil {
+	res, err = bobPhone.Poll(ctx)
+	if err != nil {
 		panic(err)
 	}
+	handle(ctx, bobPhone, res)
 	if _, err := alice.Poll(ctx); err != nil {
 		panic(err)
 	}

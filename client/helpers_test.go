@@ -204,11 +204,39 @@ func (d *device) sendFailed(to store.DeviceAddress, text string) store.LogicalMe
 	return id
 }
 
+// poll polls, and finalizes every message it gets, as an application does
+// once it has them: their ACKs are sent.
 func (d *device) poll() []client.ReceiveResult {
+	d.tb.Helper()
+	res := d.pollKeep()
+	finalize(d.tb, d.c, res)
+	return res
+}
+
+// pollKeep polls and finalizes nothing: the messages stay pending inbound,
+// unacknowledged.
+func (d *device) pollKeep() []client.ReceiveResult {
 	d.tb.Helper()
 	res, err := d.c.Poll(context.Background())
 	require.NoError(d.tb, err)
 	return res
+}
+
+// finalize finalizes every message of res, and checks its ACK was handed
+// off (a test that fails hand-offs finalizes by hand).
+func finalize(tb testing.TB, c *client.Client, res []client.ReceiveResult) {
+	tb.Helper()
+	for _, r := range res {
+		if m, ok := r.(*client.Message); ok {
+			out, err := c.FinalizeInbound(context.Background(), m.Sequence)
+			require.NoError(tb, err)
+			if m.Again && out.Status == client.NotPendingInbound {
+				continue // a copy of a message finalized above
+			}
+			require.Equal(tb, client.Finalized, out.Status, "message %s from %s", m.ID, m.From)
+			require.True(tb, out.AckSent, "message %s from %s", m.ID, m.From)
+		}
+	}
 }
 
 func (d *device) count(recipient *store.DeviceAddress) int64 {

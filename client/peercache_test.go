@@ -22,11 +22,11 @@ type commitFailingStore struct {
 	fail atomic.Bool
 }
 
-func (s *commitFailingStore) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
+func (s *commitFailingStore) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, in store.Inbound) (store.Received, error) {
 	if s.fail.CompareAndSwap(true, false) {
-		return false, errStoreBroken
+		return store.Received{}, errStoreBroken
 	}
-	return s.Store.CommitReceived(ctx, peer, id, in)
+	return s.Store.CommitReceived(ctx, peer, id, plaintext, in)
 }
 
 // takeMailbox removes and returns the envelopes waiting for addr.

@@ -14,19 +14,28 @@ import (
 // *Duplicate, an *Acknowledgement or a *Rejected.
 type ReceiveResult interface{ receiveResult() }
 
-// Message is a new message for the application.
+// Message is a message for the application, kept sealed in the pending
+// inbound queue until the application finalizes it
+// (Client.FinalizeInbound) once it has it safely, or discards it
+// (Client.DiscardInbound). Only then is it acknowledged: until then its
+// sender keeps it pending and retries it.
 type Message struct {
-	From      store.DeviceAddress
-	ID        store.LogicalMessageID
+	From store.DeviceAddress
+	ID   store.LogicalMessageID
+	// Sequence is the message's place in the pending inbound queue: what
+	// FinalizeInbound and DiscardInbound take.
+	Sequence  int64
 	Plaintext []byte
-	// AckSent reports whether the ACK was handed off. If not, the sender
-	// keeps the message pending, retries, and the retry is acknowledged.
-	AckSent bool
+	// Again reports that the message was pending inbound already: a copy
+	// of a message given before (the sender's retry) that the
+	// application has not finalized or discarded yet. Nothing new was
+	// stored; Sequence is the row given before.
+	Again bool
 }
 
-// Duplicate is a message processed before (a retry or a duplicated
-// delivery). It is not given to the application again; it is
-// acknowledged again.
+// Duplicate is a message finalized or discarded before (a retry whose
+// ACK was lost, or a duplicated delivery). It is not given to the
+// application again; it is acknowledged again.
 type Duplicate struct {
 	From    store.DeviceAddress
 	ID      store.LogicalMessageID
@@ -56,9 +65,14 @@ func (*Acknowledgement) receiveResult() {}
 func (*Rejected) receiveResult()        {}
 
 // Receive processes one envelope handed over by the transport. A message
-// is decrypted, recorded as processed (a duplicate is not given again),
-// returned for the application and acknowledged back; an ACK deletes the
-// pending message (Cleared true) or finds none (Cleared false). Which
+// is decrypted, recorded as processed and kept sealed in the pending
+// inbound queue, in one transaction, and returned for the application
+// (*Message); it is acknowledged only once the application finalizes or
+// discards it, so a crash before the application has it loses nothing. A
+// copy of a message still pending inbound is returned again (Message.Again),
+// and one finalized or discarded before is a *Duplicate, acknowledged
+// again. An ACK deletes the pending message (Cleared true) or finds none
+// (Cleared false). Which
 // session state the envelope goes to is session.Receive's rule: a
 // replayed or late initiation goes to the state it started, a new one is
 // authenticated (X3DH and its first message) before anything about it is
@@ -177,11 +191,15 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 		}
 		in.Local = &store.LocalIdentity{Address: self, Secret: secret}
 	}
-	commit, what := c.st.CommitReceived, "message"
+	var (
+		cleared bool
+		got     store.Received
+	)
 	if kind == frameAck {
-		commit, what = c.st.CommitAck, "ack"
+		cleared, err = c.st.CommitAck(ctx, from, id, in)
+	} else {
+		got, err = c.st.CommitReceived(ctx, from, id, body, in)
 	}
-	done, err := commit(ctx, from, id, in)
 	if err != nil {
 		if prekeysUsed {
 			// The commit may have reached the disk: the one-time prekey
@@ -189,6 +207,10 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 			c.prekeysUnsure = true
 		}
 		// The store's error names the sender.
+		what := "message"
+		if kind == frameAck {
+			what = "ack"
+		}
 		return nil, fmt.Errorf("client: receive %s: %w", what, err)
 	}
 	p.saved()
@@ -197,19 +219,27 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 		c.prekeys = prekeys
 		c.mu.Unlock()
 	}
-	if kind == frameAck {
-		return &Acknowledgement{From: from, ID: id, Cleared: done}, nil
+	switch {
+	case kind == frameAck:
+		return &Acknowledgement{From: from, ID: id, Cleared: cleared}, nil
+	case got.Status == store.ReceivedBefore:
+		// Finalized or discarded before: the sender did not get the ACK
+		// (or this is a duplicated delivery), so it is sent again.
+		return &Duplicate{From: from, ID: id, AckSent: c.ack(ctx, p, id)}, nil
 	}
-	fresh := done
-	ackErr := c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil))
-	if ackErr != nil {
-		c.forget(from) // the ACK's encryption may not be stored
+	// Kept until the application finalizes or discards it: no ACK yet.
+	return &Message{From: from, ID: id, Sequence: got.Sequence, Plaintext: body, Again: got.Status == store.ReceivedPending}, nil
+}
+
+// ack sends p the ACK of the message id and reports whether it was
+// handed off. If it was not, the sender keeps the message pending and
+// retries it, and the retry, a duplicate, is acknowledged again.
+func (c *Client) ack(ctx context.Context, p *peer, id store.LogicalMessageID) bool {
+	if err := c.sendFrame(ctx, p, encodeFrame(frameAck, id, nil)); err != nil {
+		c.forget(p.addr) // the ACK's encryption may not be stored
+		return false
 	}
-	ackSent := ackErr == nil
-	if !fresh {
-		return &Duplicate{From: from, ID: id, AckSent: ackSent}, nil
-	}
-	return &Message{From: from, ID: id, Plaintext: body, AckSent: ackSent}, nil
+	return true
 }
 
 // open runs the receiving rule (session.Receive) on env for p's session

@@ -16,7 +16,7 @@ import (
 func TestSendReceiveAck(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
-			_, a, b := openPair(t, kind)
+			net, a, b := openPair(t, kind)
 
 			id := a.send(bob, "hello")
 			require.EqualValues(t, 1, a.count(nil))
@@ -29,9 +29,16 @@ func TestSendReceiveAck(t *testing.T) {
 			require.Equal(t, "hello", string(pend[0].Plaintext))
 			require.Positive(t, pend[0].Sequence)
 
-			res := b.poll()
+			res := b.pollKeep()
 			require.Len(t, res, 1)
-			require.Equal(t, &client.Message{From: alice, ID: id, Plaintext: []byte("hello"), AckSent: true}, res[0])
+			m := res[0].(*client.Message)
+			require.Equal(t, &client.Message{From: alice, ID: id, Sequence: m.Sequence, Plaintext: []byte("hello")}, m)
+			require.Positive(t, m.Sequence)
+			require.Zero(t, net.Pending(alice), "no ACK before the application finalizes")
+			n, err := b.c.PendingInboundCount(context.Background(), nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, n)
+			finalize(t, b.c, res)
 			require.EqualValues(t, 1, a.count(nil), "pending until the ACK is received")
 
 			res = a.poll()
@@ -40,16 +47,20 @@ func TestSendReceiveAck(t *testing.T) {
 			require.Empty(t, a.all(10, nil))
 
 			id2 := b.send(alice, "hi back")
-			require.Equal(t, []client.ReceiveResult{&client.Message{From: bob, ID: id2, Plaintext: []byte("hi back"), AckSent: true}}, a.poll())
+			res = a.poll()
+			require.Len(t, res, 1)
+			require.Equal(t, &client.Message{From: bob, ID: id2, Sequence: res[0].(*client.Message).Sequence, Plaintext: []byte("hi back")}, res[0])
 			require.Equal(t, []client.ReceiveResult{&client.Acknowledgement{From: alice, ID: id2, Cleared: true}}, b.poll())
 			require.Zero(t, b.count(nil))
 		})
 	}
 }
 
-// TestRepeatedAck: a retried message reaches the recipient twice; the
-// duplicate is not given to the application again but acknowledged again,
-// and the second ACK finds nothing pending (Cleared false).
+// TestRepeatedAck: a message retried before the recipient's application
+// finalized it is given again by its pending row (Again), unacknowledged;
+// once finalized, a further retry is a duplicate, not given to the
+// application again but acknowledged again, and the second ACK finds
+// nothing pending (Cleared false).
 func TestRepeatedAck(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
@@ -58,21 +69,36 @@ func TestRepeatedAck(t *testing.T) {
 			id := a.send(bob, "twice")
 			require.Equal(t, []store.LogicalMessageID{keep, id}, a.retry(bob))
 
-			res := b.poll()
+			res := b.pollKeep()
 			require.Len(t, res, 4)
-			require.Equal(t, "keep", string(res[0].(*client.Message).Plaintext))
-			require.Equal(t, "twice", string(res[1].(*client.Message).Plaintext))
-			require.Equal(t, &client.Duplicate{From: alice, ID: keep, AckSent: true}, res[2])
-			require.Equal(t, &client.Duplicate{From: alice, ID: id, AckSent: true}, res[3])
+			first, second := res[0].(*client.Message), res[1].(*client.Message)
+			require.Equal(t, "keep", string(first.Plaintext))
+			require.Equal(t, "twice", string(second.Plaintext))
+			require.False(t, first.Again)
+			require.Equal(t, &client.Message{From: alice, ID: keep, Sequence: first.Sequence, Plaintext: []byte("keep"), Again: true}, res[2])
+			require.Equal(t, &client.Message{From: alice, ID: id, Sequence: second.Sequence, Plaintext: []byte("twice"), Again: true}, res[3])
+			require.Empty(t, a.pollKeep(), "nothing acknowledged before the application finalizes")
+			n, err := b.c.PendingInboundCount(context.Background(), nil)
+			require.NoError(t, err)
+			require.EqualValues(t, 2, n, "the copies stored nothing new")
 
-			res = a.poll()
+			finalize(t, b.c, res)
+			// A retry that crosses the ACKs: duplicates, acknowledged again.
+			require.Equal(t, []store.LogicalMessageID{keep, id}, a.retry(bob))
+			require.Equal(t, []client.ReceiveResult{
+				&client.Duplicate{From: alice, ID: keep, AckSent: true},
+				&client.Duplicate{From: alice, ID: id, AckSent: true},
+			}, b.pollKeep())
 			require.Equal(t, []client.ReceiveResult{
 				&client.Acknowledgement{From: bob, ID: keep, Cleared: true},
 				&client.Acknowledgement{From: bob, ID: id, Cleared: true},
 				&client.Acknowledgement{From: bob, ID: keep, Cleared: false},
 				&client.Acknowledgement{From: bob, ID: id, Cleared: false},
-			}, res)
+			}, a.pollKeep())
 			require.Zero(t, a.count(nil))
+			n, err = b.c.PendingInboundCount(context.Background(), nil)
+			require.NoError(t, err)
+			require.Zero(t, n)
 		})
 	}
 }
@@ -89,7 +115,9 @@ func TestDuplicatedEnvelopes(t *testing.T) {
 	net.DuplicateNext(1) // bob's ACK
 	res, err := b.c.Poll(ctx)
 	require.ErrorIs(t, err, session.ErrReplay)
-	require.Equal(t, []client.ReceiveResult{&client.Message{From: alice, ID: id, Plaintext: []byte("dup"), AckSent: true}}, res)
+	require.Len(t, res, 1)
+	require.Equal(t, &client.Message{From: alice, ID: id, Sequence: res[0].(*client.Message).Sequence, Plaintext: []byte("dup")}, res[0])
+	finalize(t, b.c, res)
 
 	require.Equal(t, 2, net.Pending(alice))
 	res, err = a.c.Poll(ctx)

@@ -51,11 +51,6 @@ INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical
 VALUES (?, ?, ?, ?)
 ON CONFLICT DO NOTHING;
 
--- name: InsertPendingInbound :one
-INSERT INTO pending_inbound_message (sender_user_id, sender_device_id, logical_id, sealed)
-VALUES (?, ?, ?, ?)
-RETURNING sequence;
-
 -- name: ListStorageKeys :many
 -- created_at is not read: nothing uses it, and a value of another class
 -- (a TEXT date, which the column lets through) would fail the scan and

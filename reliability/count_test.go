@@ -289,7 +289,7 @@ func TestCountProperty(t *testing.T) {
 					require.ErrorIs(t, err, errInjected)
 				}},
 				{"received message (no pending row)", func() {
-					_, err := g.s.CommitReceived(ctx, countRecipients[rng.IntN(3)], g.newID(), store.Inbound{Update: update})
+					_, err := g.s.CommitReceived(ctx, countRecipients[rng.IntN(3)], g.newID(), nil, store.Inbound{Update: update})
 					require.NoError(t, err)
 				}},
 				{"connection dropped after a rolled-back insert, then another writer inserts", func() {

@@ -55,6 +55,7 @@ func TestFaultFanoutRollsBack(t *testing.T) {
 		}
 		require.Contains(t, got, "stored and sent")
 		require.NotContains(t, got, "never stored")
+		finalizeAll(t, d.c, res)
 	}
 	exchange(t, f.net, f.a)
 	for _, d := range to {

@@ -135,9 +135,11 @@ func TestFaultAbandonRollsBack(t *testing.T) {
 func TestFaultAckRollsBack(t *testing.T) {
 	f := newFaultSetup(t)
 	f.send(t, 2)
-	// Bob receives and ACKs; the ACKs wait in alice's mailbox.
-	_, err := f.b.c.Poll(f.ctx)
+	// Bob receives and finalizes, which ACKs; the ACKs wait in alice's
+	// mailbox.
+	polled, err := f.b.c.Poll(f.ctx)
 	require.NoError(t, err)
+	finalizeAll(t, f.b.c, polled)
 	acks, err := f.net.Receive(f.ctx, alice)
 	require.NoError(t, err)
 	require.Len(t, acks, 2)
@@ -218,6 +220,7 @@ func TestFaultSendRollsBack(t *testing.T) {
 	require.Contains(t, got, "stored and sent")
 	require.NotContains(t, got, "not stored")
 	require.NotContains(t, got, "never stored")
+	finalizeAll(t, f.b.c, res)
 	exchange(t, f.net, f.a)
 	n, err := f.a.c.PendingMessageCount(f.ctx, &bob)
 	require.NoError(t, err)

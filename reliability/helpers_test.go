@@ -112,7 +112,20 @@ func allPending(t testing.TB, c *client.Client, recipient *store.DeviceAddress, 
 	}
 }
 
-// exchange delivers everything in flight: the recipients poll (and ACK),
+// finalizeAll finalizes every message of res, as an application does once
+// it has them: their ACKs are sent.
+func finalizeAll(t testing.TB, c *client.Client, res []client.ReceiveResult) {
+	t.Helper()
+	for _, r := range res {
+		if m, ok := r.(*client.Message); ok {
+			_, err := c.FinalizeInbound(context.Background(), m.Sequence)
+			require.NoError(t, err)
+		}
+	}
+}
+
+// exchange delivers everything in flight: the recipients poll (and
+// finalize, which ACKs),
 // then the senders poll the ACKs, until the mailboxes are empty.
 func exchange(t testing.TB, net *transporttest.Network, devs ...*device) {
 	t.Helper()
@@ -123,8 +136,9 @@ func exchange(t testing.TB, net *transporttest.Network, devs ...*device) {
 				continue
 			}
 			busy = true
-			_, err := d.c.Poll(context.Background())
+			res, err := d.c.Poll(context.Background())
 			require.NoError(t, err)
+			finalizeAll(t, d.c, res)
 		}
 		if !busy {
 			return

@@ -90,13 +90,16 @@ func TestFaultLostCommitKeepsPrekeyUsedUp(t *testing.T) {
 			}
 			_, err = a.c.Receive(ctx, fromCarol[0])
 			require.ErrorIs(t, err, session.ErrUnknownPrekey, "a one-time prekey answers one initiation only")
-			// Bob's initiation was stored: its retry is answered.
+			// Bob's initiation and message were stored: its retry is given
+			// by the pending inbound row the lost commit wrote.
 			_, err = b.c.RetryPendingMessages(ctx, alice)
 			require.NoError(t, err)
 			res, err := a.c.Poll(ctx)
 			require.NoError(t, err)
 			require.Len(t, res, 1)
-			require.IsType(t, &client.Duplicate{}, res[0])
+			m := res[0].(*client.Message)
+			require.True(t, m.Again)
+			require.Equal(t, "from bob", string(m.Plaintext))
 		})
 	}
 }

@@ -142,8 +142,16 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 	// Recipients receive (and ACK back).
 	for i, r := range rdevs {
 		worker(uint64(200+i), func(*mrand.Rand) {
-			if _, err := r.c.Poll(bg); err != nil {
+			res, err := r.c.Poll(bg)
+			if err != nil {
 				l.fail(fmt.Errorf("%s poll: %w", r.addr, err))
+			}
+			for _, got := range res {
+				if m, ok := got.(*client.Message); ok {
+					if _, err := r.c.FinalizeInbound(bg, m.Sequence); err != nil {
+						l.fail(fmt.Errorf("%s finalize: %w", r.addr, err))
+					}
+				}
 			}
 			time.Sleep(time.Millisecond)
 		})
@@ -275,8 +283,9 @@ func soak(t *testing.T, net *transporttest.Network, a *device, rdevs []*device, 
 			require.NoError(t, err)
 		}
 		for _, r := range rdevs {
-			_, err := r.c.Poll(bg)
+			res, err := r.c.Poll(bg)
 			require.NoError(t, err)
+			finalizeAll(t, r.c, res)
 		}
 		res, err := a.c.Poll(bg)
 		require.NoError(t, err)

@@ -7,7 +7,8 @@ import (
 )
 
 // Store is a client's local storage: the pending outbound queue
-// (Pending) and the rest of the state the client persists (State). It is
+// (Pending), the pending inbound queue (InboundQueue) and the rest of the
+// state the client persists (State). It is
 // opened by sqlitestore.Open or memstore.New and handed to client.Open,
 // which claims it and runs on it alone; an application calls Close (after
 // the client) and, on a SQLite store, RotateKey, and leaves the other
@@ -15,6 +16,7 @@ import (
 // client's atomicity and sealing guarantees are proven on them.
 type Store interface {
 	Pending
+	InboundQueue
 	State
 	// Claim reserves the store for one client (package client claims the
 	// store it runs on): until release is called or the store is closed,
@@ -160,12 +162,16 @@ type State interface {
 	CommitSendMany(ctx context.Context, id LogicalMessageID, plaintext []byte, peers []PeerUpdate) ([]int64, error)
 
 	// CommitReceived applies in (peer's advanced state, and the local
-	// identity if a one-time prekey was used) and records id as processed,
-	// in one transaction. It reports false if id had been processed before
-	// (a duplicate, not to be given to the application again); in is
-	// applied either way. Returns ErrInvalidArgument as SavePeer and
-	// SaveLocalIdentity do.
-	CommitReceived(ctx context.Context, peer DeviceAddress, id LogicalMessageID, in Inbound) (bool, error)
+	// identity if a one-time prekey was used) and records the message id
+	// from peer, in one transaction: a new message is sealed into the
+	// pending inbound queue and its id recorded as processed
+	// (ReceivedNew, with its sequence); a message pending inbound already
+	// stores nothing new (ReceivedPending, with the pending row's
+	// sequence); a message processed before and no longer pending is a
+	// duplicate (ReceivedBefore). in is applied either way. Returns
+	// ErrInvalidArgument as SavePeer and SaveLocalIdentity do, and for a
+	// plaintext longer than MaxPlaintextSize.
+	CommitReceived(ctx context.Context, peer DeviceAddress, id LogicalMessageID, plaintext []byte, in Inbound) (Received, error)
 	// CommitAck applies in and deletes the pending message (peer, id), in
 	// one transaction, reporting whether one was there (the ACK's
 	// cleared). Returns ErrInvalidArgument as CommitReceived does.

@@ -25,7 +25,7 @@ type storeCall struct {
 
 // anyAddress names the calls that refuse no address: they remove or list
 // after it, and a malformed one names nothing stored.
-var anyAddress = map[string]bool{"AbandonPendingMessage": true, "PendingRecipients": true, "Claim": true}
+var anyAddress = map[string]bool{"AbandonPendingMessage": true, "PendingRecipients": true, "Claim": true, "RemovePendingInbound": true}
 
 // TestStoreCallsListEveryCall: storeCalls names every exported method of
 // store.Store but Close, so that a call added to the contract is added to
@@ -115,11 +115,23 @@ var storeCalls = []storeCall{
 		return err
 	}},
 	{"CommitReceived", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
-		_, err := s.CommitReceived(ctx, to, store.LogicalMessageID{1}, store.Inbound{})
+		_, err := s.CommitReceived(ctx, to, store.LogicalMessageID{1}, nil, store.Inbound{})
 		return err
 	}},
 	{"CommitAck", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.CommitAck(ctx, to, store.LogicalMessageID{1}, store.Inbound{})
+		return err
+	}},
+	{"PendingInbound", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.PendingInbound(ctx, store.InboundPageRequest{Limit: 1, Sender: &to})
+		return err
+	}},
+	{"PendingInboundCount", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.PendingInboundCount(ctx, &to)
+		return err
+	}},
+	{"RemovePendingInbound", func(ctx context.Context, s store.Store, _ store.DeviceAddress) error {
+		_, _, err := s.RemovePendingInbound(ctx, 1)
 		return err
 	}},
 }
@@ -219,7 +231,7 @@ func TestClosedMemstoreWithoutKeyRefusesAsClosed(t *testing.T) {
 		// with the arguments that make them seal.
 		calls := append(slices.Clone(storeCalls),
 			storeCall{"CommitReceived sealing", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
-				_, err := s.CommitReceived(ctx, to, store.LogicalMessageID{1}, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+				_, err := s.CommitReceived(ctx, to, store.LogicalMessageID{1}, nil, store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 				return err
 			}},
 			storeCall{"CommitAck sealing", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {

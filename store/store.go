@@ -95,15 +95,7 @@ type PageRequest struct {
 // outside 1..MaxPageSize or Recipient is malformed. A negative After is
 // checked by the store against what it holds (see After).
 func (r PageRequest) Validate() error {
-	if r.Limit < 1 || r.Limit > MaxPageSize {
-		return fmt.Errorf("%w: page limit %d outside 1..%d", ErrInvalidArgument, r.Limit, MaxPageSize)
-	}
-	if r.Recipient != nil {
-		if err := r.Recipient.Validate(); err != nil {
-			return fmt.Errorf("recipient: %w", err)
-		}
-	}
-	return nil
+	return validatePage(r.Limit, "recipient", r.Recipient)
 }
 
 // UnreadableError reports pending rows that were skipped because they

@@ -1,8 +1,10 @@
-// Command tour walks through the client's pending outbound queue:
+// Command tour walks through the client's pending queues:
 // two devices in one process, each on its own SQLite database in a
 // temporary directory (removed at exit), talking over the in-process
 // network. It prints what happens at each step: send, page, count, a
-// failed hand-off, retry, abandon, ACK, an ACK after an abandon, and a
+// failed hand-off, retry, abandon, a received message finalized (which
+// sends its ACK), an ACK after an abandon, a crash before the receiving
+// application finalized, whose start loop gets the message again, and a
 // restart, after which the application lists the recipients with pending
 // messages and retries each.
 //
@@ -164,7 +166,15 @@ func (t *tour) retryAll(d *device) error {
 	}
 }
 
+// poll polls d and has its application handle every message: it is
+// shown, then finalized, which sends its ACK.
 func (t *tour) poll(d *device) error {
+	return t.receive(d, true)
+}
+
+// receive polls d; if finalize is false, its application does not get to
+// finalize what it receives (it crashes first).
+func (t *tour) receive(d *device, finalize bool) error {
 	res, err := d.c.Poll(t.ctx)
 	if err != nil {
 		return err
@@ -175,13 +185,55 @@ func (t *tour) poll(d *device) error {
 	for _, r := range res {
 		switch r := r.(type) {
 		case *client.Message:
-			t.say("  %s receives %q and acknowledges it", d.name, r.Plaintext)
+			if !finalize {
+				t.say("  %s receives %q (pending inbound, sequence %d), not finalized", d.name, r.Plaintext, r.Sequence)
+				continue
+			}
+			if err := t.finalize(d, r.Sequence, r.Plaintext); err != nil {
+				return err
+			}
 		case *client.Duplicate:
 			t.say("  %s receives a duplicate of %q and acknowledges it again", d.name, t.names[r.ID])
 		case *client.Acknowledgement:
 			t.say("  %s receives the ACK for %q: cleared=%v", d.name, t.names[r.ID], r.Cleared)
 		case *client.Rejected:
 			t.say("  %s rejects an envelope of a losing initiation", d.name)
+		}
+	}
+	return nil
+}
+
+// finalize finalizes the message at seq, once d's application has it.
+func (t *tour) finalize(d *device, seq int64, plaintext []byte) error {
+	out, err := d.c.FinalizeInbound(t.ctx, seq)
+	if err != nil {
+		return err
+	}
+	t.say("  %s receives %q and finalizes it: %s, ACK sent: %v", d.name, plaintext, out.Status, out.AckSent)
+	return nil
+}
+
+// startInbound is the receiving side's start loop: every message received
+// and not finalized before is handed to the application again.
+func (t *tour) startInbound(d *device) error {
+	n, err := d.c.PendingInboundCount(t.ctx, nil)
+	if err != nil {
+		return err
+	}
+	t.say("  %s holds %d received message(s) not finalized; hands each to the application again:", d.name, n)
+	for m, err := range d.c.AllPendingInbound(t.ctx, nil) {
+		var ue *store.UnreadableInboundError
+		if errors.As(err, &ue) {
+			if _, err := d.c.DiscardInbound(t.ctx, ue.Entry.Sequence); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := t.finalize(d, m.Sequence, m.Plaintext); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -295,6 +347,27 @@ func run(w io.Writer) (err error) {
 		return err
 	}
 	if err := t.pages(alice, 2); err != nil {
+		return err
+	}
+
+	title("bob receives, and crashes before his application finalizes: nothing is lost")
+	if _, err := t.send(alice, bob, "did you get this?"); err != nil {
+		return err
+	}
+	if err := t.receive(bob, false); err != nil {
+		return err
+	}
+	if err := t.pages(alice, 2); err != nil {
+		return err
+	}
+	if err := bob.restart(ctx); err != nil {
+		return err
+	}
+	t.say("  bob restarted")
+	if err := t.startInbound(bob); err != nil {
+		return err
+	}
+	if err := t.poll(alice); err != nil {
 		return err
 	}
 

@@ -24,13 +24,17 @@ func TestRun(t *testing.T) {
 		`alice receives the ACK for "meeting moved to 3pm": cleared=false`,
 		`alice receives the ACK for "hi bob": cleared=true`,
 		"(bundle fetches: 0, the session survived the restart)",
-		`bob receives "sent before the restart" and acknowledges it`,
+		`bob receives "sent before the restart" and finalizes it: FINALIZED, ACK sent: true`,
 		"alice lists the recipients with pending messages and retries each:",
-		"bob/1 (oldest pending: sequence 7): retry handed off 2 message(s)",
-		`bob receives "not handed off before the restart" and acknowledges it`,
+		"bob/1 (oldest pending: sequence 8): retry handed off 2 message(s)",
+		`bob receives "not handed off before the restart" and finalizes it: FINALIZED, ACK sent: true`,
 		`alice receives the ACK for "not handed off before the restart": cleared=true`,
-		`alice receives "see you at 3" and acknowledges it`,
+		`alice receives "see you at 3" and finalizes it: FINALIZED, ACK sent: true`,
 		"alice has 0 pending; pages of 2:",
+		`bob receives "did you get this?" (pending inbound, sequence`,
+		"bob holds 1 received message(s) not finalized; hands each to the application again:",
+		`bob receives "did you get this?" and finalizes it: FINALIZED, ACK sent: true`,
+		`alice receives the ACK for "did you get this?": cleared=true`,
 	} {
 		require.Contains(t, got, want)
 	}

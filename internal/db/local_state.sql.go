@@ -183,31 +183,6 @@ func (q *Queries) InsertLocalIdentity(ctx context.Context, arg InsertLocalIdenti
 	return err
 }
 
-const insertPendingInbound = `-- name: InsertPendingInbound :one
-INSERT INTO pending_inbound_message (sender_user_id, sender_device_id, logical_id, sealed)
-VALUES (?, ?, ?, ?)
-RETURNING sequence
-`
-
-type InsertPendingInboundParams struct {
-	SenderUserID   string
-	SenderDeviceID int64
-	LogicalID      []byte
-	Sealed         []byte
-}
-
-func (q *Queries) InsertPendingInbound(ctx context.Context, arg InsertPendingInboundParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, insertPendingInbound,
-		arg.SenderUserID,
-		arg.SenderDeviceID,
-		arg.LogicalID,
-		arg.Sealed,
-	)
-	var sequence int64
-	err := row.Scan(&sequence)
-	return sequence, err
-}
-
 const insertProcessedInbound = `-- name: InsertProcessedInbound :execrows
 INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at)
 VALUES (?, ?, ?, ?)

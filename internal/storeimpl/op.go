@@ -27,6 +27,9 @@ const (
 	OpDiscardUnreadable Op = "discard unreadable peer"
 	OpCommitReceived    Op = "commit received from"
 	OpCommitAck         Op = "commit ack from"
+	OpPageInbound       Op = "page pending inbound"
+	OpCountInbound      Op = "count pending inbound"
+	OpRemoveInbound     Op = "remove pending inbound sequence"
 	OpRotateKey         Op = "rotate key"
 )
 

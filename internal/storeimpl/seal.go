@@ -40,6 +40,22 @@ func SealPending(keys *seal.Keyring, to store.DeviceAddress, id store.LogicalMes
 	return sealed, &peer, nil
 }
 
+// SealInbound validates and seals a received message for the pending
+// inbound queue, bound to its sender and id. It returns
+// store.ErrInvalidArgument for a plaintext longer than
+// store.MaxPlaintextSize.
+func SealInbound(keys *seal.Keyring, from store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]byte, error) {
+	if err := CheckPlaintext(plaintext); err != nil {
+		return nil, err
+	}
+	return keys.Seal(seal.RecordPendingInbound, seal.MessageAD(from.UserID, from.DeviceID, id), plaintext)
+}
+
+// OpenInbound opens a pending inbound value sealed by SealInbound.
+func OpenInbound(keys *seal.Keyring, from store.DeviceAddress, id store.LogicalMessageID, sealed []byte) ([]byte, error) {
+	return keys.Open(seal.RecordPendingInbound, seal.MessageAD(from.UserID, from.DeviceID, id), sealed)
+}
+
 // SealedSend is one device's part of SealPendingMany: its address, its sealed
 // pending message and its update with the values sealed.
 type SealedSend struct {

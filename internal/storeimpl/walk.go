@@ -32,55 +32,90 @@ import (
 // skipping any row at or below the cursor, so abandoning what it yields
 // never ends it.
 func WalkPendingMessages(ctx context.Context, p store.Pending, req store.PageRequest) iter.Seq2[store.PendingMessage, error] {
-	return func(yield func(store.PendingMessage, error) bool) {
+	read := func(after *int64) (store.PendingMessagePage, error) {
+		req.After = after
+		return p.PendingMessages(ctx, req)
+	}
+	return walk(ctx, req.After, read, func(page store.PendingMessagePage) ([]store.PendingMessage, []store.UnreadablePendingMessage, *int64) {
+		return page.Messages, page.Unreadable, page.NextAfterSequence
+	}, func(m store.PendingMessage) int64 { return m.Sequence },
+		func(u store.UnreadablePendingMessage) int64 { return u.Sequence },
+		func(u store.UnreadablePendingMessage) error {
+			return &store.UnreadableError{Entries: []store.UnreadablePendingMessage{u}}
+		})
+}
+
+// WalkPendingInbound is WalkPendingMessages for the pending inbound queue
+// of q: each row that cannot be opened is yielded as a zero
+// InboundMessage and an *UnreadableInboundError holding it, in its place.
+func WalkPendingInbound(ctx context.Context, q store.InboundQueue, req store.InboundPageRequest) iter.Seq2[store.InboundMessage, error] {
+	read := func(after *int64) (store.InboundPage, error) {
+		req.After = after
+		return q.PendingInbound(ctx, req)
+	}
+	return walk(ctx, req.After, read, func(page store.InboundPage) ([]store.InboundMessage, []store.UnreadableInboundMessage, *int64) {
+		return page.Messages, page.Unreadable, page.NextAfterSequence
+	}, func(m store.InboundMessage) int64 { return m.Sequence },
+		func(u store.UnreadableInboundMessage) int64 { return u.Sequence },
+		func(u store.UnreadableInboundMessage) error { return &store.UnreadableInboundError{Entry: u} })
+}
+
+// walk is the walk of either queue: read reads the page after a cursor,
+// parts splits a page into its messages, its unreadable rows and its next
+// cursor, the seq functions give a message's and an unreadable row's
+// sequence, and unreadable the error yielded for an unreadable row.
+func walk[P, M, U any](ctx context.Context, after *int64, read func(*int64) (P, error), parts func(P) ([]M, []U, *int64),
+	seqM func(M) int64, seqU func(U) int64, unreadable func(U) error) iter.Seq2[M, error] {
+	return func(yield func(M, error) bool) {
+		var zero M
 		var floor *int64 // after a restart from the start: rows at or below it were yielded
 		for paged := false; ; paged = true {
 			if err := ctx.Err(); err != nil {
-				yield(store.PendingMessage{}, err)
+				yield(zero, err)
 				return
 			}
-			page, err := p.PendingMessages(ctx, req)
-			if err != nil && paged && req.After != nil && *req.After < 0 && errors.Is(err, store.ErrInvalidArgument) {
+			page, err := read(after)
+			if err != nil && paged && after != nil && *after < 0 && errors.Is(err, store.ErrInvalidArgument) {
 				// The request was valid for the page before: only the
 				// negative cursor can be refused now.
-				floor, req.After = req.After, nil
-				page, err = p.PendingMessages(ctx, req)
+				floor, after = after, nil
+				page, err = read(after)
 			}
 			if err != nil {
 				if cerr := ctx.Err(); cerr != nil {
 					err = cerr
 				}
-				yield(store.PendingMessage{}, err)
+				yield(zero, err)
 				return
 			}
-			ms, us := page.Messages, page.Unreadable
-			for floor != nil && len(ms) > 0 && ms[0].Sequence <= *floor {
+			ms, us, next := parts(page)
+			for floor != nil && len(ms) > 0 && seqM(ms[0]) <= *floor {
 				ms = ms[1:]
 			}
-			for floor != nil && len(us) > 0 && us[0].Sequence <= *floor {
+			for floor != nil && len(us) > 0 && seqU(us[0]) <= *floor {
 				us = us[1:]
 			}
 			for len(ms) > 0 || len(us) > 0 {
 				if err := ctx.Err(); err != nil {
-					yield(store.PendingMessage{}, err)
+					yield(zero, err)
 					return
 				}
-				if len(us) == 0 || (len(ms) > 0 && ms[0].Sequence < us[0].Sequence) {
+				if len(us) == 0 || (len(ms) > 0 && seqM(ms[0]) < seqU(us[0])) {
 					if !yield(ms[0], nil) {
 						return
 					}
 					ms = ms[1:]
 					continue
 				}
-				if !yield(store.PendingMessage{}, &store.UnreadableError{Entries: us[:1:1]}) {
+				if !yield(zero, unreadable(us[0])) {
 					return
 				}
 				us = us[1:]
 			}
-			if page.NextAfterSequence == nil {
+			if next == nil {
 				return
 			}
-			req.After = page.NextAfterSequence
+			after = next
 		}
 	}
 }

@@ -42,3 +42,8 @@ func (tamper) SetPeerSealed(t *testing.T, s store.Store, peer store.DeviceAddres
 	t.Helper()
 	require.True(t, s.(*memstore.Store).TamperPeer(peer, part, sealed), "%s of %s", part, peer)
 }
+
+func (tamper) SetInboundSealed(t *testing.T, s store.Store, seq int64, sealed []byte) {
+	t.Helper()
+	require.True(t, s.(*memstore.Store).TamperInboundSealed(seq, sealed), "inbound row %d", seq)
+}

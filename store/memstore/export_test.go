@@ -68,3 +68,17 @@ func (s *Store) TamperPeer(peer store.DeviceAddress, part store.PeerPart, sealed
 	*v = sealed
 	return true
 }
+
+// TamperInboundSealed replaces the sealed value of the pending inbound
+// row at seq.
+func (s *Store) TamperInboundSealed(seq int64, sealed []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.inbound.rows {
+		if s.inbound.rows[i].seq == seq {
+			s.inbound.rows[i].sealed = sealed
+			return true
+		}
+	}
+	return false
+}

@@ -52,6 +52,7 @@ type Store struct {
 	identity  *identityRow
 	peers     map[store.DeviceAddress]*store.PeerState // sealed values
 	processed map[processedKey]struct{}
+	inbound   inboundQueue
 }
 
 type identityRow struct {
@@ -76,6 +77,7 @@ func New(keys *seal.Keyring) *Store {
 		bySeqKey:  map[pendingKey]int64{},
 		peers:     map[store.DeviceAddress]*store.PeerState{},
 		processed: map[processedKey]struct{}{},
+		inbound:   inboundQueue{byKey: map[pendingKey]int64{}},
 	}
 }
 
@@ -585,24 +587,25 @@ func (s *Store) savePeerLocked(peer store.DeviceAddress, sealed store.PeerState)
 }
 
 // CommitReceived implements store.State.
-func (s *Store) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
-	fresh, err := s.commitInbound(ctx, peer, in, func() bool {
-		k := processedKey{peer, id}
-		if _, seen := s.processed[k]; seen {
-			return false
-		}
-		s.processed[k] = struct{}{}
-		return true
+func (s *Store) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, in store.Inbound) (store.Received, error) {
+	var got store.Received
+	if err := storeimpl.CheckPlaintext(plaintext); err != nil {
+		return got, storeimpl.OpCommitReceived.On(peer).Wrap(err)
+	}
+	_, err := s.commitInbound(ctx, peer, in, func() (bool, error) {
+		var err error
+		got, err = s.receiveLocked(peer, id, plaintext)
+		return false, err
 	})
 	if err != nil {
-		return false, storeimpl.OpCommitReceived.On(peer).Wrap(err)
+		return store.Received{}, storeimpl.OpCommitReceived.On(peer).Wrap(err)
 	}
-	return fresh, nil
+	return got, nil
 }
 
 // CommitAck implements store.State.
 func (s *Store) CommitAck(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
-	cleared, err := s.commitInbound(ctx, peer, in, func() bool { return s.deleteLocked(pendingKey{peer, id}) })
+	cleared, err := s.commitInbound(ctx, peer, in, func() (bool, error) { return s.deleteLocked(pendingKey{peer, id}), nil })
 	if err != nil {
 		return false, storeimpl.OpCommitAck.On(peer).Wrap(err)
 	}
@@ -610,7 +613,7 @@ func (s *Store) CommitAck(ctx context.Context, peer store.DeviceAddress, id stor
 }
 
 // commitInbound seals in, then applies it and runs op atomically.
-func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in store.Inbound, op func() bool) (bool, error) {
+func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in store.Inbound, op func() (bool, error)) (bool, error) {
 	if err := peer.Validate(); err != nil {
 		return false, err
 	}
@@ -623,18 +626,23 @@ func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in 
 		if err != nil {
 			return err
 		}
+		var local []byte
 		if in.Local != nil {
-			local, err := storeimpl.SealLocal(s.keys, *in.Local)
-			if err != nil {
+			if local, err = storeimpl.SealLocal(s.keys, *in.Local); err != nil {
 				return err
 			}
 			if err := s.checkLocalLocked(in.Local.Address); err != nil {
 				return err
 			}
+		}
+		// op runs before anything changes: if it fails, nothing has.
+		if result, err = op(); err != nil {
+			return err
+		}
+		if in.Local != nil {
 			s.identity = &identityRow{addr: in.Local.Address, sealed: local}
 		}
 		s.savePeerLocked(peer, update)
-		result = op()
 		return nil
 	})
 	return result, err

@@ -50,7 +50,7 @@ func TestNilKeyringReportsErrors(t *testing.T) {
 		}},
 		{"SavePeer", func() error { return s.SavePeer(ctx, bob, update) }},
 		{"CommitReceived", func() error {
-			_, err := s.CommitReceived(ctx, bob, storetest.ID(4), store.Inbound{Update: update})
+			_, err := s.CommitReceived(ctx, bob, storetest.ID(4), nil, store.Inbound{Update: update})
 			return err
 		}},
 		{"CommitAck", func() error {

@@ -49,6 +49,10 @@ func (tp sqlTamper) SetUserID(t *testing.T, s store.Store, seq int64, user strin
 	tp.exec(t, s, `UPDATE pending_outbound_message SET recipient_user_id = ? WHERE sequence = ?`, user, seq)
 }
 
+func (tp sqlTamper) SetInboundSealed(t *testing.T, s store.Store, seq int64, sealed []byte) {
+	tp.exec(t, s, `UPDATE pending_inbound_message SET sealed = ? WHERE sequence = ?`, sealed, seq)
+}
+
 func (tp sqlTamper) SetPeerSealed(t *testing.T, s store.Store, peer store.DeviceAddress, part store.PeerPart, sealed []byte) {
 	table := map[store.PeerPart]string{store.PeerSession: "session", store.PeerInitiation: "session_initiation", store.PeerPin: "identity_pin"}[part]
 	require.NotEmpty(t, table, "%s", part)

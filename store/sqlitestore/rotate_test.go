@@ -103,10 +103,13 @@ func rotateFill(t *testing.T, s *sqlitestore.Store) map[string]rotateValue {
 
 	// Received messages: the session advances and the ids are processed.
 	bobSession := []byte("session with bob/1, advanced")
-	for range 2 {
-		fresh, err := s.CommitReceived(ctx, peers[0], store.NewLogicalMessageID(), store.Inbound{Update: store.PeerState{Session: bobSession}})
+	for i := range 2 {
+		id := store.NewLogicalMessageID()
+		pt := fmt.Appendf(nil, "received %d", i)
+		got, err := s.CommitReceived(ctx, peers[0], id, pt, store.Inbound{Update: store.PeerState{Session: bobSession}})
 		require.NoError(t, err)
-		require.True(t, fresh)
+		require.Equal(t, store.ReceivedNew, got.Status)
+		want[fmt.Sprintf("pending_inbound_message/%d", got.Sequence)] = rotateValue{seal.RecordPendingInbound, seal.MessageAD(peers[0].UserID, peers[0].DeviceID, id), pt}
 	}
 	want["session/"+peers[0].String()] = rotateValue{seal.RecordSession, seal.AddressAD(peers[0].UserID, peers[0].DeviceID), bobSession}
 

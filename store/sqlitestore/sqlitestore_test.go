@@ -125,9 +125,9 @@ func TestReopenPersistence(t *testing.T) {
 	require.NoError(t, s.SaveLocalIdentity(ctx, me))
 	peer := store.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}
 	require.NoError(t, s.SavePeer(ctx, alice, peer))
-	fresh, err := s.CommitReceived(ctx, bob, storetest.ID(77), store.Inbound{Update: store.PeerState{Session: []byte("bob session")}})
+	got, err := s.CommitReceived(ctx, bob, storetest.ID(77), []byte("from bob"), store.Inbound{Update: store.PeerState{Session: []byte("bob session")}})
 	require.NoError(t, err)
-	require.True(t, fresh)
+	require.Equal(t, store.ReceivedNew, got.Status)
 	require.NoError(t, s.Close())
 
 	s = mustOpenAt(t, path, keys)
@@ -144,9 +144,20 @@ func TestReopenPersistence(t *testing.T) {
 	gotPeer, err := s.Peer(ctx, alice)
 	require.NoError(t, err)
 	require.Equal(t, peer, gotPeer)
-	fresh, err = s.CommitReceived(ctx, bob, storetest.ID(77), store.Inbound{Update: store.PeerState{Session: []byte("bob session 2")}})
+	inbound, err := s.PendingInbound(ctx, store.InboundPageRequest{Limit: store.MaxPageSize})
 	require.NoError(t, err)
-	require.False(t, fresh, "processed ids survive a restart")
+	require.Equal(t, []store.InboundMessage{{Sequence: got.Sequence, Sender: bob, ID: storetest.ID(77), Plaintext: []byte("from bob")}}, inbound.Messages, "a received message survives a restart")
+	again, err := s.CommitReceived(ctx, bob, storetest.ID(77), []byte("from bob"), store.Inbound{Update: store.PeerState{Session: []byte("bob session 2")}})
+	require.NoError(t, err)
+	require.Equal(t, store.Received{Status: store.ReceivedPending, Sequence: got.Sequence}, again, "pending inbound survives a restart")
+	_, removed, err := s.RemovePendingInbound(ctx, got.Sequence)
+	require.NoError(t, err)
+	require.True(t, removed)
+	require.NoError(t, s.Close())
+	s = mustOpenAt(t, path, keys)
+	again, err = s.CommitReceived(ctx, bob, storetest.ID(77), []byte("from bob"), store.Inbound{Update: store.PeerState{Session: []byte("bob session 3")}})
+	require.NoError(t, err)
+	require.Equal(t, store.Received{Status: store.ReceivedBefore}, again, "processed ids survive a restart")
 
 	// Sequences are never reused across a restart, not even the deleted
 	// highest one.

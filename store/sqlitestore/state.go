@@ -198,16 +198,23 @@ func savePeer(ctx context.Context, q *db.Queries, peer store.DeviceAddress, u st
 }
 
 // CommitReceived implements store.State.
-func (s *Store) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
-	n, err := s.commitInbound(ctx, peer, in, false, func(q *db.Queries) (int64, error) {
-		return q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
-			SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix(),
-		})
+func (s *Store) CommitReceived(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, in store.Inbound) (store.Received, error) {
+	var got store.Received
+	if err := storeimpl.CheckPlaintext(plaintext); err != nil {
+		return got, storeimpl.OpCommitReceived.On(peer).Wrap(err)
+	}
+	_, err := s.commitInbound(ctx, peer, in, false, func(q *db.Queries) (int64, error) {
+		sealed, err := storeimpl.SealInbound(s.keys, peer, id, plaintext)
+		if err != nil {
+			return 0, err
+		}
+		got, err = s.receive(ctx, q, peer, id, sealed, time.Now().Unix())
+		return 0, err
 	})
 	if err != nil {
-		return false, storeimpl.OpCommitReceived.On(peer).Wrap(err)
+		return store.Received{}, storeimpl.OpCommitReceived.On(peer).Wrap(err)
 	}
-	return n == 1, nil
+	return got, nil
 }
 
 // CommitAck implements store.State.

@@ -60,15 +60,15 @@ func Establish(ctx context.Context, c *client.Client, net *transporttest.Network
 }
 
 // exchange sends a message from c to d (at addr) and one back to self,
-// each received and acknowledged, and checks nothing stays pending.
+// each received, finalized and acknowledged, and checks nothing stays pending.
 func exchange(ctx context.Context, c, d *client.Client, addr, self store.DeviceAddress) error {
 	steps := []func() error{
 		func() error { _, err := c.Send(ctx, addr, []byte("hello")); return err },
-		func() error { _, err := d.Poll(ctx); return err },
-		func() error { _, err := c.Poll(ctx); return err },
+		func() error { return receive(ctx, d) },
+		func() error { return receive(ctx, c) },
 		func() error { _, err := d.Send(ctx, self, []byte("hello back")); return err },
-		func() error { _, err := c.Poll(ctx); return err },
-		func() error { _, err := d.Poll(ctx); return err },
+		func() error { return receive(ctx, c) },
+		func() error { return receive(ctx, d) },
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -85,6 +85,23 @@ func exchange(ctx context.Context, c, d *client.Client, addr, self store.DeviceA
 		}
 		if n != 0 {
 			return fmt.Errorf("%d pending to %s after the exchange", n, side.to)
+		}
+	}
+	return nil
+}
+
+// receive polls c and finalizes every message it gets, which
+// acknowledges it.
+func receive(ctx context.Context, c *client.Client) error {
+	res, err := c.Poll(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range res {
+		if m, ok := r.(*client.Message); ok {
+			if _, err := c.FinalizeInbound(ctx, m.Sequence); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -52,6 +52,9 @@ type Tamper interface {
 	// SetPeerSealed replaces the sealed value of part of peer's stored
 	// state (the part is stored).
 	SetPeerSealed(t *testing.T, s store.Store, peer store.DeviceAddress, part store.PeerPart, sealed []byte)
+	// SetInboundSealed replaces the sealed value of the pending inbound
+	// row at seq.
+	SetInboundSealed(t *testing.T, s store.Store, seq int64, sealed []byte)
 }
 
 // Run runs the contract suite against the stores open returns, damaging
@@ -118,6 +121,11 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, 
 		{"DiscardRefusedPeer", testDiscardRefusedPeer},
 		{"DiscardChangedPeer", testDiscardChangedPeer},
 	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newHarness(t, open, tamper))
+		})
+	}
+	for _, tc := range inboundTests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, newHarness(t, open, tamper))
 		})
@@ -676,9 +684,9 @@ func testDeleteLeavesOthersIdentical(t *testing.T, h *harness) {
 			ms := h.seed(9, alice, bob, aliceTwo)
 			// Alice's peer state, the local identity and the inbound
 			// messages processed from alice must not be touched either.
-			fresh, err := h.s.CommitReceived(h.ctx, alice, ID(900), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			fresh, err := h.s.CommitReceived(h.ctx, alice, ID(900), []byte("m"), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 			require.NoError(t, err)
-			require.True(t, fresh)
+			require.Equal(t, store.ReceivedNew, fresh.Status)
 			peer := store.PeerState{Session: []byte("alice session"), Initiation: []byte("alice init"), Pin: []byte("alice pin")}
 			require.NoError(t, h.s.SavePeer(h.ctx, alice, peer))
 			require.NoError(t, h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: store.DeviceAddress{UserID: "me", DeviceID: 1}, Secret: []byte("secret")}))
@@ -707,9 +715,9 @@ func testDeleteLeavesOthersIdentical(t *testing.T, h *harness) {
 			id, err := h.s.LocalIdentity(h.ctx)
 			require.NoError(t, err)
 			require.Equal(t, []byte("secret"), id.Secret)
-			fresh, err = h.s.CommitReceived(h.ctx, alice, ID(900), store.Inbound{Update: peer})
+			fresh, err = h.s.CommitReceived(h.ctx, alice, ID(900), []byte("m"), store.Inbound{Update: peer})
 			require.NoError(t, err)
-			require.False(t, fresh, "the message processed before is still recognised as a duplicate")
+			require.Equal(t, store.ReceivedPending, fresh.Status, "the message received before is still pending inbound")
 		})
 	}
 }
@@ -848,7 +856,7 @@ func testInvalidArgument(t *testing.T, h *harness) {
 			call{"peer " + name, func() error { _, err := h.s.Peer(h.ctx, a); return err }, true},
 			call{"save peer " + name, func() error { return h.s.SavePeer(h.ctx, a, store.PeerState{Session: []byte("s")}) }, true},
 			call{"commit received " + name, func() error {
-				_, err := h.s.CommitReceived(h.ctx, a, ID(1), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+				_, err := h.s.CommitReceived(h.ctx, a, ID(1), []byte("m"), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 				return err
 			}, true},
 			call{"commit ack " + name, func() error {
@@ -1118,31 +1126,71 @@ func testPeer(t *testing.T, h *harness) {
 func testCommitReceived(t *testing.T, h *harness) {
 	ms := h.seed(2, alice)
 	pendingBefore := h.all(nil)
+	seqs := map[string]int64{}
 	for _, tc := range []struct {
 		name    string
 		from    store.DeviceAddress
 		session string
 		id      store.LogicalMessageID
-		want    bool
+		remove  bool // remove the pending inbound row first (finalized or discarded)
+		want    store.ReceivedStatus
+		same    string // for ReceivedPending: the case whose row it is
 	}{
-		{"first", alice, "s1", ID(500), true},
-		{"duplicate", alice, "s2", ID(500), false},
-		{"another id", alice, "s3", ID(501), true},
-		{"same id from another device", aliceTwo, "t1", ID(500), true},
-		{"duplicate again", alice, "s4", ID(501), false},
+		{"first", alice, "s1", ID(500), false, store.ReceivedNew, ""},
+		{"copy while pending", alice, "s2", ID(500), false, store.ReceivedPending, "first"},
+		{"another id", alice, "s3", ID(501), false, store.ReceivedNew, ""},
+		{"same id from another device", aliceTwo, "t1", ID(500), false, store.ReceivedNew, ""},
+		{"copy after removal", alice, "s4", ID(501), true, store.ReceivedBefore, ""},
 		// An inbound id equal to a pending outbound one is unrelated.
-		{"id of a pending outbound message", alice, "s5", ms[0].id, true},
+		{"id of a pending outbound message", alice, "s5", ms[0].id, false, store.ReceivedNew, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fresh, err := h.s.CommitReceived(h.ctx, tc.from, tc.id, store.Inbound{Update: store.PeerState{Session: []byte(tc.session)}})
+			if tc.remove {
+				page, err := h.s.PendingInbound(h.ctx, store.InboundPageRequest{Limit: store.MaxPageSize, Sender: &tc.from})
+				require.NoError(t, err)
+				for _, m := range page.Messages {
+					if m.ID == tc.id {
+						_, ok, err := h.s.RemovePendingInbound(h.ctx, m.Sequence)
+						require.NoError(t, err)
+						require.True(t, ok)
+					}
+				}
+			}
+			before, err := h.s.PendingInboundCount(h.ctx, nil)
 			require.NoError(t, err)
-			require.Equal(t, tc.want, fresh)
+			got, err := h.s.CommitReceived(h.ctx, tc.from, tc.id, []byte("m "+tc.name), store.Inbound{Update: store.PeerState{Session: []byte(tc.session)}})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.Status)
+			after, err := h.s.PendingInboundCount(h.ctx, nil)
+			require.NoError(t, err)
+			switch tc.want {
+			case store.ReceivedNew:
+				require.Positive(t, got.Sequence)
+				for _, seq := range seqs {
+					require.Greater(t, got.Sequence, seq, "sequences only grow")
+				}
+				seqs[tc.name] = got.Sequence
+				require.Equal(t, before+1, after)
+			case store.ReceivedPending:
+				require.Equal(t, seqs[tc.same], got.Sequence, "the copy is given by its pending row")
+				require.Equal(t, before, after, "nothing new is stored")
+			case store.ReceivedBefore:
+				require.Zero(t, got.Sequence)
+				require.Equal(t, before, after, "nothing new is stored")
+			}
 			p, err := h.s.Peer(h.ctx, tc.from)
 			require.NoError(t, err)
 			require.Equal(t, store.PeerState{Session: []byte(tc.session)}, p, "the session is stored either way")
 		})
 	}
 	require.Equal(t, pendingBefore, h.all(nil), "receiving touches no pending outbound message")
+	// What the first copy stored is what a page gives, and the copy
+	// while pending changed nothing.
+	page, err := h.s.PendingInbound(h.ctx, store.InboundPageRequest{Limit: store.MaxPageSize})
+	require.NoError(t, err)
+	require.Empty(t, page.Unreadable)
+	require.Len(t, page.Messages, 3, "the removed one is gone")
+	require.Equal(t, store.InboundMessage{Sequence: seqs["first"], Sender: alice, ID: ID(500), Plaintext: []byte("m first")}, page.Messages[0])
 }
 
 func testCommitAck(t *testing.T, h *harness) {
@@ -1327,9 +1375,9 @@ func testCommitInboundAtomic(t *testing.T, h *harness) {
 		Update: store.PeerState{Session: []byte("s1"), Initiation: []byte("init"), Pin: []byte("pin")},
 		Local:  &store.LocalIdentity{Address: me, Secret: []byte("prekeys v2")},
 	}
-	fresh, err := h.s.CommitReceived(h.ctx, alice, ID(7), full)
+	fresh, err := h.s.CommitReceived(h.ctx, alice, ID(7), []byte("m"), full)
 	require.NoError(t, err)
-	require.True(t, fresh)
+	require.Equal(t, store.ReceivedNew, fresh.Status)
 	p, err := h.s.Peer(h.ctx, alice)
 	require.NoError(t, err)
 	require.Equal(t, full.Update, p)
@@ -1349,7 +1397,7 @@ func testCommitInboundAtomic(t *testing.T, h *harness) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.s.CommitAck(h.ctx, alice, m.id, tc.in)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
-			_, err = h.s.CommitReceived(h.ctx, alice, ID(8), tc.in)
+			_, err = h.s.CommitReceived(h.ctx, alice, ID(8), []byte("m"), tc.in)
 			require.ErrorIs(t, err, store.ErrInvalidArgument)
 			require.Equal(t, pendings(m), h.all(nil))
 			p, err := h.s.Peer(h.ctx, alice)
@@ -1361,9 +1409,9 @@ func testCommitInboundAtomic(t *testing.T, h *harness) {
 		})
 	}
 	// ID(8) was never recorded as processed by the refused commits.
-	fresh, err = h.s.CommitReceived(h.ctx, alice, ID(8), store.Inbound{Update: store.PeerState{Session: []byte("s3")}})
+	fresh, err = h.s.CommitReceived(h.ctx, alice, ID(8), []byte("m"), store.Inbound{Update: store.PeerState{Session: []byte("s3")}})
 	require.NoError(t, err)
-	require.True(t, fresh)
+	require.Equal(t, store.ReceivedNew, fresh.Status)
 }
 
 func testClosed(t *testing.T, h *harness) {
@@ -1390,7 +1438,7 @@ func testClosed(t *testing.T, h *harness) {
 		{"peer", func() error { _, err := h.s.Peer(h.ctx, alice); return err }},
 		{"save peer", func() error { return h.s.SavePeer(h.ctx, alice, store.PeerState{Session: []byte("s")}) }},
 		{"commit received", func() error {
-			_, err := h.s.CommitReceived(h.ctx, alice, ID(1), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
+			_, err := h.s.CommitReceived(h.ctx, alice, ID(1), []byte("m"), store.Inbound{Update: store.PeerState{Session: []byte("s")}})
 			return err
 		}},
 		{"commit ack", func() error {

@@ -1,0 +1,211 @@
+package sqlitestore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/storeimpl"
+	"github.com/securemsg/storage/store"
+)
+
+// inboundRow is a pending inbound row as the page queries read it, each
+// column raw (see rawrow.go).
+type inboundRow struct {
+	Sequence       int64
+	SenderUserID   any
+	SenderDeviceID any
+	LogicalID      any
+	Sealed         any
+}
+
+// inboundPageRow is a row of either inbound page query: the same columns.
+type inboundPageRow interface {
+	db.PagePendingInboundRow | db.PagePendingInboundForSenderRow
+}
+
+// decodeInbound checks r's columns as decodePending does a pending
+// outbound row's, the sender in the place of the recipient.
+func decodeInbound[R inboundPageRow](r R) decodedRow {
+	raw := inboundRow(r)
+	var c columns
+	from, id, sealed := c.message("sender_user_id", raw.SenderUserID, "sender_device_id", raw.SenderDeviceID, raw.LogicalID, raw.Sealed)
+	return decodedRow{seq: raw.Sequence, to: from, id: id, sealed: sealed, corrupt: strings.Join(c.problems, "; ")}
+}
+
+// PendingInbound implements store.InboundQueue.
+func (s *Store) PendingInbound(ctx context.Context, req store.InboundPageRequest) (store.InboundPage, error) {
+	if err := req.Validate(); err != nil {
+		return store.InboundPage{}, storeimpl.OpPageInbound.Wrap(err)
+	}
+	from, more := firstSequence(req.After)
+	var page store.InboundPage
+	err := s.tx(ctx, readKind(req.After), func(q *txn) error {
+		if err := checkInboundCursor(ctx, q.Queries, req.After); err != nil || !more {
+			return err
+		}
+		limit := int64(req.Limit) + 1
+		var rows []decodedRow
+		if req.Sender == nil {
+			all, err := q.PagePendingInbound(ctx, db.PagePendingInboundParams{FromSequence: from, RowLimit: limit})
+			if err != nil {
+				return err
+			}
+			rows = decodeInboundRows(all)
+		} else {
+			one, err := q.PagePendingInboundForSender(ctx, db.PagePendingInboundForSenderParams{
+				SenderUserID:   req.Sender.UserID,
+				SenderDeviceID: req.Sender.DeviceID,
+				FromSequence:   from,
+				RowLimit:       limit,
+			})
+			if err != nil {
+				return err
+			}
+			rows = decodeInboundRows(one)
+		}
+		opening()
+		page = s.inboundPage(rows, req.Limit, req.Sender)
+		return nil
+	})
+	if err != nil {
+		return store.InboundPage{}, storeimpl.OpPageInbound.Wrap(err)
+	}
+	return page, nil
+}
+
+func decodeInboundRows[R inboundPageRow](rows []R) []decodedRow {
+	out := make([]decodedRow, len(rows))
+	for i, r := range rows {
+		out[i] = decodeInbound(r)
+	}
+	return out
+}
+
+// inboundPage builds the page of the rows read for a page of limit, for
+// want (nil: every sender's), as page does for pending outbound rows:
+// the probe row is never opened, and a row that check refuses or that
+// does not open is reported unreadable.
+func (s *Store) inboundPage(rows []decodedRow, limit int, want *store.DeviceAddress) store.InboundPage {
+	var page store.InboundPage
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next := rows[len(rows)-1].seq
+		page.NextAfterSequence = &next
+	}
+	page.Messages = make([]store.InboundMessage, 0, len(rows))
+	for _, r := range rows {
+		if m, bad := s.openInbound(r, want); bad != nil {
+			page.Unreadable = append(page.Unreadable, *bad)
+		} else {
+			page.Messages = append(page.Messages, m)
+		}
+	}
+	return page
+}
+
+// openInbound opens r, read for the sender want (nil: any), or returns
+// its unreadable entry, with check's rules.
+func (s *Store) openInbound(r decodedRow, want *store.DeviceAddress) (store.InboundMessage, *store.UnreadableInboundMessage) {
+	m := store.InboundMessage{Sequence: r.seq, Sender: r.to, ID: r.id}
+	if bad := check(r, want); bad != nil {
+		return store.InboundMessage{}, &store.UnreadableInboundMessage{InboundMessage: m, Cause: bad.Cause}
+	}
+	pt, err := storeimpl.OpenInbound(s.keys, r.to, r.id, r.sealed)
+	if err != nil {
+		return store.InboundMessage{}, &store.UnreadableInboundMessage{InboundMessage: m, Cause: err}
+	}
+	m.Plaintext = pt
+	return m, nil
+}
+
+// checkInboundCursor refuses a negative cursor unless a pending inbound
+// row with a negative sequence is stored (see storeimpl.CheckCursor).
+func checkInboundCursor(ctx context.Context, q *db.Queries, after *int64) error {
+	if after == nil || *after >= 0 {
+		return nil
+	}
+	negative, err := q.PendingInboundNegativeSequence(ctx)
+	if err != nil {
+		return err
+	}
+	return storeimpl.CheckCursor(*after, len(negative) > 0)
+}
+
+// PendingInboundCount implements store.InboundQueue, from the table's
+// indexes.
+func (s *Store) PendingInboundCount(ctx context.Context, sender *store.DeviceAddress) (int64, error) {
+	if sender != nil {
+		if err := sender.Validate(); err != nil {
+			return 0, storeimpl.OpCountInbound.Wrap(err)
+		}
+	}
+	var n int64
+	err := s.tx(ctx, statement, func(q *txn) error {
+		var err error
+		if sender == nil {
+			n, err = q.CountPendingInbound(ctx)
+		} else {
+			n, err = q.CountPendingInboundForSender(ctx, db.CountPendingInboundForSenderParams{SenderUserID: sender.UserID, SenderDeviceID: sender.DeviceID})
+		}
+		return err
+	})
+	if err != nil {
+		return 0, storeimpl.OpCountInbound.Wrap(err)
+	}
+	return n, nil
+}
+
+// RemovePendingInbound implements store.InboundQueue.
+func (s *Store) RemovePendingInbound(ctx context.Context, sequence int64) (store.RemovedInbound, bool, error) {
+	var removed store.RemovedInbound
+	var found bool
+	err := s.tx(ctx, statement, func(q *txn) error {
+		rows, err := q.DeletePendingInbound(ctx, sequence)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		found = true
+		// sqlc names RETURNING's columns by their function: sender user
+		// id, sender device id, logical id.
+		var c columns
+		r := rows[0]
+		removed.Sender, removed.ID, _ = c.message("sender_user_id", r.Likely, "sender_device_id", r.Likely_2, r.Likely_3, []byte(nil))
+		removed.Decoded = len(c.problems) == 0 && removed.Sender.Validate() == nil
+		return nil
+	})
+	if err != nil {
+		return store.RemovedInbound{}, false, storeimpl.OpRemoveInbound.On(sequence).Wrap(err)
+	}
+	return removed, found, nil
+}
+
+// receive is CommitReceived's own statements, in its transaction: the
+// message (peer, id) is looked up in the pending inbound queue, then its
+// id recorded as processed, then, if it is new, it is stored sealed.
+func (s *Store) receive(ctx context.Context, q *db.Queries, peer store.DeviceAddress, id store.LogicalMessageID, sealed []byte, processedAt int64) (store.Received, error) {
+	seqs, err := q.PendingInboundSequence(ctx, db.PendingInboundSequenceParams{SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:]})
+	if err != nil {
+		return store.Received{}, err
+	}
+	n, err := q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
+		SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], ProcessedAt: processedAt,
+	})
+	if err != nil {
+		return store.Received{}, err
+	}
+	switch {
+	case len(seqs) > 0:
+		// Still pending (its processed id, missing only in a file written
+		// by an older release, is recorded now).
+		return store.Received{Status: store.ReceivedPending, Sequence: seqs[0]}, nil
+	case n == 0:
+		return store.Received{Status: store.ReceivedBefore}, nil
+	}
+	seq, err := q.InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], Sealed: sealed})
+	if err != nil {
+		return store.Received{}, fmt.Errorf("pending inbound: %w", err)
+	}
+	return store.Received{Status: store.ReceivedNew, Sequence: seq}, nil
+}
