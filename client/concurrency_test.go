@@ -284,8 +284,16 @@ func TestPagesUnderMutation(t *testing.T) {
 			go func() { // acknowledge
 				defer wg.Done()
 				for {
-					if _, err := c.c.Poll(ctx); err != nil {
+					res, err := c.c.Poll(ctx)
+					if err != nil {
 						t.Error(err)
+					}
+					for _, r := range res { // carol has them: her ACKs go
+						if m, ok := r.(*client.Message); ok {
+							if _, err := c.c.FinalizeInbound(ctx, m.Sequence); err != nil {
+								t.Error(err)
+							}
+						}
 					}
 					if _, err := a.c.Poll(ctx); err != nil {
 						t.Error(err)

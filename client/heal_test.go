@@ -122,6 +122,7 @@ func TestSessionHealsAfterRelayDrops(t *testing.T) {
 			res, err := b.c.Poll(ctx)
 			require.NoError(t, err)
 			require.Equal(t, []string{"through the outage"}, messages(t, res))
+			finalize(t, b.c, res)
 			requireCleared(t, a.poll(), true)
 			require.Zero(t, a.count(&bob))
 			requireRefused("replay of the healing envelope", healing, session.ErrReplay)

@@ -73,6 +73,7 @@ func TestForgedEnvelopeKeepsPeerCache(t *testing.T) {
 			r, err := b.c.Receive(ctx, envs[0])
 			require.NoError(t, err)
 			require.IsType(t, &client.Message{}, r)
+			finalize(t, b.c, []client.ReceiveResult{r})
 			require.Len(t, acks(a.poll()), 1)
 			return envs[0]
 		}, session.ErrReplay},
@@ -101,6 +102,7 @@ func TestForgedEnvelopeKeepsPeerCache(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, "genuine", string(r.(*client.Message).Plaintext))
 				require.Equal(t, opened, sealaccess.Opens(b.kr), "the genuine message was received on the cached state: nothing reopened")
+				finalize(t, b.c, []client.ReceiveResult{r})
 				require.Len(t, acks(a.poll()), 1)
 				require.Zero(t, a.count(&bob))
 				converse(t, a, b)
@@ -156,6 +158,7 @@ func TestFailedCommitReloadsPeerState(t *testing.T) {
 				if !tt.first {
 					require.Greater(t, sealaccess.Opens(b.kr), opened, "the state was reloaded from the store")
 				}
+				finalize(t, b.c, []client.ReceiveResult{r})
 				require.Len(t, acks(a.poll()), 1)
 				require.Zero(t, a.count(&bob))
 				converse(t, a, b)

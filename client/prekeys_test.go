@@ -102,6 +102,7 @@ func TestSignedPrekeyRotationAndReplenishment(t *testing.T) {
 			res, err := b.c.Receive(ctx, fromCarol)
 			require.NoError(t, err)
 			require.Equal(t, "old bundle, in time", string(res.(*client.Message).Plaintext))
+			finalize(t, b.c, []client.ReceiveResult{res})
 
 			clk.advance(testGrace)
 			require.NoError(t, b.c.RotateSignedPrekey(ctx))
@@ -130,6 +131,7 @@ func TestSignedPrekeyRotationAndReplenishment(t *testing.T) {
 			res, err = b.c.Receive(ctx, fromDave)
 			require.NoError(t, err)
 			require.Equal(t, "new bundle", string(res.(*client.Message).Plaintext))
+			finalize(t, b.c, []client.ReceiveResult{res})
 
 			// Past the grace period the first signed prekey is refused.
 			var before map[string][]string

@@ -124,6 +124,7 @@ func TestSessionRollbackDoesNotRepeatKeystream(t *testing.T) {
 			res, err := b.c.Poll(ctx)
 			require.ErrorIs(t, err, session.ErrReplay)
 			require.Equal(t, []string{p1}, messages(t, res))
+			finalize(t, b.c, res)
 			before := dumpTables(t, sqliteaccess.DB(b.sql))
 			_, err = b.c.Receive(ctx, calls[1].Envelope)
 			require.ErrorIs(t, err, session.ErrReplay)

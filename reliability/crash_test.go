@@ -64,15 +64,23 @@ func buildWorker(t *testing.T) string {
 //   - every sealed value of the sender is under its current storage key,
 //     or (while a rotation is interrupted) under the old or the new one,
 //     and storage_key records exactly those;
+//   - on the recipients' side, every message their application got and
+//     has not finalized or discarded (journaled "got", then no
+//     "finalized" or "discarded") is still pending inbound; none that was
+//     finalized or discarded is pending again or reaches the application
+//     again; every message reaches it with the plaintext sent; and the
+//     sender's queue loses a message to an ACK only once the recipient's
+//     application has begun to finalize or discard it;
 //
 // and the next worker run reopens the same files and continues. The only
 // uncertainty allowed is the one call the kill interrupted (a journaled
 // "begin" without its result). Most runs target one operation (-target),
 // chosen so that the operation in flight at the kill is spread over send,
-// ACK, abandon and retry (each at least 15% of the kills), with rotations
-// and untargeted runs (kills during start-up and schema migration) beside
+// ACK, abandon and retry (each at least 30 kills) and the recipients'
+// receive, finalize and discard (at least 60 kills), with rotations and
+// untargeted runs (kills during start-up and schema migration) beside
 // them. At the end the worker must deliver, ACK and so clear every message
-// still pending.
+// still pending, each having reached the recipient's application.
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: skipped with -short")
@@ -92,7 +100,7 @@ func TestCrashRecovery(t *testing.T) {
 	_, err := rand.Read(secret)
 	require.NoError(t, err)
 
-	c := &crashChecker{t: t, dir: dir, journal: filepath.Join(dir, "journal"), secret: secret, pending: map[store.LogicalMessageID]journaled{}}
+	c := newCrashChecker(t, dir, secret)
 	base := []string{"-dir", dir, "-journal", c.journal, "-key", hex.EncodeToString(secret)}
 	args := func(extra ...string) []string {
 		a := append(append([]string{}, base...), "-keygen", strconv.Itoa(c.gen))
@@ -103,21 +111,32 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 22))
 
-	// The operations whose share of the kills is required, by their
-	// journal name.
-	spread := []string{"send", "recv", "abandon", "retry"}
+	// The operations in flight at the kills, by their -target name, and
+	// the kills each must have at least (inbound: the recipients'
+	// receive, finalize and discard).
+	spread := []string{"send", "recv", "abandon", "retry", "inbound"}
+	least := map[string]int{"send": 30, "recv": 30, "abandon": 30, "retry": 30, "inbound": 60}
 	inflight := map[string]int{}
+	missing := func() bool {
+		for op, n := range least {
+			if inflight[op] < n*kills/crashKills {
+				return true
+			}
+		}
+		return false
+	}
 	killed, early := 0, 0
-	for run := 0; killed < kills; run++ {
+	for run := 0; killed < kills || missing(); run++ {
+		require.Less(t, killed, 2*kills, "the kills do not reach the operations often enough: %v", inflight)
 		var target string
 		switch run % 10 {
 		case 9: // untargeted: start-up, migrations, the random mix
 		case 4:
 			target = "rotate"
-		default:
+		default: // the one furthest below its share
 			target = spread[0]
 			for _, op := range spread {
-				if inflight[op] < inflight[target] {
+				if inflight[op]*least[target] < inflight[target]*least[op] {
 					target = op
 				}
 			}
@@ -182,6 +201,11 @@ func TestCrashRecovery(t *testing.T) {
 		if f := c.check(fmt.Sprintf("run %d (killed, target %q)", run, target)); len(f) > 0 {
 			op = f[0]
 		}
+		switch op {
+		case "take", "finalize", "discard":
+			inflight[op]++
+			op = "inbound"
+		}
 		inflight[op]++
 	}
 
@@ -195,15 +219,25 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	require.Empty(t, c.pending, "pending after the final drain")
 	require.True(t, c.drained, "the final drain ran")
+	for addr, held := range c.held {
+		require.Empty(t, held, "%s: messages its application holds unfinalized after the final drain", addr)
+	}
+	for f, n := range c.inboundRows {
+		require.Zero(t, n, "%s: pending inbound after the final drain", f)
+	}
+	for id := range c.sent {
+		require.True(t, c.abandoned[id] || c.got[id], "message %s was acknowledged without reaching the recipient's application", id)
+	}
 
 	mix := make([]string, 0, len(inflight))
-	for _, op := range append(append([]string{}, spread...), "rotate", "none") {
+	for _, op := range append(append([]string{}, spread...), "take", "finalize", "discard", "rotate", "none") {
 		mix = append(mix, fmt.Sprintf("%s %d (%.0f%%)", op, inflight[op], 100*float64(inflight[op])/float64(killed)))
 	}
-	t.Logf("crash test: %d kills (%d before ready) in %d runs; operation in flight at the kill: %s; %d sends, %d acks, %d abandons, %d rotations journaled; the sender's WAL was hot at %d reopens; high-water mark %d; total %v (worker build %v)",
-		killed, early, killed+3, strings.Join(mix, ", "), c.stats.sent, c.stats.acked, c.stats.abandoned, c.gen, c.hotWAL, c.hw, time.Since(start).Round(time.Millisecond), built.Round(time.Millisecond))
+	t.Logf("crash test: %d kills (%d before ready) in %d runs; operation in flight at the kill: %s; %d sends, %d acks, %d abandons, %d rotations journaled; recipients: %d messages got (%d again, while pending inbound), %d finalized, %d discarded; the sender's WAL was hot at %d reopens; high-water mark %d; total %v (worker build %v)",
+		killed, early, killed+3, strings.Join(mix, ", "), c.stats.sent, c.stats.acked, c.stats.abandoned, c.gen,
+		c.stats.got, c.stats.again, c.stats.finalized, c.stats.discarded, c.hotWAL, c.hw, time.Since(start).Round(time.Millisecond), built.Round(time.Millisecond))
 	for _, op := range spread {
-		require.GreaterOrEqual(t, 100*inflight[op], 15*killed, "%s in flight at %d of %d kills, want at least 15%%", op, inflight[op], killed)
+		require.GreaterOrEqual(t, inflight[op], least[op]*kills/crashKills, "%s in flight at %d of %d kills", op, inflight[op], killed)
 	}
 	require.Positive(t, inflight["rotate"], "no kill landed in a key rotation")
 }
@@ -246,8 +280,42 @@ type crashChecker struct {
 	maxSeq  int64 // largest sequence journaled as sent
 	hw      int64 // largest high-water mark seen in the database
 	drained bool
-	stats   struct{ sent, acked, abandoned int }
+
+	// The recipients' side, per the journal.
+	sent      map[store.LogicalMessageID]string // the plaintext digest of every message sent
+	abandoned map[store.LogicalMessageID]bool
+	held      map[store.DeviceAddress]map[store.LogicalMessageID]bool // got, not finalized or discarded
+	got       map[store.LogicalMessageID]bool                         // reached the application
+	begun     map[store.LogicalMessageID]bool                         // a finalize or discard was begun
+	done      map[store.LogicalMessageID]bool                         // finalized or discarded
+	// inboundRows is each recipient file's pending inbound rows at the
+	// last check.
+	inboundRows map[string]int
+
+	stats struct{ sent, acked, abandoned, got, again, finalized, discarded int }
 }
+
+func newCrashChecker(t *testing.T, dir string, secret []byte) *crashChecker {
+	c := &crashChecker{
+		t: t, dir: dir, journal: filepath.Join(dir, "journal"), secret: secret,
+		pending: map[store.LogicalMessageID]journaled{},
+		sent:    map[store.LogicalMessageID]string{}, abandoned: map[store.LogicalMessageID]bool{},
+		held: map[store.DeviceAddress]map[store.LogicalMessageID]bool{},
+		got:  map[store.LogicalMessageID]bool{}, begun: map[store.LogicalMessageID]bool{}, done: map[store.LogicalMessageID]bool{},
+		inboundRows: map[string]int{},
+	}
+	for _, f := range recipientFiles {
+		c.held[f.addr] = map[store.LogicalMessageID]bool{}
+	}
+	return c
+}
+
+// recipientFiles are the recipients' database files and addresses, as the
+// worker creates them.
+var recipientFiles = []struct {
+	file string
+	addr store.DeviceAddress
+}{{"recipient1.db", bob}, {"recipient2.db", carol}}
 
 func (c *crashChecker) fail(when, format string, args ...any) {
 	c.t.Helper()
@@ -311,6 +379,16 @@ func (c *crashChecker) replay(when string) []string {
 				}
 				c.rotating = true
 			}
+			if verb := inflight[0]; verb == "finalize" || verb == "discard" {
+				to, err := parseAddr(inflight[1])
+				must(err)
+				id, err := parseID(inflight[2])
+				must(err)
+				if !c.held[to][id] {
+					c.fail(when, "%s of %s at %s, which its application does not hold", verb, id, to)
+				}
+				c.begun[id] = true
+			}
 			continue
 		case "sent":
 			to, err := parseAddr(f[1])
@@ -332,6 +410,7 @@ func (c *crashChecker) replay(when string) []string {
 			}
 			c.maxSeq = seq
 			c.pending[id] = journaled{to: to, seq: seq, digest: f[4]}
+			c.sent[id] = f[4]
 			c.stats.sent++
 		case "acked", "abandoned":
 			id, err := parseID(f[1])
@@ -341,8 +420,12 @@ func (c *crashChecker) replay(when string) []string {
 			}
 			delete(c.pending, id)
 			if f[0] == "acked" {
+				if !c.begun[id] {
+					c.fail(when, "the ACK of %s reached the sender before the recipient's application finalized or discarded it", id)
+				}
 				c.stats.acked++
 			} else {
+				c.abandoned[id] = true
 				c.stats.abandoned++
 			}
 		case "ackmiss":
@@ -371,6 +454,49 @@ func (c *crashChecker) replay(when string) []string {
 				c.fail(when, "journal: %q without its begin (generation %d)", line, c.gen)
 			}
 			c.gen, c.rotating = gen, false
+		case "got":
+			if inflight != nil && inflight[0] != "take" {
+				c.fail(when, "journal: %q follows an unfinished %v", line, inflight)
+			}
+			to, err := parseAddr(f[1])
+			must(err)
+			id, err := parseID(f[2])
+			must(err)
+			if c.done[id] {
+				c.fail(when, "%s reached the application of %s again after it was finalized or discarded", id, to)
+			}
+			if d, ok := c.sent[id]; !ok || d != f[4] {
+				c.fail(when, "%s reached the application of %s with digest %s, sent with %q", id, to, f[4], d)
+			}
+			if c.held[to][id] {
+				c.stats.again++
+			}
+			c.held[to][id], c.got[id] = true, true
+			c.stats.got++
+		case "finalized", "discarded":
+			id, err := parseID(f[1])
+			must(err)
+			if len(inflight) < 3 || inflight[0] != map[string]string{"finalized": "finalize", "discarded": "discard"}[f[0]] || inflight[2] != f[1] {
+				c.fail(when, "journal: %q without its begin", line)
+			}
+			to, err := parseAddr(inflight[1])
+			must(err)
+			if c.done[id] {
+				c.fail(when, "%s %s twice", id, f[0])
+			}
+			c.done[id] = true
+			delete(c.held[to], id)
+			if f[0] == "finalized" {
+				c.stats.finalized++
+			} else {
+				c.stats.discarded++
+			}
+		case "innotpending":
+			c.fail(when, "a finalize or discard of %s found nothing pending inbound, but the application holds it", f[1])
+		case "taken":
+			if len(inflight) < 1 || inflight[0] != "take" {
+				c.fail(when, "journal: %q without its begin", line)
+			}
 		case "senderr", "recverr", "retried":
 		default:
 			c.fail(when, "unknown journal line %q", line)
@@ -430,6 +556,9 @@ func (c *crashChecker) check(when string) []string {
 		}
 		if err == nil && f == "sender.db" {
 			err = c.checkKeys(ctx, sqliteaccess.DB(s))
+		}
+		if err == nil && f != "sender.db" {
+			err = c.checkRecipient(ctx, sqliteaccess.DB(s), f, inflight)
 		}
 		require.NoError(c.t, s.Close())
 		if err != nil {
@@ -579,6 +708,11 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 			}
 			mayRemove--
 			delete(c.pending, id) // the interrupted call removed it
+			if removeID != nil {
+				c.abandoned[id] = true
+			} else if !c.begun[id] {
+				return fmt.Errorf("the ACK of %s reached the sender before the recipient's application finalized or discarded it", id)
+			}
 			continue
 		}
 		if r.seq != want.seq || r.to != want.to || r.digest != want.digest {
@@ -595,6 +729,59 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 		mayAdd = nil
 		c.maxSeq = r.seq // the interrupted send committed: its sequence is used
 		c.pending[id] = journaled{to: r.to, seq: r.seq, digest: r.digest}
+		c.sent[id] = r.digest
+	}
+	return nil
+}
+
+// checkRecipient compares a recipient's pending inbound queue with what
+// its application holds per the journal: everything it got and has not
+// finalized or discarded is there (but for the one the interrupted call
+// may have removed, which is then adopted as removed), and nothing
+// finalized or discarded is. Rows the application has not got yet (a
+// receive the kill interrupted after its commit) are allowed: the next
+// start hands them over.
+func (c *crashChecker) checkRecipient(ctx context.Context, db *sql.DB, file string, inflight []string) error {
+	var to store.DeviceAddress
+	for _, r := range recipientFiles {
+		if r.file == file {
+			to = r.addr
+		}
+	}
+	rows, err := db.QueryContext(ctx, "SELECT logical_id FROM pending_inbound_message")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	present := map[store.LogicalMessageID]bool{}
+	for rows.Next() {
+		var lid []byte
+		if err := rows.Scan(&lid); err != nil {
+			return err
+		}
+		id, err := store.ParseLogicalMessageID(lid)
+		if err != nil {
+			return err
+		}
+		if c.done[id] {
+			return fmt.Errorf("%s is pending inbound again after it was finalized or discarded", id)
+		}
+		present[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	c.inboundRows[file] = len(present)
+	for id := range c.held[to] {
+		if present[id] {
+			continue
+		}
+		if len(inflight) >= 3 && (inflight[0] == "finalize" || inflight[0] == "discard") && inflight[1] == to.String() && inflight[2] == id.String() {
+			c.done[id] = true // the interrupted call removed it
+			delete(c.held[to], id)
+			continue
+		}
+		return fmt.Errorf("%s, which the application of %s got and did not finalize, is no longer pending inbound (interrupted call: %v)", id, to, inflight)
 	}
 	return nil
 }

@@ -362,6 +362,7 @@ func TestFaultReceiveCommitKeepsPrekey(t *testing.T) {
 			m, ok := res.(*client.Message)
 			require.True(t, ok, "got %T", res)
 			require.Equal(t, id, m.ID)
+			finalizeAll(t, b.c, []client.ReceiveResult{res})
 			exchange(t, net, a)
 			n, err := a.c.PendingMessageCount(ctx, nil)
 			require.NoError(t, err)

@@ -2,7 +2,10 @@
 // kills with SIGKILL at random moments. It runs a sender client on a SQLite
 // file and two recipient clients (each on its own SQLite file) over an
 // in-process transport, and performs random sends, ACK deliveries, abandons,
-// retries and page checks.
+// retries and page checks. The recipients act as applications do: each
+// message received is handed to the application, which finalizes it,
+// discards it, or leaves it pending inbound for the next start, when the
+// walk of the pending inbound queue hands it over again.
 //
 // Journal protocol (one line per record, each line fsynced):
 //
@@ -18,6 +21,13 @@
 //	begin rotate <gen>                written before the sender's RotateKey to key generation gen
 //	rotated <gen>                     RotateKey returned: every sealed value is under key gen
 //	drained                           (-drain) nothing is pending any more
+//	begin take <recipient>            written before a recipient's Receive of one envelope
+//	got <recipient> <id> <seq> <sha>  the application got a message (Receive, or the start walk)
+//	taken                             Receive gave no message (a duplicate, an ACK, an error)
+//	begin finalize <recipient> <id> <seq>  (or discard) before FinalizeInbound (DiscardInbound)
+//	finalized <id>                    FinalizeInbound returned Finalized
+//	discarded <id>                    DiscardInbound returned Discarded
+//	innotpending <id>                 either returned NotPendingInbound
 //
 // With -legacy FILE the worker only opens FILE, a database in the legacy
 // plaintext layout, with the store (which seals it in batches and erases
@@ -38,7 +48,8 @@
 // needs (pending messages, ACKs in the mailbox), print "armed", and then
 // repeat that operation until it is killed: the crash test uses it to
 // spread the operation in flight at the kill over send, ACK (recv),
-// abandon, retry and rotate.
+// abandon, retry, rotate and the recipients' receive, finalize and
+// discard (inbound).
 //
 // Exit codes: 0 done, 2 usage or setup failure, 3 an operation failed in a
 // way it must not, 4 a self-check found the queue differing from the
@@ -94,6 +105,9 @@ type worker struct {
 	rcpts   []device
 	pending map[store.LogicalMessageID]pendingMsg
 	gone    []store.LogicalMessageID // acked or abandoned, for NotPending abandons
+	// keep is whether the recipients' application may leave a message
+	// pending inbound for a later start (not while draining).
+	keep bool
 }
 
 func main() {
@@ -103,7 +117,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "random seed")
 	ops := flag.Int("ops", 0, "stop after this many operations (0: run until killed)")
 	drain := flag.Bool("drain", false, "deliver, acknowledge and retry until nothing is pending, then exit")
-	target := flag.String("target", "", "after ready: repeat one operation (send, recv, abandon, retry, rotate) until killed")
+	target := flag.String("target", "", "after ready: repeat one operation (send, recv, abandon, retry, rotate, inbound) until killed")
 	keyGen := flag.Int("keygen", 0, "the sender's key generation")
 	rotating := flag.Bool("rotating", false, "a rotation of the sender's key to generation keygen+1 was interrupted: finish it first")
 	legacyDB := flag.String("legacy", "", "open this legacy plaintext database (sealing it), then exit")
@@ -134,6 +148,7 @@ func main() {
 		journal: j,
 		net:     transporttest.NewNetwork(),
 		pending: map[store.LogicalMessageID]pendingMsg{},
+		keep:    !*drain,
 	}
 	w.secret, w.gen = secret, *keyGen
 	senderKeys := keyring(rotationKey(secret, w.gen))
@@ -146,6 +161,11 @@ func main() {
 	}
 	w.load()
 	fmt.Println("ready")
+	// The recipients' start loop: every message not finalized or discarded
+	// is handed to the application again.
+	for _, r := range w.rcpts {
+		w.inbound(r)
+	}
 
 	if *drain {
 		w.drain()
@@ -271,10 +291,12 @@ func (w *worker) step() {
 		w.deliver()
 	case r < 75:
 		w.acks()
-	case r < 87:
+	case r < 85:
 		w.abandon()
-	case r < 95:
+	case r < 92:
 		w.retry(recipients[w.rng.IntN(len(recipients))])
+	case r < 95:
+		w.inbound(w.rcpts[w.rng.IntN(len(w.rcpts))])
 	default:
 		w.check()
 	}
@@ -321,8 +343,9 @@ func (w *worker) send(to store.DeviceAddress) {
 	w.record("sent %s %s %d %s", to, id, m.Sequence, digest(body))
 }
 
-// deliver lets every recipient receive its mailbox (and ACK back). It does
-// not touch the sender's queue.
+// deliver lets every recipient receive its mailbox, one journaled call per
+// envelope, and hand each message to the application. It does not touch
+// the sender's queue.
 func (w *worker) deliver() {
 	for _, r := range w.rcpts {
 		envs, err := w.net.Receive(w.ctx, r.addr)
@@ -330,10 +353,59 @@ func (w *worker) deliver() {
 			fail(3, "transport receive: %v", err)
 		}
 		for _, raw := range envs {
-			if _, err := r.c.Receive(w.ctx, raw); err != nil {
+			w.record("begin take %s", r.addr)
+			res, err := r.c.Receive(w.ctx, raw)
+			if err != nil {
 				fmt.Fprintf(os.Stderr, "recipient %s: receive: %v\n", r.addr, err)
 			}
+			m, ok := res.(*client.Message)
+			if err != nil || !ok {
+				w.record("taken")
+				continue
+			}
+			w.record("got %s %s %d %s", r.addr, m.ID, m.Sequence, digest(m.Plaintext))
+			w.handle(r, m.ID, m.Sequence)
 		}
+	}
+}
+
+// inbound is a recipient's start loop: the walk of its pending inbound
+// queue hands every message to the application again.
+func (w *worker) inbound(r device) {
+	for m, err := range r.c.AllPendingInbound(w.ctx, nil) {
+		if err != nil {
+			fail(3, "recipient %s: pending inbound: %v", r.addr, err)
+		}
+		w.record("got %s %s %d %s", r.addr, m.ID, m.Sequence, digest(m.Plaintext))
+		w.handle(r, m.ID, m.Sequence)
+	}
+}
+
+// handle is the recipients' application: it finalizes most messages it
+// gets, discards some and leaves some pending inbound for a later start.
+func (w *worker) handle(r device, id store.LogicalMessageID, seq int64) {
+	x := w.rng.IntN(10)
+	if x >= 8 && w.keep {
+		return
+	}
+	verb, remove := "finalize", r.c.FinalizeInbound
+	if x == 7 {
+		verb, remove = "discard", r.c.DiscardInbound
+	}
+	w.record("begin %s %s %s %d", verb, r.addr, id, seq)
+	out, err := remove(w.ctx, seq)
+	if err != nil {
+		fail(3, "recipient %s: %s %s: %v", r.addr, verb, id, err)
+	}
+	switch out.Status {
+	case client.Finalized:
+		w.record("finalized %s", id)
+	case client.Discarded:
+		w.record("discarded %s", id)
+	case client.NotPendingInbound:
+		w.record("innotpending %s", id)
+	default:
+		fail(3, "recipient %s: %s: status %v", r.addr, verb, out.Status)
 	}
 }
 
@@ -461,6 +533,11 @@ func (w *worker) check() {
 func (w *worker) drain() {
 	for round := 0; round < 20; round++ {
 		if len(w.pending) == 0 {
+			for _, r := range w.rcpts {
+				if n, err := r.c.PendingInboundCount(w.ctx, nil); err != nil || n != 0 {
+					fail(5, "recipient %s: %d pending inbound after the drain (%v)", r.addr, n, err)
+				}
+			}
 			w.record("drained")
 			return
 		}
@@ -469,6 +546,9 @@ func (w *worker) drain() {
 		}
 		w.deliver()
 		w.acks()
+	}
+	for _, r := range w.rcpts {
+		w.inbound(r)
 	}
 	var left []string
 	for id, p := range w.pending {
@@ -570,6 +650,15 @@ func (w *worker) targeted(op string) {
 			w.fillTo(30)
 			arm()
 			w.rotate(w.sender.store)
+		case "inbound":
+			// Fresh messages in the recipients' mailboxes: the kill lands
+			// in their receive, finalize or discard.
+			w.trimTo(150, 100)
+			for range 40 {
+				w.send(recipients[w.rng.IntN(len(recipients))])
+			}
+			arm()
+			w.deliver()
 		default:
 			fail(2, "unknown -target %q", op)
 		}
