@@ -1,21 +1,62 @@
-// Package client is the messaging client: it sends over
-// end-to-end sessions, keeps every sent message pending (sealed at rest)
-// until the recipient acknowledges it, pages and counts pending messages
-// on the global sequence cursor, retries them, and lets the application
-// abandon exactly one pending message.
+// Package client is the messaging client: it sends over end-to-end
+// sessions, keeps every sent message pending (sealed at rest) until the
+// recipient acknowledges it, and keeps every received message pending
+// inbound (sealed at rest, unacknowledged) until the application finalizes
+// or discards it. Nothing is lost until the application says so, on
+// either side, whatever instant the process dies at.
 //
-// Send, SendToDevices, RetryPendingMessages, the ACKs Receive sends,
-// AcceptRemoteIdentityChange, DiscardUnreadablePeerState and abandon hold
-// one send mutex, so an
-// abandon never runs between the steps of a send or a retry. No storage
-// transaction spans a network hand-off: the store commits first (pending
-// row, advanced session), then the envelope is handed to the transport.
+// An application runs the same loop on every start:
+//
+//	// 1. What was received and not finalized (the last run died before
+//	//    its application had it) goes to the application again.
+//	for m, err := range c.AllPendingInbound(ctx, nil) {
+//		var bad *store.UnreadableInboundError
+//		if errors.As(err, &bad) {
+//			c.DiscardInbound(ctx, bad.Entry.Sequence) // damaged at rest
+//			continue
+//		}
+//		if err != nil {
+//			return err
+//		}
+//		keep(m) // the application's own storage, then:
+//		c.FinalizeInbound(ctx, m.Sequence)
+//	}
+//	// 2. Poll, handle, finalize: the ACK goes only then.
+//	results, err := c.Poll(ctx)
+//	for _, r := range results {
+//		if m, ok := r.(*client.Message); ok {
+//			keep(m)
+//			c.FinalizeInbound(ctx, m.Sequence)
+//		}
+//	}
+//	// 3. Retry what is pending, recipient by recipient (PendingRecipients,
+//	//    RetryPendingMessages).
+//
+// Sent messages are paged and counted on one global sequence cursor
+// (PendingMessages, PendingMessageCount, AllPendingMessages), retried
+// (RetryPendingMessages), and the application can abandon exactly one
+// (AbandonPending). Received ones have the same shape on their own
+// sequence (PendingInbound, PendingInboundCount, AllPendingInbound); a copy
+// that arrives again before it is finalized is given again
+// (Message.Again), one finalized before is a *Duplicate, acknowledged
+// again, never given to the application.
+//
+// Send, SendToDevices, RetryPendingMessages, Receive, FinalizeInbound,
+// DiscardInbound, AcceptRemoteIdentityChange, DiscardUnreadablePeerState
+// and abandon hold one send mutex, so an abandon never runs between the
+// steps of a send or a retry, and a finalize never between a receive's
+// steps. No storage transaction spans a network hand-off: the store
+// commits first (pending row, advanced session, removed inbound row), then
+// the envelope is handed to the transport.
 //
 // A pending message the store cannot open (damaged, tampered with, sealed
 // with a forgotten key) never fails a page or a retry and never hides the
-// others: pages return it in store.PendingMessagePage.Unreadable with a typed
-// cause, retries skip it and report it in an *store.UnreadableError, counts
-// include it, and AbandonPendingMessage removes it.
+// others: pages return it in store.PendingMessagePage.Unreadable with a
+// typed cause, retries skip it and report it in an *store.UnreadableError,
+// counts include it, and AbandonPendingMessage removes it. A received
+// message that does not open is the same on the inbound side
+// (store.InboundPage.Unreadable, *store.UnreadableInboundError), and
+// DiscardInbound removes it by its sequence.
 //
 // A remote device's session, initiation or identity pin that the store
 // cannot open fails the calls for that device only, with
@@ -24,7 +65,7 @@
 //
 // Package client never recalls a message, keeps no tombstone, runs no
 // background work (no expiry, no retry scheduler) and has no frame type
-// besides MESSAGE and ACK.
+// besides MESSAGE and ACK: a discard sends the same ACK as a finalize.
 package client
 
 import (

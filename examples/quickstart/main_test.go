@@ -20,12 +20,12 @@ func TestQuickstart(t *testing.T) {
 	key, err := seal.GenerateKey()
 	require.NoError(t, err)
 	net := transporttest.NewNetwork()
-	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
-	require.NoError(t, peer(ctx, net, bob))
+	bob, err := peer(ctx, net, store.DeviceAddress{UserID: "bob", DeviceID: 1})
+	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "alice.db")
 	var out bytes.Buffer
 	require.NoError(t, run(ctx, &out, path, key, net, bob))
-	require.Equal(t, "1 pending, to bob/1\nretried 1 to bob/1\n", out.String())
+	require.Equal(t, "1 pending, to bob/1\nbob/1 says \"hi alice\"\nretried 1 to bob/1\n", out.String())
 	require.FileExists(t, path)
 }
 
@@ -51,7 +51,7 @@ func TestQuickstartPrints(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	var out bytes.Buffer
 	require.NoError(t, quickstart(context.Background(), &out))
-	require.Equal(t, "1 pending, to bob/1\nretried 1 to bob/1\n", out.String())
+	require.Equal(t, "1 pending, to bob/1\nbob/1 says \"hi alice\"\nretried 1 to bob/1\n", out.String())
 	left, err := os.ReadDir(os.Getenv("TMPDIR"))
 	require.NoError(t, err)
 	require.Empty(t, left, "the temporary directory is removed")
@@ -64,8 +64,8 @@ func TestQuickstartReturnsFailures(t *testing.T) {
 	key, err := seal.GenerateKey()
 	require.NoError(t, err)
 	net := transporttest.NewNetwork()
-	bob := store.DeviceAddress{UserID: "bob", DeviceID: 1}
-	require.NoError(t, peer(ctx, net, bob))
+	bob, err := peer(ctx, net, store.DeviceAddress{UserID: "bob", DeviceID: 1})
+	require.NoError(t, err)
 	var out bytes.Buffer
 	err = run(ctx, &out, filepath.Join(t.TempDir(), "missing", "alice.db"), key, net, bob)
 	require.Error(t, err)
