@@ -133,6 +133,7 @@ func (s *Store) RemovePendingInbound(ctx context.Context, sequence int64) (store
 		delete(s.inbound.byKey, r.key)
 		found = true
 		removed = store.RemovedInbound{Sender: r.key.addr, ID: r.key.id, Decoded: r.key.addr.Validate() == nil}
+		s.processed[r.key] = struct{}{} // as the SQLite store: a removed message stays processed
 		return nil
 	})
 	if err != nil {

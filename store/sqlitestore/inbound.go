@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/storeimpl"
@@ -173,7 +174,16 @@ func (s *Store) RemovePendingInbound(ctx context.Context, sequence int64) (store
 		r := rows[0]
 		removed.Sender, removed.ID, _ = c.message("sender_user_id", r.Likely, "sender_device_id", r.Likely_2, r.Likely_3, []byte(nil))
 		removed.Decoded = len(c.problems) == 0 && removed.Sender.Validate() == nil
-		return nil
+		if !removed.Decoded {
+			return nil
+		}
+		// A row written by an older release has no processed id: without
+		// one, the sender's retry of a finalized message would be new
+		// again.
+		_, err = q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
+			SenderUserID: removed.Sender.UserID, SenderDeviceID: removed.Sender.DeviceID, LogicalID: removed.ID[:], ProcessedAt: time.Now().Unix(),
+		})
+		return err
 	})
 	if err != nil {
 		return store.RemovedInbound{}, false, storeimpl.OpRemoveInbound.On(sequence).Wrap(err)
