@@ -614,3 +614,62 @@ func TestCountAfterCommitOfUnknownOutcome(t *testing.T) {
 		})
 	}
 }
+
+// sqlCountInbound is the store's SELECT count(*) of all pending inbound
+// messages.
+const sqlCountInbound = "-- name: CountPendingInbound :one"
+
+// TestInboundCountServedFromMemory: the count of all pending inbound
+// messages follows the store's own receives and removals without running
+// SELECT count(*) (a fault armed on it never fires), runs it again as
+// soon as another connection has written, and after a restart.
+func TestInboundCountServedFromMemory(t *testing.T) {
+	g := newCountRig(t)
+	ctx := g.ctx
+	in := store.Inbound{Update: store.PeerState{Session: countSession}}
+	count := func() (int64, error) { return g.s.PendingInboundCount(ctx, nil) }
+	var seqs []int64
+	for range 3 {
+		got, err := g.s.CommitReceived(ctx, bob, g.newID(), []byte("hello"), in)
+		require.NoError(t, err)
+		require.Equal(t, store.ReceivedNew, got.Status)
+		seqs = append(seqs, got.Sequence)
+	}
+	n, err := count()
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n, "established")
+
+	g.inj.fail(fault{Op: opStmt, Match: sqlCountInbound})
+	id := g.newID()
+	got, err := g.s.CommitReceived(ctx, carol, id, []byte("hello"), in)
+	require.NoError(t, err)
+	again, err := g.s.CommitReceived(ctx, carol, id, []byte("hello"), in)
+	require.NoError(t, err)
+	require.Equal(t, store.Received{Status: store.ReceivedPending, Sequence: got.Sequence}, again, "a copy adds no row")
+	_, ok, err := g.s.RemovePendingInbound(ctx, seqs[0])
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = g.s.RemovePendingInbound(ctx, seqs[0])
+	require.NoError(t, err)
+	require.False(t, ok)
+	n, err = count()
+	require.NoError(t, err, "the store's own writes need no SELECT count(*)")
+	require.EqualValues(t, 3, n)
+	out, err := g.s.PendingMessageCount(ctx, nil)
+	require.NoError(t, err)
+	require.Zero(t, out, "the outbound count is apart")
+
+	_, err = g.other.ExecContext(ctx, "DELETE FROM pending_inbound_message WHERE sequence = ?", seqs[1])
+	require.NoError(t, err)
+	_, err = count()
+	require.ErrorIs(t, err, errInjected, "another connection wrote: SELECT count(*) runs")
+	require.Equal(t, 1, g.inj.reset(), "the armed fault fired once, there")
+	n, err = count()
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+
+	g.reopen()
+	n, err = count()
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "after a restart")
+}

@@ -8,9 +8,10 @@ import (
 	"sync/atomic"
 )
 
-// pendingCount is the number of pending outbound rows, kept in memory so
-// that PendingMessageCount(nil) does not scan the table (SELECT count(*) visits
-// every index entry: O(pending)). SELECT count(*) stays the source of
+// pendingCount is the number of pending outbound rows and of pending
+// inbound rows, kept in memory so that PendingMessageCount(nil) and
+// PendingInboundCount(nil) do not scan a table (SELECT count(*) visits
+// every index entry: O(pending)); both are taken, and retaken, together. SELECT count(*) stays the source of
 // truth: the first count after Open runs it, and every transaction that
 // inserts or deletes pending rows through the store moves the number by
 // what it changed, applied only once that transaction committed.
@@ -41,7 +42,8 @@ type pendingCount struct {
 	// the number between a commit and the update that follows it.
 	mu      sync.Mutex
 	known   bool
-	n       int64
+	n       int64  // pending outbound
+	in      int64  // pending inbound
 	version int64  // data_version of the connection when n was taken
 	conn    uint64 // opened when n was taken: that connection's number
 	// opened is how many connections the store has opened.
@@ -69,12 +71,13 @@ func (c countingConnector) Connect(context.Context) (driver.Conn, error) {
 // Driver returns the driver the connections are opened through.
 func (c countingConnector) Driver() driver.Driver { return c.drv }
 
-// countAll returns the number of pending outbound rows: the in-memory
-// count if nothing can have changed it behind the store, else SELECT
-// count(*), which becomes the new in-memory count.
-func (s *Store) countAll(ctx context.Context) (int64, error) {
-	c := &s.count // n, known, version and conn: read and written only under c.mu (tx)
-	var n int64
+// countAll returns the number of pending outbound rows and of pending
+// inbound rows: the in-memory counts if nothing can have changed them
+// behind the store, else SELECT count(*) of each, which become the new
+// in-memory counts.
+func (s *Store) countAll(ctx context.Context) (outbound, inbound int64, _ error) {
+	c := &s.count // n, in, known, version and conn: read and written only under c.mu (tx)
+	var n, in int64
 	var fresh bool
 	err := s.tx(ctx, countedStatement, func(t *txn) error {
 		// c.mu keeps the store's own writers out; a data_version equal to
@@ -84,11 +87,11 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 		if err != nil {
 			return err
 		}
-		n, fresh = c.n, c.known && c.version == version && c.conn == c.opened.Load() && s.oneConnection()
+		n, in, fresh = c.n, c.in, c.known && c.version == version && c.conn == c.opened.Load() && s.oneConnection()
 		return nil
 	})
 	if err != nil || fresh {
-		return n, err
+		return n, in, err
 	}
 	// Recount: the number and the version it goes with are read in one
 	// transaction, on one connection, the number of which is read while
@@ -101,13 +104,16 @@ func (s *Store) countAll(ctx context.Context) (int64, error) {
 		if n, err = t.CountPendingOutbound(ctx); err != nil {
 			return err
 		}
-		c.known, c.n, c.version, c.conn = true, n, version, c.opened.Load()
+		if in, err = t.CountPendingInbound(ctx); err != nil {
+			return err
+		}
+		c.known, c.n, c.in, c.version, c.conn = true, n, in, version, c.opened.Load()
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return n, nil
+	return n, in, nil
 }
 
 // oneConnection reports whether the store's pool still opens at most one

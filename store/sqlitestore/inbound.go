@@ -143,15 +143,15 @@ func (s *Store) PendingInboundCount(ctx context.Context, sender *store.DeviceAdd
 		}
 	}
 	var n int64
-	err := s.tx(ctx, statement, func(q *txn) error {
-		var err error
-		if sender == nil {
-			n, err = q.CountPendingInbound(ctx)
-		} else {
+	var err error
+	if sender == nil {
+		_, n, err = s.countAll(ctx)
+	} else {
+		err = s.tx(ctx, statement, func(q *txn) error {
 			n, err = q.CountPendingInboundForSender(ctx, db.CountPendingInboundForSenderParams{SenderUserID: sender.UserID, SenderDeviceID: sender.DeviceID})
-		}
-		return err
-	})
+			return err
+		})
+	}
 	if err != nil {
 		return 0, storeimpl.OpCountInbound.Wrap(err)
 	}
@@ -162,12 +162,13 @@ func (s *Store) PendingInboundCount(ctx context.Context, sender *store.DeviceAdd
 func (s *Store) RemovePendingInbound(ctx context.Context, sequence int64) (store.RemovedInbound, bool, error) {
 	var removed store.RemovedInbound
 	var found bool
-	err := s.tx(ctx, statement, func(q *txn) error {
+	err := s.tx(ctx, countedTransaction, func(q *txn) error {
 		rows, err := q.DeletePendingInbound(ctx, sequence)
 		if err != nil || len(rows) == 0 {
 			return err
 		}
 		found = true
+		q.inbound--
 		// sqlc names RETURNING's columns by their function: sender user
 		// id, sender device id, logical id.
 		var c columns
@@ -194,7 +195,7 @@ func (s *Store) RemovePendingInbound(ctx context.Context, sequence int64) (store
 // receive is CommitReceived's own statements, in its transaction: the
 // message (peer, id) is looked up in the pending inbound queue, then its
 // id recorded as processed, then, if it is new, it is stored sealed.
-func (s *Store) receive(ctx context.Context, q *db.Queries, peer store.DeviceAddress, id store.LogicalMessageID, sealed []byte, processedAt int64) (store.Received, error) {
+func (s *Store) receive(ctx context.Context, q *txn, peer store.DeviceAddress, id store.LogicalMessageID, sealed []byte, processedAt int64) (store.Received, error) {
 	seqs, err := q.PendingInboundSequence(ctx, db.PendingInboundSequenceParams{SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:]})
 	if err != nil {
 		return store.Received{}, err
@@ -217,5 +218,6 @@ func (s *Store) receive(ctx context.Context, q *db.Queries, peer store.DeviceAdd
 	if err != nil {
 		return store.Received{}, fmt.Errorf("pending inbound: %w", err)
 	}
+	q.inbound++
 	return store.Received{Status: store.ReceivedNew, Sequence: seq}, nil
 }

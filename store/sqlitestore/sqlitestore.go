@@ -778,7 +778,7 @@ func (s *Store) PendingMessageCount(ctx context.Context, recipient *store.Device
 		}
 	}
 	if recipient == nil {
-		n, err := s.countAll(ctx)
+		n, _, err := s.countAll(ctx)
 		if err != nil {
 			return 0, storeimpl.OpCountPending.Wrap(err)
 		}

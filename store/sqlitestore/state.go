@@ -203,13 +203,13 @@ func (s *Store) CommitReceived(ctx context.Context, peer store.DeviceAddress, id
 	if err := storeimpl.CheckPlaintext(plaintext); err != nil {
 		return got, storeimpl.OpCommitReceived.On(peer).Wrap(err)
 	}
-	_, err := s.commitInbound(ctx, peer, in, false, func(q *db.Queries) (int64, error) {
+	err := s.commitInbound(ctx, peer, in, func(t *txn) error {
 		sealed, err := storeimpl.SealInbound(s.keys, peer, id, plaintext)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		got, err = s.receive(ctx, q, peer, id, sealed, time.Now().Unix())
-		return 0, err
+		got, err = s.receive(ctx, t, peer, id, sealed, time.Now().Unix())
+		return err
 	})
 	if err != nil {
 		return store.Received{}, storeimpl.OpCommitReceived.On(peer).Wrap(err)
@@ -219,8 +219,12 @@ func (s *Store) CommitReceived(ctx context.Context, peer store.DeviceAddress, id
 
 // CommitAck implements store.State.
 func (s *Store) CommitAck(ctx context.Context, peer store.DeviceAddress, id store.LogicalMessageID, in store.Inbound) (bool, error) {
-	n, err := s.commitInbound(ctx, peer, in, true, func(q *db.Queries) (int64, error) {
-		return deletePending(ctx, q, peer, id)
+	var n int64
+	err := s.commitInbound(ctx, peer, in, func(t *txn) error {
+		var err error
+		n, err = deletePending(ctx, t.Queries, peer, id)
+		t.pending -= n
+		return err
 	})
 	if err != nil {
 		return false, storeimpl.OpCommitAck.On(peer).Wrap(err)
@@ -228,24 +232,18 @@ func (s *Store) CommitAck(ctx context.Context, peer store.DeviceAddress, id stor
 	return n > 0, nil
 }
 
-// commitInbound seals in, then applies it and runs op in one transaction,
-// returning op's row count. deletesPending says op deletes that many
-// pending outbound rows (the in-memory count follows).
-func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in store.Inbound, deletesPending bool, op func(q *db.Queries) (int64, error)) (int64, error) {
+// commitInbound seals in, then applies it and runs op in one counted
+// transaction: op deletes pending outbound rows (an ACK) or adds a
+// pending inbound row (a message), and records it in t for the in-memory
+// counts.
+func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in store.Inbound, op func(t *txn) error) error {
 	if err := peer.Validate(); err != nil {
-		return 0, err
+		return err
 	}
 	if err := storeimpl.ValidateInbound(in); err != nil {
-		return 0, err
+		return err
 	}
-	// Without a pending row to delete, the in-memory count is neither
-	// moved nor dropped if this fails.
-	kind := transaction
-	if deletesPending {
-		kind = countedTransaction
-	}
-	var n int64
-	err := s.tx(ctx, kind, func(t *txn) error {
+	return s.tx(ctx, countedTransaction, func(t *txn) error {
 		update, err := storeimpl.SealPeer(s.keys, peer, in.Update)
 		if err != nil {
 			return err
@@ -262,11 +260,8 @@ func (s *Store) commitInbound(ctx context.Context, peer store.DeviceAddress, in 
 				return err
 			}
 		}
-		n, err = op(t.Queries)
-		t.pending -= n
-		return err
+		return op(t)
 	})
-	return n, err
 }
 
 // ReadPeerParts implements store.State.

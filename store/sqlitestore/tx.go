@@ -10,13 +10,14 @@ import (
 )
 
 // txn is one storage transaction of the store: the generated queries bound
-// to it, and the change its statements made to the number of pending rows,
-// which the in-memory count (pendingCount) takes once it has committed.
+// to it, and the change its statements made to the number of pending
+// outbound and inbound rows, which the in-memory counts (pendingCount)
+// take once it has committed.
 type txn struct {
 	*db.Queries
-	// pending is by how much fn changed the number of pending rows (in a
-	// counted kind).
-	pending int64
+	// pending and inbound are by how much fn changed the number of
+	// pending outbound and pending inbound rows (in a counted kind).
+	pending, inbound int64
 }
 
 // txKind says how a transaction runs: as one statement or between BEGIN
@@ -33,10 +34,10 @@ const (
 	// COMMIT: reads that need one snapshot, and writes.
 	transaction
 	// countedStatement is a statement that inserts, deletes or counts
-	// all pending rows.
+	// all pending rows (outbound or inbound).
 	countedStatement
 	// countedTransaction is a transaction that inserts, deletes or
-	// counts all pending rows.
+	// counts all pending rows (outbound or inbound).
 	countedTransaction
 )
 
@@ -94,6 +95,7 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 		c.known = false
 	default:
 		c.n += t.pending
+		c.in += t.inbound
 	}
 	return err
 }
