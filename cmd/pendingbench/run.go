@@ -53,6 +53,7 @@ var lines = []line{
 	{"page vs raw select + opens", rawPageLines},
 	{"library vs raw floor", libraryFloorLines},
 	{"abandon and ACK", deleteLines},
+	{"inbound: count, pages, finalize, receive", inboundLines},
 	{"cold cache", coldLines},
 	{"send", sendLines},
 	{"fan-out send", fanoutLines},

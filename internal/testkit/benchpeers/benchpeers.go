@@ -23,7 +23,10 @@ import (
 type Peers struct {
 	// Addrs are the devices' addresses, device ids 1..n.
 	Addrs []store.DeviceAddress
-	net   *transporttest.Network
+	// Clients are the devices' clients, in the order of Addrs: what sends
+	// to the client under test in a receive benchmark.
+	Clients []*client.Client
+	net     *transporttest.Network
 }
 
 // Establish creates n devices of user on net and establishes a session
@@ -55,6 +58,7 @@ func Establish(ctx context.Context, c *client.Client, net *transporttest.Network
 			return nil, fmt.Errorf("session with %s: %w", addr, err)
 		}
 		p.Addrs = append(p.Addrs, addr)
+		p.Clients = append(p.Clients, d)
 	}
 	return p, p.Drain(ctx)
 }
