@@ -79,3 +79,21 @@ WHERE sequence = sqlc.arg(sequence)
 RETURNING likely(sender_user_id) AS sender_user_id,
           likely(sender_device_id) AS sender_device_id,
           likely(logical_id) AS logical_id;
+
+-- name: DeletePendingInboundProcessed :many
+-- DeletePendingInbound of a row whose id is recorded as processed, as
+-- every row a receive stores is: one statement, committed on its own. A
+-- row without one (written by an older release) is left for
+-- DeletePendingInbound, which runs with InsertProcessedInbound in one
+-- transaction. The processed id is compared byte for byte.
+DELETE FROM pending_inbound_message
+WHERE sequence = sqlc.arg(sequence)
+  AND EXISTS (
+    SELECT 1 FROM processed_inbound_message AS p
+    WHERE p.sender_user_id = pending_inbound_message.sender_user_id
+      AND p.sender_device_id = pending_inbound_message.sender_device_id
+      AND p.logical_id = pending_inbound_message.logical_id
+      AND CAST(p.sender_user_id AS BLOB) = CAST(pending_inbound_message.sender_user_id AS BLOB))
+RETURNING likely(sender_user_id) AS sender_user_id,
+          likely(sender_device_id) AS sender_device_id,
+          likely(logical_id) AS logical_id;

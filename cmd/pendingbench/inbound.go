@@ -35,8 +35,9 @@ func inboundRow(n, i int) (store.DeviceAddress, store.LogicalMessageID) {
 	return store.DeviceAddress{UserID: fmt.Sprintf("bench-sender-%04d", i%inboundSenders), DeviceID: 1}, id
 }
 
-// seedInbound puts e.n pending inbound rows in e's file (sealed as the
-// store seals them, through the generated INSERT, in batches), then
+// seedInbound puts e.n pending inbound rows in e's file, each with its
+// processed id as a receive stores them (sealed as the store seals them,
+// through the generated INSERTs, in batches), then
 // reopens the store, so that its in-memory counts are taken from the
 // file.
 func seedInbound(ctx context.Context, e *env) error {
@@ -49,6 +50,9 @@ func seedInbound(ctx context.Context, e *env) error {
 				from, id := inboundRow(e.n, i)
 				sealed, err := storeimpl.SealInbound(e.keys, from, id, benchseed.Plaintext(i, benchseed.DefaultPlaintextSize))
 				if err != nil {
+					return err
+				}
+				if _, err := q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], ProcessedAt: time.Now().Unix()}); err != nil {
 					return err
 				}
 				seq, err := q.InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: from.UserID, SenderDeviceID: from.DeviceID, LogicalID: id[:], Sealed: sealed})
@@ -204,8 +208,8 @@ func openInboundRows(e *env, rows []db.PagePendingInboundRow) error {
 }
 
 // removeFloorLine times the removal a finalize or discard commits (store
-// RemovePendingInbound: the DELETE and the processed id, one
-// transaction) against the raw DELETE of the same generated query on the
+// RemovePendingInbound: one DELETE that checks the row's processed id)
+// against the raw DELETE of the same generated query on the
 // store's connection (a statement SQLite commits on its own), each on a
 // different random seeded row of the large database, put back untimed.
 func removeFloorLine(b *bench) (result, error) {
@@ -265,8 +269,8 @@ func removeFloorLine(b *bench) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("inbound removal floor: %w", err)
 	}
-	return ratioLE(fmt.Sprintf("finalize's removal (store RemovePendingInbound) / raw DELETE at %s", b.L), a, f, 1.3,
-		", random rows over the whole table, put back untimed; the removal also records the processed id, in one transaction"), nil
+	return ratioLE(fmt.Sprintf("finalize's removal (store RemovePendingInbound) / raw DELETE at %s", b.L), a, f, 1.1,
+		", random rows over the whole table, put back untimed; the removal's one statement also checks the row's processed id"), nil
 }
 
 // receiveRig is a bench peer that sends to e's client, which receives.

@@ -81,6 +81,54 @@ func (q *Queries) DeletePendingInbound(ctx context.Context, sequence int64) ([]D
 	return items, nil
 }
 
+const deletePendingInboundProcessed = `-- name: DeletePendingInboundProcessed :many
+DELETE FROM pending_inbound_message
+WHERE sequence = ?1
+  AND EXISTS (
+    SELECT 1 FROM processed_inbound_message AS p
+    WHERE p.sender_user_id = pending_inbound_message.sender_user_id
+      AND p.sender_device_id = pending_inbound_message.sender_device_id
+      AND p.logical_id = pending_inbound_message.logical_id
+      AND CAST(p.sender_user_id AS BLOB) = CAST(pending_inbound_message.sender_user_id AS BLOB))
+RETURNING likely(sender_user_id) AS sender_user_id,
+          likely(sender_device_id) AS sender_device_id,
+          likely(logical_id) AS logical_id
+`
+
+type DeletePendingInboundProcessedRow struct {
+	Likely   interface{}
+	Likely_2 interface{}
+	Likely_3 interface{}
+}
+
+// DeletePendingInbound of a row whose id is recorded as processed, as
+// every row a receive stores is: one statement, committed on its own. A
+// row without one (written by an older release) is left for
+// DeletePendingInbound, which runs with InsertProcessedInbound in one
+// transaction. The processed id is compared byte for byte.
+func (q *Queries) DeletePendingInboundProcessed(ctx context.Context, sequence int64) ([]DeletePendingInboundProcessedRow, error) {
+	rows, err := q.db.QueryContext(ctx, deletePendingInboundProcessed, sequence)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeletePendingInboundProcessedRow
+	for rows.Next() {
+		var i DeletePendingInboundProcessedRow
+		if err := rows.Scan(&i.Likely, &i.Likely_2, &i.Likely_3); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertPendingInbound = `-- name: InsertPendingInbound :execlastid
 
 INSERT INTO pending_inbound_message (sender_user_id, sender_device_id, logical_id, sealed)

@@ -158,38 +158,54 @@ func (s *Store) PendingInboundCount(ctx context.Context, sender *store.DeviceAdd
 	return n, nil
 }
 
-// RemovePendingInbound implements store.InboundQueue.
+// RemovePendingInbound implements store.InboundQueue. A row whose id is
+// processed, as every row a receive stores, is removed by one statement;
+// one without (written by an older release) is removed in a transaction
+// that records its id, so that the sender's retry is a duplicate.
 func (s *Store) RemovePendingInbound(ctx context.Context, sequence int64) (store.RemovedInbound, bool, error) {
 	var removed store.RemovedInbound
 	var found bool
-	err := s.tx(ctx, countedTransaction, func(q *txn) error {
-		rows, err := q.DeletePendingInbound(ctx, sequence)
+	err := s.tx(ctx, countedStatement, func(q *txn) error {
+		rows, err := q.DeletePendingInboundProcessed(ctx, sequence)
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		found = true
+		found, removed = true, removedRow(rows[0].Likely, rows[0].Likely_2, rows[0].Likely_3)
 		q.inbound--
-		// sqlc names RETURNING's columns by their function: sender user
-		// id, sender device id, logical id.
-		var c columns
-		r := rows[0]
-		removed.Sender, removed.ID, _ = c.message("sender_user_id", r.Likely, "sender_device_id", r.Likely_2, r.Likely_3, []byte(nil))
-		removed.Decoded = len(c.problems) == 0 && removed.Sender.Validate() == nil
-		if !removed.Decoded {
-			return nil
-		}
-		// A row written by an older release has no processed id: without
-		// one, the sender's retry of a finalized message would be new
-		// again.
-		_, err = q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
-			SenderUserID: removed.Sender.UserID, SenderDeviceID: removed.Sender.DeviceID, LogicalID: removed.ID[:], ProcessedAt: time.Now().Unix(),
-		})
-		return err
+		return nil
 	})
+	if err == nil && !found {
+		err = s.tx(ctx, countedTransaction, func(q *txn) error {
+			rows, err := q.DeletePendingInbound(ctx, sequence)
+			if err != nil || len(rows) == 0 {
+				return err
+			}
+			found, removed = true, removedRow(rows[0].Likely, rows[0].Likely_2, rows[0].Likely_3)
+			q.inbound--
+			if !removed.Decoded {
+				return nil
+			}
+			_, err = q.InsertProcessedInbound(ctx, db.InsertProcessedInboundParams{
+				SenderUserID: removed.Sender.UserID, SenderDeviceID: removed.Sender.DeviceID, LogicalID: removed.ID[:], ProcessedAt: time.Now().Unix(),
+			})
+			return err
+		})
+	}
 	if err != nil {
 		return store.RemovedInbound{}, false, storeimpl.OpRemoveInbound.On(sequence).Wrap(err)
 	}
 	return removed, found, nil
+}
+
+// removedRow decodes what a removal returned: sqlc names RETURNING's
+// columns by their function (sender user id, sender device id, logical
+// id).
+func removedRow(user, device, id any) store.RemovedInbound {
+	var c columns
+	var r store.RemovedInbound
+	r.Sender, r.ID, _ = c.message("sender_user_id", user, "sender_device_id", device, id, []byte(nil))
+	r.Decoded = len(c.problems) == 0 && r.Sender.Validate() == nil
+	return r
 }
 
 // receive is CommitReceived's own statements, in its transaction: the
