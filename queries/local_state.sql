@@ -16,40 +16,76 @@ UPDATE local_identity SET sealed = ? WHERE id = 1;
 -- name: GetIdentityPin :one
 SELECT sealed FROM identity_pin WHERE user_id = ? AND device_id = ?;
 
--- name: UpsertIdentityPin :exec
+-- name: UpsertIdentityPin :execrows
+-- A row is judged by the row itself: the conflict is found through the
+-- primary key's index, and the update applies only if the conflicting
+-- table row is this device's (its own columns, read from the table);
+-- 0 rows affected means the index named another row (ErrCorruptIndex).
 INSERT INTO identity_pin (user_id, device_id, sealed) VALUES (?, ?, ?)
-ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed;
+ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed
+WHERE identity_pin.user_id = excluded.user_id AND identity_pin.device_id = excluded.device_id;
 
 -- name: DeleteIdentityPin :exec
 -- Only for a pin that does not open (DiscardUnreadablePeer): the client
 -- itself never deletes a pin.
-DELETE FROM identity_pin WHERE user_id = ? AND device_id = ?;
+DELETE FROM identity_pin
+WHERE identity_pin.user_id = sqlc.arg(user_id) AND identity_pin.device_id = sqlc.arg(device_id)
+  AND EXISTS (SELECT 1 FROM identity_pin AS own NOT INDEXED
+              WHERE own.rowid = identity_pin.rowid AND own.user_id = sqlc.arg(user_id) AND own.device_id = sqlc.arg(device_id));
 
 -- name: GetSession :one
 SELECT sealed FROM session WHERE user_id = ? AND device_id = ?;
 
--- name: UpsertSession :exec
+-- name: UpsertSession :execrows
+-- As UpsertIdentityPin: 0 rows affected, the index named another row.
 INSERT INTO session (user_id, device_id, sealed) VALUES (?, ?, ?)
-ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed;
+ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed
+WHERE session.user_id = excluded.user_id AND session.device_id = excluded.device_id;
 
 -- name: DeleteSession :exec
-DELETE FROM session WHERE user_id = ? AND device_id = ?;
+DELETE FROM session
+WHERE session.user_id = sqlc.arg(user_id) AND session.device_id = sqlc.arg(device_id)
+  AND EXISTS (SELECT 1 FROM session AS own NOT INDEXED
+              WHERE own.rowid = session.rowid AND own.user_id = sqlc.arg(user_id) AND own.device_id = sqlc.arg(device_id));
 
 -- name: GetSessionInitiation :one
 SELECT sealed FROM session_initiation WHERE user_id = ? AND device_id = ?;
 
--- name: UpsertSessionInitiation :exec
+-- name: UpsertSessionInitiation :execrows
+-- As UpsertIdentityPin: 0 rows affected, the index named another row.
 INSERT INTO session_initiation (user_id, device_id, sealed) VALUES (?, ?, ?)
-ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed;
+ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed
+WHERE session_initiation.user_id = excluded.user_id AND session_initiation.device_id = excluded.device_id;
 
 -- name: DeleteSessionInitiation :exec
-DELETE FROM session_initiation WHERE user_id = ? AND device_id = ?;
+DELETE FROM session_initiation
+WHERE session_initiation.user_id = sqlc.arg(user_id) AND session_initiation.device_id = sqlc.arg(device_id)
+  AND EXISTS (SELECT 1 FROM session_initiation AS own NOT INDEXED
+              WHERE own.rowid = session_initiation.rowid AND own.user_id = sqlc.arg(user_id) AND own.device_id = sqlc.arg(device_id));
 
 -- name: InsertProcessedInbound :execrows
--- 0 rows affected means the message was processed before: a duplicate.
+-- 0 rows affected means the message was processed before: a duplicate, once
+-- ProcessedInboundHeld confirms it from the table row.
 INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at)
 VALUES (?, ?, ?, ?)
 ON CONFLICT DO NOTHING;
+
+-- name: ProcessedInboundHeld :one
+-- 1 if the table holds a row of this sender, device and logical id, found
+-- through the primary key's index and judged by the row itself (its own
+-- columns at the rowid the index gave, NOT INDEXED): a conflict the index
+-- reported for a row that is not this id is a forged index, not a
+-- duplicate.
+SELECT CAST(EXISTS (
+  SELECT 1 FROM processed_inbound_message
+  WHERE processed_inbound_message.sender_user_id = sqlc.arg(sender_user_id)
+    AND processed_inbound_message.sender_device_id = sqlc.arg(sender_device_id)
+    AND processed_inbound_message.logical_id = sqlc.arg(logical_id)
+    AND EXISTS (SELECT 1 FROM processed_inbound_message AS own NOT INDEXED
+                WHERE own.rowid = processed_inbound_message.rowid
+                  AND own.sender_user_id = sqlc.arg(sender_user_id)
+                  AND own.sender_device_id = sqlc.arg(sender_device_id)
+                  AND own.logical_id = sqlc.arg(logical_id))) AS INTEGER) AS held;
 
 -- name: ListStorageKeys :many
 -- created_at is not read: nothing uses it, and a value of another class
@@ -116,13 +152,22 @@ ORDER BY sequence
 LIMIT sqlc.arg(row_limit);
 
 -- name: UpdateIdentityPinSealed :exec
-UPDATE identity_pin SET sealed = ? WHERE user_id = ? AND device_id = ?;
+UPDATE identity_pin SET sealed = sqlc.arg(sealed)
+WHERE identity_pin.user_id = sqlc.arg(user_id) AND identity_pin.device_id = sqlc.arg(device_id)
+  AND EXISTS (SELECT 1 FROM identity_pin AS own NOT INDEXED
+              WHERE own.rowid = identity_pin.rowid AND own.user_id = sqlc.arg(user_id) AND own.device_id = sqlc.arg(device_id));
 
 -- name: UpdateSessionSealed :exec
-UPDATE session SET sealed = ? WHERE user_id = ? AND device_id = ?;
+UPDATE session SET sealed = sqlc.arg(sealed)
+WHERE session.user_id = sqlc.arg(user_id) AND session.device_id = sqlc.arg(device_id)
+  AND EXISTS (SELECT 1 FROM session AS own NOT INDEXED
+              WHERE own.rowid = session.rowid AND own.user_id = sqlc.arg(user_id) AND own.device_id = sqlc.arg(device_id));
 
 -- name: UpdateSessionInitiationSealed :exec
-UPDATE session_initiation SET sealed = ? WHERE user_id = ? AND device_id = ?;
+UPDATE session_initiation SET sealed = sqlc.arg(sealed)
+WHERE session_initiation.user_id = sqlc.arg(user_id) AND session_initiation.device_id = sqlc.arg(device_id)
+  AND EXISTS (SELECT 1 FROM session_initiation AS own NOT INDEXED
+              WHERE own.rowid = session_initiation.rowid AND own.user_id = sqlc.arg(user_id) AND own.device_id = sqlc.arg(device_id));
 
 -- name: UpdatePendingInboundSealed :exec
 UPDATE pending_inbound_message SET sealed = ? WHERE sequence = ?;
@@ -174,12 +219,14 @@ LIMIT sqlc.arg(row_limit);
 
 -- name: RotationPendingInboundBatch :many
 -- Key rotation's walk of pending_inbound_message, as
--- SealedPendingOutboundBatch: columns with their storage class.
+-- SealedPendingOutboundBatch: columns with their storage class, the sealed
+-- value measured before it is read.
 SELECT sequence,
        likely(sender_user_id) AS sender_user_id,
        likely(sender_device_id) AS sender_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(sqlc.arg(sealed_limit) AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_inbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence

@@ -12,26 +12,35 @@ VALUES (?, ?, ?, ?);
 -- name: PendingInboundSequence :many
 -- The sequence of the pending inbound message (sender, id), if it is
 -- still pending: a copy that arrives before the application finalized it
--- is given again by reference to this row. The last line holds the
+-- is given again by reference to this row. The CAST line holds the
 -- sender's user id to the bytes asked for, whatever collation the column
--- declares, as DeletePendingOutbound does.
-SELECT sequence
+-- declares, as DeletePendingOutbound does; the row is judged by the row
+-- itself (queries/README.md): the index proposes, the table row at its
+-- rowid decides.
+SELECT pending_inbound_message.sequence
 FROM pending_inbound_message
-WHERE sender_user_id = sqlc.arg(sender_user_id)
-  AND sender_device_id = sqlc.arg(sender_device_id)
-  AND logical_id = sqlc.arg(logical_id)
-  AND CAST(sender_user_id AS BLOB) = CAST(sqlc.arg(sender_user_id) AS BLOB);
+WHERE pending_inbound_message.sender_user_id = sqlc.arg(sender_user_id)
+  AND pending_inbound_message.sender_device_id = sqlc.arg(sender_device_id)
+  AND pending_inbound_message.logical_id = sqlc.arg(logical_id)
+  AND EXISTS (SELECT 1 FROM pending_inbound_message AS own NOT INDEXED
+              WHERE own.rowid = pending_inbound_message.rowid
+                AND own.sender_user_id = sqlc.arg(sender_user_id)
+                AND own.sender_device_id = sqlc.arg(sender_device_id)
+                AND own.logical_id = sqlc.arg(logical_id)
+                AND CAST(own.sender_user_id AS BLOB) = CAST(sqlc.arg(sender_user_id) AS BLOB));
 
 -- name: PagePendingInbound :many
 -- One keyset page of pending inbound messages, all senders, in sequence
 -- order, from from_sequence on; row_limit is the page's limit + 1 (the
 -- probe row). Columns wrapped in likely, as in PagePendingOutbound, so
--- that the store gets each value with its storage class.
+-- that the store gets each value with its storage class; the sealed value
+-- is measured before it is read (queries/README.md).
 SELECT sequence,
        likely(sender_user_id) AS sender_user_id,
        likely(sender_device_id) AS sender_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(sqlc.arg(sealed_limit) AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_inbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
@@ -46,7 +55,8 @@ SELECT sequence,
        likely(sender_user_id) AS sender_user_id,
        likely(sender_device_id) AS sender_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(sqlc.arg(sealed_limit) AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_inbound_message
 WHERE sender_user_id = sqlc.arg(sender_user_id)
   AND sender_device_id = sqlc.arg(sender_device_id)
@@ -85,7 +95,8 @@ RETURNING likely(sender_user_id) AS sender_user_id,
 -- every row a receive stores is: one statement, committed on its own. A
 -- row without one (written by an older release) is left for
 -- DeletePendingInbound, which runs with InsertProcessedInbound in one
--- transaction. The processed id is compared byte for byte.
+-- transaction. The processed id is compared byte for byte, on the
+-- processed table's own row (queries/README.md).
 DELETE FROM pending_inbound_message
 WHERE sequence = sqlc.arg(sequence)
   AND EXISTS (
@@ -93,7 +104,12 @@ WHERE sequence = sqlc.arg(sequence)
     WHERE p.sender_user_id = pending_inbound_message.sender_user_id
       AND p.sender_device_id = pending_inbound_message.sender_device_id
       AND p.logical_id = pending_inbound_message.logical_id
-      AND CAST(p.sender_user_id AS BLOB) = CAST(pending_inbound_message.sender_user_id AS BLOB))
+      AND EXISTS (SELECT 1 FROM processed_inbound_message AS own NOT INDEXED
+                  WHERE own.rowid = p.rowid
+                    AND own.sender_user_id = pending_inbound_message.sender_user_id
+                    AND own.sender_device_id = pending_inbound_message.sender_device_id
+                    AND own.logical_id = pending_inbound_message.logical_id
+                    AND CAST(own.sender_user_id AS BLOB) = CAST(pending_inbound_message.sender_user_id AS BLOB)))
 RETURNING likely(sender_user_id) AS sender_user_id,
           likely(sender_device_id) AS sender_device_id,
           likely(logical_id) AS logical_id;

@@ -20,11 +20,19 @@ VALUES (?, ?, ?, ?);
 -- unreadable instead of failing the page or opening as if it were fine.
 -- Checking the class in Go costs nothing in SQL, where four typeof calls
 -- per row measured about 0.7 microseconds a row.
+-- A value is measured before it is read: a sealed value longer than
+-- sealed_limit (the largest record the store writes) is not read at all
+-- (NULL), only its size, which octet_length takes from the record header
+-- without loading the value's overflow pages; the store reports the row
+-- unreadable. The same two columns in every query that reads a message's
+-- sealed value (queries/README.md, "A value is measured before it is
+-- read").
 SELECT sequence,
        likely(recipient_user_id) AS recipient_user_id,
        likely(recipient_device_id) AS recipient_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(sqlc.arg(sealed_limit) AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_outbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence
@@ -37,7 +45,8 @@ SELECT sequence,
        likely(recipient_user_id) AS recipient_user_id,
        likely(recipient_device_id) AS recipient_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(sqlc.arg(sealed_limit) AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
   AND recipient_device_id = sqlc.arg(recipient_device_id)
@@ -52,7 +61,8 @@ SELECT sequence,
        likely(recipient_user_id) AS recipient_user_id,
        likely(recipient_device_id) AS recipient_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(sqlc.arg(sealed_limit) AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_outbound_message
 WHERE recipient_user_id = sqlc.arg(recipient_user_id)
   AND recipient_device_id = sqlc.arg(recipient_device_id)
@@ -93,11 +103,23 @@ WHERE recipient_user_id = sqlc.arg(recipient_user_id)
 -- bytes asked for, whatever collation the column declares: a writer of
 -- the file who re-declares it NOCASE must not make an ACK or an abandon
 -- for "bob" delete the message pending for "Bob".
+-- The row is judged by the row itself (queries/README.md, "A row is
+-- judged by the row itself"): the index only proposes candidates, whose
+-- recipient and id SQLite would take from the index entry; the EXISTS
+-- reads the same three columns from the table row at the candidate's
+-- sequence (NOT INDEXED: the rowid lookup, never an index), so a forged
+-- index mapping carol's id to Bob's rows deletes nothing.
 DELETE FROM pending_outbound_message
-WHERE recipient_user_id IN (sqlc.arg(recipient_user_id), CAST(sqlc.arg(recipient_user_id) AS BLOB))
-  AND recipient_device_id IN (sqlc.arg(recipient_device_id), CAST(CAST(sqlc.arg(recipient_device_id) AS TEXT) AS BLOB))
-  AND logical_id IN (sqlc.arg(logical_id), CAST(sqlc.arg(logical_id) AS TEXT))
-  AND CAST(recipient_user_id AS BLOB) = CAST(sqlc.arg(recipient_user_id) AS BLOB);
+WHERE pending_outbound_message.recipient_user_id IN (sqlc.arg(recipient_user_id), CAST(sqlc.arg(recipient_user_id) AS BLOB))
+  AND pending_outbound_message.recipient_device_id IN (sqlc.arg(recipient_device_id), CAST(CAST(sqlc.arg(recipient_device_id) AS TEXT) AS BLOB))
+  AND pending_outbound_message.logical_id IN (sqlc.arg(logical_id), CAST(sqlc.arg(logical_id) AS TEXT))
+  AND CAST(pending_outbound_message.recipient_user_id AS BLOB) = CAST(sqlc.arg(recipient_user_id) AS BLOB)
+  AND EXISTS (
+    SELECT 1 FROM pending_outbound_message AS own NOT INDEXED
+    WHERE own.sequence = pending_outbound_message.sequence
+      AND CAST(own.recipient_user_id AS BLOB) = CAST(sqlc.arg(recipient_user_id) AS BLOB)
+      AND own.recipient_device_id IN (sqlc.arg(recipient_device_id), CAST(CAST(sqlc.arg(recipient_device_id) AS TEXT) AS BLOB))
+      AND own.logical_id IN (sqlc.arg(logical_id), CAST(sqlc.arg(logical_id) AS TEXT)));
 
 -- name: DeletePendingOutboundSequence :execrows
 -- Abandons the row at one sequence, whatever its columns hold: for an
@@ -142,7 +164,8 @@ SELECT sequence,
        likely(recipient_user_id) AS recipient_user_id,
        likely(recipient_device_id) AS recipient_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(sqlc.arg(sealed_limit) AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_outbound_message
 WHERE sequence >= sqlc.arg(from_sequence)
 ORDER BY sequence

@@ -35,7 +35,9 @@ var (
 	// queries would run on a table that only has the expected name; or
 	// the database's text encoding is not UTF-8, the migrations'; or
 	// SQLite cannot load the schema at all (a stored definition it cannot
-	// parse, an object whose root page is another's). The
+	// parse, an object whose root page is another's); or a table or index
+	// whose b-tree another table or index shares, or whose root page is no
+	// page, whatever its text. The
 	// message names each object and what differs; nothing is changed.
 	ErrSchemaMismatch = errors.New("schema object differs from its migration's definition")
 )

@@ -35,6 +35,13 @@ var (
 	// row is held to its storage classes the same way (LocalIdentity), and
 	// a key rotation reports every such row it skips with it.
 	ErrCorruptRow = errors.New("corrupt pending row")
+	// ErrCorruptIndex means an index of the SQLite store's file disagrees
+	// with its table: a write found through the index a row that is not
+	// the one it names (an upsert of one device's state, an inbound
+	// message's processed id), or Store.Verify found an index whose
+	// entries are not its table's rows. A writer of the file made it so;
+	// nothing was changed. The memory store never returns it.
+	ErrCorruptIndex = errors.New("index disagrees with its table")
 	// ErrPeerUnreadable means part of a remote device's stored state (its
 	// session, unanswered initiation or identity pin) could not be opened,
 	// or (as the client reports it) opened but could not be decoded. It is

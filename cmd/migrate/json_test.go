@@ -155,6 +155,7 @@ func TestJSONEveryCommand(t *testing.T) {
 		"status":       {run{[]string{"-db", headDB(t)}, 0}, run{[]string{"-db", nope}, 2}, run{nil, 2}},
 		"plan":         {run{[]string{"-db", headDB(t)}, 0}, run{[]string{"-db", t.TempDir()}, 2}, run{[]string{"-db", ":memory:"}, 2}},
 		"drift":        {run{[]string{"-db", headDB(t)}, 0}, run{[]string{"-db", nope}, 2}, run{[]string{"-bogus"}, 2}},
+		"verify":       {run{[]string{"-db", headDB(t)}, 0}, run{[]string{"-db", nope}, 2}, run{nil, 2}},
 		"lint":         {run{nil, 0}, run{[]string{"-dir", nope}, 2}, run{[]string{"-bogus"}, 2}},
 		"plans":        {run{[]string{"-out", filepath.Join(t.TempDir(), "PLANS.md")}, 0}, run{[]string{"-dir", nope}, 2}, run{[]string{"extra"}, 2}},
 		"schema-doc":   {run{[]string{"-out", filepath.Join(t.TempDir(), "SCHEMA.md")}, 0}, run{[]string{"-dir", nope}, 2}, run{[]string{"-bogus"}, 2}},

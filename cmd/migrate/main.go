@@ -219,6 +219,10 @@ var commands = []*command{
 		flags: withFormat(withJSON(withDir(dbFlag("existing database `FILE`")))), run: cmdDrift, doc: docOf(newDriftDoc),
 	},
 	{
+		name: "verify", args: "-db FILE [-dir DIR] [-json]", summary: "check that every index of FILE holds exactly its table's rows (read only; reads every page); exit 1 on a problem",
+		flags: withJSON(withDir(dbFlag("existing database `FILE`"))), run: cmdVerify, doc: docOf(newVerifyDoc),
+	},
+	{
 		name: "lint", args: "[-dir DIR] [-db FILE] [-git-base REF] [-json | -format F]", summary: "run Atlas's destructive, data-dependent and backward-incompatible analyzers",
 		flags: withFormat(withJSON(func(fs *flag.FlagSet, env *cmdEnv) {
 			dirFlag(fs, env)

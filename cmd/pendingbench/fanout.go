@@ -168,7 +168,8 @@ func (f *fanoutFloor) side(pt []byte, one bool) func(int) (time.Duration, error)
 			}); err != nil {
 				return err
 			}
-			return q.UpsertSession(context.Background(), db.UpsertSessionParams{UserID: f.to[i].UserID, DeviceID: f.to[i].DeviceID, Sealed: f.sessions[i]})
+			_, err := q.UpsertSession(context.Background(), db.UpsertSessionParams{UserID: f.to[i].UserID, DeviceID: f.to[i].DeviceID, Sealed: f.sessions[i]})
+			return err
 		}
 		return timed(func() error {
 			ctx := context.Background()

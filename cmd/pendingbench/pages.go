@@ -7,6 +7,7 @@ import (
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sealaccess"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -137,13 +138,14 @@ func rawPage(ctx context.Context, e *env, c cursor) error {
 	from, limit := c.after+1, int64(store.MaxPageSize+1)
 	var rows []db.PagePendingOutboundRow
 	if c.recipient == nil {
-		rs, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
+		rs, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{SealedLimit: storeimpl.MaxSealedMessageSize, FromSequence: from, RowLimit: limit})
 		if err != nil {
 			return err
 		}
 		rows = rs
 	} else {
 		rs, err := q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+			SealedLimit:     storeimpl.MaxSealedMessageSize,
 			RecipientUserID: c.recipient.UserID, RecipientDeviceID: c.recipient.DeviceID, FromSequence: from, RowLimit: limit,
 		})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -105,13 +106,14 @@ func nearestShare(e *env, n int) int {
 func rawRows(ctx context.Context, e *env, q *db.Queries, to *store.DeviceAddress, limit int) error {
 	var rows []db.PagePendingOutboundRow
 	if to == nil {
-		rs, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: math.MinInt64, RowLimit: int64(limit) + 1})
+		rs, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{SealedLimit: storeimpl.MaxSealedMessageSize, FromSequence: math.MinInt64, RowLimit: int64(limit) + 1})
 		if err != nil {
 			return err
 		}
 		rows = rs
 	} else {
 		rs, err := q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+			SealedLimit:     storeimpl.MaxSealedMessageSize,
 			RecipientUserID: to.UserID, RecipientDeviceID: to.DeviceID, FromSequence: math.MinInt64, RowLimit: int64(limit) + 1,
 		})
 		if err != nil {

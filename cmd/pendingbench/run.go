@@ -54,6 +54,7 @@ var lines = []line{
 	{"library vs raw floor", libraryFloorLines},
 	{"abandon and ACK", deleteLines},
 	{"inbound: count, pages, finalize, receive", inboundLines},
+	{"structure checks", structureLines},
 	{"cold cache", coldLines},
 	{"send", sendLines},
 	{"fan-out send", fanoutLines},

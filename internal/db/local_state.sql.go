@@ -32,7 +32,10 @@ func (q *Queries) AnySealedValue(ctx context.Context) (int64, error) {
 }
 
 const deleteIdentityPin = `-- name: DeleteIdentityPin :exec
-DELETE FROM identity_pin WHERE user_id = ? AND device_id = ?
+DELETE FROM identity_pin
+WHERE identity_pin.user_id = ?1 AND identity_pin.device_id = ?2
+  AND EXISTS (SELECT 1 FROM identity_pin AS own NOT INDEXED
+              WHERE own.rowid = identity_pin.rowid AND own.user_id = ?1 AND own.device_id = ?2)
 `
 
 type DeleteIdentityPinParams struct {
@@ -48,7 +51,10 @@ func (q *Queries) DeleteIdentityPin(ctx context.Context, arg DeleteIdentityPinPa
 }
 
 const deleteSession = `-- name: DeleteSession :exec
-DELETE FROM session WHERE user_id = ? AND device_id = ?
+DELETE FROM session
+WHERE session.user_id = ?1 AND session.device_id = ?2
+  AND EXISTS (SELECT 1 FROM session AS own NOT INDEXED
+              WHERE own.rowid = session.rowid AND own.user_id = ?1 AND own.device_id = ?2)
 `
 
 type DeleteSessionParams struct {
@@ -62,7 +68,10 @@ func (q *Queries) DeleteSession(ctx context.Context, arg DeleteSessionParams) er
 }
 
 const deleteSessionInitiation = `-- name: DeleteSessionInitiation :exec
-DELETE FROM session_initiation WHERE user_id = ? AND device_id = ?
+DELETE FROM session_initiation
+WHERE session_initiation.user_id = ?1 AND session_initiation.device_id = ?2
+  AND EXISTS (SELECT 1 FROM session_initiation AS own NOT INDEXED
+              WHERE own.rowid = session_initiation.rowid AND own.user_id = ?1 AND own.device_id = ?2)
 `
 
 type DeleteSessionInitiationParams struct {
@@ -196,7 +205,8 @@ type InsertProcessedInboundParams struct {
 	ProcessedAt    int64
 }
 
-// 0 rows affected means the message was processed before: a duplicate.
+// 0 rows affected means the message was processed before: a duplicate, once
+// ProcessedInboundHeld confirms it from the table row.
 func (q *Queries) InsertProcessedInbound(ctx context.Context, arg InsertProcessedInboundParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, insertProcessedInbound,
 		arg.SenderUserID,
@@ -265,6 +275,37 @@ func (q *Queries) ListStorageKeys(ctx context.Context) ([]ListStorageKeysRow, er
 		return nil, err
 	}
 	return items, nil
+}
+
+const processedInboundHeld = `-- name: ProcessedInboundHeld :one
+SELECT CAST(EXISTS (
+  SELECT 1 FROM processed_inbound_message
+  WHERE processed_inbound_message.sender_user_id = ?1
+    AND processed_inbound_message.sender_device_id = ?2
+    AND processed_inbound_message.logical_id = ?3
+    AND EXISTS (SELECT 1 FROM processed_inbound_message AS own NOT INDEXED
+                WHERE own.rowid = processed_inbound_message.rowid
+                  AND own.sender_user_id = ?1
+                  AND own.sender_device_id = ?2
+                  AND own.logical_id = ?3)) AS INTEGER) AS held
+`
+
+type ProcessedInboundHeldParams struct {
+	SenderUserID   string
+	SenderDeviceID int64
+	LogicalID      []byte
+}
+
+// 1 if the table holds a row of this sender, device and logical id, found
+// through the primary key's index and judged by the row itself (its own
+// columns at the rowid the index gave, NOT INDEXED): a conflict the index
+// reported for a row that is not this id is a forged index, not a
+// duplicate.
+func (q *Queries) ProcessedInboundHeld(ctx context.Context, arg ProcessedInboundHeldParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, processedInboundHeld, arg.SenderUserID, arg.SenderDeviceID, arg.LogicalID)
+	var held int64
+	err := row.Scan(&held)
+	return held, err
 }
 
 const rotationIdentityPinBatch = `-- name: RotationIdentityPinBatch :many
@@ -362,14 +403,16 @@ SELECT sequence,
        likely(sender_user_id) AS sender_user_id,
        likely(sender_device_id) AS sender_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(?1 AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_inbound_message
-WHERE sequence >= ?1
+WHERE sequence >= ?2
 ORDER BY sequence
-LIMIT ?2
+LIMIT ?3
 `
 
 type RotationPendingInboundBatchParams struct {
+	SealedLimit  int64
 	FromSequence int64
 	RowLimit     int64
 }
@@ -380,12 +423,14 @@ type RotationPendingInboundBatchRow struct {
 	SenderDeviceID interface{}
 	LogicalID      interface{}
 	Sealed         interface{}
+	SealedSize     interface{}
 }
 
 // Key rotation's walk of pending_inbound_message, as
-// SealedPendingOutboundBatch: columns with their storage class.
+// SealedPendingOutboundBatch: columns with their storage class, the sealed
+// value measured before it is read.
 func (q *Queries) RotationPendingInboundBatch(ctx context.Context, arg RotationPendingInboundBatchParams) ([]RotationPendingInboundBatchRow, error) {
-	rows, err := q.db.QueryContext(ctx, rotationPendingInboundBatch, arg.FromSequence, arg.RowLimit)
+	rows, err := q.db.QueryContext(ctx, rotationPendingInboundBatch, arg.SealedLimit, arg.FromSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -399,6 +444,7 @@ func (q *Queries) RotationPendingInboundBatch(ctx context.Context, arg RotationP
 			&i.SenderDeviceID,
 			&i.LogicalID,
 			&i.Sealed,
+			&i.SealedSize,
 		); err != nil {
 			return nil, err
 		}
@@ -678,7 +724,10 @@ func (q *Queries) SetStorageKeyState(ctx context.Context, arg SetStorageKeyState
 }
 
 const updateIdentityPinSealed = `-- name: UpdateIdentityPinSealed :exec
-UPDATE identity_pin SET sealed = ? WHERE user_id = ? AND device_id = ?
+UPDATE identity_pin SET sealed = ?1
+WHERE identity_pin.user_id = ?2 AND identity_pin.device_id = ?3
+  AND EXISTS (SELECT 1 FROM identity_pin AS own NOT INDEXED
+              WHERE own.rowid = identity_pin.rowid AND own.user_id = ?2 AND own.device_id = ?3)
 `
 
 type UpdateIdentityPinSealedParams struct {
@@ -716,7 +765,10 @@ func (q *Queries) UpdatePendingInboundSealed(ctx context.Context, arg UpdatePend
 }
 
 const updateSessionInitiationSealed = `-- name: UpdateSessionInitiationSealed :exec
-UPDATE session_initiation SET sealed = ? WHERE user_id = ? AND device_id = ?
+UPDATE session_initiation SET sealed = ?1
+WHERE session_initiation.user_id = ?2 AND session_initiation.device_id = ?3
+  AND EXISTS (SELECT 1 FROM session_initiation AS own NOT INDEXED
+              WHERE own.rowid = session_initiation.rowid AND own.user_id = ?2 AND own.device_id = ?3)
 `
 
 type UpdateSessionInitiationSealedParams struct {
@@ -731,7 +783,10 @@ func (q *Queries) UpdateSessionInitiationSealed(ctx context.Context, arg UpdateS
 }
 
 const updateSessionSealed = `-- name: UpdateSessionSealed :exec
-UPDATE session SET sealed = ? WHERE user_id = ? AND device_id = ?
+UPDATE session SET sealed = ?1
+WHERE session.user_id = ?2 AND session.device_id = ?3
+  AND EXISTS (SELECT 1 FROM session AS own NOT INDEXED
+              WHERE own.rowid = session.rowid AND own.user_id = ?2 AND own.device_id = ?3)
 `
 
 type UpdateSessionSealedParams struct {
@@ -759,9 +814,10 @@ func (q *Queries) UpdateStorageKeyVerifier(ctx context.Context, arg UpdateStorag
 	return err
 }
 
-const upsertIdentityPin = `-- name: UpsertIdentityPin :exec
+const upsertIdentityPin = `-- name: UpsertIdentityPin :execrows
 INSERT INTO identity_pin (user_id, device_id, sealed) VALUES (?, ?, ?)
 ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed
+WHERE identity_pin.user_id = excluded.user_id AND identity_pin.device_id = excluded.device_id
 `
 
 type UpsertIdentityPinParams struct {
@@ -770,14 +826,22 @@ type UpsertIdentityPinParams struct {
 	Sealed   []byte
 }
 
-func (q *Queries) UpsertIdentityPin(ctx context.Context, arg UpsertIdentityPinParams) error {
-	_, err := q.db.ExecContext(ctx, upsertIdentityPin, arg.UserID, arg.DeviceID, arg.Sealed)
-	return err
+// A row is judged by the row itself: the conflict is found through the
+// primary key's index, and the update applies only if the conflicting
+// table row is this device's (its own columns, read from the table);
+// 0 rows affected means the index named another row (ErrCorruptIndex).
+func (q *Queries) UpsertIdentityPin(ctx context.Context, arg UpsertIdentityPinParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, upsertIdentityPin, arg.UserID, arg.DeviceID, arg.Sealed)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
-const upsertSession = `-- name: UpsertSession :exec
+const upsertSession = `-- name: UpsertSession :execrows
 INSERT INTO session (user_id, device_id, sealed) VALUES (?, ?, ?)
 ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed
+WHERE session.user_id = excluded.user_id AND session.device_id = excluded.device_id
 `
 
 type UpsertSessionParams struct {
@@ -786,14 +850,19 @@ type UpsertSessionParams struct {
 	Sealed   []byte
 }
 
-func (q *Queries) UpsertSession(ctx context.Context, arg UpsertSessionParams) error {
-	_, err := q.db.ExecContext(ctx, upsertSession, arg.UserID, arg.DeviceID, arg.Sealed)
-	return err
+// As UpsertIdentityPin: 0 rows affected, the index named another row.
+func (q *Queries) UpsertSession(ctx context.Context, arg UpsertSessionParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, upsertSession, arg.UserID, arg.DeviceID, arg.Sealed)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
-const upsertSessionInitiation = `-- name: UpsertSessionInitiation :exec
+const upsertSessionInitiation = `-- name: UpsertSessionInitiation :execrows
 INSERT INTO session_initiation (user_id, device_id, sealed) VALUES (?, ?, ?)
 ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed
+WHERE session_initiation.user_id = excluded.user_id AND session_initiation.device_id = excluded.device_id
 `
 
 type UpsertSessionInitiationParams struct {
@@ -802,7 +871,11 @@ type UpsertSessionInitiationParams struct {
 	Sealed   []byte
 }
 
-func (q *Queries) UpsertSessionInitiation(ctx context.Context, arg UpsertSessionInitiationParams) error {
-	_, err := q.db.ExecContext(ctx, upsertSessionInitiation, arg.UserID, arg.DeviceID, arg.Sealed)
-	return err
+// As UpsertIdentityPin: 0 rows affected, the index named another row.
+func (q *Queries) UpsertSessionInitiation(ctx context.Context, arg UpsertSessionInitiationParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, upsertSessionInitiation, arg.UserID, arg.DeviceID, arg.Sealed)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

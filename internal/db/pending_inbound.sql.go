@@ -89,7 +89,12 @@ WHERE sequence = ?1
     WHERE p.sender_user_id = pending_inbound_message.sender_user_id
       AND p.sender_device_id = pending_inbound_message.sender_device_id
       AND p.logical_id = pending_inbound_message.logical_id
-      AND CAST(p.sender_user_id AS BLOB) = CAST(pending_inbound_message.sender_user_id AS BLOB))
+      AND EXISTS (SELECT 1 FROM processed_inbound_message AS own NOT INDEXED
+                  WHERE own.rowid = p.rowid
+                    AND own.sender_user_id = pending_inbound_message.sender_user_id
+                    AND own.sender_device_id = pending_inbound_message.sender_device_id
+                    AND own.logical_id = pending_inbound_message.logical_id
+                    AND CAST(own.sender_user_id AS BLOB) = CAST(pending_inbound_message.sender_user_id AS BLOB)))
 RETURNING likely(sender_user_id) AS sender_user_id,
           likely(sender_device_id) AS sender_device_id,
           likely(logical_id) AS logical_id
@@ -105,7 +110,8 @@ type DeletePendingInboundProcessedRow struct {
 // every row a receive stores is: one statement, committed on its own. A
 // row without one (written by an older release) is left for
 // DeletePendingInbound, which runs with InsertProcessedInbound in one
-// transaction. The processed id is compared byte for byte.
+// transaction. The processed id is compared byte for byte, on the
+// processed table's own row (queries/README.md).
 func (q *Queries) DeletePendingInboundProcessed(ctx context.Context, sequence int64) ([]DeletePendingInboundProcessedRow, error) {
 	rows, err := q.db.QueryContext(ctx, deletePendingInboundProcessed, sequence)
 	if err != nil {
@@ -166,14 +172,16 @@ SELECT sequence,
        likely(sender_user_id) AS sender_user_id,
        likely(sender_device_id) AS sender_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(?1 AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_inbound_message
-WHERE sequence >= ?1
+WHERE sequence >= ?2
 ORDER BY sequence
-LIMIT ?2
+LIMIT ?3
 `
 
 type PagePendingInboundParams struct {
+	SealedLimit  int64
 	FromSequence int64
 	RowLimit     int64
 }
@@ -184,14 +192,16 @@ type PagePendingInboundRow struct {
 	SenderDeviceID interface{}
 	LogicalID      interface{}
 	Sealed         interface{}
+	SealedSize     interface{}
 }
 
 // One keyset page of pending inbound messages, all senders, in sequence
 // order, from from_sequence on; row_limit is the page's limit + 1 (the
 // probe row). Columns wrapped in likely, as in PagePendingOutbound, so
-// that the store gets each value with its storage class.
+// that the store gets each value with its storage class; the sealed value
+// is measured before it is read (queries/README.md).
 func (q *Queries) PagePendingInbound(ctx context.Context, arg PagePendingInboundParams) ([]PagePendingInboundRow, error) {
-	rows, err := q.db.QueryContext(ctx, pagePendingInbound, arg.FromSequence, arg.RowLimit)
+	rows, err := q.db.QueryContext(ctx, pagePendingInbound, arg.SealedLimit, arg.FromSequence, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +215,7 @@ func (q *Queries) PagePendingInbound(ctx context.Context, arg PagePendingInbound
 			&i.SenderDeviceID,
 			&i.LogicalID,
 			&i.Sealed,
+			&i.SealedSize,
 		); err != nil {
 			return nil, err
 		}
@@ -224,16 +235,18 @@ SELECT sequence,
        likely(sender_user_id) AS sender_user_id,
        likely(sender_device_id) AS sender_device_id,
        likely(logical_id) AS logical_id,
-       likely(sealed) AS sealed
+       likely(CASE WHEN octet_length(sealed) <= CAST(?1 AS INTEGER) THEN sealed END) AS sealed,
+       octet_length(sealed) AS sealed_size
 FROM pending_inbound_message
-WHERE sender_user_id = ?1
-  AND sender_device_id = ?2
-  AND sequence >= ?3
+WHERE sender_user_id = ?2
+  AND sender_device_id = ?3
+  AND sequence >= ?4
 ORDER BY sequence
-LIMIT ?4
+LIMIT ?5
 `
 
 type PagePendingInboundForSenderParams struct {
+	SealedLimit    int64
 	SenderUserID   string
 	SenderDeviceID int64
 	FromSequence   int64
@@ -246,6 +259,7 @@ type PagePendingInboundForSenderRow struct {
 	SenderDeviceID interface{}
 	LogicalID      interface{}
 	Sealed         interface{}
+	SealedSize     interface{}
 }
 
 // The same page for one sender. It reads the sender's entries of the
@@ -254,6 +268,7 @@ type PagePendingInboundForSenderRow struct {
 // application finalizes as it handles them, so it holds few.
 func (q *Queries) PagePendingInboundForSender(ctx context.Context, arg PagePendingInboundForSenderParams) ([]PagePendingInboundForSenderRow, error) {
 	rows, err := q.db.QueryContext(ctx, pagePendingInboundForSender,
+		arg.SealedLimit,
 		arg.SenderUserID,
 		arg.SenderDeviceID,
 		arg.FromSequence,
@@ -272,6 +287,7 @@ func (q *Queries) PagePendingInboundForSender(ctx context.Context, arg PagePendi
 			&i.SenderDeviceID,
 			&i.LogicalID,
 			&i.Sealed,
+			&i.SealedSize,
 		); err != nil {
 			return nil, err
 		}
@@ -316,12 +332,17 @@ func (q *Queries) PendingInboundNegativeSequence(ctx context.Context) ([]int64, 
 }
 
 const pendingInboundSequence = `-- name: PendingInboundSequence :many
-SELECT sequence
+SELECT pending_inbound_message.sequence
 FROM pending_inbound_message
-WHERE sender_user_id = ?1
-  AND sender_device_id = ?2
-  AND logical_id = ?3
-  AND CAST(sender_user_id AS BLOB) = CAST(?1 AS BLOB)
+WHERE pending_inbound_message.sender_user_id = ?1
+  AND pending_inbound_message.sender_device_id = ?2
+  AND pending_inbound_message.logical_id = ?3
+  AND EXISTS (SELECT 1 FROM pending_inbound_message AS own NOT INDEXED
+              WHERE own.rowid = pending_inbound_message.rowid
+                AND own.sender_user_id = ?1
+                AND own.sender_device_id = ?2
+                AND own.logical_id = ?3
+                AND CAST(own.sender_user_id AS BLOB) = CAST(?1 AS BLOB))
 `
 
 type PendingInboundSequenceParams struct {
@@ -332,9 +353,11 @@ type PendingInboundSequenceParams struct {
 
 // The sequence of the pending inbound message (sender, id), if it is
 // still pending: a copy that arrives before the application finalized it
-// is given again by reference to this row. The last line holds the
+// is given again by reference to this row. The CAST line holds the
 // sender's user id to the bytes asked for, whatever collation the column
-// declares, as DeletePendingOutbound does.
+// declares, as DeletePendingOutbound does; the row is judged by the row
+// itself (queries/README.md): the index proposes, the table row at its
+// rowid decides.
 func (q *Queries) PendingInboundSequence(ctx context.Context, arg PendingInboundSequenceParams) ([]int64, error) {
 	rows, err := q.db.QueryContext(ctx, pendingInboundSequence, arg.SenderUserID, arg.SenderDeviceID, arg.LogicalID)
 	if err != nil {

@@ -31,6 +31,9 @@ type objectDef struct {
 	// asked says whether pragma was read: SQLite is not asked about an
 	// object whose stored SQL already differs.
 	asked bool
+	// root is the root page of its b-tree as sqlite_master records it
+	// (0 for a view or trigger; as read, for a writer may store any value).
+	root any
 }
 
 // differences lists how got departs from d, one line per fact: the facts
@@ -97,7 +100,7 @@ type querier interface {
 // each. sqlc cannot type the pragma functions, so these stay here beside
 // the code that reads them.
 const (
-	schemaQuery = `SELECT type, name, tbl_name, sql FROM sqlite_master`
+	schemaQuery = `SELECT type, name, tbl_name, sql, rootpage FROM sqlite_master`
 	// Columns of every table named, generated and hidden ones included.
 	tableXInfoQuery = `SELECT m.name, x.cid, x.name, x.type, x."notnull", x.dflt_value, x.pk, x.hidden
 		FROM sqlite_master AS m, pragma_table_xinfo(m.name) AS x
@@ -129,10 +132,11 @@ func readSchema(ctx context.Context, q querier, known map[string]map[string]stri
 	err := eachRow(ctx, q, schemaQuery, nil, func(scan func(...any) error) error {
 		var o Object
 		var text sql.NullString
-		if err := scan(&o.Type, &o.Name, &o.Table, &text); err != nil {
+		var root any
+		if err := scan(&o.Type, &o.Name, &o.Table, &text, &root); err != nil {
 			return err
 		}
-		d := &objectDef{Object: o, text: text.String, pragma: map[string]string{}}
+		d := &objectDef{Object: o, text: text.String, pragma: map[string]string{}, root: root}
 		if text.Valid {
 			if d.sql = known[o.Type+" "+text.String]; d.sql == nil {
 				d.sql = sqlFacts(o.Type, text.String)

@@ -418,3 +418,39 @@ func TestLegacyUpgradeHoldsOtherTables(t *testing.T) {
 		require.Equal(t, before, fileHash(t, path), "nothing sealed, nothing written")
 	})
 }
+
+// An index whose key columns state their defaults (ASC, COLLATE BINARY,
+// the collation quoted or not) defines the very index the head does and
+// opens; one whose columns state another order or collation is refused,
+// naming the index.
+func TestIndexDefaultsStated(t *testing.T) {
+	ctx := sqliteaccess.WithMigrator(context.Background(), migrationtest.Through(t, "15"))
+	for _, tc := range []struct {
+		name, columns string
+		refused       string // "" if the file opens
+	}{
+		{name: "ASC", columns: "recipient_user_id ASC, recipient_device_id asc, sequence ASC"},
+		{name: "COLLATE BINARY", columns: `recipient_user_id COLLATE BINARY, recipient_device_id COLLATE "binary", sequence collate binary ASC`},
+		{name: "DESC", columns: "recipient_user_id, recipient_device_id, sequence DESC", refused: "index pending_outbound_message_recipient"},
+		{name: "COLLATE NOCASE", columns: "recipient_user_id COLLATE NOCASE, recipient_device_id, sequence", refused: "index pending_outbound_message_recipient"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "client.db")
+			keys := storetest.NewKeyring(t)
+			s, err := sqlitestore.Open(ctx, path, keys)
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			doctor(t, nil, path, "DROP INDEX pending_outbound_message_recipient",
+				"CREATE INDEX pending_outbound_message_recipient ON pending_outbound_message ("+tc.columns+")")
+			s, err = sqlitestore.Open(ctx, path, keys)
+			if tc.refused == "" {
+				require.NoError(t, err)
+				require.NoError(t, s.Close())
+				return
+			}
+			require.Nil(t, s)
+			require.ErrorIs(t, err, schema.ErrSchemaMismatch)
+			require.ErrorContains(t, err, tc.refused)
+		})
+	}
+}

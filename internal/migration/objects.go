@@ -50,6 +50,10 @@ const (
 	// Changed: the database's object of a defined type and name has
 	// another definition (schema.ErrSchemaMismatch).
 	Changed DifferenceKind = "changed"
+	// Structure: the database's table or index has no b-tree of its own
+	// (a root page another object's b-tree starts at, or none), whatever
+	// its definition (schema.ErrSchemaMismatch).
+	Structure DifferenceKind = "structure"
 )
 
 // Difference is one way a database's schema departs from what the
@@ -169,7 +173,8 @@ func (m *Migrator) Differences(ctx context.Context, conn *sql.DB, allow ...Objec
 		if err != nil {
 			return err
 		}
-		out = compare(want, defs.optional, found, allow)
+		out = append(compare(want, defs.optional, found, allow), sharedRoots(found)...)
+		sortDifferences(out)
 		return nil
 	})
 	if err != nil {
@@ -386,6 +391,12 @@ func compare(want, optional, found map[objectKey]*objectDef, allow []Object) []D
 		}
 		out = append(out, Difference{Object: def.Object, Kind: Missing})
 	}
+	sortDifferences(out)
+	return out
+}
+
+// sortDifferences sorts out by type, name and kind.
+func sortDifferences(out []Difference) {
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].Object, out[j].Object
 		if a.Type != b.Type {
@@ -396,7 +407,6 @@ func compare(want, optional, found map[objectKey]*objectDef, allow []Object) []D
 		}
 		return out[i].Kind < out[j].Kind
 	})
-	return out
 }
 
 // memoryConnector opens a private in-memory database with a driver.

@@ -228,6 +228,47 @@ func splitTop(toks []token) [][]token {
 	return append(out, toks[start:])
 }
 
+// indexDefaults returns an index's definition from its ON, toks, without
+// the words that state a key column's default: a trailing ASC, and
+// COLLATE BINARY. Both define the very index their absence does (on the
+// head's columns, all BINARY: a column's own collation is a fact of its
+// table's, and SQLite's pragma_index_xinfo, compared once the texts
+// agree, reports each key column's collation and order whatever the
+// text says). Only the key column list is touched, not a partial WHERE.
+func indexDefaults(toks []token) []token {
+	open := -1
+	for i, t := range toks {
+		if !t.ident && t.text == "(" {
+			open = i
+			break
+		}
+	}
+	if open < 0 {
+		return toks
+	}
+	end := parenEnd(toks, open)
+	if end < 0 {
+		return toks
+	}
+	out := append([]token{}, toks[:open+1]...)
+	for i, el := range splitTop(toks[open+1 : end]) {
+		if i > 0 {
+			out = append(out, token{text: ","})
+		}
+		if n := len(el); n > 1 && el[n-1].isWord("asc") {
+			el = el[:n-1]
+		}
+		for j := 0; j < len(el); j++ {
+			if j+1 < len(el) && el[j].isWord("collate") && el[j+1].text == "binary" {
+				j++
+				continue
+			}
+			out = append(out, el[j])
+		}
+	}
+	return append(out, toks[end:]...)
+}
+
 // sqlFacts are the parts of an object's definition its stored SQL states,
 // keyed by what they define: for a table, "column NAME" (the column's
 // type and constraints), "constraint ..." (each table constraint),
@@ -301,7 +342,7 @@ func sqlFacts(typ, sql string) map[string]string {
 		if on < 0 {
 			facts["definition"] = render(toks)
 		} else {
-			facts["definition"] = render(toks[on:])
+			facts["definition"] = render(indexDefaults(toks[on:]))
 		}
 	default:
 		facts["definition"] = render(toks)

@@ -31,6 +31,7 @@ const (
 	OpCountInbound      Op = "count pending inbound"
 	OpRemoveInbound     Op = "remove pending inbound sequence"
 	OpRotateKey         Op = "rotate key"
+	OpVerify            Op = "verify"
 )
 
 // On returns op about subject (a peer's address, a sequence):

@@ -11,6 +11,15 @@ import (
 // SQLite store and package legacy seal and open the storage key
 // verifiers here.
 
+// MaxSealedMessageSize is the largest sealed value a store writes to a
+// pending message row, outbound or inbound: a plaintext of
+// store.MaxPlaintextSize, sealed. A longer stored value was written by
+// someone else: the SQLite store measures every message row's value
+// against this bound before it reads it (the octet_length beside it in
+// each query that reads one) and reports the row unreadable without
+// reading the value into memory.
+const MaxSealedMessageSize = store.MaxPlaintextSize + seal.Overhead
+
 // SealPending validates and seals what inserting a pending message writes:
 // the sealed message and, if update is not nil, the peer update with its
 // values sealed (see SealPeer). It returns store.ErrInvalidArgument for a

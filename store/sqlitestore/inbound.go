@@ -19,6 +19,9 @@ type inboundRow struct {
 	SenderDeviceID any
 	LogicalID      any
 	Sealed         any
+	// SealedSize is the sealed value's octet_length: Sealed is NULL when
+	// it is over the bound (columns.sealed).
+	SealedSize any
 }
 
 // inboundPageRow is a row of either inbound page query: the same columns.
@@ -31,7 +34,7 @@ type inboundPageRow interface {
 func decodeInbound[R inboundPageRow](r R) decodedRow {
 	raw := inboundRow(r)
 	var c columns
-	from, id, sealed := c.message("sender_user_id", raw.SenderUserID, "sender_device_id", raw.SenderDeviceID, raw.LogicalID, raw.Sealed)
+	from, id, sealed := c.message("sender_user_id", raw.SenderUserID, "sender_device_id", raw.SenderDeviceID, raw.LogicalID, raw.Sealed, raw.SealedSize)
 	return decodedRow{seq: raw.Sequence, to: from, id: id, sealed: sealed, corrupt: strings.Join(c.problems, "; ")}
 }
 
@@ -49,13 +52,14 @@ func (s *Store) PendingInbound(ctx context.Context, req store.InboundPageRequest
 		limit := int64(req.Limit) + 1
 		var rows []decodedRow
 		if req.Sender == nil {
-			all, err := q.PagePendingInbound(ctx, db.PagePendingInboundParams{FromSequence: from, RowLimit: limit})
+			all, err := q.PagePendingInbound(ctx, db.PagePendingInboundParams{SealedLimit: storeimpl.MaxSealedMessageSize, FromSequence: from, RowLimit: limit})
 			if err != nil {
 				return err
 			}
 			rows = decodeInboundRows(all)
 		} else {
 			one, err := q.PagePendingInboundForSender(ctx, db.PagePendingInboundForSenderParams{
+				SealedLimit:    storeimpl.MaxSealedMessageSize,
 				SenderUserID:   req.Sender.UserID,
 				SenderDeviceID: req.Sender.DeviceID,
 				FromSequence:   from,
@@ -203,7 +207,7 @@ func (s *Store) RemovePendingInbound(ctx context.Context, sequence int64) (store
 func removedRow(user, device, id any) store.RemovedInbound {
 	var c columns
 	var r store.RemovedInbound
-	r.Sender, r.ID, _ = c.message("sender_user_id", user, "sender_device_id", device, id, []byte(nil))
+	r.Sender, r.ID, _ = c.message("sender_user_id", user, "sender_device_id", device, id, []byte(nil), nil)
 	r.Decoded = len(c.problems) == 0 && r.Sender.Validate() == nil
 	return r
 }
@@ -221,6 +225,17 @@ func (s *Store) receive(ctx context.Context, q *txn, peer store.DeviceAddress, i
 	})
 	if err != nil {
 		return store.Received{}, err
+	}
+	if n == 0 {
+		// A duplicate only if the table row says so: the conflict was
+		// found through the index.
+		held, err := q.ProcessedInboundHeld(ctx, db.ProcessedInboundHeldParams{SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:]})
+		if err != nil {
+			return store.Received{}, err
+		}
+		if held == 0 {
+			return store.Received{}, fmt.Errorf("%w: the processed id's index names a row that is not this message", store.ErrCorruptIndex)
+		}
 	}
 	switch {
 	case len(seqs) > 0:

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -69,6 +70,19 @@ func (c *columns) blob(col string, v any) []byte {
 	return nil
 }
 
+// sealed returns a message row's sealed value, read as a query of the
+// shape queries/README.md names ("A value is measured before it is
+// read"): v is the value, or NULL when size, its octet_length, is over
+// storeimpl.MaxSealedMessageSize, the largest record a store writes. Such
+// a value was never read into memory and is reported here.
+func (c *columns) sealed(v, size any) []byte {
+	if n, ok := size.(int64); ok && n > storeimpl.MaxSealedMessageSize {
+		c.problems = append(c.problems, fmt.Sprintf("sealed is %d bytes, over the %d of the largest record the store writes (not read)", n, storeimpl.MaxSealedMessageSize))
+		return nil
+	}
+	return c.blob("sealed", v)
+}
+
 // address returns the device address held by a user id and a device id
 // column.
 func (c *columns) address(userCol string, user any, deviceCol string, device any) store.DeviceAddress {
@@ -77,11 +91,12 @@ func (c *columns) address(userCol string, user any, deviceCol string, device any
 
 // message returns what a message row (pending outbound or inbound) holds
 // besides its sequence: the remote device (userCol, deviceCol), the
-// logical id, noting one of the wrong length, and the sealed value.
-func (c *columns) message(userCol string, user any, deviceCol string, device any, logicalID, sealed any) (store.DeviceAddress, store.LogicalMessageID, []byte) {
+// logical id, noting one of the wrong length, and the sealed value
+// (measured first: see sealed).
+func (c *columns) message(userCol string, user any, deviceCol string, device any, logicalID, sealed, sealedSize any) (store.DeviceAddress, store.LogicalMessageID, []byte) {
 	addr := c.address(userCol, user, deviceCol, device)
 	lid := c.blob("logical_id", logicalID)
-	v := c.blob("sealed", sealed)
+	v := c.sealed(sealed, sealedSize)
 	var id store.LogicalMessageID
 	if len(lid) == store.LogicalMessageIDLen {
 		copy(id[:], lid)
@@ -125,6 +140,9 @@ type pendingRow struct {
 	RecipientDeviceID any
 	LogicalID         any
 	Sealed            any
+	// SealedSize is the sealed value's octet_length: Sealed is NULL when
+	// it is over the bound (columns.sealed).
+	SealedSize any
 }
 
 // openPending opens r, read for the recipient want (nil: any), or
@@ -153,7 +171,7 @@ type decodedRow struct {
 // declares, or a logical id of the wrong length.
 func decodePending(r pendingRow) decodedRow {
 	var c columns
-	to, id, sealed := c.message("recipient_user_id", r.RecipientUserID, "recipient_device_id", r.RecipientDeviceID, r.LogicalID, r.Sealed)
+	to, id, sealed := c.message("recipient_user_id", r.RecipientUserID, "recipient_device_id", r.RecipientDeviceID, r.LogicalID, r.Sealed, r.SealedSize)
 	return decodedRow{seq: r.Sequence, to: to, id: id, sealed: sealed, corrupt: strings.Join(c.problems, "; ")}
 }
 

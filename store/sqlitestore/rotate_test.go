@@ -15,6 +15,7 @@ import (
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store/sqlitestore"
 
@@ -153,7 +154,7 @@ func rotateSealed(t *testing.T, s *sqlitestore.Store) map[string][]byte {
 	for _, r := range inits {
 		got["session_initiation/"+store.DeviceAddress{UserID: r.UserID, DeviceID: r.DeviceID}.String()] = r.Sealed
 	}
-	out, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{RowLimit: all})
+	out, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{SealedLimit: storeimpl.MaxSealedMessageSize, RowLimit: all})
 	require.NoError(t, err)
 	for _, r := range out {
 		v, ok := r.Sealed.([]byte)

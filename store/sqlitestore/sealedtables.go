@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/storeimpl"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -60,7 +61,7 @@ var sealedTables = []sealedTable{
 	messageTable("pending_outbound_message", seal.RecordPendingOutbound,
 		func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingOutbound(ctx) },
 		func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageRow, error) {
-			rows, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{FromSequence: from, RowLimit: limit})
+			rows, err := q.SealedPendingOutboundBatch(ctx, db.SealedPendingOutboundBatchParams{SealedLimit: storeimpl.MaxSealedMessageSize, FromSequence: from, RowLimit: limit})
 			out := make([]messageRow, len(rows))
 			for i, r := range rows {
 				// Checked as a page checks it: a corrupt row is never
@@ -79,11 +80,11 @@ var sealedTables = []sealedTable{
 	messageTable("pending_inbound_message", seal.RecordPendingInbound,
 		func(ctx context.Context, q *db.Queries) (int64, error) { return q.CountPendingInboundRows(ctx) },
 		func(ctx context.Context, q *db.Queries, from, limit int64) ([]messageRow, error) {
-			rows, err := q.RotationPendingInboundBatch(ctx, db.RotationPendingInboundBatchParams{FromSequence: from, RowLimit: limit})
+			rows, err := q.RotationPendingInboundBatch(ctx, db.RotationPendingInboundBatchParams{SealedLimit: storeimpl.MaxSealedMessageSize, FromSequence: from, RowLimit: limit})
 			out := make([]messageRow, len(rows))
 			for i, r := range rows {
 				var c columns
-				from, id, sealed := c.message("sender_user_id", r.SenderUserID, "sender_device_id", r.SenderDeviceID, r.LogicalID, r.Sealed)
+				from, id, sealed := c.message("sender_user_id", r.SenderUserID, "sender_device_id", r.SenderDeviceID, r.LogicalID, r.Sealed, r.SealedSize)
 				out[i] = messageRow{seq: r.Sequence, addr: from, id: id, sealed: sealed, bad: c.err()}
 			}
 			return out, err

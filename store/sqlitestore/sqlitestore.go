@@ -688,13 +688,14 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 		limit := int64(req.Limit) + 1
 		var rows []decodedRow
 		if req.Recipient == nil {
-			all, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: from, RowLimit: limit})
+			all, err := q.PagePendingOutbound(ctx, db.PagePendingOutboundParams{SealedLimit: storeimpl.MaxSealedMessageSize, FromSequence: from, RowLimit: limit})
 			if err != nil {
 				return err
 			}
 			rows = decodeRows(all)
 		} else {
 			to, err := q.PagePendingOutboundForRecipient(ctx, db.PagePendingOutboundForRecipientParams{
+				SealedLimit:       storeimpl.MaxSealedMessageSize,
 				RecipientUserID:   req.Recipient.UserID,
 				RecipientDeviceID: req.Recipient.DeviceID,
 				FromSequence:      from,
@@ -823,7 +824,7 @@ func (s *Store) AbandonPendingMessage(ctx context.Context, m store.PendingMessag
 	valid := m.Recipient.Validate()
 	var n int64
 	err := s.tx(ctx, countedTransaction, func(t *txn) error {
-		rows, err := t.PagePendingOutbound(ctx, db.PagePendingOutboundParams{FromSequence: m.Sequence, RowLimit: 1})
+		rows, err := t.PagePendingOutbound(ctx, db.PagePendingOutboundParams{SealedLimit: storeimpl.MaxSealedMessageSize, FromSequence: m.Sequence, RowLimit: 1})
 		if err != nil {
 			return err
 		}
@@ -872,6 +873,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 			return sql.ErrNoRows
 		}
 		row, err := q.NextPendingOutboundForRecipient(ctx, db.NextPendingOutboundForRecipientParams{
+			SealedLimit:     storeimpl.MaxSealedMessageSize,
 			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, FromSequence: from,
 		})
 		if err != nil {

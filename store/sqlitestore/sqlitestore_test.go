@@ -17,6 +17,7 @@ import (
 
 	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/internal/testkit/tamper"
@@ -559,6 +560,8 @@ func dummyArg(t *testing.T, name string) any {
 		return int64(0)
 	case "row_limit":
 		return int64(store.MaxPageSize + 1)
+	case "sealed_limit":
+		return int64(storeimpl.MaxSealedMessageSize)
 	case "sealed":
 		return []byte("sealed")
 	}
@@ -596,7 +599,10 @@ func TestQueryPlans(t *testing.T) {
 		"NextPendingOutboundForRecipient":  "SEARCH pending_outbound_message USING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id=? AND sequence>?)",
 		"CountPendingOutbound":             "USING COVERING INDEX",
 		"CountPendingOutboundForRecipient": "SEARCH pending_outbound_message USING COVERING INDEX",
-		"DeletePendingOutbound":            "SEARCH pending_outbound_message USING INDEX",
+		// The index proposes the candidate; its row is judged by the table
+		// row at its sequence, read by the rowid lookup.
+		"DeletePendingOutbound": "SEARCH pending_outbound_message USING COVERING INDEX sqlite_autoindex_pending_outbound_message_1 (recipient_user_id=? AND recipient_device_id=? AND logical_id=?)\n" +
+			"CORRELATED SCALAR SUBQUERY 1\nSEARCH own USING INTEGER PRIMARY KEY (rowid=?)",
 		// The loose index scan: each step seeks past the recipient before,
 		// on its user (next device), else past its user.
 		"PendingOutboundRecipients": "SEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id>?)\n" +

@@ -174,7 +174,7 @@ func savePeer(ctx context.Context, q *db.Queries, peer store.DeviceAddress, u st
 			return err
 		}
 	default:
-		if err := q.UpsertSession(ctx, db.UpsertSessionParams{UserID: user, DeviceID: dev, Sealed: u.Session}); err != nil {
+		if err := upserted(q.UpsertSession(ctx, db.UpsertSessionParams{UserID: user, DeviceID: dev, Sealed: u.Session})); err != nil {
 			return err
 		}
 	}
@@ -185,16 +185,26 @@ func savePeer(ctx context.Context, q *db.Queries, peer store.DeviceAddress, u st
 			return err
 		}
 	default:
-		if err := q.UpsertSessionInitiation(ctx, db.UpsertSessionInitiationParams{UserID: user, DeviceID: dev, Sealed: u.Initiation}); err != nil {
+		if err := upserted(q.UpsertSessionInitiation(ctx, db.UpsertSessionInitiationParams{UserID: user, DeviceID: dev, Sealed: u.Initiation})); err != nil {
 			return err
 		}
 	}
 	if u.Pin != nil {
-		if err := q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: u.Pin}); err != nil {
+		if err := upserted(q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: u.Pin})); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// upserted returns the error of an upsert of one device's row that
+// changed n rows: store.ErrCorruptIndex for none, when the primary key's
+// index named a row of another device (UpsertIdentityPin).
+func upserted(n int64, err error) error {
+	if err == nil && n == 0 {
+		err = fmt.Errorf("%w: the primary key's index names another device's row", store.ErrCorruptIndex)
+	}
+	return err
 }
 
 // CommitReceived implements store.State.
@@ -320,7 +330,7 @@ func (s *Store) DiscardPeerParts(ctx context.Context, peer store.DeviceAddress, 
 		switch {
 		case damage.Pin == nil:
 		case replacement != nil:
-			return q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: replacement})
+			return upserted(q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: user, DeviceID: dev, Sealed: replacement}))
 		default:
 			return q.DeleteIdentityPin(ctx, db.DeleteIdentityPinParams{UserID: user, DeviceID: dev})
 		}

@@ -91,14 +91,14 @@ func seedPlanRows(ctx context.Context, q *db.Queries) error {
 	}
 	for r := 0; r < planRecipients; r++ {
 		u, d := device(r)
-		if err := q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: u, DeviceID: d, Sealed: placeholder}); err != nil {
+		if _, err := q.UpsertIdentityPin(ctx, db.UpsertIdentityPinParams{UserID: u, DeviceID: d, Sealed: placeholder}); err != nil {
 			return err
 		}
-		if err := q.UpsertSession(ctx, db.UpsertSessionParams{UserID: u, DeviceID: d, Sealed: placeholder}); err != nil {
+		if _, err := q.UpsertSession(ctx, db.UpsertSessionParams{UserID: u, DeviceID: d, Sealed: placeholder}); err != nil {
 			return err
 		}
 		if r < planInitiations {
-			if err := q.UpsertSessionInitiation(ctx, db.UpsertSessionInitiationParams{UserID: u, DeviceID: d, Sealed: placeholder}); err != nil {
+			if _, err := q.UpsertSessionInitiation(ctx, db.UpsertSessionInitiationParams{UserID: u, DeviceID: d, Sealed: placeholder}); err != nil {
 				return err
 			}
 		}

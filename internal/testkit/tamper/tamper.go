@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3" // WALCopy's writer
@@ -92,4 +93,58 @@ func WALCopy(tb testing.TB, src, dst string, stmts ...string) (main, wal []byte)
 	}
 	require.NotEmpty(tb, wal, "the commits are in the -wal")
 	return main, wal
+}
+
+// ForgeIndex points the root page of index, in the database file at path,
+// at a b-tree built for it, as a writer of the file with PRAGMA
+// writable_schema can: the entries of a UNIQUE index on columns (as the
+// index lists them, "a, b, c") of a scratch table holding rows, each row
+// its rowid first, then one value per column. The scratch table and
+// index are then removed from sqlite_master, their pages kept, so that
+// every object's text stays the migrations' and no two objects share a
+// root page. The index then maps the values of each row to its rowid,
+// whatever the table holds there.
+func ForgeIndex(tb testing.TB, path, index, columns string, rows ...[]any) {
+	tb.Helper()
+	conn, err := sql.Open("sqlite3", "file:"+path)
+	require.NoError(tb, err)
+	defer conn.Close()
+	conn.SetMaxOpenConns(1)
+	exec := func(q string, args ...any) {
+		tb.Helper()
+		_, err := conn.Exec(q, args...)
+		require.NoError(tb, err, q)
+	}
+	exec("CREATE TABLE forged_rows (" + columns + ")")
+	exec("CREATE UNIQUE INDEX forged_index ON forged_rows (" + columns + ")")
+	marks := "?" + strings.Repeat(", ?", strings.Count(columns, ","))
+	for _, r := range rows {
+		exec("INSERT INTO forged_rows (rowid, "+columns+") VALUES (?, "+marks+")", r...)
+	}
+	exec("PRAGMA writable_schema = ON")
+	res, err := conn.Exec("UPDATE sqlite_master SET rootpage = (SELECT rootpage FROM sqlite_master WHERE name = 'forged_index') WHERE type = 'index' AND name = ?", index)
+	require.NoError(tb, err)
+	n, err := res.RowsAffected()
+	require.NoError(tb, err)
+	require.Equal(tb, int64(1), n, "index %s", index)
+	exec("DELETE FROM sqlite_master WHERE name IN ('forged_rows', 'forged_index')")
+	exec("PRAGMA writable_schema = OFF")
+}
+
+// PointRoot sets the root page of object (a table or an index), in the
+// database file at path, to that of other: the two then share one
+// b-tree, every text unchanged.
+func PointRoot(tb testing.TB, path, object, other string) {
+	tb.Helper()
+	conn, err := sql.Open("sqlite3", "file:"+path)
+	require.NoError(tb, err)
+	defer conn.Close()
+	conn.SetMaxOpenConns(1)
+	_, err = conn.Exec("PRAGMA writable_schema = ON")
+	require.NoError(tb, err)
+	res, err := conn.Exec("UPDATE sqlite_master SET rootpage = (SELECT rootpage FROM sqlite_master WHERE name = ?) WHERE name = ?", other, object)
+	require.NoError(tb, err)
+	n, err := res.RowsAffected()
+	require.NoError(tb, err)
+	require.Equal(tb, int64(1), n, "object %s", object)
 }
