@@ -88,6 +88,26 @@ func TestForgedIndexDecidesNothing(t *testing.T) {
 				require.Nil(t, got.Session, "nothing of the failed commit")
 			},
 		},
+		{
+			name:  "a copy from carol the inbound index names for Bob's pending row is not given as Bob's",
+			index: "sqlite_autoindex_pending_inbound_message_1",
+			cols:  "sender_user_id, sender_device_id, logical_id",
+			rows:  [][]any{{1, carol.UserID, carol.DeviceID, x[:]}},
+			act: func(t *testing.T, s *sqlitestore.Store) {
+				got, err := s.CommitReceived(ctx, carol, x, []byte("forged"), store.Inbound{Update: store.PeerState{Session: []byte("carol session")}})
+				require.ErrorIs(t, err, store.ErrCorruptIndex, "%+v", got)
+				require.NotEqual(t, store.ReceivedPending, got.Status)
+				peer, err := s.Peer(ctx, carol)
+				require.NoError(t, err)
+				require.Nil(t, peer.Session, "nothing of the failed commit")
+				page, err := s.PendingInbound(ctx, store.InboundPageRequest{Limit: store.MaxPageSize})
+				require.NoError(t, err)
+				require.Empty(t, page.Unreadable)
+				require.Len(t, page.Messages, 1)
+				require.Equal(t, bob, page.Messages[0].Sender)
+				require.Equal(t, []byte("hello"), page.Messages[0].Plaintext)
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := dbPath(t)
@@ -101,7 +121,7 @@ func TestForgedIndexDecidesNothing(t *testing.T) {
 			require.Equal(t, store.ReceivedNew, fresh.Status)
 			require.NoError(t, s.Verify(ctx, nil))
 			require.NoError(t, s.Close())
-			before := tableRows(t, path, "session", "processed_inbound_message")
+			before := tableRows(t, path, "session", "processed_inbound_message", "pending_inbound_message")
 
 			tamper.ForgeIndex(t, path, tc.index, tc.cols, tc.rows...)
 			s = mustOpenAt(t, path, keys)
@@ -112,7 +132,7 @@ func TestForgedIndexDecidesNothing(t *testing.T) {
 			require.NoError(t, s.Close())
 			// Bob's session and processed id, read from the tables
 			// themselves (the forged index hides them from lookups).
-			after := tableRows(t, path, "session", "processed_inbound_message")
+			after := tableRows(t, path, "session", "processed_inbound_message", "pending_inbound_message")
 			for table, rows := range before {
 				for _, r := range rows {
 					require.Contains(t, after[table], r, "table %s", table)
@@ -272,4 +292,66 @@ func tableRows(t *testing.T, path string, tables ...string) map[string][]string 
 		out[table] = tabledump.Rows(t, conn, table)
 	}
 	return out
+}
+
+// The same bound on the receiving side: a pending inbound row whose sealed
+// value is planted over the largest record is reported unreadable
+// (store.ErrCorruptRow) in pages and key rotation without being read, the
+// other rows open, and it can still be discarded by its sequence.
+func TestOversizedInboundValueNotRead(t *testing.T) {
+	ctx := context.Background()
+	const planted, size = 5, 8 << 20
+	path := dbPath(t)
+	keys := storetest.NewKeyring(t)
+	s := mustOpenAt(t, path, keys)
+	for i := range 2 * planted {
+		got, err := s.CommitReceived(ctx, bob, storetest.ID(i), []byte{byte(i)}, store.Inbound{Update: store.PeerState{Session: []byte("bob session")}})
+		require.NoError(t, err)
+		require.Equal(t, int64(i+1), got.Sequence)
+	}
+	alloc := func() uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := s.PendingInbound(ctx, store.InboundPageRequest{Limit: store.MaxPageSize})
+		require.NoError(t, err)
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	normal := alloc()
+	require.NoError(t, s.Close())
+	rawExec(t, path, "UPDATE pending_inbound_message SET sealed = zeroblob(8388608) WHERE sequence % 2 = 0")
+	s = mustOpenAt(t, path, keys)
+	require.LessOrEqual(t, alloc(), 2*normal+uint64(size)/8, "a page over %d planted values of %d bytes", planted, size)
+	for _, sender := range []*store.DeviceAddress{nil, &bob} {
+		page, err := s.PendingInbound(ctx, store.InboundPageRequest{Limit: store.MaxPageSize, Sender: sender})
+		require.NoError(t, err)
+		require.Len(t, page.Unreadable, planted)
+		require.Len(t, page.Messages, planted)
+		for _, u := range page.Unreadable {
+			require.Zero(t, u.Sequence%2)
+			require.ErrorIs(t, u.Cause, store.ErrCorruptRow)
+			require.ErrorContains(t, u.Cause, "sealed is 8388608 bytes, over the")
+			require.Equal(t, storetest.ID(int(u.Sequence-1)), u.ID)
+		}
+		for _, m := range page.Messages {
+			require.Equal(t, []byte{byte(m.Sequence - 1)}, m.Plaintext)
+		}
+	}
+	err := s.RotateKey(ctx, rotateKey(t, 9), 0, nil)
+	require.ErrorIs(t, err, store.ErrRowsSkipped)
+	var rot *store.RotationError
+	require.True(t, errors.As(err, &rot))
+	require.Len(t, rot.Skipped, planted)
+	for _, sk := range rot.Skipped {
+		require.Equal(t, "pending_inbound_message", sk.Table)
+		require.ErrorIs(t, sk.Cause, store.ErrCorruptRow)
+	}
+	removed, ok, err := s.RemovePendingInbound(ctx, 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, storetest.ID(1), removed.ID)
+	n, err := s.PendingInboundCount(ctx, nil)
+	require.NoError(t, err)
+	require.Equal(t, int64(2*planted-1), n)
 }

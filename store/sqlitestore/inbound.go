@@ -246,6 +246,11 @@ func (s *Store) receive(ctx context.Context, q *txn, peer store.DeviceAddress, i
 		return store.Received{Status: store.ReceivedBefore}, nil
 	}
 	seq, err := q.InsertPendingInbound(ctx, db.InsertPendingInboundParams{SenderUserID: peer.UserID, SenderDeviceID: peer.DeviceID, LogicalID: id[:], Sealed: sealed})
+	if isUniqueViolation(err) {
+		// The table row said the message is not pending; only an index
+		// that disagrees with its table can find it there.
+		return store.Received{}, fmt.Errorf("%w: the pending inbound index names a row that is not this message", store.ErrCorruptIndex)
+	}
 	if err != nil {
 		return store.Received{}, fmt.Errorf("pending inbound: %w", err)
 	}
