@@ -5,8 +5,15 @@
 // or discards it. Nothing is lost until the application says so, on
 // either side, whatever instant the process dies at.
 //
-// An application runs the same loop on every start:
+// An application runs the same loop on every start, offline too
+// (Initialize of an initialized client makes no network call; a bundle
+// whose publication failed, ErrBundleNotPublished, is published by
+// PublishBundle once the directory answers):
 //
+//	if err := c.Initialize(ctx, self); err != nil &&
+//		!errors.Is(err, client.ErrBundleNotPublished) {
+//		return err
+//	}
 //	// 1. What was received and not finalized (the last run died before
 //	//    its application had it) goes to the application again.
 //	for m, err := range c.AllPendingInbound(ctx, nil) {
@@ -253,9 +260,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 
 // Initialize gives the client its identity as device addr: it creates and
 // stores an identity and prekeys and publishes the bundle. On a client
-// already initialized as addr it only republishes the bundle. Returns
-// store.ErrInvalidArgument for a malformed addr, ErrAlreadyInitialized if the
-// client is another device.
+// already initialized as addr it does nothing and makes no network call,
+// so that an application calls it on every start, offline too. If the
+// publication fails, the identity is kept and the error wraps
+// ErrBundleNotPublished: PublishBundle publishes it later. Returns
+// store.ErrInvalidArgument for a malformed addr, ErrAlreadyInitialized if
+// the client is another device.
 func (c *Client) Initialize(ctx context.Context, addr store.DeviceAddress) error {
 	if err := addr.Validate(); err != nil {
 		return fmt.Errorf("client: initialize: %w", err)
@@ -268,36 +278,64 @@ func (c *Client) Initialize(ctx context.Context, addr store.DeviceAddress) error
 	// they are read here without mu, which is taken only to write them:
 	// it is never held across the store write or the publication, which
 	// would make Address, pages and counts wait for a slow directory.
-	if c.identity != nil && c.addr != addr {
-		return fmt.Errorf("client: initialize as %s: %w as %s", addr, ErrAlreadyInitialized, c.addr)
+	if c.identity != nil {
+		if c.addr != addr {
+			return fmt.Errorf("client: initialize as %s: %w as %s", addr, ErrAlreadyInitialized, c.addr)
+		}
+		return nil
 	}
-	// The bundle republished below is the stored prekeys', not a one-time
-	// prekey a failed-but-stored commit used up.
-	if err := c.syncPrekeys(ctx); err != nil {
+	id, err := session.GenerateIdentity(rand.Reader)
+	if err != nil {
 		return fmt.Errorf("client: initialize: %w", err)
 	}
-	if c.identity == nil {
-		id, err := session.GenerateIdentity(rand.Reader)
-		if err != nil {
-			return fmt.Errorf("client: initialize: %w", err)
-		}
-		pk, err := session.NewPrekeys(rand.Reader, id, c.cfg.OneTimePrekeys)
-		if err != nil {
-			return fmt.Errorf("client: initialize: %w", err)
-		}
-		secret, err := encodeLocal(id, pk)
-		if err != nil {
-			return fmt.Errorf("client: initialize: %w", err)
-		}
-		if err := c.st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: addr, Secret: secret}); err != nil {
-			return fmt.Errorf("client: initialize: %w", err)
-		}
-		c.mu.Lock()
-		c.addr, c.identity, c.prekeys = addr, id, pk
-		c.mu.Unlock()
+	pk, err := session.NewPrekeys(rand.Reader, id, c.cfg.OneTimePrekeys)
+	if err != nil {
+		return fmt.Errorf("client: initialize: %w", err)
 	}
-	if err := c.cfg.Directory.Publish(ctx, c.prekeys.Bundle(c.addr)); err != nil {
-		return fmt.Errorf("client: initialize: publish bundle: %w", err)
+	secret, err := encodeLocal(id, pk)
+	if err != nil {
+		return fmt.Errorf("client: initialize: %w", err)
+	}
+	if err := c.st.SaveLocalIdentity(ctx, store.LocalIdentity{Address: addr, Secret: secret}); err != nil {
+		return fmt.Errorf("client: initialize: %w", err)
+	}
+	c.mu.Lock()
+	c.addr, c.identity, c.prekeys = addr, id, pk
+	c.mu.Unlock()
+	return c.publish(ctx, "initialize")
+}
+
+// PublishBundle publishes the device's bundle, as the store holds its
+// prekeys, to the directory. Initialize, RotateSignedPrekey and
+// ReplenishPrekeys publish it themselves; an application calls this when
+// one of them returned ErrBundleNotPublished (the directory was not
+// reachable), or when the directory lost what it held. Returns
+// ErrNotInitialized before Initialize, the store's error, or the
+// directory's, wrapped with ErrBundleNotPublished.
+func (c *Client) PublishBundle(ctx context.Context) error {
+	if err := c.lockSend(); err != nil {
+		return fmt.Errorf("client: publish bundle: %w", err)
+	}
+	defer c.sendMu.Unlock()
+	if _, _, _, err := c.local(); err != nil {
+		return fmt.Errorf("client: publish bundle: %w", err)
+	}
+	// The bundle is the stored prekeys', not a one-time prekey a
+	// failed-but-stored commit used up.
+	if err := c.syncPrekeys(ctx); err != nil {
+		return fmt.Errorf("client: publish bundle: %w", err)
+	}
+	return c.publish(ctx, "publish bundle")
+}
+
+// publish publishes the bundle of the prekeys in memory; the caller holds
+// the send mutex.
+func (c *Client) publish(ctx context.Context, what string) error {
+	c.mu.RLock()
+	b := c.prekeys.Bundle(c.addr)
+	c.mu.RUnlock()
+	if err := c.cfg.Directory.Publish(ctx, b); err != nil {
+		return fmt.Errorf("client: %s: %w: %w", what, ErrBundleNotPublished, err)
 	}
 	return nil
 }

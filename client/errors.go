@@ -19,6 +19,11 @@ var (
 	// ErrAlreadyInitialized means Initialize was called on a client that
 	// has an identity for another address.
 	ErrAlreadyInitialized = errors.New("already initialized")
+	// ErrBundleNotPublished means the device's bundle, whose prekeys are
+	// stored, could not be published to the directory: peers cannot start
+	// a session with this device until it is (PublishBundle). What was
+	// stored is kept.
+	ErrBundleNotPublished = errors.New("bundle not published")
 	// ErrDirectoryAnswer means the directory answered something no
 	// directory can hold (a negative prekey count); nothing was changed.
 	ErrDirectoryAnswer = errors.New("impossible directory answer")

@@ -54,6 +54,7 @@ func TestNotInitialized(t *testing.T) {
 				{"DeclineRemoteIdentityChange", func() error { return c.DeclineRemoteIdentityChange(ctx, bob, session.PublicIdentity{}) }},
 				{"ReplenishPrekeys", func() error { _, err := c.ReplenishPrekeys(ctx); return err }},
 				{"RotateSignedPrekey", func() error { return c.RotateSignedPrekey(ctx) }},
+				{"PublishBundle", func() error { return c.PublishBundle(ctx) }},
 				{"SendToDevices", func() error { _, err := c.SendToDevices(ctx, []store.DeviceAddress{bob}, id, []byte("x")); return err }},
 				{"DiscardUnreadablePeerState", func() error { _, err := c.DiscardUnreadablePeerState(ctx, bob); return err }},
 				{"AllPendingMessages", func() error {
@@ -97,5 +98,5 @@ func TestNewAndInitializeArguments(t *testing.T) {
 	d := mustOpen(t, net, alice)
 	require.ErrorIs(t, d.c.Initialize(ctx, store.DeviceAddress{}), store.ErrInvalidArgument)
 	require.ErrorIs(t, d.c.Initialize(ctx, bob), client.ErrAlreadyInitialized)
-	require.NoError(t, d.c.Initialize(ctx, alice), "re-initializing as the same device only republishes")
+	require.NoError(t, d.c.Initialize(ctx, alice), "re-initializing as the same device does nothing")
 }

@@ -20,8 +20,9 @@ const defaultSignedPrekeyGrace = 14 * 24 * time.Hour
 // period is over are dropped. The application calls it on its schedule
 // (for example weekly). Returns ErrNotInitialized before Initialize, the
 // store's error (nothing changed), or, after the new prekey is stored, the
-// directory's error for the publication: Initialize, or the next rotation
-// or replenishment, publishes again.
+// directory's error for the publication, wrapped with
+// ErrBundleNotPublished: PublishBundle, or the next rotation or
+// replenishment, publishes again.
 func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 	return c.changePrekeys(ctx, "rotate signed prekey", func(id *session.Identity, pk *session.Prekeys, _ store.DeviceAddress) (prekeyChange, error) {
 		return republish, pk.Rotate(rand.Reader, id, c.cfg.Now(), c.cfg.SignedPrekeyGrace)
@@ -40,7 +41,8 @@ func (c *Client) RotateSignedPrekey(ctx context.Context) error {
 // Returns ErrNotInitialized before Initialize, the directory's error for
 // the count (ErrDirectoryAnswer for a negative one), the store's error
 // (nothing changed), or, after the new prekeys are stored, the
-// directory's error for the publication.
+// directory's error for the publication, wrapped with
+// ErrBundleNotPublished (PublishBundle publishes again).
 func (c *Client) ReplenishPrekeys(ctx context.Context) (int, error) {
 	added := 0
 	err := c.changePrekeys(ctx, "replenish prekeys", func(_ *session.Identity, pk *session.Prekeys, self store.DeviceAddress) (prekeyChange, error) {
@@ -123,10 +125,7 @@ func (c *Client) changePrekeys(ctx context.Context, what string, change func(*se
 	if changed != republish {
 		return nil
 	}
-	if err := c.cfg.Directory.Publish(ctx, pk.Bundle(self)); err != nil {
-		return fmt.Errorf("client: %s: publish bundle: %w", what, err)
-	}
-	return nil
+	return c.publish(ctx, what)
 }
 
 func clonePrekeys(p *session.Prekeys) (*session.Prekeys, error) {

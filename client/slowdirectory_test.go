@@ -33,7 +33,7 @@ func (d *holdingDirectory) Publish(ctx context.Context, b session.Bundle) error 
 	return d.Directory.Publish(ctx, b)
 }
 
-// TestSlowPublishBlocksNoLocalCall: while Initialize republishes the
+// TestSlowPublishBlocksNoLocalCall: while PublishBundle publishes the
 // bundle on a directory that answers slowly, the calls that make no
 // network call and do not take the send mutex (Address, pages, counts)
 // still answer at once: no lock they need is held across the publication.
@@ -48,7 +48,7 @@ func TestSlowPublishBlocksNoLocalCall(t *testing.T) {
 	dir.entered, dir.release = make(chan struct{}), make(chan struct{})
 	entered := dir.entered
 	initDone := make(chan error, 1)
-	go func() { initDone <- c.Initialize(ctx, alice) }()
+	go func() { initDone <- c.PublishBundle(ctx) }()
 	<-entered
 
 	for _, tc := range []struct {

@@ -131,12 +131,12 @@ func (d *publishLog) Publish(ctx context.Context, b session.Bundle) error {
 	return d.Directory.Publish(ctx, b)
 }
 
-// TestFaultLostCommitInitializePublishesStoredPrekeys: after a commit that
-// used up a one-time prekey reached the disk and still failed, Initialize
-// (which republishes the bundle of an initialized client) publishes the
+// TestFaultLostCommitPublishesStoredPrekeys: after a commit that
+// used up a one-time prekey reached the disk and still failed,
+// PublishBundle publishes the
 // prekeys the store holds, not the ones in memory: the used-up one-time
 // prekey is not offered again.
-func TestFaultLostCommitInitializePublishesStoredPrekeys(t *testing.T) {
+func TestFaultLostCommitPublishesStoredPrekeys(t *testing.T) {
 	ctx := context.Background()
 	net := transporttest.NewNetwork()
 	inj := &injector{}
@@ -166,7 +166,7 @@ func TestFaultLostCommitInitializePublishesStoredPrekeys(t *testing.T) {
 	require.ErrorIs(t, err, errInjected)
 	require.Equal(t, 1, inj.reset())
 
-	require.NoError(t, a.c.Initialize(ctx, alice))
+	require.NoError(t, a.c.PublishBundle(ctx))
 	bundle, ok := pub.last[alice]
 	require.True(t, ok)
 	require.NotEmpty(t, bundle.OneTimePrekeys)

@@ -231,10 +231,13 @@ func (w *worker) open(dir, file string, addr store.DeviceAddress, keys *seal.Key
 	if err != nil {
 		fail(2, "client open %s: %v", file, err)
 	}
-	// Initialize creates the identity the first time and republishes the
-	// bundle after a restart (the in-process directory is gone).
+	// Initialize creates the identity the first time; the bundle is
+	// published again after a restart (the in-process directory is gone).
 	if err := c.Initialize(w.ctx, addr); err != nil {
 		fail(2, "initialize %s: %v", file, err)
+	}
+	if err := c.PublishBundle(w.ctx); err != nil {
+		fail(2, "publish %s: %v", file, err)
 	}
 	return device{addr: addr, store: s, c: c}
 }
