@@ -211,15 +211,30 @@ func TestUnknownStateCountsTables(t *testing.T) {
 // meetWriter returns a reader for cmdEnv.readStable that makes the
 // commands' read-only reads meet a writer: on each of the first `times`
 // reads, once the read-only connection is open (its first query ran) and
-// before the command reads, stmt is committed by a writer that opens the
-// database then and stays open, as an app would (its commits stay in the
-// -wal). reads counts the reads that ran.
-func meetWriter(t *testing.T, path string, times int, stmt string) (reader func(context.Context, string, func(*sql.DB) error) error, reads *int) {
+// before the command reads, stmt is committed by a writer. If closes, the
+// writer opens the database for each commit and closes it, which
+// checkpoints the commit into the file under the read (in this process
+// the close also drops ReadStable's lock, as another process's could
+// not); else it is opened once, first running setup, and stays open, as
+// an app would (its commits stay in the -wal). reads counts the reads
+// that ran.
+func meetWriter(t *testing.T, path string, times int, setup, stmt string, closes bool) (reader func(context.Context, string, func(*sql.DB) error) error, reads *int) {
 	t.Helper()
-	writer, err := sql.Open("sqlite3", "file:"+path+"?mode=rw&_busy_timeout=5000")
-	require.NoError(t, err)
-	writer.SetMaxOpenConns(1)
-	t.Cleanup(func() { writer.Close() })
+	open := func() *sql.DB {
+		w, err := sql.Open("sqlite3", "file:"+path+"?mode=rw&_busy_timeout=5000")
+		require.NoError(t, err)
+		w.SetMaxOpenConns(1)
+		return w
+	}
+	var writer *sql.DB
+	if !closes {
+		writer = open()
+		t.Cleanup(func() { writer.Close() })
+		if setup != "" {
+			_, err := writer.Exec(setup)
+			require.NoError(t, err, setup)
+		}
+	}
 	reads = new(int)
 	reader = func(ctx context.Context, path string, read func(*sql.DB) error) error {
 		return pipeline.ReadStable(ctx, path, func(conn *sql.DB) error {
@@ -229,8 +244,15 @@ func meetWriter(t *testing.T, path string, times int, stmt string) (reader func(
 				return err
 			}
 			if *reads <= times {
-				_, err := writer.Exec(stmt)
+				w := writer
+				if closes {
+					w = open()
+				}
+				_, err := w.Exec(stmt)
 				require.NoError(t, err, stmt)
+				if closes {
+					require.NoError(t, w.Close())
+				}
 			}
 			return read(conn)
 		})
@@ -239,16 +261,21 @@ func meetWriter(t *testing.T, path string, times int, stmt string) (reader func(
 }
 
 // TestReadOnlyNoticesWriter commits a write between a read-only command's
-// open of a cleanly closed database (immutable: SQLite takes no lock and
-// would not see the writer's -wal) and its read. The command reads again
-// and reports the database as it now is; if it keeps changing, it fails
-// and reports nothing.
+// open of the database and its read. A cleanly closed database is opened
+// immutable (SQLite takes no lock and would not see the writer's -wal):
+// a commit checkpointed into the file under it makes the command read
+// again and report the database as it now is; one left in a -wal that
+// came after the read began leaves the file, and the snapshot the read
+// began on, as they were, and is not waited for. If the file keeps
+// changing, the command fails and reports nothing.
 func TestReadOnlyNoticesWriter(t *testing.T) {
 	tests := []struct {
 		name   string
 		args   []string
+		setup  string
 		stmt   string
 		times  int
+		closes bool
 		code   int
 		stdout string // contained in stdout
 		stderr string // contained in stderr
@@ -256,40 +283,50 @@ func TestReadOnlyNoticesWriter(t *testing.T) {
 	}{
 		{
 			name: "drift sees a dropped index", args: []string{"drift"},
-			stmt: "DROP INDEX pending_outbound_message_recipient", times: 1,
+			stmt: "DROP INDEX pending_outbound_message_recipient", times: 1, closes: true,
 			code: 1, stdout: "CREATE INDEX `pending_outbound_message_recipient`", reads: 2,
 		},
 		{
 			name: "status sees a deleted revision", args: []string{"status"},
-			stmt: "DELETE FROM schema_revision WHERE version = '{head}'", times: 1,
+			stmt: "DELETE FROM schema_revision WHERE version = '{head}'", times: 1, closes: true,
 			code: exitFinding, stdout: "current: {beforehead}\npending: {head}\n", reads: 2,
 		},
 		{
 			// Its schema is the head's, its history says the version
 			// before: up refuses it, and plan says so too.
 			name: "plan sees a deleted revision", args: []string{"plan", "-json"},
-			stmt: "DELETE FROM schema_revision WHERE version = '{head}'", times: 1,
+			stmt: "DELETE FROM schema_revision WHERE version = '{head}'", times: 1, closes: true,
 			code: exitFinding, stdout: `"current": "{beforehead}"`, reads: 2,
 		},
-		// The writer keeps the database open: from the second read on, it
-		// is read through its -wal, on one snapshot, whatever the writer
-		// commits meanwhile.
+		{
+			// The commit went to a -wal that came after the read began.
+			name: "a writer that opens during the read", args: []string{"drift"},
+			stmt: "DROP INDEX pending_outbound_message_recipient", times: 1,
+			code: exitOK, stdout: "no drift", reads: 1,
+		},
+		// The writer keeps the database open: it is read through its
+		// -wal, on one snapshot, whatever the writer commits meanwhile.
 		{
 			name: "a writer on every read", args: []string{"status"},
-			stmt: "CREATE TABLE IF NOT EXISTS w (x); INSERT INTO w VALUES (1)", times: 3,
-			code: exitOK, stdout: "current: {head}\npending: none\n", reads: 2,
+			setup: "CREATE TABLE w (x)", stmt: "INSERT INTO w VALUES (1)", times: 3,
+			code: exitOK, stdout: "current: {head}\npending: none\n", reads: 1,
 		},
 		{
 			name: "a writer on every read, JSON", args: []string{"drift", "-json"},
-			stmt: "CREATE TABLE IF NOT EXISTS w (x); INSERT INTO w VALUES (1)", times: 3,
-			code: exitFinding, stdout: `"name": "w"`, reads: 2,
+			setup: "CREATE TABLE w (x)", stmt: "INSERT INTO w VALUES (1)", times: 3,
+			code: exitFinding, stdout: `"name": "w"`, reads: 1,
+		},
+		{
+			name: "a closing writer on every read", args: []string{"status"},
+			stmt: "CREATE TABLE IF NOT EXISTS w (x); INSERT INTO w VALUES (1)", times: 10, closes: true,
+			code: exitError, stderr: "no stable snapshot", reads: 10,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := headDB(t)
-			require.NoFileExists(t, path+"-wal", "closed cleanly: the command opens it immutable")
-			reader, reads := meetWriter(t, path, tt.times, expand(t, tt.stmt))
+			require.NoFileExists(t, path+"-wal", "closed cleanly")
+			reader, reads := meetWriter(t, path, tt.times, tt.setup, expand(t, tt.stmt), tt.closes)
 			var out, errOut bytes.Buffer
 			code := runEnv(append(tt.args, "-db", path), &cmdEnv{stdout: &out, stderr: &errOut, readStable: reader})
 			stdout, stderr := out.String(), errOut.String()

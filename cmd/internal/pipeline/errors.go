@@ -19,3 +19,8 @@ var ErrNeedsRecovery = errors.New("pipeline: database needs recovery by a read-w
 // errWALGone is snapshotConnector.Connect's error when the -wal it was to
 // read through is gone.
 var errWALGone = errors.New("pipeline: the -wal is gone")
+
+// errQuietGone is snapshotConnector.Connect's error when a -wal or
+// -journal came beside a database it opened immutable before its read
+// transaction began.
+var errQuietGone = errors.New("pipeline: a -wal or -journal came while it opened")

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -88,7 +89,11 @@ func readOnlyDSN(path string, immutable bool) string {
 // change counter at offset 24 every rollback-mode commit moves) and its
 // -wal and -journal (identity, size, modification time) before the open
 // and after the close (beside the file a symlink at path points to, where
-// SQLite keeps them). If anything changed meanwhile, whatever read saw
+// SQLite keeps them). A -wal or -journal that comes once the read
+// transaction has begun holds later commits only (the shared lock keeps
+// them out of the file until it is dropped), and the read stands. If
+// the file changed meanwhile, or one came before the read transaction
+// began, whatever read saw
 // (or the error it met, such as SQLITE_CORRUPT from a torn page) is
 // discarded and read runs again on a new connection, through the -wal if
 // one is now there. After readAttempts attempts without a stable read it
@@ -183,13 +188,18 @@ func readAttempt(path string, read func(*sql.DB) error, orphan *stamp, sightings
 	}
 	*orphan, *sightings = stamp{}, 0
 	immutable := before.immutable()
-	readErr := readOnce(path, immutable, before.wal.fi != nil, read)
+	var came atomic.Bool
+	readErr := readOnce(path, immutable, before.wal.fi != nil, &came, read)
 	after, err := stateOf(f, path)
 	if err != nil {
 		return true, fmt.Errorf("pipeline: %w", err)
 	}
 	if !after.stableFor(before, immutable) {
 		*why = "it changed during the read"
+		return false, nil
+	}
+	if came.Load() {
+		*why = "a -wal or -journal came beside it while it opened"
 		return false, nil
 	}
 	var se sqlite3.Error
@@ -217,10 +227,13 @@ var errReadonlyCantInit = sqlite3.ErrReadonly.Extend(5)
 // readOnce runs read on a new read-only connection pool of one connection
 // that holds one read transaction (snapshotConnector), closed before it
 // returns so that no read can happen after the state is recorded again.
-func readOnce(path string, immutable, throughWAL bool, read func(*sql.DB) error) error {
+func readOnce(path string, immutable, throughWAL bool, came *atomic.Bool, read func(*sql.DB) error) error {
 	c := snapshotConnector{dsn: readOnlyDSN(path, immutable)}
 	if throughWAL {
 		c.wal = path + "-wal"
+	}
+	if immutable {
+		c.quiet, c.came = path, came
 	}
 	conn := sql.OpenDB(c)
 	conn.SetMaxOpenConns(1)
@@ -303,8 +316,12 @@ func (s fileState) immutable() bool { return s.wal.fi == nil && s.journal.fi == 
 // stableFor reports whether what was read on a connection opened with
 // before's state is valid now that the files are in state s. An immutable
 // connection takes no lock of SQLite's and assumes nothing changes: any
-// change to the file (a checkpoint into it), or a -wal or -journal
-// appearing, may have made it read stale or torn pages. A connection
+// change to the file (a checkpoint into it) may have made it read stale
+// or torn pages. A -wal or -journal that came after its read transaction
+// began (Connect refuses one that was there by then) holds commits later
+// than what it read, which the unchanged file still holds consistently:
+// an application that opens the database and writes while the read runs
+// does not upset it. A connection
 // through the -wal or journal reads one snapshot in its read
 // transaction, whatever a writer appends or checkpoints meanwhile: only
 // the file or its -wal being replaced by another (not the same file
@@ -312,7 +329,7 @@ func (s fileState) immutable() bool { return s.wal.fi == nil && s.journal.fi == 
 // have opened the file in another mode), counts.
 func (s fileState) stableFor(before fileState, immutable bool) bool {
 	if immutable {
-		return s.main.equal(before.main) && s.wal.equal(before.wal) && s.journal.equal(before.journal) && bytes.Equal(s.header, before.header)
+		return s.main.equal(before.main) && bytes.Equal(s.header, before.header)
 	}
 	return os.SameFile(s.main.fi, before.main.fi) && s.wal.same(before.wal) &&
 		(s.journal.fi == nil) == (before.journal.fi == nil)
@@ -374,6 +391,16 @@ type snapshotConnector struct {
 	// empty -wal beside a database that is now quiet. ReadStable then
 	// sees the change and reads again, immutable.
 	wal string
+	// quiet, if set, is the database file of an immutable connection:
+	// if a -wal or -journal lies beside it once the connection's read
+	// transaction has begun, SQLite may have opened it and read through
+	// it without any of its locks, so Connect fails (errQuietGone) and
+	// ReadStable reads again. None found then means none was there when
+	// the transaction began: ReadStable's shared lock keeps SQLite from
+	// removing one.
+	quiet string
+	// came is set when Connect refused a connection so.
+	came *atomic.Bool
 }
 
 // snapshotSavepoint names the savepoint of a transaction begun on a
@@ -401,6 +428,11 @@ func (c snapshotConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if _, err := sc.ExecContext(ctx, "SELECT count(*) FROM sqlite_master", nil); err != nil {
 		sc.Close()
 		return nil, err
+	}
+	if c.quiet != "" && (exists(c.quiet+"-wal") || exists(c.quiet+"-journal")) {
+		sc.Close()
+		c.came.Store(true)
+		return nil, errQuietGone
 	}
 	return &snapshotConn{SQLiteConn: sc}, nil
 }

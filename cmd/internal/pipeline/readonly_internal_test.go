@@ -268,3 +268,33 @@ func TestReadStableSaysWhatUpsetTheLastAttempt(t *testing.T) {
 	require.Contains(t, err.Error(), "it changed during the read on the last of")
 	require.NotContains(t, err.Error(), "on each of")
 }
+
+// A writer that opens a quiet database and commits to a new -wal just as
+// an immutable connection opens it (before its read transaction begins)
+// makes that attempt read again, through the -wal: SQLite may have read
+// the -wal without its locks. The row committed there is read.
+func TestReadStableWALComesWhileOpening(t *testing.T) {
+	ctx := context.Background()
+	_, path := walDatabase(t)
+	attempts := 0
+	openHook = func() {
+		attempts++
+		if attempts > 1 {
+			return
+		}
+		w, err := sql.Open("sqlite3", "file:"+path+"?mode=rw&_busy_timeout=5000")
+		require.NoError(t, err)
+		w.SetMaxOpenConns(1)
+		_, err = w.Exec("INSERT INTO t VALUES (4)")
+		require.NoError(t, err)
+		t.Cleanup(func() { w.Close() })
+	}
+	t.Cleanup(func() { openHook = nil })
+	var n int
+	err := ReadStable(ctx, path, func(conn *sql.DB) error {
+		return conn.QueryRow("SELECT count(*) FROM t").Scan(&n)
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, attempts, "the immutable open, then the read through the -wal")
+	require.Equal(t, 4, n)
+}
