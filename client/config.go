@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/securemsg/storage/internal/nilarg"
@@ -71,4 +72,31 @@ func nilValue(v any) string {
 		return "nil"
 	}
 	return fmt.Sprintf("(%T)(nil)", v)
+}
+
+// LogValue makes slog log the configuration as a group of its settings:
+// the type of each interface it is given (Store, Transport, Directory,
+// EncryptPolicy; "nil" for none), the counts and grace period, and
+// whether Now is set. Both of slog's handlers, text and JSON, log it:
+// JSON cannot encode the Now function itself, and the values behind the
+// interfaces (a store holding a keyring) are never walked.
+func (cfg Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("Store", typeName(cfg.Store)),
+		slog.String("Transport", typeName(cfg.Transport)),
+		slog.String("Directory", typeName(cfg.Directory)),
+		slog.Int("OneTimePrekeys", cfg.OneTimePrekeys),
+		slog.Int("OneTimePrekeyThreshold", cfg.OneTimePrekeyThreshold),
+		slog.Duration("SignedPrekeyGrace", cfg.SignedPrekeyGrace),
+		slog.Bool("Now", cfg.Now != nil),
+		slog.String("EncryptPolicy", typeName(cfg.EncryptPolicy)),
+	)
+}
+
+// typeName is v's dynamic type, or "nil".
+func typeName(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%T", v)
 }

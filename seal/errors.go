@@ -22,9 +22,11 @@ var (
 	// ErrKey means a key is malformed or clashes with one already held.
 	ErrKey = errors.New("invalid key")
 	// ErrNotEncodable is what MarshalJSON and MarshalText of a Key or a
-	// Keyring return. A key is refused rather than encoded as a redacted
-	// value so that an application saving its key through an encoder learns
-	// at once that nothing usable was written; Key.Bytes is the one way to
-	// a key's bytes, for the application's keystore.
+	// Keyring return, and what encoding/json and gob of every other type
+	// holding secrets (a session.Identity, a store.LocalIdentity, ...)
+	// fail with. A key is refused rather than encoded as a redacted value
+	// so that an application saving its key through an encoder learns at
+	// once that nothing usable was written; Key.Bytes is the one way to a
+	// key's bytes, for the application's keystore.
 	ErrNotEncodable = errors.New("key not encodable")
 )

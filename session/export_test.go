@@ -67,3 +67,21 @@ func UnmarshalPublicIdentity(b []byte) (PublicIdentity, error) {
 // RetiredSignedPrekeys returns how many retired signed prekeys are still
 // accepted.
 func (p *Prekeys) RetiredSignedPrekeys() int { return len(p.retired) }
+
+// SecretsOf returns the private keys s holds: root and chain keys and
+// the ratchet's private key, for the redaction tests.
+func (s *Session) SecretsOf() [][]byte {
+	return [][]byte{s.rk[:], s.cks[:], s.ckr[:], s.dhs.priv[:]}
+}
+
+// SecretsOf returns the private prekeys p holds, for the redaction tests.
+func (p *Prekeys) SecretsOf() [][]byte {
+	out := [][]byte{p.signed.priv[:]}
+	for _, o := range p.oneTime {
+		out = append(out, o.kp.priv[:])
+	}
+	for _, r := range p.retired {
+		out = append(out, r.kp.priv[:])
+	}
+	return out
+}

@@ -2,9 +2,12 @@ package store_test
 
 import (
 	"bytes"
+	"encoding"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/securemsg/storage/store"
 	"github.com/stretchr/testify/require"
@@ -54,6 +57,23 @@ func TestDeviceAddressValidate(t *testing.T) {
 		{"over-long user id", store.DeviceAddress{UserID: strings.Repeat("a", store.MaxUserIDLen+1), DeviceID: 1}, false},
 		// The limit is in bytes, not characters.
 		{"over-long in bytes", store.DeviceAddress{UserID: strings.Repeat("é", store.MaxUserIDLen/2+1), DeviceID: 1}, false},
+		{"letters of any script", store.DeviceAddress{UserID: "élise-日本-ñ", DeviceID: 1}, true},
+		{"space and punctuation", store.DeviceAddress{UserID: "alice smith@example.org", DeviceID: 1}, true},
+		{"emoji", store.DeviceAddress{UserID: "bob😀", DeviceID: 1}, true},
+		{"U+FFFD itself", store.DeviceAddress{UserID: "bob\uFFFD", DeviceID: 1}, true},
+		{"invalid UTF-8", store.DeviceAddress{UserID: "b\xff\xfe", DeviceID: 1}, false},
+		{"truncated UTF-8", store.DeviceAddress{UserID: "bob\xc3", DeviceID: 1}, false},
+		{"surrogate half", store.DeviceAddress{UserID: "bob\xed\xa0\x80", DeviceID: 1}, false},
+		{"NUL", store.DeviceAddress{UserID: "bob\x00", DeviceID: 1}, false},
+		{"newline", store.DeviceAddress{UserID: "bob\nalice", DeviceID: 1}, false},
+		{"tab", store.DeviceAddress{UserID: "bob\t", DeviceID: 1}, false},
+		{"terminal escape", store.DeviceAddress{UserID: "\x1b[2Jbob", DeviceID: 1}, false},
+		{"DEL", store.DeviceAddress{UserID: "bob\x7f", DeviceID: 1}, false},
+		{"C1 control", store.DeviceAddress{UserID: "bob\u0085", DeviceID: 1}, false},
+		{"bidi override", store.DeviceAddress{UserID: "bob\u202egpj.exe", DeviceID: 1}, false},
+		{"zero-width space", store.DeviceAddress{UserID: "bo\u200bb", DeviceID: 1}, false},
+		{"line separator", store.DeviceAddress{UserID: "bob\u2028", DeviceID: 1}, false},
+		{"invalid and negative device", store.DeviceAddress{UserID: "b\xff", DeviceID: -1}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.addr.Validate()
@@ -61,6 +81,11 @@ func TestDeviceAddressValidate(t *testing.T) {
 				require.NoError(t, err)
 			} else {
 				require.ErrorIs(t, err, store.ErrInvalidArgument)
+				// The refusal names the id printably: its text reaches logs.
+				require.True(t, utf8.ValidString(err.Error()), "%q", err.Error())
+				for _, r := range err.Error() {
+					require.True(t, store.UserIDRune(r), "%q", err.Error())
+				}
 			}
 		})
 	}
@@ -97,4 +122,82 @@ func TestDeviceAddressStringEscapes(t *testing.T) {
 			require.Equal(t, tc.want, store.DeviceAddress{UserID: tc.user, DeviceID: 3}.String())
 		})
 	}
+}
+
+func TestLogicalMessageIDText(t *testing.T) {
+	id := store.LogicalMessageID{0x00, 0x01, 0xab, 0xcd, 0xef, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xff}
+	const text = "0001abcdef102030405060708090a0ff"
+	for _, tc := range []struct {
+		name   string
+		format string
+		want   string
+	}{
+		{"%x prints the bytes once", "%x", text},
+		{"%X", "%X", strings.ToUpper(text)},
+		{"% x spaced", "% x", "00 01 ab cd ef 10 20 30 40 50 60 70 80 90 a0 ff"},
+		{"%#x prefixed", "%#x", "0x" + text},
+		{"%v", "%v", text},
+		{"%+v", "%+v", text},
+		{"%s", "%s", text},
+		{"%q", "%q", `"` + text + `"`},
+		{"width", "%34s|", "  " + text + "|"},
+		{"%d the array", "%d", "[0 1 171 205 239 16 32 48 64 80 96 112 128 144 160 255]"},
+		{"%#v", "%#v", "store.LogicalMessageID{0x0, 0x1, 0xab, 0xcd, 0xef, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80, 0x90, 0xa0, 0xff}"},
+		{"in a struct", "%v", "{" + text + "}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var arg any = id
+			if tc.name == "in a struct" {
+				arg = struct{ ID store.LogicalMessageID }{id}
+			}
+			require.Equal(t, tc.want, fmt.Sprintf(tc.format, arg))
+		})
+	}
+	require.Equal(t, text, id.String())
+
+	b, err := id.MarshalText()
+	require.NoError(t, err)
+	require.Equal(t, text, string(b))
+	j, err := json.Marshal(map[string]store.LogicalMessageID{"id": id})
+	require.NoError(t, err)
+	require.Equal(t, `{"id":"`+text+`"}`, string(j))
+	var back map[string]store.LogicalMessageID
+	require.NoError(t, json.Unmarshal(j, &back))
+	require.Equal(t, id, back["id"])
+
+	for _, tc := range []struct {
+		name string
+		text string
+		ok   bool
+	}{
+		{"lowercase", text, true},
+		{"uppercase", strings.ToUpper(text), true},
+		{"empty", "", false},
+		{"short", text[:30], false},
+		{"long", text + "00", false},
+		{"odd", text[:31], false},
+		{"not hex", "zz" + text[2:], false},
+		{"spaced", " " + text[1:], false},
+		{"0x prefix", "0x" + text[2:], false},
+		{"the bytes, not the text", string(id[:]), false},
+	} {
+		t.Run("parse "+tc.name, func(t *testing.T) {
+			got, err := store.ParseLogicalMessageIDString(tc.text)
+			u := store.LogicalMessageID{0xee}
+			uerr := u.UnmarshalText([]byte(tc.text))
+			if tc.ok {
+				require.NoError(t, err)
+				require.NoError(t, uerr)
+				require.Equal(t, id, got)
+				require.Equal(t, id, u)
+				return
+			}
+			require.ErrorIs(t, err, store.ErrInvalidArgument)
+			require.ErrorIs(t, uerr, store.ErrInvalidArgument)
+			require.Equal(t, store.LogicalMessageID{}, got)
+			require.Equal(t, store.LogicalMessageID{0xee}, u, "a refused text leaves the id unchanged")
+		})
+	}
+	var _ encoding.TextMarshaler = id
+	var _ encoding.TextUnmarshaler = &id
 }

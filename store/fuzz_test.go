@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -105,7 +107,21 @@ func validRequest(after int64, limit int, filter bool, user string, device int64
 	if limit < 1 || limit > store.MaxPageSize || after < 0 {
 		return false
 	}
-	return !filter || (user != "" && len(user) <= store.MaxUserIDLen && device >= 0)
+	return !filter || (user != "" && len(user) <= store.MaxUserIDLen && textOnly(user) && device >= 0)
+}
+
+// textOnly reports whether user is valid UTF-8 with no control, format,
+// line or paragraph separator character.
+func textOnly(user string) bool {
+	if !utf8.ValidString(user) {
+		return false
+	}
+	for _, r := range user {
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // FuzzPageRequest checks page requests over both stores: an invalid
@@ -129,6 +145,9 @@ func FuzzPageRequest(f *testing.F) {
 	f.Add(int64(0), 10, true, "bob", int64(-1))
 	f.Add(int64(9223372036854775807), 100, true, "bob", int64(1))
 	f.Add(int64(0), 10, true, "bob\x00", int64(1))
+	f.Add(int64(0), 10, true, "b\xff\xfe", int64(1))
+	f.Add(int64(0), 10, true, "bob\u202e", int64(1))
+	f.Add(int64(0), 10, true, "élise", int64(1))
 	f.Add(int64(0), 10, true, string(make([]byte, store.MaxUserIDLen+1)), int64(1))
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, after int64, limit int, filter bool, user string, device int64) {

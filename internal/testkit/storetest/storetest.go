@@ -809,6 +809,10 @@ func testInvalidArgument(t *testing.T, h *harness) {
 		"empty user id":      {UserID: "", DeviceID: 1},
 		"negative device id": {UserID: "alice", DeviceID: -1},
 		"over-long user id":  {UserID: strings.Repeat("a", store.MaxUserIDLen+1), DeviceID: 1},
+		"user id not UTF-8":  {UserID: "b\xff\xfe", DeviceID: 1},
+		"user id newline":    {UserID: "bob\nalice/1", DeviceID: 1},
+		"user id escape":     {UserID: "\x1b[2Jbob", DeviceID: 1},
+		"user id bidi":       {UserID: "bob\u202e", DeviceID: 1},
 	}
 	type call struct {
 		name    string

@@ -1,0 +1,69 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/internal/testkit/leakcheck"
+)
+
+// A client prints and logs redacted: the identity, prekeys and sessions
+// it holds in memory show under no verb (fmt would walk its unexported
+// fields, and print a pointer's target under %s); its configuration logs
+// with both slog handlers as a group of its settings.
+func TestClientNeverPrints(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range bothStores {
+		t.Run(string(kind), func(t *testing.T) {
+			_, a, b := openPair(t, kind)
+			converse(t, a, b)
+			li, err := b.st.LocalIdentity(ctx)
+			require.NoError(t, err)
+			// The identity's seed and X25519 key, after the 4-byte length and
+			// its version byte (client.encodeLocal, Identity.MarshalBinary).
+			secrets := [][]byte{li.Secret[5:37], li.Secret[37:69]}
+			out := leakcheck.Everywhere(t, b.c, secrets...)
+			require.Equal(t, "client.Client(bob/1, redacted)", out)
+			type holder struct{ c *client.Client }
+			for _, verb := range leakcheck.Verbs {
+				leakcheck.RequireNoLeak(t, fmt.Sprintf(verb, holder{b.c}), secrets...)
+			}
+		})
+	}
+}
+
+func TestConfigLogs(t *testing.T) {
+	_, a := openAlice(t, memKind)
+	cfg := a.config()
+	for name, h := range map[string]func(*bytes.Buffer) slog.Handler{
+		"text": func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
+		"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			slog.New(h(&buf)).Info("open", "cfg", cfg)
+			out := buf.String()
+			require.NotContains(t, out, "!ERROR", out)
+			require.Contains(t, out, "memstore.Store")
+			require.Contains(t, out, "OneTimePrekeys")
+			require.Equal(t, 1, strings.Count(out, "\n"))
+			if name == "json" {
+				var rec map[string]any
+				require.NoError(t, json.Unmarshal(buf.Bytes(), &rec))
+				require.Equal(t, map[string]any{
+					"Store": "*memstore.Store", "Transport": "*transporttest.Network", "Directory": "*transporttest.Network",
+					"OneTimePrekeys": float64(5), "OneTimePrekeyThreshold": float64(0), "SignedPrekeyGrace": float64(0),
+					"Now": false, "EncryptPolicy": "*client_test.refusingPolicy",
+				}, rec["cfg"])
+			}
+		})
+	}
+}
