@@ -62,7 +62,8 @@ type DeviceOutcome struct {
 // same, as a single Send records it). Returns ErrNotInitialized before
 // Initialize, store.ErrInvalidArgument for no recipient, a malformed,
 // repeated or own address, the zero id, or a plaintext above the size
-// limit (nothing changed).
+// limit (nothing changed). A bundle fetched before a call fails (for a
+// device without a session) is used up at the directory all the same.
 func (c *Client) SendToDevices(ctx context.Context, recipients []store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]DeviceOutcome, error) {
 	if err := c.checkSendable(recipients, plaintext); err != nil {
 		return nil, fmt.Errorf("client: send to devices: %w", err)
