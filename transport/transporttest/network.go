@@ -73,7 +73,7 @@ type Network struct {
 var (
 	_ transport.Transport       = (*Network)(nil)
 	_ transport.BoundedReceiver = (*Network)(nil)
-	_ transport.Directory = (*Network)(nil)
+	_ transport.Directory       = (*Network)(nil)
 )
 
 // NewNetwork returns an empty network.
