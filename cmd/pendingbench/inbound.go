@@ -127,7 +127,7 @@ func inboundLines(b *bench) ([]result, error) {
 		return err
 	}
 	raw := func(round int) error {
-		rows, err := q.PagePendingInbound(ctx, db.PagePendingInboundParams{FromSequence: cursors[round] + 1, RowLimit: store.MaxPageSize + 1})
+		rows, err := q.PagePendingInbound(ctx, db.PagePendingInboundParams{SealedLimit: storeimpl.MaxSealedMessageSize, FromSequence: cursors[round] + 1, RowLimit: store.MaxPageSize + 1})
 		if err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func inboundLines(b *bench) ([]result, error) {
 		return err
 	}
 	rawFew := func(int) error {
-		rows, err := q.PagePendingInboundForSender(ctx, db.PagePendingInboundForSenderParams{
+		rows, err := q.PagePendingInboundForSender(ctx, db.PagePendingInboundForSenderParams{SealedLimit: storeimpl.MaxSealedMessageSize,
 			SenderUserID: fewSender.UserID, SenderDeviceID: fewSender.DeviceID, FromSequence: math.MinInt64, RowLimit: store.MaxPageSize + 1})
 		if err != nil {
 			return err
