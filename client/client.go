@@ -39,6 +39,15 @@
 //	// 3. Retry what is pending, recipient by recipient (PendingRecipients,
 //	//    RetryPendingMessages).
 //
+// An application that sends each message once whatever instant it dies
+// at chooses the message's id and records it with the message in its own
+// state before it sends (SendWithID, SendToDevices); on every start it
+// sends again, under the same id, what it recorded and did not see
+// stored. An id still pending is a retry of its pending message, nothing
+// stored twice; one the recipient processed is dropped there as a
+// *Duplicate. PollAtMost bounds how many envelopes one call takes.
+// examples/crashsafe runs both loops.
+//
 // Sent messages are paged and counted on one global sequence cursor
 // (PendingMessages, PendingMessageCount, AllPendingMessages), retried
 // (RetryPendingMessages), and the application can abandon exactly one
@@ -48,7 +57,8 @@
 // (Message.Again), one finalized before is a *Duplicate, acknowledged
 // again, never given to the application.
 //
-// Send, SendToDevices, RetryPendingMessages, Receive, FinalizeInbound,
+// Send, SendWithID, SendToDevices, RetryPendingMessages, Receive (and
+// Poll, one envelope at a time), FinalizeInbound,
 // DiscardInbound, AcceptRemoteIdentityChange, DiscardUnreadablePeerState
 // and abandon hold one send mutex, so an abandon never runs between the
 // steps of a send or a retry, and a finalize never between a receive's

@@ -16,6 +16,11 @@ var (
 	// hand-off to the transport (or its encryption) failed; a later
 	// RetryPendingMessages sends it.
 	ErrMessageNotSent = errors.New("message not sent")
+	// ErrLogicalIDReused means a send keyed by the application's id
+	// (SendWithID, SendToDevices) names a message pending for a device
+	// with another plaintext: an id names one message. Nothing is stored
+	// or handed off, and the pending message is as it was.
+	ErrLogicalIDReused = errors.New("logical message id pending with another message")
 	// ErrAlreadyInitialized means Initialize was called on a client that
 	// has an identity for another address.
 	ErrAlreadyInitialized = errors.New("already initialized")

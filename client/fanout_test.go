@@ -263,9 +263,10 @@ func TestSendToDevicesPartialFailure(t *testing.T) {
 }
 
 // TestSendToDevicesDuplicateRollsBackAll: an id already pending for one of
-// the devices refuses the whole send: no row, session or pin is stored for
-// any device, nothing is handed off, and the next send works on the
-// sessions as stored.
+// the devices with another plaintext refuses the whole send
+// (ErrLogicalIDReused): no row, session or pin is stored for any device,
+// nothing is handed off, and the next send works on the sessions as
+// stored.
 func TestSendToDevicesDuplicateRollsBackAll(t *testing.T) {
 	for _, kind := range bothStores {
 		t.Run(string(kind), func(t *testing.T) {
@@ -279,7 +280,7 @@ func TestSendToDevicesDuplicateRollsBackAll(t *testing.T) {
 
 			net.ResetCalls()
 			outs, err := a.c.SendToDevices(ctx, []store.DeviceAddress{bob, bob3, bob2}, id, []byte("again"))
-			require.ErrorIs(t, err, store.ErrDuplicate)
+			require.ErrorIs(t, err, client.ErrLogicalIDReused)
 			require.Nil(t, outs)
 			for _, b := range bobs {
 				require.Zero(t, sendsTo(net.Calls(), b), "nothing handed off to %s", b)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/transport"
 
 	"github.com/securemsg/storage/session"
 )
@@ -274,47 +275,117 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 	return r, nil
 }
 
-// Poll drains this device's mailbox from the transport and receives every
-// envelope in it, in order. It returns the results of those that were
-// received and the errors of those that were not, joined. It holds the
-// send mutex from before it drains the mailbox until the last envelope is
-// received, so that a closed client (store.ErrClosed, also when Close ran while
-// it waited) leaves the mailbox untouched rather than drain envelopes it
-// can no longer receive. An envelope that was drained but not received
-// (ctx ended, the store failed or was closed under the client) is gone
-// from the mailbox all the same: its sender still holds the message (or
-// the message the ACK was for) pending, and its next RetryPendingMessages
-// delivers it again. Returns ErrNotInitialized before Initialize.
+// Poll takes every envelope in this device's mailbox from the transport
+// and receives each, in order. It returns the results of those that were
+// received and the errors of those that were not, joined. If the
+// transport implements transport.BoundedReceiver, the mailbox is taken in
+// batches of PollBatch envelopes, each received before the next is taken,
+// until a batch comes back short; otherwise one Transport.Receive takes
+// it whole. Poll holds the send mutex for one envelope at a time, never
+// across a transport call or a whole batch, so that sends, retries and
+// abandons run between the envelopes of a long backlog; PollAtMost bounds
+// how much one call takes.
+//
+// A closed client (store.ErrClosed) asks the transport for nothing, so the
+// mailbox keeps its envelopes for the next client on the store. An
+// envelope that was taken but not received (ctx ended, the store failed,
+// or the client was closed meanwhile) is gone from the mailbox all the
+// same: its sender still holds the message (or the message the ACK was
+// for) pending, and its next RetryPendingMessages delivers it again.
+// Returns ErrNotInitialized before Initialize.
 func (c *Client) Poll(ctx context.Context) ([]ReceiveResult, error) {
+	return c.poll(ctx, "poll", 0)
+}
+
+// PollBatch is how many envelopes Poll asks a transport.BoundedReceiver
+// for at a time.
+const PollBatch = 64
+
+// PollAtMost is Poll taking at most max envelopes from the mailbox, in
+// one call to the transport's transport.BoundedReceiver; the mailbox
+// keeps the others, for the next call. A transport without it is drained
+// whole by Transport.Receive, and every envelope it returned is received
+// (as Poll receives them): the bound is then not kept. Returns
+// store.ErrInvalidArgument (and asks the transport for nothing) for max
+// below 1, and Poll's errors.
+func (c *Client) PollAtMost(ctx context.Context, max int) ([]ReceiveResult, error) {
+	if max < 1 {
+		return nil, fmt.Errorf("client: poll at most: %w: %d envelopes", store.ErrInvalidArgument, max)
+	}
+	return c.poll(ctx, "poll at most", max)
+}
+
+// poll is Poll (max 0: every envelope) and PollAtMost.
+func (c *Client) poll(ctx context.Context, verb string, max int) ([]ReceiveResult, error) {
 	if err := c.checkInitialized(); err != nil {
-		return nil, fmt.Errorf("client: poll: %w", err)
+		return nil, fmt.Errorf("client: %s: %w", verb, err)
 	}
-	if err := c.lockSend(); err != nil {
-		return nil, fmt.Errorf("client: poll: %w", err)
-	}
-	defer c.sendMu.Unlock()
 	self, err := c.Address()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client: %s: %w", verb, err)
 	}
-	envs, err := c.cfg.Transport.Receive(ctx, self)
-	if err != nil {
-		return nil, fmt.Errorf("client: poll: %w", err)
-	}
+	bounded, _ := c.cfg.Transport.(transport.BoundedReceiver)
 	var (
 		out  []ReceiveResult
 		errs []error
 	)
-	for _, raw := range envs {
-		env, err := parseEnvelope(self, raw)
-		if err == nil {
-			var r ReceiveResult
-			if r, err = c.receive(ctx, env); err == nil {
-				out = append(out, r)
+poll:
+	for {
+		// Checked before the transport is asked, after every call that
+		// holds the send mutex (a Close waited for): a closed client
+		// leaves the mailbox as it is. The mutex is not held across the
+		// transport's call, which may wait on the network.
+		if err := c.lockSend(); err != nil {
+			errs = append(errs, fmt.Errorf("client: %s: %w", verb, err))
+			break
+		}
+		c.sendMu.Unlock()
+		var (
+			envs [][]byte
+			want = max
+		)
+		switch {
+		case bounded == nil:
+			envs, err = c.cfg.Transport.Receive(ctx, self)
+		case max == 0:
+			want = PollBatch
+			fallthrough
+		default:
+			envs, err = bounded.ReceiveAtMost(ctx, self, want)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client: %s: %w", verb, err))
+			break
+		}
+		for _, raw := range envs {
+			r, err := c.receiveOne(ctx, self, raw)
+			if err != nil {
+				errs = append(errs, err)
+				if errors.Is(err, store.ErrClosed) && c.closed.Load() {
+					break poll // the others are gone with it: said once
+				}
 				continue
 			}
+			out = append(out, r)
 		}
-		errs = append(errs, err)
+		// One call: PollAtMost's, or a transport that hands over the
+		// whole mailbox; else until the mailbox is empty.
+		if bounded == nil || max > 0 || len(envs) < want {
+			break
+		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// receiveOne parses and receives one envelope under the send mutex.
+func (c *Client) receiveOne(ctx context.Context, self store.DeviceAddress, raw []byte) (ReceiveResult, error) {
+	env, err := parseEnvelope(self, raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.lockSend(); err != nil {
+		return nil, fmt.Errorf("client: receive: %w", err)
+	}
+	defer c.sendMu.Unlock()
+	return c.receive(ctx, env)
 }

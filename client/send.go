@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -288,8 +289,9 @@ const _ = uint(maxBody-(session.MaxPlaintextSize-frameHeaderSize)) + uint((sessi
 
 // Send encrypts plaintext for to (fetching a bundle only if there is no
 // session with to, or its sending chain is full), stores it as pending
-// (sealed) together with the advanced session in one transaction, then hands the envelope to the transport,
-// and returns the message's logical id. No transaction spans the hand-off.
+// (sealed) together with the advanced session in one transaction, then
+// hands the envelope to the transport, and returns the message's logical
+// id, new (store.NewLogicalMessageID). No transaction spans the hand-off.
 // If encryption or the hand-off fails it returns the id with an error
 // matching ErrMessageNotSent: the message is stored pending all the same,
 // for RetryPendingMessages (or an abandon). If the message cannot be
@@ -301,12 +303,56 @@ const _ = uint(maxBody-(session.MaxPlaintextSize-frameHeaderSize)) + uint((sessi
 // (with ErrMessageNotSent) while to's identity change is not accepted;
 // store.ErrPeerUnreadable (with ErrMessageNotSent) if to's stored state
 // does not open.
-func (c *Client) Send(ctx context.Context, to store.DeviceAddress, plaintext []byte) (_ store.LogicalMessageID, err error) {
+//
+// The id is learnt only when Send returns: an application that must know,
+// after a crash, whether a message was stored sends with SendWithID.
+func (c *Client) Send(ctx context.Context, to store.DeviceAddress, plaintext []byte) (store.LogicalMessageID, error) {
+	id := store.NewLogicalMessageID()
+	_, err := c.send(ctx, "send", to, id, plaintext)
+	if err != nil && !errors.Is(err, ErrMessageNotSent) {
+		return store.LogicalMessageID{}, err
+	}
+	return id, err
+}
+
+// SendWithID is Send under id, the application's own logical id: it
+// chose it (store.NewLogicalMessageID) and recorded it in its own state
+// before the call, so that after a crash at any instant it sends the same
+// message again under the same id, and to receives it once. If (to, id)
+// is not pending, the message is encrypted, stored and handed off as Send
+// does it, and again is false. If it is pending with the same plaintext
+// (the call was made before, and the message is not acknowledged yet),
+// nothing new is stored: the pending message is retried, as
+// RetryPendingMessages retries it (encrypted again, the advanced session
+// stored, the envelope handed off), and again is true. A message to
+// already acknowledged is no longer pending, so it is stored and sent
+// again, and to, having processed id, drops it as a duplicate and
+// acknowledges it again: it reaches to's application once in all.
+//
+// Errors are Send's, with again as above when the error matches
+// ErrMessageNotSent (the message is pending either way), and:
+// store.ErrInvalidArgument for the zero id; ErrLogicalIDReused if (to,
+// id) is pending with another plaintext; the *store.UnreadableError of
+// the pending message (to, id) if it does not open, so that it cannot be
+// compared. With these nothing is stored or handed off and the pending
+// message is as it was.
+func (c *Client) SendWithID(ctx context.Context, to store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) (again bool, _ error) {
+	if id == (store.LogicalMessageID{}) {
+		return false, fmt.Errorf("client: send with id: %w", errZeroID)
+	}
+	return c.send(ctx, "send with id", to, id, plaintext)
+}
+
+// errZeroID is the error of a send under the zero id.
+var errZeroID = fmt.Errorf("%w: zero logical message id (make one with store.NewLogicalMessageID)", store.ErrInvalidArgument)
+
+// send is Send and SendWithID under id.
+func (c *Client) send(ctx context.Context, verb string, to store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) (again bool, err error) {
 	if err := c.checkSendable([]store.DeviceAddress{to}, plaintext); err != nil {
-		return store.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+		return false, fmt.Errorf("client: %s: %w", verb, err)
 	}
 	if err := c.lockSend(); err != nil {
-		return store.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+		return false, fmt.Errorf("client: %s: %w", verb, err)
 	}
 	defer c.sendMu.Unlock()
 	defer func() {
@@ -314,20 +360,22 @@ func (c *Client) Send(ctx context.Context, to store.DeviceAddress, plaintext []b
 			c.forget(to)
 		}
 	}()
-	id := store.NewLogicalMessageID()
 	p, raw, err := c.encryptFor(ctx, to, encodeFrame(frameMessage, id, plaintext))
 	if errors.Is(err, ErrBundleAddress) {
 		// A retry would be answered the same way: the caller decides.
 		// err names the device the bundle was of; this, the one asked.
-		return store.LogicalMessageID{}, fmt.Errorf("client: send to %s: %w", to, err)
+		return false, fmt.Errorf("client: %s to %s: %w", verb, to, err)
 	}
 	if err != nil {
 		// No session could encrypt it: store the message alone, pending
 		// for a retry or an abandon.
 		if _, serr := c.st.InsertPending(ctx, to, id, plaintext); serr != nil {
-			return store.LogicalMessageID{}, fmt.Errorf("client: send: %w", serr)
+			if serr = c.samePending(ctx, to, id, plaintext, serr); serr != nil {
+				return false, fmt.Errorf("client: %s: %w", verb, serr)
+			}
+			again = true
 		}
-		return id, notSent(id, to, err)
+		return again, notSent(id, to, err)
 	}
 	// The pending row and the session that encrypted it commit together.
 	u, err := p.update()
@@ -335,13 +383,42 @@ func (c *Client) Send(ctx context.Context, to store.DeviceAddress, plaintext []b
 		_, err = c.st.CommitSend(ctx, to, id, plaintext, u)
 	}
 	if err != nil {
-		return store.LogicalMessageID{}, fmt.Errorf("client: send: %w", err)
+		if err = c.samePending(ctx, to, id, plaintext, err); err != nil {
+			return false, fmt.Errorf("client: %s: %w", verb, err)
+		}
+		// Pending already, with the same plaintext: this is a retry of
+		// it, which stores the session that encrypted it, alone.
+		again = true
+		if err := c.savePeer(ctx, p); err != nil {
+			return false, fmt.Errorf("client: %s: save session: %w", verb, err)
+		}
 	}
 	p.saved()
 	if err := c.handOff(ctx, to, raw); err != nil {
-		return id, notSent(id, to, err)
+		return again, notSent(id, to, err)
 	}
-	return id, nil
+	return again, nil
+}
+
+// samePending returns nil if storing (to, id) failed with storeErr
+// because (to, id) is pending with plaintext: the message was sent
+// before. Otherwise it returns what the call fails with: storeErr itself
+// (not a duplicate, or no pending row found), ErrLogicalIDReused, or the
+// pending message's read error.
+func (c *Client) samePending(ctx context.Context, to store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, storeErr error) error {
+	if !errors.Is(storeErr, store.ErrDuplicate) {
+		return storeErr
+	}
+	m, err := c.st.PendingByID(ctx, to, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return storeErr
+	case err != nil:
+		return err
+	case !bytes.Equal(m.Plaintext, plaintext):
+		return fmt.Errorf("%s for %s: %w", id, to, ErrLogicalIDReused)
+	}
+	return nil
 }
 
 // encryptFor takes the peer to (cached or loaded) and encrypts frame for

@@ -181,3 +181,28 @@ UPDATE pending_outbound_message SET sealed = sqlc.arg(sealed) WHERE sequence = s
 UPDATE sqlite_sequence
 SET seq = coalesce((SELECT max(sequence) FROM pending_outbound_message), 0)
 WHERE name = 'pending_outbound_message';
+
+-- name: PendingOutboundByID :one
+-- The pending message (recipient, logical id), found in the unique index:
+-- a send keyed by the application's id compares it with what it is sent
+-- again with. Columns as in the pages. The row is judged by the row
+-- itself (queries/README.md): the EXISTS reads the three columns from the
+-- table row at the candidate's sequence (NOT INDEXED: the rowid lookup),
+-- so a forged index naming another row returns nothing.
+SELECT pending_outbound_message.sequence,
+       likely(pending_outbound_message.recipient_user_id) AS recipient_user_id,
+       likely(pending_outbound_message.recipient_device_id) AS recipient_device_id,
+       likely(pending_outbound_message.logical_id) AS logical_id,
+       likely(CASE WHEN octet_length(pending_outbound_message.sealed) <= CAST(sqlc.arg(sealed_limit) AS INTEGER) THEN pending_outbound_message.sealed END) AS sealed,
+       octet_length(pending_outbound_message.sealed) AS sealed_size
+FROM pending_outbound_message
+WHERE pending_outbound_message.recipient_user_id = sqlc.arg(recipient_user_id)
+  AND pending_outbound_message.recipient_device_id = sqlc.arg(recipient_device_id)
+  AND pending_outbound_message.logical_id = sqlc.arg(logical_id)
+  AND EXISTS (
+    SELECT 1 FROM pending_outbound_message AS own NOT INDEXED
+    WHERE own.sequence = pending_outbound_message.sequence
+      AND CAST(own.recipient_user_id AS BLOB) = CAST(sqlc.arg(recipient_user_id) AS BLOB)
+      AND own.recipient_device_id = sqlc.arg(recipient_device_id)
+      AND own.logical_id = sqlc.arg(logical_id))
+LIMIT 1;

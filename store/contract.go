@@ -81,6 +81,13 @@ type Pending interface {
 	// recipient byte for byte is such a row (ErrCorruptRow). Returns ErrInvalidArgument for
 	// a malformed recipient or a negative cursor (see PageRequest.After).
 	NextPendingMessage(ctx context.Context, recipient DeviceAddress, after *int64) (PendingMessage, error)
+	// PendingByID returns the pending message (recipient, id), or an error
+	// matching ErrNotFound if none is pending. If its row cannot be opened
+	// the error holds an *UnreadableError (errors.As) with it, as
+	// NextPendingMessage's. A send keyed by the application's id reads it
+	// to tell a message sent again from another one reusing its id.
+	// Returns ErrInvalidArgument for a malformed recipient.
+	PendingByID(ctx context.Context, recipient DeviceAddress, id LogicalMessageID) (PendingMessage, error)
 	// PendingRecipients returns the page selected by req, in one storage
 	// transaction: each recipient with at least one pending message
 	// (readable or not), once, in address order, without opening any

@@ -88,6 +88,10 @@ var storeCalls = []storeCall{
 		_, err := s.NextPendingMessage(ctx, to, nil)
 		return err
 	}},
+	{"PendingByID", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.PendingByID(ctx, to, store.LogicalMessageID{1})
+		return err
+	}},
 	{"PendingRecipients", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.PendingRecipients(ctx, store.RecipientPageRequest{Limit: 1, After: &to})
 		return err

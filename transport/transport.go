@@ -28,6 +28,18 @@ type Transport interface {
 	Receive(ctx context.Context, me store.DeviceAddress) ([][]byte, error)
 }
 
+// BoundedReceiver is implemented by a Transport that can hand over part
+// of a mailbox: client.Client.PollAtMost takes at most as many envelopes
+// as its application asks for, and Poll takes the mailbox in batches,
+// through it. A Transport without it is drained whole by one Receive, and
+// the client then receives everything Receive returned.
+type BoundedReceiver interface {
+	// ReceiveAtMost removes and returns the first envelopes in the mailbox
+	// of me, at most max of them (max > 0), in mailbox order (possibly
+	// empty); the others stay in the mailbox, in their order.
+	ReceiveAtMost(ctx context.Context, me store.DeviceAddress, max int) ([][]byte, error)
+}
+
 // Directory publishes and hands out prekey bundles.
 type Directory interface {
 	// Publish stores b as the bundle of b.Address, replacing the previous

@@ -57,6 +57,7 @@ var lines = []line{
 	{"structure checks", structureLines},
 	{"cold cache", coldLines},
 	{"send", sendLines},
+	{"keyed send and bounded receive", keyedLines},
 	{"fan-out send", fanoutLines},
 }
 

@@ -345,6 +345,67 @@ func (q *Queries) PagePendingOutboundForRecipient(ctx context.Context, arg PageP
 	return items, nil
 }
 
+const pendingOutboundByID = `-- name: PendingOutboundByID :one
+SELECT pending_outbound_message.sequence,
+       likely(pending_outbound_message.recipient_user_id) AS recipient_user_id,
+       likely(pending_outbound_message.recipient_device_id) AS recipient_device_id,
+       likely(pending_outbound_message.logical_id) AS logical_id,
+       likely(CASE WHEN octet_length(pending_outbound_message.sealed) <= CAST(?1 AS INTEGER) THEN pending_outbound_message.sealed END) AS sealed,
+       octet_length(pending_outbound_message.sealed) AS sealed_size
+FROM pending_outbound_message
+WHERE pending_outbound_message.recipient_user_id = ?2
+  AND pending_outbound_message.recipient_device_id = ?3
+  AND pending_outbound_message.logical_id = ?4
+  AND EXISTS (
+    SELECT 1 FROM pending_outbound_message AS own NOT INDEXED
+    WHERE own.sequence = pending_outbound_message.sequence
+      AND CAST(own.recipient_user_id AS BLOB) = CAST(?2 AS BLOB)
+      AND own.recipient_device_id = ?3
+      AND own.logical_id = ?4)
+LIMIT 1
+`
+
+type PendingOutboundByIDParams struct {
+	SealedLimit       int64
+	RecipientUserID   string
+	RecipientDeviceID int64
+	LogicalID         []byte
+}
+
+type PendingOutboundByIDRow struct {
+	Sequence          int64
+	RecipientUserID   interface{}
+	RecipientDeviceID interface{}
+	LogicalID         interface{}
+	Sealed            interface{}
+	SealedSize        interface{}
+}
+
+// The pending message (recipient, logical id), found in the unique index:
+// a send keyed by the application's id compares it with what it is sent
+// again with. Columns as in the pages. The row is judged by the row
+// itself (queries/README.md): the EXISTS reads the three columns from the
+// table row at the candidate's sequence (NOT INDEXED: the rowid lookup),
+// so a forged index naming another row returns nothing.
+func (q *Queries) PendingOutboundByID(ctx context.Context, arg PendingOutboundByIDParams) (PendingOutboundByIDRow, error) {
+	row := q.db.QueryRowContext(ctx, pendingOutboundByID,
+		arg.SealedLimit,
+		arg.RecipientUserID,
+		arg.RecipientDeviceID,
+		arg.LogicalID,
+	)
+	var i PendingOutboundByIDRow
+	err := row.Scan(
+		&i.Sequence,
+		&i.RecipientUserID,
+		&i.RecipientDeviceID,
+		&i.LogicalID,
+		&i.Sealed,
+		&i.SealedSize,
+	)
+	return i, err
+}
+
 const pendingOutboundDataVersion = `-- name: PendingOutboundDataVersion :one
 SELECT data_version FROM pragma_data_version
 `

@@ -18,6 +18,7 @@ const (
 	OpAbandonPending    Op = "abandon pending"
 	OpAbandonPendingRow Op = "abandon pending sequence"
 	OpNextPending       Op = "next pending"
+	OpPendingByID       Op = "pending by id"
 	OpPendingRecipients Op = "pending recipients"
 	OpLocalIdentity     Op = "local identity"
 	OpSaveLocalIdentity Op = "save local identity"

@@ -411,6 +411,31 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 	return m, nil
 }
 
+// PendingByID implements store.Pending.
+func (s *Store) PendingByID(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID) (store.PendingMessage, error) {
+	if err := recipient.Validate(); err != nil {
+		return store.PendingMessage{}, storeimpl.OpPendingByID.Wrap(err)
+	}
+	var row pendingRow
+	err := s.locked(ctx, func() error {
+		seq, ok := s.bySeqKey[pendingKey{recipient, id}]
+		i := s.from(seq)
+		if !ok || i == len(s.pending) || s.pending[i].seq != seq {
+			return store.ErrNotFound
+		}
+		row = s.pending[i]
+		return nil
+	})
+	if err != nil {
+		return store.PendingMessage{}, storeimpl.OpPendingByID.Wrap(err)
+	}
+	m, bad := s.open(row)
+	if bad != nil {
+		return store.PendingMessage{}, storeimpl.OpPendingByID.Wrap(&store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}})
+	}
+	return m, nil
+}
+
 // LocalIdentity implements store.State.
 func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) {
 	var row identityRow

@@ -895,6 +895,41 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 	return m, nil
 }
 
+// PendingByID implements store.Pending.
+func (s *Store) PendingByID(ctx context.Context, recipient store.DeviceAddress, id store.LogicalMessageID) (store.PendingMessage, error) {
+	if err := recipient.Validate(); err != nil {
+		return store.PendingMessage{}, storeimpl.OpPendingByID.Wrap(err)
+	}
+	var m store.PendingMessage
+	var bad *store.UnreadablePendingMessage
+	err := s.tx(ctx, statement, func(q *txn) error {
+		row, err := q.PendingOutboundByID(ctx, db.PendingOutboundByIDParams{
+			SealedLimit:     storeimpl.MaxSealedMessageSize,
+			RecipientUserID: recipient.UserID, RecipientDeviceID: recipient.DeviceID, LogicalID: id[:],
+		})
+		if err != nil {
+			return err
+		}
+		opening()
+		r := decodePending(pendingRow(row))
+		if r.corrupt == "" && r.id != id {
+			r.corrupt = fmt.Sprintf("logical id %s, read for %s", r.id, id)
+		}
+		m, bad = s.open(r, &recipient)
+		return nil
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err == nil && bad != nil {
+		err = &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
+	}
+	if err != nil {
+		return store.PendingMessage{}, storeimpl.OpPendingByID.Wrap(err)
+	}
+	return m, nil
+}
+
 // sequenceHighWater returns the largest pending sequence ever handed out,
 // deleted or not: the next insert gets a greater one.
 func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {

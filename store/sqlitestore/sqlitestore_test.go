@@ -603,6 +603,9 @@ func TestQueryPlans(t *testing.T) {
 		// row at its sequence, read by the rowid lookup.
 		"DeletePendingOutbound": "SEARCH pending_outbound_message USING COVERING INDEX sqlite_autoindex_pending_outbound_message_1 (recipient_user_id=? AND recipient_device_id=? AND logical_id=?)\n" +
 			"CORRELATED SCALAR SUBQUERY 1\nSEARCH own USING INTEGER PRIMARY KEY (rowid=?)",
+		// The same shape, reading the row's sealed value.
+		"PendingOutboundByID": "SEARCH pending_outbound_message USING INDEX sqlite_autoindex_pending_outbound_message_1 (recipient_user_id=? AND recipient_device_id=? AND logical_id=?)\n" +
+			"SEARCH own EXISTS USING INTEGER PRIMARY KEY (rowid=?)",
 		// The loose index scan: each step seeks past the recipient before,
 		// on its user (next device), else past its user.
 		"PendingOutboundRecipients": "SEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id>?)\n" +

@@ -71,8 +71,9 @@ type Network struct {
 }
 
 var (
-	_ transport.Transport = (*Network)(nil)
-	_ transport.Directory = (*Network)(nil)
+	_ transport.Transport       = (*Network)(nil)
+	_ transport.BoundedReceiver = (*Network)(nil)
+	_ transport.Directory       = (*Network)(nil)
 )
 
 // NewNetwork returns an empty network.
@@ -143,12 +144,34 @@ func (n *Network) send(ctx context.Context, to store.DeviceAddress, envelope []b
 func (n *Network) Receive(ctx context.Context, me store.DeviceAddress) ([][]byte, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out, err := n.receive(ctx, me)
+	out, err := n.receive(ctx, me, 0)
 	n.record(Call{Op: OpReceive, To: me, Count: len(out), Err: err})
 	return out, err
 }
 
-func (n *Network) receive(ctx context.Context, me store.DeviceAddress) ([][]byte, error) {
+// ReceiveAtMost implements transport.BoundedReceiver: it takes the first
+// max envelopes of the mailbox of me (max > 0) and leaves the others. It
+// fails as Receive does, and with store.ErrInvalidArgument for max < 1, leaving the
+// mailbox untouched. It is recorded as an OpReceive call.
+func (n *Network) ReceiveAtMost(ctx context.Context, me store.DeviceAddress, max int) ([][]byte, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var (
+		out [][]byte
+		err error
+	)
+	if max < 1 {
+		err = fmt.Errorf("transport: receive for %s: %w: at most %d envelopes", me, store.ErrInvalidArgument, max)
+	} else {
+		out, err = n.receive(ctx, me, max)
+	}
+	n.record(Call{Op: OpReceive, To: me, Count: len(out), Err: err})
+	return out, err
+}
+
+// receive takes the first max envelopes of the mailbox of me, every one
+// if max is 0.
+func (n *Network) receive(ctx context.Context, me store.DeviceAddress, max int) ([][]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("transport: receive for %s: %w", me, err)
 	}
@@ -158,12 +181,19 @@ func (n *Network) receive(ctx context.Context, me store.DeviceAddress) ([][]byte
 	if take(&n.failReceives) {
 		return nil, fmt.Errorf("transport: receive for %s: %w", me, ErrInjected)
 	}
-	out := n.mailboxes[me]
-	delete(n.mailboxes, me)
-	if out == nil {
-		out = [][]byte{}
+	box := n.mailboxes[me]
+	if max > 0 && len(box) > max {
+		// The rest keeps its own backing array: the envelopes handed out
+		// are never written over by later sends.
+		out := slices.Clone(box[:max])
+		n.mailboxes[me] = slices.Clone(box[max:])
+		return out, nil
 	}
-	return out, nil
+	delete(n.mailboxes, me)
+	if box == nil {
+		box = [][]byte{}
+	}
+	return box, nil
 }
 
 // Publish implements transport.Directory. The bundle must verify (errors wrap

@@ -381,3 +381,56 @@ func TestOneTimePrekeyCount(t *testing.T) {
 	require.Len(t, calls, 1)
 	require.Equal(t, transporttest.Call{Op: transporttest.OpCount, To: bob, Count: 4}, calls[0])
 }
+
+// ReceiveAtMost takes the head of the mailbox and leaves the rest in
+// order; a refused or failed call leaves the mailbox as it was.
+func TestReceiveAtMost(t *testing.T) {
+	ctx := context.Background()
+	n := transporttest.NewNetwork()
+	for i := range 5 {
+		require.NoError(t, n.Send(ctx, bob, env(i)))
+	}
+	require.NoError(t, n.Send(ctx, alice, env(9)))
+	for _, tc := range []struct {
+		name string
+		max  int
+		err  error
+		want [][]byte
+		left int
+	}{
+		{"zero is refused", 0, store.ErrInvalidArgument, nil, 5},
+		{"negative is refused", -1, store.ErrInvalidArgument, nil, 5},
+		{"the first two", 2, nil, [][]byte{env(0), env(1)}, 3},
+		{"one", 1, nil, [][]byte{env(2)}, 2},
+		{"more than are left", 10, nil, [][]byte{env(3), env(4)}, 0},
+		{"an empty mailbox", 3, nil, [][]byte{}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := n.ReceiveAtMost(ctx, bob, tc.max)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				require.Nil(t, got)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, tc.want, got)
+			}
+			require.Equal(t, tc.left, n.Pending(bob))
+			require.Equal(t, 1, n.Pending(alice), "another mailbox is not touched")
+		})
+	}
+	t.Run("a failed receive loses nothing", func(t *testing.T) {
+		require.NoError(t, n.Send(ctx, bob, env(5)))
+		n.FailNextReceives(1)
+		_, err := n.ReceiveAtMost(ctx, bob, 1)
+		require.ErrorIs(t, err, transporttest.ErrInjected)
+		require.Equal(t, 1, n.Pending(bob))
+	})
+	t.Run("what was handed out is not written over by later sends", func(t *testing.T) {
+		require.NoError(t, n.Send(ctx, bob, env(6)))
+		got, err := n.ReceiveAtMost(ctx, bob, 1)
+		require.NoError(t, err)
+		require.NoError(t, n.Send(ctx, bob, env(7)))
+		require.Equal(t, [][]byte{env(5)}, got)
+		require.Equal(t, [][]byte{env(6), env(7)}, receive(t, n, bob))
+	})
+}

@@ -82,6 +82,7 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, 
 		{"DeleteLeavesOthersIdentical", testDeleteLeavesOthersIdentical},
 		{"AbandonPendingMessage", testAbandonPendingMessage},
 		{"NextPendingMessage", testNextPending},
+		{"PendingByID", testPendingByID},
 		{"SequencesNeverReused", testSequencesNeverReused},
 		{"InvalidArgument", testInvalidArgument},
 		{"PlaintextSizeLimit", testPlaintextSizeLimit},
@@ -1435,6 +1436,7 @@ func testClosed(t *testing.T, h *harness) {
 		{"count one", func() error { _, err := h.s.PendingMessageCount(h.ctx, ptr(alice)); return err }},
 		{"delete", func() error { _, err := h.s.AbandonPending(h.ctx, alice, ms[0].id); return err }},
 		{"next", func() error { _, err := h.s.NextPendingMessage(h.ctx, alice, nil); return err }},
+		{"by id", func() error { _, err := h.s.PendingByID(h.ctx, alice, ms[0].id); return err }},
 		{"local identity", func() error { _, err := h.s.LocalIdentity(h.ctx); return err }},
 		{"save local identity", func() error {
 			return h.s.SaveLocalIdentity(h.ctx, store.LocalIdentity{Address: alice, Secret: []byte("s")})
@@ -1643,4 +1645,60 @@ func testConcurrentSendMany(t *testing.T, h *harness) {
 		require.NoError(t, err)
 		require.Equal(t, fmt.Sprint("session ", last), string(st.Session), "%s", p)
 	}
+}
+
+// testPendingByID: the pending message (recipient, id) is found by both
+// parts of its key only, opened alone; an id pending for another
+// recipient, a message gone, an unreadable row and a malformed recipient
+// each have their own answer, and nothing changes.
+func testPendingByID(t *testing.T, h *harness) {
+	ms := h.seed(6, alice, bob)
+	ok, err := h.s.AbandonPending(h.ctx, alice, ms[2].id)
+	require.NoError(t, err)
+	require.True(t, ok)
+	before := h.all(nil)
+	for _, tc := range []struct {
+		name  string
+		to    store.DeviceAddress
+		id    store.LogicalMessageID
+		want  *msg
+		err   error
+		opens int64
+	}{
+		{"alice's first", alice, ms[0].id, &ms[0], nil, 1},
+		{"bob's last", bob, ms[5].id, &ms[5], nil, 1},
+		{"an id pending for another recipient", bob, ms[0].id, nil, store.ErrNotFound, 0},
+		{"another device of the recipient", aliceTwo, ms[0].id, nil, store.ErrNotFound, 0},
+		{"abandoned", alice, ms[2].id, nil, store.ErrNotFound, 0},
+		{"never sent", alice, ID(99), nil, store.ErrNotFound, 0},
+		{"malformed recipient", store.DeviceAddress{UserID: "", DeviceID: 1}, ms[0].id, nil, store.ErrInvalidArgument, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m store.PendingMessage
+			opens := h.opens(func() { m, err = h.s.PendingByID(h.ctx, tc.to, tc.id) })
+			require.Equal(t, tc.opens, opens)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				require.Equal(t, store.PendingMessage{}, m)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, tc.want.pending(), m)
+			}
+			require.Equal(t, before, h.all(nil), "nothing changed")
+		})
+	}
+	t.Run("unreadable", func(t *testing.T) {
+		h.tamper.SetSealed(t, h.s, ms[1].seq, sealFor(t, h.keys, alice, ms[1].id, ms[1].text))
+		_, err := h.s.PendingByID(h.ctx, bob, ms[1].id)
+		var ue *store.UnreadableError
+		require.ErrorAs(t, err, &ue)
+		require.ErrorIs(t, err, store.ErrUnreadable)
+		require.Len(t, ue.Entries, 1)
+		require.Equal(t, ms[1].seq, ue.Entries[0].Sequence)
+		require.Equal(t, bob, ue.Entries[0].Recipient)
+		require.Equal(t, ms[1].id, ue.Entries[0].ID)
+		m, err := h.s.PendingByID(h.ctx, bob, ms[3].id)
+		require.NoError(t, err, "the other rows still open")
+		require.Equal(t, ms[3].pending(), m)
+	})
 }
