@@ -35,7 +35,8 @@ const denseRecipientEntries = 16
 // going on past that recipient: by another bounded step while recipients
 // hold few messages each, or by a loose index scan, a few seeks per
 // recipient whatever it holds (PendingOutboundRecipients), once a step
-// finds them dense. No message is opened; no planner statistic is read.
+// finds them dense. A page dense from its cursor on is the loose index
+// scan alone, one statement. No message is opened; no planner statistic is read.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := req.Validate(); err != nil {
 		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
@@ -50,7 +51,17 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 		out, more, err = scanRecipients(ctx, q, from, need, budget)
 		return err
 	})
-	if err == nil && more {
+	switch {
+	case err != nil || !more:
+	case int64(len(out))*denseRecipientEntries <= budget:
+		// Dense from the cursor on: the loose index scan reads the
+		// whole page, one statement.
+		err = s.tx(ctx, statement, func(q *txn) error {
+			var err error
+			out, err = seekRecipients(ctx, q, from, need)
+			return err
+		})
+	default:
 		err = s.tx(ctx, transaction, func(q *txn) error {
 			var err error
 			out, err = listRecipients(ctx, q, from, need, budget)
