@@ -11,8 +11,9 @@ import (
 // messages: what a restarted application retries, one
 // RetryPendingMessages call per recipient, without reading the messages
 // themselves. Each page is its own storage transaction and opens
-// nothing; it costs a few index seeks per recipient returned, however many
-// messages each has. A recipient pending throughout a walk is listed
+// nothing; it steps through the recipient index where recipients hold a
+// few messages each and seeks past those that hold many, so that it costs
+// at most what reading the distinct recipients off the index does. A recipient pending throughout a walk is listed
 // exactly once; one whose last message is acknowledged or abandoned
 // between pages may be absent, and one whose first message is sent after
 // the walk passed its address shows in the next walk. A recipient stored

@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/testkit/rowsread"
 	"github.com/securemsg/storage/store"
+	"github.com/securemsg/storage/store/sqlitestore"
 )
 
 // TestRecipientsStorageClasses: rows whose recipient columns hold another
@@ -61,5 +63,117 @@ func TestRecipientsStorageClasses(t *testing.T) {
 			req.After = p.NextAfterRecipient
 		}
 		require.Equal(t, want, got, "limit %d", limit)
+	}
+}
+
+// seedRecipients stores, for each of users users, devices devices with
+// per[device] messages each (raw rows: the listing opens none), and
+// returns what the listing must answer: every recipient once, ascending,
+// with its smallest sequence.
+func seedRecipients(t *testing.T, s *sqlitestore.Store, users int, per []int) []store.PendingRecipient {
+	t.Helper()
+	for u := 0; u < users; u++ {
+		for d, n := range per {
+			_, err := sqliteaccess.DB(s).Exec(`WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
+				INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+				SELECT ?, ?, randomblob(16), x'00' FROM k`, n, fmt.Sprintf("user-%05d", u), d+1)
+			require.NoError(t, err)
+		}
+	}
+	rows, err := sqliteaccess.DB(s).Query(`SELECT recipient_user_id, recipient_device_id, min(sequence)
+		FROM pending_outbound_message GROUP BY 1, 2 ORDER BY 1, 2`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var want []store.PendingRecipient
+	for rows.Next() {
+		var r store.PendingRecipient
+		require.NoError(t, rows.Scan(&r.Recipient.UserID, &r.Recipient.DeviceID, &r.OldestSequence))
+		want = append(want, r)
+	}
+	require.NoError(t, rows.Err())
+	return want
+}
+
+// walkRecipients lists every recipient, limit per page.
+func walkRecipients(t *testing.T, s *sqlitestore.Store, limit int) []store.PendingRecipient {
+	t.Helper()
+	var got []store.PendingRecipient
+	req := store.RecipientPageRequest{Limit: limit}
+	for {
+		p, err := s.PendingRecipients(context.Background(), req)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(p.Recipients), limit)
+		if p.NextAfterRecipient != nil {
+			require.Len(t, p.Recipients, limit, "a page followed by another is full")
+			require.Equal(t, p.Recipients[limit-1].Recipient, *p.NextAfterRecipient)
+		}
+		got = append(got, p.Recipients...)
+		if p.NextAfterRecipient == nil {
+			return got
+		}
+		req.After = p.NextAfterRecipient
+	}
+}
+
+// TestRecipientsShapes: whatever the recipients hold, and wherever a
+// page's bounded steps stop (inside a recipient, inside the cursor's own
+// user, at a dense stretch), every recipient is listed once, in order,
+// with its oldest sequence, on every page size.
+func TestRecipientsShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		users int
+		per   []int // messages of each device of every user
+	}{
+		{"one message each", 60, []int{1}},
+		{"many each", 6, []int{40}},
+		{"devices of unequal weight", 12, []int{1, 25, 2}},
+		{"a heavy device first", 8, []int{30, 1, 1}},
+		{"one recipient", 1, []int{200}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			want := seedRecipients(t, s, tc.users, tc.per)
+			for _, limit := range []int{1, 2, 3, 7, 50, store.MaxPageSize} {
+				require.Equal(t, want, walkRecipients(t, s, limit), "limit %d", limit)
+			}
+		})
+	}
+}
+
+// TestRecipientsStrategy: the listing reads by what it meets. Over
+// recipients holding one message each it steps through the index (one
+// entry read per recipient, as SELECT DISTINCT; a seek per recipient
+// looks at each next entry several times); over recipients holding many
+// it seeks past them (it does not read every entry).
+func TestRecipientsStrategy(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		users  int
+		per    int
+		atMost func(entries, recipients int) int64
+	}{
+		// A page of 100 reads its 101 entries: 10 pages, 1,000 entries
+		// and the probes past each page.
+		{"one message each", 1000, 1, func(e, r int) int64 { return int64(e) + 10*2 }},
+		// 20 recipients of 500: the first step's budget (404 entries,
+		// twice: once as a statement, once in the page's transaction) and
+		// a few seeks per recipient, not the 10,000 entries.
+		{"many messages each", 20, 500, func(e, r int) int64 { return 2*4*101 + 8*int64(r) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustOpen(t)
+			want := seedRecipients(t, s, tc.users, []int{tc.per})
+			c, err := rowsread.Install(ctx, sqliteaccess.DB(s))
+			require.NoError(t, err)
+			c.Take()
+			require.Equal(t, want, walkRecipients(t, s, store.MaxPageSize))
+			read := c.Take()
+			entries := tc.users * tc.per
+			t.Logf("%d recipients, %d entries: %d read", len(want), entries, read)
+			require.Positive(t, read, "the counter sees the listing's reads")
+			require.LessOrEqual(t, read, tc.atMost(entries, len(want)))
+		})
 	}
 }
