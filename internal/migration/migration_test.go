@@ -759,7 +759,7 @@ func TestUpErrorsSayTheirContextOnce(t *testing.T) {
 			name:   "the revision is not written",
 			second: "CREATE TABLE b (y INTEGER);\n",
 			// A trigger a writer of the file could plant refuses the row.
-			setup: []string{"CREATE TRIGGER refuse_revision BEFORE INSERT ON schema_revision BEGIN SELECT RAISE(ABORT, 'refused'); END"},
+			setup:  []string{"CREATE TRIGGER refuse_revision BEFORE INSERT ON schema_revision BEGIN SELECT RAISE(ABORT, 'refused'); END"},
 			want:   "migration: write revision 2",
 			sqlite: "refused",
 		},
