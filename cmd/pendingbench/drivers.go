@@ -22,10 +22,10 @@ var driverLines = []struct {
 }{
 	{seriesPageAll, 1.5},
 	{seriesPageOne, 1.5},
-	{seriesCountWarm, 4},
-	{seriesAbandon, 1.5},
-	{seriesAckDelete, 1.5},
-	{seriesSend, 1.5},
+	{seriesCountWarm, 3},
+	{seriesAbandon, 2},
+	{seriesAckDelete, 2},
+	{seriesSend, 2},
 }
 
 // drivers measures the sweep's operations at -large twice: in this
