@@ -15,6 +15,7 @@ import (
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/seal"
@@ -52,7 +53,7 @@ func newCountRig(t *testing.T) *countRig {
 		path: filepath.Join(t.TempDir(), "count.db"), pending: map[pendingKey]int64{}}
 	g.drv = registerFaultDriver(t, g.inj)
 	g.reopen()
-	other, err := sql.Open("sqlite3", sqliteaccess.DSN(g.path))
+	other, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(g.path))
 	require.NoError(t, err)
 	other.SetMaxOpenConns(1)
 	t.Cleanup(func() { _ = other.Close() })

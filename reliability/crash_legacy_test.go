@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/seal"
@@ -61,7 +62,7 @@ func buildLegacyTemplate(t *testing.T, path string) (map[int64]legacyWant, int64
 	ctx := context.Background()
 	text, err := os.ReadFile("../fixtures/legacy/fixture.sql")
 	require.NoError(t, err)
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
@@ -128,7 +129,7 @@ func legacyStage(t *testing.T, path string) string {
 	if _, err := os.Stat(path + "-wal"); err == nil {
 		copyFile(t, path+"-wal", side+"-wal")
 	}
-	conn, err := sql.Open("sqlite3", "file:"+side)
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+side)
 	require.NoError(t, err)
 	defer conn.Close()
 	var legacyCols, aside, left int

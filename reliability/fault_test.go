@@ -6,11 +6,11 @@ import (
 	"errors"
 	"testing"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -293,9 +293,7 @@ func TestFaultFullDisk(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), int(free+4)*4096)
 	_, err := f.a.c.Send(f.ctx, bob, big)
 	require.Error(t, err)
-	var se sqlite3.Error
-	require.ErrorAs(t, err, &se)
-	require.Equal(t, sqlite3.ErrFull, se.Code, "error %v", err)
+	require.True(t, sqlitedriver.IsFull(err), "error %v", err)
 	require.Contains(t, err.Error(), "client: send: store:")
 	require.NotErrorIs(t, err, client.ErrMessageNotSent, "nothing was stored")
 	require.Empty(t, f.net.Calls(), "nothing handed off")

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 )
 
 // errInjected is the storage failure the fault driver injects.
@@ -114,7 +114,8 @@ func (inj *injector) fire() {
 
 var driverSeq atomic.Int64
 
-// registerFaultDriver registers a database/sql driver wrapping go-sqlite3
+// registerFaultDriver registers a database/sql driver wrapping the build's
+// SQLite driver (internal/sqlitedriver)
 // that fails the calls inj is armed for, and returns its name (for
 // sqliteaccess.WithDriver: sqlitestore.Open then uses it). Errors of the real
 // driver pass through unchanged.
@@ -127,17 +128,33 @@ func registerFaultDriver(t testing.TB, inj *injector) string {
 
 type faultDriver struct{ inj *injector }
 
+// innerConn is what the fault driver calls on a connection of the
+// build's SQLite driver: both drivers' connections have all of it.
+type innerConn interface {
+	driver.Conn
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.Pinger
+}
+
 func (d *faultDriver) Open(dsn string) (driver.Conn, error) {
 	d.inj.opens.Add(1)
-	c, err := (&sqlite3.SQLiteDriver{}).Open(dsn)
+	c, err := sqlitedriver.New(sqlitedriver.Config{}).Open(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &faultConn{inner: c.(*sqlite3.SQLiteConn), inj: d.inj}, nil
+	inner, ok := c.(innerConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("fault driver: a %T connection lacks a method the fault driver calls", c)
+	}
+	return &faultConn{inner: inner, inj: d.inj}, nil
 }
 
 type faultConn struct {
-	inner    *sqlite3.SQLiteConn
+	inner    innerConn
 	inj      *injector
 	maxPages int64
 	// statements run in the current transaction, for opCommit

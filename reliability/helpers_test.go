@@ -42,7 +42,7 @@ type device struct {
 }
 
 // sqliteDevice opens an initialized client on a SQLite file through the
-// driver named driverName ("sqlite3" for the real one).
+// driver named driverName (sqlitedriver.Name for the real one).
 func sqliteDevice(t testing.TB, net *transporttest.Network, addr store.DeviceAddress, driverName string) *device {
 	t.Helper()
 	k, err := seal.GenerateKey()

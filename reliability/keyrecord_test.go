@@ -10,6 +10,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -49,7 +50,7 @@ func TestTamperStorageKeyRowsDeleted(t *testing.T) {
 
 	raw, err := os.ReadFile(s.a.path)
 	require.NoError(t, err)
-	conn, err := sql.Open("sqlite3", "file:"+s.a.path+"?mode=ro")
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+s.a.path+"?mode=ro")
 	require.NoError(t, err)
 	dumped := dump(t, conn)
 	require.NoError(t, conn.Close())
@@ -61,13 +62,13 @@ func TestTamperStorageKeyRowsDeleted(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, raw, after, "%s: the file is byte-identical", name)
 	}
-	conn, err = sql.Open("sqlite3", "file:"+s.a.path+"?mode=ro")
+	conn, err = sql.Open(sqlitedriver.Name, "file:"+s.a.path+"?mode=ro")
 	require.NoError(t, err)
 	require.Equal(t, dumped, dump(t, conn), "no key was recorded")
 	require.NoError(t, conn.Close())
 
 	// Put the rows back: the right key opens everything again.
-	conn, err = sql.Open("sqlite3", sqliteaccess.DSN(s.a.path))
+	conn, err = sql.Open(sqlitedriver.Name, sqliteaccess.DSN(s.a.path))
 	require.NoError(t, err)
 	for _, r := range saved {
 		_, err := conn.ExecContext(ctx, "INSERT INTO storage_key (key_id, state, verifier, created_at) VALUES (?, ?, ?, ?)", r.id, r.state, r.verifier, r.created)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -86,7 +87,7 @@ func TestSoak(t *testing.T) {
 			net := transporttest.NewNetwork()
 			var a *device
 			if kind == "sqlite" {
-				a = sqliteDevice(t, net, alice, "sqlite3")
+				a = sqliteDevice(t, net, alice, sqlitedriver.Name)
 			} else {
 				a = memDevice(t, net, alice)
 			}

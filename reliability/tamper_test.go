@@ -13,6 +13,7 @@ import (
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -61,7 +62,7 @@ type tamperSetup struct {
 func newTamperSetup(t *testing.T) *tamperSetup {
 	t.Helper()
 	s := &tamperSetup{ctx: context.Background(), net: transporttest.NewNetwork()}
-	s.a = sqliteDevice(t, s.net, alice, "sqlite3")
+	s.a = sqliteDevice(t, s.net, alice, sqlitedriver.Name)
 	b, c := memDevice(t, s.net, bob), memDevice(t, s.net, carol)
 	memDevice(t, s.net, dave)
 	for _, to := range []store.DeviceAddress{bob, carol} {

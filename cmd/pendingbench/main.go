@@ -19,6 +19,16 @@
 //	bin/pendingbench -large 200000 -iters 101
 //	bin/pendingbench -sweep           # 1k to 1M: docs/bench/sweep.json and charts
 //	bin/pendingbench -charts          # redraw the charts from docs/bench/sweep.json
+//	CGO_ENABLED=0 go -C cmd build -o ../bin/pendingbench-purego ./pendingbench
+//	bin/pendingbench -drivers bin/pendingbench-purego   # modernc.org/sqlite against mattn/go-sqlite3
+//
+// Built with CGO_ENABLED=0, the command measures the library on the
+// pure-Go SQLite driver (modernc.org/sqlite). -drivers BIN times the
+// sweep's operations at -large on this build's driver (mattn/go-sqlite3),
+// then runs BIN, such a pure-Go build, with -sweep at -large, and prints
+// the pure-Go medians of a page, a page of one recipient, the count,
+// abandon, ACK-delete and send against mattn's, as ratios with a target
+// each.
 //
 // -sweep seeds each size of -sizes once and times the table's operations
 // at every size in the same rounds (absolute medians and the 10th and
@@ -72,6 +82,7 @@ func main() {
 	flag.StringVar(&o.Sizes, "sizes", defaultSweepSizes, "comma-separated pending counts of -sweep, ascending")
 	flag.StringVar(&o.Data, "data", "docs/bench/sweep.json", "the data file -sweep writes and -charts reads; the charts go beside it")
 	flag.IntVar(&o.HeapWalks, "heap-walks", 3, "walks of every page per size for the heap line of -sweep")
+	flag.StringVar(&o.Drivers, "drivers", "", "a build of pendingbench with CGO_ENABLED=0: measure the sweep's operations at -large on this build's driver, then in that build on the pure-Go one, and print the ratios")
 	flag.Parse()
 	o.Command = commandLine()
 	progress := io.Writer(os.Stderr)
@@ -88,6 +99,9 @@ func main() {
 // charts alone.
 func runMode(ctx context.Context, o options, out, progress io.Writer) error {
 	switch {
+	case o.Drivers != "":
+		_, _, err := drivers(ctx, o, o.Drivers, out, progress)
+		return err
 	case o.Charts:
 		d, err := readSweep(o.Data)
 		if err != nil {
@@ -160,7 +174,9 @@ type options struct {
 	Sweep, Charts bool
 	Sizes, Data   string
 	HeapWalks     int
-	Command       string
+	// Drivers is -drivers: the pure-Go build to compare with.
+	Drivers string
+	Command string
 }
 
 func (o options) validate() error {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/transport/transporttest"
 )
 
@@ -27,6 +28,9 @@ type sweepData struct {
 	Command string `json:"command"`
 	// Machine describes the machine and the toolchain.
 	Machine string `json:"machine"`
+	// Driver is the import path of the SQLite driver the figures were
+	// taken on.
+	Driver string `json:"driver,omitempty"`
 	// Date is the day the run started, UTC (YYYY-MM-DD).
 	Date string `json:"date"`
 	// Load is the load average when the run started and ended: other
@@ -164,7 +168,7 @@ func sweep(ctx context.Context, o options, progress io.Writer) (*sweepData, erro
 	}
 	wall := time.Since(start)
 	return &sweepData{
-		Command: o.Command, Machine: machine(), Date: start.UTC().Format(time.DateOnly),
+		Command: o.Command, Machine: machine(), Driver: sqlitedriver.Package, Date: start.UTC().Format(time.DateOnly),
 		Load:        fmt.Sprintf("%s at the start, %s at the end (1, 5, 15 min)", load0, loadAverage()),
 		WallSeconds: float64(wall.Round(time.Second) / time.Second),
 		Settings: fmt.Sprintf("%s; recipients=%d skew=%g seed=%d iters=%d dml-iters=%d slow-iters=%d cold-iters=%d heap-walks=%d offset-at=%g",

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
 	"github.com/securemsg/storage/store"
@@ -41,7 +42,7 @@ func buildLegacyBench(b *testing.B, path string, n int) {
 	ctx := context.Background()
 	text, err := os.ReadFile(legacyFixture)
 	require.NoError(b, err)
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(b, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)

@@ -12,6 +12,7 @@ import (
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store"
@@ -92,7 +93,7 @@ func TestLegacyUpgradeFollowsHead(t *testing.T) {
 				requireLegacyQueue(t, s, before)
 				require.NoError(t, s.Close())
 
-				conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
+				conn, err = sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 				require.NoError(t, err)
 				conn.SetMaxOpenConns(1)
 				defer conn.Close()
@@ -126,7 +127,7 @@ func TestLegacyLayoutAboveItsVersionRefused(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, conn.Close())
 		snapshot := dump(t, path)
-		conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
+		conn, err = sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 		require.NoError(t, err)
 		conn.SetMaxOpenConns(1)
 		defer conn.Close()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 
@@ -71,7 +72,7 @@ func loadLegacy(t *testing.T) (string, *sql.DB) {
 	text, err := os.ReadFile(legacyFixture)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "legacy.db")
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	t.Cleanup(func() { conn.Close() })
@@ -351,7 +352,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v14.db")
 	require.NoError(t, fixturekit.Load(ctx, path, version14.FixtureSQL()))
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	defer conn.Close()
@@ -362,7 +363,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 	assert.Equal(t, before, state(t, conn))
 
 	// An empty database has no table: nothing to do either.
-	empty, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "empty.db")))
+	empty, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(filepath.Join(t.TempDir(), "empty.db")))
 	require.NoError(t, err)
 	empty.SetMaxOpenConns(1)
 	defer empty.Close()
@@ -373,7 +374,7 @@ func TestLegacySealedDatabaseIsNoOp(t *testing.T) {
 
 func TestLegacyUnknownLayout(t *testing.T) {
 	ctx := context.Background()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "odd.db")))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(filepath.Join(t.TempDir(), "odd.db")))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	defer conn.Close()
@@ -567,7 +568,7 @@ func requireNoDrift(t *testing.T, conn *sql.DB) {
 func requireNoDriftFrom(t *testing.T, m *migration.Migrator, conn *sql.DB) {
 	t.Helper()
 	ctx := context.Background()
-	head, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "head.db")))
+	head, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(filepath.Join(t.TempDir(), "head.db")))
 	require.NoError(t, err)
 	head.SetMaxOpenConns(1)
 	defer head.Close()
@@ -582,7 +583,7 @@ func requireNoDriftFrom(t *testing.T, m *migration.Migrator, conn *sql.DB) {
 // freshSchema returns the schema of a new database migrated by m.
 func freshSchema(t *testing.T, m *migration.Migrator) []string {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "fresh.db")))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(filepath.Join(t.TempDir(), "fresh.db")))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	defer conn.Close()
@@ -641,7 +642,7 @@ func schemaText(t *testing.T, conn *sql.DB) []string {
 // recipientIndex fails on a missing index and on one with other columns.
 func TestRecipientIndexCheck(t *testing.T) {
 	ctx := context.Background()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(filepath.Join(t.TempDir(), "v14.db")))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(filepath.Join(t.TempDir(), "v14.db")))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	defer conn.Close()

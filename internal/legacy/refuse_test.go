@@ -18,6 +18,7 @@ import (
 	"github.com/securemsg/storage/fixtures/version14"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/testkit/storetest"
@@ -40,7 +41,7 @@ type fileState struct {
 // plain connection.
 func dump(t *testing.T, path string) fileState {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", "file:"+path)
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+path)
 	require.NoError(t, err)
 	defer conn.Close()
 	return fileState{UserVersion: userVersion(t, conn), Tables: tabledump.Tables(t, conn)}
@@ -50,7 +51,7 @@ func dump(t *testing.T, path string) fileState {
 // connection (someone with the files, not the key).
 func exec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
@@ -212,7 +213,7 @@ func TestLegacyFrozenFixtureMigrates(t *testing.T) {
 	s, err := sqlitestore.Open(ctx, path, fixtureKeyring(t), sqlitestore.WithLegacyUpgrade())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err = sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	conn.SetMaxOpenConns(1)
 	assert.Equal(t, storeimpl.KeyVerifierSealedQueue, verifierText(t, conn), "marked")
@@ -310,7 +311,7 @@ func TestLegacyVerifierMark(t *testing.T) {
 // through a plain connection.
 func rewrite(t *testing.T, path, stmt string, args ...any) {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Exec(stmt, args...)
@@ -388,7 +389,7 @@ func TestLegacyMalformedRowErased(t *testing.T) {
 			}
 			assert.Empty(t, onDisk(t, path, []legacyRow{{seq: 4, plaintext: []byte(marker)}}), "the erased row's plaintext is gone")
 
-			conn, err = sql.Open("sqlite3", sqliteaccess.DSN(path))
+			conn, err = sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 			require.NoError(t, err)
 			conn.SetMaxOpenConns(1)
 			checkMigrated(t, path, conn, before, others)

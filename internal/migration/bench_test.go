@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -56,7 +57,7 @@ func BenchmarkOpenAtHead(b *testing.B) {
 	if err := s.Close(); err != nil {
 		b.Fatal(err)
 	}
-	seed, err := sql.Open("sqlite3", "file:"+big)
+	seed, err := sql.Open(sqlitedriver.Name, "file:"+big)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func BenchmarkOpenAtHead(b *testing.B) {
 			}
 		}
 	})
-	conn, err := sql.Open("sqlite3", "file:"+path+"?_txlock=immediate&_foreign_keys=on")
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+path+"?_txlock=immediate&_foreign_keys=on")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/internal/testkit/storetest"
@@ -71,9 +71,9 @@ const recipientIndex = "CREATE INDEX pending_outbound_message_recipient ON pendi
 // lookalike is a driver that knows the collation "lookalike" (which the
 // store's driver does not): a writer's tool creating a table SQLite could
 // not create otherwise. It is not registered (TestRegistersNoDriver).
-var lookalike = &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-	return c.RegisterCollation("lookalike", func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
-}}
+var lookalike = sqlitedriver.New(sqlitedriver.Config{Collations: map[string]func(a, b string) int{
+	"lookalike": func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) },
+}})
 
 // dsnConnector opens dsn with drv.
 type dsnConnector struct {
@@ -101,12 +101,12 @@ func storeFile(t *testing.T) (string, *seal.Keyring) {
 }
 
 // doctor runs stmts on the file at path as a writer of the file would,
-// through drv (go-sqlite3's if nil), in one transaction, and closes it
+// through drv (the build's SQLite driver if nil), in one transaction, and closes it
 // (checkpointing the WAL into the file).
 func doctor(t *testing.T, drv driver.Driver, path string, stmts ...string) {
 	t.Helper()
 	if drv == nil {
-		drv = &sqlite3.SQLiteDriver{}
+		drv = sqlitedriver.New(sqlitedriver.Config{})
 	}
 	conn := sql.OpenDB(dsnConnector{drv: drv, dsn: "file:" + path + "?_foreign_keys=off"})
 	defer conn.Close()
@@ -312,7 +312,7 @@ func TestOpenRefusesChangedDefinitions(t *testing.T) {
 			}
 
 			// Differences, for the tools, says the same.
-			conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+			conn, err := sql.Open(sqlitedriver.Name, "file:"+path+"?mode=ro")
 			require.NoError(t, err)
 			defer conn.Close()
 			diffs, err := mustDefault(t).Differences(ctx, conn)
@@ -384,7 +384,7 @@ func TestLegacyUpgradeHoldsOtherTables(t *testing.T) {
 		require.NoError(t, fixturekit.Load(ctx, path, fixture))
 		// In WAL mode already, as every file the store opened: Open
 		// switches a file to WAL first, a change of its header.
-		conn, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL")
+		conn, err := sql.Open(sqlitedriver.Name, "file:"+path+"?_journal_mode=WAL")
 		require.NoError(t, err)
 		require.NoError(t, conn.Ping())
 		require.NoError(t, conn.Close())
@@ -396,7 +396,7 @@ func TestLegacyUpgradeHoldsOtherTables(t *testing.T) {
 		s, err := sqlitestore.Open(ctx, path, keys, sqlitestore.WithLegacyUpgrade())
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
-		conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+		conn, err := sql.Open(sqlitedriver.Name, "file:"+path+"?mode=ro")
 		require.NoError(t, err)
 		defer conn.Close()
 		diffs, err := mustDefault(t).Differences(ctx, conn)

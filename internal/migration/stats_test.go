@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -74,7 +75,7 @@ func TestUpClearsPlantedStatistics(t *testing.T) {
 	m := mustDefault(t)
 	query := recipientsQuery(t)
 
-	clean, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "clean.db"))
+	clean, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(t.TempDir(), "clean.db"))
 	require.NoError(t, err)
 	defer clean.Close()
 	_, err = m.Up(ctx, clean)
@@ -83,7 +84,7 @@ func TestUpClearsPlantedStatistics(t *testing.T) {
 	require.Contains(t, want, "USING COVERING INDEX pending_outbound_message_recipient")
 	require.NotContains(t, want, "TEMP B-TREE")
 
-	conn, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "client.db"))
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(t.TempDir(), "client.db"))
 	require.NoError(t, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1) // one connection, as the store's: the one that loaded them
@@ -116,7 +117,7 @@ func TestOpenClearsPlantedStatistics(t *testing.T) {
 	s, err := sqlitestore.Open(ctx, path, keys)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	conn, err := sql.Open("sqlite3", "file:"+path)
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+path)
 	require.NoError(t, err)
 	defer conn.Close()
 	require.Zero(t, statRows(t, conn))

@@ -4,7 +4,7 @@
 // high-water mark, the data source name the store opens a file with, and,
 // carried in the context given to Open, a migration directory to migrate
 // with instead of the embedded one and a driver to open the file through
-// instead of go-sqlite3; and how a writer that refuses a file closes it
+// instead of the build's SQLite driver (internal/sqlitedriver); and how a writer that refuses a file closes it
 // (CloseKeepingWAL).
 //
 // Package store/sqlitestore registers the accessors when it is
@@ -14,10 +14,10 @@ package sqliteaccess
 import (
 	"context"
 	"database/sql"
-	"strconv"
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/seal"
 )
 
@@ -60,15 +60,13 @@ func SequenceHighWater(ctx context.Context, st any) (int64, error) {
 // build's default).
 const PageCacheKiB = 2000
 
-// DSN returns the go-sqlite3 data source name a store opens path with:
-// immediate transactions, a busy timeout, foreign keys on,
-// synchronous=FULL (WAL is set by Open once the file passed its checks,
-// and stays set in the file), a per-connection cache of prepared statements (the
-// store runs the same few queries over and over), and a page cache of
-// PageCacheKiB.
+// DSN returns the data source name a store opens path with, for the
+// build's SQLite driver (sqlitedriver.StoreDSN): immediate transactions,
+// a busy timeout, foreign keys on, synchronous=FULL (WAL is set by Open
+// once the file passed its checks, and stays set in the file), and a page
+// cache of PageCacheKiB.
 func DSN(path string) string {
-	return "file:" + migration.URIPath(path) + "?_txlock=immediate&_busy_timeout=10000&_foreign_keys=on&_synchronous=FULL&_stmt_cache_size=32" +
-		"&_cache_size=-" + strconv.Itoa(PageCacheKiB)
+	return sqlitedriver.StoreDSN(migration.URIPath(path), PageCacheKiB)
 }
 
 type migratorKey struct{}
@@ -88,18 +86,20 @@ func Migrator(ctx context.Context) *migration.Migrator {
 }
 
 // DefaultDriver is the database/sql driver sqlitestore.Open opens its
-// file through unless the context names another (WithDriver): go-sqlite3.
-const DefaultDriver = "sqlite3"
+// file through unless the context names another (WithDriver): the build's
+// SQLite driver.
+const DefaultDriver = sqlitedriver.Name
 
 type driverKey struct{}
 
 // WithDriver returns a copy of ctx that makes sqlitestore.Open open its
 // file through the driver registered as name: for the reliability tests,
-// whose driver wraps go-sqlite3 and injects storage faults (failing
-// statements and commits, a full disk). The driver must be go-sqlite3 or
-// wrap it, passing its errors through unchanged (the store inspects
-// them). Being internal, the choice is no part of the store's API: an
-// application always gets go-sqlite3.
+// whose driver wraps the build's SQLite driver (sqlitedriver.New) and
+// injects storage faults (failing statements and commits, a full disk).
+// The driver must be that driver or wrap it, passing its errors through
+// unchanged (the store inspects them). Being internal, the choice is no
+// part of the store's API: an application always gets the build's
+// driver.
 func WithDriver(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, driverKey{}, name)
 }

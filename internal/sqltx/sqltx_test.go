@@ -7,16 +7,16 @@ import (
 	"path/filepath"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqltx"
 )
 
 // ReadOnly never commits what fn did, and passes fn's error through.
 func TestReadOnly(t *testing.T) {
 	ctx := context.Background()
-	conn, err := sql.Open("sqlite3", filepath.Join(t.TempDir(), "t.db"))
+	conn, err := sql.Open(sqlitedriver.Name, filepath.Join(t.TempDir(), "t.db"))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Exec("CREATE TABLE t (x INTEGER)")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -21,7 +22,7 @@ func TestOpenRefusesUTF16(t *testing.T) {
 	for _, enc := range []string{"UTF-16le", "UTF-16be"} {
 		t.Run(enc, func(t *testing.T) {
 			path := dbPath(t)
-			raw, err := sql.Open("sqlite3", path)
+			raw, err := sql.Open(sqlitedriver.Name, path)
 			require.NoError(t, err)
 			for _, stmt := range []string{"PRAGMA encoding = '" + enc + "'", "CREATE TABLE t (x)", "DROP TABLE t"} {
 				_, err := raw.Exec(stmt)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
@@ -284,7 +285,7 @@ func TestOversizedSealedValueNotRead(t *testing.T) {
 // index holding every column), which the forged index cannot hide.
 func tableRows(t *testing.T, path string, tables ...string) map[string][]string {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+path+"?mode=ro")
 	require.NoError(t, err)
 	defer conn.Close()
 	out := map[string][]string{}

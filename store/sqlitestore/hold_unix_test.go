@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
@@ -195,7 +196,7 @@ func TestRefusedOpenLeavesModes(t *testing.T) {
 			return storetest.NewKeyring(t)
 		}, seal.ErrWrongKey},
 		{"another application's database", func(t *testing.T, path string) *seal.Keyring {
-			raw, err := sql.Open("sqlite3", path)
+			raw, err := sql.Open(sqlitedriver.Name, path)
 			require.NoError(t, err)
 			_, err = raw.Exec("CREATE TABLE notes (body TEXT)")
 			require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -38,7 +39,7 @@ func setVerifier(t *testing.T, path string, kr *seal.Keyring, id seal.KeyID, tex
 	t.Helper()
 	v, err := kr.Seal(seal.RecordKeyVerifier, seal.KeyVerifierAD(id), []byte(text))
 	require.NoError(t, err)
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Exec("UPDATE storage_key SET verifier = ? WHERE key_id = ?", v, int64(id))
@@ -114,7 +115,7 @@ func TestVerifierMarked(t *testing.T) {
 			insert(t, s, store.DeviceAddress{UserID: "bob", DeviceID: 1}, 1)
 			kr := tc.run(t, path, s)
 			require.NoError(t, s.Close())
-			conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+			conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 			require.NoError(t, err)
 			defer conn.Close()
 			assert.Equal(t, tc.want, verifierTexts(t, conn, kr))

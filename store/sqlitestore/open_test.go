@@ -12,6 +12,7 @@ import (
 
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -22,7 +23,7 @@ import (
 // connection of its own, closed (so checkpointed) before it returns.
 func rawExec(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	for _, q := range stmts {
 		_, err := conn.Exec(q)
@@ -36,7 +37,7 @@ func rawExec(t *testing.T, path string, stmts ...string) {
 // test below.
 func sealedTables(t *testing.T, path string) []string {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	rows, err := conn.Query(`SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c
@@ -135,7 +136,7 @@ func TestOpenAdoptsKeyForDatabaseWithoutSealedValues(t *testing.T) {
 	}{
 		{name: "new file", prepare: func(*testing.T, string) {}},
 		{name: "migrated by migrate up", prepare: func(t *testing.T, path string) {
-			conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+			conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 			require.NoError(t, err)
 			defer conn.Close()
 			m, err := migration.Default()

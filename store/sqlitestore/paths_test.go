@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -160,7 +161,7 @@ func TestRefusedRollbackJournalFileIsUnchanged(t *testing.T) {
 	s, err := sqlitestore.Open(t.Context(), path, kr)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	raw, err := sql.Open("sqlite3", path)
+	raw, err := sql.Open(sqlitedriver.Name, path)
 	require.NoError(t, err)
 	var mode string
 	require.NoError(t, raw.QueryRow("PRAGMA journal_mode = DELETE").Scan(&mode))

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/internal/testkit/tamper"
 	"github.com/securemsg/storage/schema"
@@ -51,7 +52,7 @@ func TestRefusedFileKeepsItsWAL(t *testing.T) {
 		require.Equal(t, wal, gotWAL, "its -wal")
 		require.Subset(t, []string{"copy.db", "copy.db-shm", "copy.db-wal"}, entries(t, filepath.Dir(copied)))
 	}
-	raw, err := sql.Open("sqlite3", sqliteaccess.DSN(copied))
+	raw, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(copied))
 	require.NoError(t, err)
 	_, err = raw.Exec("DROP VIEW planted")
 	require.NoError(t, err)

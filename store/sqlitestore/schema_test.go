@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/schema"
 	"github.com/securemsg/storage/store"
@@ -159,7 +160,7 @@ const resurrectPending = ` AFTER DELETE ON pending_outbound_message BEGIN
 // type and name.
 func storedSQL(t *testing.T, path, typ, name string) string {
 	t.Helper()
-	conn, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	conn, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	require.NoError(t, err)
 	defer conn.Close()
 	var text string

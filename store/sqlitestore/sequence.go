@@ -2,13 +2,11 @@ package sqlitestore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
-
 	"github.com/securemsg/storage/internal/db"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store"
 )
 
@@ -50,8 +48,7 @@ func checkSequence(ctx context.Context, q *db.Queries, restart bool) error {
 // SQLite's "database or disk is full" because the high-water mark is at
 // the largest int64 (what AUTOINCREMENT fails with then), err otherwise.
 func exhausted(ctx context.Context, q *db.Queries, err error) error {
-	var se sqlite3.Error
-	if !errors.As(err, &se) || se.Code != sqlite3.ErrFull {
+	if !sqlitedriver.IsFull(err) {
 		return err
 	}
 	if mark, qerr := q.PendingOutboundSequenceHighWater(ctx); qerr != nil || mark != math.MaxInt64 {

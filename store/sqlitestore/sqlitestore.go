@@ -40,13 +40,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
-
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/dblock"
 	"github.com/securemsg/storage/internal/legacy"
 	"github.com/securemsg/storage/internal/migration"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
 
@@ -295,7 +294,7 @@ func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (
 // openConn opens the store's one connection to the file at real, each
 // connection it opens counted in opened (see pendingCount).
 func openConn(ctx context.Context, real string, opened *atomic.Uint64) (*sql.DB, error) {
-	// go-sqlite3, or in this module's tests a driver wrapping it that
+	// The build's SQLite driver, or in this module's tests a driver wrapping it that
 	// injects faults (internal/sqliteaccess.WithDriver).
 	conn, err := openCounted(sqliteaccess.Driver(ctx), sqliteaccess.DSN(real), opened)
 	if err != nil {
@@ -314,9 +313,9 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 	// a schema it cannot load (a definition it cannot parse, an object
 	// whose root page is another's), whose text its message quotes.
 	fk, err := s.q.ForeignKeysEnforced(ctx)
-	if se := (sqlite3.Error{}); errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
+	if sqlitedriver.IsNotADB(err) {
 		return fmt.Errorf("%w: %w", store.ErrNotDatabase, err)
-	} else if errors.As(err, &se) && se.Code == sqlite3.ErrCorrupt {
+	} else if sqlitedriver.IsCorrupt(err) {
 		return fmt.Errorf("%w: SQLite cannot read the database's schema: %s", schema.ErrSchemaMismatch, migration.Escape(err.Error()))
 	}
 	if err != nil {
@@ -946,6 +945,5 @@ func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {
 }
 
 func isUniqueViolation(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintUnique
+	return sqlitedriver.IsUniqueConstraint(err)
 }

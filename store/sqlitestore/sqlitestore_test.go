@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/internal/sealaccess"
@@ -95,7 +96,7 @@ func (st fileState) without(table string) fileState {
 // file), so that tests can prove a failed call wrote nothing.
 func dump(tb testing.TB, path string) fileState {
 	tb.Helper()
-	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+path+"?mode=ro")
 	require.NoError(tb, err)
 	defer conn.Close()
 	var st fileState

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
 
@@ -51,7 +52,7 @@ func TestPlantedStatisticsNeverPlan(t *testing.T) {
 	planted := filepath.Join(dir, "planted.db")
 	s := open(planted)
 	require.NoError(t, s.Close())
-	raw, err := sql.Open("sqlite3", planted)
+	raw, err := sql.Open(sqlitedriver.Name, planted)
 	require.NoError(t, err)
 	for _, q := range []string{
 		`ANALYZE`,

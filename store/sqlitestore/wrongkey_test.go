@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/fixtures/version14"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/fixturekit"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/seal"
@@ -49,7 +50,7 @@ func TestNoActiveKeyLeavesAnOlderDatabaseAsItWas(t *testing.T) {
 	ctx := context.Background()
 	path := dbPath(t)
 	require.NoError(t, fixturekit.Load(ctx, path, version14.FixtureSQL()))
-	raw, err := sql.Open("sqlite3", path)
+	raw, err := sql.Open(sqlitedriver.Name, path)
 	require.NoError(t, err)
 	_, err = raw.Exec("UPDATE storage_key SET state = 'retiring'")
 	require.NoError(t, err)
@@ -79,7 +80,7 @@ func TestNoKeyRecordLeavesADatabaseAtHeadAsItWas(t *testing.T) {
 	_, err = s.InsertPending(ctx, store.DeviceAddress{UserID: "bob", DeviceID: 1}, store.NewLogicalMessageID(), []byte("hello"))
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	raw, err := sql.Open("sqlite3", path)
+	raw, err := sql.Open(sqlitedriver.Name, path)
 	require.NoError(t, err)
 	_, err = raw.Exec("PRAGMA journal_mode = DELETE; DELETE FROM storage_key")
 	require.NoError(t, err)

@@ -38,6 +38,7 @@ import (
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/sqliteaccess"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/store/sqlitestore"
 
@@ -322,7 +323,7 @@ func OpenLayout(ctx context.Context, path string, keys *seal.Keyring, l *Layout)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := sql.Open("sqlite3", sqliteaccess.DSN(path))
+	raw, err := sql.Open(sqlitedriver.Name, sqliteaccess.DSN(path))
 	if err != nil {
 		s.Close()
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/schema"
 	"github.com/stretchr/testify/require"
@@ -367,7 +368,7 @@ func TestSecurityListsEveryClearColumn(t *testing.T) {
 	require.NotEmpty(t, clear, "SECURITY.md has a table of columns in the clear")
 
 	ctx := context.Background()
-	conn, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "head.db"))
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(t.TempDir(), "head.db"))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = migrationtest.Default(t).Up(ctx, conn)

@@ -14,9 +14,8 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/sqltx"
 	"github.com/securemsg/storage/seal"
 )
@@ -55,7 +54,8 @@ func Load(ctx context.Context, path string, fixture []byte) error {
 	return conn.Close()
 }
 
-// OpenConfined opens dsn, a mattn/go-sqlite3 DSN, on connections that
+// OpenConfined opens dsn, a DSN of the build's SQLite driver
+// (internal/sqlitedriver), on connections that
 // refuse ATTACH (and VACUUM INTO, which attaches its output) with
 // SQLite's authorization error, through an authorizer set on every
 // connection: for running SQL text read from files (migration files,
@@ -68,19 +68,9 @@ func OpenConfined(dsn string) *sql.DB {
 	return sql.OpenDB(confinedConnector{dsn: dsn})
 }
 
-// confinedDriver is mattn/go-sqlite3's driver with the authorizer of
+// confinedDriver is the build's SQLite driver with the authorizer of
 // OpenConfined on every connection it opens.
-var confinedDriver = &sqlite3.SQLiteDriver{
-	ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		c.RegisterAuthorizer(func(action int, _, _, _ string) int {
-			if action == sqliteAttach {
-				return sqliteDeny
-			}
-			return sqliteOK
-		})
-		return nil
-	},
-}
+var confinedDriver = sqlitedriver.New(sqlitedriver.Config{DenyAttach: true})
 
 // confinedConnector opens confinedDriver connections to one DSN.
 type confinedConnector struct{ dsn string }
@@ -90,15 +80,6 @@ func (c confinedConnector) Connect(context.Context) (driver.Conn, error) {
 }
 
 func (c confinedConnector) Driver() driver.Driver { return confinedDriver }
-
-// SQLite's authorizer action code for ATTACH and its "deny" answer
-// (sqlite3.h), spelled here because the driver's names for them exist
-// only in cgo builds.
-const (
-	sqliteAttach = 24
-	sqliteOK     = 0
-	sqliteDeny   = 1
-)
 
 // Key returns the published fixture test key every frozen fixture is
 // sealed with (fixtures/version14, fixtures/legacy): secret = bytes 0x00, 0x01, ..., 0x1f. It is a published

@@ -25,10 +25,10 @@ import (
 	"testing/fstest"
 
 	"ariga.io/atlas/sql/migrate"
-	_ "github.com/mattn/go-sqlite3" // the sqlite3 driver
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/internal/migration"
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/schema"
 )
 
@@ -187,7 +187,7 @@ func CopyFiles(tb testing.TB, path string, suffixes ...string) string {
 func Victim(tb testing.TB) string {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "victim.db")
-	conn, err := sql.Open("sqlite3", path)
+	conn, err := sql.Open(sqlitedriver.Name, path)
 	require.NoError(tb, err)
 	defer conn.Close()
 	_, err = conn.Exec("CREATE TABLE peers (x INTEGER); INSERT INTO peers VALUES (1)")
@@ -208,7 +208,7 @@ func RequireVictimUntouched(tb testing.TB, path string) {
 		names = append(names, e.Name())
 	}
 	require.Equal(tb, []string{filepath.Base(path)}, names, "nothing created beside the other database")
-	conn, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+path+"?mode=ro")
 	require.NoError(tb, err)
 	defer conn.Close()
 	var n int

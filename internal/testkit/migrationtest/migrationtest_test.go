@@ -13,6 +13,7 @@ import (
 	"ariga.io/atlas/sql/migrate"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/migrationtest"
 	"github.com/securemsg/storage/schema"
 )
@@ -129,7 +130,7 @@ func TestBaselineSQL(t *testing.T) {
 // another name, has the same columns (name, type, NOT NULL, default, key
 // position) and the same CHECKs; Objects are its indexes and triggers.
 func TestHeadTable(t *testing.T) {
-	conn, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "head.db"))
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(t.TempDir(), "head.db"))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = migrationtest.Default(t).Up(context.Background(), conn)
@@ -192,7 +193,7 @@ func storedSQL(t *testing.T, conn *sql.DB, table string) string {
 // and blanks, a column added by ALTER TABLE is a definition like the
 // others.
 func TestTableInDefs(t *testing.T) {
-	conn, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "t.db"))
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(t.TempDir(), "t.db"))
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Exec(`CREATE TABLE "odd, name" ( -- a comment, with a comma

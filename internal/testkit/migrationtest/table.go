@@ -1,6 +1,8 @@
 package migrationtest
 
 import (
+	"github.com/securemsg/storage/internal/sqlitedriver"
+
 	"context"
 	"database/sql"
 	"path/filepath"
@@ -34,7 +36,7 @@ type Table struct {
 // holds it, failing tb if there is no such table.
 func HeadTable(tb testing.TB, table string) Table {
 	tb.Helper()
-	conn, err := sql.Open("sqlite3", "file:"+filepath.Join(tb.TempDir(), "head.db"))
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(tb.TempDir(), "head.db"))
 	require.NoError(tb, err)
 	defer conn.Close()
 	_, err = Default(tb).Up(context.Background(), conn)

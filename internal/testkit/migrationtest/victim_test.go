@@ -1,6 +1,8 @@
 package migrationtest
 
 import (
+	"github.com/securemsg/storage/internal/sqlitedriver"
+
 	"database/sql"
 	"os"
 	"path/filepath"
@@ -50,7 +52,7 @@ func TestRequireUntouched(t *testing.T) {
 }
 
 func exec(t *testing.T, path, stmt string) {
-	conn, err := sql.Open("sqlite3", path)
+	conn, err := sql.Open(sqlitedriver.Name, path)
 	require.NoError(t, err)
 	defer conn.Close()
 	_, err = conn.Exec(stmt)

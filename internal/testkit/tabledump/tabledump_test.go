@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
 )
 
@@ -15,7 +15,7 @@ import (
 // with a row of every storage class.
 func mustOpen(tb testing.TB) *sql.DB {
 	tb.Helper()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(tb.TempDir(), "dump.db"))
+	db, err := sql.Open(sqlitedriver.Name, "file:"+filepath.Join(tb.TempDir(), "dump.db"))
 	require.NoError(tb, err)
 	tb.Cleanup(func() { require.NoError(tb, db.Close()) })
 	exec(tb, db,

@@ -7,6 +7,8 @@
 package tamper
 
 import (
+	"github.com/securemsg/storage/internal/sqlitedriver"
+
 	"context"
 	"database/sql"
 	"os"
@@ -14,7 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3" // WALCopy's writer
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,7 +72,7 @@ func RecipientNoCase(tb testing.TB, conn *sql.DB) {
 func WALCopy(tb testing.TB, src, dst string, stmts ...string) (main, wal []byte) {
 	tb.Helper()
 	ctx := context.Background()
-	writer, err := sql.Open("sqlite3", "file:"+src+"?_journal_mode=WAL")
+	writer, err := sql.Open(sqlitedriver.Name, "file:"+src+"?_journal_mode=WAL")
 	require.NoError(tb, err)
 	defer writer.Close()
 	c, err := writer.Conn(ctx)
@@ -106,7 +107,7 @@ func WALCopy(tb testing.TB, src, dst string, stmts ...string) (main, wal []byte)
 // whatever the table holds there.
 func ForgeIndex(tb testing.TB, path, index, columns string, rows ...[]any) {
 	tb.Helper()
-	conn, err := sql.Open("sqlite3", "file:"+path)
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+path)
 	require.NoError(tb, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
@@ -136,7 +137,7 @@ func ForgeIndex(tb testing.TB, path, index, columns string, rows ...[]any) {
 // b-tree, every text unchanged.
 func PointRoot(tb testing.TB, path, object, other string) {
 	tb.Helper()
-	conn, err := sql.Open("sqlite3", "file:"+path)
+	conn, err := sql.Open(sqlitedriver.Name, "file:"+path)
 	require.NoError(tb, err)
 	defer conn.Close()
 	conn.SetMaxOpenConns(1)
