@@ -12,39 +12,17 @@
 package rowsread
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
+	"errors"
 	"sync/atomic"
-
-	"github.com/mattn/go-sqlite3"
 )
+
+// ErrUnsupported is Install's error in a build whose driver cannot
+// replace a function on one connection (the pure-Go driver, built
+// without cgo): a test that needs the count skips.
+var ErrUnsupported = errors.New("rowsread: the driver of this build cannot count")
 
 // Counter counts the calls of typeof on the connection it is installed on.
 type Counter struct{ n atomic.Int64 }
-
-// Install replaces typeof on conn's connection (the store keeps one:
-// sqliteaccess.DB) by a counting one and returns its counter. The
-// replacement stays until the connection closes.
-func Install(ctx context.Context, conn *sql.DB) (*Counter, error) {
-	c := &Counter{}
-	sc, err := conn.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer sc.Close()
-	err = sc.Raw(func(dc any) error {
-		raw, ok := dc.(*sqlite3.SQLiteConn)
-		if !ok {
-			return fmt.Errorf("rowsread: connection of driver %T, not go-sqlite3", dc)
-		}
-		return raw.RegisterFunc("typeof", c.typeOf, false)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
 
 // typeOf is SQLite's typeof for the values the driver passes.
 func (c *Counter) typeOf(v any) string {
