@@ -261,7 +261,7 @@ func TestCrashRecovery(t *testing.T) {
 
 	mix := make([]string, 0, len(inflight))
 	for _, op := range append(append([]string{}, spread...), "take", "finalize", "discard", "rotate", "resend", "none") {
-		mix = append(mix, fmt.Sprintf("%s %d (%.0f%%)", op, inflight[op], 100*float64(inflight[op])/float64(killed)))
+		mix = append(mix, fmt.Sprintf("%s %d (%.0f%%)", op, count(op), 100*float64(count(op))/float64(killed)))
 	}
 	t.Logf("crash test: %d kills (%d before ready) in %d runs; operation in flight at the kill: %s; sends committed but not returned at the kill (during or before the hand-off): %d; %d resends after a restart (%d again: the interrupted send had committed); %d sends, %d acks, %d abandons, %d rotations journaled; recipients: %d messages got (%d again, while pending inbound), %d finalized, %d discarded; the sender's WAL was hot at %d reopens; high-water mark %d; total %v (worker build %v)",
 		killed, early, killed+3, strings.Join(mix, ", "), c.stats.committedKills, c.stats.resent, c.stats.resentAgain, c.stats.sent, c.stats.acked, c.stats.abandoned, c.gen,
