@@ -60,8 +60,8 @@ func buildWorker(t *testing.T) string {
 //     digest) before SendWithID, and on every start sends the send the
 //     kill interrupted again under the same id before anything else;
 //     SendWithID reports again exactly when that send had committed, and
-//     the row keeps its sequence (a retry, never a second row: no id is
-//     ever pending in two rows);
+//     the row keeps its sequence (a retry, never a second row: no id, and
+//     no plaintext, is ever pending in two rows);
 //   - every message whose SendWithID returned (journaled "sent" or
 //     "resent") is pending with the journaled sequence, recipient and
 //     plaintext until a journaled ACK or abandon, and gone after it;
@@ -508,6 +508,11 @@ func (c *crashChecker) replay(when string) []string {
 				if seq <= b.hw || seq <= c.maxSeq {
 					c.fail(when, "sequence %d reused: high-water mark was %d, largest journaled %d", seq, b.hw, c.maxSeq)
 				}
+				for other, p := range c.pending {
+					if p.digest == b.digest {
+						c.fail(when, "journal: %q: the message is pending twice, under %s (seq %d) and %s", line, other, p.seq, b.id)
+					}
+				}
 				c.maxSeq = seq
 				c.pending[b.id] = journaled{to: b.to, seq: seq, digest: b.digest}
 				c.sent[b.id] = b.digest
@@ -756,6 +761,7 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 	}
 	defer rows.Close()
 	got := map[store.LogicalMessageID]dbRow{}
+	byDigest := map[string]dbRow{}
 	var last int64
 	for rows.Next() {
 		var (
@@ -781,6 +787,10 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 		}
 		sum := sha256.Sum256(pt)
 		r.digest = hex.EncodeToString(sum[:8])
+		if prev, dup := byDigest[r.digest]; dup {
+			return fmt.Errorf("the same message pending in two rows: %s (seq %d) and %s (seq %d)", prev.id, prev.seq, r.id, r.seq)
+		}
+		byDigest[r.digest] = r
 		got[r.id] = r
 	}
 	if err := rows.Err(); err != nil {
