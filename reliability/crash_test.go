@@ -55,9 +55,16 @@ func buildWorker(t *testing.T) string {
 // kill left), that:
 //
 //   - every database file passes PRAGMA integrity_check;
-//   - every message whose Send returned (journaled "sent") is pending with
-//     the journaled sequence, recipient and plaintext until a journaled
-//     ACK or abandon, and gone after it; nothing else is pending;
+//   - the sender is keyed: it journals each message's id (and plaintext
+//     digest) before SendWithID, and on every start sends the send the
+//     kill interrupted again under the same id before anything else;
+//     SendWithID reports again exactly when that send had committed, and
+//     the row keeps its sequence (a retry, never a second row: no id, and
+//     no plaintext, is ever pending in two rows);
+//   - every message whose SendWithID returned (journaled "sent" or
+//     "resent") is pending with the journaled sequence, recipient and
+//     plaintext until a journaled ACK or abandon, and gone after it;
+//     nothing else is pending but the interrupted send's own row;
 //   - the sequence high-water mark never decreases and no sequence is
 //     handed out twice;
 //   - every sealed value of the sender is under its current storage key,
@@ -67,7 +74,9 @@ func buildWorker(t *testing.T) string {
 //     has not finalized or discarded (journaled "got", then no
 //     "finalized" or "discarded") is still pending inbound; none that was
 //     finalized or discarded is pending again or reaches the application
-//     again; every message reaches it with the plaintext sent; and the
+//     again (a copy handed over again while it is still pending inbound,
+//     Message.Again, is not a second delivery); no plaintext reaches it
+//     under two ids; every message reaches it with the plaintext sent; and the
 //     sender's queue loses a message to an ACK only once the recipient's
 //     application has begun to finalize or discard it;
 //
@@ -76,10 +85,14 @@ func buildWorker(t *testing.T) string {
 // "begin" without its result). Most runs target one operation (-target),
 // chosen so that the operation in flight at the kill is spread over send,
 // ACK, abandon and retry (each at least 30 kills) and the recipients'
-// receive, finalize and discard (at least 60 kills), with rotations and
-// untargeted runs (kills during start-up and schema migration) beside
-// them. At the end the worker must deliver, ACK and so clear every message
-// still pending, each having reached the recipient's application.
+// receive, finalize and discard (at least 60 kills), with at least 10 send
+// kills after the commit, before the send returned (during or before the
+// hand-off), rotations and untargeted runs (kills during start-up and
+// schema migration) beside them, over at least 1,000 messages. At the end
+// the worker must deliver, ACK and so clear every message still pending
+// (the sender's queue empty), each having reached the recipient's
+// application exactly once: finalized or discarded once, never got after
+// that.
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: skipped with -short")
@@ -113,12 +126,21 @@ func TestCrashRecovery(t *testing.T) {
 	// The operations in flight at the kills, by their -target name, and
 	// the kills each must have at least (inbound: the recipients'
 	// receive, finalize and discard).
-	spread := []string{"send", "recv", "abandon", "retry", "inbound"}
-	least := map[string]int{"send": 30, "recv": 30, "abandon": 30, "retry": 30, "inbound": 60}
+	// "commit" counts the send kills that landed after the send's commit,
+	// before it returned (during or before the hand-off); its runs target
+	// send.
+	spread := []string{"send", "recv", "abandon", "retry", "inbound", "commit"}
+	least := map[string]int{"send": 30, "recv": 30, "abandon": 30, "retry": 30, "inbound": 60, "commit": 10}
 	inflight := map[string]int{}
+	count := func(op string) int {
+		if op == "commit" {
+			return c.stats.committedKills
+		}
+		return inflight[op]
+	}
 	missing := func() bool {
 		for op, n := range least {
-			if inflight[op] < n*kills/crashKills {
+			if count(op) < n*kills/crashKills {
 				return true
 			}
 		}
@@ -135,9 +157,12 @@ func TestCrashRecovery(t *testing.T) {
 		default: // the one furthest below its share
 			target = spread[0]
 			for _, op := range spread {
-				if inflight[op]*least[target] < inflight[target]*least[op] {
+				if count(op)*least[target] < count(target)*least[op] {
 					target = op
 				}
+			}
+			if target == "commit" {
+				target = "send"
 			}
 		}
 		extra := []string{"-seed", strconv.Itoa(run)}
@@ -224,21 +249,28 @@ func TestCrashRecovery(t *testing.T) {
 	for f, n := range c.inboundRows {
 		require.Zero(t, n, "%s: pending inbound after the final drain", f)
 	}
+	require.Nil(t, c.unresolved, "a send interrupted by a kill was never sent again")
 	for id := range c.sent {
 		require.True(t, c.abandoned[id] || c.got[id], "message %s was acknowledged without reaching the recipient's application", id)
+		// Exactly once: got (possibly again while still pending inbound),
+		// then finalized or discarded once, never got after that (replay
+		// fails on a second finalize or a got after it).
+		require.True(t, c.abandoned[id] || c.done[id], "message %s never finalized or discarded by the recipient's application", id)
 	}
 
 	mix := make([]string, 0, len(inflight))
-	for _, op := range append(append([]string{}, spread...), "take", "finalize", "discard", "rotate", "none") {
-		mix = append(mix, fmt.Sprintf("%s %d (%.0f%%)", op, inflight[op], 100*float64(inflight[op])/float64(killed)))
+	for _, op := range append(append([]string{}, spread...), "take", "finalize", "discard", "rotate", "resend", "none") {
+		mix = append(mix, fmt.Sprintf("%s %d (%.0f%%)", op, count(op), 100*float64(count(op))/float64(killed)))
 	}
-	t.Logf("crash test: %d kills (%d before ready) in %d runs; operation in flight at the kill: %s; %d sends, %d acks, %d abandons, %d rotations journaled; recipients: %d messages got (%d again, while pending inbound), %d finalized, %d discarded; the sender's WAL was hot at %d reopens; high-water mark %d; total %v (worker build %v)",
-		killed, early, killed+3, strings.Join(mix, ", "), c.stats.sent, c.stats.acked, c.stats.abandoned, c.gen,
+	t.Logf("crash test: %d kills (%d before ready) in %d runs; operation in flight at the kill: %s; sends committed but not returned at the kill (during or before the hand-off): %d; %d resends after a restart (%d again: the interrupted send had committed); %d sends, %d acks, %d abandons, %d rotations journaled; recipients: %d messages got (%d again, while pending inbound), %d finalized, %d discarded; the sender's WAL was hot at %d reopens; high-water mark %d; total %v (worker build %v)",
+		killed, early, killed+3, strings.Join(mix, ", "), c.stats.committedKills, c.stats.resent, c.stats.resentAgain, c.stats.sent, c.stats.acked, c.stats.abandoned, c.gen,
 		c.stats.got, c.stats.again, c.stats.finalized, c.stats.discarded, c.hotWAL, c.hw, time.Since(start).Round(time.Millisecond), built.Round(time.Millisecond))
 	for _, op := range spread {
-		require.GreaterOrEqual(t, inflight[op], least[op]*kills/crashKills, "%s in flight at %d of %d kills", op, inflight[op], killed)
+		require.GreaterOrEqual(t, count(op), least[op]*kills/crashKills, "%s in flight at %d of %d kills", op, count(op), killed)
 	}
 	require.Positive(t, inflight["rotate"], "no kill landed in a key rotation")
+	require.GreaterOrEqual(t, c.stats.sent, 1000*kills/crashKills, "messages sent over the kills")
+	require.Positive(t, c.stats.resentAgain, "no resend found its interrupted send committed")
 }
 
 // rotationKey is the sender's storage key of generation gen, derived as
@@ -274,24 +306,65 @@ type crashChecker struct {
 	rotating bool // a rotation to gen+1 was begun and has not returned
 	hotWAL   int  // checks that found the sender's WAL not empty
 
-	offset  int64 // journal bytes already replayed
-	pending map[store.LogicalMessageID]journaled
-	maxSeq  int64 // largest sequence journaled as sent
-	hw      int64 // largest high-water mark seen in the database
-	drained bool
+	offset int64 // journal bytes already replayed
+	// unresolved is the send the journal begun without its result: the
+	// kill interrupted it, and the next start must send it again under its
+	// id (a "begin resend" of it) before anything else.
+	unresolved *begunSend
+	pending    map[store.LogicalMessageID]journaled
+	maxSeq     int64 // largest sequence journaled as sent
+	hw         int64 // largest high-water mark seen in the database
+	drained    bool
 
 	// The recipients' side, per the journal.
 	sent      map[store.LogicalMessageID]string // the plaintext digest of every message sent
 	abandoned map[store.LogicalMessageID]bool
 	held      map[store.DeviceAddress]map[store.LogicalMessageID]bool // got, not finalized or discarded
 	got       map[store.LogicalMessageID]bool                         // reached the application
+	gotDigest map[string]store.LogicalMessageID                       // the id each plaintext reached the application under
 	begun     map[store.LogicalMessageID]bool                         // a finalize or discard was begun
 	done      map[store.LogicalMessageID]bool                         // finalized or discarded
 	// inboundRows is each recipient file's pending inbound rows at the
 	// last check.
 	inboundRows map[string]int
 
-	stats struct{ sent, acked, abandoned, got, again, finalized, discarded int }
+	stats struct {
+		sent, acked, abandoned, got, again, finalized, discarded int
+		// resent: resends after a restart; resentAgain: those SendWithID
+		// reported again (the interrupted send had committed);
+		// committedKills: kills that landed in a send after its commit,
+		// before its result was journaled (during or before the hand-off).
+		resent, resentAgain, committedKills int
+	}
+}
+
+// begunSend is a "begin send" or "begin resend" line: the application's
+// id for the message, chosen and journaled before any storage.
+type begunSend struct {
+	verb   string
+	to     store.DeviceAddress
+	hw     int64
+	id     store.LogicalMessageID
+	digest string
+}
+
+func parseBegunSend(f []string) (*begunSend, error) {
+	if len(f) != 5 {
+		return nil, fmt.Errorf("want 5 fields, got %d", len(f))
+	}
+	to, err := parseAddr(f[1])
+	if err != nil {
+		return nil, err
+	}
+	hw, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	id, err := parseID(f[3])
+	if err != nil {
+		return nil, err
+	}
+	return &begunSend{verb: f[0], to: to, hw: hw, id: id, digest: f[4]}, nil
 }
 
 func newCrashChecker(t *testing.T, dir string, secret []byte) *crashChecker {
@@ -300,7 +373,7 @@ func newCrashChecker(t *testing.T, dir string, secret []byte) *crashChecker {
 		pending: map[store.LogicalMessageID]journaled{},
 		sent:    map[store.LogicalMessageID]string{}, abandoned: map[store.LogicalMessageID]bool{},
 		held: map[store.DeviceAddress]map[store.LogicalMessageID]bool{},
-		got:  map[store.LogicalMessageID]bool{}, begun: map[store.LogicalMessageID]bool{}, done: map[store.LogicalMessageID]bool{},
+		got:  map[store.LogicalMessageID]bool{}, gotDigest: map[string]store.LogicalMessageID{}, begun: map[store.LogicalMessageID]bool{}, done: map[store.LogicalMessageID]bool{},
 		inboundRows: map[string]int{},
 	}
 	for _, f := range recipientFiles {
@@ -364,12 +437,26 @@ func (c *crashChecker) replay(when string) []string {
 				c.fail(when, "journal line %q: %v", line, err)
 			}
 		}
+		if u := c.unresolved; u != nil && len(inflight) == 0 && !(len(f) > 1 && f[0] == "begin" && f[1] == "resend") {
+			c.fail(when, "journal: %q before the interrupted send of %s was sent again", line, u.id)
+		}
 		switch f[0] {
 		case "begin":
 			if inflight != nil {
 				c.fail(when, "journal: %q follows an unfinished %v", line, inflight)
 			}
 			inflight = f[1:]
+			if verb := inflight[0]; verb == "send" || verb == "resend" {
+				b, err := parseBegunSend(inflight)
+				must(err)
+				if u := c.unresolved; verb == "resend" && (u == nil || u.id != b.id || u.to != b.to || u.digest != b.digest) {
+					c.fail(when, "journal: %q sends again another message than the interrupted send %+v", line, u)
+				}
+				if _, ok := c.sent[b.id]; ok && verb == "send" {
+					c.fail(when, "journal: %q: the id of a new message is already used", line)
+				}
+				c.unresolved = b
+			}
 			if inflight[0] == "rotate" {
 				gen, err := strconv.Atoi(inflight[1])
 				must(err)
@@ -389,28 +476,51 @@ func (c *crashChecker) replay(when string) []string {
 				c.begun[id] = true
 			}
 			continue
-		case "sent":
-			to, err := parseAddr(f[1])
-			must(err)
-			id, err := parseID(f[2])
+		case "sent", "resent":
+			// sent <to> <id> <seq> <digest> <again>: the result of the
+			// begun send (resent: of the resend after a restart).
+			if len(f) != 6 || len(inflight) != 5 || inflight[0] != map[string]string{"sent": "send", "resent": "resend"}[f[0]] ||
+				inflight[1] != f[1] || inflight[3] != f[2] || inflight[4] != f[4] {
+				c.fail(when, "journal: %q without its begin (%v)", line, inflight)
+			}
+			b, err := parseBegunSend(inflight)
 			must(err)
 			seq, err := strconv.ParseInt(f[3], 10, 64)
 			must(err)
-			if len(inflight) < 3 || inflight[0] != "send" {
-				c.fail(when, "journal: %q without its begin", line)
-			}
-			hw, err := strconv.ParseInt(inflight[2], 10, 64)
+			again, err := strconv.ParseBool(f[5])
 			must(err)
-			if seq <= hw || seq <= c.maxSeq {
-				c.fail(when, "sequence %d reused: high-water mark was %d, largest journaled %d", seq, hw, c.maxSeq)
+			if p, ok := c.pending[b.id]; ok {
+				// Only a resend finds its id pending: the interrupted send
+				// had committed (the check after the kill adopted it). It
+				// is a retry of that row, not a second one.
+				if f[0] != "resent" || !again || p.seq != seq || p.to != b.to || p.digest != b.digest {
+					c.fail(when, "journal: %q for %s, pending at seq %d to %s: want a resend with again, same sequence", line, b.id, p.seq, p.to)
+				}
+				c.stats.resentAgain++
+			} else {
+				if again {
+					c.fail(when, "journal: %q says again, but %s was not pending", line, b.id)
+				}
+				if _, ok := c.sent[b.id]; ok {
+					c.fail(when, "journal: %q: %s was acknowledged or abandoned, and is stored again", line, b.id)
+				}
+				if seq <= b.hw || seq <= c.maxSeq {
+					c.fail(when, "sequence %d reused: high-water mark was %d, largest journaled %d", seq, b.hw, c.maxSeq)
+				}
+				for other, p := range c.pending {
+					if p.digest == b.digest {
+						c.fail(when, "journal: %q: the message is pending twice, under %s (seq %d) and %s", line, other, p.seq, b.id)
+					}
+				}
+				c.maxSeq = seq
+				c.pending[b.id] = journaled{to: b.to, seq: seq, digest: b.digest}
+				c.sent[b.id] = b.digest
+				c.stats.sent++
 			}
-			if _, dup := c.pending[id]; dup {
-				c.fail(when, "id %s sent twice", id)
+			if f[0] == "resent" {
+				c.stats.resent++
 			}
-			c.maxSeq = seq
-			c.pending[id] = journaled{to: to, seq: seq, digest: f[4]}
-			c.sent[id] = f[4]
-			c.stats.sent++
+			c.unresolved = nil
 		case "acked", "abandoned":
 			id, err := parseID(f[1])
 			must(err)
@@ -467,6 +577,10 @@ func (c *crashChecker) replay(when string) []string {
 			if d, ok := c.sent[id]; !ok || d != f[4] {
 				c.fail(when, "%s reached the application of %s with digest %s, sent with %q", id, to, f[4], d)
 			}
+			if prev, ok := c.gotDigest[f[4]]; ok && prev != id {
+				c.fail(when, "the message %s reached the application of %s again, under another id %s", prev, to, id)
+			}
+			c.gotDigest[f[4]] = id
 			if c.held[to][id] {
 				c.stats.again++
 			}
@@ -496,7 +610,12 @@ func (c *crashChecker) replay(when string) []string {
 			if len(inflight) < 1 || inflight[0] != "take" {
 				c.fail(when, "journal: %q without its begin", line)
 			}
-		case "senderr", "recverr", "retried":
+		case "senderr":
+			if len(inflight) < 1 || (inflight[0] != "send" && inflight[0] != "resend") {
+				c.fail(when, "journal: %q without its begin", line)
+			}
+			c.unresolved = nil // the application gives up on it
+		case "recverr", "retried":
 		default:
 			c.fail(when, "unknown journal line %q", line)
 		}
@@ -641,6 +760,7 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 	}
 	defer rows.Close()
 	got := map[store.LogicalMessageID]dbRow{}
+	byDigest := map[string]dbRow{}
 	var last int64
 	for rows.Next() {
 		var (
@@ -653,6 +773,9 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 		if r.id, err = store.ParseLogicalMessageID(lid); err != nil {
 			return err
 		}
+		if prev, dup := got[r.id]; dup {
+			return fmt.Errorf("id %s pending in two rows (seq %d to %s, seq %d to %s)", r.id, prev.seq, prev.to, r.seq, r.to)
+		}
 		if r.seq <= last || r.seq > hw {
 			return fmt.Errorf("row sequence %d out of order or above the high-water mark %d", r.seq, hw)
 		}
@@ -663,32 +786,33 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 		}
 		sum := sha256.Sum256(pt)
 		r.digest = hex.EncodeToString(sum[:8])
+		if prev, dup := byDigest[r.digest]; dup {
+			return fmt.Errorf("the same message pending in two rows: %s (seq %d) and %s (seq %d)", prev.id, prev.seq, r.id, r.seq)
+		}
+		byDigest[r.digest] = r
 		got[r.id] = r
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
 
-	// What the interrupted call may have done: a send may have added one
-	// row above the high-water mark it read; an ACK may have removed one
-	// pending message; an abandon its own message. Nothing else.
+	// What the interrupted call may have done: a send (or resend) may
+	// have added its own row, under its id, above the high-water mark it
+	// read; an ACK may have removed one pending message; an abandon its own
+	// message. Nothing else.
 	var (
-		mayAdd    *store.DeviceAddress
-		addAbove  int64
+		mayAdd    *begunSend
 		mayRemove = 0
 		removeID  *store.LogicalMessageID
 	)
 	if len(inflight) > 0 {
 		switch inflight[0] {
-		case "send":
-			to, err := parseAddr(inflight[1])
+		case "send", "resend":
+			b, err := parseBegunSend(inflight)
 			if err != nil {
 				return err
 			}
-			mayAdd = &to
-			if addAbove, err = strconv.ParseInt(inflight[2], 10, 64); err != nil {
-				return err
-			}
+			mayAdd = b
 		case "recv":
 			mayRemove = 1
 		case "abandon":
@@ -722,13 +846,15 @@ func (c *crashChecker) checkSender(ctx context.Context, db *sql.DB, keys *seal.K
 		if _, ok := c.pending[id]; ok {
 			continue
 		}
-		if mayAdd == nil || r.to != *mayAdd || r.seq <= addAbove || r.seq <= c.maxSeq {
+		if mayAdd == nil || r.id != mayAdd.id || r.to != mayAdd.to || r.digest != mayAdd.digest || r.seq <= mayAdd.hw || r.seq <= c.maxSeq {
 			return fmt.Errorf("unexpected pending message %s (seq %d to %s): abandoned, acknowledged or never journaled (interrupted call: %v)", id, r.seq, r.to, inflight)
 		}
 		mayAdd = nil
+		c.stats.committedKills++
 		c.maxSeq = r.seq // the interrupted send committed: its sequence is used
 		c.pending[id] = journaled{to: r.to, seq: r.seq, digest: r.digest}
 		c.sent[id] = r.digest
+		c.stats.sent++
 	}
 	return nil
 }

@@ -5,13 +5,21 @@
 // retries and page checks. The recipients act as applications do: each
 // message received is handed to the application, which finalizes it,
 // discards it, or leaves it pending inbound for the next start, when the
-// walk of the pending inbound queue hands it over again.
+// walk of the pending inbound queue hands it over again. The sender acts
+// as a crash-safe application does: it chooses each message's id before
+// any storage, journals it, then sends with client.Client.SendWithID; on
+// every start, if the journal ends with a send that has no result, it
+// sends that message again under the same id (its body regenerated from
+// the id) before anything else.
 //
 // Journal protocol (one line per record, each line fsynced):
 //
 //	begin <op> ...                    written before a call that may change the sender's pending queue
-//	sent <recipient> <id> <seq> <sha> written after Send returned (the message is pending)
-//	senderr                           Send returned without storing the message
+//	begin send <recipient> <hw> <id> <sha>  before SendWithID under an id chosen before any storage
+//	sent <recipient> <id> <seq> <sha> <again>  written after SendWithID returned (the message is pending)
+//	begin resend <recipient> <hw> <id> <sha>  at the start, when the journal ends with an unfinished send
+//	resent <recipient> <id> <seq> <sha> <again>  SendWithID of the resend returned
+//	senderr                           SendWithID returned without storing the message
 //	acked <id>                        Receive of an ACK returned cleared=true
 //	ackmiss <id>                      Receive of an ACK returned cleared=false
 //	recverr                           Receive of an envelope returned an error
@@ -58,6 +66,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -68,6 +77,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/internal/sqliteaccess"
@@ -151,6 +161,9 @@ func main() {
 		keep:    !*drain,
 	}
 	w.secret, w.gen = secret, *keyGen
+	// Read before anything is journaled (the rotation resumed at open
+	// journals).
+	resendTo, resendID, resend := unfinishedSend(*journalPath)
 	senderKeys := keyring(rotationKey(secret, w.gen))
 	if *rotating {
 		senderKeys.Add(rotationKey(secret, w.gen+1))
@@ -160,6 +173,11 @@ func main() {
 		w.rcpts = append(w.rcpts, w.open(*dir, fmt.Sprintf("recipient%d.db", i+1), a, keyring(key), false))
 	}
 	w.load()
+	// The sender's start: the send the kill interrupted is sent again,
+	// under its id, first.
+	if resend {
+		w.sendKeyed("resend", "resent", resendTo, resendID)
+	}
 	fmt.Println("ready")
 	// The recipients' start loop: every message not finalized or discarded
 	// is handed to the application again.
@@ -312,38 +330,106 @@ func digest(b []byte) string {
 	return hex.EncodeToString(s[:8])
 }
 
+// bodyFor is the plaintext of the message under id: the sender's
+// application regenerates it from the id alone (16 to 615 bytes, expanded
+// from the id with SHA-256), so that a resend after a restart sends the
+// very message the interrupted send was sending.
+func bodyFor(id store.LogicalMessageID) []byte {
+	body := make([]byte, 0, 16+(int(id[0])|int(id[1])<<8)%600)
+	for block := 0; len(body) < cap(body); block++ {
+		sum := sha256.Sum256(append(id[:], byte(block), byte(block>>8)))
+		body = append(body, sum[:min(len(sum), cap(body)-len(body))]...)
+	}
+	return body
+}
+
+// send is the sender's application sending a new message keyed by its own
+// id: it chooses the id before any storage and journals it (its "outbox")
+// with the high-water mark, then sends under it.
 func (w *worker) send(to store.DeviceAddress) {
+	w.sendKeyed("send", "sent", to, store.NewLogicalMessageID())
+}
+
+// sendKeyed journals "begin <verb> <to> <hw> <id> <digest>", sends the
+// message under id with SendWithID and journals "<done> <to> <id> <seq>
+// <digest> <again>" (or "senderr").
+func (w *worker) sendKeyed(verb, done string, to store.DeviceAddress, id store.LogicalMessageID) {
 	hw, err := sqliteaccess.SequenceHighWater(w.ctx, w.sender.store)
 	if err != nil {
 		fail(3, "high-water mark: %v", err)
 	}
-	body := make([]byte, 16+w.rng.IntN(600))
-	for i := range body {
-		body[i] = byte(w.rng.Uint32())
-	}
-	w.record("begin send %s %d", to, hw)
-	id, err := w.sender.c.Send(w.ctx, to, body)
+	body := bodyFor(id)
+	w.record("begin %s %s %d %s %s", verb, to, hw, id, digest(body))
+	again, err := w.sender.c.SendWithID(w.ctx, to, id, body)
 	if err != nil && !errors.Is(err, client.ErrMessageNotSent) {
 		// Not stored: nothing to record but the failure.
-		fmt.Fprintf(os.Stderr, "send: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", verb, err)
 		w.record("senderr")
 		return
 	}
-	// Find its sequence: the first pending message to `to` after the
-	// high-water mark read before the send (nothing else runs meanwhile).
-	p, perr := w.sender.c.PendingMessages(w.ctx, store.PageRequest{After: &hw, Limit: 1, Recipient: &to})
-	if perr != nil {
-		fail(3, "page after send: %v", perr)
+	prev, pending := w.pending[id]
+	if again != (pending && prev.to == to) {
+		fail(4, "%s %s to %s: again %v, but pending per the queue: %v", verb, id, to, again, pending)
 	}
-	if len(p.Messages) != 1 || p.Messages[0].ID != id {
-		fail(4, "sent %s (err %v) but the page after %d holds %v", id, err, hw, p.Messages)
+	var m store.PendingMessage
+	if again {
+		// A retry of the pending row: it keeps its sequence.
+		for _, p := range w.walk(100) {
+			if p.ID == id && p.Recipient == to {
+				m = p
+			}
+		}
+		if m.Sequence != prev.seq {
+			fail(4, "%s %s again: pending at sequence %d, want %d", verb, id, m.Sequence, prev.seq)
+		}
+	} else {
+		// Find its sequence: the first pending message to `to` after the
+		// high-water mark read before the send (nothing else runs
+		// meanwhile).
+		p, perr := w.sender.c.PendingMessages(w.ctx, store.PageRequest{After: &hw, Limit: 1, Recipient: &to})
+		if perr != nil {
+			fail(3, "page after %s: %v", verb, perr)
+		}
+		if len(p.Messages) != 1 || p.Messages[0].ID != id {
+			fail(4, "%s %s (err %v) but the page after %d holds %v", verb, id, err, hw, p.Messages)
+		}
+		m = p.Messages[0]
 	}
-	m := p.Messages[0]
 	if !slices.Equal(m.Plaintext, body) {
 		fail(4, "pending %s opens to another plaintext", id)
 	}
 	w.pending[id] = pendingMsg{to: to, seq: m.Sequence}
-	w.record("sent %s %s %d %s", to, id, m.Sequence, digest(body))
+	w.record("%s %s %s %d %s %v", done, to, id, m.Sequence, digest(body), again)
+}
+
+// unfinishedSend reads the journal back and returns the send its last line
+// begun, if that send has no result: the kill interrupted it, at any
+// instant (before the commit, between the commit and the hand-off, after
+// the hand-off). A partial last line (the kill cut the write) is ignored.
+func unfinishedSend(path string) (to store.DeviceAddress, id store.LogicalMessageID, ok bool) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return to, id, false
+	}
+	if err != nil {
+		fail(2, "journal: %v", err)
+	}
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	f := strings.Fields(lines[len(lines)-1])
+	if len(f) != 6 || f[0] != "begin" || (f[1] != "send" && f[1] != "resend") {
+		return to, id, false
+	}
+	for _, a := range recipients {
+		if a.String() == f[2] {
+			to, ok = a, true
+		}
+	}
+	id, err = store.ParseLogicalMessageIDString(f[4])
+	if err != nil || !ok {
+		fail(2, "journal: unfinished send %q: %v", lines[len(lines)-1], err)
+	}
+	return to, id, true
 }
 
 // deliver lets every recipient receive its mailbox, one journaled call per
