@@ -16,6 +16,8 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
+	_ "github.com/securemsg/storage/cmd/internal/needcgo" // the build says why it needs cgo
+
 	"github.com/securemsg/storage/internal/migration"
 )
 
