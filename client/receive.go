@@ -101,15 +101,7 @@ func (c *Client) Receive(ctx context.Context, raw []byte) (ReceiveResult, error)
 	if err != nil {
 		return nil, fmt.Errorf("client: receive: %w", err)
 	}
-	env, err := parseEnvelope(self, raw)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.lockSend(); err != nil {
-		return nil, fmt.Errorf("client: receive: %w", err)
-	}
-	defer c.sendMu.Unlock()
-	return c.receive(ctx, env)
+	return c.receiveOne(ctx, self, raw)
 }
 
 // parseEnvelope decodes raw and checks that it is addressed to self.

@@ -882,16 +882,7 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 		m, bad = s.openPending(pendingRow(row), &recipient)
 		return nil
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err == nil && bad != nil {
-		err = &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
-	}
-	if err != nil {
-		return store.PendingMessage{}, storeimpl.OpNextPending.Wrap(err)
-	}
-	return m, nil
+	return onePending(storeimpl.OpNextPending, m, bad, err)
 }
 
 // PendingByID implements store.Pending.
@@ -917,16 +908,7 @@ func (s *Store) PendingByID(ctx context.Context, recipient store.DeviceAddress, 
 		m, bad = s.open(r, &recipient)
 		return nil
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		err = store.ErrNotFound
-	}
-	if err == nil && bad != nil {
-		err = &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
-	}
-	if err != nil {
-		return store.PendingMessage{}, storeimpl.OpPendingByID.Wrap(err)
-	}
-	return m, nil
+	return onePending(storeimpl.OpPendingByID, m, bad, err)
 }
 
 // sequenceHighWater returns the largest pending sequence ever handed out,
@@ -946,4 +928,20 @@ func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {
 
 func isUniqueViolation(err error) bool {
 	return sqlitedriver.IsUniqueConstraint(err)
+}
+
+// onePending is the answer of a read of one pending message: m, or
+// store.ErrNotFound for no row, an *store.UnreadableError for a row that
+// did not open (bad), or the read's error, each said as op's.
+func onePending(op storeimpl.Op, m store.PendingMessage, bad *store.UnreadablePendingMessage, err error) (store.PendingMessage, error) {
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err == nil && bad != nil {
+		err = &store.UnreadableError{Entries: []store.UnreadablePendingMessage{*bad}}
+	}
+	if err != nil {
+		return store.PendingMessage{}, op.Wrap(err)
+	}
+	return m, nil
 }
