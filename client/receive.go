@@ -273,10 +273,11 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 // transport implements transport.BoundedReceiver, the mailbox is taken in
 // batches of PollBatch envelopes, each received before the next is taken,
 // until a batch comes back short; otherwise one Transport.Receive takes
-// it whole. Poll holds the send mutex for one envelope at a time, never
-// across a transport call or a whole batch, so that sends, retries and
-// abandons run between the envelopes of a long backlog; PollAtMost bounds
-// how much one call takes.
+// it whole. Poll holds the send mutex for one batch at a time, never
+// across a transport call, so that sends, retries and abandons run
+// between the batches of a long backlog (a transport without
+// BoundedReceiver hands over one batch, its whole mailbox); PollAtMost
+// bounds how much one call takes.
 //
 // A closed client (store.ErrClosed) asks the transport for nothing, so the
 // mailbox keeps its envelopes for the next client on the store. An
@@ -349,22 +350,50 @@ poll:
 			errs = append(errs, fmt.Errorf("client: %s: %w", verb, err))
 			break
 		}
-		for _, raw := range envs {
-			r, err := c.receiveOne(ctx, self, raw)
-			if err != nil {
-				errs = append(errs, err)
-				if errors.Is(err, store.ErrClosed) && c.closed.Load() {
-					break poll // the others are gone with it: said once
-				}
-				continue
+		got, err := c.receiveBatch(ctx, self, envs)
+		out = append(out, got...)
+		if err != nil {
+			errs = append(errs, err)
+			if errors.Is(err, store.ErrClosed) && c.closed.Load() {
+				break poll // the others are gone with it: said once
 			}
-			out = append(out, r)
 		}
 		// One call: PollAtMost's, or a transport that hands over the
 		// whole mailbox; else until the mailbox is empty.
 		if bounded == nil || max > 0 || len(envs) < want {
 			break
 		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// receiveBatch receives one batch of envelopes (at most PollBatch, or
+// what a transport without transport.BoundedReceiver handed over) under
+// one hold of the send mutex. Sends and retries run between batches, not
+// between the envelopes of one: with the mutex taken per envelope, the
+// soak test (reliability/soak_test.go) meets initiations it rejects.
+func (c *Client) receiveBatch(ctx context.Context, self store.DeviceAddress, envs [][]byte) ([]ReceiveResult, error) {
+	if len(envs) == 0 {
+		return nil, nil
+	}
+	if err := c.lockSend(); err != nil {
+		return nil, fmt.Errorf("client: receive: %w", err)
+	}
+	defer c.sendMu.Unlock()
+	var (
+		out  []ReceiveResult
+		errs []error
+	)
+	for _, raw := range envs {
+		env, err := parseEnvelope(self, raw)
+		if err == nil {
+			var r ReceiveResult
+			if r, err = c.receive(ctx, env); err == nil {
+				out = append(out, r)
+				continue
+			}
+		}
+		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
 }
