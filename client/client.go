@@ -58,7 +58,7 @@
 // again, never given to the application.
 //
 // Send, SendWithID, SendToDevices, RetryPendingMessages, Receive (and
-// Poll, one envelope at a time), FinalizeInbound,
+// Poll, one batch at a time), FinalizeInbound,
 // DiscardInbound, AcceptRemoteIdentityChange, DiscardUnreadablePeerState
 // and abandon hold one send mutex, so an abandon never runs between the
 // steps of a send or a retry, and a finalize never between a receive's
