@@ -88,20 +88,24 @@ func (e *env) closeEvicted() error {
 	return evict(e.path)
 }
 
-// theClient returns the client over e's store, initialized as self.
+// theClient returns the client over e's store, initialized as self, with
+// its bundle published: every store's client is self on one network, so
+// the one asked for last is the one peers reach.
 func (e *env) theClient(ctx context.Context) (*client.Client, error) {
-	if e.client != nil {
-		return e.client, nil
+	if e.client == nil {
+		c, err := client.Open(context.Background(), client.Config{Store: e.s, Transport: e.net, Directory: e.net})
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Initialize(ctx, self); err != nil {
+			return nil, err
+		}
+		e.client = c
 	}
-	c, err := client.Open(context.Background(), client.Config{Store: e.s, Transport: e.net, Directory: e.net})
-	if err != nil {
+	if err := e.client.PublishBundle(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.Initialize(ctx, self); err != nil {
-		return nil, err
-	}
-	e.client = c
-	return c, nil
+	return e.client, nil
 }
 
 // cursor is where a page starts: after sequence After, for one recipient
