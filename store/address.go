@@ -55,6 +55,11 @@ func (a DeviceAddress) Validate() error {
 // (Zl, Zp). Those print nothing or rewrite what is printed around them,
 // so that two different ids could read the same in a log or a terminal.
 func UserIDRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		// ASCII holds no Cf, Zl or Zp; its Cc are below space and DEL.
+		// Every row a page reads is checked: no table lookup for it.
+		return r >= ' ' && r != 0x7f
+	}
 	return !unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
