@@ -789,6 +789,13 @@ func TestConcurrentUp(t *testing.T) {
 	ctx := context.Background()
 	m := mustDefault(t)
 	path := filepath.Join(t.TempDir(), "client.db")
+	// The file is made, in WAL mode, before the pools race: the test is
+	// of concurrent Up, not of four connections creating one file, whose
+	// switch to WAL can answer SQLITE_BUSY without waiting.
+	first, err := sql.Open(sqlitedriver.Name, dsn(path))
+	require.NoError(t, err)
+	require.NoError(t, first.PingContext(ctx))
+	require.NoError(t, first.Close())
 
 	const n = 4
 	var (
