@@ -1,6 +1,10 @@
 package seal
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/securemsg/storage/internal/redact"
+)
 
 // Errors of this package, wrapped with context. Each failure has its own
 // sentinel so that callers and tests can tell them apart with errors.Is.
@@ -28,5 +32,5 @@ var (
 	// so that an application saving its key through an encoder learns at
 	// once that nothing usable was written; Key.Bytes is the one way to a
 	// key's bytes, for the application's keystore.
-	ErrNotEncodable = errors.New("key not encodable")
+	ErrNotEncodable = redact.ErrNotEncodable
 )

@@ -2,10 +2,11 @@ package seal
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"strings"
+
+	"github.com/securemsg/storage/internal/redact"
 )
 
 // String returns a redacted description of the key: its id (which every
@@ -22,7 +23,7 @@ func (k Key) GoString() string { return k.String() }
 
 // Format prints the redacted description under every verb and flag
 // (%v %+v %#v %s %q %x %X %d, widths): no verb reaches the bytes.
-func (k Key) Format(f fmt.State, verb rune) { formatRedacted(f, verb, k.String()) }
+func (k Key) Format(f fmt.State, verb rune) { redact.Format(f, verb, k.String()) }
 
 // LogValue makes slog log the redacted description.
 func (k Key) LogValue() slog.Value { return slog.StringValue(k.String()) }
@@ -57,7 +58,7 @@ func (kr *Keyring) String() string {
 func (kr *Keyring) GoString() string { return kr.String() }
 
 // Format prints the redacted description under every verb and flag.
-func (kr *Keyring) Format(f fmt.State, verb rune) { formatRedacted(f, verb, kr.String()) }
+func (kr *Keyring) Format(f fmt.State, verb rune) { redact.Format(f, verb, kr.String()) }
 
 // LogValue makes slog log the redacted description.
 func (kr *Keyring) LogValue() slog.Value { return slog.StringValue(kr.String()) }
@@ -70,21 +71,4 @@ func (kr *Keyring) MarshalText() ([]byte, error) { return nil, errNotEncodable("
 
 func errNotEncodable(what string) error {
 	return fmt.Errorf("seal: encode %s: %w: Key.Bytes is the one way to a key's bytes", what, ErrNotEncodable)
-}
-
-// formatRedacted writes s for any verb: quoted for %q, padded to the
-// width asked (on the left, or the right with the - flag).
-func formatRedacted(f fmt.State, verb rune, s string) {
-	if verb == 'q' {
-		s = strconv.Quote(s)
-	}
-	if w, ok := f.Width(); ok && w > len(s) {
-		pad := strings.Repeat(" ", w-len(s))
-		if f.Flag('-') {
-			s += pad
-		} else {
-			s = pad + s
-		}
-	}
-	_, _ = io.WriteString(f, s)
 }

@@ -5,12 +5,11 @@
 package redact
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-
-	"github.com/securemsg/storage/seal"
 )
 
 // Format writes s for any verb: quoted for %q, padded to the width asked
@@ -44,9 +43,13 @@ func Bytes(b []byte) string {
 	return "redacted (" + strconv.Itoa(len(b)) + " bytes)"
 }
 
+// ErrNotEncodable is seal.ErrNotEncodable, defined here so that seal
+// formats with Format without an import cycle.
+var ErrNotEncodable = errors.New("key not encodable")
+
 // Refuse is the error MarshalJSON and GobEncode of a type named what
-// return: it wraps seal.ErrNotEncodable, and says how to reach what the
-// value holds (how).
+// return: it wraps ErrNotEncodable, and says how to reach what the value
+// holds (how).
 func Refuse(what, how string) error {
-	return fmt.Errorf("encode %s: %w: it holds secrets; %s", what, seal.ErrNotEncodable, how)
+	return fmt.Errorf("encode %s: %w: it holds secrets; %s", what, ErrNotEncodable, how)
 }
