@@ -6,7 +6,14 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-const pinVersion = 1
+// pinVersion is the encoding of a pin of a contact; pinFirstContactVersion
+// the encoding of a first contact's pin, which adds how many messages it
+// was taken from it. A contact's pin keeps the older encoding, so that its
+// record reads the same in every version that reads pins.
+const (
+	pinVersion             = 1
+	pinFirstContactVersion = 2
+)
 
 // Pin is the trust-on-first-use record of one remote device's identity. The
 // first identity seen is pinned; a different one is recorded in Changed and
@@ -19,6 +26,15 @@ type Pin struct {
 	// Changed is the most recent identity seen that differs from Identity
 	// and has not been accepted; nil if none.
 	Changed *PublicIdentity
+	// FirstContact is set while the device is a first contact: pinned from
+	// its own initiation, and neither written to nor accepted since. A
+	// message request from an unknown identity is not a contact yet, and
+	// what it can make the client store is bounded (package client,
+	// Config.MaxFirstContacts).
+	FirstContact bool
+	// Received is how many messages were taken from the device while it
+	// was a first contact (zero once it is a contact).
+	Received uint16
 }
 
 // IdentityChangedError is the error Pin.Check returns for a changed
@@ -41,6 +57,12 @@ func (e *IdentityChangedError) Unwrap() error { return ErrIdentityChanged }
 // NewPin pins identity as the trusted identity of addr (first use).
 func NewPin(addr store.DeviceAddress, identity PublicIdentity) Pin {
 	return Pin{Address: addr, Identity: identity}
+}
+
+// Accepted makes the device a contact: it is no first contact any more,
+// and the count of messages taken from it as one is dropped.
+func (p *Pin) Accepted() {
+	p.FirstContact, p.Received = false, 0
 }
 
 // Check returns nil if seen is the pinned identity. Otherwise it records
@@ -93,14 +115,24 @@ func (p *Pin) checkChange(expected PublicIdentity) error {
 	return nil
 }
 
-// MarshalBinary encodes the pin: version byte (1), address, identity (64),
-// a byte 0/1 telling whether a changed identity (64) follows.
+// MarshalBinary encodes the pin: version byte (1 for a contact, 2 for a
+// first contact), address, identity (64), a byte 0/1 telling whether a
+// changed identity (64) follows, and for a first contact the messages
+// received from it (2 bytes). A contact's pin has no count, so Received
+// must be zero unless FirstContact is set.
 func (p Pin) MarshalBinary() ([]byte, error) {
 	if err := p.Address.Validate(); err != nil {
 		return nil, fmt.Errorf("pin: %w", err)
 	}
+	if !p.FirstContact && p.Received != 0 {
+		return nil, fmt.Errorf("pin: %w: %d messages received from a contact as a first contact", store.ErrInvalidArgument, p.Received)
+	}
 	w := writer{}
-	w.u8(pinVersion)
+	if p.FirstContact {
+		w.u8(pinFirstContactVersion)
+	} else {
+		w.u8(pinVersion)
+	}
 	w.address(p.Address)
 	w.identity(p.Identity)
 	if p.Changed == nil {
@@ -109,6 +141,9 @@ func (p Pin) MarshalBinary() ([]byte, error) {
 		w.u8(1)
 		w.identity(*p.Changed)
 	}
+	if p.FirstContact {
+		w.u16(p.Received)
+	}
 	return w.b, nil
 }
 
@@ -116,13 +151,17 @@ func (p Pin) MarshalBinary() ([]byte, error) {
 // returns an error wrapping ErrMalformedState.
 func UnmarshalPin(b []byte) (Pin, error) {
 	r := reader{b: b}
-	if v := r.u8(); r.err == nil && v != pinVersion {
+	v := r.u8()
+	if r.err == nil && v != pinVersion && v != pinFirstContactVersion {
 		r.fail(fmt.Errorf("unknown version %d", v))
 	}
 	p := Pin{Address: r.address(), Identity: r.identity()}
 	if r.bool() {
 		c := r.identity()
 		p.Changed = &c
+	}
+	if v == pinFirstContactVersion {
+		p.FirstContact, p.Received = true, r.u16()
 	}
 	if err := r.finish(); err != nil {
 		return Pin{}, fmt.Errorf("%w: pin: %w", ErrMalformedState, err)
