@@ -50,7 +50,7 @@ func FuzzUnmarshalPin(f *testing.F) {
 	b, err = pin.MarshalBinary()
 	require.NoError(f, err)
 	f.Add(b)
-	pin.FirstContact, pin.Received = true, 3
+	pin.FirstContact = true
 	b, err = pin.MarshalBinary()
 	require.NoError(f, err)
 	f.Add(b)

@@ -6,10 +6,10 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-// pinVersion is the encoding of a pin of a contact; pinFirstContactVersion
-// the encoding of a first contact's pin, which adds how many messages it
-// was taken from it. A contact's pin keeps the older encoding, so that its
-// record reads the same in every version that reads pins.
+// pinVersion is the encoding of a pin of a contact, pinFirstContactVersion
+// the same encoding for a first contact's pin. A contact's pin keeps the
+// older version, so that its record reads the same in every release that
+// reads pins.
 const (
 	pinVersion             = 1
 	pinFirstContactVersion = 2
@@ -32,9 +32,6 @@ type Pin struct {
 	// what it can make the client store is bounded (package client,
 	// Config.MaxFirstContacts).
 	FirstContact bool
-	// Received is how many messages were taken from the device while it
-	// was a first contact (zero once it is a contact).
-	Received uint16
 }
 
 // IdentityChangedError is the error Pin.Check returns for a changed
@@ -59,11 +56,6 @@ func NewPin(addr store.DeviceAddress, identity PublicIdentity) Pin {
 	return Pin{Address: addr, Identity: identity}
 }
 
-// Accepted makes the device a contact: it is no first contact any more,
-// and the count of messages taken from it as one is dropped.
-func (p *Pin) Accepted() {
-	p.FirstContact, p.Received = false, 0
-}
 
 // Check returns nil if seen is the pinned identity. Otherwise it records
 // seen in p.Changed and returns an *IdentityChangedError (matching
@@ -117,15 +109,10 @@ func (p *Pin) checkChange(expected PublicIdentity) error {
 
 // MarshalBinary encodes the pin: version byte (1 for a contact, 2 for a
 // first contact), address, identity (64), a byte 0/1 telling whether a
-// changed identity (64) follows, and for a first contact the messages
-// received from it (2 bytes). A contact's pin has no count, so Received
-// must be zero unless FirstContact is set.
+// changed identity (64) follows.
 func (p Pin) MarshalBinary() ([]byte, error) {
 	if err := p.Address.Validate(); err != nil {
 		return nil, fmt.Errorf("pin: %w", err)
-	}
-	if !p.FirstContact && p.Received != 0 {
-		return nil, fmt.Errorf("pin: %w: %d messages received from a contact as a first contact", store.ErrInvalidArgument, p.Received)
 	}
 	w := writer{}
 	if p.FirstContact {
@@ -140,9 +127,6 @@ func (p Pin) MarshalBinary() ([]byte, error) {
 	} else {
 		w.u8(1)
 		w.identity(*p.Changed)
-	}
-	if p.FirstContact {
-		w.u16(p.Received)
 	}
 	return w.b, nil
 }
@@ -160,9 +144,7 @@ func UnmarshalPin(b []byte) (Pin, error) {
 		c := r.identity()
 		p.Changed = &c
 	}
-	if v == pinFirstContactVersion {
-		p.FirstContact, p.Received = true, r.u16()
-	}
+	p.FirstContact = v == pinFirstContactVersion
 	if err := r.finish(); err != nil {
 		return Pin{}, fmt.Errorf("%w: pin: %w", ErrMalformedState, err)
 	}
