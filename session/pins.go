@@ -56,7 +56,6 @@ func NewPin(addr store.DeviceAddress, identity PublicIdentity) Pin {
 	return Pin{Address: addr, Identity: identity}
 }
 
-
 // Check returns nil if seen is the pinned identity. Otherwise it records
 // seen in p.Changed and returns an *IdentityChangedError (matching
 // ErrIdentityChanged); the caller must save the pin and must not use the
