@@ -124,6 +124,18 @@ type Config struct {
 	// Now returns the current time, for the grace period; nil means
 	// time.Now.
 	Now func() time.Time
+	// MaxFirstContacts is how many first contacts the client holds at
+	// once: remote devices that started a session with this one and that
+	// it has neither written to nor accepted (AcceptFirstContact). An
+	// initiation from another unknown device is refused, before any key
+	// agreement, with ErrFirstContactLimit until one is accepted or
+	// declined; zero means 32.
+	MaxFirstContacts int
+	// MaxFirstContactPending is how many messages from one first contact
+	// the client holds pending inbound at once; the next is refused, before
+	// it is decrypted, with ErrFirstContactLimit until the application
+	// finalizes or discards one. Zero means 100.
+	MaxFirstContactPending int
 	// EncryptPolicy, if not nil, is asked before every outgoing frame is
 	// encrypted (messages and ACKs), before any bundle is fetched for a
 	// new session. A deployment uses it to refuse an encryption (a policy
@@ -176,6 +188,12 @@ type Client struct {
 	// goroutines read them. Every write also holds sendMu, so a holder of
 	// sendMu reads them without mu; mu is never held across a store or
 	// network call.
+	// firstContacts holds, under sendMu, the devices whose pins are first
+	// contacts' (see Config.MaxFirstContacts), read from the pins on first
+	// need (loadFirstContacts); nil until then, or after a write that may
+	// or may not have committed.
+	firstContacts map[store.DeviceAddress]struct{}
+
 	mu       sync.RWMutex
 	addr     store.DeviceAddress
 	identity *session.Identity

@@ -13,6 +13,16 @@ import (
 // defaultOneTimePrekeys is what a zero Config.OneTimePrekeys means.
 const defaultOneTimePrekeys = 20
 
+// defaultMaxFirstContacts and defaultMaxFirstContactPending are what zero
+// Config.MaxFirstContacts and MaxFirstContactPending mean: enough for a
+// burst of short messages from a new contact, and with every message at
+// store.MaxPlaintextSize at most 32 × 100 × 63 KiB, about 197 MiB, pending
+// inbound from first contacts.
+const (
+	defaultMaxFirstContacts       = 32
+	defaultMaxFirstContactPending = 100
+)
+
 // checkConfig returns cfg with its defaults filled in, or an error
 // wrapping store.ErrInvalidArgument that names the first wrong field and
 // its value. Every field is checked
@@ -55,6 +65,18 @@ func checkConfig(cfg Config) (Config, error) {
 	case cfg.SignedPrekeyGrace == 0:
 		cfg.SignedPrekeyGrace = defaultSignedPrekeyGrace
 	}
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{{"MaxFirstContacts", &cfg.MaxFirstContacts, defaultMaxFirstContacts}, {"MaxFirstContactPending", &cfg.MaxFirstContactPending, defaultMaxFirstContactPending}} {
+		switch {
+		case *f.v < 0:
+			return cfg, configError(f.name, *f.v, fmt.Sprintf("negative (zero means %d)", f.def))
+		case *f.v == 0:
+			*f.v = f.def
+		}
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -88,6 +110,8 @@ func (cfg Config) LogValue() slog.Value {
 		slog.Int("OneTimePrekeys", cfg.OneTimePrekeys),
 		slog.Int("OneTimePrekeyThreshold", cfg.OneTimePrekeyThreshold),
 		slog.Duration("SignedPrekeyGrace", cfg.SignedPrekeyGrace),
+		slog.Int("MaxFirstContacts", cfg.MaxFirstContacts),
+		slog.Int("MaxFirstContactPending", cfg.MaxFirstContactPending),
 		slog.Bool("Now", cfg.Now != nil),
 		slog.String("EncryptPolicy", typeName(cfg.EncryptPolicy)),
 	)

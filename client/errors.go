@@ -46,6 +46,20 @@ var (
 	// Open fails with it and changes nothing, and this device's identity
 	// cannot be recovered from the store.
 	ErrCorruptIdentity = errors.New("stored local identity is malformed")
+	// ErrFirstContactLimit means an envelope from an unknown device, or
+	// from a first contact, was refused before it was decrypted because
+	// the client holds as many first contacts (Config.MaxFirstContacts), or
+	// as many messages pending from that one (MaxFirstContactPending), as
+	// it may. Nothing is stored or acknowledged: the sender keeps the
+	// message pending and delivers it again on a later retry, once the
+	// application has accepted or declined a first contact
+	// (AcceptFirstContact, DeclineFirstContact), or finalized or discarded
+	// the contact's messages.
+	ErrFirstContactLimit = errors.New("first contact limit reached")
+	// ErrNotFirstContact means DeclineFirstContact was asked to forget a
+	// device that is not a first contact: a contact's state is never
+	// forgotten by it. Nothing is changed.
+	ErrNotFirstContact = errors.New("not a first contact")
 	// ErrMalformedFrame means an envelope authenticated as its sender's
 	// but the plaintext inside is not a frame this release reads (an
 	// unknown frame version or type, a wrong length): Receive refuses it

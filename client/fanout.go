@@ -95,6 +95,7 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []store.DeviceAdd
 			out[i].Err = notSent(id, to, err)
 			continue
 		}
+		p.accept() // writing to a first contact accepts it
 		if updates[i].Update, err = p.update(); err != nil {
 			c.forgetAll(recipients)
 			return nil, fmt.Errorf("client: send to devices: %w", err)
@@ -107,12 +108,14 @@ func (c *Client) SendToDevices(ctx context.Context, recipients []store.DeviceAdd
 	}
 	if err != nil {
 		c.forgetAll(recipients)
+		c.firstContacts = nil // an accepting write may have committed
 		return nil, fmt.Errorf("client: send to devices: %w", err)
 	}
 	var errs []error
 	for i, p := range peers {
 		if p != nil {
 			p.saved()
+			c.stored(p)
 			out[i].Err = c.handOff(ctx, p.addr, envelopes[i])
 			if out[i].Err != nil {
 				out[i].Err = notSent(id, p.addr, out[i].Err)

@@ -113,8 +113,8 @@ func TestSendToDevicesPendingUntilEachACK(t *testing.T) {
 			res := b3.poll()
 			require.Len(t, res, 2)
 			m := res[0].(*client.Message)
-			require.Equal(t, &client.Message{From: alice, ID: id, Sequence: m.Sequence, Plaintext: []byte("to all of bob's devices")}, m)
-			require.Equal(t, &client.Message{From: alice, ID: id, Sequence: m.Sequence, Plaintext: []byte("to all of bob's devices"), Again: true}, res[1])
+			require.Equal(t, &client.Message{From: alice, ID: id, Sequence: m.Sequence, Plaintext: []byte("to all of bob's devices"), FirstContact: true}, m)
+			require.Equal(t, &client.Message{From: alice, ID: id, Sequence: m.Sequence, Plaintext: []byte("to all of bob's devices"), Again: true, FirstContact: true}, res[1])
 			require.Equal(t, []client.ReceiveResult{
 				&client.Acknowledgement{From: bob3, ID: id, Cleared: true},
 			}, a.poll())

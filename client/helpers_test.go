@@ -164,7 +164,9 @@ func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transporttest.Net
 }
 
 func (d *device) config() client.Config {
-	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5, EncryptPolicy: d.enc}
+	// The tests make many devices write first: firstcontact_test.go
+	// checks the default bounds.
+	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5, EncryptPolicy: d.enc, MaxFirstContacts: 1000, MaxFirstContactPending: 1000}
 }
 
 // reopen closes the device's SQLite store and opens the client again over a

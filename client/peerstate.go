@@ -90,6 +90,8 @@ func (c *Client) DiscardUnreadablePeerState(ctx context.Context, remote store.De
 	// The cached state was loaded before the damage was found (or holds
 	// none): the next call reloads what the store holds.
 	defer c.forget(remote)
+	// The pin that replaces a damaged one is no first contact's.
+	c.firstContacts = nil
 	d, err := storeimpl.DiscardUnreadablePeer(ctx, c.st, remote, pin, checkPeerPart)
 	if err != nil {
 		return store.PeerDamage{}, fmt.Errorf("client: discard unreadable state of %s: %w", remote, err)

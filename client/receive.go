@@ -32,6 +32,10 @@ type Message struct {
 	// application has not finalized or discarded yet. Nothing new was
 	// stored; Sequence is the row given before.
 	Again bool
+	// FirstContact reports that From is a first contact: it started a
+	// session with this device and has not been written to or accepted
+	// (see Client.FirstContacts). Show the message as a message request.
+	FirstContact bool
 }
 
 // Duplicate is a message finalized or discarded before (a retry whose
@@ -142,6 +146,13 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 	if err != nil {
 		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
 	}
+	if err := c.admit(ctx, p, env); err != nil {
+		// A device with a pin stays cached as loaded; one the client
+		// holds nothing of is not kept, so that envelopes claiming ever
+		// new addresses leave nothing behind.
+		keep = p.pin != nil
+		return nil, fmt.Errorf("client: receive from %s: %w", from, err)
+	}
 	// The session and prekeys given to open are not modified: what it
 	// returns is stored in one transaction below and kept in memory only
 	// once that committed, so a one-time prekey is gone exactly when the
@@ -199,6 +210,9 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 			// may be used up there, and must not answer another initiation.
 			c.prekeysUnsure = true
 		}
+		if p.pinDirty {
+			c.firstContacts = nil // so may a first contact's new pin
+		}
 		// The store's error names the sender.
 		what := "message"
 		if kind == frameAck {
@@ -207,6 +221,7 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 		return nil, fmt.Errorf("client: receive %s: %w", what, err)
 	}
 	p.saved()
+	c.stored(p)
 	if prekeysUsed {
 		c.mu.Lock()
 		c.prekeys = prekeys
@@ -221,7 +236,7 @@ func (c *Client) receive(ctx context.Context, env session.Envelope) (_ ReceiveRe
 		return &Duplicate{From: from, ID: id, AckSent: c.ack(ctx, p, id)}, nil
 	}
 	// Kept until the application finalizes or discards it: no ACK yet.
-	return &Message{From: from, ID: id, Sequence: got.Sequence, Plaintext: body, Again: got.Status == store.ReceivedPending}, nil
+	return &Message{From: from, ID: id, Sequence: got.Sequence, Plaintext: body, Again: got.Status == store.ReceivedPending, FirstContact: p.firstContact()}, nil
 }
 
 // ack sends p the ACK of the message id and reports whether it was
@@ -255,8 +270,14 @@ func (c *Client) open(ctx context.Context, identity *session.Identity, prekeys *
 		return session.Receipt{}, err
 	}
 	if r.Initiator != nil {
+		unknown := p.pin == nil
 		if err := c.checkPin(ctx, p, *r.Initiator); err != nil {
 			return session.Receipt{}, err
+		}
+		if unknown {
+			// Pinned from its own initiation: a first contact, stored with
+			// the commit.
+			p.pin.FirstContact = true
 		}
 	}
 	if err := p.unacceptedChange(); err != nil {

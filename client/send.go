@@ -358,6 +358,7 @@ func (c *Client) send(ctx context.Context, verb string, to store.DeviceAddress, 
 	defer func() {
 		if err != nil {
 			c.forget(to)
+			c.firstContacts = nil // an accepting write may have committed
 		}
 	}()
 	p, raw, err := c.encryptFor(ctx, to, encodeFrame(frameMessage, id, plaintext))
@@ -377,6 +378,8 @@ func (c *Client) send(ctx context.Context, verb string, to store.DeviceAddress, 
 		}
 		return again, notSent(id, to, err)
 	}
+	// Writing to a first contact accepts it.
+	p.accept()
 	// The pending row and the session that encrypted it commit together.
 	u, err := p.update()
 	if err == nil {
@@ -394,6 +397,7 @@ func (c *Client) send(ctx context.Context, verb string, to store.DeviceAddress, 
 		}
 	}
 	p.saved()
+	c.stored(p)
 	if err := c.handOff(ctx, to, raw); err != nil {
 		return again, notSent(id, to, err)
 	}

@@ -26,8 +26,8 @@ ON CONFLICT (user_id, device_id) DO UPDATE SET sealed = excluded.sealed
 WHERE identity_pin.user_id = excluded.user_id AND identity_pin.device_id = excluded.device_id;
 
 -- name: DeleteIdentityPin :exec
--- Only for a pin that does not open (DiscardUnreadablePeer): the client
--- itself never deletes a pin.
+-- For a pin that does not open (DiscardUnreadablePeer), and for a first
+-- contact the application declines (ForgetPeer).
 DELETE FROM identity_pin
 WHERE identity_pin.user_id = sqlc.arg(user_id) AND identity_pin.device_id = sqlc.arg(device_id)
   AND EXISTS (SELECT 1 FROM identity_pin AS own NOT INDEXED
@@ -69,6 +69,17 @@ WHERE session_initiation.user_id = sqlc.arg(user_id) AND session_initiation.devi
 INSERT INTO processed_inbound_message (sender_user_id, sender_device_id, logical_id, processed_at)
 VALUES (?, ?, ?, ?)
 ON CONFLICT DO NOTHING;
+
+-- name: DeleteProcessedInboundFrom :execrows
+-- Every processed id of one sender device (ForgetPeer), found through the
+-- primary key's index and judged by the row itself.
+DELETE FROM processed_inbound_message
+WHERE processed_inbound_message.sender_user_id = sqlc.arg(sender_user_id)
+  AND processed_inbound_message.sender_device_id = sqlc.arg(sender_device_id)
+  AND EXISTS (SELECT 1 FROM processed_inbound_message AS own NOT INDEXED
+              WHERE own.rowid = processed_inbound_message.rowid
+                AND own.sender_user_id = sqlc.arg(sender_user_id)
+                AND own.sender_device_id = sqlc.arg(sender_device_id));
 
 -- name: ProcessedInboundHeld :one
 -- 1 if the table holds a row of this sender, device and logical id, found

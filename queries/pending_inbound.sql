@@ -90,6 +90,18 @@ RETURNING likely(sender_user_id) AS sender_user_id,
           likely(sender_device_id) AS sender_device_id,
           likely(logical_id) AS logical_id;
 
+-- name: DeletePendingInboundFrom :execrows
+-- Every pending inbound message of one sender device (ForgetPeer), without
+-- opening any, found through the queue's unique index and judged by the
+-- row itself.
+DELETE FROM pending_inbound_message
+WHERE pending_inbound_message.sender_user_id = sqlc.arg(sender_user_id)
+  AND pending_inbound_message.sender_device_id = sqlc.arg(sender_device_id)
+  AND EXISTS (SELECT 1 FROM pending_inbound_message AS own NOT INDEXED
+              WHERE own.rowid = pending_inbound_message.rowid
+                AND own.sender_user_id = sqlc.arg(sender_user_id)
+                AND own.sender_device_id = sqlc.arg(sender_device_id));
+
 -- name: DeletePendingInboundProcessed :many
 -- DeletePendingInbound of a row whose id is recorded as processed, as
 -- every row a receive stores is: one statement, committed on its own. A

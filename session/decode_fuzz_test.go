@@ -50,6 +50,10 @@ func FuzzUnmarshalPin(f *testing.F) {
 	b, err = pin.MarshalBinary()
 	require.NoError(f, err)
 	f.Add(b)
+	pin.FirstContact = true
+	b, err = pin.MarshalBinary()
+	require.NoError(f, err)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		p, err := session.UnmarshalPin(in)
 		if err != nil {

@@ -6,7 +6,14 @@ import (
 	"github.com/securemsg/storage/store"
 )
 
-const pinVersion = 1
+// pinVersion is the encoding of a pin of a contact, pinFirstContactVersion
+// the same encoding for a first contact's pin. A contact's pin keeps the
+// older version, so that its record reads the same in every release that
+// reads pins.
+const (
+	pinVersion             = 1
+	pinFirstContactVersion = 2
+)
 
 // Pin is the trust-on-first-use record of one remote device's identity. The
 // first identity seen is pinned; a different one is recorded in Changed and
@@ -19,6 +26,12 @@ type Pin struct {
 	// Changed is the most recent identity seen that differs from Identity
 	// and has not been accepted; nil if none.
 	Changed *PublicIdentity
+	// FirstContact is set while the device is a first contact: pinned from
+	// its own initiation, and neither written to nor accepted since. A
+	// message request from an unknown identity is not a contact yet, and
+	// what it can make the client store is bounded (package client,
+	// Config.MaxFirstContacts).
+	FirstContact bool
 }
 
 // IdentityChangedError is the error Pin.Check returns for a changed
@@ -93,14 +106,19 @@ func (p *Pin) checkChange(expected PublicIdentity) error {
 	return nil
 }
 
-// MarshalBinary encodes the pin: version byte (1), address, identity (64),
-// a byte 0/1 telling whether a changed identity (64) follows.
+// MarshalBinary encodes the pin: version byte (1 for a contact, 2 for a
+// first contact), address, identity (64), a byte 0/1 telling whether a
+// changed identity (64) follows.
 func (p Pin) MarshalBinary() ([]byte, error) {
 	if err := p.Address.Validate(); err != nil {
 		return nil, fmt.Errorf("pin: %w", err)
 	}
 	w := writer{}
-	w.u8(pinVersion)
+	if p.FirstContact {
+		w.u8(pinFirstContactVersion)
+	} else {
+		w.u8(pinVersion)
+	}
 	w.address(p.Address)
 	w.identity(p.Identity)
 	if p.Changed == nil {
@@ -116,7 +134,8 @@ func (p Pin) MarshalBinary() ([]byte, error) {
 // returns an error wrapping ErrMalformedState.
 func UnmarshalPin(b []byte) (Pin, error) {
 	r := reader{b: b}
-	if v := r.u8(); r.err == nil && v != pinVersion {
+	v := r.u8()
+	if r.err == nil && v != pinVersion && v != pinFirstContactVersion {
 		r.fail(fmt.Errorf("unknown version %d", v))
 	}
 	p := Pin{Address: r.address(), Identity: r.identity()}
@@ -124,6 +143,7 @@ func UnmarshalPin(b []byte) (Pin, error) {
 		c := r.identity()
 		p.Changed = &c
 	}
+	p.FirstContact = v == pinFirstContactVersion
 	if err := r.finish(); err != nil {
 		return Pin{}, fmt.Errorf("%w: pin: %w", ErrMalformedState, err)
 	}

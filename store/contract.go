@@ -151,6 +151,23 @@ type State interface {
 	// every other row are left as they are. Returns ErrInvalidArgument for
 	// a malformed peer.
 	DiscardPeerParts(ctx context.Context, peer DeviceAddress, pin []byte, read PeerReading, damage PeerDamage) (PeerDamage, error)
+	// Pins calls fn with every stored identity pin, in address order:
+	// opened, or nil with the error it does not open with (a seal error,
+	// or ErrCorruptRow for a row whose address columns the schema never
+	// stores, whose address is then the zero one). A pin that does not
+	// open does not stop the walk; an error fn returns does, and Pins
+	// returns it. The pins are read in batches, each in a read transaction
+	// of its own, so a pin written during the walk may be seen or not.
+	Pins(ctx context.Context, fn func(peer DeviceAddress, pin []byte, err error) error) error
+	// ForgetPeer removes, in one transaction, what peer made the store
+	// hold as a sender: its session, unanswered initiation and identity
+	// pin, its pending inbound messages (without opening them; nothing
+	// acknowledges them) and the ids of its messages processed. Pending
+	// outbound messages to peer and every other device's rows are kept.
+	// It returns what it removed; a peer with nothing stored removes
+	// nothing and is no error. Returns ErrInvalidArgument for a malformed
+	// peer.
+	ForgetPeer(ctx context.Context, peer DeviceAddress) (ForgottenPeer, error)
 
 	// CommitSend stores a new pending message (as InsertPending) and
 	// peer's advanced state (as SavePeer) in one transaction, and returns
@@ -204,6 +221,16 @@ type PeerState struct {
 	Session    []byte
 	Initiation []byte
 	Pin        []byte
+}
+
+// ForgottenPeer is what ForgetPeer removed of one remote device.
+type ForgottenPeer struct {
+	// Session, Initiation and Pin report whether each was stored.
+	Session, Initiation, Pin bool
+	// Inbound is the number of its pending inbound messages removed.
+	Inbound int64
+	// Processed is the number of its processed message ids removed.
+	Processed int64
 }
 
 // PeerReading is what ReadPeerParts read of a remote device's state.

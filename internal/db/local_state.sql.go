@@ -43,11 +43,36 @@ type DeleteIdentityPinParams struct {
 	DeviceID int64
 }
 
-// Only for a pin that does not open (DiscardUnreadablePeer): the client
-// itself never deletes a pin.
+// For a pin that does not open (DiscardUnreadablePeer), and for a first
+// contact the application declines (ForgetPeer).
 func (q *Queries) DeleteIdentityPin(ctx context.Context, arg DeleteIdentityPinParams) error {
 	_, err := q.db.ExecContext(ctx, deleteIdentityPin, arg.UserID, arg.DeviceID)
 	return err
+}
+
+const deleteProcessedInboundFrom = `-- name: DeleteProcessedInboundFrom :execrows
+DELETE FROM processed_inbound_message
+WHERE processed_inbound_message.sender_user_id = ?1
+  AND processed_inbound_message.sender_device_id = ?2
+  AND EXISTS (SELECT 1 FROM processed_inbound_message AS own NOT INDEXED
+              WHERE own.rowid = processed_inbound_message.rowid
+                AND own.sender_user_id = ?1
+                AND own.sender_device_id = ?2)
+`
+
+type DeleteProcessedInboundFromParams struct {
+	SenderUserID   string
+	SenderDeviceID int64
+}
+
+// Every processed id of one sender device (ForgetPeer), found through the
+// primary key's index and judged by the row itself.
+func (q *Queries) DeleteProcessedInboundFrom(ctx context.Context, arg DeleteProcessedInboundFromParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteProcessedInboundFrom, arg.SenderUserID, arg.SenderDeviceID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const deleteSession = `-- name: DeleteSession :exec

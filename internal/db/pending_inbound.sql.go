@@ -81,6 +81,32 @@ func (q *Queries) DeletePendingInbound(ctx context.Context, sequence int64) ([]D
 	return items, nil
 }
 
+const deletePendingInboundFrom = `-- name: DeletePendingInboundFrom :execrows
+DELETE FROM pending_inbound_message
+WHERE pending_inbound_message.sender_user_id = ?1
+  AND pending_inbound_message.sender_device_id = ?2
+  AND EXISTS (SELECT 1 FROM pending_inbound_message AS own NOT INDEXED
+              WHERE own.rowid = pending_inbound_message.rowid
+                AND own.sender_user_id = ?1
+                AND own.sender_device_id = ?2)
+`
+
+type DeletePendingInboundFromParams struct {
+	SenderUserID   string
+	SenderDeviceID int64
+}
+
+// Every pending inbound message of one sender device (ForgetPeer), without
+// opening any, found through the queue's unique index and judged by the
+// row itself.
+func (q *Queries) DeletePendingInboundFrom(ctx context.Context, arg DeletePendingInboundFromParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deletePendingInboundFrom, arg.SenderUserID, arg.SenderDeviceID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const deletePendingInboundProcessed = `-- name: DeletePendingInboundProcessed :many
 DELETE FROM pending_inbound_message
 WHERE sequence = ?1

@@ -26,6 +26,8 @@ const (
 	OpSavePeer          Op = "save peer"
 	OpReadPeerParts     Op = "read peer parts of"
 	OpDiscardUnreadable Op = "discard unreadable peer"
+	OpPins              Op = "walk pins"
+	OpForgetPeer        Op = "forget peer"
 	OpCommitReceived    Op = "commit received from"
 	OpCommitAck         Op = "commit ack from"
 	OpPageInbound       Op = "page pending inbound"

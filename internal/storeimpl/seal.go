@@ -107,6 +107,11 @@ func SealPin(keys *seal.Keyring, peer store.DeviceAddress, pin []byte) ([]byte, 
 	return keys.Seal(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), pin)
 }
 
+// OpenPin opens peer's identity pin sealed by SealPin.
+func OpenPin(keys *seal.Keyring, peer store.DeviceAddress, sealed []byte) ([]byte, error) {
+	return keys.Open(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), sealed)
+}
+
 // SealPeer returns u with every non-empty part sealed for peer; nil
 // (unchanged) and empty (delete) parts stay as they are.
 func SealPeer(keys *seal.Keyring, peer store.DeviceAddress, u store.PeerState) (store.PeerState, error) {

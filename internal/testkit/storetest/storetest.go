@@ -121,6 +121,9 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, 
 		{"DiscardUnreadablePeer", testDiscardUnreadablePeer},
 		{"DiscardRefusedPeer", testDiscardRefusedPeer},
 		{"DiscardChangedPeer", testDiscardChangedPeer},
+		{"Pins", testPins},
+		{"PinsUnreadable", testPinsUnreadable},
+		{"ForgetPeer", testForgetPeer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, newHarness(t, open, tamper))
