@@ -44,11 +44,12 @@ func (c *Client) GobEncode() ([]byte, error) {
 }
 
 // String returns a redacted description of the message: its sender,
-// logical id, sequence, whether it was given before, and the plaintext's
-// length, never its bytes. The Plaintext field is the one way to them.
+// logical id, sequence, whether it was given before, whether its sender is
+// a first contact, and the plaintext's length, never its bytes. The Plaintext field is the one way to them.
 func (m Message) String() string {
 	return "client.Message{From: " + m.From.String() + ", ID: " + m.ID.String() + ", Sequence: " + strconv.FormatInt(m.Sequence, 10) +
-		", Plaintext: " + redact.Bytes(m.Plaintext) + ", Again: " + strconv.FormatBool(m.Again) + "}"
+		", Plaintext: " + redact.Bytes(m.Plaintext) + ", Again: " + strconv.FormatBool(m.Again) +
+		", FirstContact: " + strconv.FormatBool(m.FirstContact) + "}"
 }
 
 // GoString is what %#v prints: the redacted description.
@@ -58,7 +59,8 @@ func (m Message) GoString() string { return m.String() }
 func (m Message) Format(f fmt.State, verb rune) { redact.Format(f, verb, m.String()) }
 
 // LogValue makes slog log the message as a group of its sender, logical
-// id, sequence, Again and the plaintext's length ("redacted (n bytes)").
+// id, sequence, Again, FirstContact and the plaintext's length
+// ("redacted (n bytes)").
 func (m Message) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("From", m.From.String()),
@@ -66,6 +68,7 @@ func (m Message) LogValue() slog.Value {
 		slog.Int64("Sequence", m.Sequence),
 		slog.String("Plaintext", redact.Bytes(m.Plaintext)),
 		slog.Bool("Again", m.Again),
+		slog.Bool("FirstContact", m.FirstContact),
 	)
 }
 

@@ -89,7 +89,7 @@ func TestMessagesNeverPrint(t *testing.T) {
 			require.True(t, ok, "%T", res[0])
 			require.Equal(t, plaintext, m.Plaintext, "the field is the one way to the bytes")
 			want := "client.Message{From: alice/1, ID: " + id.String() + ", Sequence: " + strconv.FormatInt(m.Sequence, 10) +
-				", Plaintext: redacted (24 bytes), Again: false}"
+				", Plaintext: redacted (24 bytes), Again: false, FirstContact: true}"
 			require.Equal(t, want, leakcheck.Everywhere(t, m, plaintext))
 			require.Equal(t, want, leakcheck.Everywhere(t, *m, plaintext))
 			for _, verb := range leakcheck.Verbs {
@@ -114,7 +114,7 @@ func TestMessagesNeverPrint(t *testing.T) {
 			var rec map[string]any
 			require.NoError(t, json.Unmarshal(buf.Bytes(), &rec))
 			require.Equal(t, map[string]any{"From": "alice/1", "ID": id.String(), "Sequence": float64(m.Sequence),
-				"Plaintext": "redacted (24 bytes)", "Again": false}, rec["m"])
+				"Plaintext": "redacted (24 bytes)", "Again": false, "FirstContact": true}, rec["m"])
 		})
 	}
 }

@@ -25,7 +25,7 @@ type storeCall struct {
 
 // anyAddress names the calls that refuse no address: they remove or list
 // after it, and a malformed one names nothing stored.
-var anyAddress = map[string]bool{"AbandonPendingMessage": true, "PendingRecipients": true, "Claim": true, "RemovePendingInbound": true}
+var anyAddress = map[string]bool{"AbandonPendingMessage": true, "PendingRecipients": true, "Claim": true, "RemovePendingInbound": true, "Pins": true}
 
 // TestStoreCallsListEveryCall: storeCalls names every exported method of
 // store.Store but Close, so that a call added to the contract is added to
@@ -116,6 +116,13 @@ var storeCalls = []storeCall{
 	}},
 	{"DiscardPeerParts", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
 		_, err := s.DiscardPeerParts(ctx, to, nil, store.PeerReading{}, store.PeerDamage{Session: seal.ErrAuthentication})
+		return err
+	}},
+	{"Pins", func(ctx context.Context, s store.Store, _ store.DeviceAddress) error {
+		return s.Pins(ctx, func(store.DeviceAddress, []byte, error) error { return nil })
+	}},
+	{"ForgetPeer", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
+		_, err := s.ForgetPeer(ctx, to)
 		return err
 	}},
 	{"CommitReceived", func(ctx context.Context, s store.Store, to store.DeviceAddress) error {
