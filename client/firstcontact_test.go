@@ -19,7 +19,7 @@ import (
 // strangers returns n genuine initiations to bob, each from a new address
 // with an identity of its own (what an injector with key pairs of its own
 // sends), made with bob's bundle once its one-time prekeys are drained.
-func strangers(t *testing.T, net *transporttest.Network, n int, prefix string) (addrs []store.DeviceAddress, envs [][]byte) {
+func strangers(t testing.TB, net *transporttest.Network, n int, prefix string) (addrs []store.DeviceAddress, envs [][]byte) {
 	t.Helper()
 	ctx := context.Background()
 	var bundle session.Bundle
@@ -237,7 +237,7 @@ func TestFirstContactPendingBounded(t *testing.T) {
 	}
 }
 
-// reopenWith restarts d's client on cfg (d's store reopened).
+// reopenWith restarts d's client on cfg (d's SQLite store reopened).
 func (d *device) reopenWith(cfg client.Config) {
 	d.tb.Helper()
 	d.reopen()

@@ -162,7 +162,7 @@ func TestSignedPrekeyRotationAndReplenishment(t *testing.T) {
 // rawInitiation is an initiation to bundle's device by a new device
 // built with package session alone, carrying a MESSAGE frame (see
 // frame.go: version 1, type 1, logical id, body).
-func rawInitiation(t *testing.T, from store.DeviceAddress, bundle session.Bundle, body string) []byte {
+func rawInitiation(t testing.TB, from store.DeviceAddress, bundle session.Bundle, body string) []byte {
 	t.Helper()
 	id, err := session.GenerateIdentity(rand.Reader)
 	require.NoError(t, err)
