@@ -122,3 +122,73 @@ func TestAcknowledgingNeverInitiates(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedAcknowledgementsHeal: bob finalizes more than MaxSkip+1
+// messages before alice answers his chain, and the relay drops all but
+// the last ACK, which alice refuses for skipping too far
+// (session.ErrTooManySkipped): her messages stay pending. Her retries,
+// unanswered, fill her chain and start a new session, on which bob's ACKs
+// of the copies clear everything; bob's application got each message once.
+func TestRefusedAcknowledgementsHeal(t *testing.T) {
+	const chain = session.MaxSkip + 1
+	ctx := context.Background()
+	net, a, b := openPair(t, memKind)
+	// bob keeps a backlog of alice's first chain pending inbound, and
+	// answers its last message, so that alice starts her next chain.
+	const first = chain - 4 // the backlog of alice's first chain
+	var want []string
+	for i := range first {
+		want = append(want, fmt.Sprint("m", i))
+		a.send(bob, want[i])
+	}
+	a.send(bob, "answer this")
+	backlog := b.pollKeep()
+	require.Len(t, backlog, first+1)
+	finalize(t, b.c, backlog[first:])
+	requireCleared(t, a.poll(), true)
+	backlog = backlog[:first]
+	for i := range 5 {
+		want = append(want, fmt.Sprint("n", i))
+		a.send(bob, want[len(want)-1])
+	}
+	got := b.pollKeep()
+	require.Equal(t, want[first:], messages(t, got))
+	backlog = append(backlog, got...)
+	require.Equal(t, want, messages(t, backlog))
+
+	// chain+1 ACKs on one of bob's chains: the relay drops all but the last.
+	net.DropNext(chain)
+	finalize(t, b.c, backlog)
+	res, err := a.c.Poll(ctx)
+	require.ErrorIs(t, err, session.ErrTooManySkipped)
+	require.Empty(t, res)
+	require.EqualValues(t, chain+1, a.count(&bob))
+
+	net.ResetCalls()
+	rounds := 0
+	for ; a.count(&bob) > 0; rounds++ {
+		require.Less(t, rounds, 3, "retries heal the session")
+		a.retry(bob)
+		res := b.poll()
+		for _, r := range res {
+			require.IsType(t, &client.Duplicate{}, r, "bob's application got every message already")
+		}
+		res, err = a.c.Poll(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, session.ErrTooManySkipped)
+		}
+		requireCleared(t, res, true)
+	}
+	// The first retry fills alice's chain and starts the new session, the
+	// second sends on it what the refused ACKs left pending.
+	require.Equal(t, 2, rounds)
+	var fetched []store.DeviceAddress
+	for _, c := range net.Calls() {
+		if c.Op == transporttest.OpFetch {
+			fetched = append(fetched, c.To)
+		}
+	}
+	require.Equal(t, []store.DeviceAddress{bob}, fetched, "one new session, alice's")
+	converse(t, a, b)
+	converse(t, b, a)
+}
