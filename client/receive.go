@@ -54,7 +54,9 @@ type Acknowledgement struct {
 
 // Rejected is an envelope of an initiation that lost a simultaneous
 // initiation: it is dropped, and its sender re-sends the message on the
-// winning session.
+// winning session. Acknowledgements alone never cause one: a device
+// that only acknowledges starts no session while it holds one with the
+// sender, however many ACKs it sends on it.
 type Rejected struct {
 	From         store.DeviceAddress
 	InitiationID session.InitiationID
