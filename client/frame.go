@@ -47,3 +47,6 @@ func decodeFrame(b []byte) (kind byte, id store.LogicalMessageID, body []byte, e
 	}
 	return 0, id, nil, fmt.Errorf("%w: type %d, %d bytes", ErrMalformedFrame, kind, len(b))
 }
+
+// isAck reports whether frame, as encodeFrame made it, is an ACK.
+func isAck(frame []byte) bool { return len(frame) > 1 && frame[1] == frameAck }

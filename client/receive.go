@@ -58,7 +58,9 @@ type Acknowledgement struct {
 
 // Rejected is an envelope of an initiation that lost a simultaneous
 // initiation: it is dropped, and its sender re-sends the message on the
-// winning session.
+// winning session. Acknowledgements alone never cause one: a device
+// that only acknowledges starts no session while it holds one with the
+// sender, however many ACKs it sends on it.
 type Rejected struct {
 	From         store.DeviceAddress
 	InitiationID session.InitiationID
@@ -391,8 +393,14 @@ poll:
 // receiveBatch receives one batch of envelopes (at most PollBatch, or
 // what a transport without transport.BoundedReceiver handed over) under
 // one hold of the send mutex. Sends and retries run between batches, not
-// between the envelopes of one: with the mutex taken per envelope, the
-// soak test (reliability/soak_test.go) meets initiations it rejects.
+// between the envelopes of one. Correctness does not need it (Receive
+// takes the mutex per envelope, and any order of the calls under it is
+// sound): it keeps the ACKs of a drain flowing while sends and retries
+// wait. Taken per envelope, a retry of every pending message runs
+// between two ACKs, the pending backlog grows, and each retry sends more
+// of it, until sending chains fill and new sessions start, each a bundle
+// fetch and one of the peer's one-time prekeys (the soak test,
+// reliability/soak_test.go, shows it).
 func (c *Client) receiveBatch(ctx context.Context, self store.DeviceAddress, envs [][]byte) ([]ReceiveResult, error) {
 	if len(envs) == 0 {
 		return nil, nil

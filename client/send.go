@@ -168,19 +168,37 @@ func (p *peer) update() (store.PeerState, error) {
 	return u, nil
 }
 
-// ensureSession gives p a session to encrypt with, fetching the remote
-// bundle only when there is none (no record, or a record without a
-// current state after an accepted identity change) or when the current
-// one's sending chain is full (session.Session.SendingChainFull: MaxSkip+1
-// messages sent since p last answered, as when a relay dropped every
-// retry of a message, so p may refuse the next one for skipping too far).
-// It makes a directory call only in those cases. A new session supersedes
-// the record held: its states stay archived, so p's late messages on them
-// still decrypt, and the initiations it remembers are still recognised as
-// replays; p accepts the new initiation as starting over, whatever it
-// missed before.
-func (c *Client) ensureSession(ctx context.Context, p *peer) error {
-	if p.sess != nil && p.sess.HasState() && !p.sess.SendingChainFull() {
+// ensureSession gives p a session to encrypt a frame with, fetching the
+// remote bundle only when there is none (no record, or a record without a
+// current state after an accepted identity change) or, for a message,
+// when the current one's sending chain is full
+// (session.Session.SendingChainFull: MaxSkip+1 envelopes sent since p last
+// answered, as when a relay dropped every retry of a message, so p may
+// refuse the next one for skipping too far). It makes a directory call
+// only in those cases. A new session supersedes the record held: its
+// states stay archived, so p's late messages on them still decrypt, and
+// the initiations it remembers are still recognised as replays; p accepts
+// the new initiation as starting over, whatever it missed before.
+//
+// An ACK (ack true) never starts a session for a full chain: it goes on
+// the current one, however long its chain. Every ACK answers p: one for
+// each envelope of p's received, or message of p's finalized, since p's
+// newest chain reached this device, so this device's chain fills when
+// more than MaxSkip+1 of those come before p's answer to it does (p sent
+// a full chain, or a backlog was finalized), and by then p's own chain is
+// often full too, p having started a new session. A session started for
+// the ACK would meet p's, still unanswered, as a simultaneous initiation,
+// and if p's wins (p's address is the smaller) every ACK on it is
+// rejected and p sends those messages again. That depends on the counts
+// alone, not on an interleaving: no order of the two devices' sends,
+// retries, polls and finalizes under their send mutexes avoids it. On the
+// current session the ACKs reach p, whose archived states still decrypt
+// them. If p did miss MaxSkip+1 of them and refuses one
+// (session.ErrTooManySkipped), the message stays pending at p, and p's
+// retries of it, unanswered, fill p's chain until p starts a new session,
+// which this device answers on a new chain.
+func (c *Client) ensureSession(ctx context.Context, p *peer, ack bool) error {
+	if p.sess != nil && p.sess.HasState() && (ack || !p.sess.SendingChainFull()) {
 		return nil
 	}
 	identity, _, addr, err := c.local()
@@ -256,7 +274,7 @@ func (c *Client) encryptFrame(ctx context.Context, p *peer, frame []byte) ([]byt
 			return nil, fmt.Errorf("refused by the encrypt policy: %w", err)
 		}
 	}
-	if err := c.ensureSession(ctx, p); err != nil {
+	if err := c.ensureSession(ctx, p, isAck(frame)); err != nil {
 		return nil, err
 	}
 	env, err := p.sess.Encrypt(frame)
