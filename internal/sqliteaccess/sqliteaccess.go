@@ -25,7 +25,7 @@ import (
 // *sqlitestore.Store.
 type Accessors struct {
 	DB                func(st any) *sql.DB
-	Keyring           func(st any) *seal.Keyring
+	Keyring           func(st any) seal.RotatingSealer
 	SequenceHighWater func(ctx context.Context, st any) (int64, error)
 }
 
@@ -38,7 +38,7 @@ func Register(a Accessors) { registered = a }
 func DB(st any) *sql.DB { return registered.DB(st) }
 
 // Keyring returns the keyring st, a *sqlitestore.Store, seals with.
-func Keyring(st any) *seal.Keyring { return registered.Keyring(st) }
+func Keyring(st any) seal.RotatingSealer { return registered.Keyring(st) }
 
 // SequenceHighWater returns the pending sequence's high-water mark of st,
 // a *sqlitestore.Store: the largest sequence ever handed out.

@@ -60,7 +60,7 @@ type Store struct {
 
 	conn *sql.DB
 	q    *db.Queries
-	keys *seal.Keyring
+	keys seal.RotatingSealer
 	// closed is set once by Close, so that tx, which reads it under
 	// sealMu, refuses every call that begins after it with
 	// store.ErrClosed rather than the driver's closed-handle error.
@@ -99,7 +99,7 @@ var _ store.Store = (*Store)(nil)
 func init() {
 	sqliteaccess.Register(sqliteaccess.Accessors{
 		DB:      func(st any) *sql.DB { return st.(*Store).conn },
-		Keyring: func(st any) *seal.Keyring { return st.(*Store).keys },
+		Keyring: func(st any) seal.RotatingSealer { return st.(*Store).keys },
 		SequenceHighWater: func(ctx context.Context, st any) (int64, error) {
 			return st.(*Store).sequenceHighWater(ctx)
 		},
@@ -167,6 +167,10 @@ func WithLegacyBatch(n int) Option {
 // build that did not mark it, Open gives the active verifier of keys'
 // current key the mark (one transaction, nothing else changed).
 //
+// keys is the application's *seal.Keyring (or a type wrapping one, as a
+// test's that counts opens): the store seals and opens every value
+// through it, and RotateKey adds and forgets its keys.
+//
 // path is first resolved to the file it names (every symbolic link
 // followed; a dangling symbolic link is refused with an error wrapping
 // fs.ErrNotExist), and everything below is done on that file. A new
@@ -221,7 +225,7 @@ func WithLegacyBatch(n int) Option {
 // store.ErrKeyNotRecorded; and the schema's schema.ErrChecksum,
 // schema.ErrNewerDatabase, schema.ErrUnknownState and
 // schema.ErrOutOfOrder.
-func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
+func Open(ctx context.Context, path string, keys seal.RotatingSealer, opts ...Option) (*Store, error) {
 	s, err := open(ctx, path, keys, opts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", path, pathOnce(err, path))
@@ -245,7 +249,7 @@ func (p pathless) Error() string { return p.pe.Op + ": " + p.pe.Err.Error() }
 func (p pathless) Unwrap() error { return p.pe }
 
 // open is Open, its errors not yet naming the path.
-func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (*Store, error) {
+func open(ctx context.Context, path string, keys seal.RotatingSealer, opts []Option) (*Store, error) {
 	if err := storeimpl.CheckKeyring(keys); err != nil {
 		return nil, err
 	}
