@@ -121,7 +121,7 @@ import (
 	"embed"
 	"fmt"
 
-	"github.com/securemsg/storage/internal/storeimpl"
+	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -218,7 +218,7 @@ func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys seal.Sealer, o
 }
 
 func migrate(ctx context.Context, conn *sql.DB, keys seal.Sealer, opts Options, h hooks) (int, error) {
-	if conn == nil || storeimpl.NilSealer(keys) {
+	if conn == nil || nilarg.Is(keys) {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w: nil database or keyring", store.ErrInvalidArgument)
 	}
 	// The page cache it raises, the batches and the erase step must run

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -36,20 +37,13 @@ func CheckCursor(after int64, negativeStored bool) error {
 // key (the zero Keyring; seal.NewKeyring makes every other one, and it
 // and Keyring.Add refuse the zero Key).
 func CheckKeyring(keys seal.Sealer) error {
-	if NilSealer(keys) {
+	if nilarg.Is(keys) {
 		return fmt.Errorf("%w: nil keyring", store.ErrInvalidArgument)
 	}
 	if len(keys.KeyIDs()) == 0 {
 		return fmt.Errorf("%w: %w: the keyring holds no key (make it with seal.NewKeyring)", store.ErrInvalidArgument, seal.ErrKey)
 	}
 	return nil
-}
-
-// NilSealer reports whether keys is nil or holds a nil *seal.Keyring:
-// no keyring at all.
-func NilSealer(keys seal.Sealer) bool {
-	kr, isKeyring := keys.(*seal.Keyring)
-	return keys == nil || (isKeyring && kr == nil)
 }
 
 // ValidateInbound returns an error wrapping store.ErrInvalidArgument if in's update

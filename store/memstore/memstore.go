@@ -14,6 +14,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
 
@@ -73,6 +74,11 @@ type mark = storemark.Mark
 // (store.ErrInvalidArgument, and seal.ErrKey for the zero Keyring), so no
 // client runs on it, and every call that seals fails with seal.ErrKey.
 func New(keys seal.Sealer) *Store {
+	if nilarg.Is(keys) {
+		// The nil keyring, whose every Seal and Open fails with
+		// seal.ErrKey, rather than a nil interface that would panic.
+		keys = (*seal.Keyring)(nil)
+	}
 	return &Store{
 		keys:      keys,
 		bySeqKey:  map[pendingKey]int64{},
