@@ -709,7 +709,6 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 			}
 			rows = decodeRows(to)
 		}
-		opening()
 		page = s.page(rows, req.Limit, req.Recipient)
 		return nil
 	})
@@ -882,7 +881,6 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 		if err != nil {
 			return err
 		}
-		opening()
 		m, bad = s.openPending(pendingRow(row), &recipient)
 		return nil
 	})
@@ -904,7 +902,6 @@ func (s *Store) PendingByID(ctx context.Context, recipient store.DeviceAddress, 
 		if err != nil {
 			return err
 		}
-		opening()
 		r := decodePending(pendingRow(row))
 		if r.corrupt == "" && r.id != id {
 			r.corrupt = fmt.Sprintf("logical id %s, read for %s", r.id, id)

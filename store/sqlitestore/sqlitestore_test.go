@@ -39,7 +39,7 @@ func mustOpen(tb testing.TB) *sqlitestore.Store {
 }
 
 // mustOpenAt opens the store at path with keys, closed when the test ends.
-func mustOpenAt(tb testing.TB, path string, keys *seal.Keyring) *sqlitestore.Store {
+func mustOpenAt(tb testing.TB, path string, keys seal.RotatingSealer) *sqlitestore.Store {
 	tb.Helper()
 	s, err := sqlitestore.Open(context.Background(), path, keys)
 	require.NoError(tb, err)

@@ -312,7 +312,6 @@ func TestSecretTypesRedact(t *testing.T) {
 // tests, listed so that no other can be added.
 var seams = map[string][]string{
 	"store/sqlitestore/sqlitestore.go": {"init"},
-	"store/sqlitestore/tx.go":          {"openingHook"},
 }
 
 // No file of a linked package declares an init function or a
