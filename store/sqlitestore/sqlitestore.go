@@ -58,6 +58,9 @@ import (
 type Store struct {
 	mark // implements store.Store (see internal/storemark)
 
+	// conn and keys are set by Open and never changed. The module's
+	// tests and tools read them by name (internal/sqliteaccess.DB and
+	// Keyring): a rename is made there too.
 	conn *sql.DB
 	q    *db.Queries
 	keys seal.RotatingSealer
@@ -95,16 +98,6 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
-
-func init() {
-	sqliteaccess.Register(sqliteaccess.Accessors{
-		DB:      func(st any) *sql.DB { return st.(*Store).conn },
-		Keyring: func(st any) seal.RotatingSealer { return st.(*Store).keys },
-		SequenceHighWater: func(ctx context.Context, st any) (int64, error) {
-			return st.(*Store).sequenceHighWater(ctx)
-		},
-	})
-}
 
 // mark is embedded by Store under an unexported name, so that it is no
 // part of Store's documented fields.
@@ -910,21 +903,6 @@ func (s *Store) PendingByID(ctx context.Context, recipient store.DeviceAddress, 
 		return nil
 	})
 	return onePending(storeimpl.OpPendingByID, m, bad, err)
-}
-
-// sequenceHighWater returns the largest pending sequence ever handed out,
-// deleted or not: the next insert gets a greater one.
-func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {
-	var hw int64
-	err := s.tx(ctx, statement, func(q *txn) error {
-		var err error
-		hw, err = q.PendingOutboundSequenceHighWater(ctx)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: sequence high-water mark: %w", err)
-	}
-	return hw, nil
 }
 
 func isUniqueViolation(err error) bool {
