@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/session"
 	"github.com/securemsg/storage/store"
 )
@@ -58,17 +57,17 @@ func TestForgedInitiationFromOwnKeysKeepsPeerCache(t *testing.T) {
 
 			for i := range 3 {
 				before := storeSnapshot(t, b, alice)
-				opened := sealaccess.Opens(b.kr)
+				opened := b.spy.Opens()
 				_, err := b.c.Receive(ctx, authenticInitiation(t, b, alice, bob, x))
 				require.ErrorIs(t, err, session.ErrIdentityChanged)
-				require.Equal(t, opened, sealaccess.Opens(b.kr), "initiation %d was tried on the cached state", i)
+				require.Equal(t, opened, b.spy.Opens(), "initiation %d was tried on the cached state", i)
 				require.Equal(t, before, storeSnapshot(t, b, alice), "initiation %d changed nothing", i)
 			}
 
-			opened := sealaccess.Opens(b.kr)
+			opened := b.spy.Opens()
 			_, err = b.c.Receive(ctx, authenticInitiation(t, b, alice, bob, y))
 			require.ErrorIs(t, err, session.ErrIdentityChanged)
-			require.Equal(t, opened, sealaccess.Opens(b.kr), "a new identity's initiation was tried on the cached state")
+			require.Equal(t, opened, b.spy.Opens(), "a new identity's initiation was tried on the cached state")
 			require.True(t, b.recordedChange(alice).Equal(y.Public()), "and its change stored")
 
 			var changed *session.IdentityChangedError

@@ -16,6 +16,7 @@ import (
 	"github.com/securemsg/storage/store/memstore"
 	"github.com/securemsg/storage/store/sqlitestore"
 
+	"github.com/securemsg/storage/internal/testkit/sealspy"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/seal"
@@ -52,9 +53,12 @@ type device struct {
 	sql  *sqlitestore.Store // nil for memstore
 	path string
 	kr   *seal.Keyring
-	net  *transporttest.Network
-	tr   transport.Transport // transport the client uses (net unless wrapped)
-	enc  *refusingPolicy
+	// spy is kr as the store is given it: it counts the records the
+	// store opens.
+	spy *sealspy.Keyring
+	net *transporttest.Network
+	tr  transport.Transport // transport the client uses (net unless wrapped)
+	enc *refusingPolicy
 }
 
 // errEncryptRefused is what refusingPolicy returns.
@@ -145,14 +149,15 @@ func openPair(tb testing.TB, kind storeKind) (net *transporttest.Network, a, b *
 func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transporttest.Network, tr transport.Transport) *device {
 	tb.Helper()
 	d := &device{tb: tb, kind: kind, kr: newKeyring(tb), net: net, tr: tr, enc: &refusingPolicy{}}
+	d.spy = sealspy.New(d.kr)
 	switch kind {
 	case sqliteKind:
 		d.path = filepath.Join(tb.TempDir(), "client.db")
-		s, err := sqlitestore.Open(context.Background(), d.path, d.kr)
+		s, err := sqlitestore.Open(context.Background(), d.path, d.spy)
 		require.NoError(tb, err)
 		d.st, d.sql = s, s
 	case memKind:
-		d.st = memstore.New(d.kr)
+		d.st = memstore.New(d.spy)
 	default:
 		tb.Fatalf("unknown store kind %q", kind)
 	}
@@ -175,7 +180,8 @@ func (d *device) reopen() {
 	d.tb.Helper()
 	require.Equal(d.tb, sqliteKind, d.kind, "only a SQLite device can restart")
 	require.NoError(d.tb, d.st.Close())
-	s, err := sqlitestore.Open(context.Background(), d.path, d.kr)
+	d.spy = sealspy.New(d.kr)
+	s, err := sqlitestore.Open(context.Background(), d.path, d.spy)
 	require.NoError(d.tb, err)
 	d.tb.Cleanup(func() { _ = s.Close() })
 	d.st, d.sql = s, s

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
-	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/store"
 
 	"github.com/securemsg/storage/session"
@@ -88,20 +87,20 @@ func TestForgedEnvelopeKeepsPeerCache(t *testing.T) {
 				forged := tt.forge(t, a, b, genuine[0])
 				before := storeSnapshot(t, b, alice)
 
-				opened := sealaccess.Opens(b.kr)
+				opened := b.spy.Opens()
 				_, err := b.c.Receive(ctx, forged)
 				require.Error(t, err)
 				if tt.want != nil {
 					require.ErrorIs(t, err, tt.want)
 				}
-				require.Equal(t, opened, sealaccess.Opens(b.kr), "the failed envelope was tried on the cached state")
+				require.Equal(t, opened, b.spy.Opens(), "the failed envelope was tried on the cached state")
 				require.Equal(t, before, storeSnapshot(t, b, alice), "a failed envelope changes nothing")
 
-				opened = sealaccess.Opens(b.kr)
+				opened = b.spy.Opens()
 				r, err := b.c.Receive(ctx, genuine[0])
 				require.NoError(t, err)
 				require.Equal(t, "genuine", string(r.(*client.Message).Plaintext))
-				require.Equal(t, opened, sealaccess.Opens(b.kr), "the genuine message was received on the cached state: nothing reopened")
+				require.Equal(t, opened, b.spy.Opens(), "the genuine message was received on the cached state: nothing reopened")
 				finalize(t, b.c, []client.ReceiveResult{r})
 				require.Len(t, acks(a.poll()), 1)
 				require.Zero(t, a.count(&bob))
@@ -151,12 +150,12 @@ func TestFailedCommitReloadsPeerState(t *testing.T) {
 				require.Equal(t, before, storeSnapshot(t, b, alice), "the failed commit stored nothing")
 				require.Zero(t, net.Pending(alice), "no ACK for a message not stored")
 
-				opened := sealaccess.Opens(b.kr)
+				opened := b.spy.Opens()
 				r, err := b.c.Receive(ctx, envs[0])
 				require.NoError(t, err, "the redelivered envelope is received from the stored state")
 				require.Equal(t, "kept pending", string(r.(*client.Message).Plaintext))
 				if !tt.first {
-					require.Greater(t, sealaccess.Opens(b.kr), opened, "the state was reloaded from the store")
+					require.Greater(t, b.spy.Opens(), opened, "the state was reloaded from the store")
 				}
 				finalize(t, b.c, []client.ReceiveResult{r})
 				require.Len(t, acks(a.poll()), 1)

@@ -31,10 +31,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
-	"github.com/securemsg/storage/internal/sealaccess"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -158,13 +156,6 @@ type Keyring struct {
 	mu      sync.RWMutex
 	current KeyID
 	keys    map[KeyID]Key
-	// opens counts Open calls, for this module's tests and benchmarks to
-	// prove which operations open nothing (internal/sealaccess).
-	opens atomic.Int64
-}
-
-func init() {
-	sealaccess.Register(func(kr any) int64 { return kr.(*Keyring).opens.Load() })
 }
 
 // NewKeyring returns a keyring sealing with current and opening records
@@ -357,7 +348,6 @@ func (kr *Keyring) Open(rt RecordType, ad, sealed []byte) ([]byte, error) {
 	if kr == nil {
 		return nil, errNilKeyring
 	}
-	kr.opens.Add(1)
 	h, err := Parse(sealed)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/chacha20poly1305"
 
-	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/seal"
 )
 
@@ -360,26 +359,6 @@ func TestKeys(t *testing.T) {
 	require.ErrorIs(t, err, seal.ErrKey)
 }
 
-func TestOpensCounter(t *testing.T) {
-	kr := newKeyring(t, newKey(t))
-	require.Zero(t, sealaccess.Opens(kr))
-	sealed, err := kr.Seal(seal.RecordSession, nil, []byte("x"))
-	require.NoError(t, err)
-	require.Zero(t, sealaccess.Opens(kr), "sealing opens nothing")
-	_, err = kr.Open(seal.RecordSession, nil, sealed)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), sealaccess.Opens(kr))
-	// Failed opens count too: they are attempts to read a record.
-	_, err = kr.Open(seal.RecordSession, nil, sealed[:5])
-	require.Error(t, err)
-	_, err = kr.Open(seal.RecordPendingOutbound, nil, sealed)
-	require.Error(t, err)
-	require.Equal(t, int64(3), sealaccess.Opens(kr))
-	_, err = seal.Parse(sealed)
-	require.NoError(t, err)
-	require.Equal(t, int64(3), sealaccess.Opens(kr), "parsing opens nothing")
-}
-
 func TestConcurrentUse(t *testing.T) {
 	kr := newKeyring(t, newKey(t))
 	done := make(chan error)
@@ -413,7 +392,6 @@ func TestConcurrentUse(t *testing.T) {
 	for i := 0; i < n; i++ {
 		require.NoError(t, <-done)
 	}
-	require.Equal(t, int64(n*50), sealaccess.Opens(kr))
 }
 
 // fuzzSecret, fuzzNonce and fuzzAD fix the fuzz target's one valid record,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/store"
 )
 
@@ -14,7 +13,7 @@ func countLines(b *bench) ([]result, error) {
 	count := func(e *env, recipient *store.DeviceAddress, want int) func(int) error {
 		return func(int) error { return countIs(ctx, e, recipient, want) }
 	}
-	opens0 := sealaccess.Opens(b.large.keys) + sealaccess.Opens(b.small.keys)
+	opens0 := b.large.keys.Opens() + b.small.keys.Opens()
 	// The first count after Open runs SELECT count(*); it is measured
 	// cold in the cold-cache lines. Warm means after it.
 	for _, e := range []*env{b.large, b.small} {
@@ -112,9 +111,9 @@ func countLines(b *bench) ([]result, error) {
 	rs = append(rs, ratioLE(fmt.Sprintf("count, one recipient drawn by share / raw floor at %s", b.L), a, c, 1.3,
 		fmt.Sprintf(", the store's count of the recipient of a random message (%d messages on average), the same for both sides in a round; the floor: the same query on the store's connection; %s",
 			held/len(libR), a.spread())))
-	opened := sealaccess.Opens(b.large.keys) + sealaccess.Opens(b.small.keys) - opens0
+	opened := b.large.keys.Opens() + b.small.keys.Opens() - opens0
 	rs = append(rs, result{Name: "records opened by count (all + one recipient)", Measured: float64(opened), Target: "0", Pass: opened == 0,
-		Detail: fmt.Sprintf("sealaccess.Opens(Keyring) delta over %d counts", 5*o.Iters+2)})
+		Detail: fmt.Sprintf("sealspy.Keyring.Opens delta over %d counts", 5*o.Iters+2)})
 	return rs, nil
 }
 

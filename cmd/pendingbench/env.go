@@ -9,7 +9,7 @@ import (
 	"github.com/securemsg/storage/client"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
-	"github.com/securemsg/storage/seal"
+	"github.com/securemsg/storage/internal/testkit/sealspy"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 	"github.com/securemsg/storage/transport/transporttest"
@@ -22,7 +22,7 @@ type env struct {
 	path   string
 	layout *benchseed.Layout
 	s      *sqlitestore.Store
-	keys   *seal.Keyring
+	keys   *sealspy.Keyring // counts the records the store opens
 	// client is the store's client (bench-self), made on first use.
 	client *client.Client
 	net    *transporttest.Network

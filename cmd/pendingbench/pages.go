@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
@@ -93,9 +92,9 @@ func rawPageLines(b *bench) ([]result, error) {
 		var opened [2]int64
 		counted := func(side int, f func(int) error) func(int) error {
 			return func(r int) error {
-				before := sealaccess.Opens(b.large.keys)
+				before := b.large.keys.Opens()
 				err := f(r)
-				opened[side] += sealaccess.Opens(b.large.keys) - before
+				opened[side] += b.large.keys.Opens() - before
 				return err
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/securemsg/storage/internal/testkit/benchseed"
+	"github.com/securemsg/storage/internal/testkit/sealspy"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/transport/transporttest"
 )
@@ -122,10 +123,11 @@ func (b *bench) seed(name string, n int) (*env, error) {
 // seedOver builds the database name with n pending messages over a skewed
 // spread of recipients (at most n/10).
 func (b *bench) seedOver(name string, n, recipients int) (*env, error) {
-	keys, err := benchseed.NewKeyring()
+	kr, err := benchseed.NewKeyring()
 	if err != nil {
 		return nil, err
 	}
+	keys := sealspy.New(kr)
 	cfg := benchseed.Config{N: n, Recipients: min(recipients, max(2, n/10)), Skew: b.o.Skew}.Normalized()
 	layout := cfg.Layout()
 	t0 := time.Now()

@@ -121,6 +121,7 @@ import (
 	"embed"
 	"fmt"
 
+	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -212,12 +213,12 @@ type hooks struct {
 // another key than keys' current one, or the context's error. An error
 // before the first batch changes nothing; an error later keeps the
 // committed batches, and the next call resumes.
-func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys *seal.Keyring, opts Options) (int, error) {
+func MigratePlaintextWith(ctx context.Context, conn *sql.DB, keys seal.Sealer, opts Options) (int, error) {
 	return migrate(ctx, conn, keys, opts, hooks{})
 }
 
-func migrate(ctx context.Context, conn *sql.DB, keys *seal.Keyring, opts Options, h hooks) (int, error) {
-	if conn == nil || keys == nil {
+func migrate(ctx context.Context, conn *sql.DB, keys seal.Sealer, opts Options, h hooks) (int, error) {
+	if conn == nil || nilarg.Is(keys) {
 		return 0, fmt.Errorf("legacy: migrate plaintext: %w: nil database or keyring", store.ErrInvalidArgument)
 	}
 	// The page cache it raises, the batches and the erase step must run
@@ -243,7 +244,7 @@ func migrate(ctx context.Context, conn *sql.DB, keys *seal.Keyring, opts Options
 
 type migrator struct {
 	conn   *sql.DB
-	keys   *seal.Keyring
+	keys   seal.Sealer
 	opts   Options
 	hooks  hooks
 	copied int // rows sealed by this call

@@ -134,7 +134,7 @@ func Found(ctx context.Context, conn legacydb.DBTX) (bool, error) {
 // store.ErrUnknownLayout), before anything migrates the file or switches
 // it to WAL. It returns nil for a database of neither layout, which the
 // migration itself checks.
-func CheckKey(ctx context.Context, conn legacydb.DBTX, keys *seal.Keyring) error {
+func CheckKey(ctx context.Context, conn legacydb.DBTX, keys seal.Sealer) error {
 	q := legacydb.New(conn)
 	l, err := readLayout(ctx, q)
 	if err != nil || l == layoutNone {

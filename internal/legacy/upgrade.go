@@ -32,7 +32,7 @@ const LayoutVersion = "15"
 // MigratePlaintextWith; an error wrapping store.ErrUnknownLayout for a legacy
 // layout in a database already above LayoutVersion, which no migration
 // of this library could have left, changing nothing.
-func Upgrade(ctx context.Context, conn *sql.DB, m *migration.Migrator, keys *seal.Keyring, opts Options) (int, error) {
+func Upgrade(ctx context.Context, conn *sql.DB, m *migration.Migrator, keys seal.Sealer, opts Options) (int, error) {
 	if conn == nil || m == nil {
 		return 0, fmt.Errorf("legacy: upgrade: %w: nil database or migrator", store.ErrInvalidArgument)
 	}

@@ -1,19 +1,25 @@
 // Package sqliteaccess is what this module's tools and tests reach in a
 // SQLite store beyond its public API: the database handle under a store
-// (to inspect or damage the file beside it), its keyring and sequence
-// high-water mark, the data source name the store opens a file with, and,
-// carried in the context given to Open, a migration directory to migrate
-// with instead of the embedded one and a driver to open the file through
-// instead of the build's SQLite driver (internal/sqlitedriver); and how a writer that refuses a file closes it
+// (to inspect or damage the file beside it), the keys it seals with and
+// its sequence high-water mark, the data source name the store opens a
+// file with, and, carried in the context given to Open, a migration
+// directory to migrate with instead of the embedded one and a driver to
+// open the file through instead of the build's SQLite driver
+// (internal/sqlitedriver); and how a writer that refuses a file closes it
 // (CloseKeepingWAL).
 //
-// Package store/sqlitestore registers the accessors when it is
-// initialized; being internal, none of this is an application's API.
+// DB and Keyring read the store's unexported fields by reflection, and
+// SequenceHighWater asks the store's database: store/sqlitestore holds
+// nothing for them, neither a registration nor a hook. Being internal,
+// none of this is an application's API.
 package sqliteaccess
 
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/migration"
@@ -21,29 +27,47 @@ import (
 	"github.com/securemsg/storage/seal"
 )
 
-// Accessors are the functions store/sqlitestore registers. Each takes a
-// *sqlitestore.Store.
-type Accessors struct {
-	DB                func(st any) *sql.DB
-	Keyring           func(st any) *seal.Keyring
-	SequenceHighWater func(ctx context.Context, st any) (int64, error)
+// storeType is the type DB, Keyring and SequenceHighWater take a pointer
+// to (this package cannot import store/sqlitestore, which imports it).
+const storeType = "github.com/securemsg/storage/store/sqlitestore.Store"
+
+// field returns the field name of *st, a *sqlitestore.Store, which must
+// be of type T. It panics, naming the field, if st is not a
+// *sqlitestore.Store or the field is missing or of another type: a
+// rename in the store must be made here too.
+func field[T any](st any, name string) T {
+	v := reflect.ValueOf(st)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Type().Elem().PkgPath()+"."+v.Type().Elem().Name() != storeType {
+		panic(fmt.Sprintf("sqliteaccess: %T is not a non-nil *%s", st, storeType))
+	}
+	f := v.Elem().FieldByName(name)
+	want := reflect.TypeFor[T]()
+	if !f.IsValid() {
+		panic(fmt.Sprintf("sqliteaccess: %s has no field %q (of type %v): rename it in internal/sqliteaccess too", storeType, name, want))
+	}
+	if f.Type() != want {
+		panic(fmt.Sprintf("sqliteaccess: field %q of %s is a %v, want %v: change internal/sqliteaccess too", name, storeType, f.Type(), want))
+	}
+	// The field is set once by Open, before the store is returned, and
+	// never written again.
+	return *(*T)(unsafe.Pointer(f.UnsafeAddr()))
 }
 
-var registered Accessors
-
-// Register is called once, by store/sqlitestore's init.
-func Register(a Accessors) { registered = a }
-
 // DB returns the database handle of st, a *sqlitestore.Store.
-func DB(st any) *sql.DB { return registered.DB(st) }
+func DB(st any) *sql.DB { return field[*sql.DB](st, "conn") }
 
-// Keyring returns the keyring st, a *sqlitestore.Store, seals with.
-func Keyring(st any) *seal.Keyring { return registered.Keyring(st) }
+// Keyring returns the keys st, a *sqlitestore.Store, seals with: the
+// seal.RotatingSealer given to Open.
+func Keyring(st any) seal.RotatingSealer { return field[seal.RotatingSealer](st, "keys") }
 
 // SequenceHighWater returns the pending sequence's high-water mark of st,
 // a *sqlitestore.Store: the largest sequence ever handed out.
 func SequenceHighWater(ctx context.Context, st any) (int64, error) {
-	return registered.SequenceHighWater(ctx, st)
+	hw, err := db.New(DB(st)).PendingOutboundSequenceHighWater(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: sequence high-water mark: %w", err)
+	}
+	return hw, nil
 }
 
 // PageCacheKiB is the most memory, in KiB, a store's connection uses for

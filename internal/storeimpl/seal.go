@@ -25,7 +25,7 @@ const MaxSealedMessageSize = store.MaxPlaintextSize + seal.Overhead
 // values sealed (see SealPeer). It returns store.ErrInvalidArgument for a
 // malformed recipient, a plaintext longer than store.MaxPlaintextSize or
 // an update deleting the pin.
-func SealPending(keys *seal.Keyring, to store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, update *store.PeerState) ([]byte, *store.PeerState, error) {
+func SealPending(keys seal.Sealer, to store.DeviceAddress, id store.LogicalMessageID, plaintext []byte, update *store.PeerState) ([]byte, *store.PeerState, error) {
 	if err := to.Validate(); err != nil {
 		return nil, nil, err
 	}
@@ -53,7 +53,7 @@ func SealPending(keys *seal.Keyring, to store.DeviceAddress, id store.LogicalMes
 // inbound queue, bound to its sender and id. It returns
 // store.ErrInvalidArgument for a plaintext longer than
 // store.MaxPlaintextSize.
-func SealInbound(keys *seal.Keyring, from store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]byte, error) {
+func SealInbound(keys seal.Sealer, from store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]byte, error) {
 	if err := CheckPlaintext(plaintext); err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func SealInbound(keys *seal.Keyring, from store.DeviceAddress, id store.LogicalM
 }
 
 // OpenInbound opens a pending inbound value sealed by SealInbound.
-func OpenInbound(keys *seal.Keyring, from store.DeviceAddress, id store.LogicalMessageID, sealed []byte) ([]byte, error) {
+func OpenInbound(keys seal.Sealer, from store.DeviceAddress, id store.LogicalMessageID, sealed []byte) ([]byte, error) {
 	return keys.Open(seal.RecordPendingInbound, seal.MessageAD(from.UserID, from.DeviceID, id), sealed)
 }
 
@@ -77,7 +77,7 @@ type SealedSend struct {
 // each, what SealPending seals: the message (id, plaintext) bound to that
 // peer's row, and its update. It returns store.ErrInvalidArgument as
 // ValidatePeerUpdates does.
-func SealPendingMany(keys *seal.Keyring, id store.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]SealedSend, error) {
+func SealPendingMany(keys seal.Sealer, id store.LogicalMessageID, plaintext []byte, peers []store.PeerUpdate) ([]SealedSend, error) {
 	if err := ValidatePeerUpdates(peers); err != nil {
 		return nil, err
 	}
@@ -93,28 +93,28 @@ func SealPendingMany(keys *seal.Keyring, id store.LogicalMessageID, plaintext []
 }
 
 // SealLocal seals the local identity's secret, bound to its address.
-func SealLocal(keys *seal.Keyring, id store.LocalIdentity) ([]byte, error) {
+func SealLocal(keys seal.Sealer, id store.LocalIdentity) ([]byte, error) {
 	return keys.Seal(seal.RecordLocalIdentity, seal.AddressAD(id.Address.UserID, id.Address.DeviceID), id.Secret)
 }
 
 // OpenLocal opens the local identity's secret stored for addr.
-func OpenLocal(keys *seal.Keyring, addr store.DeviceAddress, sealed []byte) ([]byte, error) {
+func OpenLocal(keys seal.Sealer, addr store.DeviceAddress, sealed []byte) ([]byte, error) {
 	return keys.Open(seal.RecordLocalIdentity, seal.AddressAD(addr.UserID, addr.DeviceID), sealed)
 }
 
 // SealPin seals pin as peer's identity pin.
-func SealPin(keys *seal.Keyring, peer store.DeviceAddress, pin []byte) ([]byte, error) {
+func SealPin(keys seal.Sealer, peer store.DeviceAddress, pin []byte) ([]byte, error) {
 	return keys.Seal(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), pin)
 }
 
 // OpenPin opens peer's identity pin sealed by SealPin.
-func OpenPin(keys *seal.Keyring, peer store.DeviceAddress, sealed []byte) ([]byte, error) {
+func OpenPin(keys seal.Sealer, peer store.DeviceAddress, sealed []byte) ([]byte, error) {
 	return keys.Open(seal.RecordIdentityPin, seal.AddressAD(peer.UserID, peer.DeviceID), sealed)
 }
 
 // SealPeer returns u with every non-empty part sealed for peer; nil
 // (unchanged) and empty (delete) parts stay as they are.
-func SealPeer(keys *seal.Keyring, peer store.DeviceAddress, u store.PeerState) (store.PeerState, error) {
+func SealPeer(keys seal.Sealer, peer store.DeviceAddress, u store.PeerState) (store.PeerState, error) {
 	ad := seal.AddressAD(peer.UserID, peer.DeviceID)
 	for _, p := range PeerParts {
 		f := p.State(&u)
@@ -133,7 +133,7 @@ func SealPeer(keys *seal.Keyring, peer store.DeviceAddress, u store.PeerState) (
 // OpenPeer opens the sealed parts of a peer's stored state; absent (nil)
 // parts stay nil. If any part does not open it returns a
 // *store.PeerUnreadableError naming every part that does not.
-func OpenPeer(keys *seal.Keyring, peer store.DeviceAddress, sealed store.PeerState) (store.PeerState, error) {
+func OpenPeer(keys seal.Sealer, peer store.DeviceAddress, sealed store.PeerState) (store.PeerState, error) {
 	out, damage := OpenPeerParts(keys, peer, sealed)
 	if damage.Damaged() {
 		return store.PeerState{}, &store.PeerUnreadableError{Peer: peer, Damage: damage}
@@ -144,7 +144,7 @@ func OpenPeer(keys *seal.Keyring, peer store.DeviceAddress, sealed store.PeerSta
 // OpenPeerParts opens each sealed part of a peer's stored state on its
 // own: a part that opens comes back opened, one that does not comes back
 // nil with its cause in the damage; absent (nil) parts stay nil.
-func OpenPeerParts(keys *seal.Keyring, peer store.DeviceAddress, sealed store.PeerState) (store.PeerState, store.PeerDamage) {
+func OpenPeerParts(keys seal.Sealer, peer store.DeviceAddress, sealed store.PeerState) (store.PeerState, store.PeerDamage) {
 	ad := seal.AddressAD(peer.UserID, peer.DeviceID)
 	var damage store.PeerDamage
 	for _, p := range PeerParts {
@@ -166,7 +166,7 @@ func OpenPeerParts(keys *seal.Keyring, peer store.DeviceAddress, sealed store.Pe
 // ReadPeerParts returns the reading of peer's sealed state (see
 // store.PeerReading): each part as stored, and opened or with its seal
 // error.
-func ReadPeerParts(keys *seal.Keyring, peer store.DeviceAddress, sealed store.PeerState) store.PeerReading {
+func ReadPeerParts(keys seal.Sealer, peer store.DeviceAddress, sealed store.PeerState) store.PeerReading {
 	opened, damage := OpenPeerParts(keys, peer, sealed)
 	return store.PeerReading{Sealed: sealed, Opened: opened, Unopened: damage}
 }
@@ -177,7 +177,7 @@ func ReadPeerParts(keys *seal.Keyring, peer store.DeviceAddress, sealed store.Pe
 // names, which only its holder can do. text is KeyVerifierText, or
 // starts with it (KeyVerifierSealedQueue, package legacy's proof).
 // It returns the keyring's sealing error.
-func SealKeyVerifier(keys *seal.Keyring, text []byte) (seal.KeyID, []byte, error) {
+func SealKeyVerifier(keys seal.Sealer, text []byte) (seal.KeyID, []byte, error) {
 	id := keys.Current()
 	v, err := keys.Seal(seal.RecordKeyVerifier, seal.KeyVerifierAD(id), text)
 	if err != nil {
@@ -189,7 +189,7 @@ func SealKeyVerifier(keys *seal.Keyring, text []byte) (seal.KeyID, []byte, error
 // OpenKeyVerifier opens the verifier recorded for storage key id and
 // returns the text it seals; the keyring's error (seal.ErrWrongKey,
 // seal.ErrAuthentication, ...) if it does not open.
-func OpenKeyVerifier(keys *seal.Keyring, id seal.KeyID, verifier []byte) ([]byte, error) {
+func OpenKeyVerifier(keys seal.Sealer, id seal.KeyID, verifier []byte) ([]byte, error) {
 	return keys.Open(seal.RecordKeyVerifier, seal.KeyVerifierAD(id), verifier)
 }
 

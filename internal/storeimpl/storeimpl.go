@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -35,8 +36,8 @@ func CheckCursor(after int64, negativeStored bool) error {
 // wrapping ErrInvalidArgument and seal.ErrKey for a keyring holding no
 // key (the zero Keyring; seal.NewKeyring makes every other one, and it
 // and Keyring.Add refuse the zero Key).
-func CheckKeyring(keys *seal.Keyring) error {
-	if keys == nil {
+func CheckKeyring(keys seal.Sealer) error {
+	if nilarg.Is(keys) {
 		return fmt.Errorf("%w: nil keyring", store.ErrInvalidArgument)
 	}
 	if len(keys.KeyIDs()) == 0 {

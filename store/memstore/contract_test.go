@@ -13,7 +13,7 @@ import (
 )
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
+	storetest.Run(t, func(t *testing.T, keys seal.RotatingSealer) store.Store {
 		s := memstore.New(keys)
 		t.Cleanup(func() { _ = s.Close() })
 		return s

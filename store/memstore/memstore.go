@@ -14,6 +14,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/securemsg/storage/internal/nilarg"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/internal/storemark"
 
@@ -39,7 +40,7 @@ type processedKey = pendingKey
 type Store struct {
 	mark // implements store.Store (see internal/storemark)
 
-	keys *seal.Keyring
+	keys seal.Sealer
 
 	// mu guards every field below. Each call holds it for the whole of
 	// its change, which makes the call atomic, as a transaction is.
@@ -66,12 +67,18 @@ var _ store.Store = (*Store)(nil)
 // part of Store's documented fields.
 type mark = storemark.Mark
 
-// New returns an empty store sealing with keys. keys must hold a key: a
+// New returns an empty store sealing with keys: the application's
+// *seal.Keyring, or a type wrapping one. keys must hold a key: a
 // store made with nil, or with a keyring holding no key (the zero
 // Keyring), refuses Claim with the error sqlitestore.Open gives for it
 // (store.ErrInvalidArgument, and seal.ErrKey for the zero Keyring), so no
 // client runs on it, and every call that seals fails with seal.ErrKey.
-func New(keys *seal.Keyring) *Store {
+func New(keys seal.Sealer) *Store {
+	if nilarg.Is(keys) {
+		// The nil keyring, whose every Seal and Open fails with
+		// seal.ErrKey, rather than a nil interface that would panic.
+		keys = (*seal.Keyring)(nil)
+	}
 	return &Store{
 		keys:      keys,
 		bySeqKey:  map[pendingKey]int64{},

@@ -19,9 +19,9 @@ import (
 	"testing"
 
 	"github.com/securemsg/storage/internal/db"
-	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/testkit/benchseed"
+	"github.com/securemsg/storage/internal/testkit/sealspy"
 	"github.com/securemsg/storage/store/sqlitestore"
 
 	"github.com/securemsg/storage/seal"
@@ -33,7 +33,7 @@ type benchDB struct {
 	cfg    benchseed.Config
 	layout *benchseed.Layout
 	s      *sqlitestore.Store
-	keys   *seal.Keyring
+	keys   *sealspy.Keyring // counts the records the store opens
 	// victims is shared by every deleting sub-benchmark, so that each
 	// deletes messages still pending.
 	victims *benchseed.Victims
@@ -50,10 +50,11 @@ func benchDBs(b *testing.B) []*benchDB {
 	ctx := context.Background()
 	var out []*benchDB
 	for _, n := range []int{1000, benchseed.EnvSize(benchseed.LargeEnv, benchseed.DefaultLargeBench)} {
-		keys, err := benchseed.NewKeyring()
+		kr, err := benchseed.NewKeyring()
 		if err != nil {
 			b.Fatal(err)
 		}
+		keys := sealspy.New(kr)
 		cfg := benchseed.Config{N: n, Recipients: min(benchseed.DefaultRecipients, max(2, n/10)), Skew: benchseed.DefaultSkew}.Normalized()
 		l := cfg.Layout()
 		s, err := benchseed.OpenLayout(ctx, filepath.Join(b.TempDir(), fmt.Sprintf("pending-%d.db", n)), keys, l)
@@ -231,14 +232,14 @@ func BenchmarkPending(b *testing.B) {
 	})
 	for _, d := range dbs {
 		b.Run("count/store/"+d.name, func(b *testing.B) {
-			opens := sealaccess.Opens(d.keys)
+			opens := d.keys.Opens()
 			for b.Loop() {
 				if n, err := d.s.PendingMessageCount(ctx, nil); err != nil || n != int64(d.cfg.N) {
 					b.Fatal(n, err)
 				}
 			}
-			if sealaccess.Opens(d.keys) != opens {
-				b.Fatalf("count opened %d records", sealaccess.Opens(d.keys)-opens)
+			if d.keys.Opens() != opens {
+				b.Fatalf("count opened %d records", d.keys.Opens()-opens)
 			}
 		})
 		b.Run("count/raw/"+d.name, func(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/testkit/sealspy"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
@@ -106,14 +107,14 @@ func TestCloseRacingCalls(t *testing.T) {
 func TestSecondCloseWaitsForTheFirst(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "client.db")
-	keys := storetest.NewKeyring(t)
+	keys := sealspy.New(storetest.NewKeyring(t))
 	s := mustOpenAt(t, path, keys)
 	_, err := s.InsertPending(ctx, bob, storetest.ID(1), []byte("hello"))
 	require.NoError(t, err)
 
+	// The read stops at its open, until released.
 	inRead, release := make(chan struct{}), make(chan struct{})
-	restore := sqlitestore.SetOpeningHook(func() { close(inRead); <-release })
-	defer restore()
+	keys.BeforeNextOpen(func() { close(inRead); <-release })
 	readDone := make(chan error, 1)
 	go func() { _, err := s.NextPendingMessage(ctx, bob, nil); readDone <- err }()
 	<-inRead

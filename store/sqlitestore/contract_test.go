@@ -16,7 +16,7 @@ import (
 )
 
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
+	storetest.Run(t, func(t *testing.T, keys seal.RotatingSealer) store.Store {
 		s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "client.db"), keys)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

@@ -70,7 +70,6 @@ func (s *Store) PendingInbound(ctx context.Context, req store.InboundPageRequest
 			}
 			rows = decodeInboundRows(one)
 		}
-		opening()
 		page = s.inboundPage(rows, req.Limit, req.Sender)
 		return nil
 	})

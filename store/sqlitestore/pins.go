@@ -35,7 +35,6 @@ func (s *Store) Pins(ctx context.Context, fn func(peer store.DeviceAddress, pin 
 				return err
 			}
 			read = len(rows)
-			opening()
 			got = make([]openedPin, len(rows))
 			for i, r := range rows {
 				if r.bad != nil {

@@ -311,7 +311,7 @@ func (r sealedRow) skip(cause error) store.SkippedRow {
 // for r.bad, Authentic if its value opens under an old key its header
 // names with the associated data its columns spell as far as they decode.
 // The plaintext is discarded: the row is neither returned nor re-sealed.
-func (r sealedRow) skipCorrupt(keys *seal.Keyring, newID seal.KeyID) store.SkippedRow {
+func (r sealedRow) skipCorrupt(keys seal.Sealer, newID seal.KeyID) store.SkippedRow {
 	sk := r.skip(r.bad)
 	if !sk.HasHeader || sk.SealedWith == newID {
 		return sk

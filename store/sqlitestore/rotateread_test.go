@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/securemsg/storage/internal/testkit/sealspy"
+	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 	"github.com/securemsg/storage/store/sqlitestore"
 )
@@ -71,21 +73,22 @@ func TestRotateKeyDuringRead(t *testing.T) {
 				name = tc.name + "/during the walk"
 			}
 			t.Run(name, func(t *testing.T) {
-				s := rotateOpen(t, filepath.Join(t.TempDir(), "client.db"), rotateKey(t, 0x11))
+				kr, err := seal.NewKeyring(rotateKey(t, 0x11))
+				require.NoError(t, err)
+				keys := sealspy.New(kr)
+				s := mustOpenAt(t, filepath.Join(t.TempDir(), "client.db"), keys)
 				insert(t, s, bob, 1)
 				require.NoError(t, s.SavePeer(ctx, bob, store.PeerState{Session: []byte("session"), Initiation: []byte("initiation"), Pin: []byte("pin")}))
 				require.NoError(t, s.SaveLocalIdentity(ctx, store.LocalIdentity{Address: alice, Secret: []byte("secret")}))
 
-				// The read stops once it has read, before it opens, until
-				// released.
+				// The read stops once it has read, at its first open,
+				// until released. The rotation's own opens, which all come
+				// after (the rotation waits in progress while the read
+				// starts), do not stop.
 				reached, release := make(chan struct{}), make(chan struct{})
-				var once sync.Once
-				restore := sqlitestore.SetOpeningHook(func() {
-					once.Do(func() { close(reached); <-release })
-				})
-				defer restore()
 				read := make(chan error, 1)
 				startRead := func() {
+					keys.BeforeNextOpen(func() { close(reached); <-release })
 					go func() { read <- tc.read(s) }()
 					<-reached
 				}
@@ -107,7 +110,6 @@ func TestRotateKeyDuringRead(t *testing.T) {
 				close(release)
 				require.NoError(t, <-read, "the read opens what it read")
 				require.NoError(t, <-rotated)
-				restore()
 				require.NoError(t, tc.read(s), "and reads again under the new key alone")
 			})
 		}

@@ -58,9 +58,12 @@ import (
 type Store struct {
 	mark // implements store.Store (see internal/storemark)
 
+	// conn and keys are set by Open and never changed. The module's
+	// tests and tools read them by name (internal/sqliteaccess.DB and
+	// Keyring): a rename is made there too.
 	conn *sql.DB
 	q    *db.Queries
-	keys *seal.Keyring
+	keys seal.RotatingSealer
 	// closed is set once by Close, so that tx, which reads it under
 	// sealMu, refuses every call that begins after it with
 	// store.ErrClosed rather than the driver's closed-handle error.
@@ -95,16 +98,6 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
-
-func init() {
-	sqliteaccess.Register(sqliteaccess.Accessors{
-		DB:      func(st any) *sql.DB { return st.(*Store).conn },
-		Keyring: func(st any) *seal.Keyring { return st.(*Store).keys },
-		SequenceHighWater: func(ctx context.Context, st any) (int64, error) {
-			return st.(*Store).sequenceHighWater(ctx)
-		},
-	})
-}
 
 // mark is embedded by Store under an unexported name, so that it is no
 // part of Store's documented fields.
@@ -167,6 +160,10 @@ func WithLegacyBatch(n int) Option {
 // build that did not mark it, Open gives the active verifier of keys'
 // current key the mark (one transaction, nothing else changed).
 //
+// keys is the application's *seal.Keyring (or a type wrapping one, as a
+// test's that counts opens): the store seals and opens every value
+// through it, and RotateKey adds and forgets its keys.
+//
 // path is first resolved to the file it names (every symbolic link
 // followed; a dangling symbolic link is refused with an error wrapping
 // fs.ErrNotExist), and everything below is done on that file. A new
@@ -221,7 +218,7 @@ func WithLegacyBatch(n int) Option {
 // store.ErrKeyNotRecorded; and the schema's schema.ErrChecksum,
 // schema.ErrNewerDatabase, schema.ErrUnknownState and
 // schema.ErrOutOfOrder.
-func Open(ctx context.Context, path string, keys *seal.Keyring, opts ...Option) (*Store, error) {
+func Open(ctx context.Context, path string, keys seal.RotatingSealer, opts ...Option) (*Store, error) {
 	s, err := open(ctx, path, keys, opts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %q: %w", path, pathOnce(err, path))
@@ -245,7 +242,7 @@ func (p pathless) Error() string { return p.pe.Op + ": " + p.pe.Err.Error() }
 func (p pathless) Unwrap() error { return p.pe }
 
 // open is Open, its errors not yet naming the path.
-func open(ctx context.Context, path string, keys *seal.Keyring, opts []Option) (*Store, error) {
+func open(ctx context.Context, path string, keys seal.RotatingSealer, opts []Option) (*Store, error) {
 	if err := storeimpl.CheckKeyring(keys); err != nil {
 		return nil, err
 	}
@@ -705,7 +702,6 @@ func (s *Store) PendingMessages(ctx context.Context, req store.PageRequest) (sto
 			}
 			rows = decodeRows(to)
 		}
-		opening()
 		page = s.page(rows, req.Limit, req.Recipient)
 		return nil
 	})
@@ -878,7 +874,6 @@ func (s *Store) NextPendingMessage(ctx context.Context, recipient store.DeviceAd
 		if err != nil {
 			return err
 		}
-		opening()
 		m, bad = s.openPending(pendingRow(row), &recipient)
 		return nil
 	})
@@ -900,7 +895,6 @@ func (s *Store) PendingByID(ctx context.Context, recipient store.DeviceAddress, 
 		if err != nil {
 			return err
 		}
-		opening()
 		r := decodePending(pendingRow(row))
 		if r.corrupt == "" && r.id != id {
 			r.corrupt = fmt.Sprintf("logical id %s, read for %s", r.id, id)
@@ -909,21 +903,6 @@ func (s *Store) PendingByID(ctx context.Context, recipient store.DeviceAddress, 
 		return nil
 	})
 	return onePending(storeimpl.OpPendingByID, m, bad, err)
-}
-
-// sequenceHighWater returns the largest pending sequence ever handed out,
-// deleted or not: the next insert gets a greater one.
-func (s *Store) sequenceHighWater(ctx context.Context) (int64, error) {
-	var hw int64
-	err := s.tx(ctx, statement, func(q *txn) error {
-		var err error
-		hw, err = q.PendingOutboundSequenceHighWater(ctx)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("store: sequence high-water mark: %w", err)
-	}
-	return hw, nil
 }
 
 func isUniqueViolation(err error) bool {

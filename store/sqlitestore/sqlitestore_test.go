@@ -16,9 +16,9 @@ import (
 	"github.com/securemsg/storage/internal/sqlitedriver"
 	"github.com/securemsg/storage/store/sqlitestore"
 
-	"github.com/securemsg/storage/internal/sealaccess"
 	"github.com/securemsg/storage/internal/sqliteaccess"
 	"github.com/securemsg/storage/internal/storeimpl"
+	"github.com/securemsg/storage/internal/testkit/sealspy"
 	"github.com/securemsg/storage/internal/testkit/storetest"
 	"github.com/securemsg/storage/internal/testkit/tabledump"
 	"github.com/securemsg/storage/internal/testkit/tamper"
@@ -39,7 +39,7 @@ func mustOpen(tb testing.TB) *sqlitestore.Store {
 }
 
 // mustOpenAt opens the store at path with keys, closed when the test ends.
-func mustOpenAt(tb testing.TB, path string, keys *seal.Keyring) *sqlitestore.Store {
+func mustOpenAt(tb testing.TB, path string, keys seal.RotatingSealer) *sqlitestore.Store {
 	tb.Helper()
 	s, err := sqlitestore.Open(context.Background(), path, keys)
 	require.NoError(tb, err)
@@ -206,11 +206,11 @@ func TestOpenWrongKeyring(t *testing.T) {
 	before := dump(t, path)
 	require.Len(t, before.Tables["pending_outbound_message"], 2)
 
-	other := storetest.NewKeyring(t)
+	other := sealspy.New(storetest.NewKeyring(t))
 	_, err = sqlitestore.Open(ctx, path, other)
 	require.ErrorIs(t, err, seal.ErrWrongKey)
 	require.Equal(t, before, dump(t, path), "a refused open writes nothing")
-	require.Equal(t, int64(1), sealaccess.Opens(other), "only the key verifier was opened")
+	require.Equal(t, int64(1), other.Opens(), "only the key verifier was opened")
 
 	_, err = sqlitestore.Open(ctx, path, nil)
 	require.ErrorIs(t, err, store.ErrInvalidArgument)

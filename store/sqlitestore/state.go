@@ -21,7 +21,6 @@ func (s *Store) LocalIdentity(ctx context.Context) (store.LocalIdentity, error) 
 		if err != nil {
 			return err
 		}
-		opening()
 		secret, err := storeimpl.OpenLocal(s.keys, addr, sealed)
 		if err != nil {
 			return err
@@ -116,7 +115,6 @@ func (s *Store) readPeer(ctx context.Context, peer store.DeviceAddress, open fun
 		if err != nil {
 			return err
 		}
-		opening()
 		return open(sealed)
 	})
 }

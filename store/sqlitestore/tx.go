@@ -99,16 +99,3 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 	}
 	return err
 }
-
-// openingHook, set only by tests, runs inside a read's fn between reading
-// sealed values and opening them (opening): where a rotation must not
-// forget the key they were read under.
-var openingHook func()
-
-// opening marks the point of a read where the values read are about to
-// be opened (see openingHook).
-func opening() {
-	if openingHook != nil {
-		openingHook()
-	}
-}

@@ -171,7 +171,7 @@ func Plaintext(i, size int) []byte {
 
 // SealRow seals plaintext as a pending outbound record of keys for
 // (recipient, id), exactly as the store does.
-func SealRow(keys *seal.Keyring, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]byte, error) {
+func SealRow(keys seal.Sealer, recipient store.DeviceAddress, id store.LogicalMessageID, plaintext []byte) ([]byte, error) {
 	return keys.Seal(seal.RecordPendingOutbound, seal.MessageAD(recipient.UserID, recipient.DeviceID, id), plaintext)
 }
 
@@ -184,7 +184,7 @@ type batch struct {
 // table of conn, sealed with keys, in transactions of cfg.BatchSize rows,
 // and checks that row i got sequence i+1. Sealing runs on the other cores
 // while rows are inserted.
-func Seed(ctx context.Context, conn *sql.DB, keys *seal.Keyring, cfg Config) error {
+func Seed(ctx context.Context, conn *sql.DB, keys seal.Sealer, cfg Config) error {
 	cfg = cfg.Normalized()
 	if cfg.N <= 0 {
 		return nil
@@ -193,7 +193,7 @@ func Seed(ctx context.Context, conn *sql.DB, keys *seal.Keyring, cfg Config) err
 }
 
 // SeedLayout is Seed for the rows of l.
-func SeedLayout(ctx context.Context, conn *sql.DB, keys *seal.Keyring, l *Layout) error {
+func SeedLayout(ctx context.Context, conn *sql.DB, keys seal.Sealer, l *Layout) error {
 	cfg := l.cfg
 	if cfg.N <= 0 {
 		return nil
@@ -313,12 +313,12 @@ func SeedLayout(ctx context.Context, conn *sql.DB, keys *seal.Keyring, l *Layout
 // seeds it with cfg through a separate raw connection on the same file
 // (sqliteaccess.DSN, a larger page cache for the load), which it closes
 // before returning. The store must be new.
-func Open(ctx context.Context, path string, keys *seal.Keyring, cfg Config) (*sqlitestore.Store, error) {
+func Open(ctx context.Context, path string, keys seal.RotatingSealer, cfg Config) (*sqlitestore.Store, error) {
 	return OpenLayout(ctx, path, keys, cfg.Normalized().Layout())
 }
 
 // OpenLayout is Open for the rows of l.
-func OpenLayout(ctx context.Context, path string, keys *seal.Keyring, l *Layout) (*sqlitestore.Store, error) {
+func OpenLayout(ctx context.Context, path string, keys seal.RotatingSealer, l *Layout) (*sqlitestore.Store, error) {
 	s, err := sqlitestore.Open(ctx, path, keys)
 	if err != nil {
 		return nil, err

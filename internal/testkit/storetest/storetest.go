@@ -2,7 +2,7 @@
 // implementation runs it from its own tests:
 //
 //	func TestContract(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, keys *seal.Keyring) store.Store {
+//		storetest.Run(t, func(t *testing.T, keys seal.RotatingSealer) store.Store {
 //			return memstore.New(keys)
 //		}, tamper{})
 //	}
@@ -32,8 +32,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/securemsg/storage/internal/sealaccess"
-
+	"github.com/securemsg/storage/internal/testkit/sealspy"
 	"github.com/securemsg/storage/seal"
 	"github.com/securemsg/storage/store"
 )
@@ -59,9 +58,10 @@ type Tamper interface {
 
 // Run runs the contract suite against the stores open returns, damaging
 // rows through tamper where a test needs it. open returns a fresh, empty
-// store sealing with keys and registers its cleanup (closing the store,
+// store sealing with keys (a keyring wrapped in a sealspy.Keyring, which
+// counts the records the store opens) and registers its cleanup (closing the store,
 // removing files) on t.
-func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, tamper Tamper) {
+func Run(t *testing.T, open func(t *testing.T, keys seal.RotatingSealer) store.Store, tamper Tamper) {
 	t.Helper()
 	for _, tc := range []struct {
 		name string
@@ -136,9 +136,9 @@ func Run(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, 
 	}
 }
 
-func newHarness(t *testing.T, open func(t *testing.T, keys *seal.Keyring) store.Store, tamper Tamper) *harness {
+func newHarness(t *testing.T, open func(t *testing.T, keys seal.RotatingSealer) store.Store, tamper Tamper) *harness {
 	t.Helper()
-	keys := NewKeyring(t)
+	keys := sealspy.New(NewKeyring(t))
 	s := open(t, keys)
 	require.NotNil(t, s)
 	return &harness{t: t, s: s, keys: keys, ctx: context.Background(), tamper: tamper, open: open}
@@ -197,10 +197,10 @@ func ID(n int) store.LogicalMessageID {
 type harness struct {
 	t      *testing.T
 	s      store.Store
-	keys   *seal.Keyring
+	keys   *sealspy.Keyring // counts the records the store opens
 	ctx    context.Context
 	tamper Tamper
-	open   func(t *testing.T, keys *seal.Keyring) store.Store
+	open   func(t *testing.T, keys seal.RotatingSealer) store.Store
 }
 
 // msg is what the suite expects a pending message to be.
@@ -279,9 +279,9 @@ func (h *harness) count(recipient *store.DeviceAddress) int64 {
 // opens returns how many records fn opened.
 func (h *harness) opens(fn func()) int64 {
 	h.t.Helper()
-	before := sealaccess.Opens(h.keys)
+	before := h.keys.Opens()
 	fn()
-	return sealaccess.Opens(h.keys) - before
+	return h.keys.Opens() - before
 }
 
 func pendings(ms ...msg) []store.PendingMessage {

@@ -13,7 +13,7 @@ import (
 
 // sealFor seals text as the pending row (to, id) with keys, as the store
 // would: the starting point of a damaged value.
-func sealFor(t *testing.T, keys *seal.Keyring, to store.DeviceAddress, id store.LogicalMessageID, text []byte) []byte {
+func sealFor(t *testing.T, keys seal.Sealer, to store.DeviceAddress, id store.LogicalMessageID, text []byte) []byte {
 	t.Helper()
 	v, err := keys.Seal(seal.RecordPendingOutbound, seal.MessageAD(to.UserID, to.DeviceID, id), text)
 	require.NoError(t, err)
