@@ -171,7 +171,7 @@ func mustOpenUninitialized(tb testing.TB, kind storeKind, net *transporttest.Net
 func (d *device) config() client.Config {
 	// The tests make many devices write first: firstcontact_test.go
 	// checks the default bounds.
-	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5, EncryptPolicy: d.enc, MaxFirstContacts: 1000, MaxFirstContactPending: 1000}
+	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5, EncryptPolicy: d.enc, MaxFirstContacts: 1 << 20, MaxFirstContactPending: 1 << 20}
 }
 
 // reopen closes the device's SQLite store and opens the client again over a

@@ -63,7 +63,7 @@ func TestConfigLogs(t *testing.T) {
 				require.Equal(t, map[string]any{
 					"Store": "*memstore.Store", "Transport": "*transporttest.Network", "Directory": "*transporttest.Network",
 					"OneTimePrekeys": float64(5), "OneTimePrekeyThreshold": float64(0), "SignedPrekeyGrace": float64(0),
-					"MaxFirstContacts": float64(1000), "MaxFirstContactPending": float64(1000),
+					"MaxFirstContacts": float64(1 << 20), "MaxFirstContactPending": float64(1 << 20),
 					"Now": false, "EncryptPolicy": "*client_test.refusingPolicy",
 				}, rec["cfg"])
 			}
