@@ -67,8 +67,16 @@ func (d *device) reopen(t testing.TB, net *transporttest.Network, driverName str
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	d.sql, d.store = s, s
-	d.c, err = client.Open(ctx, client.Config{Store: s, Transport: net, Directory: net})
+	d.c, err = client.Open(ctx, harnessConfig(s, net, net))
 	require.NoError(t, err)
+}
+
+// harnessConfig is the configuration of the harness's clients. Their
+// senders write long backlogs to recipients that never write back, so the
+// bounds on first contacts (checked in package client) are set out of
+// the way of what these tests check.
+func harnessConfig(s store.Store, tr transport.Transport, dir transport.Directory) client.Config {
+	return client.Config{Store: s, Transport: tr, Directory: dir, MaxFirstContacts: 1 << 20, MaxFirstContactPending: 1 << 20}
 }
 
 func memDevice(t testing.TB, net *transporttest.Network, addr store.DeviceAddress) *device {
@@ -81,7 +89,7 @@ func memDeviceWith(t testing.TB, net *transporttest.Network, dir transport.Direc
 	t.Helper()
 	d := &device{addr: addr, keys: newKeyring(t)}
 	d.store = memstore.New(d.keys)
-	c, err := client.Open(context.Background(), client.Config{Store: d.store, Transport: net, Directory: dir})
+	c, err := client.Open(context.Background(), harnessConfig(d.store, net, dir))
 	require.NoError(t, err)
 	require.NoError(t, c.Initialize(context.Background(), addr))
 	d.c = c
