@@ -113,15 +113,7 @@ func (c *Client) FirstContacts(ctx context.Context) ([]store.DeviceAddress, erro
 	for a := range c.firstContacts {
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b store.DeviceAddress) int {
-		switch {
-		case a.Less(b):
-			return -1
-		case b.Less(a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, store.DeviceAddress.Compare)
 	return out, nil
 }
 

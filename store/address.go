@@ -5,6 +5,7 @@ package store
 // of a message.
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -88,11 +89,15 @@ const shownUserIDLen = 32
 
 // Less orders addresses by user id, then device id. It gives rules that
 // must agree on both devices (such as collision resolution) a total order.
-func (a DeviceAddress) Less(b DeviceAddress) bool {
-	if a.UserID != b.UserID {
-		return a.UserID < b.UserID
+func (a DeviceAddress) Less(b DeviceAddress) bool { return a.Compare(b) < 0 }
+
+// Compare returns -1, 0 or +1 as a orders before, as or after b in Less's
+// order (user id byte by byte, then device id), as slices.SortFunc takes.
+func (a DeviceAddress) Compare(b DeviceAddress) int {
+	if c := strings.Compare(a.UserID, b.UserID); c != 0 {
+		return c
 	}
-	return a.DeviceID < b.DeviceID
+	return cmp.Compare(a.DeviceID, b.DeviceID)
 }
 
 // LogicalMessageID identifies one message across retries: every envelope

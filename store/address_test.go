@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -101,6 +102,19 @@ func TestDeviceAddressOrder(t *testing.T) {
 	require.False(t, a2.Less(a1))
 	require.False(t, a1.Less(a1))
 	require.Equal(t, "alice/2", a2.String())
+
+	// Compare is the same order, bytes of the user id first (as SQLite's
+	// BINARY collation orders them), so a sort by it is a store's order.
+	all := []store.DeviceAddress{b0, {UserID: "alice\xff", DeviceID: 0}, a2, {UserID: "Zed", DeviceID: 9}, a1}
+	slices.SortFunc(all, store.DeviceAddress.Compare)
+	require.Equal(t, []store.DeviceAddress{{UserID: "Zed", DeviceID: 9}, a1, a2, {UserID: "alice\xff", DeviceID: 0}, b0}, all)
+	for _, x := range all {
+		for _, y := range all {
+			require.Equal(t, x.Less(y), x.Compare(y) < 0)
+			require.Equal(t, x == y, x.Compare(y) == 0)
+			require.Equal(t, -x.Compare(y), y.Compare(x))
+		}
+	}
 }
 
 // An address's text reaches terminals and logs: a user id that is not

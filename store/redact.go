@@ -140,22 +140,28 @@ func (u UnreadablePendingMessage) GobEncode() ([]byte, error) {
 // String returns a redacted description: every message and unreadable
 // row as they print, and the cursor.
 func (p PendingMessagePage) String() string {
+	return pageText("store.PendingMessagePage", p.Messages, p.Unreadable, p.NextAfterSequence)
+}
+
+// pageText is the redacted description of a page named name: every message
+// and unreadable row as they print, and the cursor.
+func pageText[M, U fmt.Stringer](name string, messages []M, unreadable []U, next *int64) string {
 	var b strings.Builder
-	b.WriteString("store.PendingMessagePage{Messages: [")
-	for i, m := range p.Messages {
+	b.WriteString(name + "{Messages: [")
+	for i, m := range messages {
 		if i > 0 {
 			b.WriteString(" ")
 		}
 		b.WriteString(m.String())
 	}
 	b.WriteString("], Unreadable: [")
-	for i, u := range p.Unreadable {
+	for i, u := range unreadable {
 		if i > 0 {
 			b.WriteString(" ")
 		}
 		b.WriteString(u.String())
 	}
-	b.WriteString("], NextAfterSequence: " + cursorText(p.NextAfterSequence) + "}")
+	b.WriteString("], NextAfterSequence: " + cursorText(next) + "}")
 	return b.String()
 }
 
@@ -247,23 +253,7 @@ func (u UnreadableInboundMessage) GobEncode() ([]byte, error) {
 // String returns a redacted description: every message and unreadable
 // row as they print, and the cursor.
 func (p InboundPage) String() string {
-	var b strings.Builder
-	b.WriteString("store.InboundPage{Messages: [")
-	for i, m := range p.Messages {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		b.WriteString(m.String())
-	}
-	b.WriteString("], Unreadable: [")
-	for i, u := range p.Unreadable {
-		if i > 0 {
-			b.WriteString(" ")
-		}
-		b.WriteString(u.String())
-	}
-	b.WriteString("], NextAfterSequence: " + cursorText(p.NextAfterSequence) + "}")
-	return b.String()
+	return pageText("store.InboundPage", p.Messages, p.Unreadable, p.NextAfterSequence)
 }
 
 // GoString is what %#v prints: the redacted description.

@@ -29,15 +29,7 @@ func (s *Store) Pins(ctx context.Context, fn func(peer store.DeviceAddress, pin 
 	if err != nil {
 		return storeimpl.OpPins.Wrap(err)
 	}
-	slices.SortFunc(pins, func(a, b sealedPin) int {
-		switch {
-		case a.addr.Less(b.addr):
-			return -1
-		case b.addr.Less(a.addr):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(pins, func(a, b sealedPin) int { return a.addr.Compare(b.addr) })
 	for _, p := range pins {
 		pin, err := storeimpl.OpenPin(s.keys, p.addr, p.sealed)
 		if err := fn(p.addr, pin, err); err != nil {

@@ -404,15 +404,7 @@ func peerAddresses(ctx context.Context, conn *sql.DB) ([]store.DeviceAddress, er
 	for a := range seen {
 		out = append(out, a)
 	}
-	slices.SortFunc(out, func(a, b store.DeviceAddress) int {
-		switch {
-		case a.Less(b):
-			return -1
-		case b.Less(a):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, store.DeviceAddress.Compare)
 	return out, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -79,15 +78,7 @@ func linked(t *testing.T) map[string]*pkg {
 			pkgs[ip] = k
 		}
 		k.files[rel] = f
-		imports := map[string]string{}
-		for _, im := range f.Imports {
-			path, _ := strconv.Unquote(im.Path.Value)
-			name := path[strings.LastIndex(path, "/")+1:]
-			if im.Name != nil {
-				name = im.Name.Name
-			}
-			imports[name] = path
-		}
+		imports := fileImports(f)
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.GenDecl:
