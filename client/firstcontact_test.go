@@ -2,11 +2,13 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/securemsg/storage/client"
@@ -246,4 +248,80 @@ func (d *device) reopenWith(cfg client.Config) {
 	c, err := client.Open(context.Background(), cfg)
 	require.NoError(d.tb, err)
 	d.c = c
+}
+
+// TestFirstContactsBoundedConcurrently: receives racing with each other
+// and with accepts and declines never hold more first contacts than the
+// bound, and every envelope is either held or refused.
+func TestFirstContactsBoundedConcurrently(t *testing.T) {
+	ctx := context.Background()
+	net, _, b := openPair(t, memKind)
+	const max = 8
+	cfg := b.config()
+	cfg.MaxFirstContacts = max
+	require.NoError(t, b.c.Close())
+	c, err := client.Open(ctx, cfg)
+	require.NoError(t, err)
+	b.c = c
+
+	addrs, envs := strangers(t, net, 120, "racer")
+	var (
+		wg              sync.WaitGroup
+		mu              sync.Mutex
+		held, refused   int
+		accepted, other int
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(envs); i += 4 {
+				res, err := b.c.Receive(ctx, envs[i])
+				mu.Lock()
+				switch {
+				case err == nil:
+					assert.True(t, res.(*client.Message).FirstContact)
+					held++
+				case errors.Is(err, client.ErrFirstContactLimit):
+					refused++
+				default:
+					t.Errorf("envelope %d: %v", i, err)
+				}
+				mu.Unlock()
+				got, err := b.c.FirstContacts(ctx)
+				assert.NoError(t, err)
+				assert.LessOrEqual(t, len(got), max)
+			}
+		})
+	}
+	// Beside them, the application accepts or declines what it is shown.
+	wg.Go(func() {
+		for range 40 {
+			got, err := b.c.FirstContacts(ctx)
+			assert.NoError(t, err)
+			if len(got) == 0 {
+				runtime.Gosched()
+				continue
+			}
+			if ok, err := b.c.AcceptFirstContact(ctx, got[0]); err == nil && ok {
+				mu.Lock()
+				accepted++
+				mu.Unlock()
+			}
+			if len(got) > 1 {
+				if _, err := b.c.DeclineFirstContact(ctx, got[1]); err == nil {
+					mu.Lock()
+					other++
+					mu.Unlock()
+				}
+			}
+		}
+	})
+	wg.Wait()
+	require.Equal(t, len(envs), held+refused)
+	got, err := b.c.FirstContacts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, held-accepted-other, len(got), "held, less those accepted or declined")
+	require.LessOrEqual(t, len(got), max)
+	for _, a := range got {
+		require.Contains(t, addrs, a)
+	}
 }
