@@ -59,8 +59,8 @@
 //
 // Send, SendWithID, SendToDevices, RetryPendingMessages, Receive (and
 // Poll, one batch at a time), FinalizeInbound,
-// DiscardInbound, AcceptRemoteIdentityChange, DiscardUnreadablePeerState
-// and abandon hold one send mutex, so an abandon never runs between the
+// DiscardInbound, AcceptRemoteIdentityChange, DiscardUnreadablePeerState,
+// the first contacts' calls and abandon hold one send mutex, so an abandon never runs between the
 // steps of a send or a retry, and a finalize never between a receive's
 // steps. No storage transaction spans a network hand-off: the store
 // commits first (pending row, advanced session, removed inbound row), then
@@ -74,6 +74,14 @@
 // message that does not open is the same on the inbound side
 // (store.InboundPage.Unreadable, *store.UnreadableInboundError), and
 // DiscardInbound removes it by its sequence.
+//
+// A device that starts a session with this one is a first contact, a
+// message request, until the application writes to it or accepts it
+// (Message.FirstContact, FirstContacts, AcceptFirstContact,
+// DeclineFirstContact). What first contacts can make the client hold is
+// bounded (Config.MaxFirstContacts, MaxFirstContactPending): past the
+// bounds an envelope is refused unread with ErrFirstContactLimit, nothing
+// stored or acknowledged, and its sender delivers it again later.
 //
 // A remote device's session, initiation or identity pin that the store
 // cannot open fails the calls for that device only, with
