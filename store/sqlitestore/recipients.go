@@ -1,10 +1,10 @@
 package sqlitestore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/storeimpl"
@@ -71,6 +71,9 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 	if err != nil {
 		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
+	if len(out) == 0 {
+		out = nil // an empty page lists no recipient, not an empty list
+	}
 	return storeimpl.RecipientPage(out, req.Limit), nil
 }
 
@@ -100,7 +103,7 @@ func listRecipients(ctx context.Context, q *txn, from store.DeviceAddress, need 
 
 // seekRecipients is the loose index scan: up to n recipients after from.
 func seekRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int) ([]store.PendingRecipient, error) {
-	rows, err := q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
+	packed, err := q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
 		AfterUserID:   from.UserID,
 		AfterDeviceID: from.DeviceID,
 		RowLimit:      int64(n),
@@ -108,12 +111,37 @@ func seekRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.PendingRecipient, 0, len(rows))
-	for _, r := range rows {
+	return unpackSeeks(packed, make([]store.PendingRecipient, 0, n))
+}
+
+// seekEntryHeader is the fixed-width head of an entry of
+// PendingOutboundRecipients: device id (20), sequence (20), byte length
+// of the user id (10).
+const seekEntryHeader = 50
+
+// unpackSeeks appends to out the recipients PendingOutboundRecipients
+// packed back to back, each its seekEntryHeader digits, then its user id.
+// The user ids are substrings of packed (no copy).
+func unpackSeeks(packed string, out []store.PendingRecipient) ([]store.PendingRecipient, error) {
+	for len(packed) > 0 {
+		if len(packed) < seekEntryHeader {
+			return nil, errMalformed("short entry")
+		}
+		device, err1 := parseInt(packed[:20])
+		oldest, err2 := parseInt(packed[20:40])
+		n, err3 := parseInt(packed[40:50])
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, errMalformed("number")
+		}
+		packed = packed[seekEntryHeader:]
+		if n < 0 || n > int64(len(packed)) {
+			return nil, errMalformed("user id length")
+		}
 		out = append(out, store.PendingRecipient{
-			Recipient:      store.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID},
-			OldestSequence: r.OldestSequence,
+			Recipient:      store.DeviceAddress{UserID: packed[:n], DeviceID: device},
+			OldestSequence: oldest,
 		})
+		packed = packed[n:]
 	}
 	return out, nil
 }
@@ -133,7 +161,7 @@ func scanRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int
 	if err != nil {
 		return nil, false, err
 	}
-	entries, out, err := unpackRecipients(row.SameUser, nil)
+	entries, out, err := unpackRecipients(row.SameUser, make([]store.PendingRecipient, 0, n))
 	if err != nil {
 		return nil, false, err
 	}
@@ -155,57 +183,72 @@ func scanRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int
 }
 
 // unpackRecipients appends to out the recipients of one range packed by
-// PendingOutboundRecipientsScan ("E|D,S,N;...|U1U2...") and returns the
-// index entries it read.
+// PendingOutboundRecipientsScan ("E|D1,D2,...|S1,S2,...|N1,N2,...|U1U2...")
+// and returns the index entries it read. The user ids are substrings of
+// packed (no copy).
 func unpackRecipients(packed string, out []store.PendingRecipient) (int64, []store.PendingRecipient, error) {
-	bad := func(what string) error {
-		return fmt.Errorf("recipients: malformed listing (%s)", what)
-	}
-	p := []byte(packed)
-	i := bytes.IndexByte(p, '|')
-	if i < 0 {
-		return 0, nil, bad("no entry count")
-	}
-	entries, err := strconv.ParseInt(string(p[:i]), 10, 64)
-	if err != nil {
-		return 0, nil, bad("entry count")
-	}
-	p = p[i+1:]
-	j := bytes.IndexByte(p, '|')
-	if j < 0 {
-		return 0, nil, bad("no user ids")
-	}
-	nums, users := p[:j], p[j+1:]
-	for len(nums) > 0 {
-		var f [3]int64
-		for k := range f {
-			end := len(nums)
-			sep := byte(',')
-			if k == 2 {
-				sep = ';'
-			}
-			if e := bytes.IndexByte(nums, sep); e >= 0 {
-				end = e
-			} else if k < 2 {
-				return 0, nil, bad("short record")
-			}
-			f[k], err = strconv.ParseInt(string(nums[:end]), 10, 64)
-			if err != nil {
-				return 0, nil, bad("number")
-			}
-			nums = nums[min(end+1, len(nums)):]
+	var field [4]string
+	for k := range field {
+		i := strings.IndexByte(packed, '|')
+		if i < 0 {
+			return 0, nil, errMalformed("missing list")
 		}
-		if f[2] < 0 || f[2] > int64(len(users)) {
-			return 0, nil, bad("user id length")
+		field[k], packed = packed[:i], packed[i+1:]
+	}
+	entries, err := parseInt(field[0])
+	if err != nil {
+		return 0, nil, errMalformed("entry count")
+	}
+	devices, oldest, lengths, users := field[1], field[2], field[3], packed
+	for len(devices) > 0 {
+		var d, s, n int64
+		var err1, err2, err3 error
+		d, devices, err1 = nextInt(devices)
+		s, oldest, err2 = nextInt(oldest)
+		n, lengths, err3 = nextInt(lengths)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return 0, nil, errMalformed("number")
+		}
+		if n < 0 || n > int64(len(users)) {
+			return 0, nil, errMalformed("user id length")
 		}
 		out = append(out, store.PendingRecipient{
-			Recipient:      store.DeviceAddress{UserID: string(users[:f[2]]), DeviceID: f[0]},
-			OldestSequence: f[1],
+			Recipient:      store.DeviceAddress{UserID: users[:n], DeviceID: d},
+			OldestSequence: s,
 		})
-		users = users[f[2]:]
+		users = users[n:]
 	}
-	if len(users) != 0 {
-		return 0, nil, bad("trailing user ids")
+	if oldest != "" || lengths != "" || users != "" {
+		return 0, nil, errMalformed("lists of unequal length")
 	}
 	return entries, out, nil
+}
+
+// nextInt parses the first number of a comma-separated list and returns
+// the rest of the list after it.
+func nextInt(list string) (int64, string, error) {
+	if list == "" {
+		return 0, "", errMalformed("short list")
+	}
+	i := strings.IndexByte(list, ',')
+	if i < 0 {
+		v, err := parseInt(list)
+		return v, "", err
+	}
+	if i == len(list)-1 {
+		return 0, "", errMalformed("trailing comma")
+	}
+	v, err := parseInt(list[:i])
+	return v, list[i+1:], err
+}
+
+// parseInt parses a decimal integer as SQLite prints one (an optional
+// minus sign, then digits, zero-padded by printf's %0Nd).
+func parseInt(s string) (int64, error) {
+	return strconv.ParseInt(s, 10, 64)
+}
+
+// errMalformed reports a packed listing the store cannot read.
+func errMalformed(what string) error {
+	return fmt.Errorf("recipients: malformed listing (%s)", what)
 }
