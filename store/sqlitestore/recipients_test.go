@@ -131,12 +131,48 @@ func TestRecipientsShapes(t *testing.T) {
 		{"devices of unequal weight", 12, []int{1, 25, 2}},
 		{"a heavy device first", 8, []int{30, 1, 1}},
 		{"one recipient", 1, []int{200}},
+		{"at the probe's density", 8, []int{15, 16, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustOpen(t)
 			want := seedRecipients(t, s, tc.users, tc.per)
 			for _, limit := range []int{1, 2, 3, 7, 50, store.MaxPageSize} {
 				require.Equal(t, want, walkRecipients(t, s, limit), "limit %d", limit)
+			}
+		})
+	}
+}
+
+// TestRecipientsUserIDBytes: a user id is listed byte for byte as stored,
+// and the walk goes on past it, on either strategy (recipients of one
+// message are stepped over, of 20 seeked past), even where a damaged row
+// holds bytes an application's id cannot (a NUL, a byte that is not
+// UTF-8).
+func TestRecipientsUserIDBytes(t *testing.T) {
+	for _, per := range []int{1, 20} {
+		t.Run(fmt.Sprintf("%d each", per), func(t *testing.T) {
+			s := mustOpen(t)
+			for _, user := range []string{"'a'", "'b' || char(0) || 'c'", "CAST(x'62ff00' AS TEXT)", "'b'", "'d'"} {
+				_, err := sqliteaccess.DB(s).Exec(fmt.Sprintf(`WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
+					INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+					SELECT %s, 1, randomblob(16), x'00' FROM k`, user), per)
+				require.NoError(t, err, user)
+			}
+			want := []string{"a", "b", "b\x00c", "b\xff\x00", "d"}
+			for _, limit := range []int{1, 2, store.MaxPageSize} {
+				var users []string
+				req := store.RecipientPageRequest{Limit: limit}
+				for range len(want) + 1 { // a walk that goes back never ends
+					p, err := s.PendingRecipients(context.Background(), req)
+					require.NoError(t, err)
+					for _, r := range p.Recipients {
+						users = append(users, r.Recipient.UserID)
+					}
+					if req.After = p.NextAfterRecipient; req.After == nil {
+						break
+					}
+				}
+				require.Equal(t, want, users, "limit %d", limit)
 			}
 		})
 	}
