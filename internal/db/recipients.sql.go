@@ -81,15 +81,26 @@ func (q *Queries) PendingOutboundRecipients(ctx context.Context, arg PendingOutb
 
 const pendingOutboundRecipientsScan = `-- name: PendingOutboundRecipientsScan :one
 SELECT
-  CAST((SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
-                      group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))
-    FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, min(p.sequence) AS oldest
-          FROM pending_outbound_message AS p
+  CAST(CASE
+    WHEN (SELECT p.recipient_device_id FROM pending_outbound_message AS p
           WHERE p.recipient_user_id = CAST(?1 AS TEXT) AND p.recipient_device_id > CAST(?2 AS INTEGER)
             AND typeof(p.recipient_device_id) = 'integer'
-          GROUP BY p.recipient_user_id, p.recipient_device_id
-          ORDER BY p.recipient_user_id, p.recipient_device_id
-          LIMIT CAST(?3 AS INTEGER)) AS g) AS TEXT) AS same_user,
+          ORDER BY p.recipient_device_id, p.sequence LIMIT 1)
+       = (SELECT p.recipient_device_id FROM pending_outbound_message AS p
+          WHERE p.recipient_user_id = CAST(?1 AS TEXT) AND p.recipient_device_id > CAST(?2 AS INTEGER)
+            AND typeof(p.recipient_device_id) = 'integer'
+          ORDER BY p.recipient_device_id, p.sequence LIMIT 1 OFFSET CAST(?3 AS INTEGER) - 1)
+    THEN ''
+    ELSE (SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
+                        group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))
+      FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, min(p.sequence) AS oldest
+            FROM pending_outbound_message AS p
+            WHERE p.recipient_user_id = CAST(?1 AS TEXT) AND p.recipient_device_id > CAST(?2 AS INTEGER)
+              AND typeof(p.recipient_device_id) = 'integer'
+            GROUP BY p.recipient_user_id, p.recipient_device_id
+            ORDER BY p.recipient_user_id, p.recipient_device_id
+            LIMIT CAST(?4 AS INTEGER)) AS g)
+  END AS TEXT) AS same_user,
   CAST(CASE
     WHEN (SELECT p.recipient_user_id, p.recipient_device_id FROM pending_outbound_message AS p
           WHERE p.recipient_user_id > CAST(?1 AS TEXT) AND p.recipient_user_id < x''
@@ -98,7 +109,7 @@ SELECT
        = (SELECT p.recipient_user_id, p.recipient_device_id FROM pending_outbound_message AS p
           WHERE p.recipient_user_id > CAST(?1 AS TEXT) AND p.recipient_user_id < x''
             AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1 OFFSET CAST(?4 AS INTEGER) - 1)
+          ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1 OFFSET CAST(?3 AS INTEGER) - 1)
     THEN ''
     ELSE (SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
                         group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))
@@ -108,15 +119,15 @@ SELECT
               AND typeof(p.recipient_device_id) = 'integer'
             GROUP BY p.recipient_user_id, p.recipient_device_id
             ORDER BY p.recipient_user_id, p.recipient_device_id
-            LIMIT CAST(?3 AS INTEGER)) AS g)
+            LIMIT CAST(?4 AS INTEGER)) AS g)
   END AS TEXT) AS later_users
 `
 
 type PendingOutboundRecipientsScanParams struct {
 	AfterUserID   string
 	AfterDeviceID int64
-	RowLimit      int64
 	DenseEntries  int64
+	RowLimit      int64
 }
 
 type PendingOutboundRecipientsScanRow struct {
@@ -135,11 +146,12 @@ type PendingOutboundRecipientsScanRow struct {
 // (the index order spares the sort: the group's smallest sequence is its
 // first entry), at most row_limit recipients. (A bound on the entries read,
 // a LIMIT in a subquery, runs the entries through a co-routine that costs a
-// third more per entry than DISTINCT's step.) later_users is read only if
-// the first recipient there holds fewer than dense_entries entries: the
-// probe compares its first entry with the one dense_entries - 1 further on
-// (two seeks and that many steps); a dense one leaves later_users empty,
-// and the store reads the page by PendingOutboundRecipients instead. Each
+// third more per entry than DISTINCT's step.) Each range is read only if
+// its first recipient holds fewer than dense_entries entries: a probe
+// compares its first entry with the one dense_entries - 1 further on (two
+// seeks and that many steps); a dense one leaves the range ” (read, it
+// is at least "|||"), and the store reads the page by
+// PendingOutboundRecipients instead. Each
 // range is packed into one text, so that a page crosses the driver as one
 // row, not one per recipient: "D1,D2,...|S1,S2,...|N1,N2,...|U1U2...", the
 // recipients' device ids, oldest sequences and the byte lengths of their
@@ -151,8 +163,8 @@ func (q *Queries) PendingOutboundRecipientsScan(ctx context.Context, arg Pending
 	row := q.db.QueryRowContext(ctx, pendingOutboundRecipientsScan,
 		arg.AfterUserID,
 		arg.AfterDeviceID,
-		arg.RowLimit,
 		arg.DenseEntries,
+		arg.RowLimit,
 	)
 	var i PendingOutboundRecipientsScanRow
 	err := row.Scan(&i.SameUser, &i.LaterUsers)

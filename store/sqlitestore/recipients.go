@@ -13,17 +13,17 @@ import (
 // denseRecipientEntries is the density at which the listing seeks rather
 // than steps: where recipients hold this many index entries each, two seeks
 // past each one cost about what stepping over its entries does. A page
-// whose first recipient after the cursor's user holds this many is read by
-// seeks.
+// whose first recipient after the cursor holds this many is read by seeks.
 const denseRecipientEntries = 16
 
 // PendingRecipients implements store.Pending. It chooses its strategy by
 // what it meets in the recipient index (pending_outbound_message_recipient),
 // in one statement (PendingOutboundRecipientsScan): it probes whether the
-// first recipient after the cursor's user holds denseRecipientEntries
-// entries (its first entry against the one that many further on); if not,
-// it steps through the entries after the cursor in order, as SELECT
-// DISTINCT would, and groups them by recipient: most pages end there, at
+// first recipient after the cursor, on the cursor's user and after it,
+// holds denseRecipientEntries entries (its first entry against the one
+// that many further on); if not, it steps through the entries after the
+// cursor in order, as SELECT DISTINCT would, and groups them by
+// recipient: most pages end there, at
 // about four fifths of DISTINCT's cost, whatever they meet after the
 // probe (a recipient there that holds many is stepped over entry by entry,
 // as DISTINCT steps over it; bounding the step, a LIMIT in a subquery,
@@ -109,8 +109,8 @@ func unpackSeeks(packed string, out []store.PendingRecipient) ([]store.PendingRe
 // scanRecipients runs the probe and the step through the index
 // (PendingOutboundRecipientsScan) for up to n recipients after from. full
 // reports that the recipients returned are the page: n of them, or every
-// one after from. Otherwise the probe found the recipients after the
-// cursor's user dense, and the page is to be read by seeks.
+// one after from. Otherwise a probe found the first recipient of a range it
+// was to read dense, and the page is to be read by seeks.
 func scanRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int) (out []store.PendingRecipient, full bool, err error) {
 	row, err := q.PendingOutboundRecipientsScan(ctx, db.PendingOutboundRecipientsScanParams{
 		AfterUserID:   from.UserID,
@@ -120,6 +120,9 @@ func scanRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int
 	})
 	if err != nil {
 		return nil, false, err
+	}
+	if row.SameUser == "" {
+		return nil, false, nil
 	}
 	out, err = unpackRecipients(row.SameUser, make([]store.PendingRecipient, 0, n))
 	switch {
