@@ -68,9 +68,9 @@ WHERE step > 0 AND entry IS NOT NULL;
 -- a LIMIT in a subquery, runs the entries through a co-routine that costs a
 -- third more per entry than DISTINCT's step.) Each range is read only if
 -- its first recipient holds fewer than dense_entries entries: a probe
--- compares its first entry with the one dense_entries - 1 further on (two
--- seeks and that many steps); a dense one leaves the range '' (read, it
--- is at least "|||"), and the store reads the page by
+-- reads the range's first dense_entries entries (one seek, that many
+-- steps) and finds them all one recipient's; a dense one leaves the range
+-- '' (read, it is at least "|||"), and the store reads the page by
 -- PendingOutboundRecipients instead. Each
 -- range is packed into one text, so that a page crosses the driver as one
 -- row, not one per recipient: "D1,D2,...|S1,S2,...|N1,N2,...|U1U2...", the
@@ -81,14 +81,11 @@ WHERE step > 0 AND entry IS NOT NULL;
 -- PendingOutboundRecipients are read.
 SELECT
   CAST(CASE
-    WHEN (SELECT p.recipient_device_id FROM pending_outbound_message AS p
-          WHERE p.recipient_user_id = CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_device_id > CAST(sqlc.arg(after_device_id) AS INTEGER)
-            AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_device_id, p.sequence LIMIT 1)
-       = (SELECT p.recipient_device_id FROM pending_outbound_message AS p
-          WHERE p.recipient_user_id = CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_device_id > CAST(sqlc.arg(after_device_id) AS INTEGER)
-            AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_device_id, p.sequence LIMIT 1 OFFSET CAST(sqlc.arg(dense_entries) AS INTEGER) - 1)
+    WHEN (SELECT count(*) = CAST(sqlc.arg(dense_entries) AS INTEGER) AND min(f.device_id) = max(f.device_id)
+          FROM (SELECT p.recipient_device_id AS device_id FROM pending_outbound_message AS p
+                WHERE p.recipient_user_id = CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_device_id > CAST(sqlc.arg(after_device_id) AS INTEGER)
+                  AND typeof(p.recipient_device_id) = 'integer'
+                ORDER BY p.recipient_device_id, p.sequence LIMIT CAST(sqlc.arg(dense_entries) AS INTEGER)) AS f)
     THEN ''
     ELSE (SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
                         group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))
@@ -101,14 +98,11 @@ SELECT
             LIMIT CAST(sqlc.arg(row_limit) AS INTEGER)) AS g)
   END AS TEXT) AS same_user,
   CAST(CASE
-    WHEN (SELECT p.recipient_user_id, p.recipient_device_id FROM pending_outbound_message AS p
-          WHERE p.recipient_user_id > CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_user_id < x''
-            AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1)
-       = (SELECT p.recipient_user_id, p.recipient_device_id FROM pending_outbound_message AS p
-          WHERE p.recipient_user_id > CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_user_id < x''
-            AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1 OFFSET CAST(sqlc.arg(dense_entries) AS INTEGER) - 1)
+    WHEN (SELECT count(*) = CAST(sqlc.arg(dense_entries) AS INTEGER) AND min(f.user_id) = max(f.user_id) AND min(f.device_id) = max(f.device_id)
+          FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id FROM pending_outbound_message AS p
+                WHERE p.recipient_user_id > CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_user_id < x''
+                  AND typeof(p.recipient_device_id) = 'integer'
+                ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT CAST(sqlc.arg(dense_entries) AS INTEGER)) AS f)
     THEN ''
     ELSE (SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
                         group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))

@@ -13,8 +13,8 @@ import (
 // over the same index on the same connection. Without ANALYZE statistics
 // (a client's database has none) DISTINCT steps over every index entry of
 // the recipients it passes: O(pending) for the whole list. The listing
-// probes the first recipient after the cursor (its first index entry
-// against the 16th): where it holds fewer, it steps through the index too,
+// probes the first recipient after the cursor (are the first 16 index
+// entries all its own?): where it holds fewer, it steps through the index too,
 // grouped by recipient, and hands the page to the driver as one packed row
 // (not one row per recipient); where it holds more, it seeks past each
 // recipient, two seeks whatever it holds. So it is held to DISTINCT's cost

@@ -82,40 +82,34 @@ func (q *Queries) PendingOutboundRecipients(ctx context.Context, arg PendingOutb
 const pendingOutboundRecipientsScan = `-- name: PendingOutboundRecipientsScan :one
 SELECT
   CAST(CASE
-    WHEN (SELECT p.recipient_device_id FROM pending_outbound_message AS p
-          WHERE p.recipient_user_id = CAST(?1 AS TEXT) AND p.recipient_device_id > CAST(?2 AS INTEGER)
-            AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_device_id, p.sequence LIMIT 1)
-       = (SELECT p.recipient_device_id FROM pending_outbound_message AS p
-          WHERE p.recipient_user_id = CAST(?1 AS TEXT) AND p.recipient_device_id > CAST(?2 AS INTEGER)
-            AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_device_id, p.sequence LIMIT 1 OFFSET CAST(?3 AS INTEGER) - 1)
+    WHEN (SELECT count(*) = CAST(?1 AS INTEGER) AND min(f.device_id) = max(f.device_id)
+          FROM (SELECT p.recipient_device_id AS device_id FROM pending_outbound_message AS p
+                WHERE p.recipient_user_id = CAST(?2 AS TEXT) AND p.recipient_device_id > CAST(?3 AS INTEGER)
+                  AND typeof(p.recipient_device_id) = 'integer'
+                ORDER BY p.recipient_device_id, p.sequence LIMIT CAST(?1 AS INTEGER)) AS f)
     THEN ''
     ELSE (SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
                         group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))
       FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, min(p.sequence) AS oldest
             FROM pending_outbound_message AS p
-            WHERE p.recipient_user_id = CAST(?1 AS TEXT) AND p.recipient_device_id > CAST(?2 AS INTEGER)
+            WHERE p.recipient_user_id = CAST(?2 AS TEXT) AND p.recipient_device_id > CAST(?3 AS INTEGER)
               AND typeof(p.recipient_device_id) = 'integer'
             GROUP BY p.recipient_user_id, p.recipient_device_id
             ORDER BY p.recipient_user_id, p.recipient_device_id
             LIMIT CAST(?4 AS INTEGER)) AS g)
   END AS TEXT) AS same_user,
   CAST(CASE
-    WHEN (SELECT p.recipient_user_id, p.recipient_device_id FROM pending_outbound_message AS p
-          WHERE p.recipient_user_id > CAST(?1 AS TEXT) AND p.recipient_user_id < x''
-            AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1)
-       = (SELECT p.recipient_user_id, p.recipient_device_id FROM pending_outbound_message AS p
-          WHERE p.recipient_user_id > CAST(?1 AS TEXT) AND p.recipient_user_id < x''
-            AND typeof(p.recipient_device_id) = 'integer'
-          ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1 OFFSET CAST(?3 AS INTEGER) - 1)
+    WHEN (SELECT count(*) = CAST(?1 AS INTEGER) AND min(f.user_id) = max(f.user_id) AND min(f.device_id) = max(f.device_id)
+          FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id FROM pending_outbound_message AS p
+                WHERE p.recipient_user_id > CAST(?2 AS TEXT) AND p.recipient_user_id < x''
+                  AND typeof(p.recipient_device_id) = 'integer'
+                ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT CAST(?1 AS INTEGER)) AS f)
     THEN ''
     ELSE (SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
                         group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))
       FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, min(p.sequence) AS oldest
             FROM pending_outbound_message AS p
-            WHERE p.recipient_user_id > CAST(?1 AS TEXT) AND p.recipient_user_id < x''
+            WHERE p.recipient_user_id > CAST(?2 AS TEXT) AND p.recipient_user_id < x''
               AND typeof(p.recipient_device_id) = 'integer'
             GROUP BY p.recipient_user_id, p.recipient_device_id
             ORDER BY p.recipient_user_id, p.recipient_device_id
@@ -124,9 +118,9 @@ SELECT
 `
 
 type PendingOutboundRecipientsScanParams struct {
+	DenseEntries  int64
 	AfterUserID   string
 	AfterDeviceID int64
-	DenseEntries  int64
 	RowLimit      int64
 }
 
@@ -148,9 +142,9 @@ type PendingOutboundRecipientsScanRow struct {
 // a LIMIT in a subquery, runs the entries through a co-routine that costs a
 // third more per entry than DISTINCT's step.) Each range is read only if
 // its first recipient holds fewer than dense_entries entries: a probe
-// compares its first entry with the one dense_entries - 1 further on (two
-// seeks and that many steps); a dense one leaves the range ” (read, it
-// is at least "|||"), and the store reads the page by
+// reads the range's first dense_entries entries (one seek, that many
+// steps) and finds them all one recipient's; a dense one leaves the range
+// ” (read, it is at least "|||"), and the store reads the page by
 // PendingOutboundRecipients instead. Each
 // range is packed into one text, so that a page crosses the driver as one
 // row, not one per recipient: "D1,D2,...|S1,S2,...|N1,N2,...|U1U2...", the
@@ -161,9 +155,9 @@ type PendingOutboundRecipientsScanRow struct {
 // PendingOutboundRecipients are read.
 func (q *Queries) PendingOutboundRecipientsScan(ctx context.Context, arg PendingOutboundRecipientsScanParams) (PendingOutboundRecipientsScanRow, error) {
 	row := q.db.QueryRowContext(ctx, pendingOutboundRecipientsScan,
+		arg.DenseEntries,
 		arg.AfterUserID,
 		arg.AfterDeviceID,
-		arg.DenseEntries,
 		arg.RowLimit,
 	)
 	var i PendingOutboundRecipientsScanRow

@@ -20,8 +20,8 @@ const denseRecipientEntries = 16
 // what it meets in the recipient index (pending_outbound_message_recipient),
 // in one statement (PendingOutboundRecipientsScan): it probes whether the
 // first recipient after the cursor, on the cursor's user and after it,
-// holds denseRecipientEntries entries (its first entry against the one
-// that many further on); if not, it steps through the entries after the
+// holds denseRecipientEntries entries (the first that many entries of the
+// range are all its own); if not, it steps through the entries after the
 // cursor in order, as SELECT DISTINCT would, and groups them by
 // recipient: most pages end there, at
 // about four fifths of DISTINCT's cost, whatever they meet after the

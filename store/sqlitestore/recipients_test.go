@@ -191,21 +191,21 @@ func TestRecipientsStrategy(t *testing.T) {
 		users, per      int
 		atLeast, atMost func(entries, pages int) int64
 	}{
-		// A page of 100 reads its 101 entries and the probe's 17 (the
-		// next recipient's first entry and the 16th): 10 pages.
+		// A page of 100 reads its 101 entries and the probes' 16 (the
+		// first 16 entries after the cursor's user): 10 pages.
 		{"one message each", 1000, 1,
 			func(e, p int) int64 { return int64(e) },
-			func(e, p int) int64 { return int64(e) + int64(p)*(2+17) }},
+			func(e, p int) int64 { return int64(e) + int64(p)*(2+16) }},
 		// Every entry, not one per recipient (a seek listing reads
 		// about 1,000).
 		{"three messages each", 1000, 3,
 			func(e, p int) int64 { return int64(e) },
-			func(e, p int) int64 { return int64(e) + int64(p)*(4+17) }},
-		// 20 recipients of 500: the probe's 17 entries, then about one
+			func(e, p int) int64 { return int64(e) + int64(p)*(4+16) }},
+		// 20 recipients of 500: the probe's 16 entries, then about one
 		// entry per recipient seeked, not the 10,000 entries.
 		{"many messages each", 20, 500,
 			func(e, p int) int64 { return 1 },
-			func(e, p int) int64 { return 17 + 2*20 }},
+			func(e, p int) int64 { return 16 + 2*20 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustOpen(t)
