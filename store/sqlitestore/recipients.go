@@ -1,106 +1,69 @@
 package sqlitestore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
+	"strings"
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/storeimpl"
 	"github.com/securemsg/storage/store"
 )
 
-// scanEntriesPerRecipient sets the index entries a step through the
-// recipient index may read for a page: this many per recipient the page
-// asks for (limit + 1). Up to it, stepping over the entries costs less
-// than the seeks of a loose index scan; a page whose recipients hold more
-// goes on past the entries read by other means.
-const scanEntriesPerRecipient = 4
-
-// denseRecipientEntries is the density at which the listing stops
-// stepping: a step that read its whole budget and found fewer recipients
-// than one per this many entries meets recipients that hold more messages
-// each than a seek past them costs, and the rest of the page is a loose
-// index scan.
+// denseRecipientEntries is the density at which the listing seeks rather
+// than steps: where recipients hold this many index entries each, two seeks
+// past each one cost about what stepping over its entries does. A page
+// whose first recipient after the cursor holds this many is read by seeks.
 const denseRecipientEntries = 16
 
 // PendingRecipients implements store.Pending. It chooses its strategy by
-// what it meets in the recipient index (pending_outbound_message_recipient):
-// first it steps through the entries after the cursor in order, as SELECT
-// DISTINCT would, but for at most scanEntriesPerRecipient per recipient
-// asked for (the query PendingOutboundRecipientsScan, one statement). Most
-// pages end there. If the entries read end inside a recipient before the
-// page is full, the page is read again in one transaction (one snapshot),
-// going on past that recipient: by another bounded step while recipients
-// hold few messages each, or by a loose index scan, a few seeks per
-// recipient whatever it holds (PendingOutboundRecipients), once a step
-// finds them dense. A page dense from its cursor on is the loose index
-// scan alone, one statement. No message is opened; no planner statistic is read.
+// what it meets in the recipient index (pending_outbound_message_recipient),
+// in one statement (PendingOutboundRecipientsScan): it probes whether the
+// first recipient after the cursor, on the cursor's user and after it,
+// holds denseRecipientEntries entries (the first that many entries of the
+// range are all its own); if not, it steps through the entries after the
+// cursor in order, as SELECT DISTINCT would, and groups them by
+// recipient: most pages end there, at
+// about four fifths of DISTINCT's cost, whatever they meet after the
+// probe (a recipient there that holds many is stepped over entry by entry,
+// as DISTINCT steps over it; bounding the step, a LIMIT in a subquery,
+// costs a third more on every entry of every page). A page the probe finds
+// dense is read by the loose index scan, two seeks per recipient whatever
+// it holds (PendingOutboundRecipients), in a statement of its own. Either
+// way the page returned is what one statement read (one snapshot), and no
+// transaction is begun. No message is opened; no planner statistic is read.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := req.Validate(); err != nil {
 		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
 	from := storeimpl.RecipientsFrom(req)
 	need := req.Limit + 1
-	budget := int64(scanEntriesPerRecipient * need)
 	var out []store.PendingRecipient
-	more := false
+	full := false
 	err := s.tx(ctx, statement, func(q *txn) error {
 		var err error
-		out, more, err = scanRecipients(ctx, q, from, need, budget)
+		out, full, err = scanRecipients(ctx, q, from, need)
 		return err
 	})
-	switch {
-	case err != nil || !more:
-	case int64(len(out))*denseRecipientEntries <= budget:
-		// Dense from the cursor on: the loose index scan reads the
-		// whole page, one statement.
+	if err == nil && !full {
 		err = s.tx(ctx, statement, func(q *txn) error {
 			var err error
 			out, err = seekRecipients(ctx, q, from, need)
-			return err
-		})
-	default:
-		err = s.tx(ctx, transaction, func(q *txn) error {
-			var err error
-			out, err = listRecipients(ctx, q, from, need, budget)
 			return err
 		})
 	}
 	if err != nil {
 		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
-	return storeimpl.RecipientPage(out, req.Limit), nil
-}
-
-// listRecipients reads up to need recipients after from: bounded steps
-// through the index, each going on past the recipient the one before
-// stopped in, until the page is full, the index ends, or a step finds
-// recipients dense (fewer than one per denseRecipientEntries entries read);
-// then the loose index scan reads the rest.
-func listRecipients(ctx context.Context, q *txn, from store.DeviceAddress, need int, budget int64) ([]store.PendingRecipient, error) {
-	var out []store.PendingRecipient
-	for {
-		got, more, err := scanRecipients(ctx, q, from, need-len(out), budget)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, got...)
-		if !more || len(got) == 0 {
-			return out, nil
-		}
-		from = out[len(out)-1].Recipient
-		if int64(len(got))*denseRecipientEntries <= budget {
-			rest, err := seekRecipients(ctx, q, from, need-len(out))
-			return append(out, rest...), err
-		}
+	if len(out) == 0 {
+		out = nil // an empty page lists no recipient, not an empty list
 	}
+	return storeimpl.RecipientPage(out, req.Limit), nil
 }
 
 // seekRecipients is the loose index scan: up to n recipients after from.
 func seekRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int) ([]store.PendingRecipient, error) {
-	rows, err := q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
+	packed, err := q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
 		AfterUserID:   from.UserID,
 		AfterDeviceID: from.DeviceID,
 		RowLimit:      int64(n),
@@ -108,104 +71,169 @@ func seekRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.PendingRecipient, 0, len(rows))
-	for _, r := range rows {
+	return unpackSeeks(packed, make([]store.PendingRecipient, 0, n))
+}
+
+// seekEntryHeader is the fixed-width head of an entry of
+// PendingOutboundRecipients: device id (20), sequence (20), byte length
+// of the user id (10).
+const seekEntryHeader = 50
+
+// unpackSeeks appends to out the recipients PendingOutboundRecipients
+// packed back to back, each its seekEntryHeader digits, then its user id.
+// The user ids are substrings of packed (no copy).
+func unpackSeeks(packed string, out []store.PendingRecipient) ([]store.PendingRecipient, error) {
+	for len(packed) > 0 {
+		if len(packed) < seekEntryHeader {
+			return nil, errMalformed("short entry")
+		}
+		device, err1 := parseInt(packed[:20])
+		oldest, err2 := parseInt(packed[20:40])
+		n, err3 := parseInt(packed[40:50])
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, errMalformed("number")
+		}
+		packed = packed[seekEntryHeader:]
+		if n < 0 || n > int64(len(packed)) {
+			return nil, errMalformed("user id length")
+		}
 		out = append(out, store.PendingRecipient{
-			Recipient:      store.DeviceAddress{UserID: r.RecipientUserID, DeviceID: r.RecipientDeviceID},
-			OldestSequence: r.OldestSequence,
+			Recipient:      store.DeviceAddress{UserID: packed[:n], DeviceID: device},
+			OldestSequence: oldest,
 		})
+		packed = packed[n:]
 	}
 	return out, nil
 }
 
-// scanRecipients runs one bounded step (PendingOutboundRecipientsScan):
-// up to n recipients after from, read from at most budget index entries
-// per range. more reports that the step stopped on its budget before it
-// found n: the last recipient returned may hold more entries, and the
-// page goes on after it.
-func scanRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int, budget int64) (out []store.PendingRecipient, more bool, err error) {
+// scanRecipients runs the probe and the step through the index
+// (PendingOutboundRecipientsScan) for up to n recipients after from. full
+// reports that the recipients returned are the page: n of them, or every
+// one after from. Otherwise a probe found the first recipient of a range it
+// was to read dense, and the page is to be read by seeks.
+func scanRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int) (out []store.PendingRecipient, full bool, err error) {
 	row, err := q.PendingOutboundRecipientsScan(ctx, db.PendingOutboundRecipientsScanParams{
 		AfterUserID:   from.UserID,
 		AfterDeviceID: from.DeviceID,
-		EntryLimit:    budget,
 		RowLimit:      int64(n),
+		DenseEntries:  denseRecipientEntries,
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	entries, out, err := unpackRecipients(row.SameUser, nil)
+	if row.SameUser == "" {
+		return nil, false, nil
+	}
+	out, err = unpackRecipients(row.SameUser, make([]store.PendingRecipient, 0, n))
+	switch {
+	case err != nil:
+		return nil, false, err
+	case len(out) >= n:
+		return out[:n], true, nil
+	case row.LaterUsers == "":
+		return nil, false, nil
+	}
+	out, err = unpackRecipients(row.LaterUsers, out)
 	if err != nil {
 		return nil, false, err
 	}
-	if len(out) >= n {
-		return out[:n], false, nil
-	}
-	if entries >= budget {
-		// The cursor's user holds more: the later users come after it.
-		return out, true, nil
-	}
-	entries, out, err = unpackRecipients(row.LaterUsers, out)
-	if err != nil {
-		return nil, false, err
-	}
-	if len(out) >= n {
-		return out[:n], false, nil
-	}
-	return out, entries >= budget, nil
+	return out[:min(n, len(out))], true, nil
 }
 
 // unpackRecipients appends to out the recipients of one range packed by
-// PendingOutboundRecipientsScan ("E|D,S,N;...|U1U2...") and returns the
-// index entries it read.
-func unpackRecipients(packed string, out []store.PendingRecipient) (int64, []store.PendingRecipient, error) {
-	bad := func(what string) error {
-		return fmt.Errorf("recipients: malformed listing (%s)", what)
-	}
-	p := []byte(packed)
-	i := bytes.IndexByte(p, '|')
-	if i < 0 {
-		return 0, nil, bad("no entry count")
-	}
-	entries, err := strconv.ParseInt(string(p[:i]), 10, 64)
-	if err != nil {
-		return 0, nil, bad("entry count")
-	}
-	p = p[i+1:]
-	j := bytes.IndexByte(p, '|')
-	if j < 0 {
-		return 0, nil, bad("no user ids")
-	}
-	nums, users := p[:j], p[j+1:]
-	for len(nums) > 0 {
-		var f [3]int64
-		for k := range f {
-			end := len(nums)
-			sep := byte(',')
-			if k == 2 {
-				sep = ';'
-			}
-			if e := bytes.IndexByte(nums, sep); e >= 0 {
-				end = e
-			} else if k < 2 {
-				return 0, nil, bad("short record")
-			}
-			f[k], err = strconv.ParseInt(string(nums[:end]), 10, 64)
-			if err != nil {
-				return 0, nil, bad("number")
-			}
-			nums = nums[min(end+1, len(nums)):]
+// PendingOutboundRecipientsScan ("D1,D2,...|S1,S2,...|N1,N2,...|U1U2...").
+// The user ids are substrings of packed (no copy).
+func unpackRecipients(packed string, out []store.PendingRecipient) ([]store.PendingRecipient, error) {
+	var field [3]string
+	for k := range field {
+		i := strings.IndexByte(packed, '|')
+		if i < 0 {
+			return nil, errMalformed("missing list")
 		}
-		if f[2] < 0 || f[2] > int64(len(users)) {
-			return 0, nil, bad("user id length")
+		field[k], packed = packed[:i], packed[i+1:]
+	}
+	devices, oldest, lengths, users := field[0], field[1], field[2], packed
+	for len(devices) > 0 {
+		var d, s, n int64
+		var err1, err2, err3 error
+		d, devices, err1 = nextInt(devices)
+		s, oldest, err2 = nextInt(oldest)
+		n, lengths, err3 = nextInt(lengths)
+		if err1 != nil || err2 != nil || err3 != nil {
+			return nil, errMalformed("number")
+		}
+		if n < 0 || n > int64(len(users)) {
+			return nil, errMalformed("user id length")
 		}
 		out = append(out, store.PendingRecipient{
-			Recipient:      store.DeviceAddress{UserID: string(users[:f[2]]), DeviceID: f[0]},
-			OldestSequence: f[1],
+			Recipient:      store.DeviceAddress{UserID: users[:n], DeviceID: d},
+			OldestSequence: s,
 		})
-		users = users[f[2]:]
+		users = users[n:]
 	}
-	if len(users) != 0 {
-		return 0, nil, bad("trailing user ids")
+	if oldest != "" || lengths != "" || users != "" {
+		return nil, errMalformed("lists of unequal length")
 	}
-	return entries, out, nil
+	return out, nil
+}
+
+// nextInt parses the number at the start of a comma-separated list and
+// returns the rest of the list after it.
+func nextInt(list string) (int64, string, error) {
+	v, n, err := leadingInt(list)
+	switch {
+	case err != nil:
+		return 0, "", err
+	case n == len(list):
+		return v, "", nil
+	case list[n] != ',' || n+1 == len(list):
+		return 0, "", errMalformed("list separator")
+	}
+	return v, list[n+1:], nil
+}
+
+// parseInt parses s, all of it one decimal integer.
+func parseInt(s string) (int64, error) {
+	v, n, err := leadingInt(s)
+	if err == nil && n != len(s) {
+		err = errMalformed("number")
+	}
+	return v, err
+}
+
+// leadingInt parses the decimal integer at the start of s as SQLite
+// prints one (an optional minus sign, then digits, zero-padded by
+// printf's %0Nd) and returns it and the bytes it took. strconv.ParseInt
+// would need the number's end first and costs a third of a page's parse.
+func leadingInt(s string) (int64, int, error) {
+	i, neg := 0, false
+	if i < len(s) && s[i] == '-' {
+		i, neg = 1, true
+	}
+	start := i
+	var u uint64
+	for ; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			break
+		}
+		if u > (1<<63)/10 {
+			return 0, 0, errMalformed("number out of range")
+		}
+		u = u*10 + uint64(d)
+	}
+	switch {
+	case i == start:
+		return 0, 0, errMalformed("number")
+	case neg && u <= 1<<63:
+		return -int64(u), i, nil // -(1<<63) wraps to itself
+	case !neg && u <= 1<<63-1:
+		return int64(u), i, nil
+	}
+	return 0, 0, errMalformed("number out of range")
+}
+
+// errMalformed reports a packed listing the store cannot read.
+func errMalformed(what string) error {
+	return fmt.Errorf("recipients: malformed listing (%s)", what)
 }
