@@ -185,16 +185,13 @@ func TestAbandonFailedRemoval(t *testing.T) {
 			fs := &failingStore{Store: a.st, fail: errStoreBroken}
 			cfg := a.config()
 			cfg.Store = fs
-			require.NoError(t, a.c.Close())
-			c, err := client.Open(ctx, cfg)
-			require.NoError(t, err)
-			a.c = c
-			st, err := c.AbandonPending(ctx, bob, id)
+			a.restartWith(cfg)
+			st, err := a.c.AbandonPending(ctx, bob, id)
 			require.ErrorIs(t, err, errStoreBroken)
 			require.NotEqual(t, client.Abandoned, st)
 			require.Equal(t, []store.LogicalMessageID{id}, a.pendingIDs(nil))
 			fs.fail = nil
-			st, err = c.AbandonPending(ctx, bob, id)
+			st, err = a.c.AbandonPending(ctx, bob, id)
 			require.NoError(t, err)
 			require.Equal(t, client.Abandoned, st)
 		})

@@ -71,10 +71,7 @@ func TestFirstContactsBounded(t *testing.T) {
 	const max = 32 // the default
 	cfg := b.config()
 	cfg.MaxFirstContacts, cfg.MaxFirstContactPending = 0, 0
-	require.NoError(t, b.c.Close())
-	c, err := client.Open(ctx, cfg)
-	require.NoError(t, err)
-	b.c = c
+	b.restartWith(cfg)
 
 	// alice is a contact of bob's: bob wrote to her first.
 	b.send(alice, "hi alice")
@@ -188,10 +185,7 @@ func TestFirstContactPendingBounded(t *testing.T) {
 			_, a, b := openPair(t, kind)
 			cfg := b.config()
 			cfg.MaxFirstContactPending = 3
-			require.NoError(t, b.c.Close())
-			c, err := client.Open(ctx, cfg)
-			require.NoError(t, err)
-			b.c = c
+			b.restartWith(cfg)
 
 			for i := range 5 {
 				a.send(bob, fmt.Sprintf("m%d", i))
@@ -243,11 +237,8 @@ func TestFirstContactPendingBounded(t *testing.T) {
 func (d *device) reopenWith(cfg client.Config) {
 	d.tb.Helper()
 	d.reopen()
-	require.NoError(d.tb, d.c.Close())
 	cfg.Store = d.st
-	c, err := client.Open(context.Background(), cfg)
-	require.NoError(d.tb, err)
-	d.c = c
+	d.restartWith(cfg)
 }
 
 // TestFirstContactsBoundedConcurrently: receives racing with each other
@@ -259,10 +250,7 @@ func TestFirstContactsBoundedConcurrently(t *testing.T) {
 	const max = 8
 	cfg := b.config()
 	cfg.MaxFirstContacts = max
-	require.NoError(t, b.c.Close())
-	c, err := client.Open(ctx, cfg)
-	require.NoError(t, err)
-	b.c = c
+	b.restartWith(cfg)
 
 	addrs, envs := strangers(t, net, 120, "racer")
 	var (

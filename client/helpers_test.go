@@ -174,6 +174,16 @@ func (d *device) config() client.Config {
 	return client.Config{Store: d.st, Transport: d.tr, Directory: d.net, OneTimePrekeys: 5, EncryptPolicy: d.enc, MaxFirstContacts: 1 << 20, MaxFirstContactPending: 1 << 20}
 }
 
+// restartWith closes d's client and opens one on cfg in its place (the
+// same store, unless cfg names another).
+func (d *device) restartWith(cfg client.Config) {
+	d.tb.Helper()
+	require.NoError(d.tb, d.c.Close())
+	c, err := client.Open(context.Background(), cfg)
+	require.NoError(d.tb, err)
+	d.c = c
+}
+
 // reopen closes the device's SQLite store and opens the client again over a
 // newly opened store on the same file: a restart.
 func (d *device) reopen() {

@@ -247,10 +247,7 @@ func TestReplenishRefusesImpossibleCount(t *testing.T) {
 	require.Len(t, bundle.OneTimePrekeys, 1)
 	cfg := b.config()
 	cfg.Directory = lyingDirectory{Network: net, count: -995}
-	require.NoError(t, b.c.Close())
-	c, err := client.Open(ctx, cfg)
-	require.NoError(t, err)
-	b.c = c
+	b.restartWith(cfg)
 
 	before := dumpTables(t, sqliteaccess.DB(b.sql))
 	net.ResetCalls()
