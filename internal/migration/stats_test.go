@@ -38,14 +38,18 @@ func recipientsQuery(t *testing.T) string {
 	start := strings.Index(q, "-- name: PendingOutboundRecipients ")
 	require.GreaterOrEqual(t, start, 0)
 	q = q[start:]
-	q = q[:strings.Index(q, ";")]
+	if next := strings.Index(q[1:], "-- name: "); next >= 0 {
+		q = q[:next+1]
+	}
+	// Comments may hold a semicolon: the statement ends at the last one.
+	q = q[:strings.LastIndex(q, ";")]
 	return regexp.MustCompile(`sqlc\.arg\(\w+\)`).ReplaceAllString(q, "?")
 }
 
 // plan is the EXPLAIN QUERY PLAN of query on conn, one detail a line.
 func plan(t *testing.T, conn *sql.DB, query string) string {
 	t.Helper()
-	rows, err := conn.Query("EXPLAIN QUERY PLAN "+query, "", 0, 21)
+	rows, err := conn.Query("EXPLAIN QUERY PLAN "+query, 0, "", 21) // after_device_id, after_user_id, row_limit
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []string
