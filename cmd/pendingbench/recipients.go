@@ -32,6 +32,10 @@ var (
 	recipientsMidTarget  = recipientTargets{page: 1.1, all: 1.1} // midRecipients
 	recipientsManyTarget = recipientTargets{page: 1.1, all: 1.1} // -many-recipients
 	recipientsOneTarget  = recipientTargets{page: 1.5, all: 0.1} // one recipient
+	// The -recipients shares with the large recipients anywhere in address
+	// order: the same targets as in the skewed layout, whose order puts
+	// them first.
+	recipientsScatteredTarget = recipientTargets{page: 1.5, all: 0.2}
 )
 
 // midRecipients is the recipients of the shape between -recipients and
@@ -54,8 +58,10 @@ func recipientRatio(name string, a, b sample, limit float64, detail string) resu
 // the whole listing, page by page, as a restart loop reads it (against one
 // SELECT DISTINCT of every recipient); also over midRecipients and over a
 // single recipient holding every message (databases seeded for these
-// lines). Before timing, the store's answers
-// are checked against DISTINCT's.
+// lines), and over -recipients recipients with the same shares in a
+// pseudo-random address order (scattered: a large recipient anywhere,
+// where the skewed layout puts them first). Before timing, the store's
+// answers are checked against DISTINCT's.
 func recipientLines(b *bench) ([]result, error) {
 	ctx, o := b.ctx, b.o
 	many, err := b.seedOver("many", o.Large, o.ManyRecipients)
@@ -73,14 +79,26 @@ func recipientLines(b *bench) ([]result, error) {
 		return nil, err
 	}
 	defer one.s.Close()
+	scattered, err := b.seedScattered("scattered", o.Large, o.Recipients)
+	if err != nil {
+		return nil, err
+	}
+	defer scattered.s.Close()
+	manyScattered, err := b.seedScattered("many-scattered", o.Large, o.ManyRecipients)
+	if err != nil {
+		return nil, err
+	}
+	defer manyScattered.s.Close()
 	var rs []result
 	for _, x := range []struct {
 		e      *env
 		target recipientTargets
-	}{{b.large, recipientsFewTarget}, {mid, recipientsMidTarget}, {many, recipientsManyTarget}, {one, recipientsOneTarget}} {
+		how    string
+	}{{b.large, recipientsFewTarget, ""}, {mid, recipientsMidTarget, ""}, {many, recipientsManyTarget, ""}, {one, recipientsOneTarget, ""},
+		{scattered, recipientsScatteredTarget, " scattered"}, {manyScattered, recipientsManyTarget, " scattered"}} {
 		e := x.e
 		n := e.layout.Recipients()
-		at := fmt.Sprintf("at %s over %s recipients", b.L, human(n))
+		at := fmt.Sprintf("at %s over %s%s recipients", b.L, human(n), x.how)
 		cursors := make([]store.DeviceAddress, o.Iters)
 		for i := range cursors {
 			cursors[i] = e.layout.Address(b.rng.IntN(n))

@@ -123,12 +123,25 @@ func (b *bench) seed(name string, n int) (*env, error) {
 // seedOver builds the database name with n pending messages over a skewed
 // spread of recipients (at most n/10).
 func (b *bench) seedOver(name string, n, recipients int) (*env, error) {
+	return b.seedLayout(name, benchseed.Config{N: n, Recipients: min(recipients, max(2, n/10)), Skew: b.o.Skew})
+}
+
+// seedScattered is seedOver with the shares given to the recipients in a
+// pseudo-random address order (benchseed.Config.Scatter): the recipients
+// holding many messages sit anywhere in address order.
+func (b *bench) seedScattered(name string, n, recipients int) (*env, error) {
+	return b.seedLayout(name, benchseed.Config{N: n, Recipients: min(recipients, max(2, n/10)), Skew: b.o.Skew, Scatter: true})
+}
+
+// seedLayout seeds the database name with cfg's layout.
+func (b *bench) seedLayout(name string, cfg benchseed.Config) (*env, error) {
+	n := cfg.N
 	kr, err := benchseed.NewKeyring()
 	if err != nil {
 		return nil, err
 	}
 	keys := sealspy.New(kr)
-	cfg := benchseed.Config{N: n, Recipients: min(recipients, max(2, n/10)), Skew: b.o.Skew}.Normalized()
+	cfg = cfg.Normalized()
 	layout := cfg.Layout()
 	t0 := time.Now()
 	path := filepath.Join(b.dir, name+".db")

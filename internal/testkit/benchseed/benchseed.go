@@ -82,6 +82,11 @@ type Config struct {
 	// that a few recipients hold most messages and most hold a handful.
 	// Share and Filtered then mean nothing; use the Layout.
 	Skew float64
+	// Scatter, with Skew, gives the shares to the recipients' addresses in
+	// a fixed pseudo-random order instead of the largest first, so that
+	// recipients holding many messages sit anywhere in address order, as
+	// a user's contacts do.
+	Scatter bool
 }
 
 // DefaultShare is the filtered recipient's share of n messages over

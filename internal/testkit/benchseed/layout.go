@@ -19,13 +19,18 @@ import (
 // sequence in a fixed pseudo-random order: with 1,000,000 rows over 1,000
 // recipients and Skew 1.5, recipient 0 holds ~390,000 rows, the first
 // eleven more than 10,000 each, and the last ones a dozen. Recipients with no
-// room (N below Recipients) are dropped from the end.
+// room (N below Recipients) are dropped from the end. Recipient r's
+// address is Recipient(r), or with Config.Scatter another recipient
+// number, the same for every r of one Config.
 type Layout struct {
 	cfg Config
 	// recipient[i] is the recipient of row i.
 	recipient []int32
 	// rows[r] are the rows of recipient r, ascending.
 	rows [][]int32
+	// addr[r] is the number of recipient r's address (Recipient); nil
+	// means r itself.
+	addr []int
 }
 
 // Layout returns the layout of c's rows. Config must be Normalized.
@@ -48,6 +53,9 @@ func (c Config) Layout() *Layout {
 	rng := rand.New(rand.NewPCG(uint64(c.N), uint64(len(shares))))
 	rng.Shuffle(len(l.recipient), func(i, j int) { l.recipient[i], l.recipient[j] = l.recipient[j], l.recipient[i] })
 	l.buildRows(len(shares))
+	if c.Scatter {
+		l.addr = rng.Perm(len(shares))
+	}
 	return l
 }
 
@@ -112,7 +120,12 @@ func (l *Layout) N() int { return l.cfg.N }
 func (l *Layout) Recipients() int { return len(l.rows) }
 
 // Address is recipient r's address.
-func (l *Layout) Address(r int) store.DeviceAddress { return Recipient(r) }
+func (l *Layout) Address(r int) store.DeviceAddress {
+	if l.addr != nil {
+		return Recipient(l.addr[r])
+	}
+	return Recipient(r)
+}
 
 // Share is the number of rows recipient r holds.
 func (l *Layout) Share(r int) int { return len(l.rows[r]) }
@@ -123,7 +136,7 @@ func (l *Layout) RecipientRow(r, k int) int { return int(l.rows[r][k]) }
 // Row returns the recipient and logical id of row i, which has sequence
 // i+1 in a freshly seeded database.
 func (l *Layout) Row(i int) (store.DeviceAddress, store.LogicalMessageID) {
-	return Recipient(int(l.recipient[i])), RowID(i)
+	return l.Address(int(l.recipient[i])), RowID(i)
 }
 
 // WithAtLeast returns the recipients holding at least n rows, in order.
