@@ -196,16 +196,6 @@ func (c *faultConn) limit(ctx context.Context) error {
 }
 
 func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.exec(ctx, query, func() (driver.Result, error) { return c.inner.ExecContext(ctx, query, args) })
-}
-
-func (c *faultConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.query(ctx, query, func() (driver.Rows, error) { return c.inner.QueryContext(ctx, query, args) })
-}
-
-// exec runs a statement that returns no rows, run, as the faults armed
-// for its SQL, query, say: unprepared (ExecContext) or prepared (faultStmt).
-func (c *faultConn) exec(ctx context.Context, query string, run func() (driver.Result, error)) (driver.Result, error) {
 	if err := c.limit(ctx); err != nil {
 		return nil, err
 	}
@@ -217,7 +207,7 @@ func (c *faultConn) exec(ctx context.Context, query string, run func() (driver.R
 			return nil, fmt.Errorf("commit of %q: %w", firstLine(query), errInjected)
 		}
 		if ok, _ := c.inj.take(opCommitLost, query); ok {
-			if _, err := run(); err != nil {
+			if _, err := c.inner.ExecContext(ctx, query, args); err != nil {
 				return nil, err
 			}
 			return nil, fmt.Errorf("commit of %q (committed): %w", firstLine(query), errInjected)
@@ -227,12 +217,10 @@ func (c *faultConn) exec(ctx context.Context, query string, run func() (driver.R
 		f.hold()
 		return nil, fmt.Errorf("exec %q: %w", firstLine(query), errInjected)
 	}
-	return run()
+	return c.inner.ExecContext(ctx, query, args)
 }
 
-// query runs a statement that returns rows, run, as the faults armed for
-// its SQL, query, say (see exec).
-func (c *faultConn) query(ctx context.Context, query string, run func() (driver.Rows, error)) (driver.Rows, error) {
+func (c *faultConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if err := c.limit(ctx); err != nil {
 		return nil, err
 	}
@@ -241,7 +229,7 @@ func (c *faultConn) query(ctx context.Context, query string, run func() (driver.
 		f.hold()
 		return nil, fmt.Errorf("query %q: %w", firstLine(query), errInjected)
 	}
-	rows, err := run()
+	rows, err := c.inner.QueryContext(ctx, query, args)
 	if err != nil {
 		return nil, err
 	}
@@ -251,64 +239,12 @@ func (c *faultConn) query(ctx context.Context, query string, run func() (driver.
 	return rows, nil
 }
 
-// PrepareContext prepares query on the inner connection; its executions
-// meet the same faults as an unprepared statement's (faultStmt).
 func (c *faultConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
 	if err := c.limit(ctx); err != nil {
 		return nil, err
 	}
-	st, err := c.inner.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	inner, ok := st.(innerStmt)
-	if !ok {
-		st.Close()
-		return nil, fmt.Errorf("fault driver: a %T statement lacks a method the fault driver calls", st)
-	}
-	return &faultStmt{inner: inner, c: c, query: query}, nil
-}
-
-// innerStmt is what the fault driver calls on a prepared statement of the
-// build's SQLite driver.
-type innerStmt interface {
-	driver.Stmt
-	driver.StmtExecContext
-	driver.StmtQueryContext
-}
-
-// faultStmt is a statement prepared through the fault driver: each
-// execution fails as an unprepared one of the same SQL would.
-type faultStmt struct {
-	inner innerStmt
-	c     *faultConn
-	query string
-}
-
-var (
-	_ driver.StmtExecContext  = (*faultStmt)(nil)
-	_ driver.StmtQueryContext = (*faultStmt)(nil)
-)
-
-func (s *faultStmt) Close() error  { return s.inner.Close() }
-func (s *faultStmt) NumInput() int { return s.inner.NumInput() }
-
-func (s *faultStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	return s.c.exec(ctx, s.query, func() (driver.Result, error) { return s.inner.ExecContext(ctx, args) })
-}
-
-func (s *faultStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.c.query(ctx, s.query, func() (driver.Rows, error) { return s.inner.QueryContext(ctx, args) })
-}
-
-// Exec and Query are the pre-context forms database/sql never calls on a
-// statement that has the context ones.
-func (s *faultStmt) Exec([]driver.Value) (driver.Result, error) {
-	return nil, errors.New("fault driver: Exec without a context")
-}
-
-func (s *faultStmt) Query([]driver.Value) (driver.Rows, error) {
-	return nil, errors.New("fault driver: Query without a context")
+	c.txSQL = append(c.txSQL, query)
+	return c.inner.PrepareContext(ctx, query)
 }
 
 func (c *faultConn) Prepare(query string) (driver.Stmt, error) {

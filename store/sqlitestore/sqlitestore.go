@@ -62,11 +62,8 @@ type Store struct {
 	// tests and tools read them by name (internal/sqliteaccess.DB and
 	// Keyring): a rename is made there too.
 	conn *sql.DB
+	q    *db.Queries
 	keys seal.RotatingSealer
-	// q is the generated queries on stmts, the statements prepared on
-	// conn (stmts.go).
-	q     *db.Queries
-	stmts *stmts
 	// closed is set once by Close, so that tx, which reads it under
 	// sealMu, refuses every call that begins after it with
 	// store.ErrClosed rather than the driver's closed-handle error.
@@ -277,9 +274,8 @@ func open(ctx context.Context, path string, keys seal.RotatingSealer, opts []Opt
 		h.undo()
 		return nil, err
 	}
-	s.stmts, s.q = newStmts(s.conn)
+	s.q = db.New(s.conn)
 	if err := s.init(ctx, o, h.real); err != nil {
-		s.stmts.close()
 		if h.walBefore {
 			// The file and its -wal stay as they were found.
 			sqliteaccess.CloseKeepingWAL(s.conn, sqliteaccess.Driver(ctx), h.real)
@@ -407,10 +403,8 @@ func (s *Store) init(ctx context.Context, o options, real string) error {
 		if err != nil {
 			return err
 		}
-		s.stmts.close()
 		s.conn.Close()
-		s.conn = conn
-		s.stmts, s.q = newStmts(conn)
+		s.conn, s.q = conn, db.New(conn)
 	}
 	// One transaction for what every open checks on a sealed database.
 	return s.tx(ctx, transaction, func(q *txn) error {
@@ -570,7 +564,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.sealMu.Lock()
-		err = errors.Join(s.stmts.close(), s.conn.Close())
+		err = s.conn.Close()
 		s.sealMu.Unlock()
 		if lerr := s.lock.Release(); err == nil && lerr != nil {
 			err = fmt.Errorf("store: release lock: %w", lerr)

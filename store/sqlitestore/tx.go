@@ -83,12 +83,9 @@ func (s *Store) tx(ctx context.Context, kind txKind, fn func(t *txn) error) erro
 		err = fn(t)
 	default:
 		err = sqltx.Run(ctx, s.conn, func(tx *sql.Tx) error {
-			t.Queries = s.stmts.withTx(tx)
+			t.Queries = s.q.WithTx(tx)
 			return fn(t)
 		})
-		// The connection is free again: the queries the transaction ran
-		// unprepared are prepared for the next one.
-		s.stmts.prepareMissed(ctx)
 	}
 	switch {
 	case !counted:
