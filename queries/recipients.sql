@@ -28,10 +28,14 @@
 -- the index range): a row holding another storage class names no address
 -- a retry could reach, and the pages report it as unreadable. The caller
 -- passes row_limit = limit + 1: the extra recipient only says whether
--- another page follows.
-WITH RECURSIVE recipient(entry, step) AS (
+-- another page follows. Each step also counts the first dense_entries
+-- entries of the recipient it stands on (a seek, that many steps): the
+-- seeks pay where recipients are dense, and after sparse_run recipients
+-- in a row holding fewer they stop, and the store hands the rest of the
+-- page to the step (PendingOutboundRecipientsScan), cheaper there.
+WITH RECURSIVE recipient(entry, step, sparse) AS (
   SELECT printf('%020d%020d%010d', CAST(sqlc.arg(after_device_id) AS INTEGER), 0, 0) || CAST(sqlc.arg(after_user_id) AS TEXT) AS entry,
-         0 AS step
+         0 AS step, 0 AS sparse
   UNION ALL
   SELECT
     coalesce(
@@ -46,9 +50,18 @@ WITH RECURSIVE recipient(entry, step) AS (
         WHERE p.recipient_user_id > CAST(substr(CAST(recipient.entry AS BLOB), 51) AS TEXT) AND p.recipient_user_id < x''
           AND typeof(p.recipient_device_id) = 'integer'
         ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT 1)) AS entry,
-    recipient.step + 1 AS step
+    recipient.step + 1 AS step,
+    CASE
+      WHEN recipient.step = 0 THEN 0
+      WHEN (SELECT count(*) FROM (SELECT 1 FROM pending_outbound_message AS p
+              WHERE p.recipient_user_id = CAST(substr(CAST(recipient.entry AS BLOB), 51) AS TEXT)
+                AND p.recipient_device_id = CAST(substr(recipient.entry, 1, 20) AS INTEGER)
+              LIMIT CAST(sqlc.arg(dense_entries) AS INTEGER)) AS d) = CAST(sqlc.arg(dense_entries) AS INTEGER) THEN 0
+      ELSE recipient.sparse + 1
+    END AS sparse
   FROM recipient
   WHERE recipient.entry IS NOT NULL AND recipient.step < CAST(sqlc.arg(row_limit) AS INTEGER)
+    AND recipient.sparse < CAST(sqlc.arg(sparse_run) AS INTEGER)
 )
 SELECT CAST(coalesce(group_concat(entry, ''), '') AS TEXT) AS entries
 FROM recipient
@@ -62,22 +75,23 @@ WHERE step > 0 AND entry IS NOT NULL;
 -- ordered index range (a row value (user_id, device_id) > (?, ?) would seek
 -- on the user id and step over every entry of the cursor's recipient):
 -- same_user, the cursor's user's greater device ids, and later_users, the
--- greater TEXT user ids, each grouped by recipient straight off the index
--- (the index order spares the sort: the group's smallest sequence is its
--- first entry), at most row_limit recipients. (A bound on the entries read,
--- a LIMIT in a subquery, runs the entries through a co-routine that costs a
--- third more per entry than DISTINCT's step.) Each range is read only if
--- its first recipient holds fewer than dense_entries entries: a probe
--- reads the range's first dense_entries entries (one seek, that many
--- steps) and finds them all one recipient's; a dense one leaves the range
--- '' (read, it is at least "|||"), and the store reads the page by
--- PendingOutboundRecipients instead. Each
--- range is packed into one text, so that a page crosses the driver as one
--- row, not one per recipient: "D1,D2,...|S1,S2,...|N1,N2,...|U1U2...", the
--- recipients' device ids, oldest sequences and the byte lengths of their
--- user ids, each a list of its own (a group_concat of a bare column costs a
--- fraction of one of a concat per recipient), then the user ids
--- themselves, back to back; "|||" for none. The same storage classes as
+-- greater TEXT user ids. Each range is read only if its first recipient
+-- holds fewer than dense_entries entries: a probe reads the range's first
+-- dense_entries entries (one seek, that many steps) and finds them all one
+-- recipient's; a dense one leaves the range '' and the store reads on by
+-- PendingOutboundRecipients. Otherwise the range's first look_ahead
+-- entries (its window, a LIMIT in a subquery) are grouped by recipient,
+-- in index order (no sort: the group's smallest sequence is its first
+-- entry), at most row_limit recipients. The window bounds what a
+-- statement steps over: a recipient holding many met after the first is
+-- read only as far as the window goes, and listed with its oldest
+-- sequence; the store sees that the window was used up (the entries
+-- counted per recipient add up to look_ahead) and goes on after that
+-- recipient, whose next statement seeks past the rest. Each range is
+-- packed into one text, so that a page crosses the driver as one row,
+-- not one per recipient: a JSON array (json_group_array, one accumulator:
+-- a list per column costs more) of [user id, device id, oldest sequence,
+-- entries read]; "[]" for none. The same storage classes as
 -- PendingOutboundRecipients are read.
 SELECT
   CAST(CASE
@@ -87,14 +101,16 @@ SELECT
                   AND typeof(p.recipient_device_id) = 'integer'
                 ORDER BY p.recipient_device_id, p.sequence LIMIT CAST(sqlc.arg(dense_entries) AS INTEGER)) AS f)
     THEN ''
-    ELSE (SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
-                        group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))
-      FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, min(p.sequence) AS oldest
-            FROM pending_outbound_message AS p
-            WHERE p.recipient_user_id = CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_device_id > CAST(sqlc.arg(after_device_id) AS INTEGER)
-              AND typeof(p.recipient_device_id) = 'integer'
-            GROUP BY p.recipient_user_id, p.recipient_device_id
-            ORDER BY p.recipient_user_id, p.recipient_device_id
+    ELSE (SELECT json_group_array(json_array(g.user_id, g.device_id, g.oldest, g.entries))
+      FROM (SELECT w.user_id, w.device_id, min(w.sequence) AS oldest, count(*) AS entries
+            FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, p.sequence
+                  FROM pending_outbound_message AS p
+                  WHERE p.recipient_user_id = CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_device_id > CAST(sqlc.arg(after_device_id) AS INTEGER)
+                    AND typeof(p.recipient_device_id) = 'integer'
+                  ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence
+                  LIMIT CAST(sqlc.arg(look_ahead) AS INTEGER)) AS w
+            GROUP BY w.user_id, w.device_id
+            ORDER BY w.user_id, w.device_id
             LIMIT CAST(sqlc.arg(row_limit) AS INTEGER)) AS g)
   END AS TEXT) AS same_user,
   CAST(CASE
@@ -104,13 +120,15 @@ SELECT
                   AND typeof(p.recipient_device_id) = 'integer'
                 ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT CAST(sqlc.arg(dense_entries) AS INTEGER)) AS f)
     THEN ''
-    ELSE (SELECT concat(group_concat(g.device_id), '|', group_concat(g.oldest), '|',
-                        group_concat(octet_length(g.user_id)), '|', group_concat(g.user_id, ''))
-      FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, min(p.sequence) AS oldest
-            FROM pending_outbound_message AS p
-            WHERE p.recipient_user_id > CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_user_id < x''
-              AND typeof(p.recipient_device_id) = 'integer'
-            GROUP BY p.recipient_user_id, p.recipient_device_id
-            ORDER BY p.recipient_user_id, p.recipient_device_id
+    ELSE (SELECT json_group_array(json_array(g.user_id, g.device_id, g.oldest, g.entries))
+      FROM (SELECT w.user_id, w.device_id, min(w.sequence) AS oldest, count(*) AS entries
+            FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, p.sequence
+                  FROM pending_outbound_message AS p
+                  WHERE p.recipient_user_id > CAST(sqlc.arg(after_user_id) AS TEXT) AND p.recipient_user_id < x''
+                    AND typeof(p.recipient_device_id) = 'integer'
+                  ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence
+                  LIMIT CAST(sqlc.arg(look_ahead) AS INTEGER)) AS w
+            GROUP BY w.user_id, w.device_id
+            ORDER BY w.user_id, w.device_id
             LIMIT CAST(sqlc.arg(row_limit) AS INTEGER)) AS g)
   END AS TEXT) AS later_users;

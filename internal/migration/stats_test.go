@@ -29,7 +29,7 @@ var plantUselessStats = []string{
 
 // recipientsQuery is the store's listing of recipients
 // (PendingOutboundRecipients in queries/recipients.sql), its parameters
-// as ?.
+// as :name.
 func recipientsQuery(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "queries", "recipients.sql"))
@@ -43,13 +43,15 @@ func recipientsQuery(t *testing.T) string {
 	}
 	// Comments may hold a semicolon: the statement ends at the last one.
 	q = q[:strings.LastIndex(q, ";")]
-	return regexp.MustCompile(`sqlc\.arg\(\w+\)`).ReplaceAllString(q, "?")
+	return regexp.MustCompile(`sqlc\.arg\((\w+)\)`).ReplaceAllString(q, ":$1")
 }
 
 // plan is the EXPLAIN QUERY PLAN of query on conn, one detail a line.
 func plan(t *testing.T, conn *sql.DB, query string) string {
 	t.Helper()
-	rows, err := conn.Query("EXPLAIN QUERY PLAN "+query, 0, "", 21) // after_device_id, after_user_id, row_limit
+	args := []any{sql.Named("after_device_id", 0), sql.Named("after_user_id", ""), sql.Named("row_limit", 21),
+		sql.Named("dense_entries", 16), sql.Named("sparse_run", 4)}
+	rows, err := conn.Query("EXPLAIN QUERY PLAN "+query, args...)
 	require.NoError(t, err)
 	defer rows.Close()
 	var out []string

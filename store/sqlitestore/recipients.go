@@ -3,7 +3,10 @@ package sqlitestore
 import (
 	"context"
 	"fmt"
-	"strings"
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/securemsg/storage/internal/db"
 	"github.com/securemsg/storage/internal/storeimpl"
@@ -12,46 +15,52 @@ import (
 
 // denseRecipientEntries is the density at which the listing seeks rather
 // than steps: where recipients hold this many index entries each, two seeks
-// past each one cost about what stepping over its entries does. A page
-// whose first recipient after the cursor holds this many is read by seeks.
+// past each one cost about what stepping over its entries does.
 const denseRecipientEntries = 16
+
+// sparseRun is how many recipients in a row holding fewer than
+// denseRecipientEntries the seeks pass before they hand the page back to
+// the step: one such recipient costs the seeks a little more than the
+// step would, a run of them more than a statement of the step costs.
+const sparseRun = 4
+
+// lookAheadPerRecipient bounds what a statement of the step reads: a
+// window of this many index entries per recipient it is to return (plus
+// denseRecipientEntries, so that the first recipient, which the probe
+// found sparse, always ends inside it). A page of recipients holding
+// fewer on average is one statement; a recipient holding many is read
+// only to the window's end, and the next statement seeks past it.
+const lookAheadPerRecipient = 4
 
 // PendingRecipients implements store.Pending. It chooses its strategy by
 // what it meets in the recipient index (pending_outbound_message_recipient),
-// in one statement (PendingOutboundRecipientsScan): it probes whether the
-// first recipient after the cursor, on the cursor's user and after it,
-// holds denseRecipientEntries entries (the first that many entries of the
-// range are all its own); if not, it steps through the entries after the
-// cursor in order, as SELECT DISTINCT would, and groups them by
-// recipient: most pages end there, at
-// about four fifths of DISTINCT's cost, whatever they meet after the
-// probe (a recipient there that holds many is stepped over entry by entry,
-// as DISTINCT steps over it; bounding the step, a LIMIT in a subquery,
-// costs a third more on every entry of every page). A page the probe finds
-// dense is read by the loose index scan, two seeks per recipient whatever
-// it holds (PendingOutboundRecipients), in a statement of its own. Either
-// way the page returned is what one statement read (one snapshot), and no
-// transaction is begun. No message is opened; no planner statistic is read.
+// statement by statement; no planner statistic is read. A statement of the
+// step (PendingOutboundRecipientsScan) probes whether the first recipient
+// after the cursor holds denseRecipientEntries entries (the first that
+// many entries are all its own); if not, it steps through a window of the
+// entries after the cursor in order, as SELECT DISTINCT would, grouped by
+// recipient: where recipients hold a few messages each, the page ends
+// there. Where the window ran out first (a recipient holding many, met
+// after the first), the next statement goes on after the last recipient
+// listed, seeking past the rest of it. Where the probe finds the first
+// recipient dense, the seeks (PendingOutboundRecipients, a loose index
+// scan: two seeks per recipient whatever it holds) go on from there while
+// the recipients they meet are dense, and hand the rest of the page back
+// to the step after sparseRun sparse ones in a row. Each statement reads
+// one snapshot; a page read by several lists each recipient once, in
+// order, as the statement that read it found it. No message is opened and
+// no transaction is begun.
 func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRequest) (store.PendingRecipientPage, error) {
 	if err := req.Validate(); err != nil {
 		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
-	from := storeimpl.RecipientsFrom(req)
 	need := req.Limit + 1
-	var out []store.PendingRecipient
-	full := false
+	out := make([]store.PendingRecipient, 0, need)
 	err := s.tx(ctx, statement, func(q *txn) error {
 		var err error
-		out, full, err = scanRecipients(ctx, q, from, need)
+		out, err = listRecipients(ctx, q, storeimpl.RecipientsFrom(req), need, out)
 		return err
 	})
-	if err == nil && !full {
-		err = s.tx(ctx, statement, func(q *txn) error {
-			var err error
-			out, err = seekRecipients(ctx, q, from, need)
-			return err
-		})
-	}
 	if err != nil {
 		return store.PendingRecipientPage{}, storeimpl.OpPendingRecipients.Wrap(err)
 	}
@@ -61,17 +70,64 @@ func (s *Store) PendingRecipients(ctx context.Context, req store.RecipientPageRe
 	return storeimpl.RecipientPage(out, req.Limit), nil
 }
 
-// seekRecipients is the loose index scan: up to n recipients after from.
-func seekRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int) ([]store.PendingRecipient, error) {
+// listRecipients appends to out up to need recipients after from, by
+// statements of the step and of the seeks, each going on after the last
+// recipient the one before it listed.
+func listRecipients(ctx context.Context, q *txn, from store.DeviceAddress, need int, out []store.PendingRecipient) ([]store.PendingRecipient, error) {
+	for len(out) < need {
+		n := len(out)
+		var next nextRead
+		var err error
+		if out, next, err = stepRecipients(ctx, q, from, need-n, out); err != nil {
+			return nil, err
+		}
+		if len(out) > n {
+			from = out[len(out)-1].Recipient
+		}
+		switch {
+		case next == readDone:
+			return out, nil
+		case next == readStep && len(out) > n:
+			continue
+		}
+		// The probe found the next recipient dense (or a window that
+		// listed no recipient, which the window's size rules out: this
+		// only keeps the loop going forward).
+		n = len(out)
+		if out, err = seekRecipients(ctx, q, from, need-n, out); err != nil {
+			return nil, err
+		}
+		if len(out) == n {
+			return out, nil // no recipient after from
+		}
+		from = out[len(out)-1].Recipient
+	}
+	return out, nil
+}
+
+// nextRead says how a page goes on after a statement of the step.
+type nextRead int
+
+const (
+	readDone nextRead = iota // the page is complete, or no recipient follows
+	readStep                 // the window ran out: step on after its last recipient
+	readSeek                 // the next recipient is dense: seek
+)
+
+// seekRecipients is the loose index scan: up to n recipients after from,
+// appended to out, fewer if it met sparseRun sparse recipients in a row.
+func seekRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int, out []store.PendingRecipient) ([]store.PendingRecipient, error) {
 	packed, err := q.PendingOutboundRecipients(ctx, db.PendingOutboundRecipientsParams{
 		AfterUserID:   from.UserID,
 		AfterDeviceID: from.DeviceID,
 		RowLimit:      int64(n),
+		DenseEntries:  denseRecipientEntries,
+		SparseRun:     sparseRun,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return unpackSeeks(packed, make([]store.PendingRecipient, 0, n))
+	return unpackSeeks(packed, out)
 }
 
 // seekEntryHeader is the fixed-width head of an entry of
@@ -106,90 +162,154 @@ func unpackSeeks(packed string, out []store.PendingRecipient) ([]store.PendingRe
 	return out, nil
 }
 
-// scanRecipients runs the probe and the step through the index
-// (PendingOutboundRecipientsScan) for up to n recipients after from. full
-// reports that the recipients returned are the page: n of them, or every
-// one after from. Otherwise a probe found the first recipient of a range it
-// was to read dense, and the page is to be read by seeks.
-func scanRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int) (out []store.PendingRecipient, full bool, err error) {
+// stepRecipients runs a statement of the step
+// (PendingOutboundRecipientsScan) for up to n recipients after from and
+// appends what it listed to out; next says how the page goes on.
+func stepRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int, out []store.PendingRecipient) ([]store.PendingRecipient, nextRead, error) {
+	window := lookAheadPerRecipient*n + denseRecipientEntries
 	row, err := q.PendingOutboundRecipientsScan(ctx, db.PendingOutboundRecipientsScanParams{
 		AfterUserID:   from.UserID,
 		AfterDeviceID: from.DeviceID,
 		RowLimit:      int64(n),
 		DenseEntries:  denseRecipientEntries,
+		LookAhead:     int64(window),
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, readDone, err
 	}
-	if row.SameUser == "" {
-		return nil, false, nil
+	end := len(out) + n
+	for _, packed := range []string{row.SameUser, row.LaterUsers} {
+		if packed == "" {
+			return out, readSeek, nil
+		}
+		var read int64
+		if out, read, err = unpackRecipients(packed, out); err != nil {
+			return nil, readDone, err
+		}
+		switch {
+		case len(out) >= end:
+			return out[:end], readDone, nil
+		case read >= int64(window):
+			// The window ended the range: its last recipient may hold
+			// more entries than it read, which the next statement seeks past.
+			return out, readStep, nil
+		}
 	}
-	out, err = unpackRecipients(row.SameUser, make([]store.PendingRecipient, 0, n))
-	switch {
-	case err != nil:
-		return nil, false, err
-	case len(out) >= n:
-		return out[:n], true, nil
-	case row.LaterUsers == "":
-		return nil, false, nil
-	}
-	out, err = unpackRecipients(row.LaterUsers, out)
-	if err != nil {
-		return nil, false, err
-	}
-	return out[:min(n, len(out))], true, nil
+	return out, readDone, nil
 }
 
 // unpackRecipients appends to out the recipients of one range packed by
-// PendingOutboundRecipientsScan ("D1,D2,...|S1,S2,...|N1,N2,...|U1U2...").
-// The user ids are substrings of packed (no copy).
-func unpackRecipients(packed string, out []store.PendingRecipient) ([]store.PendingRecipient, error) {
-	var field [3]string
-	for k := range field {
-		i := strings.IndexByte(packed, '|')
-		if i < 0 {
-			return nil, errMalformed("missing list")
-		}
-		field[k], packed = packed[:i], packed[i+1:]
+// PendingOutboundRecipientsScan, a JSON array of [user id, device id,
+// oldest sequence, entries read] as SQLite's json_array writes them, and
+// returns how many entries they were read from. A user id without an
+// escape is a substring of packed (no copy).
+func unpackRecipients(packed string, out []store.PendingRecipient) ([]store.PendingRecipient, int64, error) {
+	if len(packed) < 2 || packed[0] != '[' || packed[len(packed)-1] != ']' {
+		return nil, 0, errMalformed("not a list")
 	}
-	devices, oldest, lengths, users := field[0], field[1], field[2], packed
-	for len(devices) > 0 {
-		var d, s, n int64
-		var err1, err2, err3 error
-		d, devices, err1 = nextInt(devices)
-		s, oldest, err2 = nextInt(oldest)
-		n, lengths, err3 = nextInt(lengths)
-		if err1 != nil || err2 != nil || err3 != nil {
-			return nil, errMalformed("number")
+	var read int64
+	p := packed[1 : len(packed)-1]
+	for len(p) > 0 {
+		if len(p) < 2 || p[0] != '[' || p[1] != '"' {
+			return nil, 0, errMalformed("entry")
 		}
-		if n < 0 || n > int64(len(users)) {
-			return nil, errMalformed("user id length")
+		user, rest, err := jsonString(p[2:])
+		if err != nil {
+			return nil, 0, err
 		}
+		var v [3]int64
+		for k := range v {
+			if len(rest) == 0 || rest[0] != ',' {
+				return nil, 0, errMalformed("entry")
+			}
+			var n int
+			if v[k], n, err = leadingInt(rest[1:]); err != nil {
+				return nil, 0, err
+			}
+			rest = rest[1+n:]
+		}
+		switch {
+		case len(rest) == 0 || rest[0] != ']':
+			return nil, 0, errMalformed("entry")
+		case len(rest) == 1:
+			rest = ""
+		case rest[1] != ',' || len(rest) == 2:
+			return nil, 0, errMalformed("list separator")
+		default:
+			rest = rest[2:]
+		}
+		if v[2] < 1 || v[2] > math.MaxInt64-read {
+			return nil, 0, errMalformed("entry count")
+		}
+		read += v[2]
 		out = append(out, store.PendingRecipient{
-			Recipient:      store.DeviceAddress{UserID: users[:n], DeviceID: d},
-			OldestSequence: s,
+			Recipient:      store.DeviceAddress{UserID: user, DeviceID: v[0]},
+			OldestSequence: v[1],
 		})
-		users = users[n:]
+		p = rest
 	}
-	if oldest != "" || lengths != "" || users != "" {
-		return nil, errMalformed("lists of unequal length")
-	}
-	return out, nil
+	return out, read, nil
 }
 
-// nextInt parses the number at the start of a comma-separated list and
-// returns the rest of the list after it.
-func nextInt(list string) (int64, string, error) {
-	v, n, err := leadingInt(list)
-	switch {
-	case err != nil:
-		return 0, "", err
-	case n == len(list):
-		return v, "", nil
-	case list[n] != ',' || n+1 == len(list):
-		return 0, "", errMalformed("list separator")
+// jsonString decodes the JSON string whose opening quote is just before s
+// and returns it and what follows its closing quote.
+func jsonString(s string) (string, string, error) {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			return s[:i], s[i+1:], nil
+		case '\\':
+			return jsonEscaped(s, i)
+		}
 	}
-	return v, list[n+1:], nil
+	return "", "", errMalformed("unterminated string")
+}
+
+// jsonEscaped is jsonString for a string with an escape at s[i].
+func jsonEscaped(s string, i int) (string, string, error) {
+	b := append(make([]byte, 0, len(s)), s[:i]...)
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			return string(b), s[i+1:], nil
+		case c != '\\':
+			b = append(b, c)
+			i++
+			continue
+		case i+1 == len(s):
+			return "", "", errMalformed("escape")
+		}
+		switch e := s[i+1]; e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			if i+6 > len(s) {
+				return "", "", errMalformed("escape")
+			}
+			r, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
+			if err != nil || utf16.IsSurrogate(rune(r)) {
+				return "", "", errMalformed("escape")
+			}
+			b = utf8.AppendRune(b, rune(r))
+			i += 6
+			continue
+		default:
+			return "", "", errMalformed("escape")
+		}
+		i += 2
+	}
+	return "", "", errMalformed("unterminated string")
 }
 
 // parseInt parses s, all of it one decimal integer.

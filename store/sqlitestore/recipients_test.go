@@ -75,12 +75,25 @@ func seedRecipients(t *testing.T, s *sqlitestore.Store, users int, per []int) []
 	t.Helper()
 	for u := 0; u < users; u++ {
 		for d, n := range per {
-			_, err := sqliteaccess.DB(s).Exec(`WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
-				INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
-				SELECT ?, ?, randomblob(16), x'00' FROM k`, n, fmt.Sprintf("user-%05d", u), d+1)
-			require.NoError(t, err)
+			seedMessages(t, s, fmt.Sprintf("user-%05d", u), int64(d+1), n)
 		}
 	}
+	return listedRecipients(t, s)
+}
+
+// seedMessages stores n messages for (user, device), raw rows.
+func seedMessages(t *testing.T, s *sqlitestore.Store, user string, device int64, n int) {
+	t.Helper()
+	_, err := sqliteaccess.DB(s).Exec(`WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
+		INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
+		SELECT ?, ?, randomblob(16), x'00' FROM k`, n, user, device)
+	require.NoError(t, err)
+}
+
+// listedRecipients is what the listing must answer, by the naive query:
+// every recipient once, ascending, with its smallest sequence.
+func listedRecipients(t *testing.T, s *sqlitestore.Store) []store.PendingRecipient {
+	t.Helper()
 	rows, err := sqliteaccess.DB(s).Query(`SELECT recipient_user_id, recipient_device_id, min(sequence)
 		FROM pending_outbound_message GROUP BY 1, 2 ORDER BY 1, 2`)
 	require.NoError(t, err)
@@ -143,22 +156,68 @@ func TestRecipientsShapes(t *testing.T) {
 	}
 }
 
+// TestRecipientsLargeAmongSparse: recipients holding many messages met in
+// the middle of a page, alone, side by side, as the last of a user's
+// devices or inside a stretch of denser ones, among recipients of a few:
+// every page size lists every recipient once, in order, with its oldest
+// sequence, and a whole walk does not step over the large ones (it reads
+// far fewer index entries than there are).
+func TestRecipientsLargeAmongSparse(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t)
+	large := map[int]int{37: 700, 150: 2000, 151: 900, 290: 1500, 333: 40}
+	entries := 0
+	for u := range 400 {
+		n := 1 + u%3 // the sparse ones: 1 to 3 messages
+		if u >= 200 && u < 260 {
+			n = 10 + u%6 // a denser stretch, under the probe's density
+		}
+		if m, ok := large[u]; ok {
+			n = m
+		}
+		user := fmt.Sprintf("user-%05d", u)
+		seedMessages(t, s, user, 1, n)
+		entries += n
+		if u%50 == 7 { // a second device, the larger one last
+			seedMessages(t, s, user, 2, 1)
+			seedMessages(t, s, user, 9, 600)
+			entries += 601
+		}
+	}
+	want := listedRecipients(t, s)
+	for _, limit := range []int{1, 2, 3, 7, 50, store.MaxPageSize} {
+		require.Equal(t, want, walkRecipients(t, s, limit), "limit %d", limit)
+	}
+	c, err := rowsread.Install(ctx, sqliteaccess.DB(s))
+	if errors.Is(err, rowsread.ErrUnsupported) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	c.Take()
+	require.Equal(t, want, walkRecipients(t, s, store.MaxPageSize))
+	read := c.Take()
+	t.Logf("%d recipients, %d entries: %d read", len(want), entries, read)
+	require.Less(t, read, int64(entries/2), "the walk steps over the large recipients")
+}
+
 // TestRecipientsUserIDBytes: a user id is listed byte for byte as stored,
 // and the walk goes on past it, on either strategy (recipients of one
-// message are stepped over, of 20 seeked past), even where a damaged row
-// holds bytes an application's id cannot (a NUL, a byte that is not
-// UTF-8).
+// message are stepped over, of 20 seeked past), whatever characters it
+// holds (those JSON escapes, a page's packing, among them), even where a
+// damaged row holds bytes an application's id cannot (a NUL, a byte that
+// is not UTF-8).
 func TestRecipientsUserIDBytes(t *testing.T) {
 	for _, per := range []int{1, 20} {
 		t.Run(fmt.Sprintf("%d each", per), func(t *testing.T) {
 			s := mustOpen(t)
-			for _, user := range []string{"'a'", "'b' || char(0) || 'c'", "CAST(x'62ff00' AS TEXT)", "'b'", "'d'"} {
+			for _, user := range []string{"'a'", "'b' || char(0) || 'c'", "CAST(x'62ff00' AS TEXT)", "'b'", "'d'",
+				`'e"' || char(92) || '/'`, "'f' || char(1, 8, 9, 10, 12, 13, 31, 127)", "'g' || char(233, 8232, 128512)"} {
 				_, err := sqliteaccess.DB(s).Exec(fmt.Sprintf(`WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?)
 					INSERT INTO pending_outbound_message (recipient_user_id, recipient_device_id, logical_id, sealed)
 					SELECT %s, 1, randomblob(16), x'00' FROM k`, user), per)
 				require.NoError(t, err, user)
 			}
-			want := []string{"a", "b", "b\x00c", "b\xff\x00", "d"}
+			want := []string{"a", "b", "b\x00c", "b\xff\x00", "d", "e\"\\/", "f\x01\b\t\n\f\r\x1f\x7f", "gé\u2028😀"}
 			for _, limit := range []int{1, 2, store.MaxPageSize} {
 				var users []string
 				req := store.RecipientPageRequest{Limit: limit}

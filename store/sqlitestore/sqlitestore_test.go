@@ -563,6 +563,10 @@ func dummyArg(t *testing.T, name string) any {
 		return int64(store.MaxPageSize + 1)
 	case "dense_entries":
 		return int64(16)
+	case "look_ahead":
+		return int64(4*(store.MaxPageSize+1) + 16)
+	case "sparse_run":
+		return int64(4)
 	case "sealed_limit":
 		return int64(storeimpl.MaxSealedMessageSize)
 	case "sealed":
@@ -610,16 +614,19 @@ func TestQueryPlans(t *testing.T) {
 		"PendingOutboundByID": "SEARCH pending_outbound_message USING INDEX sqlite_autoindex_pending_outbound_message_1 (recipient_user_id=? AND recipient_device_id=? AND logical_id=?)\n" +
 			"SEARCH own EXISTS USING INTEGER PRIMARY KEY (rowid=?)",
 		// The loose index scan: each step seeks past the recipient before,
-		// on its user (next device), else past its user.
+		// on its user (next device), else past its user, and reads the
+		// first entries of the recipient it found (is it dense?).
 		"PendingOutboundRecipients": "SEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id>?)\n" +
-			"CORRELATED SCALAR SUBQUERY 3\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id>? AND recipient_user_id<?)",
+			"CORRELATED SCALAR SUBQUERY 3\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id>? AND recipient_user_id<?)\n" +
+			"CORRELATED SCALAR SUBQUERY 5\nCO-ROUTINE d\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id=?)",
 		// The step: two ordered ranges of the index, each after its
-		// probe's read of its first entries, grouped without a sort (the
-		// plan check below fails on a temporary B-tree).
+		// probe's read of its first entries, its window of entries
+		// grouped without a sort (the plan check below fails on a
+		// temporary B-tree).
 		"PendingOutboundRecipientsScan": "SCALAR SUBQUERY 2\nCO-ROUTINE f\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id>?)\nSCAN f\n" +
-			"SCALAR SUBQUERY 4\nCO-ROUTINE g\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id>?)\nSCAN g\n" +
-			"SCALAR SUBQUERY 6\nCO-ROUTINE f\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id>? AND recipient_user_id<?)\nSCAN f\n" +
-			"SCALAR SUBQUERY 8\nCO-ROUTINE g\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id>? AND recipient_user_id<?)\nSCAN g",
+			"SCALAR SUBQUERY 5\nCO-ROUTINE g\nCO-ROUTINE w\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id=? AND recipient_device_id>?)\nSCAN w\nSCAN g\n" +
+			"SCALAR SUBQUERY 7\nCO-ROUTINE f\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id>? AND recipient_user_id<?)\nSCAN f\n" +
+			"SCALAR SUBQUERY 10\nCO-ROUTINE g\nCO-ROUTINE w\nSEARCH p USING COVERING INDEX pending_outbound_message_recipient (recipient_user_id>? AND recipient_user_id<?)\nSCAN w\nSCAN g",
 	}
 	for name := range fragments {
 		require.Contains(t, queries, name, "query %s not found in queries/pending_outbound.sql", name)
@@ -638,9 +645,10 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 	scan := regexp.MustCompile(`^SCAN (\S+)(.*)$`)
-	// PendingOutboundRecipients' recursion, PendingOutboundRecipientsScan's
-	// subqueries (each over one index range).
-	cte := map[string]bool{"recipient": true, "CONSTANT": true, "f": true, "g": true}
+	// PendingOutboundRecipients' recursion and its density check,
+	// PendingOutboundRecipientsScan's subqueries (each over one index
+	// range).
+	cte := map[string]bool{"recipient": true, "CONSTANT": true, "d": true, "f": true, "g": true, "w": true}
 	for name, want := range checked {
 		t.Run(name, func(t *testing.T) {
 			q := queries[name]
