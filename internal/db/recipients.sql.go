@@ -128,8 +128,8 @@ SELECT
                   AND typeof(p.recipient_device_id) = 'integer'
                 ORDER BY p.recipient_user_id, p.recipient_device_id, p.sequence LIMIT CAST(?1 AS INTEGER)) AS f)
     THEN ''
-    ELSE (SELECT json_group_array(json_array(g.user_id, g.device_id, g.oldest, g.entries))
-      FROM (SELECT w.user_id, w.device_id, min(w.sequence) AS oldest, count(*) AS entries
+    ELSE (SELECT json_group_array(json_array(g.user_id, g.device_id, g.oldest))
+      FROM (SELECT w.user_id, w.device_id, min(w.sequence) AS oldest
             FROM (SELECT p.recipient_user_id AS user_id, p.recipient_device_id AS device_id, p.sequence
                   FROM pending_outbound_message AS p
                   WHERE p.recipient_user_id > CAST(?2 AS TEXT) AND p.recipient_user_id < x''
@@ -172,13 +172,17 @@ type PendingOutboundRecipientsScanRow struct {
 // entry), at most row_limit recipients. The window bounds what a
 // statement steps over: a recipient holding many met after the first is
 // read only as far as the window goes, and listed with its oldest
-// sequence; the store sees that the window was used up (the entries
-// counted per recipient add up to look_ahead) and goes on after that
-// recipient, whose next statement seeks past the rest. Each range is
-// packed into one text, so that a page crosses the driver as one row,
-// not one per recipient: a JSON array (json_group_array, one accumulator:
-// a list per column costs more) of [user id, device id, oldest sequence,
-// entries read]; "[]" for none. The same storage classes as
+// sequence; the store goes on after that recipient (its next statement
+// seeks past the rest) wherever a range listed fewer than row_limit
+// recipients and may not have ended: same_user's entries are counted per
+// recipient (they add up to look_ahead where the window was used up, and
+// the greater user ids are then not the page's), later_users' are not (a
+// count per entry costs the common page more than the next statement
+// costs the end of the list). Each range is packed into one text, so that
+// a page crosses the driver as one row, not one per recipient: a JSON
+// array (json_group_array, one accumulator: a list per column costs more)
+// of [user id, device id, oldest sequence], with the entries read fourth
+// in same_user; "[]" for none. The same storage classes as
 // PendingOutboundRecipients are read.
 func (q *Queries) PendingOutboundRecipientsScan(ctx context.Context, arg PendingOutboundRecipientsScanParams) (PendingOutboundRecipientsScanRow, error) {
 	row := q.db.QueryRowContext(ctx, pendingOutboundRecipientsScan,

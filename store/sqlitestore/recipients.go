@@ -178,32 +178,45 @@ func stepRecipients(ctx context.Context, q *txn, from store.DeviceAddress, n int
 		return nil, readDone, err
 	}
 	end := len(out) + n
-	for _, packed := range []string{row.SameUser, row.LaterUsers} {
-		if packed == "" {
-			return out, readSeek, nil
-		}
-		var read int64
-		if out, read, err = unpackRecipients(packed, out); err != nil {
-			return nil, readDone, err
-		}
-		switch {
-		case len(out) >= end:
-			return out[:end], readDone, nil
-		case read >= int64(window):
-			// The window ended the range: its last recipient may hold
-			// more entries than it read, which the next statement seeks past.
-			return out, readStep, nil
-		}
+	if row.SameUser == "" {
+		return out, readSeek, nil
 	}
-	return out, readDone, nil
+	var read int64
+	if out, read, err = unpackRecipients(row.SameUser, true, out); err != nil {
+		return nil, readDone, err
+	}
+	switch {
+	case len(out) >= end:
+		return out[:end], readDone, nil
+	case read >= int64(window):
+		// The window ended the range: its last recipient may hold more
+		// entries than it read, which the next statement seeks past.
+		return out, readStep, nil
+	case row.LaterUsers == "":
+		return out, readSeek, nil
+	}
+	n0 := len(out)
+	if out, _, err = unpackRecipients(row.LaterUsers, false, out); err != nil {
+		return nil, readDone, err
+	}
+	switch {
+	case len(out) >= end:
+		return out[:end], readDone, nil
+	case len(out) == n0:
+		return out, readDone, nil // no recipient after the cursor's user
+	}
+	// Fewer than wanted: the window ended the range (or the range did,
+	// which the next statement finds).
+	return out, readStep, nil
 }
 
 // unpackRecipients appends to out the recipients of one range packed by
 // PendingOutboundRecipientsScan, a JSON array of [user id, device id,
-// oldest sequence, entries read] as SQLite's json_array writes them, and
-// returns how many entries they were read from. A user id without an
-// escape is a substring of packed (no copy).
-func unpackRecipients(packed string, out []store.PendingRecipient) ([]store.PendingRecipient, int64, error) {
+// oldest sequence] as SQLite's json_array writes them, with the entries
+// each was read from fourth if counted, and returns how many entries they
+// were read from (one each if not counted). A user id without an escape
+// is a substring of packed (no copy).
+func unpackRecipients(packed string, counted bool, out []store.PendingRecipient) ([]store.PendingRecipient, int64, error) {
 	if len(packed) < 2 || packed[0] != '[' || packed[len(packed)-1] != ']' {
 		return nil, 0, errMalformed("not a list")
 	}
@@ -217,8 +230,12 @@ func unpackRecipients(packed string, out []store.PendingRecipient) ([]store.Pend
 		if err != nil {
 			return nil, 0, err
 		}
-		var v [3]int64
-		for k := range v {
+		v := [3]int64{2: 1}
+		fields := v[:2]
+		if counted {
+			fields = v[:]
+		}
+		for k := range fields {
 			if len(rest) == 0 || rest[0] != ',' {
 				return nil, 0, errMalformed("entry")
 			}

@@ -12,14 +12,14 @@ import (
 // (escapes decoded, the entries counted), and anything else the driver
 // could hand back is refused with an error, never a panic or a guess.
 func TestUnpackRecipients(t *testing.T) {
-	got, read, err := unpackRecipients(`[["a",1,7,2],["b\"\\\/\b\f\n\r\t\u0001\u00e9",0,-3,5]]`, nil)
+	got, read, err := unpackRecipients(`[["a",1,7,2],["b\"\\\/\b\f\n\r\t\u0001\u00e9",0,-3,5]]`, true, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(7), read)
 	require.Equal(t, []store.PendingRecipient{
 		{Recipient: store.DeviceAddress{UserID: "a", DeviceID: 1}, OldestSequence: 7},
 		{Recipient: store.DeviceAddress{UserID: "b\"\\/\b\f\n\r\t\x01é", DeviceID: 0}, OldestSequence: -3},
 	}, got)
-	got, read, err = unpackRecipients(`[]`, nil)
+	got, read, err = unpackRecipients(`[]`, true, nil)
 	require.NoError(t, err)
 	require.Zero(t, read)
 	require.Empty(t, got)
@@ -30,7 +30,7 @@ func TestUnpackRecipients(t *testing.T) {
 		`[["\u12",1,7,2]]`, `[["\ud800",1,7,2]]`, `[["a",x,7,2]]`, `[["a",1,99999999999999999999,2]]`,
 		`[[1,1,7,2]]`, `["a"]`,
 	} {
-		_, _, err := unpackRecipients(bad, nil)
+		_, _, err := unpackRecipients(bad, true, nil)
 		require.Error(t, err, "%q", bad)
 	}
 }
@@ -41,7 +41,7 @@ func FuzzUnpackRecipients(f *testing.F) {
 	f.Add(`[["a",1,7,2]]`)
 	f.Add(`[["\u00e9\\",9223372036854775807,-9223372036854775808,1]]`)
 	f.Fuzz(func(t *testing.T, packed string) {
-		got, read, err := unpackRecipients(packed, nil)
+		got, read, err := unpackRecipients(packed, true, nil)
 		if err == nil && read < int64(len(got)) {
 			t.Fatalf("%q: %d recipients from %d entries", packed, len(got), read)
 		}
