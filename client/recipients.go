@@ -10,12 +10,13 @@ import (
 // PendingRecipients returns one page of the devices that have pending
 // messages: what a restarted application retries, one
 // RetryPendingMessages call per recipient, without reading the messages
-// themselves. Each page is its own storage transaction and opens
-// nothing; it steps through the recipient index where recipients hold a
-// few messages each and seeks past those that hold many, so that it costs
-// at most what reading the distinct recipients off the index does. A recipient pending throughout a walk is listed
-// exactly once; one whose last message is acknowledged or abandoned
-// between pages may be absent, and one whose first message is sent after
+// themselves. A page opens nothing; it steps through the recipient index
+// where recipients hold a few messages each and seeks past those that
+// hold many, so that it costs at most what reading the distinct
+// recipients off the index does, in one or more statements, each of one
+// snapshot. A recipient pending throughout a walk is listed exactly once;
+// one whose last message is acknowledged or abandoned before the walk
+// reaches it may be absent, and one whose first message is sent after
 // the walk passed its address shows in the next walk. A recipient stored
 // malformed (a damaged row) is listed as stored; retrying it returns
 // store.ErrInvalidArgument, and its messages are in the pages' Unreadable. A

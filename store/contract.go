@@ -88,13 +88,15 @@ type Pending interface {
 	// to tell a message sent again from another one reusing its id.
 	// Returns ErrInvalidArgument for a malformed recipient.
 	PendingByID(ctx context.Context, recipient DeviceAddress, id LogicalMessageID) (PendingMessage, error)
-	// PendingRecipients returns the page selected by req, in one storage
-	// transaction: each recipient with at least one pending message
-	// (readable or not), once, in address order, without opening any
-	// message. Pages walked with their cursors skip and repeat no
-	// recipient that stays pending throughout; a recipient whose last
-	// message goes between pages is simply absent, one that gets its first
-	// after the walk passed its address appears in a later walk. A row
+	// PendingRecipients returns the page selected by req: each recipient
+	// with at least one pending message (readable or not), once, in
+	// address order, without opening any message. A store may read a page
+	// in several steps, each of one snapshot, each going on after the last
+	// recipient the one before listed. Pages walked with their cursors
+	// skip and repeat no recipient that stays pending throughout; a
+	// recipient whose last message goes before the walk (or the step of a
+	// page) reaches it is simply absent, one that gets its first after the
+	// walk passed its address appears in a later walk. A row
 	// whose recipient columns hold another storage class than the schema
 	// declares names no address and is not listed (pages report it as
 	// unreadable). Returns ErrInvalidArgument if req does not validate.

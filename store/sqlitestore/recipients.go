@@ -110,7 +110,7 @@ type nextRead int
 
 const (
 	readDone nextRead = iota // the page is complete, or no recipient follows
-	readStep                 // the window ran out: step on after its last recipient
+	readStep                 // the window ran out, or the range may have: step on after the last recipient
 	readSeek                 // the next recipient is dense: seek
 )
 
